@@ -1,0 +1,55 @@
+"""The message header every sixnines message carries, and the frame layouts built on it.
+
+One codec for every driver (OMB let each driver stamp its own clock; we don't): the
+framework writes the header, drivers only move bytes. A frame is the driver's prefix
+(e.g. a TCP length word) followed by the message: header, then random fill up to the exact
+requested size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+HEADER = np.dtype(
+    [
+        ("producer_id", "<u4"),
+        ("seq", "<u8"),
+        ("intended_ns", "<i8"),
+        ("sent_ns", "<i8"),
+    ]
+)
+"""Packed little-endian header: 28 bytes at the start of every message."""
+
+HEADER_SIZE = HEADER.itemsize
+
+
+def frame_dtype(prefix_len: int, message_size: int) -> np.dtype:
+    """A structured dtype viewing one frame (prefix + message) of a contiguous batch."""
+    if message_size < HEADER_SIZE:
+        raise ValueError(f"message_size {message_size} is below the {HEADER_SIZE}-byte header")
+    names = list(HEADER.names)
+    offsets = [prefix_len + HEADER.fields[name][1] for name in names]
+    formats = [HEADER.fields[name][0] for name in names]
+    return np.dtype(
+        {
+            "names": names,
+            "formats": formats,
+            "offsets": offsets,
+            "itemsize": prefix_len + message_size,
+        }
+    )
+
+
+def build_frames(prefix: bytes, message_size: int, count: int, seed: int) -> np.ndarray:
+    """`count` frames laid end to end: driver prefix, zeroed header, incompressible fill.
+
+    The fill is random per frame so that no compressor (Kafka batches, TLS, zstd links) can
+    shrink the payload below its requested size.
+    """
+    stride = len(prefix) + message_size
+    buf = np.random.default_rng(seed).integers(0, 256, size=count * stride, dtype=np.uint8)
+    frames = buf.reshape(count, stride)
+    if prefix:
+        frames[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+    frames[:, len(prefix) : len(prefix) + HEADER_SIZE] = 0
+    return buf

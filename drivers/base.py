@@ -1,0 +1,91 @@
+"""The contract between the sixnines framework and one system under test.
+
+A driver only moves bytes. The framework owns the schedule, the timestamps, the payload
+header and the accounting (see agents/payload.py), so every system is measured the same
+way. Sends and receives work on *contiguous batches of frames* so that a sender which falls
+behind its schedule can put every due message on the wire in one call (coalescing), and a
+receiver can hand over everything that arrived together without a per-message Python call.
+
+Third parties add a system by registering a `Driver` subclass under the `sixnines.drivers`
+entry-point group.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import ClassVar, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+
+class DriverOptions(BaseModel):
+    """Base of every driver's options: strict, so a misspelt key is an error, not a default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DriverError(Exception):
+    """A failure of the system under test (unreachable, refused, closed), already worded
+    for the user: it names the system and the address."""
+
+
+class Sender(Protocol):
+    def send(self, frames: memoryview, count: int) -> None:
+        """Send `count` messages laid end to end in `frames` (each `prefix + message`)."""
+
+    def close(self) -> None: ...
+
+
+class Receiver(Protocol):
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        """Write whole received frames end to end from `out[0]`; return how many.
+
+        `timeout_ms`: 0 polls without blocking, a positive value waits at most that long,
+        -1 waits until something arrives. Partial frames stay with the receiver until the
+        next call. Raises `DriverError` when the connection is lost.
+        """
+
+    def close(self) -> None: ...
+
+
+class Driver(ABC):
+    """One system under test, reached at `address` ("host:port")."""
+
+    name: ClassVar[str]
+    Options: ClassVar[type[DriverOptions]] = DriverOptions
+    #: True when the driver has a broker sixnines can run itself (`sixnines broker NAME`).
+    has_builtin_broker: ClassVar[bool] = False
+
+    def __init__(self, address: str, options: DriverOptions) -> None:
+        self.address = address
+        self.options = options
+
+    def frame_prefix(self, message_size: int) -> bytes:
+        """Bytes the driver needs in front of every message in a batch (e.g. a length)."""
+        return b""
+
+    @abstractmethod
+    def sender(self) -> Sender:
+        """One publishing connection (one-way mode)."""
+
+    @abstractmethod
+    def receiver(self, message_size: int) -> Receiver:
+        """One subscribing connection, already subscribed when returned (one-way mode)."""
+
+    @abstractmethod
+    def requester(self, message_size: int) -> tuple[Sender, Receiver]:
+        """One round-trip connection: every message sent comes back on the receiver."""
+
+    @classmethod
+    def serve_broker(cls, host: str, port: int, announce) -> None:
+        """Run the builtin broker in this process until SIGTERM; call `announce(address)`
+        once it accepts connections. Only for drivers with `has_builtin_broker`."""
+        raise NotImplementedError(f"driver {cls.name!r} has no builtin broker")
+
+
+def split_address(address: str, system: str) -> tuple[str, int]:
+    """Parse "host:port" (IPv6 as "[::1]:port"), naming the system in the error."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise DriverError(f"{system}: address {address!r} is not HOST:PORT")
+    return host.strip("[]"), int(port)

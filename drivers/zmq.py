@@ -1,0 +1,19 @@
+"""ZeroMQ: PUB/SUB through a zmq.proxy broker (one-way), DEALER/ROUTER echo (round trip)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from drivers.base import Driver, DriverOptions
+
+
+class ZmqOptions(DriverOptions):
+    hwm: int = Field(1_000_000, ge=0)
+    """Send/receive high-water mark in messages. ZeroMQ drops PUB messages past it; the
+    default is high enough that any loss is the system's, and it is counted."""
+
+
+class ZmqDriver(Driver):
+    name = "zmq"
+    Options = ZmqOptions
+    has_builtin_broker = True
