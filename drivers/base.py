@@ -37,6 +37,10 @@ class Sender(Protocol):
 
 
 class Receiver(Protocol):
+    #: What `zmq.Poller` can wait on (a zmq socket or anything with `fileno()`), so an agent
+    #: holding several connections can block on all of them at once.
+    pollable: object
+
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         """Write whole received frames end to end from `out[0]`; return how many.
 
@@ -65,7 +69,7 @@ class Driver(ABC):
         return b""
 
     @abstractmethod
-    def sender(self) -> Sender:
+    def sender(self, message_size: int) -> Sender:
         """One publishing connection (one-way mode)."""
 
     @abstractmethod

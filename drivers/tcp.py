@@ -1,8 +1,24 @@
-"""Raw TCP through the sixnines relay: the brokerless baseline every system is held to."""
+"""Raw TCP through the sixnines relay: the brokerless baseline every system is held to.
+
+Every connection opens with an 8-byte hello, `b"SXN"`, a role byte and the frame length
+(u32 LE): P publishes, S subscribes, E asks for an echo. The relay (drivers/tcp_relay.py)
+answers one byte when the connection is registered, so a receiver is subscribed by the time
+`receiver()` returns. Frames are a u32 LE length followed by the message.
+"""
 
 from __future__ import annotations
 
-from drivers.base import Driver, DriverOptions
+import select
+import socket
+import struct
+
+from drivers.base import Driver, DriverError, DriverOptions, split_address
+
+HELLO = struct.Struct("<3scI")
+ACK = b"K"
+PUBLISH, SUBSCRIBE, ECHO = b"P", b"S", b"E"
+LENGTH = struct.Struct("<I")
+CONNECT_TIMEOUT_S = 10.0
 
 
 class TcpOptions(DriverOptions):
@@ -10,7 +26,91 @@ class TcpOptions(DriverOptions):
     """TCP_NODELAY on every connection (Nagle off), as latency benchmarks expect."""
 
 
+class TcpSender:
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def send(self, frames: memoryview, count: int) -> None:
+        self._sock.sendall(frames)
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+class TcpReceiver:
+    """Receives straight into the caller's buffer; a trailing partial frame is moved to the
+    front on the next call (it is shorter than one frame, so the move never overlaps)."""
+
+    def __init__(self, sock: socket.socket, label: str) -> None:
+        self._sock = sock
+        self._label = label
+        self._poll = select.poll()
+        self._poll.register(sock, select.POLLIN)
+        self._partial_at = 0
+        self._partial_len = 0
+        self.pollable = sock
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        partial = self._partial_len
+        if partial:
+            start = self._partial_at
+            out[:partial] = out[start : start + partial]
+        if timeout_ms and not self._poll.poll(timeout_ms):
+            self._partial_at = 0
+            return 0
+        try:
+            got = self._sock.recv_into(out[partial:], 0, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            got = -1
+        except OSError as exc:
+            raise DriverError(f"{self._label}: connection lost ({exc})") from exc
+        if got == 0:
+            raise DriverError(f"{self._label}: connection closed by the relay")
+        total = partial + max(got, 0)
+        count = total // stride
+        self._partial_at = count * stride
+        self._partial_len = total - self._partial_at
+        return count
+
+    def close(self) -> None:
+        self._sock.close()
+
+
 class TcpDriver(Driver):
     name = "tcp"
     Options = TcpOptions
     has_builtin_broker = True
+
+    def frame_prefix(self, message_size: int) -> bytes:
+        return LENGTH.pack(message_size)
+
+    def _connect(self, role: bytes, message_size: int) -> socket.socket:
+        host, port = split_address(self.address, self.name)
+        label = f"tcp relay at {self.address}"
+        try:
+            sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
+            if self.options.nodelay:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock.sendall(HELLO.pack(b"SXN", role, LENGTH.size + message_size))
+            if sock.recv(1) != ACK:
+                raise DriverError(f"{label}: not a sixnines relay (no hello acknowledgement)")
+            sock.settimeout(None)
+        except OSError as exc:
+            raise DriverError(f"{label}: cannot connect ({exc})") from exc
+        return sock
+
+    def sender(self, message_size: int) -> TcpSender:
+        return TcpSender(self._connect(PUBLISH, message_size))
+
+    def receiver(self, message_size: int) -> TcpReceiver:
+        return TcpReceiver(self._connect(SUBSCRIBE, message_size), f"tcp relay at {self.address}")
+
+    def requester(self, message_size: int) -> tuple[TcpSender, TcpReceiver]:
+        sock = self._connect(ECHO, message_size)
+        return TcpSender(sock), TcpReceiver(sock, f"tcp relay at {self.address}")
+
+    @classmethod
+    def serve_broker(cls, host: str, port: int, announce) -> None:
+        from drivers.tcp_relay import Relay
+
+        Relay(host, port).serve(announce)
