@@ -1,0 +1,5 @@
+import sys
+
+from agents.main import main
+
+sys.exit(main())

@@ -1,0 +1,49 @@
+"""Host facts and software versions recorded in every manifest, so a figure can be traced
+to the machine and the code that produced it."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from importlib.metadata import PackageNotFoundError, version
+
+PACKAGES = ("sixnines", "numpy", "pyarrow", "pyzmq", "hdrhistogram", "pydantic")
+
+
+def host_facts() -> dict:
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+    }
+
+
+def versions() -> dict:
+    found = {}
+    for package in PACKAGES:
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = None
+    try:
+        import zmq
+
+        found["libzmq"] = zmq.zmq_version()
+    except ImportError:
+        pass
+    return found
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None

@@ -1,0 +1,138 @@
+"""The agent process (`sixnines agent`): one role, driven over stdin/stdout JSON lines.
+
+Three threads, each with one job: the main thread runs the role's loop; a reader thread
+turns `finish`/`stop` (and end of input: the controller has gone) into flags on `Control`;
+a progress thread reports counters once a second. Whatever happens in the loop, the data
+recorded so far is written and announced in `done`, marked partial when incomplete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+from agents import protocol as p
+from agents.artifacts import write_all
+from agents.facts import host_facts, versions
+from agents.roles import Consumer, Control, Producer, Requester, Role
+from agents.streams import clock
+from drivers import registry
+from drivers.base import DriverError
+
+ROLES: dict[str, type[Role]] = {"producer": Producer, "consumer": Consumer, "requester": Requester}
+PROGRESS_INTERVAL_S = 1.0
+
+
+def build_role(spec: p.Prepare) -> Role:
+    driver_cls = registry.load(spec.driver)
+    driver = driver_cls(spec.address, driver_cls.Options(**spec.driver_options))
+    return ROLES[spec.role](spec, driver)
+
+
+def _listen(channel: p.Channel, control: Control, drain_ns: int) -> None:
+    while True:
+        try:
+            message = channel.receive()
+        except p.ProtocolError as exc:
+            control.stop(str(exc))
+            return
+        if message is None:
+            control.stop("control channel closed")
+            return
+        if isinstance(message, p.Finish):
+            control.finish(message.expected, drain_ns)
+        elif isinstance(message, p.Stop):
+            control.stop(message.reason)
+            return
+
+
+def _report_progress(channel: p.Channel, role: Role, agent_id: str, done: threading.Event) -> None:
+    while not done.wait(PROGRESS_INTERVAL_S):
+        channel.send(p.Progress(agent_id=agent_id, sent=role.sent, received=role.received))
+
+
+def serve(channel: p.Channel) -> int:
+    first = channel.receive()
+    if not isinstance(first, p.Prepare):
+        channel.send(p.Failed(agent_id="?", error=f"expected prepare, got {first!r}"))
+        return 2
+    spec = first
+    if spec.protocol != p.PROTOCOL_VERSION:
+        channel.send(p.Failed(agent_id=spec.agent_id, error=(
+            f"protocol version {spec.protocol} from the controller, this agent speaks "
+            f"{p.PROTOCOL_VERSION}: install the same sixnines version on both sides")))
+        return 2
+    try:
+        role = build_role(spec)
+    except (DriverError, LookupError, ValueError, OSError) as exc:
+        channel.send(p.Failed(agent_id=spec.agent_id, error=str(exc)))
+        return 1
+    channel.send(p.Ready(protocol=p.PROTOCOL_VERSION, agent_id=spec.agent_id, pid=os.getpid(),
+                         host=host_facts(), versions=versions()))
+    start = _await_start(channel)
+    if start is None:
+        role.close()
+        return 0
+    return _run(channel, spec, role, start.at_ns)
+
+
+def _await_start(channel: p.Channel) -> p.Start | None:
+    while True:
+        message = channel.receive()
+        if isinstance(message, p.Ping):
+            channel.send(p.Pong(t_ns=message.t_ns, agent_ns=clock()))
+        elif isinstance(message, p.Start):
+            return message
+        elif message is None or isinstance(message, p.Stop):
+            return None
+
+
+def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
+    control = Control()
+    signal.signal(signal.SIGTERM, lambda *_: control.stop("terminated (SIGTERM)"))
+    threading.Thread(target=_listen, args=(channel, control, spec.drain_ns), daemon=True).start()
+    finished = threading.Event()
+    threading.Thread(target=_report_progress, args=(channel, role, spec.agent_id, finished),
+                     daemon=True).start()
+    role.arm(at_ns)
+    problems = []
+    try:
+        role.run(control)
+    except DriverError as exc:
+        problems.append(f"{spec.agent_id}: {exc}")
+    except Exception as exc:  # the data recorded so far is still written below
+        problems.append(f"{spec.agent_id}: {type(exc).__name__}: {exc}")
+        traceback.print_exc(file=sys.stderr)
+    finished.set()
+    if control.stopping:
+        problems.append(f"{spec.agent_id}: stopped early ({control.stop_reason})")
+    overflow = getattr(getattr(role, "inbox", None), "overflow", 0)
+    if overflow:
+        problems.append(f"{spec.agent_id}: {overflow} messages beyond the expected count "
+                        "were not recorded")
+    with contextlib.suppress(OSError, DriverError):
+        role.close()
+    files, out_of_range = write_all(
+        Path(spec.out_dir), role.columns(), role.metrics(), t0_ns=at_ns,
+        warmup_ns=spec.warmup_ns, label=f"{spec.run_id} {spec.agent_id} ({spec.role})")
+    extra = {"out_of_range": out_of_range}
+    for name in ("duplicate_replies", "unexpected_replies"):
+        if hasattr(role, name):
+            extra[name] = getattr(role, name)
+    channel.send(p.Done(agent_id=spec.agent_id, status="partial" if problems else "ok",
+                        sent=role.sent, received=role.received, t0_ns=at_ns, artifacts=files,
+                        problems=problems, extra=extra))
+    return 0
+
+
+def main() -> int:
+    """Entry point: the real stdout carries the channel; stray prints go to stderr."""
+    channel = p.Channel(sys.stdin, sys.stdout)
+    sys.stdout = sys.stderr
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the controller decides when we stop
+    return serve(channel)

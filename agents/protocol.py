@@ -1,0 +1,176 @@
+"""The control channel between controller and agent: JSON lines over the agent's stdio.
+
+One dataclass per message type and a table from type name to class (not string-typed
+dicts handled in a 170-line function). Agents open no listening port: the controller owns
+the agent's stdin/stdout through whatever launched it (subprocess, SSH, container attach).
+
+    controller                      agent
+    prepare  ─────────────────────▶  connect, allocate, touch memory
+             ◀─────────────────────  ready (protocol version, host facts)
+    ping     ─────────────────────▶  (clock offset estimate, repeated)
+             ◀─────────────────────  pong
+    start(at)─────────────────────▶  run the schedule
+             ◀─────────────────────  progress (every second)
+    finish   ─────────────────────▶  (consumers: producers are done, drain)
+             ◀─────────────────────  done (status, artifacts with sha256)
+    stop     ─────────────────────▶  (abort at any time; data so far is kept)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import IO, ClassVar
+
+PROTOCOL_VERSION = 1
+
+
+class ProtocolError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Message:
+    TYPE: ClassVar[str] = ""
+
+
+@dataclass(frozen=True)
+class Prepare(Message):
+    TYPE: ClassVar[str] = "prepare"
+    protocol: int
+    run_id: str
+    agent_id: str
+    role: str  # producer | consumer | requester
+    driver: str
+    address: str
+    driver_options: dict
+    message_size: int
+    rate: float  # this agent's share, msg/s
+    schedule: str  # fixed | poisson | closed
+    duration_ns: int
+    warmup_ns: int
+    connections: int
+    first_id: int  # producer/consumer id of this agent's first connection
+    phase_ns: int  # offset of this agent's schedule, so agents interleave evenly
+    receive: str  # blocking | busy-poll
+    drain_ns: int
+    seed: int
+    expected: int  # messages a consumer should receive (sizes its arrays)
+    out_dir: str
+
+
+@dataclass(frozen=True)
+class Ready(Message):
+    TYPE: ClassVar[str] = "ready"
+    protocol: int
+    agent_id: str
+    pid: int
+    host: dict
+    versions: dict
+
+
+@dataclass(frozen=True)
+class Ping(Message):
+    TYPE: ClassVar[str] = "ping"
+    t_ns: int
+
+
+@dataclass(frozen=True)
+class Pong(Message):
+    TYPE: ClassVar[str] = "pong"
+    t_ns: int
+    agent_ns: int
+
+
+@dataclass(frozen=True)
+class Start(Message):
+    TYPE: ClassVar[str] = "start"
+    at_ns: int  # in the agent's own monotonic clock
+
+
+@dataclass(frozen=True)
+class Finish(Message):
+    """Producers are done: a consumer drains until it has `expected` messages or its drain
+    time has passed."""
+
+    TYPE: ClassVar[str] = "finish"
+    expected: int
+
+
+@dataclass(frozen=True)
+class Stop(Message):
+    TYPE: ClassVar[str] = "stop"
+    reason: str
+
+
+@dataclass(frozen=True)
+class Progress(Message):
+    TYPE: ClassVar[str] = "progress"
+    agent_id: str
+    sent: int
+    received: int
+
+
+@dataclass(frozen=True)
+class Done(Message):
+    TYPE: ClassVar[str] = "done"
+    agent_id: str
+    status: str  # ok | partial
+    sent: int
+    received: int
+    t0_ns: int
+    artifacts: dict  # file name -> {"sha256": hex, "bytes": n}
+    problems: list = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Failed(Message):
+    TYPE: ClassVar[str] = "failed"
+    agent_id: str
+    error: str
+
+
+MESSAGE_TYPES: dict[str, type[Message]] = {
+    cls.TYPE: cls
+    for cls in (Prepare, Ready, Ping, Pong, Start, Finish, Stop, Progress, Done, Failed)
+}
+
+
+def encode(message: Message) -> str:
+    return json.dumps({"type": message.TYPE, **dataclasses.asdict(message)}, separators=(",", ":"))
+
+
+def decode(line: str) -> Message:
+    try:
+        data = json.loads(line)
+        cls = MESSAGE_TYPES[data.pop("type")]
+        return cls(**data)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ProtocolError(f"bad control message {line[:200]!r}: {exc}") from exc
+
+
+class Channel:
+    """JSON lines over a pair of text streams; `send` is safe from several threads."""
+
+    def __init__(self, incoming: IO[str], outgoing: IO[str]) -> None:
+        self._incoming = incoming
+        self._outgoing = outgoing
+        self._lock = threading.Lock()
+
+    def send(self, message: Message) -> None:
+        line = encode(message) + "\n"
+        with self._lock:
+            self._outgoing.write(line)
+            self._outgoing.flush()
+
+    def receive(self) -> Message | None:
+        """The next message, or None at end of stream (the controller has gone)."""
+        while True:
+            line = self._incoming.readline()
+            if not line:
+                return None
+            if line.strip():
+                return decode(line)

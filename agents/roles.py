@@ -1,0 +1,343 @@
+"""What an agent does in a run: producer, consumer or requester.
+
+Each role connects and allocates in `__init__` (before `ready`), runs its loop in `run`
+(the measuring part: pace, stamp, send, receive, stamp — nothing else), and afterwards
+turns its arrays into rows (`columns`) and histogram inputs (`metrics`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+import zmq
+
+from agents.protocol import Prepare
+from agents.schedule import NS, intended_offsets, message_count
+from agents.streams import Inbox, OutStream, clock
+from drivers.base import Driver, Receiver
+
+WAIT_MS = 20  # blocking receive timeout: how often a blocked loop looks at its flags
+BLOCK_MARGIN_NS = 2_000_000  # a requester stops blocking this long before its next send
+
+
+@dataclass
+class Control:
+    """Flags set by the agent's control thread and read by the loops (plain attributes: a
+    read costs tens of nanoseconds, so loops can look every iteration)."""
+
+    stopping: bool = False
+    stop_reason: str = ""
+    finishing: bool = False
+    expected: int = 0
+    deadline_ns: int = 0
+
+    def finish(self, expected: int, drain_ns: int) -> None:
+        self.expected = expected
+        self.deadline_ns = clock() + drain_ns
+        self.finishing = True
+
+    def stop(self, reason: str) -> None:
+        self.stop_reason = self.stop_reason or reason
+        self.stopping = True
+
+
+class Role(ABC):
+    def __init__(self, spec: Prepare, driver: Driver) -> None:
+        self.spec = spec
+        self.driver = driver
+        self.t0 = 0
+
+    def arm(self, t0: int) -> None:
+        self.t0 = t0
+
+    @abstractmethod
+    def run(self, control: Control) -> None: ...
+
+    @property
+    def sent(self) -> int:
+        return 0
+
+    @property
+    def received(self) -> int:
+        return 0
+
+    @abstractmethod
+    def columns(self) -> dict[str, np.ndarray | None]:
+        """Rows of messages.parquet (agents/schema.py); None for an all-null column."""
+
+    @abstractmethod
+    def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """{tag: (intended time − t0, values)} for the interval log."""
+
+    def warmup(self, intended: np.ndarray) -> np.ndarray:
+        return intended < self.t0 + self.spec.warmup_ns
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close connections (after the run)."""
+
+
+def _schedules(spec: Prepare) -> list[np.ndarray]:
+    """One schedule per connection; connections interleave evenly within the agent's share."""
+    per_connection = spec.rate / spec.connections
+    count = message_count(per_connection, spec.warmup_ns + spec.duration_ns)
+    interval_ns = NS / spec.rate
+    return [
+        intended_offsets(
+            spec.schedule, per_connection, count, spec.phase_ns + int(c * interval_ns),
+            seed=spec.seed * 1000 + spec.first_id + c,
+        )
+        for c in range(spec.connections)
+    ]
+
+
+def _rows_of_streams(role: Role, streams: list[OutStream]) -> dict[str, np.ndarray]:
+    done = [s.next for s in streams]
+    intended = np.concatenate([s.intended[:n] for s, n in zip(streams, done, strict=True)])
+    return {
+        "producer_id": np.concatenate([np.full(n, s.producer_id, np.int32)
+                                       for s, n in zip(streams, done, strict=True)]),
+        "seq": np.concatenate([np.arange(n, dtype=np.int64) for n in done]),
+        "size": np.full(len(intended), role.spec.message_size, np.int32),
+        "intended_ns": intended,
+        "sent_ns": np.concatenate([s.sent[:n] for s, n in zip(streams, done, strict=True)]),
+        "warmup": role.warmup(intended),
+    }
+
+
+def run_senders(streams: list[OutStream], control: Control, inbox: Inbox | None = None,
+                receivers: list[Receiver] = (), first_id: int = 0) -> None:
+    """The open-loop send loop: busy-wait on the absolute schedule, send what is due.
+
+    A requester passes its `inbox` and `receivers`: replies are then taken without blocking
+    between sends (a second thread would fight the sender for the GIL).
+    """
+    if len(streams) == 1 and inbox is None:
+        stream = streams[0]
+        pump, count = stream.pump, stream.count
+        while stream.next < count and not control.stopping:
+            pump(clock())
+        return
+    pending = list(streams)
+    while pending and not control.stopping:
+        now = clock()
+        for stream in pending:
+            stream.pump(now)
+        if inbox is not None:
+            for c, receiver in enumerate(receivers):
+                inbox.take(receiver, first_id + c, 0)
+        if any(s.next >= s.count for s in pending):
+            pending = [s for s in pending if s.next < s.count]
+
+
+def drain(inbox: Inbox, receivers: list[Receiver], first_id: int, control: Control,
+          busy: bool) -> None:
+    """Receive until the control thread says enough: finished and complete, finished and
+    past the drain deadline, or stopped. Several connections are waited on together."""
+    timeout_ms = 0 if busy else WAIT_MS
+    ids = [first_id + c for c in range(len(receivers))]
+    poller = zmq.Poller()
+    by_pollable = {}
+    for receiver, consumer_id in zip(receivers, ids, strict=True):
+        poller.register(receiver.pollable, zmq.POLLIN)
+        by_pollable[receiver.pollable] = (receiver, consumer_id)
+    single = len(receivers) == 1
+    while not control.stopping:
+        if single:
+            inbox.take(receivers[0], first_id, timeout_ms)
+        elif busy:
+            for receiver, consumer_id in zip(receivers, ids, strict=True):
+                inbox.take(receiver, consumer_id, 0)
+        else:
+            for pollable, _ in poller.poll(timeout_ms):
+                receiver, consumer_id = by_pollable[pollable]
+                inbox.take(receiver, consumer_id, 0)
+        if control.finishing and (
+            inbox.count >= control.expected or clock() >= control.deadline_ns
+        ):
+            return
+
+
+class Producer(Role):
+    def __init__(self, spec: Prepare, driver: Driver) -> None:
+        super().__init__(spec, driver)
+        prefix = driver.frame_prefix(spec.message_size)
+        self.streams = [
+            OutStream(driver.sender(spec.message_size), prefix, spec.message_size, offsets,
+                      spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
+            for c, offsets in enumerate(_schedules(spec))
+        ]
+
+    def arm(self, t0: int) -> None:
+        super().arm(t0)
+        for stream in self.streams:
+            stream.arm(t0)
+
+    def run(self, control: Control) -> None:
+        run_senders(self.streams, control)
+
+    @property
+    def sent(self) -> int:
+        return sum(s.next for s in self.streams)
+
+    def columns(self) -> dict[str, np.ndarray | None]:
+        rows = _rows_of_streams(self, self.streams)
+        return {**rows, "recv_ns": None, "consumer_id": None, "rx_index": None}
+
+    def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        rows = _rows_of_streams(self, self.streams)
+        offsets = rows["intended_ns"] - self.t0
+        return {"send_lag": (offsets, rows["sent_ns"] - rows["intended_ns"])}
+
+    def close(self) -> None:
+        for stream in self.streams:
+            stream.sender.close()
+
+
+class Consumer(Role):
+    def __init__(self, spec: Prepare, driver: Driver) -> None:
+        super().__init__(spec, driver)
+        self.receivers = [driver.receiver(spec.message_size) for _ in range(spec.connections)]
+        capacity = int(spec.expected * spec.connections * 1.05) + 1024
+        prefix = driver.frame_prefix(spec.message_size)
+        self.inbox = Inbox(capacity, len(prefix), spec.message_size)
+
+    def run(self, control: Control) -> None:
+        drain(self.inbox, self.receivers, self.spec.first_id, control,
+              self.spec.receive == "busy-poll")
+
+    @property
+    def received(self) -> int:
+        return self.inbox.count
+
+    def columns(self) -> dict[str, np.ndarray | None]:
+        box, n = self.inbox, self.inbox.count
+        return {
+            "producer_id": box.producer_id[:n],
+            "seq": box.seq[:n],
+            "size": np.full(n, self.spec.message_size, np.int32),
+            "intended_ns": box.intended[:n],
+            "sent_ns": box.sent[:n],
+            "recv_ns": box.recv[:n],
+            "consumer_id": box.consumer_id[:n],
+            "rx_index": np.arange(n, dtype=np.int64),
+            "warmup": self.warmup(box.intended[:n]),
+        }
+
+    def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        box, n = self.inbox, self.inbox.count
+        recv, intended = box.recv[:n], box.intended[:n]
+        offsets = intended - self.t0
+        return {
+            "latency": (offsets, recv - intended),
+            "service_time": (offsets, recv - box.sent[:n]),
+        }
+
+    def close(self) -> None:
+        for receiver in self.receivers:
+            receiver.close()
+
+
+class Requester(Role):
+    """Round trip: sends on schedule and takes the echoes on the same connections. Open loop
+    (fixed, poisson) by default; `closed` waits for each reply before the next request."""
+
+    def __init__(self, spec: Prepare, driver: Driver) -> None:
+        super().__init__(spec, driver)
+        prefix = driver.frame_prefix(spec.message_size)
+        pairs = [driver.requester(spec.message_size) for _ in range(spec.connections)]
+        self.receivers = [receiver for _, receiver in pairs]
+        self.streams = [
+            OutStream(sender, prefix, spec.message_size, offsets, spec.first_id + c,
+                      seed=spec.seed * 1000 + spec.first_id + c)
+            for c, ((sender, _), offsets) in enumerate(zip(pairs, _schedules(spec), strict=True))
+        ]
+        capacity = int(sum(s.count for s in self.streams) * 1.05) + 1024
+        self.inbox = Inbox(capacity, len(prefix), spec.message_size)
+
+    def arm(self, t0: int) -> None:
+        super().arm(t0)
+        for stream in self.streams:
+            stream.arm(t0)
+
+    def run(self, control: Control) -> None:
+        busy = self.spec.receive == "busy-poll"
+        if self.spec.schedule == "closed":
+            self._run_closed(control, busy)
+        else:
+            run_senders(self.streams, control, self.inbox, self.receivers, self.spec.first_id)
+        control.finish(self.sent, self.spec.drain_ns)
+        drain(self.inbox, self.receivers, self.spec.first_id, control, busy)
+
+    def _run_closed(self, control: Control, busy: bool) -> None:
+        """Each connection in turn: wait for the nominal time, send, wait for the reply."""
+        inbox, first_id = self.inbox, self.spec.first_id
+        timeout_ms = 0 if busy else WAIT_MS
+        while not control.stopping:
+            stream = min(self.streams, key=lambda s: s.intended_at[s.next] if s.next < s.count
+                         else np.iinfo(np.int64).max)
+            if stream.next >= stream.count:
+                return
+            due = stream.intended_at[stream.next]
+            while clock() < due and not control.stopping:
+                pass
+            c = self.streams.index(stream)
+            expected = inbox.count + 1
+            stream.send_next_now()
+            deadline = clock() + self.spec.drain_ns
+            while inbox.count < expected and not control.stopping and clock() < deadline:
+                inbox.take(self.receivers[c], first_id + c, timeout_ms)
+
+    @property
+    def sent(self) -> int:
+        return sum(s.next for s in self.streams)
+
+    @property
+    def received(self) -> int:
+        return self.inbox.count
+
+    def _joined(self) -> dict[str, np.ndarray]:
+        """One row per request, with its first reply's receive time and order (-1: none)."""
+        rows = _rows_of_streams(self, self.streams)
+        box, n = self.inbox, self.inbox.count
+        done = np.array([s.next for s in self.streams], np.int64)
+        first_row = np.concatenate([[0], np.cumsum(done)[:-1]])
+        stream = box.producer_id[:n].astype(np.int64) - self.spec.first_id
+        known = (stream >= 0) & (stream < len(done))
+        stream = np.where(known, stream, 0)
+        valid = known & (box.seq[:n] < done[stream])
+        target = (first_row[stream] + box.seq[:n])[valid]
+        arrival = np.flatnonzero(valid)
+        target, first = np.unique(target, return_index=True)  # first reply per request
+        recv = np.full(len(rows["seq"]), -1, np.int64)
+        rx_index = np.full(len(rows["seq"]), -1, np.int64)
+        recv[target] = box.recv[:n][arrival[first]]
+        rx_index[target] = arrival[first]
+        self.duplicate_replies = int(len(arrival) - len(target))
+        self.unexpected_replies = int(n - len(arrival))
+        return {**rows, "recv_ns": recv, "rx_index": rx_index}
+
+    def columns(self) -> dict[str, np.ndarray | None]:
+        rows = self._joined()
+        replied = rows["recv_ns"] >= 0
+        for name in ("recv_ns", "rx_index"):
+            rows[name] = np.ma.masked_array(rows[name], ~replied)
+        rows["consumer_id"] = np.ma.masked_array(rows["producer_id"], ~replied)
+        return rows
+
+    def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        rows = self._joined()
+        intended, sent, recv = rows["intended_ns"], rows["sent_ns"], rows["recv_ns"]
+        replied = recv >= 0
+        offsets = intended - self.t0
+        return {
+            "send_lag": (offsets, sent - intended),
+            "latency": (offsets[replied], (recv - intended)[replied]),
+            "service_time": (offsets[replied], (recv - sent)[replied]),
+        }
+
+    def close(self) -> None:
+        for stream in self.streams:
+            stream.sender.close()

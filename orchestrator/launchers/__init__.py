@@ -1,0 +1,1 @@
+"""Starting processes here or elsewhere behind one interface (see base.py)."""

@@ -1,0 +1,63 @@
+"""Processes on this machine: subprocesses in their own session (process group), so a
+terminal's Ctrl-C reaches only the controller, which then stops them in order."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import signal
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from orchestrator.launchers.base import Launcher, Process
+
+
+class LocalProcess(Process):
+    def __init__(self, argv: Sequence[str], name: str, log_path: Path,
+                 inbox: queue.Queue | None, env: dict[str, str] | None = None) -> None:
+        super().__init__(name, inbox)
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(log_path, "ab") as log:
+            self._popen = subprocess.Popen(
+                list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                text=True, bufsize=1, start_new_session=True, env=env,
+            )
+        self.pid = self._popen.pid
+        self._start_reader()
+
+    def _write(self, text: str) -> None:
+        self._popen.stdin.write(text)
+        self._popen.stdin.flush()
+
+    def _readline(self) -> str:
+        return self._popen.stdout.readline()
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def _signal_group(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._popen.pid, signum)
+
+    def terminate(self) -> None:
+        self._signal_group(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal_group(signal.SIGKILL)
+
+    def suspend(self) -> None:
+        """SIGSTOP the process group (tests freeze a broker to stall a run)."""
+        self._signal_group(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        self._signal_group(signal.SIGCONT)
+
+
+class LocalLauncher(Launcher):
+    host = "local"
+
+    def start(self, argv: Sequence[str], name: str, log_path: Path,
+              inbox: queue.Queue | None = None) -> LocalProcess:
+        return LocalProcess(argv, name, log_path, inbox)

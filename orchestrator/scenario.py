@@ -1,0 +1,676 @@
+"""The scenario a user writes, as pydantic models, and `load_scenario`, which turns a YAML
+file into a validated `Scenario` or a `ScenarioError` listing *every* problem with its line.
+
+Two workload shapes exist on purpose: `WorkloadSpec` is what the file says (every field a
+non-empty tuple of values, because any field may be swept), `Workload` is one resolved point
+of the matrix (scalars in base units: bytes, msg/s, nanoseconds) that agents run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import os
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    SerializeAsAny,
+    StrictInt,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from agents.payload import HEADER_SIZE
+from drivers import registry
+from drivers.base import Driver, DriverOptions
+from orchestrator import units
+from orchestrator.yaml_source import Document, YamlPath, YamlSyntaxError, parse
+
+# --- errors -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a scenario file: where (dotted path, 1-based line) and what."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def render(self, file: str) -> str:
+        where = file if self.line is None else f"{file}:{self.line}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ScenarioError(Exception):
+    """A scenario that cannot be run; `str()` gives one `FILE:LINE: PATH: MESSAGE` per line."""
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        self.file = file
+        self.problems = list(problems)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(problem.render(self.file) for problem in self.problems)
+
+
+# --- field types ------------------------------------------------------------------------
+
+
+class Mode(StrEnum):
+    ONE_WAY = "one-way"
+    ROUND_TRIP = "round-trip"
+
+
+class Schedule(StrEnum):
+    FIXED = "fixed"
+    POISSON = "poisson"
+    CLOSED = "closed"
+
+
+class Receive(StrEnum):
+    BLOCKING = "blocking"
+    BUSY_POLL = "busy-poll"
+
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+SECOND_NS = 1_000_000_000
+
+
+def _name(value: str) -> str:
+    if not _NAME.fullmatch(value):
+        raise ValueError("must start with a letter or digit and use only letters, digits, _ . -")
+    return value
+
+
+def _size(value: object) -> int:
+    size = units.parse_size(value)
+    if size < HEADER_SIZE:
+        raise ValueError(f"must be at least {HEADER_SIZE} bytes (the message header)")
+    return size
+
+
+def _rate(value: object) -> float:
+    rate = units.parse_rate(value)
+    if not rate > 0:
+        raise ValueError("must be greater than 0 msg/s")
+    return rate
+
+
+def _positive_duration(value: object) -> int:
+    ns = units.parse_duration(value)
+    if ns <= 0:
+        raise ValueError("must be longer than 0")
+    return ns
+
+
+def _duration(value: object) -> int:
+    ns = units.parse_duration(value)
+    if ns < 0:
+        raise ValueError("must not be negative")
+    return ns
+
+
+def _local_only(host: str) -> str:
+    if host != "local":
+        raise ValueError(
+            f"unknown host {host!r}: only 'local' is supported for now (multi-host runs come later)"
+        )
+    return host
+
+
+Name = Annotated[str, Field(strict=True), AfterValidator(_name)]
+Size = Annotated[int, BeforeValidator(_size)]
+Rate = Annotated[float, BeforeValidator(_rate)]
+Count = Annotated[int, Field(strict=True, ge=1)]
+Seed = StrictInt | None
+Host = Annotated[str, Field(strict=True), AfterValidator(_local_only)]
+
+T = TypeVar("T")
+
+
+def _as_list(value: object) -> object:
+    return value if isinstance(value, list | tuple) else [value]
+
+
+#: A workload field as written: one value, or a non-empty list of values to sweep.
+Sweep = Annotated[tuple[T, ...], BeforeValidator(_as_list), Field(min_length=1)]
+
+# --- systems ------------------------------------------------------------------------------
+
+_BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
+_DEFER_OPTIONS = "sixnines.defer_driver_options"
+
+
+def recipe_names() -> list[str]:
+    """Broker recipes (deploy/) a scenario may name. None exist yet; they come with the
+    launchers that can run them."""
+    return []
+
+
+def _check_address(address: str) -> str:
+    host, sep, port = address.rpartition(":")
+    bracketed = host.startswith("[") and host.endswith("]")
+    if (
+        not sep
+        or not host.strip("[]")
+        or not port.isdigit()
+        or not 0 < int(port) < 65536
+        or any(c.isspace() for c in host)
+        or (":" in host and not bracketed)
+        or (host.startswith("[") != host.endswith("]"))
+    ):
+        raise ValueError(f"{address!r} is not HOST:PORT (e.g. 127.0.0.1:7000 or [::1]:7000)")
+    return address
+
+
+class Broker(BaseModel):
+    """Where the system under test runs: `builtin` (sixnines starts the driver's own broker),
+    `{external: HOST:PORT}` (already running) or `{recipe: NAME}` (started from deploy/).
+    Both fields None means builtin; `kind` says which."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    external: str | None = None
+    recipe: str | None = None
+
+    @property
+    def kind(self) -> Literal["builtin", "external", "recipe"]:
+        if self.external is not None:
+            return "external"
+        return "recipe" if self.recipe is not None else "builtin"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_yaml(cls, data: Any) -> Any:
+        if data == "builtin":
+            return {}
+        if isinstance(data, Broker):
+            return data
+        if not isinstance(data, dict):
+            raise ValueError(_BROKER_FORMS)
+        if set(data) <= {"external", "recipe"} and not any(data.values()):
+            raise ValueError(_BROKER_FORMS)
+        return data
+
+    @field_validator("external", mode="before")
+    @classmethod
+    def _external(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError("must be HOST:PORT as a string, e.g. 127.0.0.1:7000")
+        return _check_address(value)
+
+    @field_validator("recipe")
+    @classmethod
+    def _recipe(cls, value: str) -> str:
+        if value not in recipe_names():
+            known = ", ".join(recipe_names()) or "none"
+            raise ValueError(f"no broker recipe named {value!r} (available: {known})")
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Broker:
+        if self.external is not None and self.recipe is not None:
+            raise ValueError("give either external or recipe, not both")
+        return self
+
+    @model_serializer
+    def _as_yaml(self) -> str | dict[str, str]:
+        if self.external is not None:
+            return {"external": self.external}
+        return {"recipe": self.recipe} if self.recipe is not None else "builtin"
+
+
+def _load_driver(name: str) -> type[Driver]:
+    try:
+        return registry.load(name)
+    except LookupError as exc:
+        raise ValueError(str(exc)) from None
+    except Exception as exc:  # a broken third-party driver: fail this scenario, say why
+        raise ValueError(f"driver {name!r} failed to load: {exc}") from None
+
+
+def _driver_or_none(name: object) -> type[Driver] | None:
+    try:
+        return _load_driver(name) if isinstance(name, str) else None
+    except ValueError:
+        return None
+
+
+class System(BaseModel):
+    """One system under test. `options` is validated against the driver's strict `Options`
+    model and stored as that instance (`load_scenario` never returns a plain dict there)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name
+    driver: Annotated[str, Field(strict=True)]
+    broker: Broker = Field(default="builtin", validate_default=True)  # type: ignore[assignment]
+    options: SerializeAsAny[DriverOptions] | dict[str, Any] = Field(
+        default_factory=dict, validate_default=True
+    )
+
+    def driver_class(self) -> type[Driver]:
+        return registry.load(self.driver)
+
+    @field_validator("driver")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        _load_driver(value)
+        return value
+
+    @field_validator("broker")
+    @classmethod
+    def _builtin_exists(cls, broker: Broker, info: ValidationInfo) -> Broker:
+        driver = _driver_or_none(info.data.get("driver"))
+        if broker.kind == "builtin" and driver is not None and not driver.has_builtin_broker:
+            raise ValueError(
+                f"driver {driver.name!r} has no builtin broker: use {{external: HOST:PORT}}"
+            )
+        return broker
+
+    @field_validator("options", mode="plain")
+    @classmethod
+    def _driver_options(cls, value: Any, info: ValidationInfo) -> DriverOptions | dict[str, Any]:
+        if not isinstance(value, dict | DriverOptions):
+            raise ValueError("must be a mapping of driver options")
+        driver = _driver_or_none(info.data.get("driver"))
+        if driver is None or isinstance(value, driver.Options):
+            return value  # an unknown driver is reported on `driver`
+        if isinstance(value, DriverOptions):
+            raise ValueError(f"must be {driver.__name__}.Options, not {type(value).__name__}")
+        try:
+            return driver.Options.model_validate(value)
+        except ValidationError as exc:
+            if info.context and info.context.get(_DEFER_OPTIONS):
+                return value  # load_scenario reports each option error with its own line
+            raise ValueError("; ".join(p.render(driver.name) for p in _problems(exc))) from None
+
+
+# --- workload -----------------------------------------------------------------------------
+
+#: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
+WORKLOAD_FIELDS: dict[str, str] = {
+    "mode": "mode",
+    "message_size": "message_size",
+    "rate": "rate",
+    "schedule": "schedule",
+    "duration": "duration_ns",
+    "warmup": "warmup_ns",
+    "producers": "producers",
+    "consumers": "consumers",
+    "connections": "connections",
+    "receive": "receive",
+    "drain": "drain_ns",
+    "seed": "seed",
+}
+
+
+class Workload(BaseModel):
+    """One resolved point: what the agents run. Sizes in bytes, rate in msg/s (total across
+    producers), times in nanoseconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Mode = Mode.ONE_WAY
+    message_size: Size
+    rate: Rate
+    schedule: Schedule = Schedule.FIXED
+    duration_ns: Annotated[int, Field(strict=True, gt=0)]
+    warmup_ns: Annotated[int, Field(strict=True, ge=0)] = 1 * SECOND_NS
+    producers: Count = 1
+    consumers: Count = 1
+    connections: Count = 1
+    receive: Receive = Receive.BLOCKING
+    drain_ns: Annotated[int, Field(strict=True, ge=0)] = 5 * SECOND_NS
+    seed: Seed = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        problems = cross_field_problems(self)
+        if problems:
+            raise ValueError("; ".join(message for _, message in problems))
+        return self
+
+
+def cross_field_problems(workload: Workload) -> list[tuple[str, str]]:
+    """Rules spanning several fields, as (YAML field to blame, message)."""
+    if workload.schedule is Schedule.CLOSED and workload.mode is not Mode.ROUND_TRIP:
+        return [
+            (
+                "schedule",
+                "'closed' needs mode 'round-trip' (a closed loop sends the next "
+                "request when the reply arrives)",
+            )
+        ]
+    return []
+
+
+class WorkloadSpec(BaseModel):
+    """The workload as written: every field a tuple of values. A field given as a list in
+    the file is *swept* (see `swept`), and the matrix is the product of all fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Sweep[Mode] = (Mode.ONE_WAY,)
+    message_size: Sweep[Size]
+    rate: Sweep[Rate]
+    schedule: Sweep[Schedule] = (Schedule.FIXED,)
+    duration: Sweep[Annotated[int, BeforeValidator(_positive_duration)]]
+    warmup: Sweep[Annotated[int, BeforeValidator(_duration)]] = (1 * SECOND_NS,)
+    producers: Sweep[Count] = (1,)
+    consumers: Sweep[Count] = (1,)
+    connections: Sweep[Count] = (1,)
+    receive: Sweep[Receive] = (Receive.BLOCKING,)
+    drain: Sweep[Annotated[int, BeforeValidator(_duration)]] = (5 * SECOND_NS,)
+    seed: Sweep[Seed] = (None,)
+
+    _labels: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_labels(cls, data: Any, handler: Any) -> WorkloadSpec:
+        """Remember list-valued fields as written ("1KB", "500ms") to name runs by them."""
+        spec = handler(data)
+        if isinstance(data, dict):
+            spec._labels = {
+                key: tuple(str(_plain(item)).strip() for item in value)
+                for key, value in data.items()
+                if isinstance(value, list | tuple) and key in WORKLOAD_FIELDS
+            }
+        return spec
+
+    @property
+    def swept(self) -> tuple[str, ...]:
+        """YAML field names given as lists (or holding several values), in declared order."""
+        return tuple(
+            name for name in WORKLOAD_FIELDS if name in self._labels or len(getattr(self, name)) > 1
+        )
+
+    def label(self, name: str, index: int) -> str:
+        """Value `index` of field `name` in its human form (as written when known)."""
+        labels = self._labels.get(name)
+        return labels[index] if labels else str(_plain(getattr(self, name)[index]))
+
+    def combinations(self) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+        """Every point as (`Workload` field values, {swept YAML field: label}), first
+        declared field varying slowest."""
+        names = list(WORKLOAD_FIELDS)
+        swept = self.swept
+        ranges = [range(len(getattr(self, name))) for name in names]
+        for indexes in itertools.product(*ranges):
+            picked = dict(zip(names, indexes, strict=True))
+            values = {WORKLOAD_FIELDS[n]: getattr(self, n)[i] for n, i in picked.items()}
+            yield values, {n: self.label(n, picked[n]) for n in swept}
+
+    def expand(self) -> list[tuple[Workload, dict[str, str]]]:
+        """Validated `Workload`s with their swept labels (see `combinations`)."""
+        return [(Workload(**values), labels) for values, labels in self.combinations()]
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        """The YAML form back: durations as "<n>ns" so a reload cannot misread them."""
+        out: dict[str, Any] = {}
+        for name in WORKLOAD_FIELDS:
+            values = [_plain(v) for v in getattr(self, name)]
+            if WORKLOAD_FIELDS[name].endswith("_ns"):
+                values = [f"{v}ns" for v in values]
+            out[name] = values if name in self.swept else values[0]
+        return out
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, StrEnum) else value
+
+
+# --- scenario -----------------------------------------------------------------------------
+
+
+class Scenario(BaseModel):
+    """A whole scenario file. `output` is kept as written (relative to the caller's cwd)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name
+    systems: Annotated[tuple[System, ...], Field(min_length=1)]
+    workload: WorkloadSpec
+    hosts: Annotated[tuple[Host, ...], Field(min_length=1)] = ("local",)
+    output: Annotated[str, Field(strict=True, min_length=1)] = "runs"
+
+    @field_validator("systems")
+    @classmethod
+    def _unique_names(cls, systems: tuple[System, ...]) -> tuple[System, ...]:
+        first: dict[str, int] = {}
+        for index, system in enumerate(systems):
+            if system.name in first:
+                raise ValueError(
+                    f"duplicate system name {system.name!r} "
+                    f"(systems[{first[system.name]}] and systems[{index}])"
+                )
+            first[system.name] = index
+        return systems
+
+
+# --- loading --------------------------------------------------------------------------------
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    """Read and validate a scenario file; raise `ScenarioError` with every problem found."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(file, [Problem("", None, "no such file")]) from None
+    except IsADirectoryError:
+        raise ScenarioError(file, [Problem("", None, "is a directory, not a file")]) from None
+    except UnicodeDecodeError as exc:
+        message = f"not UTF-8 text (bad byte at offset {exc.start})"
+        raise ScenarioError(file, [Problem("", None, message)]) from None
+    except OSError as exc:
+        message = f"cannot read: {exc.strerror or exc}"
+        raise ScenarioError(file, [Problem("", None, message)]) from None
+    return parse_scenario(text, file)
+
+
+def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
+    """Validate scenario YAML text; `file` only names the source in error messages."""
+    try:
+        doc = parse(text)
+    except YamlSyntaxError as exc:
+        raise ScenarioError(file, [Problem("", exc.line, f"invalid YAML: {exc.message}")]) from None
+    if not isinstance(doc.data, dict):
+        what = "the file is empty" if doc.data is None else "the file is not a mapping"
+        message = f"{what}: a scenario needs at least name, systems and workload"
+        raise ScenarioError(file, [Problem("", doc.line_of(()), message)])
+
+    problems = [
+        Problem(
+            _format_path(dup.path),
+            dup.line,
+            f"duplicate key (first given at line {dup.first_line})",
+        )
+        for dup in doc.duplicates
+    ]
+    problems += _driver_option_problems(doc)
+    scenario: Scenario | None = None
+    try:
+        scenario = Scenario.model_validate(doc.data, context={_DEFER_OPTIONS: True})
+    except ValidationError as exc:
+        problems += _problems(exc, doc, Scenario)
+    spec = scenario.workload if scenario else _valid_or_none(doc.data.get("workload"))
+    if spec is not None:
+        problems += _point_problems(spec, doc)
+    if problems:
+        problems.sort(key=lambda p: (p.line is None, p.line or 0))
+        raise ScenarioError(file, problems)
+    assert scenario is not None
+    return scenario
+
+
+def _valid_or_none(workload: Any) -> WorkloadSpec | None:
+    try:
+        return WorkloadSpec.model_validate(workload)
+    except ValidationError:
+        return None
+
+
+def _driver_option_problems(doc: Document) -> list[Problem]:
+    """Each driver option error at its own path (`systems[2].options.nodelay`)."""
+    systems = doc.data.get("systems")
+    problems: list[Problem] = []
+    for index, system in enumerate(systems if isinstance(systems, list) else []):
+        if not isinstance(system, dict) or not isinstance(system.get("options", {}), dict):
+            continue
+        driver = _driver_or_none(system.get("driver"))
+        if driver is None:
+            continue
+        try:
+            driver.Options.model_validate(system.get("options", {}))
+        except ValidationError as exc:
+            problems += _problems(exc, doc, driver.Options, ("systems", index, "options"))
+    return problems
+
+
+def _point_problems(spec: WorkloadSpec, doc: Document) -> list[Problem]:
+    """Cross-field rules over every expanded point, each distinct message once."""
+    found: dict[tuple[str, str], None] = {}
+    for values, _ in spec.combinations():
+        for problem in cross_field_problems(Workload.model_construct(**values)):
+            found[problem] = None
+    return [
+        Problem(f"workload.{field}", doc.line_of(("workload", field)), message)
+        for field, message in found
+    ]
+
+
+# --- pydantic errors in human words -------------------------------------------------------
+
+_MESSAGES = {
+    "missing": "field required",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be a string",
+    "dict_type": "must be a mapping (key: value)",
+    "model_type": "must be a mapping (key: value)",
+    "model_attributes_type": "must be a mapping (key: value)",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "too_short": "must not be empty",
+    "string_too_short": "must not be empty",
+}
+_BOUNDS = {
+    "greater_than": ("gt", "must be greater than"),
+    "greater_than_equal": ("ge", "must be at least"),
+    "less_than": ("lt", "must be less than"),
+    "less_than_equal": ("le", "must be at most"),
+}
+
+
+def _problems(
+    exc: ValidationError,
+    doc: Document | None = None,
+    model: type[BaseModel] | None = None,
+    prefix: YamlPath = (),
+) -> list[Problem]:
+    """Pydantic errors as Problems, located in `doc` (errors of `model`, found at `prefix`)."""
+    errors = exc.errors(include_url=False)
+    locs = [tuple(error["loc"]) for error in errors]
+    problems = []
+    for error, loc in zip(errors, locs, strict=True):
+        if error["type"] == "too_short" and any(o[: len(loc)] == loc != o for o in locs):
+            continue  # pydantic counts only the valid items: "empty" just echoes their errors
+        path = _source_path(doc.data, prefix + loc) if doc else prefix + loc
+        line = doc.line_of(path) if doc else None
+        problems.append(Problem(_format_path(path), line, _message(error, model, loc)))
+    return problems
+
+
+def _source_path(data: Any, loc: YamlPath) -> YamlPath:
+    """Pydantic's loc as a path into the file: drop the `[0]` pydantic adds when a single
+    value stands for a one-item sweep."""
+    path: list[Any] = []
+    node = data
+    for part in loc:
+        is_key = isinstance(node, dict) and part in node
+        if isinstance(part, int) and not is_key and not isinstance(node, list):
+            continue
+        path.append(part)
+        if is_key or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
+            node = node[part]
+        else:
+            node = None
+    return tuple(path)
+
+
+def _format_path(path: YamlPath) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out
+
+
+def _message(error: Any, model: type[BaseModel] | None, loc: YamlPath) -> str:
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return _unknown_field(loc[-1], _fields_at(model, loc[:-1]))
+    if kind == "enum":
+        return f"must be {ctx['expected']}"
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        return f"{words} {ctx[key]}"
+    if kind in _MESSAGES:
+        return _MESSAGES[kind]
+    message = str(error["msg"])
+    for noise in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(noise)
+    if message.startswith("Input should be "):
+        message = "must be " + message.removeprefix("Input should be ")
+    return message
+
+
+def _unknown_field(key: object, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(str(key), allowed, n=1)
+    if close:
+        return f"unknown field (did you mean {close[0]!r}?)"
+    if allowed:
+        return f"unknown field (expected one of: {', '.join(allowed)})"
+    return "unknown field (none allowed here)"
+
+
+def _fields_at(model: type[BaseModel] | None, loc: YamlPath) -> list[str]:
+    """Field names of the model found at `loc` below `model` (for "did you mean")."""
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        model = _model_in(field.annotation) if field else None
+    return list(model.model_fields) if model else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if get_origin(annotation) is None and isinstance(annotation, type):
+        return annotation if issubclass(annotation, BaseModel) else None
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,267 @@
+"""DataFrame building blocks of the run analysis: pure column expressions, no Python UDFs.
+
+Every function takes and returns DataFrames (or Columns) so each is testable on a tiny
+frame and Spark can fuse them into few scans. Raw rows never reach the driver: latencies
+leave Spark as HDR bucket counts (the same buckets as `agents.hdr`, so percentiles from
+the raw data and from the agents' hlogs agree to the bucket), accounting as one row.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from agents import hdr
+from agents.schema import MESSAGES, MESSAGES_FILE
+
+SCHEMA = from_arrow_schema(MESSAGES)
+ROLES = ("producer", "consumer", "requester")
+SENDERS = ("producer", "requester")
+METRICS = ("latency", "service_time", "send_lag")
+
+
+def _long(value: int) -> Column:
+    return F.lit(value).cast("long")
+
+
+def clipped(value: Column) -> Column:
+    """Value limited to [0, hdr.HIGHEST], like `hdr.clip` (callers count what was cut)."""
+    return F.least(F.greatest(value.cast("long"), _long(0)), _long(hdr.HIGHEST))
+
+
+def _shift(name: str, value: Column, bits: Column) -> Column:
+    """shiftleft/shiftright by a column amount (the Python helpers take only an int)."""
+    return F.call_function(name, value, bits)
+
+
+def bit_length(value: Column) -> Column:
+    """Exact bit length of a positive long below 2**53.
+
+    floor(log2) in floating point can land one off next to powers of two, so the guess is
+    corrected with exact integer shifts rather than trusted.
+    """
+    guess = F.floor(F.log2(value.cast("double"))).cast("int")
+    exact = (
+        F.when(_shift("shiftleft", _long(1), guess) > value, guess - 1)
+        .when(_shift("shiftleft", _long(1), guess + 1) <= value, guess + 1)
+        .otherwise(guess)
+    )
+    return exact + 1
+
+
+def bucket_index(value: Column) -> Column:
+    """HDR counts-array index of a value, equal to `hdr.bucket_indices` (values clipped)."""
+    v = clipped(value)
+    bucket = bit_length(v.bitwiseOR(_long(hdr.SUB_BUCKET_MASK))) - (
+        hdr.SUB_BUCKET_HALF_COUNT_MAGNITUDE + 1
+    )
+    sub_bucket = _shift("shiftright", v, bucket)
+    first = F.shiftleft((bucket + 1).cast("long"), hdr.SUB_BUCKET_HALF_COUNT_MAGNITUDE)
+    return (first + sub_bucket - hdr.SUB_BUCKET_HALF_COUNT).cast("int")
+
+
+def message_paths(run_dir: Path, manifest: dict[str, Any]) -> dict[str, tuple[str, Path]]:
+    """{agent_id: (role, messages.parquet)} for the manifest's agents whose file exists."""
+    found = {}
+    for agent in manifest.get("agents", []):
+        path = Path(run_dir) / "agents" / agent["id"] / MESSAGES_FILE
+        if agent.get("role") in ROLES and path.is_file():
+            found[agent["id"]] = (agent["role"], path)
+    return found
+
+
+def load_messages(spark: SparkSession, run_dir: Path, manifest: dict[str, Any]) -> DataFrame:
+    """All agents' message rows with `agent_id` and `role` (agents without a file skipped).
+
+    Agent ids and roles come from the manifest, not from the file path, so nothing depends
+    on how a file system encodes a directory name.
+    """
+    frames = [
+        spark.read.schema(SCHEMA)
+        .parquet(str(path))
+        .withColumn("agent_id", F.lit(agent_id))
+        .withColumn("role", F.lit(role))
+        for agent_id, (role, path) in message_paths(run_dir, manifest).items()
+    ]
+    if not frames:
+        empty = spark.createDataFrame([], SCHEMA)
+        return empty.withColumn("agent_id", F.lit("")).withColumn("role", F.lit(""))
+    return reduce(DataFrame.unionByName, frames)
+
+
+def measured(df: DataFrame) -> DataFrame:
+    """Rows outside the warm-up: the only ones behind any figure."""
+    return df.filter(~F.col("warmup"))
+
+
+def _is_sender() -> Column:
+    return F.col("role").isin(*SENDERS)
+
+
+def _is_receipt() -> Column:
+    """A received message: any consumer row, or a requester row whose reply came."""
+    return (F.col("role") == "consumer") | (
+        (F.col("role") == "requester") & F.col("recv_ns").isNotNull()
+    )
+
+
+def metric_values(df: DataFrame) -> DataFrame:
+    """Long frame (agent_id, metric, value ns): one row per metric a message has.
+
+    latency = recv − intended and service_time = recv − sent for received messages;
+    send_lag = sent − intended for every sent message (lost ones too).
+    """
+    received = F.col("role").isin("consumer", "requester") & F.col("recv_ns").isNotNull()
+    latency = F.when(received, F.col("recv_ns") - F.col("intended_ns"))
+    service = F.when(received, F.col("recv_ns") - F.col("sent_ns"))
+    lag = F.when(_is_sender(), F.col("sent_ns") - F.col("intended_ns"))
+    pairs = [F.struct(F.lit(m).alias("metric"), v.alias("value"))
+             for m, v in zip(METRICS, (latency, service, lag), strict=True)]
+    return (
+        df.select("agent_id", F.inline(F.array(*pairs)))
+        .filter(F.col("value").isNotNull())
+    )
+
+
+def bucket_counts(values: DataFrame, keys: tuple[str, ...] = ("metric",)) -> DataFrame:
+    """(keys…, bucket, count, sum, max, negative, too_large) per HDR bucket, in one pass.
+
+    sum and max are of the raw (unclipped) values so the mean and max stay exact; the
+    clipped-away values are counted rather than silently folded into the edge buckets.
+    """
+    value = F.col("value")
+    return values.groupBy(*keys, bucket_index(value).alias("bucket")).agg(
+        F.count(F.lit(1)).alias("count"),
+        F.sum(value.cast("double")).alias("sum"),
+        F.max(value).alias("max"),
+        F.count(F.when(value < 0, 1)).alias("negative"),
+        F.count(F.when(value > hdr.HIGHEST, 1)).alias("too_large"),
+    )
+
+
+def _pair_totals(df: DataFrame) -> DataFrame:
+    """unique / duplicated / unexpected deliveries from (producer_id, seq) matching.
+
+    Sent pairs carry a null receiver. Partitioning once by (producer_id, seq) lets both
+    aggregations run without a second shuffle. A requester is its own receiver.
+    """
+    sent = df.filter(_is_sender()).select("producer_id", "seq", F.lit(None).cast("string")
+                                          .alias("receiver"))
+    got = df.filter(_is_receipt()).select("producer_id", "seq", F.col("agent_id")
+                                          .alias("receiver"))
+    rx = F.col("receiver").isNotNull()
+    per_receiver = (
+        sent.unionByName(got)
+        .repartition("producer_id", "seq")
+        .groupBy("producer_id", "seq", "receiver")
+        .agg(F.count(F.lit(1)).alias("n"))
+    )
+    per_pair = per_receiver.groupBy("producer_id", "seq").agg(
+        F.max((~rx).cast("int")).alias("was_sent"),
+        F.count(F.when(rx, 1)).alias("receivers"),
+        F.sum(F.when(rx, F.col("n")).otherwise(0)).alias("rows"),
+    )
+    was_sent = F.col("was_sent") == 1
+    return per_pair.agg(
+        F.sum(F.when(was_sent, F.col("receivers")).otherwise(0)).alias("unique"),
+        F.sum(F.when(was_sent, F.col("rows") - F.col("receivers")).otherwise(0))
+        .alias("duplicated"),
+        F.sum(F.when(~was_sent, F.col("rows")).otherwise(0)).alias("unexpected"),
+    )
+
+
+def reordered(df: DataFrame) -> DataFrame:
+    """One row: receipts whose seq is below the highest seq seen earlier in their stream.
+
+    A stream is one (receiver, producer) pair in receive order (rx_index).
+    """
+    earlier = (
+        Window.partitionBy("agent_id", "producer_id")
+        .orderBy("rx_index")
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    late = F.col("seq") < F.max("seq").over(earlier)
+    return (
+        df.filter(_is_receipt())
+        .select(late.alias("late"))
+        .agg(F.count(F.when(F.col("late"), 1)).alias("reordered"))
+    )
+
+
+def accounting(df: DataFrame, consumers: int | None = None) -> DataFrame:
+    """One row: sent, received, lost, duplicated, reordered, unexpected, warmup_*.
+
+    df is the loaded frame (warm-up rows included, for the separate warm-up counts).
+    One-way delivery is fan-out, so every consumer expects every sent message:
+    lost = consumers·sent + requests − unique deliveries. `consumers` is the number of
+    consumer agents analysed (default: those with rows in df).
+    """
+    m = measured(df)
+    warm = F.col("warmup")
+    aggregates = [
+        F.count(F.when(_is_sender() & ~warm, 1)).alias("sent"),
+        F.count(F.when(_is_receipt() & ~warm, 1)).alias("received"),
+        F.count(F.when((F.col("role") == "requester") & ~warm, 1)).alias("requests"),
+        F.count(F.when(_is_sender() & warm, 1)).alias("warmup_sent"),
+        F.count(F.when(_is_receipt() & warm, 1)).alias("warmup_received"),
+    ]
+    if consumers is None:
+        consumer_id = F.when(F.col("role") == "consumer", F.col("agent_id"))
+        aggregates.append(F.count_distinct(consumer_id).alias("consumers"))
+    counts = df.agg(*aggregates)
+    n_consumers = F.col("consumers") if consumers is None else F.lit(consumers)
+    sent_producers = F.col("sent") - F.col("requests")
+    lost = n_consumers * sent_producers + F.col("requests") - F.col("unique")
+    return counts.crossJoin(_pair_totals(m)).crossJoin(reordered(m)).select(
+        "sent",
+        "received",
+        lost.cast("long").alias("lost"),
+        F.col("duplicated").cast("long").alias("duplicated"),
+        "reordered",
+        F.col("unexpected").cast("long").alias("unexpected"),
+        "warmup_sent",
+        "warmup_received",
+    ).fillna(0)
+
+
+def _rate(n: Column, first: Column, last: Column) -> Column:
+    span = last - first
+    return F.when((n > 1) & (span > 0), (n - 1) / span.cast("double") * 1e9)
+
+
+def agent_rates(df: DataFrame) -> DataFrame:
+    """Per agent (agent_id, role, send_rate, receive_rate) in msg/s over its own clock.
+
+    Agents on different hosts have unrelated monotonic clocks, so a rate is only ever
+    taken between two timestamps of one agent; the run's rate is the sum over agents.
+    """
+    sending = _is_sender()
+    receiving = _is_receipt() & F.col("recv_ns").isNotNull()
+    sent_ns = F.when(sending, F.col("sent_ns"))
+    recv_ns = F.when(receiving, F.col("recv_ns"))
+    per_agent = df.groupBy("agent_id", "role").agg(
+        F.count(sent_ns).alias("n_sent"),
+        F.min(sent_ns).alias("first_sent"),
+        F.max(sent_ns).alias("last_sent"),
+        F.count(recv_ns).alias("n_recv"),
+        F.min(recv_ns).alias("first_recv"),
+        F.max(recv_ns).alias("last_recv"),
+    )
+    return per_agent.select(
+        "agent_id",
+        "role",
+        _rate(F.col("n_sent"), F.col("first_sent"), F.col("last_sent")).alias("send_rate"),
+        _rate(F.col("n_recv"), F.col("first_recv"), F.col("last_recv")).alias("receive_rate"),
+    )
+
+
+def rates(df: DataFrame) -> DataFrame:
+    """One row (send_rate, receive_rate): sums of the per-agent rates of measured rows."""
+    return agent_rates(measured(df)).agg(
+        F.sum("send_rate").alias("send_rate"), F.sum("receive_rate").alias("receive_rate")
+    )

@@ -1,0 +1,150 @@
+"""Driver side of the analysis: bucket counts from Spark → figures, .hgrm files, hlog check.
+
+Only HDR bucket rows (at most COUNTS_LEN per agent and metric) reach the driver; the
+percentiles come from `hdr.percentile_values` on their merged counts, exactly as any
+HdrHistogram would report them, and the agents' own hlogs are cross-checked bucket by bucket.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from agents import hdr
+from agents.hlog import measured_counts, read_hlog
+
+METRICS = ("latency", "service_time", "send_lag")
+TAGS_BY_ROLE = {
+    "producer": ("send_lag",),
+    "consumer": ("latency", "service_time"),
+    "requester": METRICS,
+}
+NS_PER_US = 1000.0
+
+
+def _zeros() -> np.ndarray:
+    return np.zeros(hdr.COUNTS_LEN, dtype=np.int64)
+
+
+@dataclass
+class MetricCounts:
+    """Merged histogram of one metric plus the exact raw-value aggregates beside it."""
+
+    counts: np.ndarray = field(default_factory=_zeros)
+    total: float = 0.0  # sum of the raw values in ns
+    max: int | None = None  # exact raw maximum in ns
+    negative: int = 0
+    too_large: int = 0
+
+    @property
+    def count(self) -> int:
+        return int(self.counts.sum())
+
+
+def gather(rows: pa.Table) -> tuple[dict[str, MetricCounts], dict[str, dict[str, np.ndarray]]]:
+    """Merge `frames.bucket_counts(..., keys=("agent_id", "metric"))` rows.
+
+    Returns the run's histogram per metric and the counts per agent and metric (for the
+    hlog check).
+    """
+    merged = {metric: MetricCounts() for metric in METRICS}
+    per_agent: dict[str, dict[str, np.ndarray]] = {}
+    if rows.num_rows == 0:
+        return merged, per_agent
+    col = {name: rows.column(name).to_numpy(zero_copy_only=False) for name in rows.column_names}
+    for metric in np.unique(col["metric"]):
+        here = col["metric"] == metric
+        into = merged.setdefault(str(metric), MetricCounts())
+        np.add.at(into.counts, col["bucket"][here].astype(np.int64), col["count"][here])
+        into.total = float(col["sum"][here].sum())
+        into.max = int(col["max"][here].max())
+        into.negative = int(col["negative"][here].sum())
+        into.too_large = int(col["too_large"][here].sum())
+        for agent in np.unique(col["agent_id"][here]):
+            mine = here & (col["agent_id"] == agent)
+            counts = per_agent.setdefault(str(agent), {}).setdefault(str(metric), _zeros())
+            np.add.at(counts, col["bucket"][mine].astype(np.int64), col["count"][mine])
+    return merged, per_agent
+
+
+def metric_summary(metric: MetricCounts) -> dict[str, float | int | None]:
+    """Percentiles, max, mean (µs) and count; no percentile exceeds the exact max."""
+    if metric.count == 0 or metric.max is None:
+        return {**dict.fromkeys(hdr.PERCENTILE_KEYS), "max": None, "mean": None, "count": 0}
+    values = np.minimum(hdr.percentile_values(metric.counts), metric.max)
+    summary: dict[str, float | int | None] = {
+        key: int(value) / NS_PER_US for key, value in zip(hdr.PERCENTILE_KEYS, values, strict=True)
+    }
+    summary["max"] = metric.max / NS_PER_US
+    summary["mean"] = metric.total / metric.count / NS_PER_US
+    summary["count"] = metric.count
+    return summary
+
+
+def write_hgrm(path: Path, metric: MetricCounts) -> None:
+    """HdrHistogram percentile distribution (what HdrHistogram's plotter reads), in µs."""
+    with open(path, "wb") as out:
+        hdr.to_hdrh(metric.counts).output_percentile_distribution(out, NS_PER_US)
+        exact = "none" if metric.max is None else f"{metric.max / NS_PER_US:.3f}"
+        out.write(
+            f"# Values in microseconds (ns / 1000); exact max = {exact} us\n".encode("ascii")
+        )
+
+
+def hlog_agreement(
+    hlogs: dict[str, tuple[str, Path]],
+    spark_counts: dict[str, dict[str, np.ndarray]],
+    warmup_s: float,
+) -> tuple[bool | None, list[str]]:
+    """Does every agent's hlog hold exactly the buckets Spark built from its messages?
+
+    hlogs maps agent_id → (role, path) for agents that have both files. Returns (None, [])
+    when there was nothing to compare, else the verdict and one note per disagreement.
+    """
+    notes: list[str] = []
+    compared = 0
+    for agent, (role, path) in sorted(hlogs.items()):
+        try:
+            from_log = measured_counts(read_hlog(path), warmup_s)
+        except (OSError, ValueError) as error:
+            notes.append(f"agent {agent}: cannot read {path.name}: {error}")
+            continue
+        for tag in TAGS_BY_ROLE.get(role, ()):
+            compared += 1
+            logged = from_log.get(tag, _zeros())
+            computed = spark_counts.get(agent, {}).get(tag, _zeros())
+            if not np.array_equal(logged, computed):
+                first = int(np.flatnonzero(logged != computed)[0])
+                notes.append(
+                    f"agent {agent}: hlog {tag} holds {int(logged.sum())} values, messages "
+                    f"give {int(computed.sum())}; first differing bucket at "
+                    f"{int(hdr.value_from_index(first))} ns"
+                )
+    if compared == 0 and not notes:
+        return None, []
+    return not notes, notes
+
+
+def out_of_range_notes(metrics: dict[str, MetricCounts]) -> list[str]:
+    """Problem lines for values clipped into the histogram (mixed clocks, hung runs)."""
+    notes = []
+    for name, metric in metrics.items():
+        if metric.negative:
+            notes.append(f"{name}: {metric.negative} negative values counted as 0 "
+                         "(timestamps from different clocks?)")
+        if metric.too_large:
+            notes.append(f"{name}: {metric.too_large} values above 1 h counted as 1 h")
+    return notes
+
+
+def summary_figures(metrics: dict[str, MetricCounts]) -> dict[str, Any]:
+    """The per-metric part of summary.json."""
+    figures: dict[str, Any] = {f"{name}_us": metric_summary(m) for name, m in metrics.items()}
+    figures["out_of_range"] = {
+        name: {"negative": m.negative, "too_large": m.too_large} for name, m in metrics.items()
+    }
+    return figures

@@ -1,0 +1,209 @@
+"""Interval logs: exact warm-up boundaries, lossless counts, and interop with hdrh's reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hdrh.histogram import HdrHistogram
+from hdrh.log import HistogramLogReader
+
+from agents import hdr
+from agents.hlog import INTERVAL_NS, HlogFile, measured_counts, read_hlog, write_hlog
+from agents.hlog import interval_edges as edges
+
+S = 1_000_000_000
+START_EPOCH_S = 1_717_000_000.125
+WARMUP_NS = 2_500_000_000
+
+
+def test_edges_put_warmup_end_on_a_boundary() -> None:
+    assert (edges(WARMUP_NS, 5 * S) / S).tolist() == [0, 1, 2, 2.5, 3.5, 4.5, 5.5]
+
+
+def test_edges_without_warmup() -> None:
+    assert (edges(0, 5 * S) / S).tolist() == [0, 1, 2, 3, 4, 5]
+    assert (edges(0, 4 * S + 1) / S).tolist() == [0, 1, 2, 3, 4, 5]
+    assert edges(0, 0).tolist() == [0, S]
+
+
+def test_edges_with_warmup_on_a_whole_interval_and_a_short_run() -> None:
+    assert (edges(2 * S, 4 * S) / S).tolist() == [0, 1, 2, 3, 4]
+    assert (edges(3 * S, S + 1) / S).tolist() == [0, 1, 2]
+    assert (edges(WARMUP_NS, 5 * S, interval_ns=2 * S) / S).tolist() == [0, 2, 2.5, 4.5, 6.5]
+
+
+@pytest.fixture(scope="module")
+def run() -> dict:
+    """A 6 s open-loop run at 20k msg/s whose sends are slightly shuffled."""
+    rng = np.random.default_rng(7)
+    n = 120_000
+    offsets = np.arange(n, dtype=np.int64) * (6 * S // n) + rng.integers(-50_000, 50_000, n)
+    offsets[rng.choice(n, 50, replace=False)] += rng.integers(-S, S, 50)  # out of order
+    offsets = np.minimum(offsets, 6 * S - 1)
+    offsets[0] = -1_000  # intended before t0: belongs to the first interval
+    service_time = rng.lognormal(11, 1.2, n).astype(np.int64)
+    send_lag = rng.integers(0, 20_000, n)
+    metrics = {
+        "service_time": service_time,
+        "latency": service_time + send_lag,
+        "send_lag": send_lag,
+    }
+    return {"offsets": offsets, "metrics": metrics}
+
+
+@pytest.fixture(scope="module")
+def written(run: dict, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
+    path = tmp_path_factory.mktemp("hlog") / "latency.hlog"
+    report = write_hlog(
+        path,
+        start_epoch_s=START_EPOCH_S,
+        series={tag: (run["offsets"], values) for tag, values in run["metrics"].items()},
+        warmup_ns=WARMUP_NS,
+        comment="agent p1 test",
+    )
+    return path, report
+
+
+def test_header_and_data_lines(written: tuple[Path, dict]) -> None:
+    lines = written[0].read_text().splitlines()
+    assert lines[0] == "#[Histogram log format version 1.3]"
+    assert lines[1].startswith(f"#[StartTime: {START_EPOCH_S:.3f} (seconds since epoch), 2024-")
+    assert lines[2] == f"#[BaseTime: {START_EPOCH_S:.3f} (seconds since epoch)]"
+    assert lines[3] == "#[agent p1 test]"
+    assert "nanoseconds" in lines[4] and "2.500" in lines[4]
+    assert lines[5] == (
+        '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"'
+    )
+    data = lines[6:]
+    assert data and all(line.startswith("Tag=") for line in data)
+    keys = [(float(line.split(",")[1]), line.split(",")[0][4:]) for line in data]
+    assert keys == sorted(keys)  # by interval start, then tag
+    assert keys[:3] == [(0.0, "latency"), (0.0, "send_lag"), (0.0, "service_time")]
+    starts = sorted({start for start, _ in keys})
+    assert starts == [0, 1, 2, 2.5, 3.5, 4.5, 5.5]
+
+
+def test_hdrh_reader_reads_our_file(written: tuple[Path, dict], run: dict) -> None:
+    reader = HistogramLogReader(str(written[0]), HdrHistogram(1, 3_600_000_000_000, 3))
+    sums: dict[str, np.ndarray] = {}
+    starts = []
+    while (histogram := reader.get_next_interval_histogram()) is not None:
+        counts = hdr.from_hdrh(histogram)
+        sums[histogram.get_tag()] = sums.get(histogram.get_tag(), 0) + counts
+        starts.append(histogram.get_start_time_stamp() / 1000.0)
+    reader.close()
+    assert reader.get_start_time_sec() == pytest.approx(START_EPOCH_S, abs=1e-3)
+    assert starts[0] == pytest.approx(START_EPOCH_S, abs=1e-3)  # relative stamps + BaseTime
+    assert sorted(sums) == ["latency", "send_lag", "service_time"]
+    for tag, values in run["metrics"].items():
+        np.testing.assert_array_equal(sums[tag], hdr.counts_of(values))
+
+
+def test_read_hlog_round_trips(written: tuple[Path, dict], run: dict) -> None:
+    hlog = read_hlog(written[0])
+    assert hlog.start_epoch_s == pytest.approx(START_EPOCH_S, abs=1e-3)
+    assert {item.tag for item in hlog.intervals} == set(run["metrics"])
+    assert len(hlog.intervals) == 7 * 3
+    first = hlog.intervals[0]
+    assert (first.start_s, first.length_s) == (0.0, 1.0)
+    interval = np.maximum(np.searchsorted(edges(WARMUP_NS, 6 * S), run["offsets"], "right") - 1, 0)
+    for item in hlog.intervals:
+        index = int(np.searchsorted(edges(WARMUP_NS, 6 * S) / S, item.start_s))
+        values = run["metrics"][item.tag][interval == index]
+        np.testing.assert_array_equal(item.counts, hdr.counts_of(values))
+
+
+def test_measured_counts_exclude_warmup_exactly(written: tuple[Path, dict], run: dict) -> None:
+    measured = measured_counts(read_hlog(written[0]), WARMUP_NS / S)
+    keep = run["offsets"] >= WARMUP_NS
+    assert 0 < keep.sum() < len(keep)
+    for tag, values in run["metrics"].items():
+        np.testing.assert_array_equal(measured[tag], hdr.counts_of(values[keep]))
+    everything = measured_counts(read_hlog(written[0]), 0.0)
+    assert int(everything["latency"].sum()) == len(run["offsets"])
+
+
+def test_out_of_range_values_are_reported(tmp_path: Path) -> None:
+    offsets = np.arange(6, dtype=np.int64) * 300_000_000
+    values = np.array([-3, -1, 5, 7, hdr.HIGHEST + 1, 2**50], dtype=np.int64)
+    report = write_hlog(
+        tmp_path / "x.hlog",
+        start_epoch_s=0.0,
+        series={"latency": (offsets, values), "ok": (offsets, np.ones(6, dtype=np.int64))},
+        warmup_ns=0,
+    )
+    assert report == {
+        "latency": {"negative": 2, "too_large": 2},
+        "ok": {"negative": 0, "too_large": 0},
+    }
+    counts = measured_counts(read_hlog(tmp_path / "x.hlog"), 0.0)["latency"]
+    assert int(counts.sum()) == 6  # clipped into range, not dropped
+    assert hdr.percentile_values(counts, [100.0])[0] >= hdr.HIGHEST
+
+
+def test_interval_max_column_is_in_ms(tmp_path: Path) -> None:
+    write_hlog(
+        tmp_path / "m.hlog",
+        start_epoch_s=10.0,
+        series={"latency": (np.array([0, 1]), np.array([1_000, 2_500_000]))},
+        warmup_ns=0,
+    )
+    line = (tmp_path / "m.hlog").read_text().splitlines()[-1]
+    assert line.split(",")[:4] == ["Tag=latency", "0.000", "1.000", "2.501"]
+
+
+def test_empty_run_writes_only_the_header(tmp_path: Path) -> None:
+    empty = np.zeros(0, dtype=np.int64)
+    report = write_hlog(
+        tmp_path / "e.hlog",
+        start_epoch_s=1.0,
+        series={"latency": (empty, empty)},
+        warmup_ns=INTERVAL_NS,
+    )
+    assert report == {"latency": {"negative": 0, "too_large": 0}}
+    assert read_hlog(tmp_path / "e.hlog") == HlogFile(1.0, [])
+
+
+@pytest.mark.parametrize("tag", ["", "bad tag", "a,b", "lat\n"])
+def test_bad_tags_are_refused(tag: str, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="tag"):
+        write_hlog(
+            tmp_path / "t.hlog",
+            start_epoch_s=0.0,
+            series={tag: (np.zeros(1), np.zeros(1))},
+            warmup_ns=0,
+        )
+
+
+def test_mismatched_lengths_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="latency"):
+        write_hlog(
+            tmp_path / "t.hlog",
+            start_epoch_s=0.0,
+            series={"latency": (np.zeros(2), np.zeros(3))},
+            warmup_ns=0,
+        )
+
+
+def test_tags_may_cover_different_messages(tmp_path: Path) -> None:
+    """A request without a reply has a send lag but no latency: per-tag offsets."""
+    sent = np.array([0, 400_000_000, 1_200_000_000], dtype=np.int64)
+    replied = sent[[0, 2]]
+    write_hlog(
+        tmp_path / "r.hlog",
+        start_epoch_s=0.0,
+        warmup_ns=0,
+        series={
+            "send_lag": (sent, np.array([5, 6, 7])),
+            "latency": (replied, np.array([100, 300])),
+        },
+    )
+    intervals = read_hlog(tmp_path / "r.hlog").intervals
+    assert [(i.tag, i.start_s, int(i.counts.sum())) for i in intervals] == [
+        ("latency", 0.0, 1),
+        ("send_lag", 0.0, 2),
+        ("latency", 1.0, 1),
+        ("send_lag", 1.0, 1),
+    ]

@@ -1,0 +1,134 @@
+"""spark_jobs.frames on tiny DataFrames: bucket math, metrics, accounting, rates."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from agents import hdr
+from spark_jobs import frames
+
+pytestmark = pytest.mark.integration
+
+F = pytest.importorskip("pyspark.sql.functions")
+
+
+def _edge_values() -> np.ndarray:
+    values = {0, 1, 2, 1023, 1024, 2047, 2048, 2049, 4095, 4096, int(3.6e12), hdr.HIGHEST}
+    for k in range(1, 42):
+        values |= {2**k - 1, 2**k, 2**k + 1}
+    return np.array(sorted(v for v in values if v <= hdr.HIGHEST), dtype=np.int64)
+
+
+def _spark_buckets(spark, values: np.ndarray) -> np.ndarray:
+    df = spark.createDataFrame(pa.table({"value": values}).to_pandas())
+    out = df.select(frames.bucket_index(F.col("value")).alias("b")).toArrow()
+    return out.column("b").to_numpy()
+
+
+def test_bucket_index_edges(spark):
+    values = _edge_values()
+    assert np.array_equal(_spark_buckets(spark, values), hdr.bucket_indices(values))
+
+
+def test_bucket_index_random(spark):
+    rng = np.random.default_rng(7)
+    values = np.concatenate([
+        rng.integers(0, hdr.HIGHEST + 1, 50_000),
+        (2.0 ** rng.uniform(0, np.log2(hdr.HIGHEST), 50_000)).astype(np.int64),
+    ])
+    assert np.array_equal(_spark_buckets(spark, values), hdr.bucket_indices(values))
+
+
+def test_bucket_index_clips(spark):
+    got = _spark_buckets(spark, np.array([-5, hdr.HIGHEST + 10**9], dtype=np.int64))
+    assert list(got) == list(hdr.bucket_indices(np.array([0, hdr.HIGHEST])))
+
+
+def test_bit_length_exact(spark):
+    values = np.array([1, 2, 3] + [2**k + d for k in range(2, 53) for d in (-1, 0, 1)])
+    df = spark.createDataFrame(pa.table({"v": values}).to_pandas())
+    got = df.select(frames.bit_length(F.col("v")).alias("n")).toArrow().column("n").to_numpy()
+    assert list(got) == [int(v).bit_length() for v in values]
+
+
+COLUMNS = ("agent_id", "role", "producer_id", "seq", "intended_ns", "sent_ns", "recv_ns",
+           "rx_index", "warmup")
+
+
+def _frame(spark, rows):
+    schema = ("agent_id string, role string, producer_id int, seq long, intended_ns long, "
+              "sent_ns long, recv_ns long, rx_index long, warmup boolean")
+    return spark.createDataFrame(rows, schema)
+
+
+def _tiny(spark):
+    """1 producer (id 1, seqs 0..4, seq 0 warm-up), 2 consumers, hand-picked mishaps."""
+    rows = [("p", "producer", 1, s, 100 * s, 100 * s + 5, None, None, s == 0) for s in range(5)]
+    # consumer a: seq 0 (warm-up), 1, 3, 2, 2 (dup, reordered), 4, plus unexpected (7, 1)
+    for i, s in enumerate([0, 1, 3, 2, 2, 4]):
+        rows.append(("a", "consumer", 1, s, 100 * s, 100 * s + 5, 100 * s + 50, i, s == 0))
+    rows.append(("a", "consumer", 7, 1, 100, 105, 160, 6, False))
+    # consumer b: seq 1, 2, 2 (dup, in order), 4; seq 3 lost
+    for i, s in enumerate([1, 2, 2, 4]):
+        rows.append(("b", "consumer", 1, s, 100 * s, 100 * s + 5, 100 * s + 20, i, False))
+    return _frame(spark, rows)
+
+
+def test_accounting_fan_out(spark):
+    got = frames.accounting(_tiny(spark)).first().asDict()
+    assert got == {
+        "sent": 4,
+        "received": 6 + 4,  # a: 1,3,2,2,4,(7,1); b: 1,2,2,4
+        "lost": 1,  # b misses seq 3
+        "duplicated": 2,  # a: 2; b: 2
+        "reordered": 2,  # a: 2 after 3, twice
+        "unexpected": 1,
+        "warmup_sent": 1,
+        "warmup_received": 1,
+    }
+    # a third consumer that received nothing loses every message
+    assert frames.accounting(_tiny(spark), consumers=3).first()["lost"] == 1 + 4
+
+
+def test_accounting_round_trip(spark):
+    rows = [("r", "requester", 5, s, 10 * s, 10 * s + 1,
+             None if s in (2, 3) else 10 * s + 7, None if s in (2, 3) else s, s == 0)
+            for s in range(6)]
+    got = frames.accounting(_frame(spark, rows)).first().asDict()
+    assert got == {"sent": 5, "received": 3, "lost": 2, "duplicated": 0, "reordered": 0,
+                   "unexpected": 0, "warmup_sent": 1, "warmup_received": 1}
+
+
+def test_metric_values_and_buckets(spark):
+    values = frames.metric_values(frames.measured(_tiny(spark)))
+    table = values.toArrow()
+    by_metric = {}
+    for metric, value in zip(table.column("metric").to_pylist(),
+                             table.column("value").to_pylist(), strict=True):
+        by_metric.setdefault(metric, []).append(value)
+    assert sorted(by_metric["send_lag"]) == [5] * 4
+    assert sorted(by_metric["latency"]) == [20] * 4 + [50] * 5 + [60]
+    assert sorted(by_metric["service_time"]) == [15] * 4 + [45] * 5 + [55]
+    counts = frames.bucket_counts(values).filter(F.col("metric") == "latency").collect()
+    assert {r["bucket"]: r["count"] for r in counts} == {20: 4, 50: 5, 60: 1}
+
+
+def test_bucket_counts_out_of_range(spark):
+    df = spark.createDataFrame([("m", -3), ("m", 7), ("m", hdr.HIGHEST + 1)], "metric string, "
+                               "value long")
+    rows = {r["bucket"]: r.asDict() for r in frames.bucket_counts(df).collect()}
+    top = int(hdr.bucket_indices(np.array([hdr.HIGHEST]))[0])
+    assert rows[0]["negative"] == 1 and rows[0]["max"] == -3
+    assert rows[top]["too_large"] == 1 and rows[top]["max"] == hdr.HIGHEST + 1
+    assert rows[7]["negative"] == rows[7]["too_large"] == 0
+
+
+def test_rates_per_agent_clock(spark):
+    rows = [("p", "producer", 1, s, 0, 1_000 * s, None, None, False) for s in range(11)]
+    rows += [("c", "consumer", 1, s, 0, 0, 5_000_000 + 2_000 * s, s, False) for s in range(11)]
+    rows += [("c", "consumer", 1, 99, 0, 0, 0, 99, True)]  # warm-up: ignored
+    got = frames.rates(_frame(spark, rows)).first()
+    assert got["send_rate"] == pytest.approx(1e6)
+    assert got["receive_rate"] == pytest.approx(5e5)
