@@ -127,8 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s")
+    log.setLevel(logging.INFO)
     try:
         _check(args.run_dirs)
     except FileNotFoundError as error:

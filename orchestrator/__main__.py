@@ -1,0 +1,5 @@
+import sys
+
+from orchestrator.cli import main
+
+sys.exit(main())

@@ -1,0 +1,146 @@
+"""The `sixnines` command.
+
+Exit codes: 0 success; 1 a run or analysis was not ok; 2 bad input (scenario, arguments);
+130 interrupted by Ctrl-C (data kept).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def _validate(args, console: Console) -> int:
+    from orchestrator.matrix import expand
+    from orchestrator.scenario import ScenarioError, load_scenario
+
+    try:
+        scenario = load_scenario(args.file)
+    except ScenarioError as exc:
+        console.print(str(exc), markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    points = expand(scenario)
+    console.print(f"{args.file}: ok, {len(points)} run(s)")
+    for point in points:
+        console.print(f"  {point.run_id}", markup=False, highlight=False)
+    return EXIT_OK
+
+
+def _run(args, console: Console) -> int:
+    from orchestrator.controller import run_scenario
+    from orchestrator.scenario import ScenarioError, load_scenario
+
+    try:
+        scenario = load_scenario(args.file)
+    except ScenarioError as exc:
+        console.print(str(exc), markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    outcome = run_scenario(scenario, Path(args.file), output=args.output,
+                           spark_master=args.spark_master, console=console)
+    if outcome.interrupted:
+        console.print(f"interrupted: the data recorded so far is in {outcome.results_dir}; "
+                      f"analyse it with `sixnines report {outcome.results_dir}`")
+        print(outcome.results_dir)
+        return EXIT_INTERRUPTED
+    print(outcome.results_dir)
+    return EXIT_OK if outcome.all_ok else EXIT_NOT_OK
+
+
+def _report(args, console: Console) -> int:
+    from orchestrator.report import (
+        AnalysisError,
+        analyse,
+        find_run_dirs,
+        print_tables,
+        write_results_summary,
+    )
+
+    try:
+        run_dirs = find_run_dirs(args.dir)
+    except AnalysisError as exc:
+        console.print(str(exc), markup=False)
+        return EXIT_BAD_INPUT
+    single = run_dirs == [args.dir]
+    results_dir = args.dir.parent if single else args.dir
+    summaries = analyse(run_dirs, args.spark_master, results_dir / "analysis.log")
+    if not single:
+        scenario = json.loads((run_dirs[0] / "manifest.json").read_text()).get("scenario")
+        write_results_summary(results_dir, scenario, summaries)
+    print_tables(summaries, console)
+    print(args.dir)
+    return EXIT_OK if all(s.get("status") == "ok" for s in summaries) else EXIT_NOT_OK
+
+
+def _agent(args, console: Console) -> int:
+    from agents.main import main as agent_main
+
+    return agent_main()
+
+
+def _broker(args, console: Console) -> int:
+    from drivers import registry
+    from drivers.base import split_address
+
+    try:
+        driver = registry.load(args.driver)
+        host, port = split_address(args.bind, args.driver)
+    except (LookupError, ValueError) as exc:
+        console.print(str(exc), markup=False)
+        return EXIT_BAD_INPUT
+    if not driver.has_builtin_broker:
+        console.print(f"driver {args.driver!r} has no builtin broker")
+        return EXIT_BAD_INPUT
+
+    def announce(address: str) -> None:
+        print(json.dumps({"listening": address}), flush=True)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        driver.serve_broker(host, port, announce)
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="sixnines", description=(
+        "Open-loop load generation for messaging systems: coordinated-omission-corrected "
+        "latency to 99.9999% and the max."))
+    commands = top.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="run a scenario and analyse it")
+    run.add_argument("file", help="scenario YAML")
+    run.add_argument("--output", type=Path, help="results root (default: the scenario's output)")
+    run.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
+    run.set_defaults(handler=_run)
+
+    validate = commands.add_parser("validate", help="check a scenario without running it")
+    validate.add_argument("file")
+    validate.set_defaults(handler=_validate)
+
+    report = commands.add_parser("report", help="re-run the analysis of recorded runs")
+    report.add_argument("dir", type=Path, help="a results directory or one run directory")
+    report.add_argument("--spark-master", default="local[*]")
+    report.set_defaults(handler=_report)
+
+    agent = commands.add_parser("agent", help="run an agent (driven over stdin/stdout)")
+    agent.set_defaults(handler=_agent)
+
+    broker = commands.add_parser("broker", help="run a builtin broker (tcp relay, zmq proxy)")
+    broker.add_argument("driver", help="tcp or zmq")
+    broker.add_argument("--bind", default="127.0.0.1:0",
+                        help="HOST:PORT (port 0: any free port, announced on stdout)")
+    broker.set_defaults(handler=_broker)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    console = Console(file=sys.stderr)
+    if not console.is_terminal:
+        console.width = 132  # logs and pipes: room for the whole percentile table
+    return args.handler(args, console)

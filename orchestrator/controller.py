@@ -1,0 +1,68 @@
+"""`sixnines run`: every run of a scenario in turn, then one analysis over all of them.
+
+Data flows one way (DESIGN.md): scenario → plan → launch → agents record → artifacts →
+Spark → report. A run that fails does not stop the others; Ctrl-C stops everything, keeps
+what was recorded and says how to analyse it later.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from orchestrator.launchers.local import LocalLauncher
+from orchestrator.matrix import expand
+from orchestrator.progress import ProgressView
+from orchestrator.report import analyse, print_tables, write_results_summary
+from orchestrator.runner import Run
+
+DEFAULT_SPARK_MASTER = "local[*]"
+
+
+@dataclass
+class Outcome:
+    results_dir: Path
+    summaries: list[dict]
+    interrupted: bool = False
+
+    @property
+    def all_ok(self) -> bool:
+        return not self.interrupted and all(s.get("status") == "ok" for s in self.summaries)
+
+
+def results_dir_for(scenario, output: Path | None) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(output if output is not None else scenario.output) / scenario.name
+    path = base / stamp
+    suffix = 1
+    while path.exists():  # two runs in the same second
+        suffix += 1
+        path = base / f"{stamp}-{suffix}"
+    return path
+
+
+def run_scenario(scenario, scenario_file: Path, *, output: Path | None, spark_master: str,
+                 console: Console) -> Outcome:
+    points = expand(scenario)
+    results_dir = results_dir_for(scenario, output)
+    results_dir.mkdir(parents=True)
+    shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
+    view = ProgressView(len(points), console.file)
+    launcher = LocalLauncher()
+    run_dirs = []
+    for point in points:
+        run_dir = results_dir / point.run_id
+        try:
+            Run(point, run_dir, launcher, view, scenario.name).execute()
+        except KeyboardInterrupt:
+            return Outcome(results_dir, [], interrupted=True)
+        run_dirs.append(run_dir)
+    console.print(f"analysing {len(run_dirs)} run(s) with Spark ({spark_master})")
+    summaries = analyse(run_dirs, spark_master, results_dir / "analysis.log")
+    write_results_summary(results_dir, scenario.name, summaries)
+    print_tables(summaries, console)
+    return Outcome(results_dir, summaries)

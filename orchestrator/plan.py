@@ -1,0 +1,55 @@
+"""Planning one run: which agents, with which share of the schedule. Pure: workload in,
+agent plans out, so it is tested on its own (Locust's dispatcher, not its runner)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.schedule import NS, message_count
+
+
+@dataclass(frozen=True)
+class AgentPlan:
+    agent_id: str
+    role: str  # producer | consumer | requester
+    rate: float  # this agent's share of the total rate, msg/s
+    phase_ns: int  # where its schedule starts, so agents interleave evenly
+    first_id: int  # producer/consumer id of its first connection
+    sends: int  # messages it will send (0 for consumers)
+    expected: int  # messages it should receive
+
+    @property
+    def sends_messages(self) -> bool:
+        return self.role != "consumer"
+
+
+def plan_agents(workload) -> list[AgentPlan]:
+    """Agents for one run. Consumers come first: they must be subscribed before anyone sends.
+
+    One-way delivery is fan-out: every consumer connection receives every message, so a
+    consumer expects all producers' messages once per connection.
+    """
+    span_ns = workload.warmup_ns + workload.duration_ns
+    connections = workload.connections
+    senders = workload.producers
+    share = workload.rate / senders
+    per_connection = message_count(share / connections, span_ns) * connections
+    interval_ns = NS / workload.rate
+    sender_role = "requester" if workload.mode == "round-trip" else "producer"
+    plans = [
+        AgentPlan(
+            agent_id=f"{sender_role}-{k}", role=sender_role, rate=share,
+            phase_ns=int(k * interval_ns), first_id=k * connections, sends=per_connection,
+            expected=per_connection if sender_role == "requester" else 0,
+        )
+        for k in range(senders)
+    ]
+    if sender_role == "producer":
+        total = per_connection * senders
+        consumers = [
+            AgentPlan(agent_id=f"consumer-{k}", role="consumer", rate=0.0, phase_ns=0,
+                      first_id=k * connections, sends=0, expected=total * connections)
+            for k in range(workload.consumers)
+        ]
+        plans = consumers + plans
+    return plans

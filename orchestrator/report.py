@@ -1,0 +1,107 @@
+"""Handing the recorded runs to the Spark analysis and presenting what comes back: the
+results-level summary.json (the output contract in the README) and the console tables."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from agents.hdr import PERCENTILE_KEYS
+from orchestrator.manifest import MANIFEST_FILE, read_manifest
+
+SUMMARY_FILE = "summary.json"
+METRICS = (("latency_us", "latency"), ("service_time_us", "service"),
+           ("send_lag_us", "send lag"))
+FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
+
+
+class AnalysisError(Exception):
+    pass
+
+
+def find_run_dirs(path: Path) -> list[Path]:
+    """A run directory itself, or every run directory inside a results directory."""
+    if (path / MANIFEST_FILE).is_file():
+        return [path]
+    runs = sorted(d for d in path.iterdir() if (d / MANIFEST_FILE).is_file()) \
+        if path.is_dir() else []
+    if not runs:
+        raise AnalysisError(f"{path}: no run directory (with {MANIFEST_FILE}) found there")
+    return runs
+
+
+def analyse(run_dirs: list[Path], spark_master: str, log_path: Path) -> list[dict]:
+    """Run the Spark job over the runs (one session for all) and return their summaries.
+
+    The job runs in its own process: a JVM crash or memory blow-up there cannot take the
+    controller down, and the same entry point is what spark-submit runs on a cluster.
+    """
+    argv = [sys.executable, "-m", "spark_jobs.analyze", "--master", spark_master,
+            *map(str, run_dirs)]
+    env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=log, env=env, check=False)
+    summaries = []
+    for run_dir in run_dirs:
+        path = run_dir / "report" / SUMMARY_FILE
+        if done.returncode == 0 and path.is_file():
+            summaries.append(json.loads(path.read_text(encoding="utf-8")))
+        else:
+            summaries.append(_unanalysed(run_dir, f"analysis failed (exit {done.returncode}); "
+                                                  f"see {log_path}"))
+    return summaries
+
+
+def _unanalysed(run_dir: Path, problem: str) -> dict:
+    manifest = read_manifest(run_dir)
+    return {"run_id": manifest["run_id"], "system": manifest["system"],
+            "params": manifest["params"], "status": "failed",
+            "problems": [*manifest.get("problems", []), problem]}
+
+
+def write_results_summary(results_dir: Path, scenario: str, summaries: list[dict]) -> Path:
+    path = results_dir / SUMMARY_FILE
+    body = {"scenario": scenario, "runs": summaries}
+    path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def _us(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+
+
+def run_table(summary: dict) -> Table:
+    """One run: accounting and throughput in the title, the latency distribution below."""
+    colour = {"ok": "green", "partial": "yellow"}.get(summary.get("status"), "red")
+    counts = (f"sent {summary.get('sent', 0):,}  received {summary.get('received', 0):,}  "
+              f"lost {summary.get('lost', 0):,}  duplicated {summary.get('duplicated', 0):,}  "
+              f"reordered {summary.get('reordered', 0):,}")
+    rates = (f"send {summary.get('send_rate') or 0:,.0f} msg/s  "
+             f"receive {summary.get('receive_rate') or 0:,.0f} msg/s")
+    table = Table(title=f"{summary['run_id']}  [{colour}]{summary.get('status')}[/]\n"
+                        f"{counts}\n{rates}", title_justify="left")
+    table.add_column("µs", justify="left")
+    for key in FIGURE_KEYS:
+        table.add_column(key, justify="right")
+    table.add_column("count", justify="right")
+    for field, label in METRICS:
+        figures = summary.get(field) or {}
+        table.add_row(label, *(_us(figures.get(key)) for key in FIGURE_KEYS),
+                      f"{figures.get('count') or 0:,}")
+    return table
+
+
+def print_tables(summaries: list[dict], console: Console) -> None:
+    for summary in summaries:
+        console.print(run_table(summary))
+        for problem in summary.get("problems", []):
+            console.print(f"  [yellow]! {problem}[/]")

@@ -1,0 +1,308 @@
+"""One run, start to finish: broker, agents, start barrier, supervision, teardown, manifest.
+
+Whatever goes wrong — a broker that dies, an agent that fails, Ctrl-C — every process this
+run started is stopped, the data the agents recorded stays on disk, and the manifest says
+what happened (status ok / partial / failed, with the problems in words).
+"""
+
+from __future__ import annotations
+
+import queue
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agents import protocol as p
+from agents.artifacts import sha256_of
+from agents.schedule import NS
+from orchestrator.brokers import BrokerError, RunningBroker, provide_broker
+from orchestrator.launchers.base import Launcher, Process
+from orchestrator.manifest import new_manifest, write_manifest
+from orchestrator.plan import AgentPlan, plan_agents
+
+READY_TIMEOUT_S = 60.0
+START_DELAY_S = 0.5  # from the start message to the first scheduled send
+PINGS = 7
+SUPERVISE_TICK_S = 0.25
+OVERRUN_S = 15.0  # past the planned end, agents are told to stop
+STOP_GRACE_S = 15.0  # after a stop, how long agents get to write their data
+
+
+class RunFailure(Exception):
+    pass
+
+
+@dataclass
+class AgentHandle:
+    """The controller's view of one agent process."""
+
+    plan: AgentPlan
+    process: Process
+    out_dir: Path
+    ready: p.Ready | None = None
+    done: p.Done | None = None
+    failure: str | None = None
+    clock: dict = field(default_factory=dict)
+    sent: int = 0
+    received: int = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.done is not None or self.failure is not None
+
+    def send(self, message: p.Message) -> bool:
+        return self.process.write_line(p.encode(message))
+
+
+def agent_argv() -> list[str]:
+    return [sys.executable, "-m", "agents"]
+
+
+class Run:
+    def __init__(self, point, run_dir: Path, launcher: Launcher, view, scenario: str) -> None:
+        self.point = point
+        self.run_dir = run_dir
+        self.launcher = launcher
+        self.view = view
+        self.inbox: queue.Queue = queue.Queue()
+        self.agents: dict[str, AgentHandle] = {}
+        self.broker: RunningBroker | None = None
+        self.manifest = new_manifest(point, scenario)
+        self.problems: list[str] = self.manifest["problems"]
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def execute(self) -> dict:
+        """Run and return the manifest (also written to disk). Re-raises KeyboardInterrupt
+        after tearing everything down, so the caller stops the scenario."""
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        interrupted = False
+        try:
+            self.broker = provide_broker(self.point.system, self.launcher,
+                                         self.run_dir / "broker.log")
+            self.manifest["broker"] = self.broker.describe()
+            self._start_agents()
+            self._sync_clocks()
+            self._start()
+            self._supervise()
+        except KeyboardInterrupt:
+            interrupted = True
+            self.problems.append("interrupted by the user (Ctrl-C)")
+            self._stop_agents("interrupted by the user")
+        except (BrokerError, RunFailure) as exc:
+            self.problems.append(str(exc))
+            self._stop_agents(str(exc))
+        finally:
+            self._teardown()
+            self._finalise()
+        if interrupted:
+            raise KeyboardInterrupt
+        return self.manifest
+
+    def _start_agents(self) -> None:
+        plans = plan_agents(self.point.workload)
+        self.view.begin_run(self.point, plans)
+        # consumers first: they must be subscribed before anyone publishes
+        for group in ([a for a in plans if a.role == "consumer"],
+                      [a for a in plans if a.role != "consumer"]):
+            for plan in group:
+                self._launch(plan)
+            self._await_ready([self.agents[a.agent_id] for a in group])
+
+    def _launch(self, plan: AgentPlan) -> None:
+        out_dir = self.run_dir / "agents" / plan.agent_id
+        out_dir.mkdir(parents=True, exist_ok=True)
+        process = self.launcher.start(agent_argv(), plan.agent_id, out_dir / "agent.log",
+                                      self.inbox)
+        agent = AgentHandle(plan, process, out_dir)
+        self.agents[plan.agent_id] = agent
+        w = self.point.workload
+        agent.send(p.Prepare(
+            protocol=p.PROTOCOL_VERSION, run_id=self.point.run_id, agent_id=plan.agent_id,
+            role=plan.role, driver=self.point.system.driver, address=self.broker.address,
+            driver_options=self.point.system.options.model_dump(mode="json"),
+            message_size=w.message_size, rate=plan.rate, schedule=str(w.schedule),
+            duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=w.connections,
+            first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
+            drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
+            expected=plan.expected, out_dir=str(out_dir),
+        ))
+
+    def _await_ready(self, group: list[AgentHandle]) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while any(a.ready is None for a in group):
+            message, agent = self._next(deadline)
+            if agent is None:
+                waiting = ", ".join(a.plan.agent_id for a in group if a.ready is None)
+                raise RunFailure(f"agents not ready within {READY_TIMEOUT_S:.0f} s: {waiting}")
+            if isinstance(message, p.Ready):
+                if message.protocol != p.PROTOCOL_VERSION:
+                    raise RunFailure(f"{agent.plan.agent_id} speaks control protocol "
+                                     f"{message.protocol}, the controller {p.PROTOCOL_VERSION}")
+                agent.ready = message
+            if agent.failure is not None:
+                raise RunFailure(f"{agent.plan.agent_id} could not start: {agent.failure}")
+
+    def _sync_clocks(self) -> None:
+        """Offset of each agent's monotonic clock from ours, from the ping with the shortest
+        round trip; its uncertainty is half that round trip (NTP's reasoning)."""
+        for agent in self.agents.values():
+            best = None
+            for _ in range(PINGS):
+                sent = time.perf_counter_ns()
+                agent.send(p.Ping(t_ns=sent))
+                message, source = self._next(time.monotonic() + 10)
+                back = time.perf_counter_ns()
+                if source is agent and isinstance(message, p.Pong) and message.t_ns == sent:
+                    rtt = back - sent
+                    offset = message.agent_ns - (sent + back) // 2
+                    if best is None or rtt < best[0]:
+                        best = (rtt, offset)
+            if best is None:
+                raise RunFailure(f"{agent.plan.agent_id} did not answer clock pings")
+            agent.clock = {"offset_ns": best[1], "uncertainty_ns": best[0] // 2,
+                           "pings": PINGS, "same_host_clock": self.launcher.host == "local"}
+
+    def _start(self) -> None:
+        at = time.perf_counter_ns() + int(START_DELAY_S * NS)
+        self.start_ns = at
+        for agent in self.agents.values():
+            agent.send(p.Start(at_ns=at + agent.clock["offset_ns"]))
+        w = self.point.workload
+        self.manifest["started_at_ns"] = at
+        self.view.started(at, w.warmup_ns + w.duration_ns)
+
+    def _supervise(self) -> None:
+        w = self.point.workload
+        planned_end = time.monotonic() + START_DELAY_S + (w.warmup_ns + w.duration_ns) / NS
+        deadline = planned_end + w.drain_ns / NS + OVERRUN_S
+        finish_sent = False
+        while not all(a.finished for a in self.agents.values()):
+            message, agent = self._next(time.monotonic() + SUPERVISE_TICK_S)
+            if isinstance(message, p.Progress):
+                agent.sent, agent.received = message.sent, message.received
+                self.view.progress(agent.plan.agent_id, message.sent, message.received)
+            self._check_broker()
+            if not finish_sent and all(a.finished for a in self._senders()):
+                self._finish_consumers()
+                finish_sent = True
+            if time.monotonic() > deadline:
+                self.problems.append(f"run overran its planned end by {OVERRUN_S:.0f} s")
+                self._stop_agents("overran the planned end")
+                return
+
+    def _senders(self) -> list[AgentHandle]:
+        return [a for a in self.agents.values() if a.plan.sends_messages]
+
+    def _finish_consumers(self) -> None:
+        sent = sum(a.done.sent for a in self._senders() if a.done is not None)
+        for agent in self.agents.values():
+            if agent.plan.role == "consumer" and not agent.finished:
+                agent.send(p.Finish(expected=sent * self.point.workload.connections))
+
+    def _check_broker(self) -> None:
+        code = self.broker.exited() if self.broker else None
+        if code is not None and not self.manifest.get("broker_exit"):
+            self.manifest["broker_exit"] = code
+            self.problems.append(f"{self.point.system.name}: the broker exited (code {code}) "
+                                 "during the run")
+
+    def _stop_agents(self, reason: str) -> None:
+        """Ask every running agent to stop and wait for its data to be written."""
+        for agent in self.agents.values():
+            if not agent.finished:
+                agent.send(p.Stop(reason=reason))
+        deadline = time.monotonic() + STOP_GRACE_S
+        while not all(a.finished for a in self.agents.values()):
+            _, source = self._next(deadline)
+            if source is None:
+                break
+
+    def _teardown(self) -> None:
+        for agent in self.agents.values():
+            agent.process.shutdown()
+        if self.broker is not None:
+            self.broker.stop()
+
+    # -- messages --------------------------------------------------------------------------
+    def _next(self, deadline: float) -> tuple[p.Message | None, AgentHandle | None]:
+        """The next message from any agent before `deadline`, with its sender. Ends of output
+        and undecodable lines become agent failures here; (None, None) on timeout."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None, None
+            try:
+                process, line = self.inbox.get(timeout=remaining)
+            except queue.Empty:
+                return None, None
+            agent = self.agents.get(process.name)
+            if agent is None:
+                continue
+            if line is None:
+                if not agent.finished:
+                    code = process.wait(2.0)
+                    agent.failure = (f"exited (code {code}) without reporting its results; "
+                                     f"see {agent.out_dir / 'agent.log'}")
+                    self.view.agent_state(agent.plan.agent_id, "failed")
+                return None, agent
+            try:
+                message = p.decode(line)
+            except p.ProtocolError as exc:
+                agent.failure = str(exc)
+                return None, agent
+            if isinstance(message, p.Done):
+                agent.done = message
+                agent.sent, agent.received = message.sent, message.received
+                self.view.agent_state(agent.plan.agent_id, message.status)
+            elif isinstance(message, p.Failed):
+                agent.failure = message.error
+                self.view.agent_state(agent.plan.agent_id, "failed")
+            return message, agent
+
+    # -- the record ------------------------------------------------------------------------
+    def _finalise(self) -> None:
+        entries = []
+        for agent in self.agents.values():
+            entry = {
+                "id": agent.plan.agent_id, "role": agent.plan.role,
+                "host": self.launcher.host, "first_id": agent.plan.first_id,
+                "rate": agent.plan.rate, "planned_sends": agent.plan.sends,
+                "clock": agent.clock, "sent": agent.sent, "received": agent.received,
+                "exit_code": agent.process.poll(),
+            }
+            if agent.ready is not None:
+                entry.update(pid=agent.ready.pid, host_facts=agent.ready.host,
+                             versions=agent.ready.versions)
+            if agent.done is not None:
+                entry.update(status=agent.done.status, t0_ns=agent.done.t0_ns,
+                             artifacts=self._verified(agent), **agent.done.extra)
+                self.problems.extend(agent.done.problems)
+            else:
+                entry["status"] = "failed" if agent.failure else "missing"
+                if agent.failure:
+                    self.problems.append(f"{agent.plan.agent_id}: {agent.failure}")
+            entries.append(entry)
+        self.manifest["agents"] = entries
+        statuses = {e["status"] for e in entries}
+        if not entries or statuses <= {"failed", "missing"}:
+            self.manifest["status"] = "failed"
+        elif self.problems or statuses != {"ok"}:
+            self.manifest["status"] = "partial"
+        else:
+            self.manifest["status"] = "ok"
+        self.manifest["ended_at"] = time.time()
+        write_manifest(self.run_dir, self.manifest)
+        self.view.end_run(self.point, self.manifest["status"], self.problems)
+
+    def _verified(self, agent: AgentHandle) -> dict:
+        """Artifacts as announced, each checked against the file on disk."""
+        files = {}
+        for name, announced in agent.done.artifacts.items():
+            path = agent.out_dir / name
+            ok = path.is_file() and sha256_of(path) == announced["sha256"]
+            if not ok:
+                self.problems.append(f"{agent.plan.agent_id}: {name} is missing or does not "
+                                     "match its checksum")
+            files[name] = {**announced, "verified": ok}
+        return files

@@ -1,0 +1,340 @@
+"""Scenario loading: a valid file, and every kind of problem reported with path and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from drivers import registry
+from drivers.base import Driver
+from drivers.tcp import TcpOptions
+from drivers.zmq import ZmqOptions
+from orchestrator.scenario import (
+    Mode,
+    Problem,
+    Receive,
+    ScenarioError,
+    Schedule,
+    Workload,
+    load_scenario,
+    parse_scenario,
+)
+
+VALID = """\
+name: demo
+systems:
+  - {name: tcp, driver: tcp, broker: builtin}
+  - {name: zmq, driver: zmq, broker: builtin, options: {hwm: 1000}}
+  - {name: my-relay, driver: tcp, broker: {external: "127.0.0.1:7000"}, options: {nodelay: false}}
+workload:
+  mode: one-way
+  message_size: [64, 1KB]
+  rate: 20k
+  schedule: poisson
+  duration: 10s
+  warmup: 500ms
+  producers: 2
+  consumers: 3
+  connections: 4
+  receive: busy-poll
+  drain: 1s
+  seed: 7
+hosts: [local]
+output: out
+"""
+
+MINIMAL = """\
+name: mini
+systems:
+  - name: tcp
+    driver: tcp
+workload:
+  message_size: 64
+  rate: 1000
+  duration: 1s
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def problems(tmp_path: Path, text: str) -> list[Problem]:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(write(tmp_path, text))
+    assert info.value.file == str(tmp_path / "scenario.yaml")
+    return info.value.problems
+
+
+def only(tmp_path: Path, text: str) -> Problem:
+    found = problems(tmp_path, text)
+    assert len(found) == 1, found
+    return found[0]
+
+
+# --- valid files ------------------------------------------------------------------------
+
+
+def test_valid_scenario_loads(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, VALID))
+    assert scenario.name == "demo"
+    assert [s.name for s in scenario.systems] == ["tcp", "zmq", "my-relay"]
+    tcp, zmq, relay = scenario.systems
+    assert tcp.broker.kind == "builtin"
+    assert relay.broker.kind == "external"
+    assert relay.broker.external == "127.0.0.1:7000"
+    assert tcp.options == TcpOptions()
+    assert zmq.options == ZmqOptions(hwm=1000)
+    assert relay.options == TcpOptions(nodelay=False)
+    assert tcp.driver_class().name == "tcp"
+
+    w = scenario.workload
+    assert w.mode == (Mode.ONE_WAY,)
+    assert w.message_size == (64, 1024)
+    assert w.rate == (20_000.0,)
+    assert w.schedule == (Schedule.POISSON,)
+    assert w.duration == (10_000_000_000,)
+    assert w.warmup == (500_000_000,)
+    assert (w.producers, w.consumers, w.connections) == ((2,), (3,), (4,))
+    assert w.receive == (Receive.BUSY_POLL,)
+    assert w.drain == (1_000_000_000,)
+    assert w.seed == (7,)
+    assert w.swept == ("message_size",)
+    assert scenario.hosts == ("local",)
+    assert scenario.output == "out"
+
+
+def test_defaults(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, MINIMAL))
+    assert scenario.systems[0].broker.kind == "builtin"
+    assert scenario.systems[0].options == TcpOptions()
+    assert scenario.hosts == ("local",)
+    assert scenario.output == "runs"
+    ((workload, labels),) = scenario.workload.expand()
+    assert labels == {}
+    assert workload == Workload(
+        mode="one-way",
+        message_size=64,
+        rate=1000.0,
+        schedule="fixed",
+        duration_ns=1_000_000_000,
+        warmup_ns=1_000_000_000,
+        producers=1,
+        consumers=1,
+        connections=1,
+        receive="blocking",
+        drain_ns=5_000_000_000,
+        seed=None,
+    )
+
+
+def test_closed_schedule_is_fine_in_round_trip(tmp_path: Path) -> None:
+    text = MINIMAL + "  mode: round-trip\n  schedule: closed\n"
+    assert load_scenario(write(tmp_path, text)).workload.schedule == (Schedule.CLOSED,)
+
+
+def test_dump_reloads_to_the_same_scenario(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, VALID))
+    dumped = scenario.model_dump(mode="json")
+    assert dumped["systems"][2]["broker"] == {"external": "127.0.0.1:7000"}
+    assert dumped["systems"][0]["options"] == {"nodelay": True}
+    again = parse_scenario(yaml.safe_dump(dumped))
+    assert again.model_dump(mode="json") == dumped
+
+
+# --- problems, each with its path and line --------------------------------------------
+
+
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    assert only(tmp_path, MINIMAL + "colour: red\n") == Problem(
+        "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, output)"
+    )
+
+
+def test_unknown_workload_key_suggests_the_right_one(tmp_path: Path) -> None:
+    problem = only(tmp_path, MINIMAL + "  conumers: 2\n")
+    assert problem == Problem("workload.conumers", 9, "unknown field (did you mean 'consumers'?)")
+
+
+def test_unknown_system_key(tmp_path: Path) -> None:
+    text = MINIMAL.replace("    driver: tcp\n", "    driver: tcp\n    colour: red\n")
+    problem = only(tmp_path, text)
+    assert (problem.path, problem.line) == ("systems[0].colour", 5)
+    assert problem.message.startswith("unknown field")
+
+
+def test_bad_size_in_a_list(tmp_path: Path) -> None:
+    text = MINIMAL.replace("message_size: 64", "message_size:\n    - 64\n    - 1 parsec")
+    assert only(tmp_path, text) == Problem(
+        "workload.message_size[1]", 8, "'1 parsec' is not a size: use e.g. 64, 512B, 1KB, 4MiB"
+    )
+
+
+def test_size_below_the_header(tmp_path: Path) -> None:
+    text = MINIMAL.replace("message_size: 64", "message_size: 16")
+    assert only(tmp_path, text) == Problem(
+        "workload.message_size", 6, "must be at least 28 bytes (the message header)"
+    )
+
+
+def test_negative_rate(tmp_path: Path) -> None:
+    text = MINIMAL.replace("rate: 1000", "rate: -5")
+    assert only(tmp_path, text) == Problem("workload.rate", 7, "must be greater than 0 msg/s")
+
+
+def test_bad_duration(tmp_path: Path) -> None:
+    text = MINIMAL.replace("duration: 1s", "duration: 10 parsecs")
+    assert only(tmp_path, text) == Problem(
+        "workload.duration", 8, "'10 parsecs' is not a duration: use e.g. 10s, 500ms, 2m"
+    )
+
+
+def test_closed_schedule_needs_round_trip(tmp_path: Path) -> None:
+    text = MINIMAL + "  mode: [one-way, round-trip]\n  schedule: closed\n"
+    problem = only(tmp_path, text)  # once, although only one of the points is wrong
+    assert (problem.path, problem.line) == ("workload.schedule", 10)
+    assert "'closed' needs mode 'round-trip'" in problem.message
+
+
+def test_unknown_driver_lists_installed_drivers(tmp_path: Path) -> None:
+    text = MINIMAL.replace("driver: tcp", "driver: kafka")
+    problem = only(tmp_path, text)
+    installed = ", ".join(sorted(registry.available()))
+    assert problem == Problem(
+        "systems[0].driver", 4, f"no driver named 'kafka' (installed: {installed})"
+    )
+    assert "tcp" in installed and "zmq" in installed
+
+
+def test_bad_driver_options(tmp_path: Path) -> None:
+    text = MINIMAL.replace(
+        "    driver: tcp\n", "    driver: tcp\n    options:\n      nodely: true\n      nodelay: 3\n"
+    )
+    assert problems(tmp_path, text) == [
+        Problem("systems[0].options.nodely", 6, "unknown field (did you mean 'nodelay'?)"),
+        Problem("systems[0].options.nodelay", 7, "must be true or false"),
+    ]
+
+
+def test_driver_option_below_its_bound(tmp_path: Path) -> None:
+    text = MINIMAL.replace("driver: tcp\n", "driver: zmq\n    options: {hwm: -1}\n")
+    assert only(tmp_path, text) == Problem("systems[0].options.hwm", 5, "must be at least 0")
+
+
+def test_external_broker_without_port(tmp_path: Path) -> None:
+    text = MINIMAL.replace("driver: tcp\n", "driver: tcp\n    broker:\n      external: 127.0.0.1\n")
+    problem = only(tmp_path, text)
+    assert (problem.path, problem.line) == ("systems[0].broker.external", 6)
+    assert problem.message.startswith("'127.0.0.1' is not HOST:PORT")
+
+
+def test_external_broker_accepts_ipv6(tmp_path: Path) -> None:
+    text = MINIMAL.replace("driver: tcp\n", "driver: tcp\n    broker: {external: '[::1]:7000'}\n")
+    assert load_scenario(write(tmp_path, text)).systems[0].broker.external == "[::1]:7000"
+
+
+def test_unknown_recipe(tmp_path: Path) -> None:
+    text = MINIMAL.replace("driver: tcp\n", "driver: tcp\n    broker: {recipe: kafka}\n")
+    assert only(tmp_path, text) == Problem(
+        "systems[0].broker.recipe", 5, "no broker recipe named 'kafka' (available: none)"
+    )
+
+
+def test_builtin_broker_needs_driver_support(tmp_path: Path, monkeypatch) -> None:
+    class Bare(Driver):
+        name = "bare"
+
+    real_load = registry.load
+    monkeypatch.setattr(registry, "load", lambda n: Bare if n == "bare" else real_load(n))
+    text = MINIMAL.replace("driver: tcp\n", "driver: bare\n    broker: builtin\n")
+    problem = only(tmp_path, text)
+    assert (problem.path, problem.line) == ("systems[0].broker", 5)
+    assert problem.message.startswith("driver 'bare' has no builtin broker")
+
+
+def test_yaml_syntax_error(tmp_path: Path) -> None:
+    text = MINIMAL.replace("rate: 1000", "rate: [1000")
+    problem = only(tmp_path, text)
+    assert problem.path == ""
+    assert problem.line == 8
+    assert problem.message.startswith("invalid YAML:")
+
+
+def test_missing_field_points_at_the_parent(tmp_path: Path) -> None:
+    text = MINIMAL.replace("  rate: 1000\n", "")
+    assert only(tmp_path, text) == Problem("workload.rate", 5, "field required")
+
+
+def test_non_local_host(tmp_path: Path) -> None:
+    problem = only(tmp_path, MINIMAL + "hosts:\n  - local\n  - box1\n")
+    assert (problem.path, problem.line) == ("hosts[1]", 11)
+    assert "only 'local' is supported" in problem.message
+
+
+def test_duplicate_system_names_and_keys(tmp_path: Path) -> None:
+    text = MINIMAL + "  rate: 2000\n" + "output: a\n"
+    text = text.replace("    driver: tcp\n", "    driver: tcp\n  - {name: tcp, driver: zmq}\n")
+    assert problems(tmp_path, text) == [
+        Problem("systems", 2, "duplicate system name 'tcp' (systems[0] and systems[1])"),
+        Problem("workload.rate", 10, "duplicate key (first given at line 8)"),
+    ]
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    text = """\
+name: bad name
+systems:
+  - name: tcp
+    driver: tcp
+    options: {nodely: true}
+  - name: k
+    driver: kafka
+workload:
+  message_size: [64, 10]
+  rate: -5
+  duration: 10 parsecs
+  producers: 0
+  receive: sometimes
+"""
+    found = problems(tmp_path, text)
+    assert [(p.path, p.line) for p in found] == [
+        ("name", 1),
+        ("systems[0].options.nodely", 5),
+        ("systems[1].driver", 7),
+        ("workload.message_size[1]", 9),
+        ("workload.rate", 10),
+        ("workload.duration", 11),
+        ("workload.producers", 12),
+        ("workload.receive", 13),
+    ]
+    assert found[-1].message == "must be 'blocking' or 'busy-poll'"
+    assert found[-2].message == "must be at least 1"
+    assert not any("Value error" in p.message or "Input should" in p.message for p in found)
+
+
+def test_error_text_has_one_line_per_problem(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL.replace("rate: 1000", "rate: -5") + "colour: red\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(path)
+    lines = str(info.value).splitlines()
+    assert lines[0] == f"{path}:7: workload.rate: must be greater than 0 msg/s"
+    assert lines[1].startswith(f"{path}:9: colour: unknown field")
+    assert len(lines) == 2
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(tmp_path / "nope.yaml")
+    assert str(info.value) == f"{tmp_path / 'nope.yaml'}: no such file"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("", "the file is empty"), ("- a\n- b\n", "the file is not a mapping")],
+)
+def test_not_a_scenario(tmp_path: Path, text: str, message: str) -> None:
+    assert only(tmp_path, text).message.startswith(message)
