@@ -143,4 +143,8 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(file=sys.stderr)
     if not console.is_terminal:
         console.width = 132  # logs and pipes: room for the whole percentile table
-    return args.handler(args, console)
+    try:
+        return args.handler(args, console)
+    except KeyboardInterrupt:  # outside a run (runs handle it themselves): no traceback
+        console.print("interrupted")
+        return EXIT_INTERRUPTED

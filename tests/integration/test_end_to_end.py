@@ -1,0 +1,108 @@
+"""`sixnines run` as a user runs it: real CLI, broker and agent processes, sockets, Spark."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.hdr import PERCENTILE_KEYS
+from agents.schema import HLOG_FILE, MESSAGES_FILE
+
+pytestmark = pytest.mark.integration
+
+RATE, DURATION_S = 2000, 2
+SCENARIO = f"""
+name: e2e
+systems:
+  - {{name: tcp, driver: tcp, broker: builtin}}
+  - {{name: zmq, driver: zmq, broker: builtin}}
+workload:
+  mode: [one-way, round-trip]
+  message_size: 100
+  rate: {RATE}
+  duration: {DURATION_S}s
+  warmup: 500ms
+  producers: 2
+  consumers: 2
+output: ignored-because-of---output
+"""
+FIGURES = {*PERCENTILE_KEYS, "max", "mean", "count"}
+
+
+def sixnines(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess]:
+    work = tmp_path_factory.mktemp("e2e")
+    (work / "e2e.yaml").write_text(SCENARIO)
+    done = sixnines("run", "e2e.yaml", "--output", str(work / "out"), cwd=work)
+    assert done.returncode == 0, done.stderr
+    return Path(done.stdout.strip().splitlines()[-1]), done
+
+
+def test_prints_the_results_directory_and_the_contract(results):
+    results_dir, done = results
+    summary = json.loads((results_dir / "summary.json").read_text())
+    assert summary["scenario"] == "e2e"
+    assert [run["system"] for run in summary["runs"]] == ["tcp", "tcp", "zmq", "zmq"]
+    for run in summary["runs"]:
+        assert {"run_id", "system", "params", "status", "sent", "received", "lost",
+                "duplicated", "reordered", "send_rate", "receive_rate"} <= set(run)
+        for metric in ("latency_us", "service_time_us", "send_lag_us"):
+            assert set(run[metric]) >= FIGURES
+        assert run["run_id"] in done.stderr  # the console table
+
+
+def test_every_message_is_accounted_for(results):
+    results_dir, _ = results
+    for run in json.loads((results_dir / "summary.json").read_text())["runs"]:
+        assert run["status"] == "ok", run["problems"]
+        sent = RATE * DURATION_S
+        # one-way fans out to both consumers; round trip answers each request once
+        received = sent * (2 if run["params"]["mode"] == "one-way" else 1)
+        assert (run["sent"], run["received"]) == (sent, received), run["run_id"]
+        assert run["lost"] == run["duplicated"] == run["reordered"] == 0
+        assert run["send_rate"] == pytest.approx(RATE, rel=0.02)
+        assert run["latency_us"]["count"] == received
+        assert run["send_lag_us"]["count"] == sent
+        assert run["hlog_agrees"] is True
+        latency = run["latency_us"]
+        ladder = [latency[key] for key in (*PERCENTILE_KEYS, "max")]
+        assert ladder == sorted(ladder) and ladder[0] > 0
+        # latency from the intended time includes the send lag: never below service time
+        assert latency["p50"] >= run["service_time_us"]["p50"]
+
+
+def test_each_run_directory_holds_verified_artifacts(results):
+    results_dir, _ = results
+    for run_dir in sorted(p for p in results_dir.iterdir() if p.is_dir()):
+        manifest = json.loads((run_dir / "manifest.json").read_text())
+        assert manifest["status"] == "ok"
+        roles = sorted(agent["role"] for agent in manifest["agents"])
+        mode = manifest["params"]["mode"]
+        assert roles == (["consumer"] * 2 + ["producer"] * 2 if mode == "one-way"
+                         else ["requester"] * 2)
+        for agent in manifest["agents"]:
+            assert set(agent["artifacts"]) == {MESSAGES_FILE, HLOG_FILE}
+            assert all(file["verified"] for file in agent["artifacts"].values())
+            assert agent["clock"]["uncertainty_ns"] >= 0
+            assert agent["versions"]["sixnines"]
+        for metric in ("latency", "service_time", "send_lag"):
+            text = (run_dir / "report" / f"{metric}.hgrm").read_text()
+            assert "Percentile" in text and "#[Max" in text
+
+
+def test_report_reruns_the_analysis_with_the_same_figures(results, tmp_path):
+    results_dir, _ = results
+    before = json.loads((results_dir / "summary.json").read_text())
+    done = sixnines("report", str(results_dir), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    after = json.loads((results_dir / "summary.json").read_text())
+    assert after == before

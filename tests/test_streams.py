@@ -1,0 +1,272 @@
+"""The hot path (agents/streams.py) against a real TCP relay in its own process."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import agents.streams as streams
+from agents.payload import HEADER_SIZE
+from agents.schedule import intended_offsets
+from agents.streams import Inbox, OutStream, clock
+from drivers.tcp import TcpDriver, TcpOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZE = 64
+NS = 1_000_000_000
+
+
+@pytest.fixture(scope="module")
+def relay():
+    """`python -m orchestrator broker tcp` as a subprocess; yields its address."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "broker", "tcp", "--bind", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT,
+    )
+    try:
+        line = process.stdout.readline()
+        assert line, f"the relay exited before announcing itself (rc {process.poll()})"
+        yield json.loads(line)["listening"]
+    finally:
+        process.terminate()
+        process.wait(10)
+        process.stdout.close()
+
+
+@pytest.fixture
+def driver(relay):
+    return TcpDriver(relay, TcpOptions())
+
+
+@pytest.fixture
+def pair(driver):
+    """A connected (sender, receiver) through the relay, closed afterwards."""
+    receiver = driver.receiver(SIZE)
+    sender = driver.sender(SIZE)
+    yield sender, receiver
+    sender.close()
+    receiver.close()
+
+
+class RecordingSender:
+    """A spy around a real sender: remembers each call, then delegates to the socket."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.calls: list[tuple[int, int]] = []  # (bytes, count) per send
+
+    def send(self, frames: memoryview, count: int) -> None:
+        self.calls.append((len(frames), count))
+        self.inner.send(frames, count)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def make_stream(driver, sender, offsets, producer_id=3, seed=1) -> OutStream:
+    # a copy: OutStream keeps a contiguous int64 schedule without copying, and arm() adds t0
+    # to it in place
+    return OutStream(sender, driver.frame_prefix(SIZE), SIZE, offsets.copy(), producer_id, seed)
+
+
+def take_all(inbox: Inbox, receiver, count: int, consumer_id: int = 0) -> None:
+    """Take from `receiver` until `inbox` holds `count` messages (or 15 s have passed)."""
+    deadline = time.monotonic() + 15
+    while inbox.count + inbox.overflow < count:
+        assert time.monotonic() < deadline, f"only {inbox.count} of {count} arrived"
+        inbox.take(receiver, consumer_id, 200)
+
+
+def test_a_due_schedule_goes_out_in_one_pump(driver, pair):
+    sender, receiver = pair
+    spy = RecordingSender(sender)
+    count = 100
+    offsets = intended_offsets("fixed", 10_000.0, count)
+    stream = make_stream(driver, spy, offsets)
+    assert stream.slots == count
+    t0 = clock() - 10 * NS  # the whole schedule is already due
+    stream.arm(t0)
+    before = clock()
+    stream.pump(clock())
+    after = clock()
+    assert stream.next == count
+    # coalescing: every due message in one driver send
+    assert spy.calls == [(count * stream.stride, count)]
+    assert len(set(stream.sent.tolist())) == 1
+    assert before <= stream.sent[0] <= after
+    stream.pump(clock())  # nothing left: no further send
+    assert len(spy.calls) == 1
+
+    inbox = Inbox(count, len(driver.frame_prefix(SIZE)), SIZE)
+    take_all(inbox, receiver, count, consumer_id=7)
+    assert inbox.count == count
+    assert inbox.overflow == 0
+    assert (inbox.producer_id == 3).all()
+    assert inbox.seq.tolist() == list(range(count))
+    assert np.array_equal(inbox.intended, offsets + t0)
+    assert (inbox.sent == stream.sent[0]).all()
+    assert (inbox.recv >= inbox.sent).all()
+    assert (inbox.consumer_id == 7).all()
+
+
+def test_pump_stops_at_the_ring_end(driver, pair, monkeypatch):
+    sender, receiver = pair
+    spy = RecordingSender(sender)
+    stride = 4 + SIZE
+    monkeypatch.setattr(streams, "RING_BYTES", 30 * stride)
+    count = 100
+    stream = make_stream(driver, spy, intended_offsets("fixed", 1000.0, count))
+    assert stream.slots == 30
+    stream.arm(clock() - 10 * NS)
+    nexts = []
+    while stream.next < count:
+        stream.pump(clock())
+        nexts.append(stream.next)
+    assert nexts == [30, 60, 90, 100]
+    assert [c for _, c in spy.calls] == [30, 30, 30, 10]
+    assert [b for b, _ in spy.calls] == [30 * stride] * 3 + [10 * stride]
+    for start, end in [(0, 30), (30, 60), (60, 90), (90, 100)]:
+        assert len(set(stream.sent[start:end].tolist())) == 1  # one stamp per batch
+    assert (np.diff(stream.sent) >= 0).all()
+
+    inbox = Inbox(count, 4, SIZE)
+    take_all(inbox, receiver, count)
+    assert inbox.seq.tolist() == list(range(count))
+    assert np.array_equal(inbox.sent, stream.sent)
+
+
+def test_pump_sends_only_what_is_due(driver, pair):
+    sender, receiver = pair
+    spy = RecordingSender(sender)
+    count = 50
+    offsets = intended_offsets("fixed", 1000.0, count)  # 1 ms apart
+    stream = make_stream(driver, spy, offsets)
+    stream.arm(0)  # absolute times = offsets, so `now` below is chosen exactly
+    stream.pump(-1)
+    assert stream.next == 0
+    assert spy.calls == []
+    stream.pump(0)  # exactly due: the first message only
+    assert stream.next == 1
+    stream.pump(offsets[10] - 1)
+    assert stream.next == 10
+    stream.pump(offsets[10] - 1)  # same instant again: nothing new is due
+    assert stream.next == 10
+    stream.pump(offsets[25])
+    assert stream.next == 26
+    assert [c for _, c in spy.calls] == [1, 9, 16]
+
+    inbox = Inbox(count, 4, SIZE)
+    take_all(inbox, receiver, 26)
+    assert inbox.seq[:26].tolist() == list(range(26))
+    assert np.array_equal(inbox.intended[:26], offsets[:26])
+
+
+def test_a_schedule_in_the_future_sends_nothing(driver, pair):
+    sender, _ = pair
+    spy = RecordingSender(sender)
+    stream = make_stream(driver, spy, intended_offsets("fixed", 1000.0, 10))
+    stream.arm(clock() + 3600 * NS)
+    for _ in range(100):
+        stream.pump(clock())
+    assert stream.next == 0
+    assert spy.calls == []
+
+
+def test_the_ring_wraps_and_every_message_arrives_in_order(driver, pair, monkeypatch):
+    sender, receiver = pair
+    stride = 4 + SIZE
+    monkeypatch.setattr(streams, "RING_BYTES", 7 * stride)
+    count = 500
+    offsets = intended_offsets("poisson", 100_000.0, count, phase_ns=11, seed=4)
+    stream = make_stream(driver, RecordingSender(sender), offsets, producer_id=12, seed=9)
+    assert stream.slots == 7
+    stream.arm(0)
+    # step `now` through the schedule unevenly, so batches start at every slot of the ring
+    rng = np.random.default_rng(0)
+    now = 0
+    while stream.next < count:
+        now = int(offsets[min(count - 1, stream.next + rng.integers(0, 12))])
+        stream.pump(now)
+    inbox = Inbox(count, 4, SIZE)
+    take_all(inbox, receiver, count, consumer_id=1)
+    assert inbox.count == count
+    assert (inbox.producer_id == 12).all()
+    assert inbox.seq.tolist() == list(range(count))
+    assert np.array_equal(inbox.intended, offsets)
+    assert np.array_equal(inbox.sent, stream.sent)
+
+
+def test_fill_survives_the_trip(driver, pair, monkeypatch):
+    """What arrives is the ring's frame byte for byte after the header."""
+    sender, receiver = pair
+    monkeypatch.setattr(streams, "RING_BYTES", 5 * (4 + SIZE))
+    stream = make_stream(driver, sender, intended_offsets("fixed", 1000.0, 5), seed=77)
+    stream.arm(0)
+    ring = bytes(stream.frames)
+    stream.pump(10**12)
+    inbox = Inbox(5, 4, SIZE)
+    take_all(inbox, receiver, 5)
+    got = bytes(inbox.buffer[: 5 * stream.stride])
+    for k in range(5):
+        start = k * stream.stride
+        fill = slice(start + 4 + HEADER_SIZE, start + stream.stride)
+        assert got[fill] == ring[fill]
+        assert got[start : start + 4] == ring[start : start + 4]  # the length prefix
+
+
+def test_send_next_now_measures_from_now(driver, pair):
+    sender, receiver = pair
+    spy = RecordingSender(sender)
+    offsets = intended_offsets("fixed", 1000.0, 3)
+    stream = make_stream(driver, spy, offsets)
+    stream.arm(clock() + 3600 * NS)
+    for i in range(3):
+        before = clock()
+        stream.send_next_now()
+        assert stream.next == i + 1
+        assert before <= stream.sent[i]
+        assert stream.intended[i] == stream.sent[i]
+    assert spy.calls == [(stream.stride, 1)] * 3
+    inbox = Inbox(3, 4, SIZE)
+    take_all(inbox, receiver, 3)
+    assert inbox.seq.tolist() == [0, 1, 2]
+    assert np.array_equal(inbox.intended, inbox.sent)
+    assert np.array_equal(inbox.sent, stream.sent)
+
+
+def test_inbox_counts_overflow_beyond_capacity(driver, pair):
+    sender, receiver = pair
+    count, capacity = 25, 10
+    stream = make_stream(driver, sender, intended_offsets("fixed", 1000.0, count),
+                         producer_id=5)
+    stream.arm(0)
+    stream.pump(10**15)
+    assert stream.next == count
+    inbox = Inbox(capacity, 4, SIZE)
+    take_all(inbox, receiver, count)
+    assert inbox.count == capacity
+    assert inbox.overflow == count - capacity
+    assert inbox.seq.tolist() == list(range(capacity))  # the first arrivals are kept
+    assert (inbox.producer_id == 5).all()
+    # later arrivals keep being counted, never written past the columns
+    stream2 = make_stream(driver, sender, intended_offsets("fixed", 1000.0, 3))
+    stream2.arm(0)
+    stream2.pump(10**15)
+    take_all(inbox, receiver, count + 3)
+    assert inbox.count == capacity
+    assert inbox.overflow == count + 3 - capacity
+
+
+def test_inbox_poll_returns_zero_when_nothing_arrived(pair):
+    _, receiver = pair
+    inbox = Inbox(4, 4, SIZE)
+    assert inbox.take(receiver, 0, 0) == 0
+    assert inbox.take(receiver, 0, 20) == 0
+    assert inbox.count == 0
+    assert inbox.overflow == 0
