@@ -8,6 +8,8 @@ requested size.
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 HEADER = np.dtype(
@@ -21,6 +23,10 @@ HEADER = np.dtype(
 """Packed little-endian header: 28 bytes at the start of every message."""
 
 HEADER_SIZE = HEADER.itemsize
+HEADER_STRUCT = struct.Struct("<IQqq")  # the same header, for one message at a time
+STAMP_STRUCT = struct.Struct("<Qqq")  # seq, intended_ns, sent_ns: what a sender writes
+STAMP_OFFSET = 4  # after producer_id, which a sender's ring holds already
+assert HEADER_STRUCT.size == HEADER_SIZE and HEADER.fields["seq"][1] == STAMP_OFFSET
 
 
 def frame_dtype(prefix_len: int, message_size: int) -> np.dtype:
@@ -46,6 +52,7 @@ def build_frames(prefix: bytes, message_size: int, count: int, seed: int) -> np.
     The fill is random per frame so that no compressor (Kafka batches, TLS, zstd links) can
     shrink the payload below its requested size.
     """
+    frame_dtype(len(prefix), message_size)  # refuses sizes below the header
     stride = len(prefix) + message_size
     buf = np.random.default_rng(seed).integers(0, 256, size=count * stride, dtype=np.uint8)
     frames = buf.reshape(count, stride)

@@ -25,16 +25,17 @@ def intended_offsets(
     Poisson process), starting at `phase`; closed: the nominal fixed grid, which a
     closed-loop sender only uses as the earliest time for each request.
     """
-    interval = NS / rate
     if schedule == "poisson":
-        gaps = np.random.default_rng(seed).exponential(interval, size=count)
+        gaps = np.random.default_rng(seed).exponential(NS / rate, size=count)
         gaps[0] = 0.0
         offsets = np.cumsum(gaps)
     elif schedule in ("fixed", "closed"):
-        offsets = np.arange(count, dtype=np.float64) * interval
+        if float(rate).is_integer():  # exact: floor(i * 1e9 / rate) in integers
+            return np.arange(count, dtype=np.int64) * NS // int(rate) + phase_ns
+        offsets = np.arange(count, dtype=np.float64) * NS / rate
     else:
         raise ValueError(f"unknown schedule {schedule!r}")
-    return (offsets + phase_ns).astype(np.int64)
+    return offsets.astype(np.int64) + phase_ns
 
 
 def touched(count: int, dtype=np.int64, fill=0) -> np.ndarray:

@@ -27,11 +27,15 @@ class TcpOptions(DriverOptions):
 
 
 class TcpSender:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, label: str) -> None:
         self._sock = sock
+        self._label = label
 
     def send(self, frames: memoryview, count: int) -> None:
-        self._sock.sendall(frames)
+        try:
+            self._sock.sendall(frames)
+        except OSError as exc:
+            raise DriverError(f"{self._label}: connection lost ({exc})") from exc
 
     def close(self) -> None:
         self._sock.close()
@@ -86,7 +90,7 @@ class TcpDriver(Driver):
 
     def _connect(self, role: bytes, message_size: int) -> socket.socket:
         host, port = split_address(self.address, self.name)
-        label = f"tcp relay at {self.address}"
+        label = self._label
         try:
             sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
             if self.options.nodelay:
@@ -99,15 +103,19 @@ class TcpDriver(Driver):
             raise DriverError(f"{label}: cannot connect ({exc})") from exc
         return sock
 
+    @property
+    def _label(self) -> str:
+        return f"tcp relay at {self.address}"
+
     def sender(self, message_size: int) -> TcpSender:
-        return TcpSender(self._connect(PUBLISH, message_size))
+        return TcpSender(self._connect(PUBLISH, message_size), self._label)
 
     def receiver(self, message_size: int) -> TcpReceiver:
-        return TcpReceiver(self._connect(SUBSCRIBE, message_size), f"tcp relay at {self.address}")
+        return TcpReceiver(self._connect(SUBSCRIBE, message_size), self._label)
 
     def requester(self, message_size: int) -> tuple[TcpSender, TcpReceiver]:
         sock = self._connect(ECHO, message_size)
-        return TcpSender(sock), TcpReceiver(sock, f"tcp relay at {self.address}")
+        return TcpSender(sock, self._label), TcpReceiver(sock, self._label)
 
     @classmethod
     def serve_broker(cls, host: str, port: int, announce) -> None:

@@ -117,7 +117,7 @@ class Relay:
             peer.inbox += data[whole:]
             data = data[:whole]
         if data:
-            for subscriber in self._subscribers:
+            for subscriber in tuple(self._subscribers):  # a failed write drops one mid-loop
                 self._write(subscriber, data)
 
     def _write(self, peer: Peer, data: bytes) -> None:

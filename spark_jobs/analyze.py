@@ -4,7 +4,9 @@
 
 All run dirs share one Spark session (its start-up costs ~10 s). Per run: one job for the
 accounting, one for the rates and one for the HDR bucket counts; only one-row results and
-bucket rows come back to the driver.
+bucket rows come back to the driver. Exit status: 0 all analysed, 1 some run failed (the
+others still get their reports; the failed one's JSON line carries "error"), 2 bad usage
+or a run dir without a manifest.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
     manifest = json.loads((run_dir / MANIFEST).read_text())
     workload = manifest.get("workload", {})
     warmup_s = int(workload.get("warmup_ns", 0)) / 1e9
+    (run_dir / REPORT_DIR / SUMMARY).unlink(missing_ok=True)  # never leave a stale one behind
     loaded = frames.message_paths(run_dir, manifest)
     notes, hlogs = _missing_notes(manifest, loaded, run_dir)
 
@@ -107,18 +110,20 @@ def _check(run_dirs: list[Path]) -> None:
         raise FileNotFoundError(f"no {MANIFEST} in: {', '.join(missing)}")
 
 
+def _analyze_logged(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
+    began = time.monotonic()
+    log.info("analysing %s", run_dir)
+    summary = analyze_run(spark, run_dir)
+    log.info("%s done in %.1f s", run_dir, time.monotonic() - began)
+    return summary
+
+
 def analyze_runs(run_dirs: list[Path], master: str = "local[*]") -> list[dict[str, Any]]:
     """Analyse each run dir in one Spark session (an active one is reused, not stopped)."""
     run_dirs = [Path(d) for d in run_dirs]
     _check(run_dirs)
     spark = spark_session(master)
-    summaries = []
-    for run_dir in run_dirs:
-        began = time.monotonic()
-        log.info("analysing %s", run_dir)
-        summaries.append(analyze_run(spark, run_dir))
-        log.info("%s done in %.1f s", run_dir, time.monotonic() - began)
-    return summaries
+    return [_analyze_logged(spark, run_dir) for run_dir in run_dirs]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -135,16 +140,28 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    failed = 0
+    results = []
     try:
-        analyze_runs(args.run_dirs, args.master)
+        spark = spark_session(args.master)
+        for run_dir in args.run_dirs:
+            try:
+                _analyze_logged(spark, run_dir)
+            except Exception as error:  # one broken run must not cost the others' reports
+                log.exception("%s: analysis failed", run_dir)
+                failed += 1
+                results.append({"run_dir": str(run_dir), "error": f"{type(error).__name__}: "
+                                f"{error}"})
+                continue
+            results.append({"run_dir": str(run_dir),
+                            "summary": str(run_dir / REPORT_DIR / SUMMARY)})
     finally:
         active = SparkSession.getActiveSession()
         if active is not None:
             active.stop()
-    for run_dir in args.run_dirs:
-        print(json.dumps({"run_dir": str(run_dir),
-                          "summary": str(run_dir / REPORT_DIR / SUMMARY)}), flush=True)
-    return 0
+    for result in results:
+        print(json.dumps(result), flush=True)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -18,18 +18,12 @@ def test_fixed_is_phase_plus_i_over_rate(rate, phase_ns):
     offsets = intended_offsets("fixed", rate, count, phase_ns)
     assert offsets.dtype == np.int64
     assert len(offsets) == count
-    expected = [int(phase_ns + i * 1e9 / rate) for i in range(count)]
+    expected = [phase_ns + int(Fraction(i * NS) / Fraction(rate)) for i in range(count)]
     assert offsets.tolist() == expected
     assert offsets[0] == phase_ns
     assert (np.diff(offsets) > 0).all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fixed schedule computes i * (1e9/rate) in float and truncates: at 3 msg/s "
-    "message 51 is scheduled at 16999999999 ns instead of exactly 17 s (1 ns early); "
-    "rounding (or i * NS / rate) would keep the grid exact",
-)
 def test_fixed_grid_is_exact_when_i_over_rate_is_whole_ns():
     rate = 3
     offsets = intended_offsets("fixed", float(rate), 200, phase_ns=0)
@@ -40,7 +34,7 @@ def test_fixed_grid_is_exact_when_i_over_rate_is_whole_ns():
 def test_fixed_is_monotonic_over_a_long_run():
     offsets = intended_offsets("fixed", 333_333.0, 1_000_000, phase_ns=17)
     assert (np.diff(offsets) >= 0).all()
-    assert offsets[-1] == int(17 + 999_999 * 1e9 / 333_333.0)
+    assert offsets[-1] == 17 + int(Fraction(999_999 * NS, 333_333))
 
 
 def test_closed_uses_the_fixed_grid():

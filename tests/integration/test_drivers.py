@@ -303,11 +303,6 @@ def test_a_receiver_sees_the_relay_go(closing):
         assert address in str(error.value)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=OSError,
-    reason="TcpSender.send lets BrokenPipeError/ConnectionResetError escape instead of a "
-    "DriverError naming the relay and its address (the agent then reports a bare OSError)",
-)
 def test_a_sender_sees_the_relay_go(closing):
     with broker_process("tcp") as (process, address):
         driver = TcpDriver(address, TcpOptions())
@@ -322,11 +317,6 @@ def test_a_sender_sees_the_relay_go(closing):
                 time.sleep(0.01)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tcp_relay._publish iterates self._subscribers while _write -> _drop removes a "
-    "subscriber whose send fails: the next subscriber in the list silently misses that batch",
-)
 def test_a_dead_subscriber_does_not_cost_the_others_messages(closing):
     with broker_process("tcp") as (process, address):
         driver = TcpDriver(address, TcpOptions())

@@ -1,0 +1,94 @@
+"""Per-message cost of sixnines' hot path, without the network.
+
+Sender side: `OutStream.pump` stamping headers and recording sent times, into a sender that
+discards the bytes. Receiver side: `Inbox.take` parsing headers of a batch already in the
+buffer. Both at several batch sizes (a sender behind schedule coalesces; a receiver gets
+whatever arrived together). The baseline, measured in the same run, is one
+`time.perf_counter_ns()` call: the irreducible cost of a timestamp.
+
+    .venv/bin/python benchmarks/bench_recording.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from agents.payload import build_frames, frame_dtype
+from agents.streams import Inbox, OutStream
+
+
+class DiscardingSender:
+    def send(self, frames: memoryview, count: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class ReadyBatch:
+    """A receiver whose buffer already holds `count` frames (written once up front)."""
+
+    def __init__(self, frames: np.ndarray, count: int) -> None:
+        self.frames, self.count, self.pollable = frames, count, None
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        return self.count
+
+    def close(self) -> None:
+        pass
+
+
+def clock_cost(n: int = 1_000_000) -> float:
+    clock = time.perf_counter_ns
+    started = clock()
+    for _ in range(n):
+        clock()
+    return (clock() - started) / n
+
+
+def send_cost(batch: int, messages: int, size: int) -> float:
+    """ns per message for pump() when `batch` messages are due at each call."""
+    offsets = np.repeat(np.arange(messages // batch, dtype=np.int64), batch)
+    stream = OutStream(DiscardingSender(), b"\0\0\0\0", size, offsets, 1, seed=1)
+    stream.arm(0)
+    pump = stream.pump
+    started = time.perf_counter_ns()
+    for now in range(messages // batch):
+        pump(now)
+    return (time.perf_counter_ns() - started) / stream.next
+
+
+def receive_cost(batch: int, messages: int, size: int) -> float:
+    inbox = Inbox(messages, 4, size)
+    frames = build_frames(b"\0\0\0\0", size, batch, seed=2)
+    frames.view(frame_dtype(4, size))["seq"] = np.arange(batch)
+    inbox.out[: len(frames)] = frames.tobytes()
+    receiver = ReadyBatch(frames, batch)
+    take = inbox.take
+    started = time.perf_counter_ns()
+    for _ in range(messages // batch):
+        take(receiver, 0, 0)
+    return (time.perf_counter_ns() - started) / inbox.count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=2_000_000)
+    parser.add_argument("--size", type=int, default=64)
+    args = parser.parse_args()
+    baseline = min(clock_cost() for _ in range(3))
+    print(f"baseline: perf_counter_ns() call = {baseline:.0f} ns")
+    print(f"{'batch':>6} {'send ns/msg':>12} {'x clock':>8} {'receive ns/msg':>15} {'x clock':>8}")
+    for batch in (1, 4, 16, 64, 256, 1024):
+        n = min(args.messages, batch * 200_000)
+        send = min(send_cost(batch, n, args.size) for _ in range(3))
+        receive = min(receive_cost(batch, n, args.size) for _ in range(3))
+        print(f"{batch:>6} {send:>12.0f} {send / baseline:>8.1f} {receive:>15.0f} "
+              f"{receive / baseline:>8.1f}")
+
+
+if __name__ == "__main__":
+    main()
