@@ -272,23 +272,29 @@ class Requester(Role):
         drain(self.inbox, self.receivers, self.spec.first_id, control, busy)
 
     def _run_closed(self, control: Control, busy: bool) -> None:
-        """Each connection in turn: wait for the nominal time, send, wait for the reply."""
-        inbox, first_id = self.inbox, self.spec.first_id
+        """One request in flight: wait for its nominal time, send, wait for the reply; the
+        connections take turns (their schedules interleave); stop at the schedule's end,
+        however many requests that left unsent — as a closed-loop tool does."""
+        end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns
         timeout_ms = 0 if busy else WAIT_MS
+        inbox = self.inbox
+        turns = list(zip(self.streams, self.receivers, strict=True))
+        turn = 0
         while not control.stopping:
-            stream = min(self.streams, key=lambda s: s.intended_at[s.next] if s.next < s.count
-                         else np.iinfo(np.int64).max)
+            stream, receiver = turns[turn]
+            turn = (turn + 1) % len(turns)
             if stream.next >= stream.count:
                 return
             due = stream.intended_at[stream.next]
-            while clock() < due and not control.stopping:
+            while (now := clock()) < due and not control.stopping:
                 pass
-            c = self.streams.index(stream)
+            if now >= end_ns:
+                return
             expected = inbox.count + 1
             stream.send_next_now()
-            deadline = clock() + self.spec.drain_ns
-            while inbox.count < expected and not control.stopping and clock() < deadline:
-                inbox.take(self.receivers[c], first_id + c, timeout_ms)
+            give_up = clock() + self.spec.drain_ns
+            while inbox.count < expected and not control.stopping and clock() < give_up:
+                inbox.take(receiver, stream.producer_id, timeout_ms)
 
     @property
     def sent(self) -> int:

@@ -43,7 +43,8 @@ def _run(args, console: Console) -> int:
         console.print(str(exc), markup=False, highlight=False)
         return EXIT_BAD_INPUT
     outcome = run_scenario(scenario, Path(args.file), output=args.output,
-                           spark_master=args.spark_master, console=console)
+                           spark_master=None if args.no_analysis else args.spark_master,
+                           console=console)
     if outcome.interrupted:
         console.print(f"interrupted: the data recorded so far is in {outcome.results_dir}; "
                       f"analyse it with `sixnines report {outcome.results_dir}`")
@@ -116,6 +117,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("file", help="scenario YAML")
     run.add_argument("--output", type=Path, help="results root (default: the scenario's output)")
     run.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
+    run.add_argument("--no-analysis", action="store_true",
+                     help="record only; analyse later with `sixnines report`")
     run.set_defaults(handler=_run)
 
     validate = commands.add_parser("validate", help="check a scenario without running it")

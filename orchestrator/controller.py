@@ -27,11 +27,13 @@ DEFAULT_SPARK_MASTER = "local[*]"
 class Outcome:
     results_dir: Path
     summaries: list[dict]
+
+    statuses: list[str]  # of the runs, from their manifests
     interrupted: bool = False
 
     @property
     def all_ok(self) -> bool:
-        return not self.interrupted and all(s.get("status") == "ok" for s in self.summaries)
+        return not self.interrupted and all(status == "ok" for status in self.statuses)
 
 
 def results_dir_for(scenario, output: Path | None) -> Path:
@@ -45,24 +47,28 @@ def results_dir_for(scenario, output: Path | None) -> Path:
     return path
 
 
-def run_scenario(scenario, scenario_file: Path, *, output: Path | None, spark_master: str,
-                 console: Console) -> Outcome:
+def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
+                 spark_master: str | None, console: Console) -> Outcome:
+    """Run every point; analyse them on `spark_master` (None: record only)."""
     points = expand(scenario)
     results_dir = results_dir_for(scenario, output)
     results_dir.mkdir(parents=True)
     shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
     view = ProgressView(len(points), console.file)
     launcher = LocalLauncher()
-    run_dirs = []
+    run_dirs, statuses = [], []
     for point in points:
         run_dir = results_dir / point.run_id
         try:
-            Run(point, run_dir, launcher, view, scenario.name).execute()
+            manifest = Run(point, run_dir, launcher, view, scenario.name).execute()
         except KeyboardInterrupt:
-            return Outcome(results_dir, [], interrupted=True)
+            return Outcome(results_dir, [], statuses, interrupted=True)
         run_dirs.append(run_dir)
+        statuses.append(manifest["status"])
+    if spark_master is None:
+        return Outcome(results_dir, [], statuses)
     console.print(f"analysing {len(run_dirs)} run(s) with Spark ({spark_master})")
     summaries = analyse(run_dirs, spark_master, results_dir / "analysis.log")
     write_results_summary(results_dir, scenario.name, summaries)
     print_tables(summaries, console)
-    return Outcome(results_dir, summaries)
+    return Outcome(results_dir, summaries, [s.get("status", "failed") for s in summaries])
