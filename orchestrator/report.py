@@ -47,15 +47,24 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path) -> list[dic
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
-        done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=log, env=env, check=False)
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, env=env, check=False,
+                              text=True)
+    # one JSON line per analysed run: {"run_dir", "summary"} or {"run_dir", "error"}
+    results = {}
+    for line in done.stdout.splitlines():
+        try:
+            result = json.loads(line)
+            results[Path(result["run_dir"])] = result
+        except (ValueError, KeyError, TypeError):
+            continue
     summaries = []
     for run_dir in run_dirs:
-        path = run_dir / "report" / SUMMARY_FILE
-        if done.returncode == 0 and path.is_file():
-            summaries.append(json.loads(path.read_text(encoding="utf-8")))
+        result = results.get(run_dir, {})
+        if "summary" in result:
+            summaries.append(json.loads(Path(result["summary"]).read_text(encoding="utf-8")))
         else:
-            summaries.append(_unanalysed(run_dir, f"analysis failed (exit {done.returncode}); "
-                                                  f"see {log_path}"))
+            error = result.get("error", f"analysis did not finish (exit {done.returncode})")
+            summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}"))
     return summaries
 
 
@@ -105,3 +114,5 @@ def print_tables(summaries: list[dict], console: Console) -> None:
         console.print(run_table(summary))
         for problem in summary.get("problems", []):
             console.print(f"  [yellow]! {problem}[/]")
+        for warning in summary.get("warnings", []):
+            console.print(f"  [yellow]! {warning}[/]")

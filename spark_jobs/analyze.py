@@ -81,6 +81,7 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
     if counts["unexpected"]:
         notes.append(f"{counts['unexpected']} received messages match no sent message")
 
+    figures = summarize.summary_figures(metrics)
     summary: dict[str, Any] = {
         "run_id": manifest.get("run_id"),
         "system": manifest.get("system"),
@@ -93,8 +94,10 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
                    "received": int(counts["warmup_received"])},
         "send_rate": rate["send_rate"],
         "receive_rate": rate["receive_rate"],
-        **summarize.summary_figures(metrics),
+        **figures,
         "hlog_agrees": agrees,
+        "warnings": summarize.saturation_warnings(figures, rate["send_rate"],
+                                                  manifest.get("params", {})),
     }
     report = run_dir / REPORT_DIR
     report.mkdir(exist_ok=True)

@@ -148,3 +148,25 @@ def summary_figures(metrics: dict[str, MetricCounts]) -> dict[str, Any]:
         name: {"negative": m.negative, "too_large": m.too_large} for name, m in metrics.items()
     }
     return figures
+
+
+SATURATED_LAG_P99_US = 1000.0
+SATURATED_RATE_SHARE = 0.95
+
+
+def saturation_warnings(figures: dict[str, Any], send_rate: float | None,
+                        params: dict[str, Any]) -> list[str]:
+    """Say when the generator, not the system under test, set the pace (DESIGN.md rule 2):
+    a large send lag, or fewer messages per second sent than the schedule asked for."""
+    if params.get("schedule") == "closed":
+        return []  # a closed loop waits on purpose: its send lag measures the system
+    warnings = []
+    lag_p99 = (figures.get("send_lag_us") or {}).get("p99")
+    if lag_p99 is not None and lag_p99 > SATURATED_LAG_P99_US:
+        warnings.append(f"generator saturated: send lag p99 is {lag_p99:,.0f} µs (over "
+                        f"{SATURATED_LAG_P99_US:,.0f} µs); latency includes that wait")
+    rate = params.get("rate")
+    if send_rate is not None and rate and send_rate < SATURATED_RATE_SHARE * rate:
+        warnings.append(f"generator saturated: sent {send_rate:,.0f} msg/s of the "
+                        f"{rate:,.0f} msg/s scheduled")
+    return warnings

@@ -136,3 +136,26 @@ workload: {message_size: 64, rate: 1000, duration: 60s, warmup: 0s}
         assert all(file["verified"] for file in agent["artifacts"].values())
         assert not alive(agent["pid"]), agent["id"]
     assert not alive(manifest["broker"]["pid"])
+
+
+def test_a_saturated_generator_is_flagged(tmp_path, spark):
+    """Asked for far more than one process can send, the report says the generator (not
+    the system) set the pace, instead of presenting its latency as the system's."""
+    point = points("""
+name: flood
+systems: [{name: tcp, driver: tcp}]
+workload: {message_size: 64, rate: 4M, duration: 1s, warmup: 0s}
+""")[0]
+    execute(point, tmp_path / "run")
+    summary = analyze_run(spark, tmp_path / "run")
+    assert any("generator saturated" in warning for warning in summary["warnings"])
+
+
+def test_a_healthy_run_has_no_saturation_warning(tmp_path, spark):
+    point = points("""
+name: calm
+systems: [{name: tcp, driver: tcp}]
+workload: {message_size: 64, rate: 500, duration: 1s, warmup: 0s}
+""")[0]
+    execute(point, tmp_path / "run")
+    assert analyze_run(spark, tmp_path / "run")["warnings"] == []
