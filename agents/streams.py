@@ -73,15 +73,18 @@ class OutStream:
         j = i + 1
         while j < limit and intended[j] <= now:
             j += 1
-        if j == i + 1:  # one message due: the usual case below saturation
-            start = k0 * self.stride
+        k1 = k0 + j - i
+        if j - i <= SCALAR_BATCH:  # the usual case below saturation: no numpy calls
+            wire, stride, sent_at = self.wire, self.stride, self.sent_at
             sent_ns = clock()
-            pack_stamp(self.wire, start + self.stamp_at, i, intended[i], sent_ns)
-            self.sent_at[i] = sent_ns
-            self.sender.send(self.wire[start : start + self.stride], 1)
+            at = k0 * stride + self.stamp_at
+            for n in range(i, j):
+                pack_stamp(wire, at, n, intended[n], sent_ns)
+                sent_at[n] = sent_ns
+                at += stride
+            self.sender.send(wire[k0 * stride : k1 * stride], j - i)
             self.next = j
             return
-        k1 = k0 + j - i
         np.add(self.slot_numbers[k0:k1], i - k0, out=self.ring_seq[k0:k1])
         self.ring_intended[k0:k1] = self.intended[i:j]
         sent_ns = clock()

@@ -88,6 +88,19 @@ def _us(value) -> str:
     return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
 
 
+def supported(key: str, count: int) -> bool:
+    """Whether `count` samples can tell percentile `key` from the max: at least one sample
+    must lie above it (count × (1 − p) ≥ 1)."""
+    if not key.startswith("p"):
+        return True
+    return count * (1 - float(key[1:]) / 100) >= 1
+
+
+def _cell(figures: dict, key: str) -> str:
+    text = _us(figures.get(key))
+    return text if supported(key, figures.get("count") or 0) else f"[dim]{text}[/]"
+
+
 def run_table(summary: dict) -> Table:
     """One run: accounting and throughput in the title, the latency distribution below."""
     colour = {"ok": "green", "partial": "yellow"}.get(summary.get("status"), "red")
@@ -104,8 +117,12 @@ def run_table(summary: dict) -> Table:
     table.add_column("count", justify="right")
     for field, label in METRICS:
         figures = summary.get(field) or {}
-        table.add_row(label, *(_us(figures.get(key)) for key in FIGURE_KEYS),
+        table.add_row(label, *(_cell(figures, key) for key in FIGURE_KEYS),
                       f"{figures.get('count') or 0:,}")
+    if any(not supported(key, (summary.get(field) or {}).get("count") or 0)
+           for field, _ in METRICS for key in FIGURE_KEYS):
+        table.caption = "dim: too few samples for that percentile (fewer than 1/(1-p))"
+        table.caption_justify = "left"
     return table
 
 
