@@ -17,14 +17,22 @@ from rich.console import Console
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def _validate(args, console: Console) -> int:
-    from orchestrator.matrix import expand
+def _load(file: str, console: Console):
+    """The scenario in `file`, or None after printing every problem with its line."""
     from orchestrator.scenario import ScenarioError, load_scenario
 
     try:
-        scenario = load_scenario(args.file)
+        return load_scenario(file)
     except ScenarioError as exc:
         console.print(str(exc), markup=False, highlight=False)
+        return None
+
+
+def _validate(args, console: Console) -> int:
+    from orchestrator.matrix import expand
+
+    scenario = _load(args.file, console)
+    if scenario is None:
         return EXIT_BAD_INPUT
     points = expand(scenario)
     console.print(f"{args.file}: ok, {len(points)} run(s)")
@@ -35,12 +43,9 @@ def _validate(args, console: Console) -> int:
 
 def _run(args, console: Console) -> int:
     from orchestrator.controller import run_scenario
-    from orchestrator.scenario import ScenarioError, load_scenario
 
-    try:
-        scenario = load_scenario(args.file)
-    except ScenarioError as exc:
-        console.print(str(exc), markup=False, highlight=False)
+    scenario = _load(args.file, console)
+    if scenario is None:
         return EXIT_BAD_INPUT
     outcome = run_scenario(scenario, Path(args.file), output=args.output,
                            spark_master=None if args.no_analysis else args.spark_master,
@@ -48,9 +53,9 @@ def _run(args, console: Console) -> int:
     if outcome.interrupted:
         console.print(f"interrupted: the data recorded so far is in {outcome.results_dir}; "
                       f"analyse it with `sixnines report {outcome.results_dir}`")
-        print(outcome.results_dir)
-        return EXIT_INTERRUPTED
     print(outcome.results_dir)
+    if outcome.interrupted:
+        return EXIT_INTERRUPTED
     return EXIT_OK if outcome.all_ok else EXIT_NOT_OK
 
 
