@@ -2,8 +2,8 @@
 
 One codec for every driver (OMB let each driver stamp its own clock; we don't): the
 framework writes the header, drivers only move bytes. A frame is the driver's prefix
-(e.g. a TCP length word) followed by the message: header, then random fill up to the exact
-requested size.
+(e.g. a TCP length word, a pre-encoded PUBLISH command), the message — header, then random
+fill up to the exact requested size — and the driver's suffix (e.g. a protocol's CRLF).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ STAMP_OFFSET = 4  # after producer_id, which a sender's ring holds already
 assert HEADER_STRUCT.size == HEADER_SIZE and HEADER.fields["seq"][1] == STAMP_OFFSET
 
 
-def frame_dtype(prefix_len: int, message_size: int) -> np.dtype:
-    """A structured dtype viewing one frame (prefix + message) of a contiguous batch."""
+def frame_dtype(prefix_len: int, message_size: int, suffix_len: int = 0) -> np.dtype:
+    """A structured dtype viewing one frame (prefix + message + suffix) of a batch."""
     if message_size < HEADER_SIZE:
         raise ValueError(f"message_size {message_size} is below the {HEADER_SIZE}-byte header")
     names = list(HEADER.names)
@@ -41,22 +41,26 @@ def frame_dtype(prefix_len: int, message_size: int) -> np.dtype:
             "names": names,
             "formats": formats,
             "offsets": offsets,
-            "itemsize": prefix_len + message_size,
+            "itemsize": prefix_len + message_size + suffix_len,
         }
     )
 
 
-def build_frames(prefix: bytes, message_size: int, count: int, seed: int) -> np.ndarray:
-    """`count` frames laid end to end: driver prefix, zeroed header, incompressible fill.
+def build_frames(prefix: bytes, message_size: int, count: int, seed: int,
+                 suffix: bytes = b"") -> np.ndarray:
+    """`count` frames laid end to end: driver prefix, zeroed header, incompressible fill,
+    driver suffix.
 
     The fill is random per frame so that no compressor (Kafka batches, TLS, zstd links) can
     shrink the payload below its requested size.
     """
     frame_dtype(len(prefix), message_size)  # refuses sizes below the header
-    stride = len(prefix) + message_size
+    stride = len(prefix) + message_size + len(suffix)
     buf = np.random.default_rng(seed).integers(0, 256, size=count * stride, dtype=np.uint8)
     frames = buf.reshape(count, stride)
     if prefix:
         frames[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+    if suffix:
+        frames[:, stride - len(suffix) :] = np.frombuffer(suffix, dtype=np.uint8)
     frames[:, len(prefix) : len(prefix) + HEADER_SIZE] = 0
     return buf

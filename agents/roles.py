@@ -163,9 +163,9 @@ def drain(inbox: Inbox, receivers: list[Receiver], first_id: int, control: Contr
 class Producer(Role):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
-        prefix = driver.frame_prefix(spec.message_size)
+        framing = driver.framing(spec.message_size)
         self.streams = [
-            OutStream(driver.sender(spec.message_size), prefix, spec.message_size, offsets,
+            OutStream(driver.sender(spec.message_size), framing, spec.message_size, offsets,
                       spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
             for c, offsets in enumerate(_schedules(spec))
         ]
@@ -201,8 +201,8 @@ class Consumer(Role):
         super().__init__(spec, driver)
         self.receivers = [driver.receiver(spec.message_size) for _ in range(spec.connections)]
         capacity = int(spec.expected * spec.connections * 1.05) + 1024
-        prefix = driver.frame_prefix(spec.message_size)
-        self.inbox = Inbox(capacity, len(prefix), spec.message_size)
+        self.inbox = Inbox(capacity, driver.receive_framing(spec.message_size),
+                           spec.message_size)
 
     def run(self, control: Control) -> None:
         drain(self.inbox, self.receivers, self.spec.first_id, control,
@@ -246,16 +246,17 @@ class Requester(Role):
 
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
-        prefix = driver.frame_prefix(spec.message_size)
+        framing = driver.framing(spec.message_size)
         pairs = [driver.requester(spec.message_size) for _ in range(spec.connections)]
         self.receivers = [receiver for _, receiver in pairs]
         self.streams = [
-            OutStream(sender, prefix, spec.message_size, offsets, spec.first_id + c,
+            OutStream(sender, framing, spec.message_size, offsets, spec.first_id + c,
                       seed=spec.seed * 1000 + spec.first_id + c)
             for c, ((sender, _), offsets) in enumerate(zip(pairs, _schedules(spec), strict=True))
         ]
         capacity = int(sum(s.count for s in self.streams) * 1.05) + 1024
-        self.inbox = Inbox(capacity, len(prefix), spec.message_size)
+        self.inbox = Inbox(capacity, driver.receive_framing(spec.message_size),
+                           spec.message_size)
 
     def arm(self, t0: int) -> None:
         super().arm(t0)

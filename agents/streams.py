@@ -15,7 +15,7 @@ import numpy as np
 
 from agents.payload import HEADER_STRUCT, STAMP_OFFSET, STAMP_STRUCT, build_frames, frame_dtype
 from agents.schedule import touched
-from drivers.base import Receiver, Sender
+from drivers.base import Framing, Receiver, Sender
 
 clock = time.perf_counter_ns  # CLOCK_MONOTONIC: one clock for every process on the host
 
@@ -32,7 +32,7 @@ class OutStream:
     def __init__(
         self,
         sender: Sender,
-        prefix: bytes,
+        framing: Framing,
         message_size: int,
         offsets: np.ndarray,
         producer_id: int,
@@ -40,18 +40,20 @@ class OutStream:
     ) -> None:
         self.sender = sender
         self.producer_id = producer_id
-        self.stride = len(prefix) + message_size
+        prefix_len = len(framing.prefix)
+        self.stride = framing.stride(message_size)
         self.count = len(offsets)
         self.slots = max(1, min(self.count, RING_BYTES // self.stride))
-        self.frames = build_frames(prefix, message_size, self.slots, seed)
-        ring = self.frames.view(frame_dtype(len(prefix), message_size))
+        self.frames = build_frames(framing.prefix, message_size, self.slots, seed,
+                                   framing.suffix)
+        ring = self.frames.view(frame_dtype(prefix_len, message_size, len(framing.suffix)))
         ring["producer_id"] = producer_id
         self.ring_seq = ring["seq"]
         self.ring_intended = ring["intended_ns"]
         self.ring_sent = ring["sent_ns"]
         self.slot_numbers = np.arange(self.slots, dtype=np.uint64)
         self.wire = memoryview(self.frames)
-        self.stamp_at = len(prefix) + STAMP_OFFSET  # seq/intended/sent within a frame
+        self.stamp_at = prefix_len + STAMP_OFFSET  # seq/intended/sent within a frame
         self.intended = np.array(offsets, dtype=np.int64)  # ours: arm() shifts it in place
         self.intended_at = memoryview(self.intended)  # scalar reads without numpy overhead
         self.sent = touched(self.count)
@@ -109,9 +111,10 @@ class OutStream:
 class Inbox:
     """Preallocated columns for received messages, filled one arrival batch at a time."""
 
-    def __init__(self, capacity: int, prefix_len: int, message_size: int) -> None:
-        self.stride = prefix_len + message_size
-        self.frame = frame_dtype(prefix_len, message_size)
+    def __init__(self, capacity: int, framing: Framing, message_size: int) -> None:
+        prefix_len = len(framing.prefix)
+        self.stride = framing.stride(message_size)
+        self.frame = frame_dtype(prefix_len, message_size, len(framing.suffix))
         self.buffer = bytearray(max(INBOX_BYTES, 4 * self.stride))
         self.out = memoryview(self.buffer)
         self.capacity = capacity

@@ -18,6 +18,9 @@ import numpy as np
 
 from agents.payload import build_frames, frame_dtype
 from agents.streams import Inbox, OutStream
+from drivers.base import Framing
+
+TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 
 
 class DiscardingSender:
@@ -52,7 +55,7 @@ def clock_cost(n: int = 1_000_000) -> float:
 def send_cost(batch: int, messages: int, size: int) -> float:
     """ns per message for pump() when `batch` messages are due at each call."""
     offsets = np.repeat(np.arange(messages // batch, dtype=np.int64), batch)
-    stream = OutStream(DiscardingSender(), b"\0\0\0\0", size, offsets, 1, seed=1)
+    stream = OutStream(DiscardingSender(), TCP_FRAMING, size, offsets, 1, seed=1)
     stream.arm(0)
     pump = stream.pump
     started = time.perf_counter_ns()
@@ -62,7 +65,7 @@ def send_cost(batch: int, messages: int, size: int) -> float:
 
 
 def receive_cost(batch: int, messages: int, size: int) -> float:
-    inbox = Inbox(messages, 4, size)
+    inbox = Inbox(messages, TCP_FRAMING, size)
     frames = build_frames(b"\0\0\0\0", size, batch, seed=2)
     frames.view(frame_dtype(4, size))["seq"] = np.arange(batch)
     inbox.out[: len(frames)] = frames.tobytes()

@@ -13,6 +13,7 @@ entry-point group.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -24,6 +25,19 @@ class DriverOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+@dataclass(frozen=True)
+class Framing:
+    """What a driver needs around every message of a contiguous batch: bytes before (a
+    length word, a pre-encoded command) and after (a terminator). The framework lays frames
+    out as prefix + message + suffix, end to end, and stamps the message header."""
+
+    prefix: bytes = b""
+    suffix: bytes = b""
+
+    def stride(self, message_size: int) -> int:
+        return len(self.prefix) + message_size + len(self.suffix)
+
+
 class DriverError(Exception):
     """A failure of the system under test (unreachable, refused, closed), already worded
     for the user: it names the system and the address."""
@@ -31,7 +45,7 @@ class DriverError(Exception):
 
 class Sender(Protocol):
     def send(self, frames: memoryview, count: int) -> None:
-        """Send `count` messages laid end to end in `frames` (each `prefix + message`)."""
+        """Send `count` messages laid end to end in `frames` (each framed by `framing`)."""
 
     def close(self) -> None: ...
 
@@ -42,7 +56,8 @@ class Receiver(Protocol):
     pollable: object
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        """Write whole received frames end to end from `out[0]`; return how many.
+        """Write whole received frames (`receive_framing`) end to end from `out[0]`;
+        return how many.
 
         `timeout_ms`: 0 polls without blocking, a positive value waits at most that long,
         -1 waits until something arrives. Partial frames stay with the receiver until the
@@ -64,9 +79,14 @@ class Driver(ABC):
         self.address = address
         self.options = options
 
-    def frame_prefix(self, message_size: int) -> bytes:
-        """Bytes the driver needs in front of every message in a batch (e.g. a length)."""
-        return b""
+    def framing(self, message_size: int) -> Framing:
+        """How outgoing messages are framed in a batch handed to `Sender.send`."""
+        return Framing()
+
+    def receive_framing(self, message_size: int) -> Framing:
+        """How a `Receiver` lays received messages out in its output buffer (only the
+        lengths matter: the header is read after the prefix)."""
+        return self.framing(message_size)
 
     @abstractmethod
     def sender(self, message_size: int) -> Sender:

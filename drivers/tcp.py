@@ -12,7 +12,7 @@ import select
 import socket
 import struct
 
-from drivers.base import Driver, DriverError, DriverOptions, split_address
+from drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
 
 HELLO = struct.Struct("<3scI")
 ACK = b"K"
@@ -85,8 +85,8 @@ class TcpDriver(Driver):
     Options = TcpOptions
     has_builtin_broker = True
 
-    def frame_prefix(self, message_size: int) -> bytes:
-        return LENGTH.pack(message_size)
+    def framing(self, message_size: int) -> Framing:
+        return Framing(prefix=LENGTH.pack(message_size))
 
     def _connect(self, role: bytes, message_size: int) -> socket.socket:
         host, port = split_address(self.address, self.name)

@@ -116,3 +116,16 @@ def test_every_frame_has_its_own_fill():
     frames = build_frames(b"", 128, 8, seed=9).reshape(8, 128)
     fills = {bytes(row[HEADER_SIZE:]) for row in frames}
     assert len(fills) == 8
+
+
+def test_frames_carry_the_driver_suffix_after_the_exact_size():
+    prefix, suffix, size, count = b"PUB x 64\r\n", b"\r\n", 64, 5
+    buf = build_frames(prefix, size, count, seed=4, suffix=suffix)
+    stride = len(prefix) + size + len(suffix)
+    assert len(buf) == count * stride
+    frames = buf.reshape(count, stride)
+    for frame in frames:
+        assert bytes(frame[: len(prefix)]) == prefix
+        assert bytes(frame[-len(suffix):]) == suffix
+    view = buf.view(frame_dtype(len(prefix), size, len(suffix)))
+    assert len(view) == count and (view["seq"] == 0).all()

@@ -15,7 +15,10 @@ import agents.streams as streams
 from agents.payload import HEADER_SIZE
 from agents.schedule import intended_offsets
 from agents.streams import Inbox, OutStream, clock
+from drivers.base import Framing
 from drivers.tcp import TcpDriver, TcpOptions
+
+TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 64
@@ -72,7 +75,7 @@ class RecordingSender:
 def make_stream(driver, sender, offsets, producer_id=3, seed=1) -> OutStream:
     # a copy: OutStream keeps a contiguous int64 schedule without copying, and arm() adds t0
     # to it in place
-    return OutStream(sender, driver.frame_prefix(SIZE), SIZE, offsets.copy(), producer_id, seed)
+    return OutStream(sender, driver.framing(SIZE), SIZE, offsets.copy(), producer_id, seed)
 
 
 def take_all(inbox: Inbox, receiver, count: int, consumer_id: int = 0) -> None:
@@ -103,7 +106,7 @@ def test_a_due_schedule_goes_out_in_one_pump(driver, pair):
     stream.pump(clock())  # nothing left: no further send
     assert len(spy.calls) == 1
 
-    inbox = Inbox(count, len(driver.frame_prefix(SIZE)), SIZE)
+    inbox = Inbox(count, driver.framing(SIZE), SIZE)
     take_all(inbox, receiver, count, consumer_id=7)
     assert inbox.count == count
     assert inbox.overflow == 0
@@ -135,7 +138,7 @@ def test_pump_stops_at_the_ring_end(driver, pair, monkeypatch):
         assert len(set(stream.sent[start:end].tolist())) == 1  # one stamp per batch
     assert (np.diff(stream.sent) >= 0).all()
 
-    inbox = Inbox(count, 4, SIZE)
+    inbox = Inbox(count, TCP_FRAMING, SIZE)
     take_all(inbox, receiver, count)
     assert inbox.seq.tolist() == list(range(count))
     assert np.array_equal(inbox.sent, stream.sent)
@@ -161,7 +164,7 @@ def test_pump_sends_only_what_is_due(driver, pair):
     assert stream.next == 26
     assert [c for _, c in spy.calls] == [1, 9, 16]
 
-    inbox = Inbox(count, 4, SIZE)
+    inbox = Inbox(count, TCP_FRAMING, SIZE)
     take_all(inbox, receiver, 26)
     assert inbox.seq[:26].tolist() == list(range(26))
     assert np.array_equal(inbox.intended[:26], offsets[:26])
@@ -193,7 +196,7 @@ def test_the_ring_wraps_and_every_message_arrives_in_order(driver, pair, monkeyp
     while stream.next < count:
         now = int(offsets[min(count - 1, stream.next + rng.integers(0, 12))])
         stream.pump(now)
-    inbox = Inbox(count, 4, SIZE)
+    inbox = Inbox(count, TCP_FRAMING, SIZE)
     take_all(inbox, receiver, count, consumer_id=1)
     assert inbox.count == count
     assert (inbox.producer_id == 12).all()
@@ -210,7 +213,7 @@ def test_fill_survives_the_trip(driver, pair, monkeypatch):
     stream.arm(0)
     ring = bytes(stream.frames)
     stream.pump(10**12)
-    inbox = Inbox(5, 4, SIZE)
+    inbox = Inbox(5, TCP_FRAMING, SIZE)
     take_all(inbox, receiver, 5)
     got = bytes(inbox.buffer[: 5 * stream.stride])
     for k in range(5):
@@ -233,7 +236,7 @@ def test_send_next_now_measures_from_now(driver, pair):
         assert before <= stream.sent[i]
         assert stream.intended[i] == stream.sent[i]
     assert spy.calls == [(stream.stride, 1)] * 3
-    inbox = Inbox(3, 4, SIZE)
+    inbox = Inbox(3, TCP_FRAMING, SIZE)
     take_all(inbox, receiver, 3)
     assert inbox.seq.tolist() == [0, 1, 2]
     assert np.array_equal(inbox.intended, inbox.sent)
@@ -248,7 +251,7 @@ def test_inbox_counts_overflow_beyond_capacity(driver, pair):
     stream.arm(0)
     stream.pump(10**15)
     assert stream.next == count
-    inbox = Inbox(capacity, 4, SIZE)
+    inbox = Inbox(capacity, TCP_FRAMING, SIZE)
     take_all(inbox, receiver, count)
     assert inbox.count == capacity
     assert inbox.overflow == count - capacity
@@ -265,7 +268,7 @@ def test_inbox_counts_overflow_beyond_capacity(driver, pair):
 
 def test_inbox_poll_returns_zero_when_nothing_arrived(pair):
     _, receiver = pair
-    inbox = Inbox(4, 4, SIZE)
+    inbox = Inbox(4, TCP_FRAMING, SIZE)
     assert inbox.take(receiver, 0, 0) == 0
     assert inbox.take(receiver, 0, 20) == 0
     assert inbox.count == 0

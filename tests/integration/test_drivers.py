@@ -21,7 +21,7 @@ import zmq
 import drivers.zmq as zmq_driver
 from agents.payload import HEADER_SIZE, build_frames, frame_dtype
 from drivers import registry
-from drivers.base import DriverError
+from drivers.base import DriverError, Framing
 from drivers.tcp import ACK, HELLO, LENGTH, PUBLISH, TcpDriver, TcpOptions
 from drivers.zmq import ZmqDriver, ZmqOptions
 
@@ -82,7 +82,7 @@ def closing():
 
 def frames_of(driver, producer_id: int, count: int, size: int = SIZE, seed: int = 0):
     """`count` frames with the driver's prefix, header stamped with (producer_id, seq)."""
-    prefix = driver.frame_prefix(size)
+    prefix = driver.framing(size).prefix
     buf = build_frames(prefix, size, count, seed=seed + producer_id)
     view = buf.view(frame_dtype(len(prefix), size))
     view["producer_id"] = producer_id
@@ -148,7 +148,7 @@ def test_fan_out_delivers_every_frame_to_every_receiver(driver, closing):
         buf, stride = frames_of(driver, producer_id, count)
         sent[producer_id] = split(buf, stride)
         send_in_batches(sender, buf, stride)
-    prefix_len = len(driver.frame_prefix(SIZE))
+    prefix_len = len(driver.framing(SIZE).prefix)
     for receiver in receivers:
         got = collect(receiver, stride, 2 * count)
         by_producer: dict[int, list[bytes]] = {1: [], 2: []}
@@ -200,7 +200,7 @@ def test_larger_messages_round_trip(driver, closing):
 def test_receive_with_zero_timeout_returns_at_once_when_idle(driver, closing):
     receiver = driver.receiver(SIZE)
     closing(receiver)
-    stride = len(driver.frame_prefix(SIZE)) + SIZE
+    stride = len(driver.framing(SIZE).prefix) + SIZE
     out = memoryview(bytearray(8 * stride))
     for _ in range(100):
         assert receiver.receive(out, stride, 0) == 0
@@ -436,6 +436,6 @@ def test_registry_names_installed_drivers_for_an_unknown_one():
 def test_builtin_drivers_declare_their_brokers():
     for cls in (TcpDriver, ZmqDriver):
         assert cls.has_builtin_broker
-    assert TcpDriver("h:1", TcpOptions()).frame_prefix(SIZE) == LENGTH.pack(SIZE)
-    assert ZmqDriver("h:1", ZmqOptions()).frame_prefix(SIZE) == b""
+    assert TcpDriver("h:1", TcpOptions()).framing(SIZE).prefix == LENGTH.pack(SIZE)
+    assert ZmqDriver("h:1", ZmqOptions()).framing(SIZE) == Framing()
     assert HEADER_SIZE < SIZE

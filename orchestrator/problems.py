@@ -1,0 +1,163 @@
+"""Pydantic validation errors turned into lines a user can act on.
+
+A raw `ValidationError` names pydantic's internal locations and wording. `problems_from` turns
+each error into a `Problem`: the dotted path as the user wrote it in the YAML file, its line
+there, and a short human message ("must be a whole number", "unknown field (did you mean
+'rate'?)"), so that `ScenarioError` can print one `FILE:LINE: PATH: MESSAGE` per line.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
+
+from orchestrator.yaml_source import Document, YamlPath
+
+# --- errors -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a scenario file: where (dotted path, 1-based line) and what."""
+
+    path: str
+    line: int | None
+    message: str
+
+    def render(self, file: str) -> str:
+        where = file if self.line is None else f"{file}:{self.line}"
+        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+
+
+class ScenarioError(Exception):
+    """A scenario that cannot be run; `str()` gives one `FILE:LINE: PATH: MESSAGE` per line."""
+
+    def __init__(self, file: str, problems: list[Problem]) -> None:
+        self.file = file
+        self.problems = list(problems)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        return "\n".join(problem.render(self.file) for problem in self.problems)
+
+
+# --- pydantic errors in human words -------------------------------------------------------
+
+_MESSAGES = {
+    "missing": "field required",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be a string",
+    "dict_type": "must be a mapping (key: value)",
+    "model_type": "must be a mapping (key: value)",
+    "model_attributes_type": "must be a mapping (key: value)",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "too_short": "must not be empty",
+    "string_too_short": "must not be empty",
+}
+_BOUNDS = {
+    "greater_than": ("gt", "must be greater than"),
+    "greater_than_equal": ("ge", "must be at least"),
+    "less_than": ("lt", "must be less than"),
+    "less_than_equal": ("le", "must be at most"),
+}
+
+
+def problems_from(
+    exc: ValidationError,
+    doc: Document | None = None,
+    model: type[BaseModel] | None = None,
+    prefix: YamlPath = (),
+) -> list[Problem]:
+    """Pydantic errors as Problems, located in `doc` (errors of `model`, found at `prefix`)."""
+    errors = exc.errors(include_url=False)
+    locs = [tuple(error["loc"]) for error in errors]
+    problems = []
+    for error, loc in zip(errors, locs, strict=True):
+        if error["type"] == "too_short" and any(o[: len(loc)] == loc != o for o in locs):
+            continue  # pydantic counts only the valid items: "empty" just echoes their errors
+        path = _source_path(doc.data, prefix + loc) if doc else prefix + loc
+        line = doc.line_of(path) if doc else None
+        problems.append(Problem(format_path(path), line, _message(error, model, loc)))
+    return problems
+
+
+def _source_path(data: Any, loc: YamlPath) -> YamlPath:
+    """Pydantic's loc as a path into the file: drop the `[0]` pydantic adds when a single
+    value stands for a one-item sweep."""
+    path: list[Any] = []
+    node = data
+    for part in loc:
+        is_key = isinstance(node, dict) and part in node
+        if isinstance(part, int) and not is_key and not isinstance(node, list):
+            continue
+        path.append(part)
+        if is_key or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
+            node = node[part]
+        else:
+            node = None
+    return tuple(path)
+
+
+def format_path(path: YamlPath) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out
+
+
+def _message(error: Any, model: type[BaseModel] | None, loc: YamlPath) -> str:
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind == "extra_forbidden":
+        return _unknown_field(loc[-1], _fields_at(model, loc[:-1]))
+    if kind == "enum":
+        return f"must be {ctx['expected']}"
+    if kind in _BOUNDS:
+        key, words = _BOUNDS[kind]
+        return f"{words} {ctx[key]}"
+    if kind in _MESSAGES:
+        return _MESSAGES[kind]
+    message = str(error["msg"])
+    for noise in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(noise)
+    if message.startswith("Input should be "):
+        message = "must be " + message.removeprefix("Input should be ")
+    return message
+
+
+def _unknown_field(key: object, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(str(key), allowed, n=1)
+    if close:
+        return f"unknown field (did you mean {close[0]!r}?)"
+    if allowed:
+        return f"unknown field (expected one of: {', '.join(allowed)})"
+    return "unknown field (none allowed here)"
+
+
+def _fields_at(model: type[BaseModel] | None, loc: YamlPath) -> list[str]:
+    """Field names of the model found at `loc` below `model` (for "did you mean")."""
+    for part in loc:
+        if isinstance(part, int) or model is None:
+            continue
+        field = model.model_fields.get(part)
+        model = _model_in(field.annotation) if field else None
+    return list(model.model_fields) if model else []
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if get_origin(annotation) is None and isinstance(annotation, type):
+        return annotation if issubclass(annotation, BaseModel) else None
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
