@@ -19,12 +19,14 @@ from pathlib import Path
 from agents import protocol as p
 from agents.artifacts import write_all
 from agents.facts import host_facts, versions
-from agents.roles import Consumer, Control, Producer, Requester, Role
+from agents.roles import Consumer, Control, Producer, Requester, Responder, Role
 from agents.streams import clock
 from drivers import registry
 from drivers.base import DriverError
 
-ROLES: dict[str, type[Role]] = {"producer": Producer, "consumer": Consumer, "requester": Requester}
+ROLES: dict[str, type[Role]] = {
+    "producer": Producer, "consumer": Consumer, "requester": Requester, "responder": Responder,
+}
 PROGRESS_INTERVAL_S = 1.0
 
 

@@ -15,6 +15,7 @@ import zmq
 
 from agents.protocol import Prepare
 from agents.schedule import NS, intended_offsets, message_count
+from agents.schema import MESSAGES
 from agents.streams import Inbox, OutStream, clock
 from drivers.base import Driver, Receiver
 
@@ -165,7 +166,8 @@ class Producer(Role):
         super().__init__(spec, driver)
         framing = driver.framing(spec.message_size)
         self.streams = [
-            OutStream(driver.sender(spec.message_size), framing, spec.message_size, offsets,
+            OutStream(driver.sender(spec.message_size, spec.first_id + c), framing,
+                      spec.message_size, offsets,
                       spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
             for c, offsets in enumerate(_schedules(spec))
         ]
@@ -199,7 +201,8 @@ class Producer(Role):
 class Consumer(Role):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
-        self.receivers = [driver.receiver(spec.message_size) for _ in range(spec.connections)]
+        self.receivers = [driver.receiver(spec.message_size, spec.first_id + c)
+                          for c in range(spec.connections)]
         capacity = int(spec.expected * spec.connections * 1.05) + 1024
         self.inbox = Inbox(capacity, driver.receive_framing(spec.message_size),
                            spec.message_size)
@@ -247,7 +250,8 @@ class Requester(Role):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
         framing = driver.framing(spec.message_size)
-        pairs = [driver.requester(spec.message_size) for _ in range(spec.connections)]
+        pairs = [driver.requester(spec.message_size, spec.first_id + c)
+                 for c in range(spec.connections)]
         self.receivers = [receiver for _, receiver in pairs]
         self.streams = [
             OutStream(sender, framing, spec.message_size, offsets, spec.first_id + c,
@@ -348,3 +352,41 @@ class Requester(Role):
     def close(self) -> None:
         for stream in self.streams:
             stream.sender.close()
+
+
+class Responder(Role):
+    """The far end of a round trip through a broker: sends every request back to its
+    requester. It records nothing per message (the requester measures) and stops once it
+    has relayed every request the requesters sent, or its drain time has passed."""
+
+    def __init__(self, spec: Prepare, driver: Driver) -> None:
+        super().__init__(spec, driver)
+        self.relays = [driver.responder(spec.message_size, spec.first_id + c)
+                       for c in range(spec.connections)]
+        self.relayed = 0
+
+    def run(self, control: Control) -> None:
+        # with several connections a blocking wait on one would starve the others
+        wait = len(self.relays) == 1 and self.spec.receive != "busy-poll"
+        timeout_ms = WAIT_MS if wait else 0
+        while not control.stopping:
+            for relay in self.relays:
+                self.relayed += relay.relay(timeout_ms)
+            if control.finishing and (
+                self.relayed >= control.expected or clock() >= control.deadline_ns
+            ):
+                return
+
+    @property
+    def received(self) -> int:
+        return self.relayed
+
+    def columns(self) -> dict[str, np.ndarray | None]:
+        return {name: None for name in MESSAGES.names} | {"seq": np.empty(0, np.int64)}
+
+    def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return {}
+
+    def close(self) -> None:
+        for relay in self.relays:
+            relay.close()

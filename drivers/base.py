@@ -67,13 +67,30 @@ class Receiver(Protocol):
     def close(self) -> None: ...
 
 
+class Responder(Protocol):
+    def relay(self, timeout_ms: int) -> int:
+        """Send every request that has arrived back to its requester, unchanged (waiting up
+        to `timeout_ms` as `Receiver.receive` does); return how many."""
+
+    def close(self) -> None: ...
+
+
 class Driver(ABC):
-    """One system under test, reached at `address` ("host:port")."""
+    """One system under test, reached at `address` ("host:port").
+
+    Delivery in one-way mode is fan-out: every receiver connection gets every message of
+    every sender. `connection_id` is unique per connection within a run (the sender's
+    producer id, the receiver's consumer id), for drivers that name per-connection
+    destinations such as reply subjects or queues.
+    """
 
     name: ClassVar[str]
     Options: ClassVar[type[DriverOptions]] = DriverOptions
     #: True when the driver has a broker sixnines can run itself (`sixnines broker NAME`).
     has_builtin_broker: ClassVar[bool] = False
+    #: True when round trip needs a responder agent to send requests back (brokered
+    #: systems); False when the broker itself echoes (the tcp relay, the zmq echo).
+    needs_responder: ClassVar[bool] = False
 
     def __init__(self, address: str, options: DriverOptions) -> None:
         self.address = address
@@ -88,17 +105,28 @@ class Driver(ABC):
         lengths matter: the header is read after the prefix)."""
         return self.framing(message_size)
 
+    @classmethod
+    def workload_problems(cls, options: DriverOptions, workload) -> list[str]:
+        """What this driver cannot do with this workload (checked before anything starts),
+        e.g. a delivery mode that cannot fan out to several consumers."""
+        return []
+
     @abstractmethod
-    def sender(self, message_size: int) -> Sender:
+    def sender(self, message_size: int, connection_id: int) -> Sender:
         """One publishing connection (one-way mode)."""
 
     @abstractmethod
-    def receiver(self, message_size: int) -> Receiver:
+    def receiver(self, message_size: int, connection_id: int) -> Receiver:
         """One subscribing connection, already subscribed when returned (one-way mode)."""
 
     @abstractmethod
-    def requester(self, message_size: int) -> tuple[Sender, Receiver]:
+    def requester(self, message_size: int, connection_id: int) -> tuple[Sender, Receiver]:
         """One round-trip connection: every message sent comes back on the receiver."""
+
+    def responder(self, message_size: int, connection_id: int) -> Responder:
+        """The far end of round trips, for drivers with `needs_responder`; ready (e.g.
+        subscribed) when returned."""
+        raise NotImplementedError(f"driver {self.name!r} needs no responder")
 
     @classmethod
     def serve_broker(cls, host: str, port: int, announce) -> None:

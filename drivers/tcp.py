@@ -107,13 +107,13 @@ class TcpDriver(Driver):
     def _label(self) -> str:
         return f"tcp relay at {self.address}"
 
-    def sender(self, message_size: int) -> TcpSender:
+    def sender(self, message_size: int, connection_id: int) -> TcpSender:
         return TcpSender(self._connect(PUBLISH, message_size), self._label)
 
-    def receiver(self, message_size: int) -> TcpReceiver:
+    def receiver(self, message_size: int, connection_id: int) -> TcpReceiver:
         return TcpReceiver(self._connect(SUBSCRIBE, message_size), self._label)
 
-    def requester(self, message_size: int) -> tuple[TcpSender, TcpReceiver]:
+    def requester(self, message_size: int, connection_id: int) -> tuple[TcpSender, TcpReceiver]:
         sock = self._connect(ECHO, message_size)
         return TcpSender(sock, self._label), TcpReceiver(sock, self._label)
 

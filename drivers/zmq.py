@@ -103,20 +103,20 @@ class ZmqDriver(Driver):
             )
         return sock.recv()
 
-    def sender(self, message_size: int) -> ZmqSender:
+    def sender(self, message_size: int, connection_id: int) -> ZmqSender:
         sock = self._socket(zmq.XPUB, 0)
         sock.setsockopt(zmq.XPUB_NODROP, 1)  # block at the high-water mark, never drop
         self._await(sock, "subscription from the broker")
         return ZmqSender(sock)
 
-    def receiver(self, message_size: int) -> ZmqReceiver:
+    def receiver(self, message_size: int, connection_id: int) -> ZmqReceiver:
         sock = self._socket(zmq.SUB, 1)
         sock.setsockopt(zmq.SUBSCRIBE, b"")
         if self._await(sock, "welcome message") != WELCOME:
             raise DriverError(f"zmq broker at {self.address}: unexpected first message")
         return ZmqReceiver(sock, f"zmq broker at {self.address}")
 
-    def requester(self, message_size: int) -> tuple[ZmqSender, ZmqReceiver]:
+    def requester(self, message_size: int, connection_id: int) -> tuple[ZmqSender, ZmqReceiver]:
         sock = self._socket(zmq.DEALER, 2)
         return ZmqSender(sock), ZmqReceiver(sock, f"zmq echo at {self.address}")
 

@@ -11,7 +11,7 @@ from agents.schedule import NS, message_count
 @dataclass(frozen=True)
 class AgentPlan:
     agent_id: str
-    role: str  # producer | consumer | requester
+    role: str  # producer | consumer | requester | responder
     rate: float  # this agent's share of the total rate, msg/s
     phase_ns: int  # where its schedule starts, so agents interleave evenly
     first_id: int  # producer/consumer id of its first connection
@@ -20,14 +20,17 @@ class AgentPlan:
 
     @property
     def sends_messages(self) -> bool:
-        return self.role != "consumer"
+        """Whether it follows a schedule (the others wait to be told to finish)."""
+        return self.role in ("producer", "requester")
 
 
-def plan_agents(workload) -> list[AgentPlan]:
-    """Agents for one run. Consumers come first: they must be subscribed before anyone sends.
+def plan_agents(workload, needs_responder: bool = False) -> list[AgentPlan]:
+    """Agents for one run. Receivers come first: they must be subscribed before anyone
+    sends.
 
     One-way delivery is fan-out: every consumer connection receives every message, so a
-    consumer expects all producers' messages once per connection.
+    consumer expects all producers' messages once per connection. Round trip through a
+    broker that does not echo adds one responder (one connection) sending requests back.
     """
     span_ns = workload.warmup_ns + workload.duration_ns
     connections = workload.connections
@@ -52,4 +55,8 @@ def plan_agents(workload) -> list[AgentPlan]:
             for k in range(workload.consumers)
         ]
         plans = consumers + plans
+    elif needs_responder:
+        responder = AgentPlan(agent_id="responder-0", role="responder", rate=0.0, phase_ns=0,
+                              first_id=0, sends=0, expected=per_connection * senders)
+        plans = [responder, *plans]
     return plans

@@ -101,11 +101,12 @@ class Run:
         return self.manifest
 
     def _start_agents(self) -> None:
-        plans = plan_agents(self.point.workload)
+        driver = self.point.system.driver_class()
+        plans = plan_agents(self.point.workload, driver.needs_responder)
         self.view.begin_run(self.point, plans)
-        # consumers first: they must be subscribed before anyone publishes
-        for group in ([a for a in plans if a.role == "consumer"],
-                      [a for a in plans if a.role != "consumer"]):
+        # receivers first: they must be subscribed before anyone publishes
+        for group in ([a for a in plans if not a.sends_messages],
+                      [a for a in plans if a.sends_messages]):
             for plan in group:
                 self._launch(plan)
             self._await_ready([self.agents[a.agent_id] for a in group])
@@ -202,10 +203,12 @@ class Run:
         return [a for a in self.agents.values() if a.plan.sends_messages]
 
     def _finish_consumers(self) -> None:
+        """Tell the receiving agents how much was sent, so they stop once it has arrived."""
         sent = sum(a.done.sent for a in self._senders() if a.done is not None)
+        per_connection = {"consumer": sent * self.point.workload.connections, "responder": sent}
         for agent in self.agents.values():
-            if agent.plan.role == "consumer" and not agent.finished:
-                agent.send(p.Finish(expected=sent * self.point.workload.connections))
+            if not agent.plan.sends_messages and not agent.finished:
+                agent.send(p.Finish(expected=per_connection[agent.plan.role]))
 
     def _check_broker(self) -> None:
         code = self.broker.exited() if self.broker else None

@@ -487,6 +487,8 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
     spec = scenario.workload if scenario else _valid_or_none(doc.data.get("workload"))
     if spec is not None:
         problems += _point_problems(spec, doc)
+        if scenario is not None:
+            problems += _driver_workload_problems(scenario, doc)
     if problems:
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         raise ScenarioError(file, problems)
@@ -516,6 +518,20 @@ def _driver_option_problems(doc: Document) -> list[Problem]:
         except ValidationError as exc:
             problems += problems_from(exc, doc, driver.Options, ("systems", index, "options"))
     return problems
+
+
+def _driver_workload_problems(scenario: Scenario, doc: Document) -> list[Problem]:
+    """What each system's driver says it cannot do with the workload, each message once."""
+    problems: dict[Problem, None] = {}
+    points = [Workload.model_construct(**values) for values, _ in
+              scenario.workload.combinations()]
+    for index, system in enumerate(scenario.systems):
+        driver = system.driver_class()
+        line = doc.line_of(("systems", index))
+        for workload in points:
+            for message in driver.workload_problems(system.options, workload):
+                problems[Problem(f"systems[{index}]", line, f"{system.name}: {message}")] = None
+    return list(problems)
 
 
 def _point_problems(spec: WorkloadSpec, doc: Document) -> list[Problem]:

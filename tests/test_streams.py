@@ -50,8 +50,8 @@ def driver(relay):
 @pytest.fixture
 def pair(driver):
     """A connected (sender, receiver) through the relay, closed afterwards."""
-    receiver = driver.receiver(SIZE)
-    sender = driver.sender(SIZE)
+    receiver = driver.receiver(SIZE, 0)
+    sender = driver.sender(SIZE, 0)
     yield sender, receiver
     sender.close()
     receiver.close()

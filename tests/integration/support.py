@@ -10,9 +10,11 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from orchestrator.brokers import start_recipe
 from orchestrator.launchers.local import LocalLauncher
 from orchestrator.matrix import RunPoint, expand
 from orchestrator.progress import ProgressView
+from orchestrator.recipes import load_recipe
 from orchestrator.runner import Run
 from orchestrator.scenario import parse_scenario
 
@@ -50,3 +52,15 @@ class RecordingView(ProgressView):
 
 def execute(point: RunPoint, run_dir: Path, view: ProgressView | None = None) -> dict:
     return Run(point, run_dir, LocalLauncher(), view or RecordingView(), "test").execute()
+
+
+@contextmanager
+def recipe_server(name: str, work: Path):
+    """A system under test started from its broker recipe (deploy/recipes/NAME.yaml), as a
+    run would start it; yields the RunningBroker (its `.address` is what drivers connect
+    to) and stops it afterwards."""
+    broker = start_recipe("test", load_recipe(name), LocalLauncher(), work)
+    try:
+        yield broker
+    finally:
+        broker.stop(keep_data=False)

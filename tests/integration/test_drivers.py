@@ -138,8 +138,8 @@ def closed_port() -> int:
 
 
 def test_fan_out_delivers_every_frame_to_every_receiver(driver, closing):
-    receivers = [driver.receiver(SIZE) for _ in range(2)]
-    senders = [driver.sender(SIZE) for _ in range(2)]
+    receivers = [driver.receiver(SIZE, 0) for _ in range(2)]
+    senders = [driver.sender(SIZE, 0) for _ in range(2)]
     for thing in receivers + senders:
         closing(thing)
     count = 300
@@ -164,7 +164,7 @@ def test_fan_out_delivers_every_frame_to_every_receiver(driver, closing):
 
 
 def test_requester_gets_every_frame_back_unchanged(driver, closing):
-    sender, receiver = driver.requester(SIZE)
+    sender, receiver = driver.requester(SIZE, 0)
     closing(sender)
     closing(receiver)
     count = 500
@@ -174,7 +174,7 @@ def test_requester_gets_every_frame_back_unchanged(driver, closing):
 
 
 def test_two_requesters_get_only_their_own_echoes(driver, closing):
-    pairs = [driver.requester(SIZE) for _ in range(2)]
+    pairs = [driver.requester(SIZE, 0) for _ in range(2)]
     for sender, receiver in pairs:
         closing(sender)
         closing(receiver)
@@ -189,7 +189,7 @@ def test_two_requesters_get_only_their_own_echoes(driver, closing):
 
 def test_larger_messages_round_trip(driver, closing):
     size = 100_000
-    sender, receiver = driver.requester(size)
+    sender, receiver = driver.requester(size, 0)
     closing(sender)
     closing(receiver)
     buf, stride = frames_of(driver, 1, 20, size=size)
@@ -198,20 +198,20 @@ def test_larger_messages_round_trip(driver, closing):
 
 
 def test_receive_with_zero_timeout_returns_at_once_when_idle(driver, closing):
-    receiver = driver.receiver(SIZE)
+    receiver = driver.receiver(SIZE, 0)
     closing(receiver)
     stride = len(driver.framing(SIZE).prefix) + SIZE
     out = memoryview(bytearray(8 * stride))
     for _ in range(100):
         assert receiver.receive(out, stride, 0) == 0
     assert receiver.receive(out, stride, 30) == 0  # a short wait ends empty, too
-    _, echo = driver.requester(SIZE)
+    _, echo = driver.requester(SIZE, 0)
     closing(echo)
     assert echo.receive(out, stride, 0) == 0
 
 
 def test_receivers_expose_something_pollable(driver, closing):
-    receiver = driver.receiver(SIZE)
+    receiver = driver.receiver(SIZE, 0)
     closing(receiver)
     poller = zmq.Poller()
     poller.register(receiver.pollable, zmq.POLLIN)
@@ -240,9 +240,9 @@ def raw_publisher(address: str, stride: int, hello_pieces: tuple[int, ...], firs
 
 def test_relay_cuts_at_frame_boundaries(tcp_address, closing):
     driver = TcpDriver(tcp_address, TcpOptions())
-    receiver = driver.receiver(SIZE)
+    receiver = driver.receiver(SIZE, 0)
     closing(receiver)
-    whole = driver.sender(SIZE)  # a second publisher writing whole frames in between
+    whole = driver.sender(SIZE, 0)  # a second publisher writing whole frames in between
     closing(whole)
     count = 40
     buf, stride = frames_of(driver, 1, count, seed=5)
@@ -274,7 +274,7 @@ def test_relay_cuts_at_frame_boundaries(tcp_address, closing):
 
 def test_relay_forwards_frames_sent_with_the_hello(tcp_address, closing):
     driver = TcpDriver(tcp_address, TcpOptions())
-    receiver = driver.receiver(SIZE)
+    receiver = driver.receiver(SIZE, 0)
     closing(receiver)
     buf, stride = frames_of(driver, 4, 3)
     sock = raw_publisher(tcp_address, stride, (), buf.tobytes())  # hello + 3 frames at once
@@ -292,7 +292,7 @@ def test_relay_drops_a_connection_with_a_bad_hello(tcp_address):
 def test_a_receiver_sees_the_relay_go(closing):
     with broker_process("tcp") as (process, address):
         driver = TcpDriver(address, TcpOptions())
-        receiver = driver.receiver(SIZE)
+        receiver = driver.receiver(SIZE, 0)
         closing(receiver)
         process.terminate()
         process.wait(10)
@@ -306,7 +306,7 @@ def test_a_receiver_sees_the_relay_go(closing):
 def test_a_sender_sees_the_relay_go(closing):
     with broker_process("tcp") as (process, address):
         driver = TcpDriver(address, TcpOptions())
-        sender = driver.sender(SIZE)
+        sender = driver.sender(SIZE, 0)
         closing(sender)
         process.terminate()
         process.wait(10)
@@ -320,10 +320,10 @@ def test_a_sender_sees_the_relay_go(closing):
 def test_a_dead_subscriber_does_not_cost_the_others_messages(closing):
     with broker_process("tcp") as (process, address):
         driver = TcpDriver(address, TcpOptions())
-        doomed = driver.receiver(SIZE)  # first in the relay's subscriber list
-        healthy = driver.receiver(SIZE)
+        doomed = driver.receiver(SIZE, 0)  # first in the relay's subscriber list
+        healthy = driver.receiver(SIZE, 0)
         closing(healthy)
-        sender = driver.sender(SIZE)
+        sender = driver.sender(SIZE, 0)
         closing(sender)
         buf, stride = frames_of(driver, 1, 5)
         # Hold the relay still so that the publisher's data and the dead subscriber's reset
@@ -353,9 +353,9 @@ def test_a_dead_subscriber_does_not_cost_the_others_messages(closing):
 
 def test_zmq_receiver_refuses_a_frame_of_the_wrong_size(zmq_address, closing):
     driver = ZmqDriver(zmq_address, ZmqOptions())
-    receiver = driver.receiver(SIZE + 8)
+    receiver = driver.receiver(SIZE + 8, 0)
     closing(receiver)
-    sender = driver.sender(SIZE)
+    sender = driver.sender(SIZE, 0)
     closing(sender)
     buf, _ = frames_of(driver, 1, 1)
     sender.send(memoryview(buf), 1)
@@ -373,7 +373,7 @@ def test_tcp_unreachable_address_names_it():
     driver = TcpDriver(address, TcpOptions())
     for connect in (driver.receiver, driver.sender, driver.requester):
         with pytest.raises(DriverError, match=re.escape(address)):
-            connect(SIZE)
+            connect(SIZE, 0)
 
 
 def test_zmq_unreachable_address_names_it(monkeypatch):
@@ -381,9 +381,9 @@ def test_zmq_unreachable_address_names_it(monkeypatch):
     address = f"127.0.0.1:{closed_port()}"
     driver = ZmqDriver(address, ZmqOptions())
     with pytest.raises(DriverError, match=re.escape(address)):
-        driver.receiver(SIZE)
+        driver.receiver(SIZE, 0)
     with pytest.raises(DriverError, match=re.escape(address)):
-        driver.sender(SIZE)
+        driver.sender(SIZE, 0)
 
 
 def test_tcp_something_else_listening_is_not_a_relay():
@@ -402,7 +402,7 @@ def test_tcp_something_else_listening_is_not_a_relay():
         thread.start()
         try:
             with pytest.raises(DriverError, match="not a sixnines relay"):
-                driver.receiver(SIZE)
+                driver.receiver(SIZE, 0)
         finally:
             thread.join(10)
 
@@ -410,7 +410,7 @@ def test_tcp_something_else_listening_is_not_a_relay():
 @pytest.mark.parametrize("address", ["localhost", "127.0.0.1:http", ":"])
 def test_a_malformed_address_is_a_driver_error(address):
     with pytest.raises(DriverError, match="HOST:PORT"):
-        TcpDriver(address, TcpOptions()).receiver(SIZE)
+        TcpDriver(address, TcpOptions()).receiver(SIZE, 0)
     with pytest.raises(DriverError, match="HOST:PORT"):
         ZmqDriver(address, ZmqOptions())
 
