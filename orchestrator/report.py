@@ -142,3 +142,6 @@ def print_tables(summaries: list[dict], console: Console) -> None:
             console.print(f"  [yellow]! {problem}[/]")
         for warning in summary.get("warnings", []):
             console.print(f"  [yellow]! {warning}[/]")
+        note = (summary.get("broker") or {}).get("note")
+        if note:
+            console.print(f"  note: {note}")

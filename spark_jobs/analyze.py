@@ -86,6 +86,8 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
         "run_id": manifest.get("run_id"),
         "system": manifest.get("system"),
         "params": manifest.get("params", {}),
+        "broker": {key: manifest.get("broker", {}).get(key)
+                   for key in ("kind", "recipe", "version", "note")},
         "status": manifest.get("status"),
         "problems": [*manifest.get("problems", []), *notes],
         **{key: int(counts[key]) for key in
