@@ -1,8 +1,11 @@
-"""The run matrix: every system × every combination of the swept workload fields.
+"""The run matrix: every system × every combination of the swept workload fields, or with
+`cases:` every system × every case (× the combinations of fields swept within the case).
 
-Order is systems-major, then workload fields in declared order with the first field varying
-slowest, so a run list reads like the scenario file. Run ids name each point by its swept
-values as the user wrote them ("01-tcp-message_size=1KB") and double as directory names.
+Order is systems-major, then cases in order, then workload fields in declared order with the
+first field varying slowest, so a run list reads like the scenario file. Run ids name each
+point by its swept values as the user wrote them ("01-tcp-message_size=1KB"), an unnamed case
+by its own fields too ("01-tcp-message_size=256-rate=3000"), a named case by its name and
+what it sweeps ("01-tcp-large-rate=1000"); they double as directory names.
 """
 
 from __future__ import annotations
@@ -11,9 +14,12 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.scenario import WORKLOAD_FIELDS, Scenario, System, Workload
+from orchestrator.scenario import WORKLOAD_FIELDS, Case, Scenario, System, Workload
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
+
+#: The key of a named case in `RunPoint.swept`.
+CASE_KEY = "case"
 
 
 @dataclass(frozen=True)
@@ -22,7 +28,8 @@ class RunPoint:
 
     `params` is `workload` as JSON (keys are `Workload` field names, enums as strings);
     `swept` maps the `Workload` field names that vary across the matrix to the value as
-    written in the scenario (e.g. {"message_size": "1KB"}), for reports that group by them.
+    written in the scenario (e.g. {"message_size": "1KB"}), for reports that group by them:
+    with cases, a case's own fields and the name of a named case (under `CASE_KEY`) too.
     """
 
     index: int
@@ -42,13 +49,16 @@ def safe_label(text: str) -> str:
 def expand(scenario: Scenario) -> list[RunPoint]:
     """Every run of the scenario, numbered from 1. The number is zero-padded to at least two
     digits (wider for 100+ runs) so run ids sort in run order."""
-    points = scenario.workload.expand()
+    points = [
+        (workload, *_naming(case, labels))
+        for case, spec in scenario.variants()
+        for workload, labels in spec.expand()
+    ]
     width = max(2, len(str(len(scenario.systems) * len(points))))
     runs: list[RunPoint] = []
     for system in scenario.systems:
-        for workload, labels in points:
+        for workload, suffix, swept in points:
             index = len(runs) + 1
-            suffix = "".join(f"-{field}={safe_label(label)}" for field, label in labels.items())
             runs.append(
                 RunPoint(
                     index=index,
@@ -56,7 +66,20 @@ def expand(scenario: Scenario) -> list[RunPoint]:
                     system=system,
                     workload=workload,
                     params=workload.model_dump(mode="json"),
-                    swept={WORKLOAD_FIELDS[field]: label for field, label in labels.items()},
+                    swept=swept,
                 )
             )
     return runs
+
+
+def _naming(case: Case | None, labels: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The run-id suffix and `RunPoint.swept` of a point whose swept YAML fields are
+    `labels`, in `case` (its own fields count as swept; a name stands for them in the id)."""
+    written = (case.labels() if case is not None else {}) | labels  # a point's own value wins
+    fields = {field: written[field] for field in WORKLOAD_FIELDS if field in written}
+    shown = labels if case is not None and case.name is not None else fields
+    suffix = "".join(f"-{field}={safe_label(label)}" for field, label in shown.items())
+    swept = {WORKLOAD_FIELDS[field]: label for field, label in fields.items()}
+    if case is not None and case.name is not None:
+        return f"-{case.name}{suffix}", {CASE_KEY: case.name, **swept}
+    return suffix, swept

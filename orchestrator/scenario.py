@@ -4,6 +4,11 @@ file into a validated `Scenario` or a `ScenarioError` listing *every* problem wi
 Two workload shapes exist on purpose: `WorkloadSpec` is what the file says (every field a
 non-empty tuple of values, because any field may be swept), `Workload` is one resolved point
 of the matrix (scalars in base units: bytes, msg/s, nanoseconds) that agents run.
+
+A file with `cases:` is a `CaseScenario`: its `workload:` is a `WorkloadBase` (fields every
+case starts from, none required) and each `Case` sets some fields over it, so the runs are
+named combinations instead of one cartesian product. `Scenario.variants()` gives the full
+`WorkloadSpec` of each case (or the one workload) either way.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import itertools
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -38,7 +43,7 @@ from drivers.base import Driver, DriverOptions
 from orchestrator import units
 from orchestrator.problems import Problem, ScenarioError, format_path, problems_from  # re-export
 from orchestrator.recipes import RecipeError, load_recipe
-from orchestrator.yaml_source import Document, YamlSyntaxError, parse
+from orchestrator.yaml_source import Document, YamlPath, YamlSyntaxError, parse
 
 # --- field types ------------------------------------------------------------------------
 
@@ -108,14 +113,17 @@ def _local_only(host: str) -> str:
 Name = Annotated[str, Field(strict=True), AfterValidator(_name)]
 Size = Annotated[int, BeforeValidator(_size)]
 Rate = Annotated[float, BeforeValidator(_rate)]
+RunTime = Annotated[int, BeforeValidator(_positive_duration)]
+Wait = Annotated[int, BeforeValidator(_duration)]
 Count = Annotated[int, Field(strict=True, ge=1)]
 Seed = StrictInt | None
 Host = Annotated[str, Field(strict=True), AfterValidator(_local_only)]
 
 T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
 
 
-def _as_list(value: object) -> object:
+def _as_list(value: object) -> list[object] | tuple[object, ...]:
     return value if isinstance(value, list | tuple) else [value]
 
 
@@ -126,6 +134,7 @@ Sweep = Annotated[tuple[T, ...], BeforeValidator(_as_list), Field(min_length=1)]
 
 _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
 _DEFER_OPTIONS = "sixnines.defer_driver_options"
+_DEFER_CASES = "sixnines.defer_case_checks"
 
 
 def _check_address(address: str) -> str:
@@ -343,36 +352,54 @@ class WorkloadSpec(BaseModel):
     message_size: Sweep[Size]
     rate: Sweep[Rate]
     schedule: Sweep[Schedule] = (Schedule.FIXED,)
-    duration: Sweep[Annotated[int, BeforeValidator(_positive_duration)]]
-    warmup: Sweep[Annotated[int, BeforeValidator(_duration)]] = (1 * SECOND_NS,)
+    duration: Sweep[RunTime]
+    warmup: Sweep[Wait] = (1 * SECOND_NS,)
     producers: Sweep[Count] = (1,)
     consumers: Sweep[Count] = (1,)
     connections: Sweep[Count] = (1,)
     receive: Sweep[Receive] = (Receive.BLOCKING,)
-    drain: Sweep[Annotated[int, BeforeValidator(_duration)]] = (5 * SECOND_NS,)
+    drain: Sweep[Wait] = (5 * SECOND_NS,)
     seed: Sweep[Seed] = (None,)
 
     _labels: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    _lists: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
     @model_validator(mode="wrap")
     @classmethod
     def _keep_labels(cls, data: Any, handler: Any) -> WorkloadSpec:
-        """Remember list-valued fields as written ("1KB", "500ms") to name runs by them."""
+        """Remember the fields as written ("1KB", "500ms") to name runs by them, and which
+        were given as lists."""
         spec = handler(data)
         if isinstance(data, dict):
+            given = {key: value for key, value in data.items() if key in WORKLOAD_FIELDS}
             spec._labels = {
-                key: tuple(str(_plain(item)).strip() for item in value)
-                for key, value in data.items()
-                if isinstance(value, list | tuple) and key in WORKLOAD_FIELDS
+                key: tuple(str(_plain(item)).strip() for item in _as_list(value))
+                for key, value in given.items()
             }
+            spec._lists = frozenset(k for k, v in given.items() if isinstance(v, list | tuple))
         return spec
 
     @property
     def swept(self) -> tuple[str, ...]:
         """YAML field names given as lists (or holding several values), in declared order."""
         return tuple(
-            name for name in WORKLOAD_FIELDS if name in self._labels or len(getattr(self, name)) > 1
+            name for name in WORKLOAD_FIELDS if name in self._lists or len(getattr(self, name)) > 1
         )
+
+    @property
+    def given(self) -> tuple[str, ...]:
+        """YAML field names set explicitly (in the file, or by keyword), in declared order."""
+        return tuple(name for name in WORKLOAD_FIELDS if name in self.model_fields_set)
+
+    def merged(self, other: WorkloadSpec) -> WorkloadSpec:
+        """This spec with every field `other` gives replaced by `other`'s (labels too). The
+        result must be complete: callers check `missing_from` first."""
+        values = {name: getattr(self, name) for name in self.given}
+        values |= {name: getattr(other, name) for name in other.given}
+        spec = WorkloadSpec.model_construct(**values)
+        spec._labels = self._labels | other._labels
+        spec._lists = (self._lists - set(other.given)) | other._lists
+        return spec
 
     def label(self, name: str, index: int) -> str:
         """Value `index` of field `name` in its human form (as written when known)."""
@@ -397,13 +424,55 @@ class WorkloadSpec(BaseModel):
     @model_serializer
     def _as_yaml(self) -> dict[str, Any]:
         """The YAML form back: durations as "<n>ns" so a reload cannot misread them."""
+        return self._yaml(WORKLOAD_FIELDS)
+
+    def _yaml(self, names: Iterable[str]) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for name in WORKLOAD_FIELDS:
+        for name in names:
             values = [_plain(v) for v in getattr(self, name)]
             if WORKLOAD_FIELDS[name].endswith("_ns"):
                 values = [f"{v}ns" for v in values]
             out[name] = values if name in self.swept else values[0]
         return out
+
+
+#: Fields a complete `WorkloadSpec` must be given (the rest have defaults).
+REQUIRED_FIELDS = tuple(n for n, f in WorkloadSpec.model_fields.items() if f.is_required())
+
+
+class WorkloadBase(WorkloadSpec):
+    """`workload:` next to `cases:`, the base every case starts from: no field is required
+    here, as long as each case ends up complete (message_size, rate and duration are `()`
+    until given; `given` says which fields the file set)."""
+
+    message_size: Sweep[Size] = ()
+    rate: Sweep[Rate] = ()
+    duration: Sweep[RunTime] = ()
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        return self._yaml(self.given)
+
+
+class Case(WorkloadBase):
+    """One entry of `cases:`: workload fields (lists still sweep) over the base, and an
+    optional `name` that stands for the case in run ids."""
+
+    name: Name | None = None
+
+    def missing_from(self, base: WorkloadSpec) -> list[str]:
+        """Required fields neither this case nor `base` gives."""
+        given = {*self.given, *base.given}
+        return [name for name in REQUIRED_FIELDS if name not in given]
+
+    def labels(self) -> dict[str, str]:
+        """This case's own fields as written ({"message_size": "1KB"}); a list shows its
+        first value (`WorkloadSpec.combinations` labels each point)."""
+        return {name: self.label(name, 0) for name in self.given}
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        return ({} if self.name is None else {"name": self.name}) | self._yaml(self.given)
 
 
 def _plain(value: Any) -> Any:
@@ -436,6 +505,59 @@ class Scenario(BaseModel):
                 )
             first[system.name] = index
         return systems
+
+    def variants(self) -> tuple[tuple[Case | None, WorkloadSpec], ...]:
+        """The complete workload specs the matrix expands, in order, each with its case
+        (None here: the one `workload`; see `CaseScenario`)."""
+        return ((None, self.workload),)
+
+
+Cases = tuple[Case, ...]
+
+
+class CaseScenario(Scenario):
+    """A scenario with `cases:`: each case's fields over the base `workload`, in order."""
+
+    workload: WorkloadBase = Field(default_factory=WorkloadBase)
+    cases: Annotated[Cases, Field(min_length=1)]
+
+    @field_validator("cases")
+    @classmethod
+    def _complete_and_unique(cls, cases: Cases, info: ValidationInfo) -> Cases:
+        base = info.data.get("workload")  # None when invalid: reported there
+        if base is None or (info.context and info.context.get(_DEFER_CASES)):
+            return cases  # load_scenario reports each problem with its line
+        found = case_problems(base.given, [(case.given, case.name) for case in cases])
+        if found:
+            raise ValueError("; ".join(f"{format_path(path)}: {text}" for path, text in found))
+        return cases
+
+    def variants(self) -> tuple[tuple[Case | None, WorkloadSpec], ...]:
+        return tuple((case, self.workload.merged(case)) for case in self.cases)
+
+
+def case_problems(
+    base: Collection[str], cases: Sequence[tuple[Collection[str], object] | None]
+) -> list[tuple[YamlPath, str]]:
+    """Cases that lack a required field, and repeated case names, as (path, message).
+    `base` names the fields the base workload gives; each case is (its fields, its name),
+    or None when it is not a mapping at all."""
+    found: list[tuple[YamlPath, str]] = []
+    first: dict[str, int] = {}
+    for index, case in enumerate(cases):
+        if case is None:
+            continue
+        fields, name = case
+        for field in REQUIRED_FIELDS:
+            if field not in fields and field not in base:
+                message = f"{field} is required (not in the case nor in workload)"
+                found.append((("cases", index), message))
+        if isinstance(name, str) and name in first:
+            message = f"duplicate case name {name!r} (cases[{first[name]}] and cases[{index}])"
+            found.append((("cases", index, "name"), message))
+        elif isinstance(name, str):
+            first[name] = index
+    return found
 
 
 # --- loading --------------------------------------------------------------------------------
@@ -479,16 +601,18 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
         for dup in doc.duplicates
     ]
     problems += _driver_option_problems(doc)
+    model = CaseScenario if "cases" in doc.data else Scenario
     scenario: Scenario | None = None
     try:
-        scenario = Scenario.model_validate(doc.data, context={_DEFER_OPTIONS: True})
+        context = {_DEFER_OPTIONS: True, _DEFER_CASES: True}
+        scenario = model.model_validate(doc.data, context=context)
     except ValidationError as exc:
-        problems += problems_from(exc, doc, Scenario)
-    spec = scenario.workload if scenario else _valid_or_none(doc.data.get("workload"))
-    if spec is not None:
-        problems += _point_problems(spec, doc)
-        if scenario is not None:
-            problems += _driver_workload_problems(scenario, doc)
+        problems += problems_from(exc, doc, model)
+    problems += _case_problems(doc)
+    specs = _specs_in_file(doc.data)
+    problems += _point_problems(specs, doc)
+    if scenario is not None:
+        problems += _driver_workload_problems(scenario, specs, doc)
     if problems:
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         raise ScenarioError(file, problems)
@@ -496,9 +620,43 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
     return scenario
 
 
-def _valid_or_none(workload: Any) -> WorkloadSpec | None:
+def _case_problems(doc: Document) -> list[Problem]:
+    """`case_problems` of the file as written, so they show even when a case has others."""
+    cases, base = doc.data.get("cases"), doc.data.get("workload", {})
+    if not isinstance(cases, list):
+        return []
+    # a base that is not a mapping is reported itself: do not blame every case for it
+    given = set(base) if isinstance(base, dict) else set(REQUIRED_FIELDS)
+    shapes = [(set(c), c.get("name")) if isinstance(c, dict) else None for c in cases]
+    return [
+        Problem(format_path(path), doc.line_of(path), message)
+        for path, message in case_problems(given, shapes)
+    ]
+
+
+#: A workload spec to check and where it was written: ("workload",) or ("cases", index).
+SpecAt = tuple[YamlPath, WorkloadSpec]
+
+
+def _specs_in_file(data: dict[Any, Any]) -> list[SpecAt]:
+    """Every complete workload spec in the file that is valid on its own, so that point
+    problems are found even when something else in the scenario is wrong."""
+    if "cases" not in data:
+        spec = _valid_or_none(WorkloadSpec, data.get("workload"))
+        return [] if spec is None else [(("workload",), spec)]
+    base = _valid_or_none(WorkloadBase, data.get("workload", {}))
+    cases = data["cases"] if isinstance(data["cases"], list) else []
+    found: list[SpecAt] = []
+    for index, raw in enumerate(cases):
+        case = _valid_or_none(Case, raw)
+        if base is not None and case is not None and not case.missing_from(base):
+            found.append((("cases", index), base.merged(case)))
+    return found
+
+
+def _valid_or_none(model: type[M], data: Any) -> M | None:
     try:
-        return WorkloadSpec.model_validate(workload)
+        return model.model_validate(data)
     except ValidationError:
         return None
 
@@ -520,27 +678,40 @@ def _driver_option_problems(doc: Document) -> list[Problem]:
     return problems
 
 
-def _driver_workload_problems(scenario: Scenario, doc: Document) -> list[Problem]:
-    """What each system's driver says it cannot do with the workload, each message once."""
+def _points(specs: list[SpecAt]) -> list[tuple[YamlPath, Workload]]:
+    """Every point of every spec, unvalidated (the checks below say what is wrong)."""
+    return [
+        (where, Workload.model_construct(**values))
+        for where, spec in specs
+        for values, _ in spec.combinations()
+    ]
+
+
+def _driver_workload_problems(
+    scenario: Scenario, specs: list[SpecAt], doc: Document
+) -> list[Problem]:
+    """What each system's driver says it cannot do with the workload, each message once
+    (per case: "tcp: ... (in cases[2])")."""
     problems: dict[Problem, None] = {}
-    points = [Workload.model_construct(**values) for values, _ in
-              scenario.workload.combinations()]
+    points = _points(specs)
     for index, system in enumerate(scenario.systems):
         driver = system.driver_class()
         line = doc.line_of(("systems", index))
-        for workload in points:
+        for where, workload in points:
+            case = "" if where == ("workload",) else f" (in {format_path(where)})"
             for message in driver.workload_problems(system.options, workload):
-                problems[Problem(f"systems[{index}]", line, f"{system.name}: {message}")] = None
+                text = f"{system.name}: {message}{case}"
+                problems[Problem(f"systems[{index}]", line, text)] = None
     return list(problems)
 
 
-def _point_problems(spec: WorkloadSpec, doc: Document) -> list[Problem]:
-    """Cross-field rules over every expanded point, each distinct message once."""
-    found: dict[tuple[str, str], None] = {}
-    for values, _ in spec.combinations():
-        for problem in cross_field_problems(Workload.model_construct(**values)):
-            found[problem] = None
-    return [
-        Problem(f"workload.{field}", doc.line_of(("workload", field)), message)
-        for field, message in found
-    ]
+def _point_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:
+    """Cross-field rules over every expanded point, each distinct message once per spec,
+    blamed on the field where that spec was written: `workload.schedule`, or with cases
+    `cases[2].schedule` (at the case's own line when the field comes from the base)."""
+    found: dict[Problem, None] = {}
+    for where, workload in _points(specs):
+        for field, message in cross_field_problems(workload):
+            path = (*where, field)
+            found[Problem(format_path(path), doc.line_of(path), message)] = None
+    return list(found)

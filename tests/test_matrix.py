@@ -1,4 +1,4 @@
-"""Matrix expansion: systems × swept fields, order, run ids and resolved params."""
+"""Matrix expansion: systems × swept fields (or × cases), order, run ids and resolved params."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import json
 import re
 from pathlib import Path
 
-from orchestrator.matrix import expand, safe_label
-from orchestrator.scenario import Mode, load_scenario, parse_scenario
+import yaml
+
+from orchestrator.matrix import CASE_KEY, expand, safe_label
+from orchestrator.scenario import CaseScenario, Mode, load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -101,3 +103,119 @@ def test_quickstart_example() -> None:
     ]
     assert all(r.workload.rate == 2000.0 for r in runs)
     assert runs[1].workload.warmup_ns == 2_000_000_000
+
+
+# --- cases: named combinations instead of a product ------------------------------------------
+
+CLASSIC = """\
+name: classic
+systems:
+  - {name: tcp, driver: tcp}
+  - {name: zmq, driver: zmq}
+workload:
+  duration: 30s
+  warmup: 5s
+  producers: 1
+  consumers: 1
+cases:
+  - {message_size: 256, rate: 3000}
+  - {message_size: 1KB, rate: 3000}
+  - {message_size: 5KB, rate: 2000}
+  - {message_size: 1KB, rate: 20000, connections: 25}
+  - {message_size: 1MB, rate: 100}
+"""
+#: The first case named, the last named and sweeping its rate.
+SMALL = ("{message_size: 256, rate: 3000}", "{name: small, message_size: 256, rate: 3000}")
+BIG = ("{message_size: 1MB, rate: 100}", "{name: big, message_size: 1MB, rate: [100, 200]}")
+
+
+def test_classic_cases_are_five_runs_per_system() -> None:
+    scenario = parse_scenario(CLASSIC)
+    assert isinstance(scenario, CaseScenario)
+    runs = expand(scenario)
+    assert [r.run_id for r in runs] == [
+        "01-tcp-message_size=256-rate=3000",
+        "02-tcp-message_size=1KB-rate=3000",
+        "03-tcp-message_size=5KB-rate=2000",
+        "04-tcp-message_size=1KB-rate=20000-connections=25",
+        "05-tcp-message_size=1MB-rate=100",
+        "06-zmq-message_size=256-rate=3000",
+        "07-zmq-message_size=1KB-rate=3000",
+        "08-zmq-message_size=5KB-rate=2000",
+        "09-zmq-message_size=1KB-rate=20000-connections=25",
+        "10-zmq-message_size=1MB-rate=100",
+    ]
+    resolved = [(r.workload.message_size, r.workload.rate, r.workload.connections) for r in runs]
+    assert resolved[:5] == [
+        (256, 3000.0, 1),
+        (1024, 3000.0, 1),
+        (5120, 2000.0, 1),
+        (1024, 20000.0, 25),
+        (1024 * 1024, 100.0, 1),
+    ]
+    assert resolved[5:] == resolved[:5]
+    for run in runs:  # the base reaches every case
+        assert run.workload.duration_ns == 30_000_000_000
+        assert run.workload.warmup_ns == 5_000_000_000
+        assert (run.workload.producers, run.workload.consumers) == (1, 1)
+        assert run.workload.mode is Mode.ONE_WAY
+    assert runs[3].params["connections"] == 25
+    assert runs[3].params["drain_ns"] == 5_000_000_000  # untouched defaults still resolved
+    assert runs[3].swept == {"message_size": "1KB", "rate": "20000", "connections": "25"}
+
+
+def test_lists_expand_within_a_case() -> None:
+    text = CLASSIC.replace("  consumers: 1\n", "  consumers: [1, 2]\n").replace(
+        "{message_size: 5KB, rate: 2000}", "{message_size: 5KB, rate: [2000, 4k]}"
+    )
+    runs = expand(parse_scenario(text.replace("  - {name: zmq, driver: zmq}\n", "")))
+    assert len(runs) == 12  # the base list doubles every case, the case list doubles one more
+    assert [r.run_id for r in runs[4:8]] == [
+        "05-tcp-message_size=5KB-rate=2000-consumers=1",
+        "06-tcp-message_size=5KB-rate=2000-consumers=2",
+        "07-tcp-message_size=5KB-rate=4k-consumers=1",
+        "08-tcp-message_size=5KB-rate=4k-consumers=2",
+    ]
+    rates_consumers = [(r.workload.rate, r.workload.consumers) for r in runs[4:8]]
+    assert rates_consumers == [(2000.0, 1), (2000.0, 2), (4000.0, 1), (4000.0, 2)]
+    assert runs[6].swept == {"message_size": "5KB", "rate": "4k", "consumers": "1"}
+
+
+def test_a_case_overrides_a_base_list() -> None:
+    text = CLASSIC.replace("  producers: 1\n", "  producers: [1, 2]\n").replace(
+        "{message_size: 1MB, rate: 100}", "{message_size: 1MB, rate: 100, producers: 4}"
+    )
+    runs = expand(parse_scenario(text))
+    assert len(runs) == 2 * (4 * 2 + 1)
+    assert runs[8].run_id == "09-tcp-message_size=1MB-rate=100-producers=4"
+    assert runs[8].workload.producers == 4
+
+
+def test_named_cases_name_their_runs() -> None:
+    runs = expand(parse_scenario(CLASSIC.replace(*SMALL).replace(*BIG)))
+    ids = [r.run_id for r in runs]
+    assert ids[:7] == [
+        "01-tcp-small",
+        "02-tcp-message_size=1KB-rate=3000",
+        "03-tcp-message_size=5KB-rate=2000",
+        "04-tcp-message_size=1KB-rate=20000-connections=25",
+        "05-tcp-big-rate=100",  # a name stands for the case's fields, not for what it sweeps
+        "06-tcp-big-rate=200",
+        "07-zmq-small",
+    ]
+    assert runs[0].swept == {CASE_KEY: "small", "message_size": "256", "rate": "3000"}
+    assert runs[5].swept == {CASE_KEY: "big", "message_size": "1MB", "rate": "200"}
+    assert all(re.fullmatch(r"[A-Za-z0-9._=-]+", i) for i in ids)
+    assert len(set(ids)) == len(ids)
+
+
+def test_cases_dump_and_reload_to_the_same_runs() -> None:
+    scenario = parse_scenario(CLASSIC.replace(*BIG))
+    dumped = scenario.model_dump(mode="json")
+    base = {"duration": "30000000000ns", "warmup": "5000000000ns", "producers": 1, "consumers": 1}
+    assert dumped["workload"] == base
+    assert dumped["cases"][0] == {"message_size": 256, "rate": 3000.0}
+    assert dumped["cases"][4] == {"name": "big", "message_size": 1048576, "rate": [100.0, 200.0]}
+    again = parse_scenario(yaml.safe_dump(dumped))
+    assert again.model_dump(mode="json") == dumped
+    assert [r.params for r in expand(again)] == [r.params for r in expand(scenario)]

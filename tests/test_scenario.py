@@ -6,16 +6,19 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from drivers import registry
 from drivers.base import Driver
-from drivers.tcp import TcpOptions
+from drivers.tcp import TcpDriver, TcpOptions
 from drivers.zmq import ZmqOptions
 from orchestrator.recipes import recipe_names
 from orchestrator.scenario import (
+    CaseScenario,
     Mode,
     Problem,
     Receive,
+    Scenario,
     ScenarioError,
     Schedule,
     Workload,
@@ -340,3 +343,188 @@ def test_missing_file(tmp_path: Path) -> None:
 )
 def test_not_a_scenario(tmp_path: Path, text: str, message: str) -> None:
     assert only(tmp_path, text).message.startswith(message)
+
+
+# --- cases ----------------------------------------------------------------------------------
+
+CASES = """\
+name: classic
+systems:
+  - name: tcp
+    driver: tcp
+workload:
+  duration: 10s
+cases:
+  - {message_size: 256, rate: 3000}
+  - {message_size: 1KB, rate: 3000}
+  - name: big
+    message_size: 1MB
+    rate: 100
+"""
+REQUIRED = "is required (not in the case nor in workload)"
+FIRST, SECOND = "{message_size: 256, rate: 3000}", "{message_size: 1KB, rate: 3000}"
+
+
+def second_case(fields: str, text: str = CASES) -> str:
+    """`text` with the second case's flow mapping replaced by `{fields}` (line 9)."""
+    return text.replace(SECOND, "{" + fields + "}")
+
+
+def test_without_cases_a_scenario_is_as_before(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, VALID))
+    assert type(scenario) is Scenario
+    assert scenario.variants() == ((None, scenario.workload),)
+
+
+def test_cases_leave_the_required_fields_to_each_case(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, CASES))
+    assert isinstance(scenario, CaseScenario)
+    assert scenario.workload.given == ("duration",)
+    assert [case.name for case in scenario.cases] == [None, None, "big"]
+    assert scenario.cases[1].given == ("message_size", "rate")
+    specs = [spec for _, spec in scenario.variants()]
+    assert [(s.message_size, s.rate, s.duration) for s in specs] == [
+        ((256,), (3000.0,), (10_000_000_000,)),
+        ((1024,), (3000.0,), (10_000_000_000,)),
+        ((1024 * 1024,), (100.0,), (10_000_000_000,)),
+    ]
+
+
+def test_cases_may_do_without_a_workload(tmp_path: Path) -> None:
+    text = CASES.replace("workload:\n  duration: 10s\n", "")
+    text = text.replace("rate: 100", "rate: 100\n    duration: 1s")
+    text = text.replace("3000}", "3000, duration: 2s}")
+    scenario = load_scenario(write(tmp_path, text))
+    assert [spec.duration for _, spec in scenario.variants()] == [
+        (2_000_000_000,), (2_000_000_000,), (1_000_000_000,)
+    ]
+
+
+def test_unknown_key_in_a_case(tmp_path: Path) -> None:
+    text = second_case("message_size: 1KB, rate: 3000, colour: red")
+    problem = only(tmp_path, text)
+    assert (problem.path, problem.line) == ("cases[1].colour", 9)
+    assert problem.message.startswith("unknown field (expected one of: mode, message_size, rate")
+    assert problem.message.endswith("seed, name)")
+    text = CASES.replace("    rate: 100\n", "    rate: 100\n    conections: 25\n")
+    assert only(tmp_path, text) == Problem(
+        "cases[2].conections", 13, "unknown field (did you mean 'connections'?)"
+    )
+
+
+def test_bad_values_in_a_case(tmp_path: Path) -> None:
+    text = second_case("message_size: 1KB, rate: -5")
+    text = text.replace("message_size: 1MB", "message_size: [1MB, 1 parsec]")
+    assert problems(tmp_path, text) == [
+        Problem("cases[1].rate", 9, "must be greater than 0 msg/s"),
+        Problem(
+            "cases[2].message_size[1]", 11, "'1 parsec' is not a size: use e.g. 64, 512B, 1KB, 4MiB"
+        ),
+    ]
+
+
+def test_missing_field_in_a_case(tmp_path: Path) -> None:
+    text = second_case("rate: 3000")
+    assert only(tmp_path, text) == Problem("cases[1]", 9, f"message_size {REQUIRED}")
+    text = CASES.replace("workload:\n  duration: 10s\n", "workload: {warmup: 1s}\n")
+    assert problems(tmp_path, text) == [
+        Problem("cases[0]", 7, f"duration {REQUIRED}"),
+        Problem("cases[1]", 8, f"duration {REQUIRED}"),
+        Problem("cases[2]", 9, f"duration {REQUIRED}"),
+    ]
+
+
+def test_missing_field_is_reported_with_the_case_s_other_problems(tmp_path: Path) -> None:
+    text = second_case("rate: -5, colour: red")
+    found = problems(tmp_path, text)
+    assert [(p.path, p.line) for p in found] == [
+        ("cases[1].rate", 9),
+        ("cases[1].colour", 9),
+        ("cases[1]", 9),
+    ]
+    assert found[-1].message == f"message_size {REQUIRED}"
+
+
+def test_case_names_are_names_and_unique(tmp_path: Path) -> None:
+    text = CASES.replace(FIRST, "{name: big, message_size: 256, rate: 1}")
+    text = second_case("name: no good, message_size: 1KB, rate: 1", text)
+    found = problems(tmp_path, text)
+    assert [(p.path, p.line) for p in found] == [("cases[1].name", 9), ("cases[2].name", 10)]
+    assert found[0].message.startswith("must start with a letter or digit")
+    assert found[1].message == "duplicate case name 'big' (cases[0] and cases[2])"
+
+
+def test_cases_must_be_a_non_empty_list_of_mappings(tmp_path: Path) -> None:
+    text = CASES.split("cases:")[0] + "  message_size: 64\n  rate: 1k\ncases: []\n"
+    assert only(tmp_path, text) == Problem("cases", 9, "must not be empty")
+    text = CASES.replace("  - {message_size: 256, rate: 3000}\n", "  - 256\n")
+    assert only(tmp_path, text) == Problem("cases[0]", 8, "must be a mapping (key: value)")
+
+
+def test_closed_schedule_needs_round_trip_in_every_case(tmp_path: Path) -> None:
+    text = second_case("message_size: 1KB, rate: 3000, schedule: closed")
+    problem = only(tmp_path, text)
+    assert (problem.path, problem.line) == ("cases[1].schedule", 9)
+    assert "'closed' needs mode 'round-trip'" in problem.message
+
+    # closed in the base: each case that does not make it round-trip is wrong, at its line
+    text = CASES.replace("  duration: 10s\n", "  duration: 10s\n  schedule: closed\n")
+    text = text.replace("3000}", "3000, mode: round-trip}", 1)
+    assert [(p.path, p.line) for p in problems(tmp_path, text)] == [
+        ("cases[1].schedule", 10),
+        ("cases[2].schedule", 11),
+    ]
+
+
+def test_driver_workload_checks_apply_to_every_case(tmp_path: Path, monkeypatch) -> None:
+    class Small(TcpDriver):
+        name = "small"
+
+        @classmethod
+        def workload_problems(cls, options, workload) -> list[str]:
+            return ["messages over 64KB are not supported"] if workload.message_size > 65536 else []
+
+    real_load = registry.load
+    monkeypatch.setattr(registry, "load", lambda n: Small if n == "small" else real_load(n))
+    text = CASES.replace("driver: tcp", "driver: small")
+    assert only(tmp_path, text) == Problem(
+        "systems[0]", 3, "tcp: messages over 64KB are not supported (in cases[2])"
+    )
+
+
+def test_every_problem_in_a_cases_file_is_reported_at_once(tmp_path: Path) -> None:
+    text = CASES.replace("  duration: 10s\n", "  duration: 10s\n  colour: red\n")
+    text = text.replace(FIRST, "{message_size: 8, rate: 3000}")
+    text = text.replace("    rate: 100\n", "") + "hosts: [box1]\n"
+    found = problems(tmp_path, text)
+    assert [(p.path, p.line) for p in found] == [
+        ("workload.colour", 7),
+        ("cases[0].message_size", 9),
+        ("cases[2]", 11),
+        ("hosts[0]", 13),
+    ]
+    assert found[0].message.startswith("unknown field")
+    assert found[2].message == f"rate {REQUIRED}"
+
+
+def test_an_unknown_key_next_to_cases_lists_cases(tmp_path: Path) -> None:
+    problem = only(tmp_path, CASES + "colour: red\n")
+    assert problem == Problem(
+        "colour",
+        13,
+        "unknown field (expected one of: name, systems, workload, hosts, output, cases)",
+    )
+
+
+def test_case_scenarios_built_in_python_are_checked_too() -> None:
+    data = {
+        "name": "py",
+        "systems": [{"name": "tcp", "driver": "tcp"}],
+        "workload": {"duration": "1s"},
+        "cases": [{"rate": 5, "name": "a"}, {"message_size": 64, "rate": 5, "name": "a"}],
+    }
+    with pytest.raises(ValidationError) as info:
+        CaseScenario.model_validate(data)
+    text = str(info.value)
+    assert f"cases[0]: message_size {REQUIRED}" in text
+    assert "cases[1].name: duplicate case name 'a' (cases[0] and cases[1])" in text

@@ -1,0 +1,443 @@
+"""The redis driver against real redis-servers started from deploy/recipes/redis.yaml (and,
+for authentication, one started here with --requirepass): pub/sub and streams (XREAD and
+XREADGROUP), at the driver level and end to end through runs and the Spark analysis."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+import redis
+
+from agents.hdr import PERCENTILE_KEYS
+from agents.payload import build_frames, frame_dtype
+from drivers.base import DriverError
+from drivers.redis import RedisDriver, RedisOptions
+from orchestrator.scenario import ScenarioError, parse_scenario
+from spark_jobs.analyze import analyze_run
+from tests.integration.support import RecordingView, execute, points, recipe_server
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed"),
+]
+
+SIZE = 64
+MODES = {
+    "pubsub": {},
+    "streams": {"mode": "streams"},
+    "streams-group": {"mode": "streams", "group": True},
+}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with recipe_server("redis", tmp_path_factory.mktemp("redis")) as broker:
+        yield broker
+
+
+def fresh_channel() -> str:
+    """A channel (stream key) of its own per test: tests share one server."""
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(params=list(MODES))
+def driver(request, server) -> RedisDriver:
+    options = RedisOptions(channel=fresh_channel(), **MODES[request.param])
+    return RedisDriver(server.address, options)
+
+
+@pytest.fixture
+def closing():
+    opened = []
+    yield opened.append
+    for thing in reversed(opened):
+        thing.close()
+
+
+def frames_of(driver: RedisDriver, producer_id: int, count: int, size: int = SIZE):
+    """`count` frames framed for `driver`, headers stamped (producer_id, seq)."""
+    framing = driver.framing(size)
+    buf = build_frames(framing.prefix, size, count, seed=producer_id, suffix=framing.suffix)
+    view = buf.view(frame_dtype(len(framing.prefix), size, len(framing.suffix)))
+    view["producer_id"] = producer_id
+    view["seq"] = np.arange(count, dtype=np.uint64)
+    return buf, framing.stride(size)
+
+
+def payloads(driver: RedisDriver, buf: np.ndarray, size: int = SIZE) -> list[bytes]:
+    framing = driver.framing(size)
+    stride, at = framing.stride(size), len(framing.prefix)
+    raw = buf.tobytes()
+    return [raw[k + at : k + at + size] for k in range(0, len(raw), stride)]
+
+
+def send_in_batches(sender, buf: np.ndarray, stride: int, batches=(1, 7, 50, 13)) -> None:
+    wire = memoryview(buf)
+    count = buf.nbytes // stride
+    i = k = 0
+    while i < count:
+        n = min(batches[k % len(batches)], count - i)
+        sender.send(wire[i * stride : (i + n) * stride], n)
+        i += n
+        k += 1
+
+
+def collect(driver: RedisDriver, receiver, count: int, size: int = SIZE, relay=None,
+            timeout_s: float = 20.0) -> list[bytes]:
+    """Exactly `count` payloads, through a small reused buffer (many calls, partial frames
+    carried over); `relay`: a responder to pump in between."""
+    framing = driver.receive_framing(size)
+    stride, at = framing.stride(size), len(framing.prefix)
+    out = memoryview(bytearray(37 * stride))
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"received {len(got)} of {count}"
+        if relay is not None:
+            relay.relay(0)
+        n = receiver.receive(out, stride, 0 if relay is not None else 100)
+        got.extend(bytes(out[k * stride + at : k * stride + at + size]) for k in range(n))
+    assert len(got) == count
+    return got
+
+
+def seqs_by_producer(frames: list[bytes]) -> dict[int, list[int]]:
+    out: dict[int, list[int]] = {}
+    for frame in frames:
+        producer_id, seq = np.frombuffer(frame[:12], dtype="<u4,<u8")[0]
+        out.setdefault(int(producer_id), []).append(int(seq))
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- driver level -----------------------------------------------------------------------
+
+
+def test_fan_out_delivers_every_message_to_every_receiver(driver, closing):
+    receivers = [driver.receiver(SIZE, c) for c in range(2)]
+    senders = [driver.sender(SIZE, p) for p in (1, 2)]
+    for thing in receivers + senders:
+        closing(thing)
+    count = 300
+    sent = {}
+    for producer_id, sender in zip((1, 2), senders, strict=True):
+        buf, stride = frames_of(driver, producer_id, count)
+        sent[producer_id] = payloads(driver, buf)
+        send_in_batches(sender, buf, stride)
+    idle = memoryview(bytearray(4 * driver.receive_framing(SIZE).stride(SIZE)))
+    for receiver in receivers:
+        got = collect(driver, receiver, 2 * count)
+        assert seqs_by_producer(got) == {1: list(range(count)), 2: list(range(count))}
+        for producer_id in (1, 2):  # byte for byte, in each sender's order
+            assert [f for f in got if f[0] == producer_id] == sent[producer_id]
+        assert receiver.receive(idle, len(idle) // 4, 0) == 0
+
+
+def test_one_large_batch_arrives_complete(driver, closing):
+    receiver = driver.receiver(SIZE, 0)
+    sender = driver.sender(SIZE, 1)
+    closing(receiver)
+    closing(sender)
+    buf, _ = frames_of(driver, 1, 5000)
+    sender.send(memoryview(buf), 5000)
+    assert collect(driver, receiver, 5000) == payloads(driver, buf)
+
+
+def test_large_messages_arrive_intact(driver, closing):
+    size = 100_000
+    receiver = driver.receiver(size, 0)
+    sender = driver.sender(size, 1)
+    closing(receiver)
+    closing(sender)
+    buf, stride = frames_of(driver, 1, 12, size=size)
+    send_in_batches(sender, buf, stride, batches=(1, 5, 6))
+    assert collect(driver, receiver, 12, size=size) == payloads(driver, buf, size)
+
+
+def test_receive_returns_at_once_when_idle(driver, closing):
+    receiver = driver.receiver(SIZE, 0)
+    closing(receiver)
+    stride = driver.receive_framing(SIZE).stride(SIZE)
+    out = memoryview(bytearray(8 * stride))
+    for _ in range(100):
+        assert receiver.receive(out, stride, 0) == 0
+    assert receiver.receive(out, stride, 30) == 0
+
+
+def test_round_trip_returns_each_request_to_its_requester(driver, closing):
+    requesters = [driver.requester(SIZE, producer_id) for producer_id in (3, 4)]
+    responder = driver.responder(SIZE, 0)
+    for sender, receiver in requesters:
+        closing(sender)
+        closing(receiver)
+    closing(responder)
+    sent = []
+    for producer_id, (sender, _) in zip((3, 4), requesters, strict=True):
+        buf, stride = frames_of(driver, producer_id, 200)
+        sent.append(payloads(driver, buf))
+        send_in_batches(sender, buf, stride)
+    for (_, receiver), mine in zip(requesters, sent, strict=True):
+        assert collect(driver, receiver, 200, relay=responder) == mine
+
+
+def test_a_message_of_another_size_is_an_error_not_garbage(server, closing):
+    driver = RedisDriver(server.address, RedisOptions(channel=fresh_channel()))
+    receiver = driver.receiver(SIZE, 0)
+    closing(receiver)
+    client = redis.Redis.from_url(f"redis://{server.address}")
+    client.publish(driver.options.channel, b"x" * (SIZE + 3))
+    client.close()
+    stride = driver.receive_framing(SIZE).stride(SIZE)
+    with pytest.raises(DriverError, match="unexpected data"):
+        for _ in range(50):
+            receiver.receive(memoryview(bytearray(4 * stride)), stride, 100)
+
+
+def test_an_error_reply_becomes_a_driver_error(server):
+    """XADD to a key holding a string: the server answers WRONGTYPE to every command."""
+    key = fresh_channel()
+    client = redis.Redis.from_url(f"redis://{server.address}")
+    client.set(key, "not a stream")
+    client.close()
+    driver = RedisDriver(server.address, RedisOptions(mode="streams", channel=key))
+    sender = driver.sender(SIZE, 1)
+    buf, _ = frames_of(driver, 1, 100)
+    with pytest.raises(DriverError, match="WRONGTYPE") as error:
+        sender.send(memoryview(buf), 100)
+        time.sleep(0.2)
+        sender.send(memoryview(buf), 100)
+        sender.close()
+    assert server.address in str(error.value)
+    with pytest.raises(DriverError, match="WRONGTYPE"):
+        driver.receiver(SIZE, 0)
+
+
+def test_stream_readers_leave_no_groups_or_reply_streams_behind(server):
+    driver = RedisDriver(server.address, RedisOptions(mode="streams", group=True,
+                                                      channel=fresh_channel()))
+    receiver = driver.receiver(SIZE, 0)
+    sender, replies = driver.requester(SIZE, 5)
+    client = redis.Redis.from_url(f"redis://{server.address}")
+    try:
+        assert len(client.xinfo_groups(driver.options.channel)) == 1
+        for thing in (receiver, sender, replies):
+            thing.close()
+        assert client.xinfo_groups(driver.options.channel) == []
+        assert not client.exists(f"{driver.options.channel}.reply.5")
+    finally:
+        client.close()
+
+
+def test_streams_are_trimmed_to_about_stream_maxlen(server, closing):
+    driver = RedisDriver(server.address, RedisOptions(mode="streams", stream_maxlen=500,
+                                                      channel=fresh_channel()))
+    sender = driver.sender(SIZE, 1)
+    buf, _ = frames_of(driver, 1, 5000)
+    sender.send(memoryview(buf), 5000)
+    sender.close()
+    client = redis.Redis.from_url(f"redis://{server.address}")
+    try:
+        assert 500 <= client.xlen(driver.options.channel) < 5000
+    finally:
+        client.close()
+
+
+# --- errors -----------------------------------------------------------------------------
+
+
+def test_unreachable_server_names_it():
+    address = f"127.0.0.1:{free_port()}"
+    driver = RedisDriver(address, RedisOptions())
+    for connect in (driver.sender, driver.receiver, driver.requester, driver.responder):
+        with pytest.raises(DriverError, match="cannot connect") as error:
+            connect(SIZE, 0)
+        assert f"redis at {address}" in str(error.value)
+
+
+@contextmanager
+def server_with_password(work: Path, password: str):
+    port = free_port()
+    process = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(work), "--requirepass", password],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline
+                time.sleep(0.02)
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def test_authentication(tmp_path, monkeypatch, closing):
+    secret = "s3cret-" + uuid.uuid4().hex
+    with server_with_password(tmp_path, secret) as address:
+        monkeypatch.setenv("SIXNINES_TEST_REDIS_PASSWORD", "wrong-" + secret)
+        bad = RedisDriver(address, RedisOptions(password_env="SIXNINES_TEST_REDIS_PASSWORD"))
+        for connect in (bad.sender, bad.receiver):
+            with pytest.raises(DriverError, match="authentication failed") as error:
+                connect(SIZE, 0)
+            assert address in str(error.value) and secret not in str(error.value)
+        with pytest.raises(DriverError, match="authentication failed"):
+            RedisDriver(address, RedisOptions()).sender(SIZE, 0)  # no password at all
+        with pytest.raises(DriverError, match="password_env NOT_SET_ANYWHERE"):
+            RedisDriver(address, RedisOptions(password_env="NOT_SET_ANYWHERE")).sender(SIZE, 0)
+
+        monkeypatch.setenv("SIXNINES_TEST_REDIS_PASSWORD", secret)
+        good = RedisDriver(address, RedisOptions(password_env="SIXNINES_TEST_REDIS_PASSWORD"))
+        (tmp_path / "password").write_text(secret + "\n")
+        by_file = RedisDriver(address, RedisOptions(password_file=str(tmp_path / "password"),
+                                                    username="default"))
+        receiver = good.receiver(SIZE, 0)
+        sender = by_file.sender(SIZE, 1)
+        closing(receiver)
+        closing(sender)
+        buf, _ = frames_of(good, 1, 10)
+        sender.send(memoryview(buf), 10)
+        assert collect(good, receiver, 10) == payloads(good, buf)
+
+
+# --- end to end -------------------------------------------------------------------------
+
+RATE, DURATION_S, PRODUCERS, CONSUMERS = 1000, 1, 2, 2
+
+
+def scenario(external: str, mode: str) -> str:
+    """The three ways to read, one system each; pub/sub's server is started by the run from
+    the recipe, the streams systems use the test's server."""
+    brokers = {"pubsub": "{recipe: redis}", "streams": f'{{external: "{external}"}}',
+               "group": f'{{external: "{external}"}}'}
+    options = {"pubsub": "", "streams": ", mode: streams", "group": ", mode: streams, group: true"}
+    systems = ", ".join(
+        f"{{name: {name}, driver: redis, broker: {brokers[name]}, "
+        f"options: {{channel: {fresh_channel()}{options[name]}}}}}" for name in brokers)
+    return f"""
+name: redis-e2e
+systems: [{systems}]
+workload:
+  mode: {mode}
+  message_size: 100
+  rate: {RATE}
+  duration: {DURATION_S}s
+  warmup: 200ms
+  drain: 3s
+  producers: {PRODUCERS}
+  consumers: {CONSUMERS}
+"""
+
+
+@pytest.mark.parametrize("mode", ["one-way", "round-trip"])
+def test_runs_account_for_every_message(server, tmp_path, spark, mode):
+    for point in points(scenario(server.address, mode)):
+        run_dir = tmp_path / point.run_id
+        manifest = execute(point, run_dir)
+        assert manifest["status"] == "ok", (point.run_id, manifest["problems"])
+        summary = analyze_run(spark, run_dir)
+        sent = RATE * DURATION_S
+        received = sent * CONSUMERS if mode == "one-way" else sent
+        assert summary["status"] == "ok", point.run_id
+        assert (summary["sent"], summary["received"]) == (sent, received), point.run_id
+        assert summary["lost"] == summary["duplicated"] == 0, point.run_id
+        latency = summary["latency_us"]
+        assert latency["count"] == received
+        assert all(latency[key] > 0 for key in (*PERCENTILE_KEYS, "max"))
+
+
+def test_an_unreachable_server_fails_the_run_naming_it(tmp_path):
+    address = f"127.0.0.1:{free_port()}"
+    point = points(f"""
+name: unreachable
+systems: [{{name: r, driver: redis, broker: {{external: "{address}"}}}}]
+workload: {{message_size: 64, rate: 100, duration: 1s, warmup: 0s}}
+""")[0]
+    manifest = execute(point, tmp_path / "run")
+    assert manifest["status"] == "failed"
+    assert any(f"redis at {address}" in p and "cannot connect" in p
+               for p in manifest["problems"]), manifest["problems"]
+
+
+def test_a_server_dying_mid_run_leaves_partial_data_with_the_loss_counted(tmp_path, spark):
+    with recipe_server("redis", tmp_path / "server") as broker:
+        point = points(f"""
+name: dies
+systems: [{{name: r, driver: redis, broker: {{external: "{broker.address}"}}}}]
+workload: {{message_size: 64, rate: 1000, duration: 3s, warmup: 0s, drain: 1s}}
+""")[0]
+        view = RecordingView()
+
+        def kill_server() -> None:
+            while view.at_ns is None:
+                time.sleep(0.001)
+            time.sleep(1.0)
+            broker.process.kill()
+
+        threading.Thread(target=kill_server, daemon=True).start()
+        manifest = execute(point, tmp_path / "run", view)
+    assert manifest["status"] == "partial"
+    assert any(f"redis at {broker.address}" in p for p in manifest["problems"])
+    for agent in manifest["agents"]:
+        assert all(file["verified"] for file in agent["artifacts"].values())
+    summary = analyze_run(spark, tmp_path / "run")
+    assert summary["status"] == "partial"
+    assert 0 < summary["received"] < summary["sent"]
+    assert summary["sent"] == summary["received"] + summary["lost"]
+
+
+# --- options ----------------------------------------------------------------------------
+
+
+def parse(options: str, workload: str = "message_size: 64") -> None:
+    parse_scenario(f"""
+name: opts
+systems:
+  - {{name: r, driver: redis, broker: {{recipe: redis}}, options: {options}}}
+workload: {{{workload}, rate: 100, duration: 1s}}
+""")
+
+
+def test_an_unknown_option_is_refused_by_name():
+    with pytest.raises(ScenarioError, match=r"systems\[0\]\.options\.chanel"):
+        parse("{chanel: x}")
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ("{group: true}", "only apply to mode streams"),
+    ("{stream_maxlen: 10}", "only apply to mode streams"),
+    ("{mode: queue}", "pubsub"),
+    ("{password_env: A, password_file: /b}", "not both"),
+    ("{mode: streams, stream_maxlen: 0}", "stream_maxlen: must be at least 1"),
+])
+def test_inconsistent_options_are_refused(options, message):
+    with pytest.raises(ScenarioError, match=message):
+        parse(options)
+
+
+def test_streams_options_are_accepted():
+    parse("{mode: streams, group: true, stream_maxlen: 1000, channel: s, db: 2}")
+
+
+def test_workload_problems_refuse_messages_redis_cannot_hold():
+    with pytest.raises(ScenarioError, match="largest string"):
+        parse("{}", "message_size: 600MiB")
