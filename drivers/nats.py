@@ -227,6 +227,10 @@ def _secret(options: NatsOptions, label: str) -> dict:
     return {"user": options.username, "password": password}
 
 
+def _has_credentials(options: NatsOptions) -> bool:
+    return bool(options.username or options.token_env)
+
+
 def _client_arguments(options: NatsOptions, label: str) -> dict:
     arguments = {
         "allow_reconnect": False,
@@ -244,7 +248,8 @@ def _client_arguments(options: NatsOptions, label: str) -> dict:
     return arguments
 
 
-def _connect_error(exc: BaseException, cause: BaseException | None, label: str) -> DriverError:
+def _connect_error(exc: BaseException, cause: BaseException | None, label: str,
+                   credentials: bool) -> DriverError:
     """Word what nats-py (or the socket under it) said as a DriverError naming the server."""
     import nats.errors
 
@@ -252,9 +257,11 @@ def _connect_error(exc: BaseException, cause: BaseException | None, label: str) 
     if cause is not None:
         return DriverError(f"{label}: cannot connect ({cause})")
     if isinstance(exc, nats.errors.AuthorizationError) or "Authorization" in text:
-        return DriverError(f"{label}: authentication failed (the server said 'Authorization "
-                           "Violation': check username, password_env/password_file, "
-                           "token_env)")
+        advice = ("check username and password_env/password_file, or token_env" if
+                  credentials else "the server wants username and password_env/password_file,"
+                  " or token_env")
+        return DriverError(f"{label}: authentication failed (Authorization Violation: "
+                           f"{advice})")
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         return DriverError(f"{label}: cannot connect (no answer within {CONNECT_TIMEOUT_S} s:"
                            " is a NATS server listening there?)")
@@ -293,7 +300,7 @@ def _handshake(host: str, port: int, options: NatsOptions, label: str):
     except Exception as exc:
         if transport.sock is not None:
             transport.sock.close()
-        raise _connect_error(exc, transport.error, label) from None
+        raise _connect_error(exc, transport.error, label, _has_credentials(options)) from None
     finally:
         loop.close()
     sock = transport.sock
@@ -345,7 +352,7 @@ def _manage(host: str, port: int, options: NatsOptions, label: str, work) -> obj
                           ) from None
     except Exception as exc:
         cause = failure[0] if failure and isinstance(failure[0], OSError) else None
-        raise _connect_error(exc, cause, label) from None
+        raise _connect_error(exc, cause, label, _has_credentials(options)) from None
     finally:
         loop.close()
 
@@ -674,7 +681,9 @@ class NatsSender:
 class NatsReceiver:
     def __init__(self, link: _Link, cleanup: bytes = b"") -> None:
         self.link = link
-        self.pollable = link.sock
+        # The descriptor, not the socket: zmq.Poller.poll reports a non-zmq pollable by its
+        # descriptor, and agents look the reported pollable up among the registered ones.
+        self.pollable = link.sock.fileno()
         self._cleanup = cleanup  # sent before closing (deletes a JetStream consumer)
         self._wire_min = link.size + len(b"MSG a 1 \r\n\r\n") + len(str(link.size))
 
@@ -692,7 +701,13 @@ class NatsReceiver:
         limit = max(room * self._wire_min - partial, 1 + (room - 1) * self._wire_min)
         if not link.fill(limit):
             return 0
-        return link.parse(out, stride, room)
+        n = link.parse(out, stride, room)
+        # TLS may hold decrypted bytes that no poller sees: take them while `out` has room
+        while link.tls and n < room and link.sock.pending():
+            left = room - n
+            link.fill(max(left * self._wire_min - (link.end - link.start), 1))
+            n += link.parse(out[n * stride :], stride, left)
+        return n
 
     def close(self) -> None:
         _close(self.link, self._cleanup)

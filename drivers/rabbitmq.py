@@ -131,10 +131,15 @@ class Link:
     def __init__(self, connection, channel, label: str, read_bytes: int) -> None:
         self.label = label
         self.channel = channel.channel_number
-        self.frame_max = connection._impl.params.frame_max
-        self.sock: socket.socket = connection._impl._transport._sock
-        pending = bytes(connection._impl._frame_buffer)  # read by pika, not yet a frame
         self._pika = connection
+        try:  # pika's internals: the negotiated frame_max, its socket, bytes it has read
+            self.frame_max = connection._impl.params.frame_max
+            self.sock: socket.socket = connection._impl._transport._sock
+            pending = bytes(connection._impl._frame_buffer)  # not yet a whole frame
+        except AttributeError as exc:
+            connection.close()
+            raise DriverError(f"{label}: this pika version hides its socket ({exc}); "
+                              "sixnines is tested with pika 1.3-1.4") from exc
         self.sock.setblocking(True)  # for sendall; reads pass MSG_DONTWAIT
         self.buf = bytearray(max(read_bytes, 2 * len(pending)))
         self.view = memoryview(self.buf)
@@ -357,10 +362,9 @@ class Link:
             self.write(_frame(METHOD_FRAME, 0, close))
             deadline = time.monotonic() + CLOSE_WAIT_S
             while not self._closed and time.monotonic() < deadline:
-                self.pos = self.have  # whatever is buffered no longer matters
                 self.fill(50, len(self.buf))
                 while self.next_delivery() is not None:
-                    pass
+                    pass  # deliveries not handed over go back to the queue
         except DriverError:
             pass
         finally:
@@ -370,12 +374,22 @@ class Link:
                 ioloop.close()
 
 
-class DirectSender:
-    """Frames arrive pre-encoded (Framing prefix/suffix): a batch is one write."""
-
+class _Publisher:
     def __init__(self, link: Link, confirms: bool) -> None:
         self._link = link
         self._confirms = confirms
+
+    @property
+    def unconfirmed(self) -> int:
+        """Publishes the broker has not confirmed yet (0 without confirms)."""
+        return self._link.published - self._link.confirmed if self._confirms else 0
+
+    def close(self) -> None:
+        self._link.close(self._confirms)
+
+
+class DirectSender(_Publisher):
+    """Frames arrive pre-encoded (Framing prefix/suffix): a batch is one write."""
 
     def send(self, frames: memoryview, count: int) -> None:
         link = self._link
@@ -383,19 +397,15 @@ class DirectSender:
         link.published += count
         link.check()
 
-    def close(self) -> None:
-        self._link.close(self._confirms)
 
-
-class TemplateSender:
+class TemplateSender(_Publisher):
     """Copies each message into a per-connection template of pre-encoded frames: for a
     head the shared Framing cannot hold (a requester's reply_to) or a body spread over
     several frames. The templates are laid out once, end to end, and reused."""
 
     def __init__(self, link: Link, head: bytes, message_size: int, offset: int,
                  confirms: bool) -> None:
-        self._link = link
-        self._confirms = confirms
+        super().__init__(link, confirms)
         self._offset = offset  # where the message starts in each incoming frame
         chunk = link.frame_max - 8
         template = bytearray(head)
@@ -433,9 +443,6 @@ class TemplateSender:
         link.write(wire[: count * slot])
         link.published += count
         link.check()
-
-    def close(self) -> None:
-        self._link.close(self._confirms)
 
 
 class RabbitmqReceiver:
@@ -564,6 +571,8 @@ class RabbitmqDriver(Driver):
 
     @classmethod
     def workload_problems(cls, options: RabbitmqOptions, workload) -> list[str]:
+        if not isinstance(options, RabbitmqOptions):
+            return []  # invalid options (still a dict): the scenario loader reports them
         problems = []
         receivers = workload.consumers * workload.connections
         if str(workload.mode) == "one-way" and not options.exchange and receivers > 1:

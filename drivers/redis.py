@@ -8,8 +8,9 @@ socket (one `sendall` per batch: the framework lays `framing()` around every mes
 reads what comes back itself:
 
 * Writers (publishers, XADD producers, the responder's reply side) never wait for replies:
-  after each write they take whatever replies have arrived without blocking, discard them
-  and turn an error reply (`-...`) into `DriverError`.
+  every 64 messages they take whatever replies have arrived without blocking, discard them
+  and turn an error reply (`-...`) into `DriverError`; at close they half-close and read
+  the rest, so the server has processed every command before the socket goes.
 * Pub/sub receivers read pushes straight off the socket. A push of a fixed-size message on
   one channel is a fixed-length frame (`*3 message <channel> <payload>`), so one-way
   receivers `recv_into` the caller's buffer in place, as drivers/tcp.py does.
@@ -230,8 +231,8 @@ class PushReceiver:
             raise DriverError(f"{self._label}: connection lost ({exc})") from exc
         if got == 0:
             raise DriverError(
-                f"{self._label}: connection closed by the server (a subscriber too far "
-                "behind is dropped at its client-output-buffer-limit)")
+                f"{self._label}: connection closed by the server (it stopped, or dropped a "
+                "subscriber too far behind: client-output-buffer-limit pubsub)")
         return got
 
     def _in_place(self, out: memoryview, stride: int, timeout_ms: int) -> int:
@@ -448,9 +449,10 @@ class StreamReceiver:
         self._cleanup()
 
 
-class PushResponder:
-    """Round trip, pub/sub: each request pushed on `channel` is published to its
-    requester's reply channel. Replies to many requests go out in one write."""
+class RedisResponder:
+    """The far end of round trips: each request read from `channel` (pushes, or stream
+    entries) is sent to its requester's reply channel (stream) with a pre-encoded PUBLISH
+    (XADD) per producer id; the replies to one batch of requests go out in one write."""
 
     def __init__(self, receiver, writer: RespWriter, reply_head, size: int, stride: int,
                  payload_at: int) -> None:
@@ -665,7 +667,7 @@ class RedisDriver(Driver):
             receiver.close()
             raise
 
-    def responder(self, message_size: int, connection_id: int) -> PushResponder:
+    def responder(self, message_size: int, connection_id: int) -> RedisResponder:
         channel = self.options.channel
         if self.options.mode == "streams":
             receiver = self._stream_reader(self._channel, message_size, connection_id)
@@ -685,4 +687,4 @@ class RedisDriver(Driver):
         except DriverError:
             receiver.close()
             raise
-        return PushResponder(receiver, writer, reply_head, message_size, stride, payload_at)
+        return RedisResponder(receiver, writer, reply_head, message_size, stride, payload_at)

@@ -14,7 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from orchestrator.scenario import WORKLOAD_FIELDS, Case, Scenario, System, Workload
+from orchestrator.scenario import Scenario
+from orchestrator.systems import System
+from orchestrator.workload import WORKLOAD_FIELDS, Case, Workload
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 

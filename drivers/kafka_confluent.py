@@ -1,0 +1,450 @@
+"""The kafka driver's confluent-kafka back end (librdkafka: C client, its own I/O threads).
+
+librdkafka retries connections forever and reports trouble through `error_cb`; an error
+that may mean the broker is gone (all brokers down, transport) is confirmed with a
+bounded metadata request before it becomes a DriverError, so a broker closing an idle
+connection does not fail a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import time
+import uuid
+from pathlib import Path
+
+import confluent_kafka
+from confluent_kafka import (
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from agents.payload import HEADER_STRUCT
+from drivers.base import DriverError
+
+LIVENESS_TIMEOUT_S = 2.0  # a metadata request that cannot be answered in this: broker gone
+FLUSH_TIMEOUT_S = 5.0
+JOIN_TIMEOUT_S = 30.0  # consumer-group assignment (group: true)
+DELIVERY_TIMEOUT_MS = 30_000  # a message not acknowledged by then is a delivery error
+WAIT_SLICE_S = 1.0  # a blocking receive looks at error reports this often
+RELAY_BATCH = 1024
+MAYBE_GONE = {KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE,
+              KafkaError._TIMED_OUT}
+unpack_header = HEADER_STRUCT.unpack_from
+
+
+def _reason(error: KafkaError | KafkaException | Exception) -> str:
+    if isinstance(error, KafkaException) and error.args:
+        error = error.args[0]
+    return error.str() if isinstance(error, KafkaError) else str(error)
+
+
+class Backend:
+    """Admin work (connection check, topics) and the factories of one driver."""
+
+    def __init__(self, driver, timeout_s: float) -> None:
+        self.label = driver.label
+        opts = driver.options
+        self.options = opts
+        self.common = {"bootstrap.servers": driver.address, "socket.nagle.disable": True}
+        if opts.sasl_mechanism is not None:
+            self.common |= {"security.protocol": "SASL_PLAINTEXT",
+                            "sasl.mechanisms": opts.sasl_mechanism,
+                            "sasl.username": opts.username,
+                            "sasl.password": driver.password()}
+        self.timeout_s = timeout_s
+        errors: list[KafkaError] = []
+        self.admin = AdminClient(self.conf(error_cb=errors.append))
+        self._connect(errors)
+
+    def conf(self, **extra) -> dict:
+        return {**self.common, "client.id": f"sixnines-{uuid.uuid4().hex[:12]}", **extra}
+
+    def _connect(self, errors: list[KafkaError]) -> None:
+        """A metadata request within the timeout, failing early on authentication errors
+        (which librdkafka would otherwise retry until the timeout)."""
+        deadline = time.monotonic() + self.timeout_s
+        while True:
+            try:
+                self.admin.list_topics(timeout=0.25)
+                return
+            except KafkaException as exc:
+                last = _reason(exc)
+            self.admin.poll(0)
+            for error in errors:
+                if error.code() == KafkaError._AUTHENTICATION or error.fatal():
+                    raise DriverError(f"{self.label}: authentication failed "
+                                      f"({error.str()})")
+            if time.monotonic() >= deadline:
+                seen = "; ".join(dict.fromkeys(e.str() for e in errors)) or last
+                raise DriverError(f"{self.label}: cannot connect (no metadata within "
+                                  f"{self.timeout_s:g} s: {seen})")
+
+    def ensure_topic(self, name: str) -> int:
+        """Create the topic unless it exists; wait until its metadata shows partitions."""
+        opts = self.options
+        deadline = time.monotonic() + self.timeout_s
+        created = False
+        while True:
+            try:
+                topic = self.admin.list_topics(timeout=self.timeout_s).topics.get(name)
+            except KafkaException as exc:
+                raise DriverError(f"{self.label}: metadata failed ({_reason(exc)})") from None
+            if topic is not None and topic.error is None and topic.partitions:
+                return len(topic.partitions)
+            if not created:
+                future = self.admin.create_topics(
+                    [NewTopic(name, opts.partitions, opts.replication)],
+                    request_timeout=self.timeout_s)[name]
+                try:
+                    future.result(self.timeout_s)
+                except KafkaException as exc:
+                    if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                        raise DriverError(f"{self.label}: cannot create topic {name!r} "
+                                          f"({_reason(exc)})") from None
+                created = True
+            if time.monotonic() >= deadline:
+                raise DriverError(f"{self.label}: topic {name!r} has no partitions after "
+                                  f"{self.timeout_s:g} s")
+            time.sleep(0.05)
+
+    def producer(self, owner) -> Producer:
+        opts = self.options
+        conf = self.conf(**{
+            "acks": str(opts.acks), "linger.ms": opts.linger_ms,
+            "compression.type": opts.compression,
+            "message.timeout.ms": DELIVERY_TIMEOUT_MS,
+            "delivery.report.only.error": True, "on_delivery": owner.delivered,
+            "error_cb": owner.alarm,
+        })
+        if opts.batch_size is not None:
+            conf["batch.size"] = opts.batch_size
+        try:
+            return Producer(conf)
+        except KafkaException as exc:
+            raise DriverError(f"{self.label}: producer: {_reason(exc)}") from None
+
+    def sender(self, topic: str, partition: int) -> ConfluentSender:
+        return ConfluentSender(self, topic, partition)
+
+    def receiver(self, topic: str, partitions: int, message_size: int) -> ConfluentReceiver:
+        return ConfluentReceiver(self, topic, partitions)
+
+    def responder(self, topic: str, partitions: int, message_size: int,
+                  reply_prefix: str) -> ConfluentResponder:
+        return ConfluentResponder(self, topic, partitions, reply_prefix)
+
+
+class _Alarms:
+    """What librdkafka reported from its threads, checked on the caller's next call."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.label = backend.label
+        self.failed: KafkaError | None = None  # a delivery report: always fatal
+        self.alarmed: KafkaError | None = None  # error_cb: maybe just a dropped connection
+
+    def delivered(self, error: KafkaError | None, message) -> None:
+        if error is not None and self.failed is None:
+            self.failed = error
+
+    def alarm(self, error: KafkaError) -> None:
+        if self.alarmed is None or error.code() == KafkaError._ALL_BROKERS_DOWN:
+            self.alarmed = error
+
+    def check(self, client: Producer | Consumer) -> None:
+        if self.failed is not None:
+            raise DriverError(f"{self.label}: delivery failed ({self.failed.str()})")
+        error, self.alarmed = self.alarmed, None
+        if error is None:
+            return
+        if error.fatal() or error.code() == KafkaError._AUTHENTICATION:
+            raise DriverError(f"{self.label}: {error.str()}")
+        if error.code() in MAYBE_GONE:
+            try:
+                client.list_topics(timeout=LIVENESS_TIMEOUT_S)
+            except KafkaException:
+                raise DriverError(f"{self.label}: connection lost ({error.str()})") from None
+
+
+class ConfluentSender(_Alarms):
+    def __init__(self, backend: Backend, topic: str, partition: int) -> None:
+        super().__init__(backend)
+        self.topic = topic
+        self.partition = partition
+        self.producer = backend.producer(self)
+        self._produce = self.producer.produce
+        self._poll = self.producer.poll
+
+    def send(self, frames: memoryview, count: int) -> None:
+        if self.failed is not None or self.alarmed is not None:
+            self.check(self.producer)
+        produce, topic, partition = self._produce, self.topic, self.partition
+        stride = len(frames) // count
+        for at in range(0, len(frames), stride):
+            value = bytes(frames[at : at + stride])  # produce() takes no writable buffers
+            try:
+                produce(topic, value, None, partition)
+            except BufferError:  # the client's queue is full: wait for the broker
+                self._poll(0.01)
+                self._produce_blocking(value)
+        self._poll(0)
+
+    def _produce_blocking(self, value: bytes) -> None:
+        while True:
+            try:
+                return self._produce(self.topic, value, None, self.partition)
+            except BufferError:
+                self._poll(0.01)
+                if self.failed is not None or self.alarmed is not None:
+                    self.check(self.producer)
+
+    def close(self) -> None:
+        self.producer.flush(FLUSH_TIMEOUT_S)
+        if self.failed is not None:
+            raise DriverError(f"{self.label}: delivery failed ({self.failed.str()})")
+
+
+class ConfluentReceiver(_Alarms):
+    """A consumer over every partition of a topic; `pollable` becomes readable when
+    librdkafka queues something for it (see Doorbell). It is the descriptor itself, one per
+    receiver: zmq.Poller reports a non-zmq pollable by its descriptor, and agents look the
+    reported pollable up among the registered ones."""
+
+    def __init__(self, backend: Backend, topic: str, partitions: int) -> None:
+        super().__init__(backend)
+        opts = backend.options
+        client_id = f"sixnines-{uuid.uuid4().hex[:12]}"
+        conf = {**backend.common, "client.id": client_id,
+                "group.id": f"sixnines-{topic}-{uuid.uuid4().hex[:12]}",
+                "enable.auto.commit": False, "enable.partition.eof": False,
+                "auto.offset.reset": "latest", "fetch.wait.max.ms": opts.fetch_wait_ms,
+                "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
+                "error_cb": self.alarm}
+        try:
+            self.consumer = Consumer(conf)
+        except KafkaException as exc:
+            raise DriverError(f"{self.label}: consumer: {_reason(exc)}") from None
+        self._consume = self.consumer.consume
+        self._poll = self.consumer.poll
+        self.bell = Doorbell.attach(self.consumer, client_id)
+        self.pollable = self.bell.fileno()
+        self.held: list = []  # messages polled while joining a group, returned first
+        if opts.group:
+            self._join(topic)
+        else:
+            self.consumer.assign([self._at_end(TopicPartition(topic, p))
+                                  for p in range(partitions)])
+
+    def _at_end(self, tp: TopicPartition) -> TopicPartition:
+        """Start exactly at the end offset as of now (not "latest" when fetching starts)."""
+        try:
+            _, high = self.consumer.get_watermark_offsets(tp, timeout=LIVENESS_TIMEOUT_S * 2,
+                                                          cached=False)
+        except KafkaException as exc:
+            raise DriverError(f"{self.label}: end offsets of {tp.topic}: "
+                              f"{_reason(exc)}") from None
+        return TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)
+
+    def _join(self, topic: str) -> None:
+        assigned: list[bool] = []
+
+        def on_assign(consumer: Consumer, partitions: list[TopicPartition]) -> None:
+            consumer.assign([self._at_end(tp) for tp in partitions])
+            assigned.append(True)
+
+        self.consumer.subscribe([topic], on_assign=on_assign)
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        while not assigned:
+            if time.monotonic() > deadline:
+                raise DriverError(f"{self.label}: no partitions of {topic!r} assigned to "
+                                  f"the consumer group within {JOIN_TIMEOUT_S:g} s")
+            message = self._poll(0.1)
+            if message is not None and message.error() is None:
+                self.held.append(message)
+            self.check(self.consumer)
+
+    def take(self, room: int, timeout_ms: int) -> list:
+        """Up to `room` queued messages, waiting up to `timeout_ms` for the first."""
+        self.bell.clear()
+        if self.held:
+            batch, self.held = self.held, []
+            return batch
+        batch = self._consume(room, 0)
+        if not batch:
+            if self.alarmed is not None:
+                self.check(self.consumer)
+            if not timeout_ms:
+                return batch
+            first = self._wait(timeout_ms)
+            if first is None:
+                return batch
+            batch = [first]
+            if room > 1:
+                batch += self._consume(room - 1, 0)
+        if len(batch) >= room:
+            self.bell.ring()  # more may be queued: no new event comes for those
+        return batch
+
+    def _wait(self, timeout_ms: int):
+        """consume(n, t) waits for all n; poll(t) returns on the first message."""
+        end = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000
+        while True:
+            left = WAIT_SLICE_S if end is None else min(WAIT_SLICE_S, end - time.monotonic())
+            message = self._poll(max(left, 0))
+            if message is not None:
+                return message
+            if self.alarmed is not None:
+                self.check(self.consumer)
+            if end is not None and time.monotonic() >= end:
+                return None
+
+    def skip(self, message) -> None:
+        """An error event among messages: fatal unless it says the broker may be gone
+        and the broker still answers."""
+        error = message.error()
+        if error.code() == KafkaError._PARTITION_EOF:
+            return
+        if error.code() in MAYBE_GONE or error.retriable():
+            self.alarmed = error
+            self.check(self.consumer)
+            return
+        raise DriverError(f"{self.label}: {error.str()}")
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        at = 0
+        for message in self.take(len(out) // stride, timeout_ms):
+            if message.error() is not None:
+                self.skip(message)
+                continue
+            value = message.value()
+            if len(value) != stride:
+                raise DriverError(f"{self.label}: got a {len(value)}-byte message, "
+                                  f"expected {stride}")
+            out[at : at + stride] = value
+            at += stride
+        return at // stride
+
+    def close(self) -> None:
+        self.consumer.close()
+        self.bell.close()
+
+
+class ConfluentResponder:
+    """Requests from `<topic>` produced back, unchanged, to `<prefix><producer id>`."""
+
+    def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
+        self.receiver = ConfluentReceiver(backend, topic, partitions)
+        self.sender = ConfluentSender(backend, "", 0)
+        self.prefix = prefix
+        self.replies: dict[int, str] = {}  # producer id -> reply topic
+
+    def relay(self, timeout_ms: int) -> int:
+        sender = self.sender
+        if sender.failed is not None or sender.alarmed is not None:
+            sender.check(sender.producer)
+        produce, replies, count = sender._produce, self.replies, 0
+        for message in self.receiver.take(RELAY_BATCH, timeout_ms):
+            if message.error() is not None:
+                self.receiver.skip(message)
+                continue
+            value = message.value()
+            producer_id = unpack_header(value)[0]
+            topic = replies.get(producer_id)
+            if topic is None:
+                topic = replies[producer_id] = f"{self.prefix}{producer_id}"
+            try:
+                produce(topic, value, None, 0)
+            except BufferError:
+                sender.topic = topic
+                sender._produce_blocking(value)
+            count += 1
+        sender._poll(0)
+        return count
+
+    def close(self) -> None:
+        try:
+            self.sender.close()
+        finally:
+            self.receiver.close()
+
+
+class Doorbell:
+    """A pipe librdkafka writes to when the consumer's queue goes from empty to non-empty
+    (`rd_kafka_queue_io_event_enable`), so an agent can wait on many consumers in one
+    poll. The Python binding does not expose that call, so it is made through ctypes on
+    the binding's own librdkafka, with the handle read from the Consumer object (the
+    binding's `Handle` starts with the `rd_kafka_t *` after the object header). The
+    handle is only used once librdkafka names it as this consumer's client.id; otherwise
+    the pollable is an always-readable pipe and a multi-connection agent polls instead of
+    sleeping (correct, only busier)."""
+
+    _lib = None
+
+    def __init__(self, read_fd: int, write_fd: int | None, queue: int | None) -> None:
+        self._read, self._write, self._queue = read_fd, write_fd, queue
+
+    @classmethod
+    def attach(cls, consumer: Consumer, client_id: str) -> Doorbell:
+        lib = cls._library()
+        if lib is not None:
+            rk = ctypes.c_void_p.from_address(id(consumer) + object.__basicsize__).value
+            if rk and (lib.rd_kafka_name(rk) or b"").decode().startswith(client_id + "#"):
+                queue = lib.rd_kafka_queue_get_consumer(rk)
+                if queue:
+                    read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+                    lib.rd_kafka_queue_io_event_enable(queue, write_fd, b"!", 1)
+                    return cls(read_fd, write_fd, queue)
+        read_fd, write_fd = os.pipe2(os.O_CLOEXEC)
+        os.write(write_fd, b"!")  # never read: always readable
+        os.close(write_fd)
+        return cls(read_fd, None, None)
+
+    @classmethod
+    def _library(cls):
+        if cls._lib is None:
+            cls._lib = False
+            found = sorted(Path(confluent_kafka.__file__).parent.parent.glob(
+                "confluent_kafka.libs/librdkafka*.so*"))
+            version = confluent_kafka.version()  # a str in 2.x, a (str, int) tuple before
+            version = version[0] if isinstance(version, tuple) else version
+            if found and version.startswith("2."):
+                lib = ctypes.CDLL(str(found[0]))
+                lib.rd_kafka_name.restype = ctypes.c_char_p
+                lib.rd_kafka_name.argtypes = [ctypes.c_void_p]
+                lib.rd_kafka_queue_get_consumer.restype = ctypes.c_void_p
+                lib.rd_kafka_queue_get_consumer.argtypes = [ctypes.c_void_p]
+                lib.rd_kafka_queue_io_event_enable.argtypes = [
+                    ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t]
+                lib.rd_kafka_queue_destroy.argtypes = [ctypes.c_void_p]
+                cls._lib = lib
+        return cls._lib or None
+
+    def fileno(self) -> int:
+        return self._read
+
+    def clear(self) -> None:
+        if self._write is not None:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._read, 4096)
+
+    def ring(self) -> None:
+        if self._write is not None:
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._write, b"!")
+
+    def close(self) -> None:
+        if self._queue is not None:
+            self._lib.rd_kafka_queue_io_event_enable(self._queue, -1, None, 0)
+            self._lib.rd_kafka_queue_destroy(self._queue)
+            self._queue = None
+        for fd in (self._read, self._write):
+            if fd is not None:
+                os.close(fd)
+        self._read = self._write = None

@@ -1,0 +1,252 @@
+"""The workload of a scenario, in its two shapes, and the rules that span several fields.
+
+Two workload shapes exist on purpose: `WorkloadSpec` is what the file says (every field a
+non-empty tuple of values, because any field may be swept), `Workload` is one resolved point
+of the matrix (scalars in base units: bytes, msg/s, nanoseconds) that agents run.
+
+With `cases:`, `WorkloadBase` is the base every case starts from (no field required) and each
+`Case` sets some fields over it; `case_problems` says which cases end up incomplete.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
+
+from orchestrator.fields import (
+    SECOND_NS,
+    Count,
+    Mode,
+    Name,
+    Rate,
+    Receive,
+    RunTime,
+    Schedule,
+    Seed,
+    Size,
+    Sweep,
+    Wait,
+    as_list,
+)
+from orchestrator.yaml_source import YamlPath
+
+#: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
+WORKLOAD_FIELDS: dict[str, str] = {
+    "mode": "mode",
+    "message_size": "message_size",
+    "rate": "rate",
+    "schedule": "schedule",
+    "duration": "duration_ns",
+    "warmup": "warmup_ns",
+    "producers": "producers",
+    "consumers": "consumers",
+    "connections": "connections",
+    "receive": "receive",
+    "drain": "drain_ns",
+    "seed": "seed",
+}
+
+
+class Workload(BaseModel):
+    """One resolved point: what the agents run. Sizes in bytes, rate in msg/s (total across
+    producers), times in nanoseconds."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Mode = Mode.ONE_WAY
+    message_size: Size
+    rate: Rate
+    schedule: Schedule = Schedule.FIXED
+    duration_ns: Annotated[int, Field(strict=True, gt=0)]
+    warmup_ns: Annotated[int, Field(strict=True, ge=0)] = 1 * SECOND_NS
+    producers: Count = 1
+    consumers: Count = 1
+    connections: Count = 1
+    receive: Receive = Receive.BLOCKING
+    drain_ns: Annotated[int, Field(strict=True, ge=0)] = 5 * SECOND_NS
+    seed: Seed = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        problems = cross_field_problems(self)
+        if problems:
+            raise ValueError("; ".join(message for _, message in problems))
+        return self
+
+
+def cross_field_problems(workload: Workload) -> list[tuple[str, str]]:
+    """Rules spanning several fields, as (YAML field to blame, message)."""
+    if workload.schedule is Schedule.CLOSED and workload.mode is not Mode.ROUND_TRIP:
+        return [
+            (
+                "schedule",
+                "'closed' needs mode 'round-trip' (a closed loop sends the next "
+                "request when the reply arrives)",
+            )
+        ]
+    return []
+
+
+class WorkloadSpec(BaseModel):
+    """The workload as written: every field a tuple of values. A field given as a list in
+    the file is *swept* (see `swept`), and the matrix is the product of all fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Sweep[Mode] = (Mode.ONE_WAY,)
+    message_size: Sweep[Size]
+    rate: Sweep[Rate]
+    schedule: Sweep[Schedule] = (Schedule.FIXED,)
+    duration: Sweep[RunTime]
+    warmup: Sweep[Wait] = (1 * SECOND_NS,)
+    producers: Sweep[Count] = (1,)
+    consumers: Sweep[Count] = (1,)
+    connections: Sweep[Count] = (1,)
+    receive: Sweep[Receive] = (Receive.BLOCKING,)
+    drain: Sweep[Wait] = (5 * SECOND_NS,)
+    seed: Sweep[Seed] = (None,)
+
+    _labels: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    _lists: frozenset[str] = PrivateAttr(default_factory=frozenset)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_labels(cls, data: Any, handler: Any) -> WorkloadSpec:
+        """Remember the fields as written ("1KB", "500ms") to name runs by them, and which
+        were given as lists."""
+        spec = handler(data)
+        if isinstance(data, dict):
+            given = {key: value for key, value in data.items() if key in WORKLOAD_FIELDS}
+            spec._labels = {
+                key: tuple(str(_plain(item)).strip() for item in as_list(value))
+                for key, value in given.items()
+            }
+            spec._lists = frozenset(k for k, v in given.items() if isinstance(v, list | tuple))
+        return spec
+
+    @property
+    def swept(self) -> tuple[str, ...]:
+        """YAML field names given as lists (or holding several values), in declared order."""
+        return tuple(
+            name for name in WORKLOAD_FIELDS if name in self._lists or len(getattr(self, name)) > 1
+        )
+
+    @property
+    def given(self) -> tuple[str, ...]:
+        """YAML field names set explicitly (in the file, or by keyword), in declared order."""
+        return tuple(name for name in WORKLOAD_FIELDS if name in self.model_fields_set)
+
+    def merged(self, other: WorkloadSpec) -> WorkloadSpec:
+        """This spec with every field `other` gives replaced by `other`'s (labels too). The
+        result must be complete: callers check `missing_from` first."""
+        values = {name: getattr(self, name) for name in self.given}
+        values |= {name: getattr(other, name) for name in other.given}
+        spec = WorkloadSpec.model_construct(**values)
+        spec._labels = self._labels | other._labels
+        spec._lists = (self._lists - set(other.given)) | other._lists
+        return spec
+
+    def label(self, name: str, index: int) -> str:
+        """Value `index` of field `name` in its human form (as written when known)."""
+        labels = self._labels.get(name)
+        return labels[index] if labels else str(_plain(getattr(self, name)[index]))
+
+    def combinations(self) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+        """Every point as (`Workload` field values, {swept YAML field: label}), first
+        declared field varying slowest."""
+        names = list(WORKLOAD_FIELDS)
+        swept = self.swept
+        ranges = [range(len(getattr(self, name))) for name in names]
+        for indexes in itertools.product(*ranges):
+            picked = dict(zip(names, indexes, strict=True))
+            values = {WORKLOAD_FIELDS[n]: getattr(self, n)[i] for n, i in picked.items()}
+            yield values, {n: self.label(n, picked[n]) for n in swept}
+
+    def expand(self) -> list[tuple[Workload, dict[str, str]]]:
+        """Validated `Workload`s with their swept labels (see `combinations`)."""
+        return [(Workload(**values), labels) for values, labels in self.combinations()]
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        """The YAML form back: durations as "<n>ns" so a reload cannot misread them."""
+        return self._yaml(WORKLOAD_FIELDS)
+
+    def _yaml(self, names: Iterable[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in names:
+            values = [_plain(v) for v in getattr(self, name)]
+            if WORKLOAD_FIELDS[name].endswith("_ns"):
+                values = [f"{v}ns" for v in values]
+            out[name] = values if name in self.swept else values[0]
+        return out
+
+
+#: Fields a complete `WorkloadSpec` must be given (the rest have defaults).
+REQUIRED_FIELDS = tuple(n for n, f in WorkloadSpec.model_fields.items() if f.is_required())
+
+
+class WorkloadBase(WorkloadSpec):
+    """`workload:` next to `cases:`, the base every case starts from: no field is required
+    here, as long as each case ends up complete (message_size, rate and duration are `()`
+    until given; `given` says which fields the file set)."""
+
+    message_size: Sweep[Size] = ()
+    rate: Sweep[Rate] = ()
+    duration: Sweep[RunTime] = ()
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        return self._yaml(self.given)
+
+
+class Case(WorkloadBase):
+    """One entry of `cases:`: workload fields (lists still sweep) over the base, and an
+    optional `name` that stands for the case in run ids."""
+
+    name: Name | None = None
+
+    def missing_from(self, base: WorkloadSpec) -> list[str]:
+        """Required fields neither this case nor `base` gives."""
+        given = {*self.given, *base.given}
+        return [name for name in REQUIRED_FIELDS if name not in given]
+
+    def labels(self) -> dict[str, str]:
+        """This case's own fields as written ({"message_size": "1KB"}); a list shows its
+        first value (`WorkloadSpec.combinations` labels each point)."""
+        return {name: self.label(name, 0) for name in self.given}
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        return ({} if self.name is None else {"name": self.name}) | self._yaml(self.given)
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, StrEnum) else value
+
+
+def case_problems(
+    base: Collection[str], cases: Sequence[tuple[Collection[str], object] | None]
+) -> list[tuple[YamlPath, str]]:
+    """Cases that lack a required field, and repeated case names, as (path, message).
+    `base` names the fields the base workload gives; each case is (its fields, its name),
+    or None when it is not a mapping at all."""
+    found: list[tuple[YamlPath, str]] = []
+    first: dict[str, int] = {}
+    for index, case in enumerate(cases):
+        if case is None:
+            continue
+        fields, name = case
+        for field in REQUIRED_FIELDS:
+            if field not in fields and field not in base:
+                message = f"{field} is required (not in the case nor in workload)"
+                found.append((("cases", index), message))
+        if isinstance(name, str) and name in first:
+            message = f"duplicate case name {name!r} (cases[{first[name]}] and cases[{index}])"
+            found.append((("cases", index, "name"), message))
+        elif isinstance(name, str):
+            first[name] = index
+    return found

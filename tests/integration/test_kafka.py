@@ -1,0 +1,422 @@
+"""The kafka driver against a Kafka-protocol broker started from deploy/recipes/kafka-noida.yaml
+(noida-db, not Apache Kafka, which cannot be installed here), through both clients
+(confluent-kafka and kafka-python), with manually assigned partitions and with consumer
+groups: at the driver level and end to end through runs and the Spark analysis."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zmq
+
+from agents.hdr import PERCENTILE_KEYS
+from agents.payload import build_frames, frame_dtype
+from drivers.base import DriverError
+from drivers.kafka import KafkaDriver, KafkaOptions
+from orchestrator.scenario import ScenarioError, parse_scenario
+from spark_jobs.analyze import analyze_run
+from tests.integration.support import RecordingView, execute, points, recipe_server
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.timeout(240),
+    # runs find servers installed from PyPI beside this Python too
+    pytest.mark.skipif(shutil.which("noida-db", path=f"{Path(sys.executable).parent}:")
+                       is None and shutil.which("noida-db") is None,
+                       reason="noida-db not installed"),
+]
+
+SIZE = 64
+VARIANTS = {
+    "confluent": {"client": "confluent"},
+    "kafka-python": {"client": "kafka-python"},
+    "confluent-group": {"client": "confluent", "group": True},
+    "kafka-python-group": {"client": "kafka-python", "group": True},
+}
+MANUAL = ["confluent", "kafka-python"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with recipe_server("kafka-noida", tmp_path_factory.mktemp("kafka")) as broker:
+        yield broker
+
+
+def fresh_topic() -> str:
+    """A topic of its own per test: tests share one broker."""
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def make_driver(address: str, variant: str, **extra) -> KafkaDriver:
+    options = KafkaOptions(topic=fresh_topic(), partitions=2, **VARIANTS[variant], **extra)
+    return KafkaDriver(address, options)
+
+
+@pytest.fixture(params=list(VARIANTS))
+def driver(request, server) -> KafkaDriver:
+    return make_driver(server.address, request.param)
+
+
+@pytest.fixture(params=MANUAL)
+def manual_driver(request, server) -> KafkaDriver:
+    return make_driver(server.address, request.param)
+
+
+@pytest.fixture
+def closing():
+    opened = []
+    yield opened.append
+    for thing in reversed(opened):
+        thing.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def frames_of(producer_id: int, count: int, size: int = SIZE) -> np.ndarray:
+    buf = build_frames(b"", size, count, seed=producer_id)
+    view = buf.view(frame_dtype(0, size))
+    view["producer_id"] = producer_id
+    view["seq"] = np.arange(count, dtype=np.uint64)
+    return buf
+
+
+def send_in_batches(sender, buf: np.ndarray, stride: int, batches=(1, 7, 50, 13)) -> None:
+    wire, count, i, k = memoryview(buf), buf.nbytes // stride, 0, 0
+    while i < count:
+        n = min(batches[k % len(batches)], count - i)
+        sender.send(wire[i * stride : (i + n) * stride], n)
+        i, k = i + n, k + 1
+
+
+def collect(receiver, stride: int, count: int, timeout_s: float = 20.0) -> list[bytes]:
+    out = memoryview(bytearray(37 * stride))  # small: many calls
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"received {len(got)} of {count}"
+        n = receiver.receive(out, stride, 100)
+        got.extend(bytes(out[k * stride : (k + 1) * stride]) for k in range(n))
+    assert receiver.receive(out, stride, 200) == 0  # nothing beyond
+    return got
+
+
+def split(buf: np.ndarray, stride: int) -> list[bytes]:
+    raw = buf.tobytes()
+    return [raw[k : k + stride] for k in range(0, len(raw), stride)]
+
+
+def producer_of(frame: bytes) -> int:
+    return int(np.frombuffer(frame, dtype=frame_dtype(0, len(frame)))[0]["producer_id"])
+
+
+# --- driver level -----------------------------------------------------------------------
+
+
+def test_fan_out_delivers_every_message_to_every_receiver(driver, closing):
+    receivers = [driver.receiver(SIZE, c) for c in range(2)]
+    senders = [driver.sender(SIZE, p) for p in (1, 2)]
+    for thing in receivers + senders:
+        closing(thing)
+    sent = {}
+    for producer_id, sender in zip((1, 2), senders, strict=True):
+        buf = frames_of(producer_id, 300)
+        sent[producer_id] = split(buf, SIZE)
+        send_in_batches(sender, buf, SIZE)
+    for receiver in receivers:
+        got = collect(receiver, SIZE, 600)
+        for producer_id, frames in sent.items():
+            # each sender writes one partition: its messages arrive in order, bytes intact
+            assert [f for f in got if producer_of(f) == producer_id] == frames
+
+
+def test_one_large_batch_arrives_complete(manual_driver, closing):
+    receiver = manual_driver.receiver(SIZE, 0)
+    sender = manual_driver.sender(SIZE, 3)
+    closing(receiver)
+    closing(sender)
+    buf = frames_of(3, 5000)
+    sender.send(memoryview(buf), 5000)
+    assert collect(receiver, SIZE, 5000) == split(buf, SIZE)
+
+
+def test_receive_returns_at_once_when_idle(manual_driver, closing):
+    receiver = manual_driver.receiver(SIZE, 0)
+    closing(receiver)
+    out = memoryview(bytearray(10 * SIZE))
+    start = time.perf_counter()
+    assert receiver.receive(out, SIZE, 0) == 0
+    assert time.perf_counter() - start < 0.05
+
+
+def test_round_trip_returns_each_request_to_its_requester(driver, closing):
+    pairs = {pid: driver.requester(SIZE, pid) for pid in (5, 6)}
+    responder = driver.responder(SIZE, 0)
+    for sender, receiver in pairs.values():
+        closing(sender)
+        closing(receiver)
+    closing(responder)
+    sent = {}
+    for pid, (sender, _) in pairs.items():
+        buf = frames_of(pid, 200)
+        sent[pid] = split(buf, SIZE)
+        send_in_batches(sender, buf, SIZE)
+    relayed = 0
+    deadline = time.monotonic() + 20
+    while relayed < 400:
+        assert time.monotonic() < deadline, f"relayed {relayed} of 400"
+        relayed += responder.relay(50)
+    for pid, (_, receiver) in pairs.items():
+        assert collect(receiver, SIZE, 200) == sent[pid]
+
+
+def test_the_confluent_pollable_wakes_a_poller_when_messages_arrive(server, closing):
+    """A multi-connection agent sleeps in zmq.Poller until a receiver has something."""
+    driver = make_driver(server.address, "confluent")
+    receivers = [driver.receiver(SIZE, c) for c in range(2)]
+    sender = driver.sender(SIZE, 1)
+    for thing in [*receivers, sender]:
+        closing(thing)
+    poller = zmq.Poller()
+    for receiver in receivers:
+        poller.register(receiver.pollable, zmq.POLLIN)
+    out = memoryview(bytearray(100 * SIZE))
+    for receiver in receivers:
+        receiver.receive(out, SIZE, 0)
+    assert poller.poll(200) == []  # idle: the agent sleeps
+    sender.send(memoryview(frames_of(1, 3)), 3)
+    woken: set = set()
+    deadline = time.monotonic() + 10
+    while len(woken) < 2 and time.monotonic() < deadline:
+        woken |= {pollable for pollable, _ in poller.poll(1000)}
+    assert woken == {r.pollable for r in receivers}
+    for receiver in receivers:
+        assert receiver.receive(out, SIZE, 0) == 3
+    assert poller.poll(200) == []
+    # more queued than one call takes: the pollable stays readable for the rest
+    sender.send(memoryview(frames_of(1, 50)), 50)
+    small = memoryview(bytearray(10 * SIZE))
+    got = 0
+    while got < 50:
+        assert poller.poll(2000), f"not woken with {50 - got} messages queued"
+        got += receivers[0].receive(small, SIZE, 0)
+        receivers[1].receive(out, SIZE, 0)
+
+
+def test_a_message_of_another_size_is_an_error_not_garbage(manual_driver, closing):
+    receiver = manual_driver.receiver(SIZE, 0)
+    sender = manual_driver.sender(SIZE, 1)
+    closing(receiver)
+    closing(sender)
+    sender.send(memoryview(frames_of(1, 1)), 1)
+    out = memoryview(bytearray(10 * 2 * SIZE))
+    with pytest.raises(DriverError, match="64-byte message, expected 128"):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            receiver.receive(out, 2 * SIZE, 100)
+
+
+# --- errors -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("client", MANUAL)
+def test_unreachable_broker_names_it(client):
+    address = f"127.0.0.1:{free_port()}"
+    driver = KafkaDriver(address, KafkaOptions(client=client))
+    for connect in (driver.sender, driver.receiver, driver.requester, driver.responder):
+        start = time.monotonic()
+        with pytest.raises(DriverError, match="cannot connect") as error:
+            connect(SIZE, 0)
+        assert f"kafka at {address}" in str(error.value)
+        assert time.monotonic() - start < 10
+
+
+@pytest.mark.parametrize("client", MANUAL)
+def test_a_rejected_sasl_handshake_is_a_clear_error(server, client, monkeypatch):
+    """noida-db accepts any PLAIN credentials, so no wrong-password test is possible here;
+    it does reject SCRAM, a real authentication failure on the broker's side."""
+    secret = "s3cret-" + uuid.uuid4().hex
+    monkeypatch.setenv("SIXNINES_TEST_KAFKA_PASSWORD", secret)
+    driver = KafkaDriver(server.address, KafkaOptions(
+        client=client, topic=fresh_topic(), sasl_mechanism="SCRAM-SHA-256", username="u",
+        password_env="SIXNINES_TEST_KAFKA_PASSWORD"))
+    with pytest.raises(DriverError) as error:
+        driver.sender(SIZE, 0)
+    message = str(error.value)
+    assert f"kafka at {server.address}" in message
+    assert "authentication" in message.lower() or "sasl" in message.lower(), message
+    assert secret not in message
+
+
+def test_sasl_plain_credentials_are_used(server, tmp_path, closing):
+    (tmp_path / "pw").write_text("secret\n")
+    driver = KafkaDriver(server.address, KafkaOptions(
+        topic=fresh_topic(), sasl_mechanism="PLAIN", username="u",
+        password_file=tmp_path / "pw"))
+    receiver = driver.receiver(SIZE, 0)
+    sender = driver.sender(SIZE, 1)
+    closing(receiver)
+    closing(sender)
+    sender.send(memoryview(frames_of(1, 5)), 5)
+    assert len(collect(receiver, SIZE, 5)) == 5
+
+
+def test_a_missing_password_reference_names_it_not_the_secret(server, monkeypatch):
+    monkeypatch.delenv("SIXNINES_TEST_KAFKA_NOPE", raising=False)
+    driver = KafkaDriver(server.address, KafkaOptions(
+        sasl_mechanism="PLAIN", username="u", password_env="SIXNINES_TEST_KAFKA_NOPE"))
+    with pytest.raises(DriverError, match="SIXNINES_TEST_KAFKA_NOPE"):
+        driver.sender(SIZE, 0)
+
+
+# --- runs -------------------------------------------------------------------------------
+
+RATE, DURATION_S, PRODUCERS, CONSUMERS = 1000, 1, 2, 2
+
+
+def scenario(broker: str, options: str, mode: str) -> str:
+    return f"""
+name: kafka-{mode}
+systems:
+  - {{name: k, driver: kafka, broker: {broker}, options: {options}}}
+workload:
+  mode: {mode}
+  message_size: 256
+  rate: {RATE}
+  duration: {DURATION_S}s
+  warmup: 0s
+  drain: 5s
+  producers: {PRODUCERS}
+  consumers: {CONSUMERS}
+"""
+
+
+RUNS = [
+    ("confluent", "one-way", "{client: confluent, partitions: 2}"),
+    ("confluent", "round-trip", "{client: confluent}"),
+    ("kafka-python", "one-way", "{client: kafka-python}"),
+    ("kafka-python", "round-trip", "{client: kafka-python}"),
+    ("group", "one-way", "{group: true}"),
+]
+
+
+@pytest.mark.parametrize(("label", "mode", "options"), RUNS,
+                         ids=[f"{label}-{mode}" for label, mode, _ in RUNS])
+def test_runs_account_for_every_message(server, tmp_path, spark, label, mode, options):
+    topic = fresh_topic()
+    options = options.replace("{", f"{{topic: {topic}, ", 1)
+    broker = f'{{external: "{server.address}"}}'
+    point = points(scenario(broker, options, mode))[0]
+    manifest = execute(point, tmp_path / "run")
+    assert manifest["status"] == "ok", manifest["problems"]
+    summary = analyze_run(spark, tmp_path / "run")
+    sent = RATE * DURATION_S
+    received = sent * CONSUMERS if mode == "one-way" else sent
+    assert summary["status"] == "ok"
+    assert (summary["sent"], summary["received"]) == (sent, received)
+    assert summary["lost"] == summary["duplicated"] == 0
+    latency = summary["latency_us"]
+    assert latency["count"] == received
+    assert all(latency[key] > 0 for key in (*PERCENTILE_KEYS, "max"))
+
+
+def test_a_run_on_the_recipe_carries_the_not_apache_kafka_note(tmp_path):
+    point = points(scenario("{recipe: kafka-noida}", "{}", "one-way"))[0]
+    manifest = execute(point, tmp_path / "run")
+    assert manifest["status"] == "ok", manifest["problems"]
+    assert "not Apache Kafka" in manifest["broker"]["note"]
+
+
+def test_an_unreachable_broker_fails_the_run_naming_it(tmp_path):
+    address = f"127.0.0.1:{free_port()}"
+    point = points(scenario(f'{{external: "{address}"}}', "{}", "one-way"))[0]
+    manifest = execute(point, tmp_path / "run")
+    assert manifest["status"] == "failed"
+    assert any(f"kafka at {address}" in p and "cannot connect" in p
+               for p in manifest["problems"]), manifest["problems"]
+
+
+@pytest.mark.parametrize("client", MANUAL)
+def test_a_broker_dying_mid_run_leaves_partial_data_with_the_loss_counted(
+        tmp_path, spark, client):
+    with recipe_server("kafka-noida", tmp_path / "server") as broker:
+        point = points(f"""
+name: dies
+systems: [{{name: k, driver: kafka, broker: {{external: "{broker.address}"}},
+           options: {{client: {client}}}}}]
+workload: {{message_size: 64, rate: 1000, duration: 3s, warmup: 0s, drain: 1s}}
+""")[0]
+        view = RecordingView()
+
+        def kill_broker() -> None:
+            while view.at_ns is None:
+                time.sleep(0.001)
+            time.sleep(1.0)
+            broker.process.kill()
+
+        threading.Thread(target=kill_broker, daemon=True).start()
+        manifest = execute(point, tmp_path / "run", view)
+    assert manifest["status"] == "partial"
+    assert any(f"kafka at {broker.address}" in p for p in manifest["problems"]), \
+        manifest["problems"]
+    for agent in manifest["agents"]:
+        assert all(file["verified"] for file in agent["artifacts"].values())
+    summary = analyze_run(spark, tmp_path / "run")
+    assert summary["status"] == "partial"
+    assert 0 < summary["received"] < summary["sent"]
+    assert summary["sent"] == summary["received"] + summary["lost"]
+
+
+# --- options ----------------------------------------------------------------------------
+
+
+def parse(options: str, workload: str = "message_size: 64") -> None:
+    parse_scenario(f"""
+name: opts
+systems:
+  - {{name: k, driver: kafka, broker: {{recipe: kafka-noida}}, options: {options}}}
+workload: {{{workload}, rate: 100, duration: 1s}}
+""")
+
+
+def test_an_unknown_option_is_refused_by_name():
+    with pytest.raises(ScenarioError, match=r"systems\[0\]\.options\.lingerms"):
+        parse("{lingerms: 5}")
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ("{client: librdkafka}", "client"),
+    ("{acks: 2}", "acks"),
+    ("{compression: brotli}", "compression"),
+    ("{topic: 'a topic'}", "topic"),
+    ("{partitions: 0}", "partitions"),
+    ("{username: u}", "need sasl_mechanism"),
+    ("{sasl_mechanism: PLAIN, username: u}", "exactly one of"),
+    ("{sasl_mechanism: PLAIN, username: u, password_env: A, password_file: /b}",
+     "exactly one of"),
+])
+def test_inconsistent_options_are_refused(options, message):
+    with pytest.raises(ScenarioError, match=message):
+        parse(options)
+
+
+def test_every_option_is_accepted():
+    parse("{client: kafka-python, topic: bench.1, partitions: 4, replication: 1, acks: all, "
+          "linger_ms: 5, batch_size: 65536, compression: gzip, group: true, "
+          "fetch_wait_ms: 0, sasl_mechanism: SCRAM-SHA-512, username: u, password_env: PW}")
+
+
+def test_workload_problems_refuse_messages_over_the_record_limit():
+    with pytest.raises(ScenarioError, match="record limit"):
+        parse("{}", "message_size: 2MiB")

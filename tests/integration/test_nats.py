@@ -1,0 +1,530 @@
+"""The nats driver against real nats-servers: the recipe's (JetStream on), and servers this
+module starts itself for authentication, pings and permissions."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from agents.payload import build_frames, frame_dtype
+from drivers.base import DriverError
+from drivers.nats import NatsDriver, NatsOptions
+from orchestrator.problems import ScenarioError
+from orchestrator.scenario import parse_scenario
+from tests.integration.support import RecordingView, execute, points, recipe_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+SIZE = 64
+NATS_SERVER = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "nats-server"
+PASSWORD = "wonder-land-7"
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with recipe_server("nats", tmp_path_factory.mktemp("nats")) as broker:
+        yield broker
+
+
+_names = iter(range(1_000_000))
+
+
+def fresh(prefix: str) -> str:
+    """A subject/stream name no other test uses (the module shares one server)."""
+    return f"{prefix}{os.getpid()}x{next(_names)}"
+
+
+def make_driver(address: str, mode: str, **options) -> NatsDriver:
+    if mode == "jetstream":
+        options = {"stream": fresh("s"), **options}
+    return NatsDriver(address, NatsOptions(subject=fresh("t"), mode=mode, **options))
+
+
+@pytest.fixture(params=["core", "jetstream"])
+def driver(request, server) -> NatsDriver:
+    return make_driver(server.address, request.param)
+
+
+@pytest.fixture
+def closing():
+    opened = []
+    yield opened.append
+    for thing in reversed(opened):
+        thing.close()
+
+
+def frames_of(driver: NatsDriver, producer_id: int, count: int, size: int = SIZE):
+    """`count` frames as the framework lays them out, headers stamped (producer_id, seq);
+    also returns each message (what a receiver must hand over)."""
+    framing = driver.framing(size)
+    buf = build_frames(framing.prefix, size, count, seed=producer_id, suffix=framing.suffix)
+    view = buf.view(frame_dtype(len(framing.prefix), size, len(framing.suffix)))
+    view["producer_id"] = producer_id
+    view["seq"] = np.arange(count, dtype=np.uint64)
+    stride = framing.stride(size)
+    raw = buf.tobytes()
+    start = len(framing.prefix)
+    messages = [raw[k + start : k + start + size] for k in range(0, len(raw), stride)]
+    return buf, stride, messages
+
+
+def send_in_batches(sender, buf: np.ndarray, stride: int, batches=(1, 7, 50, 13)) -> None:
+    wire = memoryview(buf)
+    count = buf.nbytes // stride
+    i = k = 0
+    while i < count:
+        n = min(batches[k % len(batches)], count - i)
+        sender.send(wire[i * stride : (i + n) * stride], n)
+        i += n
+        k += 1
+
+
+def collect(receiver, count: int, size: int = SIZE, timeout_s: float = 20.0,
+            responder=None) -> list[bytes]:
+    """Receive exactly `count` messages through a small buffer (many calls, partial
+    messages carried over), relaying through `responder` meanwhile if given."""
+    out = memoryview(bytearray(37 * size))
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"received {len(got)} of {count}"
+        if responder is not None:
+            responder.relay(5)
+        n = receiver.receive(out, size, 0 if responder else 100)
+        got.extend(bytes(out[k * size : (k + 1) * size]) for k in range(n))
+    assert len(got) == count
+    return got
+
+
+def producer_and_seq(message: bytes) -> tuple[int, int]:
+    fields = np.frombuffer(message, dtype=frame_dtype(0, len(message)))[0]
+    return int(fields["producer_id"]), int(fields["seq"])
+
+
+def wait_for_acks(senders, expected: int) -> int:
+    deadline = time.monotonic() + 10
+    while sum(s.acked for s in senders) < expected and time.monotonic() < deadline:
+        for sender in senders:
+            sender.service()
+        time.sleep(0.005)
+    return sum(s.acked for s in senders)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# --- delivery ---------------------------------------------------------------------------
+
+
+def test_fan_out_delivers_every_message_to_every_receiver(driver, closing):
+    receivers = [driver.receiver(SIZE, c) for c in range(2)]
+    senders = [driver.sender(SIZE, p) for p in (1, 2)]
+    for thing in receivers + senders:
+        closing(thing)
+    count = 300
+    sent = {}
+    for producer_id, sender in zip((1, 2), senders, strict=True):
+        buf, stride, sent[producer_id] = frames_of(driver, producer_id, count)
+        send_in_batches(sender, buf, stride)
+    for receiver in receivers:
+        by_producer: dict[int, list[bytes]] = {1: [], 2: []}
+        for message in collect(receiver, 2 * count):
+            by_producer[producer_and_seq(message)[0]].append(message)
+        for producer_id in (1, 2):  # every message, byte for byte, in its sender's order
+            assert by_producer[producer_id] == sent[producer_id]
+        assert receiver.receive(memoryview(bytearray(4 * SIZE)), SIZE, 0) == 0
+    if driver.options.mode == "jetstream":  # every publish acknowledged
+        assert wait_for_acks(senders, 2 * count) == 2 * count
+
+
+def test_a_large_batch_in_one_send_arrives_complete(driver, closing):
+    receiver = driver.receiver(SIZE, 0)
+    closing(receiver)
+    sender = driver.sender(SIZE, 0)
+    closing(sender)
+    count = 5000
+    buf, _, messages = frames_of(driver, 4, count)
+    sender.send(memoryview(buf), count)  # ~430 KB in one call
+    assert collect(receiver, count) == messages
+
+
+def test_receive_with_zero_timeout_returns_at_once_when_idle(driver, closing):
+    receiver = driver.receiver(SIZE, 0)
+    closing(receiver)
+    requester_sender, requester_receiver = driver.requester(SIZE, 5)
+    closing(requester_sender)
+    closing(requester_receiver)
+    out = memoryview(bytearray(8 * SIZE))
+    started = time.monotonic()
+    for _ in range(200):
+        assert receiver.receive(out, SIZE, 0) == 0
+        assert requester_receiver.receive(out, SIZE, 0) == 0
+    assert time.monotonic() - started < 0.5
+    started = time.monotonic()
+    assert receiver.receive(out, SIZE, 50) == 0  # a short wait ends empty, too
+    assert 0.04 <= time.monotonic() - started < 1.0
+
+
+def test_round_trip_returns_every_request_to_its_requester(driver, closing):
+    responder = driver.responder(SIZE, 0)
+    closing(responder)
+    pairs = {producer_id: driver.requester(SIZE, producer_id) for producer_id in (3, 12)}
+    for sender, receiver in pairs.values():
+        closing(sender)
+        closing(receiver)
+    sent = {}
+    for producer_id, (sender, _) in pairs.items():
+        buf, stride, sent[producer_id] = frames_of(driver, producer_id, 200)
+        send_in_batches(sender, buf, stride, batches=(1, 2, 100, 33))
+    for producer_id, (_, receiver) in pairs.items():
+        assert collect(receiver, 200, responder=responder) == sent[producer_id]
+    assert responder.relay(0) == 0
+    if driver.options.mode == "jetstream":
+        assert wait_for_acks([sender for sender, _ in pairs.values()], 400) == 400
+
+
+def test_large_messages_round_trip(driver, closing):
+    size = 100_000
+    responder = driver.responder(size, 0)
+    closing(responder)
+    sender, receiver = driver.requester(size, 1)
+    closing(sender)
+    closing(receiver)
+    buf, stride, messages = frames_of(driver, 1, 20, size=size)
+    send_in_batches(sender, buf, stride, batches=(1, 5, 14))
+    assert collect(receiver, 20, size=size, responder=responder) == messages
+
+
+def test_a_jetstream_receiver_gets_what_was_published_after_it_was_created(server, closing):
+    driver = make_driver(server.address, "jetstream")
+    sender = driver.sender(SIZE, 0)
+    closing(sender)
+    before, _, _ = frames_of(driver, 1, 10)
+    sender.send(memoryview(before), 10)
+    assert wait_for_acks([sender], 10) == 10  # stored before the receiver exists
+    receiver = driver.receiver(SIZE, 0)
+    closing(receiver)
+    after, _, messages = frames_of(driver, 2, 10)
+    sender.send(memoryview(after), 10)
+    assert collect(receiver, 10) == messages
+    time.sleep(0.05)
+    assert receiver.receive(memoryview(bytearray(4 * SIZE)), SIZE, 0) == 0
+
+
+def test_a_jetstream_receiver_keeps_pulling_past_its_batch(server, closing):
+    driver = make_driver(server.address, "jetstream", batch=16)
+    receiver = driver.receiver(SIZE, 0)
+    closing(receiver)
+    sender = driver.sender(SIZE, 0)
+    closing(sender)
+    buf, stride, messages = frames_of(driver, 1, 500)
+    send_in_batches(sender, buf, stride)
+    assert collect(receiver, 500) == messages
+
+
+def test_an_existing_stream_without_our_subject_is_refused(server, closing):
+    stream = fresh("s")
+    first = make_driver(server.address, "jetstream", stream=stream)
+    closing(first.sender(SIZE, 0))  # creates the stream for its subject
+    other = make_driver(server.address, "jetstream", stream=stream)
+    with pytest.raises(DriverError, match=f"stream '{stream}' exists with subjects"):
+        other.sender(SIZE, 0)
+
+
+def test_jetstream_on_a_server_without_it_is_named(closing):
+    with nats_server() as address:
+        driver = make_driver(address, "jetstream")
+        with pytest.raises(DriverError, match="JetStream is not enabled"):
+            driver.receiver(SIZE, 0)
+
+
+# --- servers of our own: credentials, pings, permissions ---------------------------------
+
+AUTH_CONFIG = """
+listen: 127.0.0.1:{port}
+ping_interval: "100ms"
+ping_max: 2
+authorization {{
+  users = [
+    {{user: alice, password: "{password}"}}
+    {{user: limited, password: "{password}", permissions: {{publish: "other", subscribe: ">"}}}}
+  ]
+}}
+"""
+
+
+@contextmanager
+def nats_server(*args: str, config: str = ""):
+    """A throwaway nats-server on a free loopback port; yields its address."""
+    port = closed_port()
+    argv = [str(NATS_SERVER), "-a", "127.0.0.1", "-p", str(port), *args]
+    if config:
+        path = Path(f"/tmp/sixnines-nats-test-{os.getpid()}-{port}.conf")
+        path.write_text(config.format(port=port, password=PASSWORD))
+        argv = [str(NATS_SERVER), "-c", str(path)]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, "no server"
+                time.sleep(0.02)
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(10)
+        if config:
+            path.unlink(missing_ok=True)
+
+
+@pytest.fixture(scope="module")
+def auth_server():
+    with nats_server(config=AUTH_CONFIG) as address:
+        yield address
+
+
+def test_wrong_credentials_are_a_clear_error(auth_server, monkeypatch):
+    monkeypatch.setenv("NATS_TEST_PASSWORD", "not-" + PASSWORD)
+    driver = NatsDriver(auth_server, NatsOptions(username="alice",
+                                                 password_env="NATS_TEST_PASSWORD"))
+    for connect in (driver.sender, driver.receiver):
+        with pytest.raises(DriverError, match="authentication failed") as error:
+            connect(SIZE, 0)
+        assert auth_server in str(error.value)
+        assert PASSWORD not in str(error.value)
+    anonymous = NatsDriver(auth_server, NatsOptions())
+    with pytest.raises(DriverError, match="wants username"):
+        anonymous.receiver(SIZE, 0)
+    monkeypatch.delenv("NATS_TEST_PASSWORD")
+    with pytest.raises(DriverError, match=r"NATS_TEST_PASSWORD .* not set"):
+        driver.sender(SIZE, 0)
+
+
+def test_a_password_file_logs_in_and_pings_are_answered(auth_server, tmp_path, closing):
+    """The server pings every 100 ms and drops a client after two unanswered pings: a
+    sender that only sends (every 20 ms) and a receiver that only receives stay connected;
+    a connection nobody reads is dropped, as the control."""
+    secret = tmp_path / "password"
+    secret.write_text(PASSWORD + "\n")
+    driver = NatsDriver(auth_server, NatsOptions(username="alice", password_file=str(secret)))
+    receiver = driver.receiver(SIZE, 0)
+    closing(receiver)
+    sender = driver.sender(SIZE, 0)
+    closing(sender)
+    idle = driver.sender(SIZE, 1)
+    closing(idle)
+    buf, stride, messages = frames_of(driver, 1, 60)
+    got: list[bytes] = []
+    out = memoryview(bytearray(8 * SIZE))
+    for k in range(60):
+        sender.send(memoryview(buf)[k * stride : (k + 1) * stride], 1)
+        deadline = time.monotonic() + 0.02
+        while time.monotonic() < deadline:
+            n = receiver.receive(out, SIZE, 5)
+            got.extend(bytes(out[i * SIZE : (i + 1) * SIZE]) for i in range(n))
+    got += collect(receiver, 60 - len(got))
+    assert got == messages
+    with pytest.raises(DriverError, match=re.escape(auth_server)):
+        for _ in range(100):  # the idle sender's connection is gone by now
+            idle.send(memoryview(buf)[:stride], 1)
+            idle.service()
+            time.sleep(0.01)
+
+
+def test_a_server_error_reaches_the_sender(auth_server, monkeypatch, closing):
+    monkeypatch.setenv("NATS_TEST_PASSWORD", PASSWORD)
+    driver = NatsDriver(auth_server, NatsOptions(username="limited",
+                                                 password_env="NATS_TEST_PASSWORD"))
+    sender = driver.sender(SIZE, 0)
+    closing(sender)
+    buf, _, _ = frames_of(driver, 1, 1)
+    with pytest.raises(DriverError, match="Permissions Violation for Publish"):
+        for _ in range(200):
+            sender.send(memoryview(buf), 1)
+            time.sleep(0.005)
+
+
+def test_a_token_logs_in_and_a_wrong_one_is_refused(monkeypatch, closing):
+    with nats_server("--auth", TOKEN) as address:
+        monkeypatch.setenv("NATS_TEST_TOKEN", TOKEN)
+        driver = NatsDriver(address, NatsOptions(token_env="NATS_TEST_TOKEN"))
+        receiver = driver.receiver(SIZE, 0)
+        closing(receiver)
+        sender = driver.sender(SIZE, 0)
+        closing(sender)
+        buf, _, messages = frames_of(driver, 1, 10)
+        sender.send(memoryview(buf), 10)
+        assert collect(receiver, 10) == messages
+        monkeypatch.setenv("NATS_TEST_TOKEN", "wrong")
+        with pytest.raises(DriverError, match="authentication failed"):
+            driver.sender(SIZE, 0)
+
+
+def test_an_unreachable_server_is_named():
+    address = f"127.0.0.1:{closed_port()}"
+    for mode in ("core", "jetstream"):
+        driver = make_driver(address, mode)
+        for connect in (driver.sender, driver.receiver, driver.requester, driver.responder):
+            with pytest.raises(DriverError, match=re.escape(f"nats at {address}: cannot "
+                                                            "connect")):
+                connect(SIZE, 0)
+
+
+def test_something_else_listening_is_not_a_nats_server():
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        address = f"127.0.0.1:{listener.getsockname()[1]}"
+
+        def answer() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+                time.sleep(0.5)
+
+        thread = threading.Thread(target=answer)
+        thread.start()
+        try:
+            with pytest.raises(DriverError, match="not a NATS server"):
+                NatsDriver(address, NatsOptions()).receiver(SIZE, 0)
+        finally:
+            thread.join(10)
+
+
+# --- runs end to end ---------------------------------------------------------------------
+
+RATE, DURATION_S = 1000, 1
+
+
+def scenario(address: str, mode: str, options: str, name: str = "nats") -> str:
+    return f"""
+name: {name}
+systems:
+  - name: nats
+    driver: nats
+    broker: {{external: "{address}"}}
+    options: {options}
+workload:
+  mode: {mode}
+  message_size: 200
+  rate: {RATE}
+  duration: {DURATION_S}s
+  warmup: 200ms
+  drain: 3s
+  {"consumers: 2" if mode == "one-way" else "connections: 2"}
+"""
+
+
+@pytest.mark.parametrize("mode", ["one-way", "round-trip"])
+@pytest.mark.parametrize("nats_mode", ["core", "jetstream"])
+def test_runs_end_to_end(server, tmp_path, spark, mode, nats_mode):
+    options = f"{{subject: {fresh('e')}, mode: {nats_mode}"
+    options += f", stream: {fresh('s')}}}" if nats_mode == "jetstream" else "}"
+    point = points(scenario(server.address, mode, options))[0]
+    manifest = execute(point, tmp_path / "run")
+    assert manifest["status"] == "ok", manifest["problems"]
+    from spark_jobs.analyze import analyze_run
+
+    summary = analyze_run(spark, tmp_path / "run")
+    assert summary["status"] == "ok", summary["problems"]
+    sent = RATE * DURATION_S
+    received = sent * 2 if mode == "one-way" else sent  # two consumers
+    assert (summary["sent"], summary["received"]) == (sent, received)
+    assert summary["lost"] == summary["duplicated"] == 0
+    latency = summary["latency_us"]
+    assert latency["count"] == received
+    ladder = [latency[key] for key in ("p50", "p90", "p99", "p99.9", "max")]
+    assert ladder == sorted(ladder) and ladder[0] > 0
+
+
+def test_an_unreachable_server_fails_the_run_naming_it(tmp_path):
+    address = f"127.0.0.1:{closed_port()}"
+    point = points(scenario(address, "one-way", "{}"))[0]
+    manifest = execute(point, tmp_path / "run")
+    assert manifest["status"] == "failed"
+    assert any(f"nats at {address}: cannot connect" in p for p in manifest["problems"])
+
+
+def test_a_server_dying_mid_run_leaves_partial_data_with_the_loss_counted(tmp_path, spark):
+    with recipe_server("nats", tmp_path / "broker") as broker:
+        text = scenario(broker.address, "one-way", "{}").replace(
+            f"duration: {DURATION_S}s", "duration: 3s").replace("warmup: 200ms", "warmup: 0s")
+        point = points(text)[0]
+        view = RecordingView()
+
+        def kill() -> None:
+            while view.at_ns is None:
+                time.sleep(0.001)
+            time.sleep(1.0)
+            broker.process.kill()
+
+        threading.Thread(target=kill, daemon=True).start()
+        manifest = execute(point, tmp_path / "run", view)
+    assert manifest["status"] == "partial"
+    assert any(f"nats at {broker.address}" in p for p in manifest["problems"])
+    for agent in manifest["agents"]:
+        assert all(file["verified"] for file in agent["artifacts"].values())
+    from spark_jobs.analyze import analyze_run
+
+    summary = analyze_run(spark, tmp_path / "run")
+    assert summary["status"] == "partial"
+    assert 0 < summary["received"] < 2 * summary["sent"]
+    assert summary["lost"] > 0
+
+
+# --- options and workload checks ---------------------------------------------------------
+
+
+def options_problem(options: str, workload: str = "message_size: 64") -> str:
+    with pytest.raises(ScenarioError) as error:
+        parse_scenario(f"""
+name: opts
+systems:
+  - name: nats
+    driver: nats
+    broker: {{recipe: nats}}
+    options: {options}
+workload: {{{workload}, rate: 100, duration: 1s}}
+""")
+    return str(error.value)
+
+
+def test_an_unknown_option_is_refused_at_its_path():
+    assert "systems[0].options.sujbect" in options_problem("{sujbect: x}")
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ("{stream: s}", "only for mode: jetstream"),
+    ("{mode: jetstream, storage: tape}", "systems[0].options.storage"),
+    ("{password_env: P}", "username and a password"),
+    ("{username: u, password_env: P, password_file: f}", "not both"),
+    ("{username: u, password_env: P, token_env: T}", "not both"),
+    ("{subject: 'a.*'}", "without spaces or * and >"),
+    ("{mode: jetstream, stream: 'a.b'}", "stream name"),
+])
+def test_inconsistent_options_are_refused(options, expected):
+    assert expected in options_problem(options)
+
+
+def test_messages_no_nats_server_accepts_are_refused():
+    assert "above 64 MiB" in options_problem("{}", "message_size: 65MiB")
+    parse_scenario("""
+name: fine
+systems: [{name: nats, driver: nats, broker: {recipe: nats}, options: {mode: jetstream}}]
+workload: {message_size: 1KiB, rate: 100, duration: 1s, consumers: 3, connections: 2,
+           mode: [one-way, round-trip]}
+""")
