@@ -140,10 +140,12 @@ def drain(inbox: Inbox, receivers: list[Receiver], first_id: int, control: Contr
     timeout_ms = 0 if busy else WAIT_MS
     ids = [first_id + c for c in range(len(receivers))]
     poller = zmq.Poller()
-    by_pollable = {}
+    by_pollable = {}  # zmq.Poller answers with the zmq socket, or the fd of anything else
     for receiver, consumer_id in zip(receivers, ids, strict=True):
-        poller.register(receiver.pollable, zmq.POLLIN)
-        by_pollable[receiver.pollable] = (receiver, consumer_id)
+        pollable = receiver.pollable
+        poller.register(pollable, zmq.POLLIN)
+        key = pollable if isinstance(pollable, zmq.Socket | int) else pollable.fileno()
+        by_pollable[key] = (receiver, consumer_id)
     single = len(receivers) == 1
     while not control.stopping:
         if single:

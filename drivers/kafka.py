@@ -36,10 +36,13 @@ class KafkaOptions(DriverOptions):
 
     `client`: confluent (confluent-kafka, librdkafka's C client; the default) or
     kafka-python (pure Python, the baseline). confluent is the default because the
-    generator must not be the bottleneck: measured from one process on the 2-core dev VM
-    against noida-db (256 B, benchmarks/bench_kafka.py), confluent took 250-400k msg/s
-    into its queue and delivered ~265-360k msg/s, kafka-python ~22k msg/s handed over and
-    ~11k msg/s delivered; its I/O thread competes with the sender for the GIL.
+    generator must not be the bottleneck: one process sending 256-byte messages through
+    this driver's sender as fast as it can, to noida-db on the 2-core dev VM, got ~285k
+    msg/s delivered with confluent (one message per call; ~340k in batches of 64) and
+    ~10-12k msg/s with kafka-python, whose Python I/O thread competes with the sender for
+    the GIL. Open loop at 50k msg/s asked (benchmarks/bench_kafka.py), confluent sent all
+    50k/s, kafka-python ~18k/s. With `linger_ms: 0` each isolated produce call wakes
+    librdkafka's I/O thread (~10-30 µs a call here; ~2 µs with linger_ms > 0).
     """
 
     client: Literal["confluent", "kafka-python"] = "confluent"

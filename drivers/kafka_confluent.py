@@ -1,9 +1,11 @@
 """The kafka driver's confluent-kafka back end (librdkafka: C client, its own I/O threads).
 
-librdkafka retries connections forever and reports trouble through `error_cb`; an error
-that may mean the broker is gone (all brokers down, transport) is confirmed with a
-bounded metadata request before it becomes a DriverError, so a broker closing an idle
-connection does not fail a run.
+librdkafka retries connections forever, buffering what is produced meanwhile, and reports
+trouble through `error_cb`. An error that may mean the broker is gone (all brokers down,
+transport) is given OUTAGE_GRACE_S, during which senders keep handing messages to the
+client as a Kafka producer riding out an outage would (those that never arrive are
+counted lost); then a bounded metadata request decides, so a broker closing an idle
+connection does not fail a run and a dead one does.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from agents.payload import HEADER_STRUCT
 from drivers.base import DriverError
 
 LIVENESS_TIMEOUT_S = 2.0  # a metadata request that cannot be answered in this: broker gone
+OUTAGE_GRACE_S = 1.0  # how long a possible outage is ridden out before it is checked
 FLUSH_TIMEOUT_S = 5.0
 JOIN_TIMEOUT_S = 30.0  # consumer-group assignment (group: true)
 DELIVERY_TIMEOUT_MS = 30_000  # a message not acknowledged by then is a delivery error
@@ -143,34 +146,45 @@ class Backend:
 
 
 class _Alarms:
-    """What librdkafka reported from its threads, checked on the caller's next call."""
+    """What librdkafka reported (through callbacks served by poll/consume), checked on the
+    caller's next call: the hot path reads one flag, `trouble`."""
 
     def __init__(self, backend: Backend) -> None:
         self.label = backend.label
+        self.trouble = False
         self.failed: KafkaError | None = None  # a delivery report: always fatal
         self.alarmed: KafkaError | None = None  # error_cb: maybe just a dropped connection
+        self.suspect: KafkaError | None = None  # a possible outage being ridden out
+        self.suspect_since = 0.0
 
     def delivered(self, error: KafkaError | None, message) -> None:
         if error is not None and self.failed is None:
             self.failed = error
+            self.trouble = True
 
     def alarm(self, error: KafkaError) -> None:
         if self.alarmed is None or error.code() == KafkaError._ALL_BROKERS_DOWN:
             self.alarmed = error
+            self.trouble = True
 
     def check(self, client: Producer | Consumer) -> None:
         if self.failed is not None:
             raise DriverError(f"{self.label}: delivery failed ({self.failed.str()})")
         error, self.alarmed = self.alarmed, None
-        if error is None:
-            return
-        if error.fatal() or error.code() == KafkaError._AUTHENTICATION:
-            raise DriverError(f"{self.label}: {error.str()}")
-        if error.code() in MAYBE_GONE:
+        if error is not None:
+            if error.fatal() or error.code() == KafkaError._AUTHENTICATION:
+                raise DriverError(f"{self.label}: {error.str()}")
+            if error.code() in MAYBE_GONE and self.suspect is None:
+                self.suspect, self.suspect_since = error, time.monotonic()
+        if self.suspect is not None and time.monotonic() - self.suspect_since >= OUTAGE_GRACE_S:
             try:
                 client.list_topics(timeout=LIVENESS_TIMEOUT_S)
-            except KafkaException:
-                raise DriverError(f"{self.label}: connection lost ({error.str()})") from None
+            except KafkaException as exc:
+                down = time.monotonic() - self.suspect_since
+                raise DriverError(f"{self.label}: connection lost (no broker answered for "
+                                  f"{down:.1f} s: {_reason(exc)})") from None
+            self.suspect = None
+        self.trouble = self.suspect is not None
 
 
 class ConfluentSender(_Alarms):
@@ -183,7 +197,7 @@ class ConfluentSender(_Alarms):
         self._poll = self.producer.poll
 
     def send(self, frames: memoryview, count: int) -> None:
-        if self.failed is not None or self.alarmed is not None:
+        if self.trouble:
             self.check(self.producer)
         produce, topic, partition = self._produce, self.topic, self.partition
         stride = len(frames) // count
@@ -202,7 +216,7 @@ class ConfluentSender(_Alarms):
                 return self._produce(self.topic, value, None, self.partition)
             except BufferError:
                 self._poll(0.01)
-                if self.failed is not None or self.alarmed is not None:
+                if self.trouble:
                     self.check(self.producer)
 
     def close(self) -> None:
@@ -274,11 +288,11 @@ class ConfluentReceiver(_Alarms):
         """Up to `room` queued messages, waiting up to `timeout_ms` for the first."""
         self.bell.clear()
         if self.held:
-            batch, self.held = self.held, []
+            batch, self.held = self.held[:room], self.held[room:]
             return batch
         batch = self._consume(room, 0)
         if not batch:
-            if self.alarmed is not None:
+            if self.trouble:
                 self.check(self.consumer)
             if not timeout_ms:
                 return batch
@@ -300,7 +314,7 @@ class ConfluentReceiver(_Alarms):
             message = self._poll(max(left, 0))
             if message is not None:
                 return message
-            if self.alarmed is not None:
+            if self.trouble:
                 self.check(self.consumer)
             if end is not None and time.monotonic() >= end:
                 return None
@@ -312,7 +326,7 @@ class ConfluentReceiver(_Alarms):
         if error.code() == KafkaError._PARTITION_EOF:
             return
         if error.code() in MAYBE_GONE or error.retriable():
-            self.alarmed = error
+            self.alarm(error)
             self.check(self.consumer)
             return
         raise DriverError(f"{self.label}: {error.str()}")
@@ -347,7 +361,7 @@ class ConfluentResponder:
 
     def relay(self, timeout_ms: int) -> int:
         sender = self.sender
-        if sender.failed is not None or sender.alarmed is not None:
+        if sender.trouble:
             sender.check(sender.producer)
         produce, replies, count = sender._produce, self.replies, 0
         for message in self.receiver.take(RELAY_BATCH, timeout_ms):

@@ -28,7 +28,8 @@ PROBE_AFTER_S = 1.0  # idle this long: check the broker's port still accepts con
 PROBE_TIMEOUT_S = 2.0
 FLUSH_TIMEOUT_S = 5.0
 JOIN_TIMEOUT_S = 30.0
-DELIVERY_TIMEOUT_MS = 30_000
+DELIVERY_TIMEOUT_MS = 30_000  # must exceed linger + request timeout (kafka-python checks)
+REQUEST_TIMEOUT_MS = 10_000
 WAIT_SLICE_MS = 1000
 RELAY_BATCH = 1024
 unpack_header = HEADER_STRUCT.unpack_from
@@ -87,12 +88,10 @@ class Backend:
         opts = self.options
         try:
             if name not in self.admin.list_topics():
-                try:
+                with contextlib.suppress(TopicAlreadyExistsError):
                     self.admin.create_topics(
                         [NewTopic(name, opts.partitions, opts.replication)],
                         timeout_ms=self.timeout_ms)
-                except TopicAlreadyExistsError:
-                    pass
             deadline = time.monotonic() + self.timeout_ms / 1000
             while True:
                 described = self.admin.describe_topics([name])
@@ -109,13 +108,15 @@ class Backend:
         opts = self.options
         conf = self.conf(acks=opts.acks, linger_ms=opts.linger_ms,
                          compression_type=None if opts.compression == "none" else opts.compression,
-                         delivery_timeout_ms=DELIVERY_TIMEOUT_MS, max_block_ms=self.timeout_ms,
+                         request_timeout_ms=REQUEST_TIMEOUT_MS,
+                         delivery_timeout_ms=DELIVERY_TIMEOUT_MS + opts.linger_ms,
+                         max_block_ms=self.timeout_ms,
                          metrics_enabled=False)
         if opts.batch_size is not None:
             conf["batch_size"] = opts.batch_size
         try:
             return KafkaProducer(**conf)
-        except (KafkaError, AssertionError, ValueError) as exc:  # e.g. no codec library
+        except (KafkaError, RuntimeError, ValueError) as exc:  # e.g. no codec library
             raise DriverError(f"{self.label}: kafka-python producer: {_reason(exc)}") from None
 
     def consumer(self, group: bool) -> KafkaConsumer:
@@ -167,11 +168,10 @@ class PythonSender:
             raise DriverError(f"{self.label}: send failed ({_reason(exc)})") from None
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(KafkaError):  # a broker gone: what is queued is lost
             self.producer.flush(FLUSH_TIMEOUT_S)
-        except KafkaError:
-            pass
-        self.producer.close(timeout=1)
+        with contextlib.suppress(KafkaError):
+            self.producer.close(timeout=1)
         self.check()
 
 
@@ -217,7 +217,7 @@ class PythonReceiver:
     def take(self, room: int, timeout_ms: int) -> list:
         """Up to `room` records (a list per partition), waiting up to `timeout_ms`."""
         if self.held:
-            held, self.held = self.held, []
+            held, self.held = self.held[:room], self.held[room:]
             return [held]
         if timeout_ms < 0:
             while True:

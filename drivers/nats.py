@@ -24,8 +24,11 @@ the message header; requester connection N subscribes to `S.reply.N`.
   agent's connections subscribe to it in one queue group, so each ack reaches exactly one
   of them; acks are counted without blocking the send loop, an error ack is a DriverError.
   Receivers each own a pull consumer (filter S, deliver new, no acks), so every receiver
-  sees every message published after it was created. A round trip's responder pulls the
-  stored requests the same way and answers over core NATS.
+  sees every message published after it was created. A responder agent's connections
+  share one such consumer (as core responders share a queue group) and answer over core
+  NATS. Pull requests ask for `batch` messages; the next goes out when half have come.
+- The server's PINGs are answered on every connection (a sender looks about once a
+  millisecond, without blocking); -ERR is a DriverError.
 """
 
 from __future__ import annotations
@@ -39,16 +42,23 @@ import select
 import socket
 import ssl
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+import nats
+import nats.errors
+import nats.js.errors
+from nats.aio.client import Client
+from nats.aio.transport import Transport
+from nats.js import api
 from pydantic import Field, field_validator, model_validator
 
 from agents.payload import HEADER_STRUCT
 from drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
 
 CONNECT_TIMEOUT_S = 5
-BUFFER_BYTES = 1 << 20  # per connection read buffer (grown for large messages)
+BUFFER_BYTES = 1 << 20  # per connection read buffer (at least 4 messages' worth)
 MAX_LINE = 4096  # a protocol line longer than this is garbage, not a partial read
 SERVICE_NS = 1_000_000  # how often a sender looks for PING, -ERR and acks (it never blocks)
 PULL_EXPIRES_NS = 30_000_000_000  # a pull request's lifetime; renewed when it ends
@@ -83,6 +93,7 @@ class NatsOptions(DriverOptions):
     """JetStream pull consumer batch: messages requested at a time (another request goes
     out when half are delivered)."""
     username: str | None = None
+    """User name to log in with (the password by reference, below)."""
     password_env: str | None = None
     """Name of the environment variable holding the password (with `username`)."""
     password_file: str | None = None
@@ -129,12 +140,13 @@ class NatsOptions(DriverOptions):
 # --- connecting: nats-py's handshake on a socket we keep ---------------------------------
 
 
-class _LentTransport:
+class _LentTransport(Transport):
     """A nats-py transport over a plain blocking socket, for the handshake only.
 
     nats-py drives it from a private event loop that does nothing else, so blocking calls
     are fine; afterwards the socket (TLS-wrapped if nats-py asked for it) belongs to the
-    driver. Subclasses nats.aio.transport.Transport at import time (see `_transport_class`).
+    driver. Should nats-py's background tasks ever get to run before they are cancelled,
+    they find nothing to read (`read` waits forever) and nothing to write.
     """
 
     def __init__(self, timeout: float) -> None:
@@ -198,12 +210,6 @@ class _LentTransport:
         return True  # "already set up": nats-py then uses this transport, not its own
 
 
-def _transport_class():
-    from nats.aio.transport import Transport
-
-    return type("LentTransport", (_LentTransport, Transport), {})
-
-
 def _secret(options: NatsOptions, label: str) -> dict:
     """nats-py's credential arguments, read now (never stored on the driver)."""
     if options.token_env:
@@ -234,7 +240,7 @@ def _has_credentials(options: NatsOptions) -> bool:
 def _client_arguments(options: NatsOptions, label: str) -> dict:
     arguments = {
         "allow_reconnect": False,
-        "max_reconnect_attempts": 1,  # one attempt per server: nats-py then gives up
+        "max_reconnect_attempts": 1,  # nats-py then gives up after a retry (0: never)
         "reconnect_time_wait": 0,
         "connect_timeout": CONNECT_TIMEOUT_S,
         "name": "sixnines",
@@ -251,8 +257,6 @@ def _client_arguments(options: NatsOptions, label: str) -> dict:
 def _connect_error(exc: BaseException, cause: BaseException | None, label: str,
                    credentials: bool) -> DriverError:
     """Word what nats-py (or the socket under it) said as a DriverError naming the server."""
-    import nats.errors
-
     text = str(exc)
     if cause is not None:
         return DriverError(f"{label}: cannot connect ({cause})")
@@ -274,9 +278,7 @@ def _handshake(host: str, port: int, options: NatsOptions, label: str):
     """Connect with nats-py on a private loop; return (socket, bytes already read, server
     INFO). nats-py's read loop, pinger and flusher are cancelled before their first step,
     so nothing but this module ever touches the socket afterwards."""
-    from nats.aio.client import Client
-
-    transport = _transport_class()(CONNECT_TIMEOUT_S)
+    transport = _LentTransport(CONNECT_TIMEOUT_S)
     client = Client()
     client._transport = transport  # nats-py keeps a transport that is already set up
     url = f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
@@ -315,10 +317,6 @@ def _handshake(host: str, port: int, options: NatsOptions, label: str):
 
 def _manage(host: str, port: int, options: NatsOptions, label: str, work) -> object:
     """Run `await work(jsm)` on a short-lived nats-py connection of its own."""
-    import nats
-    import nats.errors
-    import nats.js.errors
-
     url = f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
     arguments = _client_arguments(options, label)
     failure: list[Exception] = []
@@ -358,10 +356,8 @@ def _manage(host: str, port: int, options: NatsOptions, label: str, work) -> obj
 
 
 async def _ensure_stream(jsm, options: NatsOptions, label: str) -> None:
-    """Create the stream, or accept an existing one whose subjects cover ours."""
-    from nats.js import api
-    from nats.js.errors import BadRequestError
-
+    """Create the stream, or accept an existing one that has our subject, storage and
+    replicas (its other settings, e.g. limits, are left as they are)."""
     config = api.StreamConfig(
         name=options.stream, subjects=[options.subject],
         storage=api.StorageType.MEMORY if options.storage == "memory" else api.StorageType.FILE,
@@ -371,15 +367,25 @@ async def _ensure_stream(jsm, options: NatsOptions, label: str) -> None:
     try:
         await jsm.add_stream(config)
         return
-    except BadRequestError as exc:
+    except nats.js.errors.BadRequestError as exc:
         if exc.err_code != 10058:  # "stream name already in use with a different config"
             raise
-    info = await jsm.stream_info(options.stream)
-    have = info.config.subjects or []
+    existing = (await jsm.stream_info(options.stream)).config
+    have = existing.subjects or []
     if options.subject not in have:
         raise DriverError(
             f"{label}: stream {options.stream!r} exists with subjects {sorted(have)}, "
             f"without {options.subject!r}: use another stream name or subject")
+    for what, want, got in (("storage", config.storage, existing.storage),
+                            ("replicas", config.num_replicas, existing.num_replicas)):
+        if got is not None and _plain(got) != _plain(want):
+            raise DriverError(
+                f"{label}: stream {options.stream!r} exists with {what} {_plain(got)}, not "
+                f"{_plain(want)}: delete it or use another stream name")
+
+
+def _plain(value) -> str:
+    return str(getattr(value, "value", value))
 
 
 # --- the protocol on the socket ----------------------------------------------------------
@@ -419,7 +425,7 @@ class _Link:
         self.pull: bytes = b""
         self.batch = 0
         self.outstanding = 0
-        # a responder's outgoing replies, and PUB lines by reply subject
+        # a responder's outgoing replies, and their PUB lines by producer id
         self.replies: bytearray | None = None
         self.reply_lines: dict[int, bytes] = {}
         self.reply_prefix = b""
@@ -452,7 +458,7 @@ class _Link:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise DriverError(f"{self.label}: no PONG within {CONNECT_TIMEOUT_S} s")
-            if self.poller.poll(remaining * 1000):
+            if self.wait(int(remaining * 1000) + 1):
                 self.fill(len(self.buf))
                 self.parse(None, 0, 0)
                 if self.more:  # stopped at a data message: the subscription works
@@ -614,7 +620,9 @@ class _Link:
             self.outstanding -= pending if pending is not None else self.batch
             self.outstanding = max(self.outstanding, 0)
             return
-        reason = b" ".join(status[1:]).decode(errors="replace")
+        reason = b" ".join(status[1:]).decode(errors="replace") or "no status"
+        if not self.batch:
+            raise DriverError(f"{self.label}: unexpected message with headers ({reason})")
         raise DriverError(f"{self.label}: the JetStream consumer failed: {reason}")
 
     def _relay(self, body: int, stop: int) -> None:
@@ -641,6 +649,9 @@ class _Link:
             self.sock.close()
 
 
+Release = Callable[[], bytes] | None  # what to send before closing a subscriber
+
+
 class NatsSender:
     """Publishes pre-framed batches with one `sendall`. About every millisecond it reads
     what the server sent, without blocking: PINGs are answered (a client that ignores two
@@ -660,12 +671,13 @@ class NatsSender:
         return self.link.acked
 
     def send(self, frames: memoryview, count: int) -> None:
+        # before the write: a DriverError must mean these frames were not sent
+        if self._reads and clock() >= self._next_read:
+            self.service()
         try:
             self._sock.sendall(frames)
         except OSError as exc:
             raise DriverError(f"{self.link.label}: connection lost ({exc})") from None
-        if self._reads and clock() >= self._next_read:
-            self.service()
 
     def service(self) -> None:
         """Handle what the server sent (PING, -ERR, acks) without blocking."""
@@ -679,24 +691,24 @@ class NatsSender:
 
 
 class NatsReceiver:
-    def __init__(self, link: _Link, cleanup: bytes = b"") -> None:
+    def __init__(self, link: _Link, release: Release = None) -> None:
         self.link = link
         # The descriptor, not the socket: zmq.Poller.poll reports a non-zmq pollable by its
         # descriptor, and agents look the reported pollable up among the registered ones.
         self.pollable = link.sock.fileno()
-        self._cleanup = cleanup  # sent before closing (deletes a JetStream consumer)
+        self._release = release
         self._wire_min = link.size + len(b"MSG a 1 \r\n\r\n") + len(str(link.size))
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         link = self.link
         room = len(out) // stride
-        if link.more:  # whole messages left over by a call that filled `out`
+        if link.more:  # whole messages buffered (by the subscription's sync, or a full out)
             return link.parse(out, stride, room)
         if timeout_ms and not link.wait(timeout_ms):
             return 0
         # Read no more than `out` can take, so that no whole message stays buffered where a
-        # poller waiting on the socket cannot see it. A partial message of `partial` bytes
-        # is longer than that (its wire form is at least `_wire_min`).
+        # poller waiting on the socket cannot see it: every message takes at least
+        # `_wire_min` bytes, and a buffered partial one at least one byte more than it has.
         partial = link.end - link.start
         limit = max(room * self._wire_min - partial, 1 + (room - 1) * self._wire_min)
         if not link.fill(limit):
@@ -710,22 +722,23 @@ class NatsReceiver:
         return n
 
     def close(self) -> None:
-        _close(self.link, self._cleanup)
+        _close(self.link, self._release)
 
 
 class NatsResponder:
-    def __init__(self, link: _Link, reply_prefix: bytes, cleanup: bytes = b"") -> None:
+    def __init__(self, link: _Link, reply_prefix: bytes, release: Release = None) -> None:
         self.link = link
-        self._cleanup = cleanup
+        self._release = release
         link.replies = bytearray()
         link.reply_prefix = reply_prefix
 
     def relay(self, timeout_ms: int) -> int:
         link = self.link
-        if timeout_ms and not link.wait(timeout_ms):
-            return 0
-        if not link.fill(len(link.buf)):
-            return 0
+        if not link.more:  # (whole requests may be buffered since the subscription's sync)
+            if timeout_ms and not link.wait(timeout_ms):
+                return 0
+            if not link.fill(len(link.buf)):
+                return 0
         n = link.parse(None, 0, 1 << 62)
         if link.replies:
             link.write(link.replies)
@@ -733,11 +746,15 @@ class NatsResponder:
         return n
 
     def close(self) -> None:
-        _close(self.link, self._cleanup)
+        _close(self.link, self._release)
 
 
-def _close(link: _Link, cleanup: bytes) -> None:
-    if cleanup and not link.closed:
+def _close(link: _Link, release: Release) -> None:
+    """Close a subscriber, deleting its JetStream consumer if it was the last user."""
+    if link.closed:
+        return
+    cleanup = release() if release else b""
+    if cleanup:
         with contextlib.suppress(DriverError):
             link.write(cleanup)
     link.close()
@@ -756,6 +773,7 @@ class NatsDriver(Driver):
         self._token = os.urandom(8).hex()  # names this agent's inbox and consumers
         self._acks = f"_INBOX.{self._token}"
         self._stream_ready = False
+        self._consumers: dict[str, int] = {}  # JetStream consumers made here: connections
 
     def framing(self, message_size: int) -> Framing:
         reply = f" {self._acks}" if self._js else ""
@@ -793,8 +811,6 @@ class NatsDriver(Driver):
         if not self._stream_ready:
             await _ensure_stream(jsm, self.options, self._label)
         if consumer:
-            from nats.js import api
-
             await jsm.add_consumer(self.options.stream, api.ConsumerConfig(
                 name=consumer, deliver_policy=api.DeliverPolicy.NEW,
                 ack_policy=api.AckPolicy.NONE, filter_subject=self.options.subject,
@@ -806,52 +822,70 @@ class NatsDriver(Driver):
             link.subscribe(self._acks, ACK_SID, b"acks")
         return NatsSender(link, reads)
 
-    def _subscriber(self, size: int, connection_id: int, role: str,
-                    queue: bytes = b"") -> tuple[_Link, bytes]:
-        """A connection subscribed to the one-way subject (a pull consumer in JetStream
-        mode); returns it with what to send before closing it."""
+    def _subscriber(self, size: int, name: str, queue: bytes = b"") -> tuple[_Link, Release]:
+        """A connection subscribed to the one-way subject, in JetStream mode by pulling
+        from the consumer `sixnines-<agent token>-<name>` (created by the first connection
+        that names it, deleted when the last one closes); returns it with the release."""
         if not self._js:
             link = self._open(size)
             link.data_sid = DATA_SID
             link.subscribe(self.options.subject, DATA_SID, queue)
             link.fast = b"MSG %s %s %d\r\n" % (self.options.subject.encode(), DATA_SID, size)
-            return link, b""
-        name = f"sixnines-{self._token}-{role}-{connection_id}"
-        link = self._open(size, consumer=name)
-        inbox = f"{self._acks}.{name}"
+            return link, None
+        consumer = f"sixnines-{self._token}-{name}"
+        link = self._open(size, consumer="" if consumer in self._consumers else consumer)
+        self._consumers[consumer] = self._consumers.get(consumer, 0) + 1
+        inbox = f"{self._acks}.pull.{os.urandom(6).hex()}"
         link.data_sid = DATA_SID
         link.subscribe(inbox, DATA_SID)
-        api = f"$JS.API.CONSUMER.%s.{self.options.stream}.{name}"
+        endpoint = f"$JS.API.CONSUMER.%s.{self.options.stream}.{consumer}"
         ask = json.dumps({"batch": self.options.batch, "expires": PULL_EXPIRES_NS}).encode()
-        link.pull = b"PUB %s %s %d\r\n%s\r\n" % ((api % "MSG.NEXT").encode(), inbox.encode(),
-                                                len(ask), ask)
+        link.pull = b"PUB %s %s %d\r\n%s\r\n" % (
+            (endpoint % "MSG.NEXT").encode(), inbox.encode(), len(ask), ask)
         link.batch = self.options.batch
         link.request_more()
-        return link, f"PUB {api % 'DELETE'} 0\r\n\r\n".encode()
+
+        def release() -> bytes:
+            self._consumers[consumer] -= 1
+            if self._consumers[consumer]:
+                return b""
+            return f"PUB {endpoint % 'DELETE'} 0\r\n\r\n".encode()  # no reply wanted
+
+        return link, release
+
+    @staticmethod
+    def _ready(link: _Link, release: Release = None) -> None:
+        """Wait until the server has taken the subscriptions; close the link if not."""
+        try:
+            link.sync()
+        except DriverError:
+            _close(link, release)
+            raise
 
     def sender(self, message_size: int, connection_id: int) -> NatsSender:
         link = self._open(message_size)
         sender = self._publisher(link, reads=True)
-        link.sync()
+        self._ready(link)
         return sender
 
     def receiver(self, message_size: int, connection_id: int) -> NatsReceiver:
-        link, cleanup = self._subscriber(message_size, connection_id, "receiver")
-        link.sync()
-        return NatsReceiver(link, cleanup)
+        link, release = self._subscriber(message_size, f"receiver-{connection_id}")
+        self._ready(link, release)
+        return NatsReceiver(link, release)
 
-    def requester(self, message_size: int, connection_id: int):
+    def requester(self, message_size: int,
+                  connection_id: int) -> tuple[NatsSender, NatsReceiver]:
         link = self._open(message_size)
         reply = f"{self.options.subject}.reply.{connection_id}"
         link.data_sid = DATA_SID
         link.subscribe(reply, DATA_SID)
         link.fast = b"MSG %s %s %d\r\n" % (reply.encode(), DATA_SID, message_size)
         sender = self._publisher(link, reads=False)
-        link.sync()
+        self._ready(link)
         return sender, NatsReceiver(link)
 
     def responder(self, message_size: int, connection_id: int) -> NatsResponder:
-        link, cleanup = self._subscriber(message_size, connection_id, "responder",
-                                         RESPONDERS_GROUP)
-        link.sync()
-        return NatsResponder(link, f"{self.options.subject}.reply.".encode(), cleanup)
+        # core: one queue group; JetStream: one consumer shared by the agent's connections
+        link, release = self._subscriber(message_size, "responders", RESPONDERS_GROUP)
+        self._ready(link, release)
+        return NatsResponder(link, f"{self.options.subject}.reply.".encode(), release)

@@ -417,7 +417,7 @@ class TemplateSender(_Publisher):
             template += bytes(size) + END
         self._template = bytes(template)
         self._ring = np.empty(0, np.uint8)
-        self._wire = memoryview(self._ring)
+        self._room(max(1, min(64, (1 << 20) // len(template))))  # grows for larger batches
 
     def _room(self, count: int) -> None:
         slot = len(self._template)

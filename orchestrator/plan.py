@@ -17,6 +17,7 @@ class AgentPlan:
     first_id: int  # producer/consumer id of its first connection
     sends: int  # messages it will send (0 for consumers)
     expected: int  # messages it should receive
+    connections: int = 1
 
     @property
     def sends_messages(self) -> bool:
@@ -44,6 +45,7 @@ def plan_agents(workload, needs_responder: bool = False) -> list[AgentPlan]:
             agent_id=f"{sender_role}-{k}", role=sender_role, rate=share,
             phase_ns=int(k * interval_ns), first_id=k * connections, sends=per_connection,
             expected=per_connection if sender_role == "requester" else 0,
+            connections=connections,
         )
         for k in range(senders)
     ]
@@ -51,7 +53,8 @@ def plan_agents(workload, needs_responder: bool = False) -> list[AgentPlan]:
         total = per_connection * senders
         consumers = [
             AgentPlan(agent_id=f"consumer-{k}", role="consumer", rate=0.0, phase_ns=0,
-                      first_id=k * connections, sends=0, expected=total * connections)
+                      first_id=k * connections, sends=0, expected=total * connections,
+                      connections=connections)
             for k in range(workload.consumers)
         ]
         plans = consumers + plans

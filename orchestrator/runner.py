@@ -124,7 +124,7 @@ class Run:
             role=plan.role, driver=self.point.system.driver, address=self.broker.address,
             driver_options=self.point.system.options.model_dump(mode="json"),
             message_size=w.message_size, rate=plan.rate, schedule=str(w.schedule),
-            duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=w.connections,
+            duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=plan.connections,
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
             drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
             expected=plan.expected, out_dir=str(out_dir),

@@ -236,11 +236,14 @@ def _driver_workload_problems(
     scenario: Scenario, specs: list[SpecAt], doc: Document
 ) -> list[Problem]:
     """What each system's driver says it cannot do with the workload, each message once
-    (per case: "tcp: ... (in cases[2])")."""
+    (per case: "... (in cases[2])"). Systems whose options are invalid are skipped: those
+    errors are reported on the options themselves."""
     problems: dict[Problem, None] = {}
     points = _points(specs)
     for index, system in enumerate(scenario.systems):
         driver = system.driver_class()
+        if not isinstance(system.options, driver.Options):
+            continue
         line = doc.line_of(("systems", index))
         for where, workload in points:
             case = "" if where == ("workload",) else f" (in {format_path(where)})"

@@ -66,7 +66,9 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
     notes, hlogs = _missing_notes(manifest, loaded, run_dir)
 
     df = frames.load_messages(spark, run_dir, manifest)
-    consumers = sum(role == "consumer" for role, _ in loaded.values())
+    # every connection of every consumer agent receives every message (fan-out)
+    connections = int(workload.get("connections", 1))
+    consumers = connections * sum(role == "consumer" for role, _ in loaded.values())
     counts = frames.accounting(df, consumers).first().asDict()
     rate = frames.rates(df).first().asDict()
     values = frames.metric_values(frames.measured(df))

@@ -155,16 +155,20 @@ def bucket_counts(values: DataFrame, keys: tuple[str, ...] = ("metric",)) -> Dat
     )
 
 
+def _receiver() -> Column:
+    """One receiving connection: an agent may hold several (each gets every message)."""
+    return F.col("agent_index").cast("long") * (1 << 32) + F.col("consumer_id").cast("long")
+
+
 def _pair_totals(df: DataFrame) -> DataFrame:
     """unique / duplicated / unexpected deliveries from (producer_id, seq) matching.
 
     Sent pairs carry a null receiver. Partitioning once by (producer_id, seq) lets both
     aggregations run without a second shuffle. A requester is its own receiver.
     """
-    nobody = F.lit(None).cast("int").alias("receiver")
+    nobody = F.lit(None).cast("long").alias("receiver")
     sent = df.filter(_is_sender()).select("producer_id", "seq", nobody)
-    got = df.filter(_is_receipt()).select("producer_id", "seq", F.col("agent_index")
-                                          .alias("receiver"))
+    got = df.filter(_is_receipt()).select("producer_id", "seq", _receiver().alias("receiver"))
     rx = F.col("receiver").isNotNull()
     per_receiver = (
         sent.unionByName(got)
@@ -189,10 +193,10 @@ def _pair_totals(df: DataFrame) -> DataFrame:
 def reordered(df: DataFrame) -> DataFrame:
     """One row: receipts whose seq is below the highest seq seen earlier in their stream.
 
-    A stream is one (receiver, producer) pair in receive order (rx_index).
+    A stream is one (receiving connection, producer) pair in receive order (rx_index).
     """
     earlier = (
-        Window.partitionBy("agent_index", "producer_id")
+        Window.partitionBy("agent_index", "consumer_id", "producer_id")
         .orderBy("rx_index")
         .rowsBetween(Window.unboundedPreceding, -1)
     )
@@ -210,8 +214,8 @@ def accounting(df: DataFrame, consumers: int | None = None) -> DataFrame:
     df is the loaded frame (warm-up rows included, for the separate warm-up counts).
     One-way delivery is fan-out, so every consumer expects every sent message:
     lost = consumers·sent + requests − unique deliveries. `consumers` is the number of
-    consumer agents analysed (default: those with rows in df). df needs `agent_index`
-    (see load_messages).
+    receiving consumer connections analysed (default: those with rows in df). df needs
+    `agent_index` (see load_messages).
     """
     m = measured(df)
     warm = F.col("warmup")
@@ -223,7 +227,7 @@ def accounting(df: DataFrame, consumers: int | None = None) -> DataFrame:
         F.count(F.when(_is_receipt() & warm, 1)).alias("warmup_received"),
     ]
     if consumers is None:
-        consumer_id = F.when(F.col("role") == "consumer", F.col("agent_index"))
+        consumer_id = F.when(F.col("role") == "consumer", _receiver())
         aggregates.append(F.count_distinct(consumer_id).alias("consumers"))
     counts = df.agg(*aggregates)
     n_consumers = F.col("consumers") if consumers is None else F.lit(consumers)
