@@ -27,7 +27,9 @@ from pydantic import Field, model_validator
 from drivers.base import Driver, DriverError, DriverOptions, split_address
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
-MAX_MESSAGE_BYTES = 1_000_000  # the clients' and brokers' default record size limit
+DEFAULT_RECORD_BYTES = 1_000_000  # the clients' and brokers' default record size limit
+RECORD_HEADROOM = 64 << 10  # record and batch framing above the payload
+MAX_MESSAGE_BYTES = 64 << 20  # brokers refuse requests over ~100 MB by default
 TOPIC_CHARS = r"^[A-Za-z0-9._-]{1,200}$"
 
 
@@ -91,15 +93,20 @@ class KafkaDriver(Driver):
         self.host, self.port = split_address(address, self.name)
         self.label = f"kafka at {address}"
         self.partitions: dict[str, int] = {}  # topics known to exist: partition count
+        self.record_bytes = DEFAULT_RECORD_BYTES
         self._backend = None
 
     @classmethod
     def workload_problems(cls, options: KafkaOptions, workload) -> list[str]:
         if workload.message_size > MAX_MESSAGE_BYTES:
             return [f"kafka: {workload.message_size}-byte messages exceed the "
-                    f"{MAX_MESSAGE_BYTES}-byte record limit of Kafka clients and brokers "
-                    "by default"]
+                    f"{MAX_MESSAGE_BYTES}-byte limit this driver configures"]
         return []
+
+    def _size_for(self, message_size: int) -> None:
+        """Records above Kafka's default 1 MB limit need it raised on the topics the driver
+        creates, the producers and the consumers alike (an existing topic keeps its own)."""
+        self.record_bytes = max(DEFAULT_RECORD_BYTES, message_size + RECORD_HEADROOM)
 
     # -- connecting ------------------------------------------------------------------------
 
@@ -148,20 +155,24 @@ class KafkaDriver(Driver):
     def sender(self, message_size: int, connection_id: int):
         """Messages are handed to the client's producer one by one (it batches them into
         produce requests itself): `sent_ns` is when a message was handed to the client."""
+        self._size_for(message_size)
         topic = self.options.topic
         return self.backend.sender(topic, connection_id % self.topic(topic))
 
     def receiver(self, message_size: int, connection_id: int):
+        self._size_for(message_size)
         topic = self.options.topic
         return self.backend.receiver(topic, self.topic(topic), message_size)
 
     def requester(self, message_size: int, connection_id: int):
+        self._size_for(message_size)
         requests = f"{self.options.topic}.req"
         replies = f"{self.options.topic}.reply.{connection_id}"
         receiver = self.backend.receiver(replies, self.topic(replies), message_size)
         return self.backend.sender(requests, connection_id % self.topic(requests)), receiver
 
     def responder(self, message_size: int, connection_id: int):
+        self._size_for(message_size)
         requests = f"{self.options.topic}.req"
         return self.backend.responder(requests, self.topic(requests), message_size,
                                       f"{self.options.topic}.reply.")

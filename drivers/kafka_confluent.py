@@ -38,6 +38,7 @@ JOIN_TIMEOUT_S = 30.0  # consumer-group assignment (group: true)
 DELIVERY_TIMEOUT_MS = 30_000  # a message not acknowledged by then is a delivery error
 WAIT_SLICE_S = 1.0  # a blocking receive looks at error reports this often
 RELAY_BATCH = 1024
+FETCH_BYTES = 52_428_800  # librdkafka's default fetch.max.bytes
 MAYBE_GONE = {KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE,
               KafkaError._TIMED_OUT}
 unpack_header = HEADER_STRUCT.unpack_from
@@ -53,6 +54,7 @@ class Backend:
     """Admin work (connection check, topics) and the factories of one driver."""
 
     def __init__(self, driver, timeout_s: float) -> None:
+        self.driver = driver  # its record_bytes sizes topics, producers and consumers
         self.label = driver.label
         opts = driver.options
         self.options = opts
@@ -104,7 +106,8 @@ class Backend:
                 return len(topic.partitions)
             if not created:
                 future = self.admin.create_topics(
-                    [NewTopic(name, opts.partitions, opts.replication)],
+                    [NewTopic(name, opts.partitions, opts.replication,
+                              config={"max.message.bytes": str(self.driver.record_bytes)})],
                     request_timeout=self.timeout_s)[name]
                 try:
                     future.result(self.timeout_s)
@@ -125,6 +128,7 @@ class Backend:
             "compression.type": opts.compression,
             "message.timeout.ms": DELIVERY_TIMEOUT_MS,
             "delivery.report.only.error": True, "on_delivery": owner.delivered,
+            "message.max.bytes": self.driver.record_bytes,
             "error_cb": owner.alarm,
         })
         if opts.batch_size is not None:
@@ -206,18 +210,19 @@ class ConfluentSender(_Alarms):
             try:
                 produce(topic, value, None, partition)
             except BufferError:  # the client's queue is full: wait for the broker
-                self._poll(0.01)
                 self._produce_blocking(value)
         self._poll(0)
 
     def _produce_blocking(self, value: bytes) -> None:
+        """Backpressure: the send waits (and shows as send lag) until the queue has room."""
         while True:
+            self._poll(0.01)
+            if self.trouble:
+                self.check(self.producer)
             try:
                 return self._produce(self.topic, value, None, self.partition)
             except BufferError:
-                self._poll(0.01)
-                if self.trouble:
-                    self.check(self.producer)
+                pass
 
     def close(self) -> None:
         self.producer.flush(FLUSH_TIMEOUT_S)
@@ -240,6 +245,9 @@ class ConfluentReceiver(_Alarms):
                 "enable.auto.commit": False, "enable.partition.eof": False,
                 "auto.offset.reset": "latest", "fetch.wait.max.ms": opts.fetch_wait_ms,
                 "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000,
+                "message.max.bytes": backend.driver.record_bytes,
+                "max.partition.fetch.bytes": backend.driver.record_bytes,
+                "fetch.max.bytes": max(FETCH_BYTES, backend.driver.record_bytes),
                 "error_cb": self.alarm}
         try:
             self.consumer = Consumer(conf)

@@ -24,6 +24,7 @@ from kafka.errors import KafkaError, TopicAlreadyExistsError
 from agents.payload import HEADER_STRUCT
 from drivers.base import DriverError
 
+FETCH_BYTES = 52_428_800  # kafka-python's default fetch_max_bytes
 PROBE_AFTER_S = 1.0  # idle this long: check the broker's port still accepts connections
 PROBE_TIMEOUT_S = 2.0
 FLUSH_TIMEOUT_S = 5.0
@@ -55,6 +56,7 @@ def _logged():
 
 class Backend:
     def __init__(self, driver, timeout_s: float) -> None:
+        self.driver = driver  # its record_bytes sizes topics, producers and consumers
         self.label = driver.label
         self.address = (driver.host, driver.port)
         opts = self.options = driver.options
@@ -90,7 +92,9 @@ class Backend:
             if name not in self.admin.list_topics():
                 with contextlib.suppress(TopicAlreadyExistsError):
                     self.admin.create_topics(
-                        [NewTopic(name, opts.partitions, opts.replication)],
+                        [NewTopic(name, opts.partitions, opts.replication,
+                                  topic_configs={"max.message.bytes":
+                                                 str(self.driver.record_bytes)})],
                         timeout_ms=self.timeout_ms)
             deadline = time.monotonic() + self.timeout_ms / 1000
             while True:
@@ -111,6 +115,7 @@ class Backend:
                          request_timeout_ms=REQUEST_TIMEOUT_MS,
                          delivery_timeout_ms=DELIVERY_TIMEOUT_MS + opts.linger_ms,
                          max_block_ms=self.timeout_ms,
+                         max_request_size=self.driver.record_bytes,
                          metrics_enabled=False)
         if opts.batch_size is not None:
             conf["batch_size"] = opts.batch_size
@@ -125,7 +130,9 @@ class Backend:
             group_id=f"sixnines-{uuid.uuid4().hex[:12]}" if group else None,
             enable_auto_commit=False, auto_offset_reset="latest",
             fetch_max_wait_ms=opts.fetch_wait_ms, session_timeout_ms=6000,
-            heartbeat_interval_ms=1000, metrics_enabled=False))
+            heartbeat_interval_ms=1000, metrics_enabled=False,
+            max_partition_fetch_bytes=self.driver.record_bytes,
+            fetch_max_bytes=max(FETCH_BYTES, self.driver.record_bytes)))
 
     def sender(self, topic: str, partition: int) -> PythonSender:
         return PythonSender(self, topic, partition)

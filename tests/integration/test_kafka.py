@@ -151,6 +151,18 @@ def test_one_large_batch_arrives_complete(manual_driver, closing):
     assert collect(receiver, SIZE, 5000) == split(buf, SIZE)
 
 
+def test_messages_over_the_default_1mb_record_limit_arrive(manual_driver, closing):
+    """The classic 1 MB configuration: topics, producers and consumers are sized for it."""
+    size = 1_500_000
+    receiver = manual_driver.receiver(size, 0)
+    sender = manual_driver.sender(size, 4)
+    closing(receiver)
+    closing(sender)
+    buf = frames_of(4, 5, size)
+    send_in_batches(sender, buf, size, batches=(1, 4))
+    assert collect(receiver, size, 5) == split(buf, size)
+
+
 def test_receive_returns_at_once_when_idle(manual_driver, closing):
     receiver = manual_driver.receiver(SIZE, 0)
     closing(receiver)
@@ -439,6 +451,6 @@ def test_every_option_is_accepted():
           "fetch_wait_ms: 0, sasl_mechanism: SCRAM-SHA-512, username: u, password_env: PW}")
 
 
-def test_workload_problems_refuse_messages_over_the_record_limit():
-    with pytest.raises(ScenarioError, match="record limit"):
-        parse("{}", "message_size: 2MiB")
+def test_workload_problems_refuse_messages_over_the_driver_limit():
+    with pytest.raises(ScenarioError, match="limit this driver configures"):
+        parse("{}", "message_size: 65MiB")
