@@ -205,11 +205,11 @@ def test_closed_schedule_needs_round_trip(tmp_path: Path) -> None:
 
 
 def test_unknown_driver_lists_installed_drivers(tmp_path: Path) -> None:
-    text = MINIMAL.replace("driver: tcp", "driver: kafka")
+    text = MINIMAL.replace("driver: tcp", "driver: nosuch")
     problem = only(tmp_path, text)
     installed = ", ".join(sorted(registry.available()))
     assert problem == Problem(
-        "systems[0].driver", 4, f"no driver named 'kafka' (installed: {installed})"
+        "systems[0].driver", 4, f"no driver named 'nosuch' (installed: {installed})"
     )
     assert "tcp" in installed and "zmq" in installed
 
@@ -297,7 +297,7 @@ systems:
     driver: tcp
     options: {nodely: true}
   - name: k
-    driver: kafka
+    driver: nosuch
 workload:
   message_size: [64, 10]
   rate: -5
@@ -488,7 +488,7 @@ def test_driver_workload_checks_apply_to_every_case(tmp_path: Path, monkeypatch)
     monkeypatch.setattr(registry, "load", lambda n: Small if n == "small" else real_load(n))
     text = CASES.replace("driver: tcp", "driver: small")
     assert only(tmp_path, text) == Problem(
-        "systems[0]", 3, "tcp: messages over 64KB are not supported (in cases[2])"
+        "systems[0]", 3, "messages over 64KB are not supported (in cases[2])"
     )
 
 

@@ -58,7 +58,11 @@ def _frame(spark, rows):
               "sent_ns long, recv_ns long, rx_index long, warmup boolean")
     indices = {agent: i for i, agent in enumerate(sorted({row[0] for row in rows}))}
     index = F.create_map(*[F.lit(x) for pair in indices.items() for x in pair])
-    return spark.createDataFrame(rows, schema).withColumn("agent_index", index[F.col("agent_id")])
+    df = spark.createDataFrame(rows, schema).withColumn("agent_index", index[F.col("agent_id")])
+    # one connection per consumer agent; a requester's replies carry its own id
+    consumer_id = (F.when(F.col("role") == "consumer", F.col("agent_index"))
+                   .when(F.col("recv_ns").isNotNull(), F.col("producer_id")))
+    return df.withColumn("consumer_id", consumer_id.cast("int"))
 
 
 def _tiny(spark):
