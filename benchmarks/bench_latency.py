@@ -1,0 +1,40 @@
+"""CO-corrected one-way latency at 1,000 msg/s for every driver, one run each, side by side.
+
+Runs benchmarks/latency-1k.yaml with `sixnines run` (brokers from their recipes, Spark
+analysis) and prints each system's latency percentiles as a ratio to the raw-TCP relay
+measured in the same invocation (the brokerless floor of this machine).
+
+    .venv/bin/python benchmarks/bench_latency.py [--scenario benchmarks/latency-1k.yaml]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+KEYS = ("p50", "p90", "p99", "p99.9", "max")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default=str(Path(__file__).with_name("latency-1k.yaml")))
+    args = parser.parse_args()
+    done = subprocess.run([sys.executable, "-m", "orchestrator", "run", args.scenario],
+                          capture_output=True, text=True, check=False)
+    results = Path(done.stdout.strip().splitlines()[-1])
+    runs = json.loads((results / "summary.json").read_text())["runs"]
+    base = next(r for r in runs if r["system"] == "tcp")["latency_us"]
+    print(f"one-way latency, µs (x tcp relay); results in {results}")
+    print(f"{'system':<12} {'status':<8} {'lost':>5} " + " ".join(f"{k:>16}" for k in KEYS))
+    for run in runs:
+        figures = run.get("latency_us") or {}
+        cells = [f"{figures.get(k) or 0:>8,.0f} ({(figures.get(k) or 0) / base[k]:>4.1f}x)"
+                 for k in KEYS]
+        print(f"{run['system']:<12} {run['status']:<8} {run.get('lost', 0):>5} " + " ".join(cells))
+
+
+if __name__ == "__main__":
+    main()
