@@ -28,11 +28,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+import common
 import numpy as np
-import pyarrow.parquet as pq
 
 SIZE = 256
-LAG_LIMIT_US = 100.0
 CLIENTS = ("kafka-python", "confluent")
 
 
@@ -53,14 +52,10 @@ workload:
 """
 
 
-def rows(run_dir: Path, role: str):
-    found = sorted(run_dir.glob(f"agents/{role}-*/messages.parquet"))
-    return pq.read_table(found[0]).to_pandas() if found else None
-
-
 def figures(run_dir: Path) -> dict:
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    sent, got = rows(run_dir, "producer"), rows(run_dir, "consumer")
+    sent = common.agent_messages(run_dir, "producer")
+    got = common.agent_messages(run_dir, "consumer")
     result = {"client": manifest["driver_options"]["client"],
               "rate": manifest["params"]["rate"], "status": manifest["status"]}
     if sent is None or got is None or sent.empty:
@@ -94,7 +89,7 @@ def main() -> None:
     parser.add_argument("--rates", default="1k,10k,50k,200k",
                         help="comma-separated open-loop rates, msg/s")
     args = parser.parse_args()
-    rates = [rate.strip() for rate in args.rates.split(",") if rate.strip()]
+    rates = common.split_rates(args.rates)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "bench.yaml").write_text(scenario(args.seconds, rates))
@@ -118,10 +113,11 @@ def main() -> None:
     for client in CLIENTS:
         mine = [r for r in results if r["client"] == client]
         ok = [r["rate"] for r in mine
-              if r["lag_p99_us"] <= LAG_LIMIT_US and r["lost"] == 0 and r["status"] == "ok"]
+              if r["lag_p99_us"] <= common.LAG_P99_LIMIT_US and r["lost"] == 0
+              and r["status"] == "ok"]
         best[client] = max(ok, default=0.0)
         top[client] = max(mine, key=lambda r: r["rate"], default=None)
-    print(f"\nhighest rate with send-lag p99 <= {LAG_LIMIT_US:.0f} µs and no loss: "
+    print(f"\nhighest rate with send-lag p99 <= {common.LAG_P99_LIMIT_US:.0f} µs and no loss: "
           + ", ".join(f"{c} {best[c] or '-'}" for c in CLIENTS)
           + f"; confluent / kafka-python = {ratio(best['confluent'], best['kafka-python'])}")
     if all(top.values()):

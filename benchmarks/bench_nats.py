@@ -15,25 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow.parquet as pq
-
-from orchestrator.brokers import start_recipe
-from orchestrator.launchers.local import LocalLauncher
-from orchestrator.matrix import expand
-from orchestrator.progress import ProgressView
-from orchestrator.recipes import load_recipe
-from orchestrator.runner import Run
-from orchestrator.scenario import parse_scenario
-from orchestrator.units import parse_rate
+import common
 
 SIZE = 256
-LAG_P99_LIMIT_US = 100.0
 SUBJECT = "bench"
 
 
@@ -69,32 +57,10 @@ def nats_py_rate(address: str, mode: str, seconds: float) -> float:
 
 
 def step(address: str, mode: str, rate: float, seconds: int, work: Path) -> dict:
-    text = f"""
-name: nats-rate
-systems:
-  - name: nats
-    driver: nats
-    broker: {{external: "{address}"}}
-    options: {{subject: {SUBJECT}, mode: {mode}}}
-workload: {{message_size: {SIZE}, rate: {rate}, duration: {seconds}s, warmup: 1s, drain: 5s}}
-"""
-    point = expand(parse_scenario(text))[0]
-    run_dir = work / f"rate-{int(rate)}"
-    manifest = Run(point, run_dir, LocalLauncher(), ProgressView(1, io.StringIO()),
-                   "bench").execute()
-    if manifest["status"] == "failed":
-        raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")
-    sent = pq.read_table(run_dir / "agents/producer-0/messages.parquet").to_pandas()
-    got = pq.read_table(run_dir / "agents/consumer-0/messages.parquet",
-                        columns=["seq"]).num_rows
-    measured = sent[~sent.warmup]
-    lag_us = (measured.sent_ns - measured.intended_ns).to_numpy() / 1000
-    span_s = (measured.sent_ns.max() - measured.sent_ns.min()) / 1e9
-    return {
-        "rate": rate, "status": manifest["status"], "achieved": (len(measured) - 1) / span_s,
-        "lag_p50": float(np.percentile(lag_us, 50)), "lag_p99": float(np.percentile(lag_us, 99)),
-        "lag_p999": float(np.percentile(lag_us, 99.9)), "lost": len(sent) - got,
-    }
+    options = f"{{subject: {SUBJECT}, mode: {mode}}}"
+    system = common.external_system("nats", "nats", address, options)
+    return common.measure_step("nats-rate", system, SIZE, rate, seconds,
+                               work / f"rate-{int(rate)}", stop_on_failure=True)
 
 
 def main() -> None:
@@ -103,26 +69,18 @@ def main() -> None:
     parser.add_argument("--mode", choices=["core", "jetstream"], default="core")
     parser.add_argument("--seconds", type=int, default=3)
     args = parser.parse_args()
-    rates = [parse_rate(r) for r in args.rates.split(",")]
-    with tempfile.TemporaryDirectory() as tmp:
-        broker = start_recipe("bench", load_recipe("nats"), LocalLauncher(), Path(tmp))
-        try:
-            baseline = nats_py_rate(broker.address, args.mode, args.seconds)
-            print(f"baseline: nats-py publish loop ({args.mode}) = {baseline:,.0f} msg/s")
-            print(f"{'target':>10} {'achieved':>10} {'lag p50':>8} {'p99':>8} {'p99.9':>8} "
-                  f"{'lost':>6} {'ok':>3} {'x nats-py':>9}")
-            best = 0.0
-            for rate in rates:
-                r = step(broker.address, args.mode, rate, args.seconds, Path(tmp))
-                ok = r["lag_p99"] <= LAG_P99_LIMIT_US and r["lost"] == 0
-                best = max(best, r["achieved"]) if ok else best
-                print(f"{rate:>10,.0f} {r['achieved']:>10,.0f} {r['lag_p50']:>8.1f} "
-                      f"{r['lag_p99']:>8.1f} {r['lag_p999']:>8.1f} {r['lost']:>6} "
-                      f"{'yes' if ok else 'no':>3} {r['achieved'] / baseline:>9.2f}")
-            print(f"highest sustained (send-lag p99 <= {LAG_P99_LIMIT_US:.0f} us, no loss): "
-                  f"{best:,.0f} msg/s = {best / baseline:.2f}x nats-py's publish loop")
-        finally:
-            broker.stop(keep_data=False)
+    rates = common.parse_rates(args.rates)
+    with tempfile.TemporaryDirectory() as tmp, common.recipe_broker("nats", Path(tmp)) as broker:
+        baseline = nats_py_rate(broker.address, args.mode, args.seconds)
+        print(f"baseline: nats-py publish loop ({args.mode}) = {baseline:,.0f} msg/s")
+        print(common.ladder_header("x nats-py", 9))
+        best = 0.0
+        for rate in rates:
+            r = step(broker.address, args.mode, rate, args.seconds, Path(tmp))
+            best = max(best, r["achieved"]) if common.held(r) else best
+            print(common.ladder_row(rate, r, baseline, 9))
+        print(f"highest sustained (send-lag p99 <= {common.LAG_P99_LIMIT_US:.0f} us, no loss): "
+              f"{best:,.0f} msg/s = {best / baseline:.2f}x nats-py's publish loop")
 
 
 if __name__ == "__main__":

@@ -19,28 +19,17 @@ deploy/recipes/rabbitmq.yaml. Ratios printed are sixnines / pika (goal >= 1.0).
 from __future__ import annotations
 
 import argparse
-import io
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+import common
 import pika
-import pyarrow.parquet as pq
 
 from drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
-from orchestrator.brokers import start_recipe
-from orchestrator.launchers.local import LocalLauncher
-from orchestrator.matrix import expand
-from orchestrator.progress import ProgressView
-from orchestrator.recipes import load_recipe
-from orchestrator.runner import Run
-from orchestrator.scenario import parse_scenario
-from orchestrator.units import parse_rate
 
-LAG_P99_LIMIT_US = 100.0
 EXCHANGE = "bench"
 
 
@@ -83,26 +72,10 @@ def pika_rate(address: str, size: int, seconds: float, confirms: bool) -> float:
 
 def sixnines_run(address: str, size: int, rate: float, seconds: int, confirms: bool,
                  work: Path) -> dict:
-    text = f"""
-name: rabbitmq-rate
-systems: [{{name: rmq, driver: rabbitmq, broker: {{external: "{address}"}},
-            options: {{exchange: {EXCHANGE}, confirms: {str(confirms).lower()}}}}}]
-workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s, drain: 5s}}
-"""
-    point = expand(parse_scenario(text))[0]
+    system = common.external_system("rmq", "rabbitmq", address,
+                                    f"{{exchange: {EXCHANGE}, confirms: {str(confirms).lower()}}}")
     run_dir = work / f"rate-{int(rate)}-{'confirms' if confirms else 'plain'}"
-    manifest = Run(point, run_dir, LocalLauncher(), ProgressView(1, io.StringIO()),
-                   "bench").execute()
-    sent = pq.read_table(run_dir / "agents/producer-0/messages.parquet").to_pandas()
-    got = pq.read_table(run_dir / "agents/consumer-0/messages.parquet",
-                        columns=["seq"]).num_rows
-    measured = sent[~sent.warmup]
-    lag_us = (measured.sent_ns - measured.intended_ns).to_numpy() / 1000
-    span_s = (measured.sent_ns.max() - measured.sent_ns.min()) / 1e9
-    return {
-        "status": manifest["status"], "achieved": (len(measured) - 1) / span_s,
-        "lag_p99": float(np.percentile(lag_us, 99)), "lost": len(sent) - got,
-    }
+    return common.measure_step("rabbitmq-rate", system, size, rate, seconds, run_dir)
 
 
 def main() -> None:
@@ -116,11 +89,10 @@ def main() -> None:
     if args.drain:
         drain(args.drain, args.size)
         return
-    rates = [parse_rate(r) for r in args.rates.split(",")]
+    rates = common.parse_rates(args.rates)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        broker = start_recipe("bench", load_recipe("rabbitmq"), LocalLauncher(), work / "node")
-        try:
+        with common.recipe_broker("rabbitmq", work / "node") as broker:
             for confirms in (False, True):
                 mode = "with confirms" if confirms else "transient, no confirms"
                 baseline = pika_rate(broker.address, args.size, args.seconds, confirms)
@@ -130,18 +102,14 @@ def main() -> None:
                 for rate in rates:
                     r = sixnines_run(broker.address, args.size, rate, args.seconds, confirms,
                                      work)
-                    held = r["lag_p99"] <= LAG_P99_LIMIT_US and r["lost"] == 0
                     print(f"[{mode}] sixnines at {rate:,.0f} msg/s: achieved "
                           f"{r['achieved']:,.0f} msg/s, send-lag p99 {r['lag_p99']:,.1f} us, "
                           f"lost {r['lost']}, run {r['status']}, "
-                          f"{'held' if held else 'not held'}")
-                    best = max(best, r["achieved"]) if held else best
+                          f"{'held' if common.held(r) else 'not held'}")
+                    best = max(best, r["achieved"]) if common.held(r) else best
                 print(f"[{mode}] sixnines highest held (send-lag p99 <= "
-                      f"{LAG_P99_LIMIT_US:.0f} us, no loss): {best:,.0f} msg/s = "
+                      f"{common.LAG_P99_LIMIT_US:.0f} us, no loss): {best:,.0f} msg/s = "
                       f"{best / baseline:.2f}x pika")
-        finally:
-            broker.stop(keep_data=False)
-
 
 if __name__ == "__main__":
     main()

@@ -29,19 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import pyarrow.parquet as pq
+import common
 
-from orchestrator.brokers import start_recipe
-from orchestrator.launchers.local import LocalLauncher
-from orchestrator.matrix import expand
-from orchestrator.progress import ProgressView
-from orchestrator.recipes import load_recipe
-from orchestrator.runner import Run
-from orchestrator.scenario import parse_scenario
-from orchestrator.units import parse_rate
-
-LAG_P99_LIMIT_US = 100.0
 CHANNEL = "bench"
 
 
@@ -72,26 +61,9 @@ def reference_rate(address: str, size: int, pipeline: int, requests: int) -> flo
 
 
 def sixnines_run(address: str, size: int, rate: float, seconds: int, work: Path) -> dict:
-    text = f"""
-name: redis-rate
-systems: [{{name: redis, driver: redis, broker: {{external: "{address}"}},
-            options: {{channel: {CHANNEL}}}}}]
-workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s, drain: 5s}}
-"""
-    point = expand(parse_scenario(text))[0]
-    run_dir = work / f"rate-{int(rate)}"
-    manifest = Run(point, run_dir, LocalLauncher(), ProgressView(1, io.StringIO()),
-                   "bench").execute()
-    sent = pq.read_table(run_dir / "agents/producer-0/messages.parquet").to_pandas()
-    got = pq.read_table(run_dir / "agents/consumer-0/messages.parquet",
-                        columns=["seq"]).num_rows
-    measured = sent[~sent.warmup]
-    lag_us = (measured.sent_ns - measured.intended_ns).to_numpy() / 1000
-    span_s = (measured.sent_ns.max() - measured.sent_ns.min()) / 1e9
-    return {
-        "status": manifest["status"], "achieved": (len(measured) - 1) / span_s,
-        "lag_p99": float(np.percentile(lag_us, 99)), "lost": len(sent) - got,
-    }
+    system = common.external_system("redis", "redis", address, f"{{channel: {CHANNEL}}}")
+    return common.measure_step("redis-rate", system, size, rate, seconds,
+                               work / f"rate-{int(rate)}")
 
 
 def main() -> None:
@@ -108,26 +80,23 @@ def main() -> None:
         host, port = args.drain.rsplit(":", 1)
         drain(host, int(port), CHANNEL)
         return
-    rates = [parse_rate(r) for r in args.rates.split(",")]
+    rates = common.parse_rates(args.rates)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        broker = start_recipe("bench", load_recipe("redis"), LocalLauncher(), work / "server")
-        try:
+        with common.recipe_broker("redis", work / "server") as broker:
             reference = reference_rate(broker.address, args.size, args.pipeline, args.requests)
             print(f"redis-benchmark -c 1 -P {args.pipeline} PUBLISH ({args.size} B): "
                   f"{reference:,.0f} msg/s")
             best = 0.0
             for rate in rates:
                 r = sixnines_run(broker.address, args.size, rate, args.seconds, work)
-                held = r["lag_p99"] <= LAG_P99_LIMIT_US and r["lost"] == 0
                 print(f"sixnines at {rate:,.0f} msg/s: achieved {r['achieved']:,.0f} msg/s, "
                       f"send-lag p99 {r['lag_p99']:,.1f} us, lost {r['lost']}, "
                       f"run {r['status']}")
-                best = max(best, r["achieved"]) if (held or len(rates) == 1) else best
-        finally:
-            broker.stop(keep_data=False)
+                if common.held(r) or len(rates) == 1:
+                    best = max(best, r["achieved"])
     what = ("achieved send rate, generator saturated" if len(rates) == 1 else
-            f"highest rate with send-lag p99 <= {LAG_P99_LIMIT_US:.0f} us and no loss")
+            f"highest rate with send-lag p99 <= {common.LAG_P99_LIMIT_US:.0f} us and no loss")
     print(f"sixnines ({what}): {best:,.0f} msg/s = {best / reference:.2f}x redis-benchmark "
           f"-P {args.pipeline}")
 

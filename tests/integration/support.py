@@ -1,22 +1,33 @@
 """What the integration tests share: real brokers started by hand, scenarios from text,
-and runs driven in-process so a test knows the exact start instant."""
+and runs driven in-process so a test knows the exact start instant; for the per-driver
+modules (test_redis, test_nats, ...), the frames they send and the checks every driver
+must pass alike (an unreachable broker, one dying mid-run, a misspelt option)."""
 
 from __future__ import annotations
 
 import io
 import json
+import re
+import socket
 import subprocess
 import sys
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
+import pytest
+
+from agents.hdr import PERCENTILE_KEYS
+from agents.payload import build_frames, frame_dtype
 from orchestrator.brokers import start_recipe
 from orchestrator.launchers.local import LocalLauncher
 from orchestrator.matrix import RunPoint, expand
 from orchestrator.progress import ProgressView
 from orchestrator.recipes import load_recipe
 from orchestrator.runner import Run
-from orchestrator.scenario import parse_scenario
+from orchestrator.scenario import ScenarioError, parse_scenario
 
 
 @contextmanager
@@ -64,3 +75,192 @@ def recipe_server(name: str, work: Path):
         yield broker
     finally:
         broker.stop(keep_data=False)
+
+
+# --- what the driver test modules share ---------------------------------------------------
+
+SIZE = 64  # the message size of the driver tests, where one does not choose another
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released): an unreachable broker,
+    or one for a server a test starts itself."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def closing():
+    """Collects senders/receivers and closes them after the test (import it into a test
+    module to use it)."""
+    opened = []
+    yield opened.append
+    for thing in reversed(opened):
+        thing.close()
+
+
+def frames_of(driver, producer_id: int, count: int, size: int = SIZE):
+    """`count` frames framed for `driver`, headers stamped (producer_id, seq): (buffer,
+    stride)."""
+    framing = driver.framing(size)
+    buf = build_frames(framing.prefix, size, count, seed=producer_id, suffix=framing.suffix)
+    view = buf.view(frame_dtype(len(framing.prefix), size, len(framing.suffix)))
+    view["producer_id"] = producer_id
+    view["seq"] = np.arange(count, dtype=np.uint64)
+    return buf, framing.stride(size)
+
+
+def payloads(driver, buf: np.ndarray, size: int = SIZE) -> list[bytes]:
+    """Each frame's message, as a receiver must hand it over (the driver's framing cut)."""
+    framing = driver.framing(size)
+    stride, at = framing.stride(size), len(framing.prefix)
+    raw = buf.tobytes()
+    return [raw[k + at : k + at + size] for k in range(0, len(raw), stride)]
+
+
+def send_in_batches(sender, buf: np.ndarray, stride: int, batches=(1, 7, 50, 13)) -> None:
+    """All of `buf` through `sender` in calls of changing size, as an agent's batches vary."""
+    wire = memoryview(buf)
+    count = buf.nbytes // stride
+    i = k = 0
+    while i < count:
+        n = min(batches[k % len(batches)], count - i)
+        sender.send(wire[i * stride : (i + n) * stride], n)
+        i += n
+        k += 1
+
+
+def collect(driver, receiver, count: int, size: int = SIZE, relay=None,
+            timeout_s: float = 20.0) -> list[bytes]:
+    """Exactly `count` messages, through a small reused buffer (many calls, partial frames
+    carried over); `relay`: a responder to pump in between."""
+    framing = driver.receive_framing(size)
+    stride, at = framing.stride(size), len(framing.prefix)
+    out = memoryview(bytearray(37 * stride))
+    got: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count:
+        assert time.monotonic() < deadline, f"received {len(got)} of {count}"
+        if relay is not None:
+            relay.relay(0)
+        n = receiver.receive(out, stride, 0 if relay is not None else 100)
+        got.extend(bytes(out[k * stride + at : k * stride + at + size]) for k in range(n))
+    assert len(got) == count
+    return got
+
+
+def seqs_by_producer(messages: list[bytes]) -> dict[int, list[int]]:
+    """The sequence numbers received, per producer, in arrival order."""
+    out: dict[int, list[int]] = {}
+    for message in messages:
+        producer_id, seq = np.frombuffer(message[:12], dtype="<u4,<u8")[0]
+        out.setdefault(int(producer_id), []).append(int(seq))
+    return out
+
+
+# --- scenarios and runs of one system ---------------------------------------------------
+
+
+def external(address: str) -> str:
+    """A system's `broker:` for a server already listening at `address`."""
+    return f'{{external: "{address}"}}'
+
+
+def one_system(driver: str, broker: str, workload: str, options: str = "{}",
+               name: str = "test", system: str = "s") -> str:
+    """Scenario text with a single system of `driver`; `broker`, `workload` and `options`
+    are YAML flow mappings."""
+    return f"""
+name: {name}
+systems:
+  - {{name: {system}, driver: {driver}, broker: {broker}, options: {options}}}
+workload: {workload}
+"""
+
+
+def parse_options(driver: str, options: str, workload: str = "message_size: 64",
+                  recipe: str | None = None):
+    """Parses a one-system scenario with these driver options (its broker from `recipe`,
+    the driver's name by default) and a short workload; raises ScenarioError."""
+    return parse_scenario(one_system(driver, f"{{recipe: {recipe or driver}}}",
+                                     f"{{{workload}, rate: 100, duration: 1s}}", options,
+                                     name="opts"))
+
+
+def assert_unknown_option_refused(driver: str, misspelt: str, value: str = "x",
+                                  recipe: str | None = None) -> None:
+    """A misspelt option is refused, named by its path (not silently ignored)."""
+    with pytest.raises(ScenarioError, match=re.escape(f"systems[0].options.{misspelt}")):
+        parse_options(driver, f"{{{misspelt}: {value}}}", recipe=recipe)
+
+
+SHORT_RUN = "{message_size: 64, rate: 100, duration: 1s, warmup: 0s}"
+
+
+def assert_unreachable_run_fails(driver: str, tmp_path: Path, workload: str = SHORT_RUN,
+                                 options: str = "{}") -> None:
+    """A run against an address nobody listens on fails, and its problems name the
+    driver, the address and the cause."""
+    address = f"127.0.0.1:{free_port()}"
+    point = points(one_system(driver, external(address), workload, options,
+                              name="unreachable"))[0]
+    manifest = execute(point, tmp_path / "run")
+    assert manifest["status"] == "failed"
+    assert any(f"{driver} at {address}: cannot connect" in p
+               for p in manifest["problems"]), manifest["problems"]
+
+
+def run_with_broker_killed(driver: str, recipe: str, tmp_path: Path, workload: str,
+                           options: str = "{}", after_s: float = 1.0) -> tuple[dict, str]:
+    """A run of one `driver` system against a server from `recipe` that is killed
+    `after_s` into the run (timed from the start instant); returns (manifest, address)."""
+    with recipe_server(recipe, tmp_path / "server") as broker:
+        point = points(one_system(driver, external(broker.address), workload, options,
+                                  name="dies"))[0]
+        view = RecordingView()
+
+        def kill_server() -> None:
+            while view.at_ns is None:
+                time.sleep(0.001)
+            time.sleep(after_s)
+            broker.process.kill()
+
+        threading.Thread(target=kill_server, daemon=True).start()
+        manifest = execute(point, tmp_path / "run", view)
+    return manifest, broker.address
+
+
+def assert_partial_with_loss_counted(spark, manifest: dict, run_dir: Path, names: str) -> dict:
+    """What a broker dying mid-run must leave: a partial run whose problems name it
+    (`names`, e.g. "redis at host:port"), verified artifacts, and a summary in which every
+    message sent was received or counted lost. Returns the summary."""
+    from spark_jobs.analyze import analyze_run  # pyspark: only where Spark is used
+
+    assert manifest["status"] == "partial"
+    assert any(names in p for p in manifest["problems"]), manifest["problems"]
+    for agent in manifest["agents"]:
+        assert all(file["verified"] for file in agent["artifacts"].values())
+    summary = analyze_run(spark, run_dir)
+    assert summary["status"] == "partial"
+    assert 0 < summary["received"] <= summary["sent"]
+    assert summary["sent"] == summary["received"] + summary["lost"]
+    return summary
+
+
+def assert_every_message_accounted(spark, manifest: dict, run_dir: Path, sent: int,
+                                   received: int, label: str = "") -> dict:
+    """A run checked end to end: ok, exactly `sent` messages sent and `received` received,
+    none lost or duplicated, a latency for each, all positive (`label`: which run, in
+    failure messages). Returns the summary."""
+    from spark_jobs.analyze import analyze_run  # pyspark: only where Spark is used
+
+    assert manifest["status"] == "ok", (label, manifest["problems"])
+    summary = analyze_run(spark, run_dir)
+    assert summary["status"] == "ok", (label, summary["problems"])
+    assert (summary["sent"], summary["received"]) == (sent, received), label
+    assert summary["lost"] == summary["duplicated"] == 0, label
+    latency = summary["latency_us"]
+    assert latency["count"] == received
+    assert all(latency[key] > 0 for key in (*PERCENTILE_KEYS, "max"))
+    return summary

@@ -6,24 +6,37 @@ groups: at the driver level and end to end through runs and the Spark analysis."
 from __future__ import annotations
 
 import shutil
-import socket
 import sys
-import threading
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pytest
 import zmq
 
-from agents.hdr import PERCENTILE_KEYS
 from agents.payload import build_frames, frame_dtype
 from drivers.base import DriverError
 from drivers.kafka import KafkaDriver, KafkaOptions
-from orchestrator.scenario import ScenarioError, parse_scenario
-from spark_jobs.analyze import analyze_run
-from tests.integration.support import RecordingView, execute, points, recipe_server
+from orchestrator.scenario import ScenarioError
+from tests.integration.support import (
+    SIZE,
+    assert_every_message_accounted,
+    assert_partial_with_loss_counted,
+    assert_unknown_option_refused,
+    assert_unreachable_run_fails,
+    execute,
+    external,
+    free_port,
+    one_system,
+    parse_options,
+    points,
+    recipe_server,
+    run_with_broker_killed,
+    send_in_batches,
+)
+from tests.integration.support import closing as closing_fixture
 
 pytestmark = [
     pytest.mark.integration,
@@ -34,7 +47,8 @@ pytestmark = [
                        reason="noida-db not installed"),
 ]
 
-SIZE = 64
+closing = closing_fixture  # the shared fixture, under its name here
+
 VARIANTS = {
     "confluent": {"client": "confluent"},
     "kafka-python": {"client": "kafka-python"},
@@ -70,34 +84,12 @@ def manual_driver(request, server) -> KafkaDriver:
     return make_driver(server.address, request.param)
 
 
-@pytest.fixture
-def closing():
-    opened = []
-    yield opened.append
-    for thing in reversed(opened):
-        thing.close()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def frames_of(producer_id: int, count: int, size: int = SIZE) -> np.ndarray:
     buf = build_frames(b"", size, count, seed=producer_id)
     view = buf.view(frame_dtype(0, size))
     view["producer_id"] = producer_id
     view["seq"] = np.arange(count, dtype=np.uint64)
     return buf
-
-
-def send_in_batches(sender, buf: np.ndarray, stride: int, batches=(1, 7, 50, 13)) -> None:
-    wire, count, i, k = memoryview(buf), buf.nbytes // stride, 0, 0
-    while i < count:
-        n = min(batches[k % len(batches)], count - i)
-        sender.send(wire[i * stride : (i + n) * stride], n)
-        i, k = i + n, k + 1
 
 
 def collect(receiver, stride: int, count: int, timeout_s: float = 20.0) -> list[bytes]:
@@ -324,21 +316,14 @@ def test_a_missing_password_reference_names_it_not_the_secret(server, monkeypatc
 RATE, DURATION_S, PRODUCERS, CONSUMERS = 1000, 1, 2, 2
 
 
+def workload(mode: str) -> str:
+    return (f"{{mode: {mode}, message_size: 256, rate: {RATE}, duration: {DURATION_S}s, "
+            f"warmup: 0s, drain: 5s, producers: {PRODUCERS}, consumers: {CONSUMERS}}}")
+
+
 def scenario(broker: str, options: str, mode: str) -> str:
-    return f"""
-name: kafka-{mode}
-systems:
-  - {{name: k, driver: kafka, broker: {broker}, options: {options}}}
-workload:
-  mode: {mode}
-  message_size: 256
-  rate: {RATE}
-  duration: {DURATION_S}s
-  warmup: 0s
-  drain: 5s
-  producers: {PRODUCERS}
-  consumers: {CONSUMERS}
-"""
+    return one_system("kafka", broker, workload(mode), options, name=f"kafka-{mode}",
+                      system="k")
 
 
 RUNS = [  # each secondary mode once: kafka-python, consumer groups, several partitions
@@ -355,78 +340,40 @@ def test_runs_account_for_every_message(server, tmp_path, spark, label, mode, op
     options = options.replace("{", f"{{topic: {fresh_topic()}, ", 1)
     # the first run starts its own broker from the recipe, as a user's run would
     broker = "{recipe: kafka-noida}" if label == "confluent" and mode == "one-way" else \
-        f'{{external: "{server.address}"}}'
+        external(server.address)
     point = points(scenario(broker, options, mode))[0]
     manifest = execute(point, tmp_path / "run")
     assert manifest["status"] == "ok", manifest["problems"]
     if "recipe" in broker:
         assert "not Apache Kafka" in manifest["broker"]["note"]
-    summary = analyze_run(spark, tmp_path / "run")
     sent = RATE * DURATION_S
     received = sent * CONSUMERS if mode == "one-way" else sent
-    assert summary["status"] == "ok"
-    assert (summary["sent"], summary["received"]) == (sent, received)
-    assert summary["lost"] == summary["duplicated"] == 0
-    latency = summary["latency_us"]
-    assert latency["count"] == received
-    assert all(latency[key] > 0 for key in (*PERCENTILE_KEYS, "max"))
+    assert_every_message_accounted(spark, manifest, tmp_path / "run", sent, received)
 
 
 def test_an_unreachable_broker_fails_the_run_naming_it(tmp_path):
-    address = f"127.0.0.1:{free_port()}"
-    point = points(scenario(f'{{external: "{address}"}}', "{}", "one-way"))[0]
-    manifest = execute(point, tmp_path / "run")
-    assert manifest["status"] == "failed"
-    assert any(f"kafka at {address}" in p and "cannot connect" in p
-               for p in manifest["problems"]), manifest["problems"]
+    assert_unreachable_run_fails("kafka", tmp_path, workload("one-way"))
 
 
 @pytest.mark.parametrize("client", MANUAL)
 def test_a_broker_dying_mid_run_leaves_partial_data_with_the_loss_counted(
         tmp_path, spark, client):
-    with recipe_server("kafka-noida", tmp_path / "server") as broker:
-        point = points(f"""
-name: dies
-systems: [{{name: k, driver: kafka, broker: {{external: "{broker.address}"}},
-           options: {{client: {client}}}}}]
-workload: {{message_size: 64, rate: 1000, duration: 2s, warmup: 0s, drain: 1s}}
-""")[0]
-        view = RecordingView()
-
-        def kill_broker() -> None:
-            while view.at_ns is None:
-                time.sleep(0.001)
-            time.sleep(0.7)
-            broker.process.kill()
-
-        threading.Thread(target=kill_broker, daemon=True).start()
-        manifest = execute(point, tmp_path / "run", view)
-    assert manifest["status"] == "partial"
-    assert any(f"kafka at {broker.address}" in p for p in manifest["problems"]), \
-        manifest["problems"]
-    for agent in manifest["agents"]:
-        assert all(file["verified"] for file in agent["artifacts"].values())
-    summary = analyze_run(spark, tmp_path / "run")
-    assert summary["status"] == "partial"
-    assert 0 < summary["received"] < summary["sent"]
-    assert summary["sent"] == summary["received"] + summary["lost"]
+    manifest, address = run_with_broker_killed(
+        "kafka", "kafka-noida", tmp_path,
+        "{message_size: 64, rate: 1000, duration: 2s, warmup: 0s, drain: 1s}",
+        options=f"{{client: {client}}}", after_s=0.7)
+    summary = assert_partial_with_loss_counted(spark, manifest, tmp_path / "run",
+                                               f"kafka at {address}")
+    assert summary["received"] < summary["sent"]
 
 
 # --- options ----------------------------------------------------------------------------
 
-
-def parse(options: str, workload: str = "message_size: 64") -> None:
-    parse_scenario(f"""
-name: opts
-systems:
-  - {{name: k, driver: kafka, broker: {{recipe: kafka-noida}}, options: {options}}}
-workload: {{{workload}, rate: 100, duration: 1s}}
-""")
+parse = partial(parse_options, "kafka", recipe="kafka-noida")
 
 
 def test_an_unknown_option_is_refused_by_name():
-    with pytest.raises(ScenarioError, match=r"systems\[0\]\.options\.lingerms"):
-        parse("{lingerms: 5}")
+    assert_unknown_option_refused("kafka", "lingerms", "5", recipe="kafka-noida")
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -1,0 +1,117 @@
+"""What the rate benchmarks share: a broker from its recipe, one real run per offered rate
+(`Run`, as `sixnines run` drives it) and the send-side figures read straight from the
+agents' parquet files, so every script measures a step the same way.
+
+Imported as `common`: the scripts run as files, with this folder first on sys.path."""
+
+from __future__ import annotations
+
+import io
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from orchestrator.brokers import start_recipe
+from orchestrator.launchers.local import LocalLauncher
+from orchestrator.matrix import expand
+from orchestrator.progress import ProgressView
+from orchestrator.recipes import load_recipe
+from orchestrator.runner import Run
+from orchestrator.scenario import parse_scenario
+from orchestrator.units import parse_rate
+
+LAG_P99_LIMIT_US = 100.0  # a rate counts as held when send-lag p99 stays under this
+
+
+def split_rates(text: str) -> list[str]:
+    """`--rates 10k,1M` as the rate words given (for scenario text)."""
+    return [rate.strip() for rate in text.split(",") if rate.strip()]
+
+
+def parse_rates(text: str) -> list[float]:
+    """`--rates 10k,1M` as msg/s."""
+    return [parse_rate(rate) for rate in split_rates(text)]
+
+
+@contextmanager
+def recipe_broker(name: str, work: Path):
+    """The broker of deploy/recipes/NAME.yaml, started as a run would start it; yields the
+    RunningBroker (`.address`) and stops it afterwards."""
+    broker = start_recipe("bench", load_recipe(name), LocalLauncher(), work)
+    try:
+        yield broker
+    finally:
+        broker.stop(keep_data=False)
+
+
+def external_system(name: str, driver: str, address: str, options: str = "{}") -> str:
+    """A scenario system (YAML flow mapping) whose broker already listens at `address`."""
+    return (f'{{name: {name}, driver: {driver}, broker: {{external: "{address}"}}, '
+            f"options: {options}}}")
+
+
+def step_scenario(name: str, system: str, size: int, rate: float, seconds: int) -> str:
+    """Scenario text for one step: one system (a YAML flow mapping) at one open-loop rate,
+    a second of warm-up, `seconds` measured, 5 s to drain."""
+    return f"""
+name: {name}
+systems: [{system}]
+workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s, drain: 5s}}
+"""
+
+
+def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
+                 run_dir: Path, stop_on_failure: bool = False) -> dict:
+    """One step run (see step_scenario) into `run_dir` and measured: rate, run status and
+    send_figures. `stop_on_failure`: end the script, naming the run's problems, when the
+    run failed outright (it leaves no figures to read)."""
+    point = expand(parse_scenario(step_scenario(name, system, size, rate, seconds)))[0]
+    manifest = Run(point, run_dir, LocalLauncher(), ProgressView(1, io.StringIO()),
+                   "bench").execute()
+    if stop_on_failure and manifest["status"] == "failed":
+        raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")
+    return {"rate": rate, "status": manifest["status"], **send_figures(run_dir)}
+
+
+def agent_messages(run_dir: Path, role: str, columns: list[str] | None = None):
+    """The message rows of the run's first `role` agent (producer, consumer), or None where
+    it wrote none."""
+    found = sorted(run_dir.glob(f"agents/{role}-*/messages.parquet"))
+    return pq.read_table(found[0], columns=columns).to_pandas() if found else None
+
+
+def send_figures(run_dir: Path) -> dict:
+    """What one producer achieved over the measured window: its send rate, send lag
+    (sent - intended) p50/p99/p99.9 in µs, and the messages the consumer never got."""
+    sent: pd.DataFrame = agent_messages(run_dir, "producer")
+    got = len(agent_messages(run_dir, "consumer", columns=["seq"]))
+    measured = sent[~sent.warmup]
+    lag_us = (measured.sent_ns - measured.intended_ns).to_numpy() / 1000
+    span_s = (measured.sent_ns.max() - measured.sent_ns.min()) / 1e9
+    return {
+        "achieved": (len(measured) - 1) / span_s,
+        "lag_p50": float(np.percentile(lag_us, 50)), "lag_p99": float(np.percentile(lag_us, 99)),
+        "lag_p999": float(np.percentile(lag_us, 99.9)), "lost": len(sent) - got,
+    }
+
+
+def held(figures: dict) -> bool:
+    """Whether a step held its rate: send-lag p99 within the limit and nothing lost."""
+    return figures["lag_p99"] <= LAG_P99_LIMIT_US and figures["lost"] == 0
+
+
+def ladder_header(ratio: str, width: int) -> str:
+    """The heading of a rate-ladder table whose last column is `ratio` (x the baseline)."""
+    return (f"{'target':>10} {'achieved':>10} {'lag p50':>8} {'p99':>8} {'p99.9':>8} "
+            f"{'lost':>6} {'ok':>3} {ratio:>{width}}")
+
+
+def ladder_row(rate: float, figures: dict, baseline: float, width: int) -> str:
+    """One step of a rate-ladder table (see ladder_header)."""
+    return (f"{rate:>10,.0f} {figures['achieved']:>10,.0f} {figures['lag_p50']:>8.1f} "
+            f"{figures['lag_p99']:>8.1f} {figures['lag_p999']:>8.1f} {figures['lost']:>6} "
+            f"{'yes' if held(figures) else 'no':>3} "
+            f"{figures['achieved'] / baseline:>{width}.2f}")
