@@ -9,12 +9,21 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
+
+
+def spark_master(command_line: str | None, scenario: str | None) -> str:
+    """Where the analysis runs: the command line over the environment over the scenario
+    file over the embedded default."""
+    return (command_line or os.environ.get(SPARK_MASTER_VARIABLE) or scenario
+            or "local[*]")
 
 
 def _load(file: str, console: Console):
@@ -47,8 +56,9 @@ def _run(args, console: Console) -> int:
     scenario = _load(args.file, console)
     if scenario is None:
         return EXIT_BAD_INPUT
+    master = spark_master(args.spark_master, scenario.spark_master)
     outcome = run_scenario(scenario, Path(args.file), output=args.output,
-                           spark_master=None if args.no_analysis else args.spark_master,
+                           spark_master=None if args.no_analysis else master,
                            console=console)
     if outcome.interrupted:
         console.print(f"interrupted: the data recorded so far is in {outcome.results_dir}; "
@@ -75,7 +85,8 @@ def _report(args, console: Console) -> int:
         return EXIT_BAD_INPUT
     single = run_dirs == [args.dir]
     results_dir = args.dir.parent if single else args.dir
-    summaries = analyse(run_dirs, args.spark_master, results_dir / "analysis.log")
+    summaries = analyse(run_dirs, spark_master(args.spark_master, None),
+                        results_dir / "analysis.log")
     if not single:
         scenario = json.loads((run_dirs[0] / "manifest.json").read_text()).get("scenario")
         write_results_summary(results_dir, scenario, summaries)
@@ -121,7 +132,8 @@ def parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a scenario and analyse it")
     run.add_argument("file", help="scenario YAML")
     run.add_argument("--output", type=Path, help="results root (default: the scenario's output)")
-    run.add_argument("--spark-master", default="local[*]", help="Spark master (default local[*])")
+    run.add_argument("--spark-master", help=f"Spark master (default: ${SPARK_MASTER_VARIABLE}, "
+                     "the scenario's spark_master, or embedded local[*])")
     run.add_argument("--no-analysis", action="store_true",
                      help="record only; analyse later with `sixnines report`")
     run.set_defaults(handler=_run)
@@ -132,7 +144,8 @@ def parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="re-run the analysis of recorded runs")
     report.add_argument("dir", type=Path, help="a results directory or one run directory")
-    report.add_argument("--spark-master", default="local[*]")
+    report.add_argument("--spark-master", help=f"Spark master (default: "
+                        f"${SPARK_MASTER_VARIABLE} or embedded local[*])")
     report.set_defaults(handler=_report)
 
     agent = commands.add_parser("agent", help="run an agent (driven over stdin/stdout)")

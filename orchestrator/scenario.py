@@ -62,6 +62,8 @@ class Scenario(BaseModel):
     workload: WorkloadSpec
     hosts: Annotated[tuple[Host, ...], Field(min_length=1)] = ("local",)
     output: Annotated[str, Field(strict=True, min_length=1)] = "runs"
+    spark_master: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    """Where the analysis runs (e.g. spark://host:7077); None: embedded local[*]."""
 
     @field_validator("systems")
     @classmethod

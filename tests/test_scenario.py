@@ -155,7 +155,8 @@ def test_dump_reloads_to_the_same_scenario(tmp_path: Path) -> None:
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     assert only(tmp_path, MINIMAL + "colour: red\n") == Problem(
-        "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, output)"
+        "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, output, "
+        "spark_master)"
     )
 
 
@@ -512,7 +513,8 @@ def test_an_unknown_key_next_to_cases_lists_cases(tmp_path: Path) -> None:
     assert problem == Problem(
         "colour",
         13,
-        "unknown field (expected one of: name, systems, workload, hosts, output, cases)",
+        "unknown field (expected one of: name, systems, workload, hosts, output, "
+        "spark_master, cases)",
     )
 
 
