@@ -28,7 +28,8 @@ DEPLOY = "org.apache.spark.deploy"
 def start(args: list[str], log: Path) -> subprocess.Popen:
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
     with open(log, "wb") as out:
-        return subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
+        # pip installs spark-class without its executable bit: run it through bash
+        return subprocess.Popen(["bash", str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
