@@ -185,6 +185,18 @@ def test_round_trip_returns_each_request_to_its_requester(driver, closing):
         assert collect(receiver, SIZE, 200) == sent[pid]
 
 
+def settles(poller: zmq.Poller, receivers, out: memoryview, tries: int = 5) -> bool:
+    """The poller goes quiet once what woke it is read. librdkafka also signals its queue
+    for non-message events, so a wake-up with nothing to receive may come first: it costs
+    the agent one empty poll, and is read away here."""
+    for _ in range(tries):
+        if poller.poll(200) == []:
+            return True
+        for receiver in receivers:
+            assert receiver.receive(out, SIZE, 0) == 0
+    return False
+
+
 def test_the_confluent_pollable_wakes_a_poller_when_messages_arrive(server, closing):
     """A multi-connection agent sleeps in zmq.Poller until a receiver has something."""
     driver = make_driver(server.address, "confluent")
@@ -196,9 +208,7 @@ def test_the_confluent_pollable_wakes_a_poller_when_messages_arrive(server, clos
     for receiver in receivers:
         poller.register(receiver.pollable, zmq.POLLIN)
     out = memoryview(bytearray(100 * SIZE))
-    for receiver in receivers:
-        receiver.receive(out, SIZE, 0)
-    assert poller.poll(200) == []  # idle: the agent sleeps
+    assert settles(poller, receivers, out)  # idle: the agent sleeps
     sender.send(memoryview(frames_of(1, 3)), 3)
     woken: set = set()
     deadline = time.monotonic() + 10
@@ -207,7 +217,7 @@ def test_the_confluent_pollable_wakes_a_poller_when_messages_arrive(server, clos
     assert woken == {r.pollable for r in receivers}
     for receiver in receivers:
         assert receiver.receive(out, SIZE, 0) == 3
-    assert poller.poll(200) == []
+    assert settles(poller, receivers, out)
     # more queued than one call takes: the pollable stays readable for the rest
     sender.send(memoryview(frames_of(1, 50)), 50)
     small = memoryview(bytearray(10 * SIZE))
