@@ -45,6 +45,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agents.payload import HEADER_STRUCT
 from drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
+from drivers.frame_stream import FrameStream
 
 CRLF = b"\r\n"
 DASH, NEWLINE = ord("-"), ord("\n")
@@ -209,10 +210,9 @@ class PushReceiver:
         self._size = size
         self._wire = len(head) + size + len(CRLF)
         self._out_prefix = out_prefix
-        self._poll = select.poll()
-        self._poll.register(self._sock, select.POLLIN)
-        self._partial_at = 0
-        self._partial_len = 0
+        self._stream = FrameStream(
+            self._sock, label, "connection closed by the server (it stopped, or dropped a "
+            "subscriber too far behind: client-output-buffer-limit pubsub)")
         self._raw = bytearray()
         self._raw_len = 0
         self.pollable = self._sock
@@ -222,31 +222,8 @@ class PushReceiver:
             return self._in_place(out, stride, timeout_ms)
         return self._copied(out, stride, timeout_ms)
 
-    def _recv(self, into: memoryview) -> int:
-        try:
-            got = self._sock.recv_into(into, 0, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return 0
-        except OSError as exc:
-            raise DriverError(f"{self._label}: connection lost ({exc})") from exc
-        if got == 0:
-            raise DriverError(
-                f"{self._label}: connection closed by the server (it stopped, or dropped a "
-                "subscriber too far behind: client-output-buffer-limit pubsub)")
-        return got
-
     def _in_place(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        partial = self._partial_len
-        if partial:
-            start = self._partial_at
-            out[:partial] = out[start : start + partial]
-        if timeout_ms and not self._poll.poll(timeout_ms):
-            self._partial_at = 0
-            return 0
-        total = partial + self._recv(out[partial:])
-        count = total // stride
-        self._partial_at = count * stride
-        self._partial_len = total - self._partial_at
+        count = self._stream.frames(out, stride, timeout_ms)
         if count:
             head, h = self._head, self._head_len
             last = (count - 1) * stride
@@ -262,10 +239,10 @@ class PushReceiver:
         want = room * wire
         if len(self._raw) < want:
             self._raw.extend(bytes(want - len(self._raw)))
-        if timeout_ms and not self._poll.poll(timeout_ms):
+        if not self._stream.readable(timeout_ms):
             return 0
         raw, partial = self._raw, self._raw_len
-        total = partial + self._recv(memoryview(raw)[partial:want])
+        total = partial + self._stream.recv(memoryview(raw)[partial:want])
         count = total // wire
         if count:
             self._copy_out(out, stride, count)

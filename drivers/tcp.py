@@ -8,11 +8,11 @@ answers one byte when the connection is registered, so a receiver is subscribed 
 
 from __future__ import annotations
 
-import select
 import socket
 import struct
 
 from drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
+from drivers.frame_stream import FrameStream
 
 HELLO = struct.Struct("<3scI")
 ACK = b"K"
@@ -42,42 +42,17 @@ class TcpSender:
 
 
 class TcpReceiver:
-    """Receives straight into the caller's buffer; a trailing partial frame is moved to the
-    front on the next call (it is shorter than one frame, so the move never overlaps)."""
+    """Frames land in the caller's buffer as they came off the socket (FrameStream)."""
 
     def __init__(self, sock: socket.socket, label: str) -> None:
-        self._sock = sock
-        self._label = label
-        self._poll = select.poll()
-        self._poll.register(sock, select.POLLIN)
-        self._partial_at = 0
-        self._partial_len = 0
+        self._stream = FrameStream(sock, label, "connection closed by the relay")
         self.pollable = sock
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        partial = self._partial_len
-        if partial:
-            start = self._partial_at
-            out[:partial] = out[start : start + partial]
-        if timeout_ms and not self._poll.poll(timeout_ms):
-            self._partial_at = 0
-            return 0
-        try:
-            got = self._sock.recv_into(out[partial:], 0, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            got = -1
-        except OSError as exc:
-            raise DriverError(f"{self._label}: connection lost ({exc})") from exc
-        if got == 0:
-            raise DriverError(f"{self._label}: connection closed by the relay")
-        total = partial + max(got, 0)
-        count = total // stride
-        self._partial_at = count * stride
-        self._partial_len = total - self._partial_at
-        return count
+        return self._stream.frames(out, stride, timeout_ms)
 
     def close(self) -> None:
-        self._sock.close()
+        self._stream.sock.close()
 
 
 class TcpDriver(Driver):
