@@ -1,9 +1,11 @@
-"""One way to start and stop a process whose stdin/stdout carry line-based messages.
+"""One way to start and stop a process whose stdin/stdout carry line-based messages, on
+this machine, on an SSH host or in a container.
 
 Template method, as in invoke/fabric runners: `Process` owns the reader thread, the line
 queue, timeouts and orderly teardown; a launcher's process class implements a few
-primitives (`_write`, `_readline`, `poll`, `signal`). Local subprocesses now; SSH sessions
-and container attachments plug in the same way.
+primitives (`_write`, `_readline`, `poll`, `terminate`, `kill`, `fetch`). A `Launcher` is
+one host: it checks and prepares the host (`prepare`), says where files and servers go on
+it (`workdir`, `address`, `python`), starts processes and runs commands there.
 """
 
 from __future__ import annotations
@@ -60,6 +62,11 @@ class Process(ABC):
     def kill(self) -> None:
         """Stop the process (and everything it started) now."""
 
+    @abstractmethod
+    def fetch(self, remote_dir: str, local_dir: Path) -> None:
+        """Copy the directory `remote_dir`, where this process wrote its files, into
+        `local_dir` on the controller (a no-op when they are the same place)."""
+
     # -- shared behaviour --------------------------------------------------------------
     def write_line(self, line: str) -> bool:
         """Send one line; False when the process no longer reads its input."""
@@ -92,10 +99,34 @@ class Completed:
     output: str  # stdout and stderr together
 
 
+class LaunchError(Exception):
+    """A host cannot be used: unreachable, unknown host key, no Python, bootstrap failed.
+    The message names the host and says what to do."""
+
+
 class Launcher(ABC):
     """Where processes run (this machine, an SSH host, a container engine)."""
 
-    host: str
+    host: str  # the host's name in the scenario ("local": the controller's machine)
+    address: str  # where servers on this host listen and are reached by the others
+    python: str  # an interpreter on the host with sixnines installed
+
+    def prepare(self) -> dict:
+        """Check the host and make it ready (install sixnines where needed); the facts
+        found (Python version, free disk, ...) go into the manifest. Raises LaunchError."""
+        return {}
+
+    def workdir(self, key: str, local_dir: Path) -> str:
+        """Where the files of `key` (`<scenario>/<stamp>/<run-id>/...`, whose controller
+        copy is `local_dir`) are written on this host."""
+        return str(local_dir)
+
+    @abstractmethod
+    def write_file(self, path: str, content: str) -> None:
+        """Create (or replace) a text file on the host, with its parent directories."""
+
+    def close(self) -> None:
+        """Release connections; processes are stopped by their own handles first."""
 
     @abstractmethod
     def start(self, argv: Sequence[str], name: str, log_path: Path,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -66,6 +67,12 @@ class LocalProcess(Process):
 
 class LocalLauncher(Launcher):
     host = "local"
+    address = "127.0.0.1"
+    python = sys.executable
+
+    def write_file(self, path: str, content: str) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(content, encoding="utf-8")
 
     def start(self, argv: Sequence[str], name: str, log_path: Path,
               inbox: queue.Queue | None = None, env: dict[str, str] | None = None
