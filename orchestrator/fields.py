@@ -71,14 +71,6 @@ def _duration(value: object) -> int:
     return ns
 
 
-def _local_only(host: str) -> str:
-    if host != "local":
-        raise ValueError(
-            f"unknown host {host!r}: only 'local' is supported for now (multi-host runs come later)"
-        )
-    return host
-
-
 Name = Annotated[str, Field(strict=True), AfterValidator(_name)]
 Size = Annotated[int, BeforeValidator(_size)]
 Rate = Annotated[float, BeforeValidator(_rate)]
@@ -86,7 +78,6 @@ RunTime = Annotated[int, BeforeValidator(_positive_duration)]
 Wait = Annotated[int, BeforeValidator(_duration)]
 Count = Annotated[int, Field(strict=True, ge=1)]
 Seed = StrictInt | None
-Host = Annotated[str, Field(strict=True), AfterValidator(_local_only)]
 
 T = TypeVar("T")
 

@@ -93,12 +93,16 @@ def problems_from(
 
 def _source_path(data: Any, loc: YamlPath) -> YamlPath:
     """Pydantic's loc as a path into the file: drop the `[0]` pydantic adds when a single
-    value stands for a one-item sweep."""
+    value stands for a one-item sweep, and the tag a discriminated union adds before the
+    fields of the alternative it chose (`hosts[0].ssh.address`)."""
     path: list[Any] = []
     node = data
-    for part in loc:
+    for index, part in enumerate(loc):
         is_key = isinstance(node, dict) and part in node
         if isinstance(part, int) and not is_key and not isinstance(node, list):
+            continue
+        if isinstance(part, str) and isinstance(node, dict) and not is_key \
+                and index < len(loc) - 1:
             continue
         path.append(part)
         if is_key or (isinstance(node, list) and isinstance(part, int) and part < len(node)):
@@ -144,20 +148,22 @@ def _unknown_field(key: object, allowed: list[str]) -> str:
 
 
 def _fields_at(model: type[BaseModel] | None, loc: YamlPath) -> list[str]:
-    """Field names of the model found at `loc` below `model` (for "did you mean")."""
+    """Field names of the model found at `loc` below `model` (for "did you mean"). Where a
+    field holds a union of models, a discriminator tag in `loc` picks the alternative whose
+    `kind` it is."""
+    candidates = [model] if model else []
     for part in loc:
-        if isinstance(part, int) or model is None:
+        if isinstance(part, int) or not candidates:
             continue
-        field = model.model_fields.get(part)
-        model = _model_in(field.annotation) if field else None
-    return list(model.model_fields) if model else []
+        field = candidates[0].model_fields.get(part)
+        if field is not None:
+            candidates = _models_in(field.annotation)
+        else:
+            candidates = [m for m in candidates if getattr(m, "kind", None) == part]
+    return list(candidates[0].model_fields) if candidates else []
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
     if get_origin(annotation) is None and isinstance(annotation, type):
-        return annotation if issubclass(annotation, BaseModel) else None
-    for arg in get_args(annotation):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
+        return [annotation] if issubclass(annotation, BaseModel) else []
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]

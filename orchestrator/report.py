@@ -19,6 +19,7 @@ SUMMARY_FILE = "summary.json"
 METRICS = (("latency_us", "latency"), ("service_time_us", "service"),
            ("send_lag_us", "send lag"))
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
+CROSS_CLOCK_METRICS = ("latency_us", "service_time_us")  # a receiver's time − a producer's
 
 
 class AnalysisError(Exception):
@@ -110,8 +111,36 @@ def _cell(figures: dict, key: str) -> str:
     return text if supported(key, figures.get("count") or 0) else f"[dim]{text}[/]"
 
 
+def _clock_bound_us(summary: dict) -> float | None:
+    """The clock bound of cross-host figures, µs; None when every figure is on one clock."""
+    bound = summary.get("clock_bound_ns")
+    return None if bound is None else bound / 1000
+
+
+def _clock_cells(field: str, bound: float | None) -> list[str]:
+    """A metric row's "± clock" cell, present only when some figure was timed across hosts."""
+    if bound is None:
+        return []
+    return [_us(bound) if field in CROSS_CLOCK_METRICS else ""]
+
+
+def _captions(summary: dict) -> list[str]:
+    """Footnotes: dim percentiles, and what the ± clock column means (DESIGN.md rule 3)."""
+    captions = []
+    if any(not supported(key, (summary.get(field) or {}).get("count") or 0)
+           for field, _ in METRICS for key in FIGURE_KEYS):
+        captions.append("dim: too few samples for that percentile (fewer than 1/(1-p))")
+    bound = _clock_bound_us(summary)
+    if bound is not None:
+        cross = (summary.get("latency_pairs") or {}).get("cross_clock", 0)
+        captions.append(f"± clock: {cross:,} deliveries timed across hosts, both ends put on "
+                        f"the controller's clock; figures may be off by up to {_us(bound)} µs")
+    return captions
+
+
 def run_table(summary: dict) -> Table:
-    """One run: accounting and throughput in the title, the latency distribution below."""
+    """One run: accounting and throughput in the title, the latency distribution below;
+    figures timed across hosts carry their clock bound in a "± clock" column."""
     colour = {"ok": "green", "partial": "yellow"}.get(summary.get("status"), "red")
     counts = (f"sent {summary.get('sent', 0):,}  received {summary.get('received', 0):,}  "
               f"lost {summary.get('lost', 0):,}  duplicated {summary.get('duplicated', 0):,}  "
@@ -121,16 +150,16 @@ def run_table(summary: dict) -> Table:
     table = Table(title=f"{summary['run_id']}  [{colour}]{summary.get('status')}[/]\n"
                         f"{counts}\n{rates}", title_justify="left")
     table.add_column("µs", justify="left")
-    for key in FIGURE_KEYS:
+    bound = _clock_bound_us(summary)
+    for key in (*FIGURE_KEYS, *(["± clock"] if bound is not None else []), "count"):
         table.add_column(key, justify="right")
-    table.add_column("count", justify="right")
     for field, label in METRICS:
         figures = summary.get(field) or {}
         table.add_row(label, *(_cell(figures, key) for key in FIGURE_KEYS),
-                      f"{figures.get('count') or 0:,}")
-    if any(not supported(key, (summary.get(field) or {}).get("count") or 0)
-           for field, _ in METRICS for key in FIGURE_KEYS):
-        table.caption = "dim: too few samples for that percentile (fewer than 1/(1-p))"
+                      *_clock_cells(field, bound), f"{figures.get('count') or 0:,}")
+    captions = _captions(summary)
+    if captions:
+        table.caption = "\n".join(captions)
         table.caption_justify = "left"
     return table
 

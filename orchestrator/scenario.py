@@ -18,7 +18,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from orchestrator.fields import Host, Mode, Name, Receive, Schedule
+from orchestrator.fields import Mode, Name, Receive, Schedule
+from orchestrator.hosts import LOCAL, HostSpec, Inventory, Placement
 from orchestrator.problems import Problem, ScenarioError, format_path, problems_from
 from orchestrator.systems import DEFER_OPTIONS, System, driver_or_none
 from orchestrator.workload import (
@@ -60,7 +61,11 @@ class Scenario(BaseModel):
     name: Name
     systems: Annotated[tuple[System, ...], Field(min_length=1)]
     workload: WorkloadSpec
-    hosts: Annotated[tuple[Host, ...], Field(min_length=1)] = ("local",)
+    hosts: tuple[HostSpec, ...] = ()
+    """Machines besides `local` (SSH or container hosts); more may come from `inventory`."""
+    inventory: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    """A YAML file with a `hosts:` list (relative to the scenario file)."""
+    placement: Placement = Field(default_factory=Placement)
     output: Annotated[str, Field(strict=True, min_length=1)] = "runs"
     spark_master: Annotated[str, Field(strict=True, min_length=1)] | None = None
     """Where the analysis runs (e.g. spark://host:7077); None: embedded local[*]."""
@@ -77,6 +82,10 @@ class Scenario(BaseModel):
                 )
             first[system.name] = index
         return systems
+
+    def host(self, name: str) -> HostSpec | None:
+        """The host called `name` (None for `local`, the controller's machine)."""
+        return next((host for host in self.hosts if host.name == name), None)
 
     def variants(self) -> tuple[tuple[Case | None, WorkloadSpec], ...]:
         """The complete workload specs the matrix expands, in order, each with its case
@@ -156,6 +165,10 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
     except ValidationError as exc:
         problems += problems_from(exc, doc, model)
     problems += _case_problems(doc)
+    inventory = _inventory_hosts(doc, file)
+    if scenario is not None:
+        scenario = scenario.model_copy(update={"hosts": (*scenario.hosts, *inventory)})
+        problems += _host_problems(scenario, doc, len(inventory))
     specs = _specs_in_file(doc.data)
     problems += _point_problems(specs, doc)
     if scenario is not None:
@@ -165,6 +178,54 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
         raise ScenarioError(file, problems)
     assert scenario is not None
     return scenario
+
+
+def _inventory_hosts(doc: Document, file: str) -> tuple[HostSpec, ...]:
+    """The hosts of the inventory file the scenario names (relative to the scenario);
+    its own problems are reported against it, with their lines."""
+    name = doc.data.get("inventory")
+    if not isinstance(name, str) or not name:
+        return ()
+    path = Path(file).parent / Path(name).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        line = doc.line_of(("inventory",))
+        raise ScenarioError(file, [Problem("inventory", line, f"cannot read {str(path)!r}: "
+                                           f"{exc.strerror or exc}")]) from None
+    try:
+        inventory_doc = parse(text)
+    except YamlSyntaxError as exc:
+        raise ScenarioError(str(path), [Problem("", exc.line, f"invalid YAML: {exc.message}")]
+                            ) from None
+    try:
+        return Inventory.model_validate(inventory_doc.data or {}).hosts
+    except ValidationError as exc:
+        raise ScenarioError(str(path), problems_from(exc, inventory_doc, Inventory)) from None
+
+
+def _host_problems(scenario: Scenario, doc: Document, from_inventory: int) -> list[Problem]:
+    """Host names unique (and not `local`), and placement naming only known hosts."""
+    problems = []
+    seen: set[str] = set()
+    in_file = len(scenario.hosts) - from_inventory
+    for index, host in enumerate(scenario.hosts):
+        path = ("hosts", index, "name") if index < in_file else ("inventory",)
+        if host.name == LOCAL or host.name in seen:
+            what = "is reserved for the controller's machine" if host.name == LOCAL else (
+                "is given twice (in the scenario and/or its inventory)")
+            problems.append(Problem(format_path(path), doc.line_of(path),
+                                    f"host name {host.name!r} {what}"))
+        seen.add(host.name)
+    placement = scenario.placement
+    named = [(("placement", "broker"), placement.broker)] + [
+        (("placement", "agents", i), name) for i, name in enumerate(placement.agents)]
+    known = sorted(seen | {LOCAL})
+    for path, name in named:
+        if name not in known:
+            problems.append(Problem(format_path(path), doc.line_of(path),
+                                    f"unknown host {name!r} (known: {', '.join(known)})"))
+    return problems
 
 
 def _case_problems(doc: Document) -> list[Problem]:

@@ -2,11 +2,26 @@
 
     python -m spark_jobs.analyze [--master local[*]] RUN_DIR [RUN_DIR ...]
 
-All run dirs share one Spark session (its start-up costs ~10 s). Per run: one job for the
-accounting, one for the rates and one for the HDR bucket counts; only one-row results and
-bucket rows come back to the driver. Exit status: 0 all analysed, 1 some run failed (the
-others still get their reports; the failed one's JSON line carries "error"), 2 bad usage
-or a run dir without a manifest.
+All run dirs share one Spark session (its start-up costs ~10 s). Per run: one job each for
+the accounting, the rates, the clock pairs and the HDR bucket counts; only one-row results,
+one row per agent and bucket rows come back to the driver. Exit status: 0 all analysed,
+1 some run failed (the others still get their reports; the failed one's JSON line carries
+"error"), 2 bad usage or a run dir without a manifest.
+
+Clock fields of summary.json (DESIGN.md rule 3, see frames.with_clock_pairs):
+
+- `latency_pairs`: {"same_clock": n, "cross_clock": n, "excluded": n}, the measured
+  deliveries by how their producer's and receiver's clocks pair up. same_clock: one clock
+  domain (a requester is its own receiver), timed as recorded. cross_clock: different
+  domains, included only when the manifest says `cross_host_latency: true`, each end moved
+  onto the controller's clock by its host's measured offset. excluded: not in latency or
+  service time (a warning says how many and how to opt in), still in the accounting
+  (received, lost, duplicated, reordered). same_clock + cross_clock = latency_us.count.
+- `clock_bound_ns`: how far any cross-clock latency or service time may be off: the largest
+  producer + receiver offset uncertainty among the cross_clock deliveries; null when none.
+- `hlog_agrees` compares only the hlog tags holding what Spark computed: a receiver with
+  cross_clock or excluded deliveries logged them raw, so its latency and service_time tags
+  are not compared, and a problem line says so (null when nothing was compared).
 """
 
 from __future__ import annotations
@@ -71,12 +86,15 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
     consumers = connections * sum(role == "consumer" for role, _ in loaded.values())
     counts = frames.accounting(df, consumers).first().asDict()
     rate = frames.rates(df).first().asDict()
-    values = frames.metric_values(frames.measured(df))
+    clocks = frames.RunClocks.from_manifest(manifest)
+    measured = frames.measured(df)
+    pairs = summarize.clock_pairs(frames.clock_pair_counts(measured, clocks).toArrow())
+    values = frames.metric_values(measured, clocks)
     buckets = frames.bucket_counts(values, keys=("agent_id", "metric")).toArrow()
     metrics, per_agent = summarize.gather(buckets)
 
-    agrees, hlog_notes = summarize.hlog_agreement(hlogs, per_agent, warmup_s)
-    if agrees is None:
+    agrees, hlog_notes = summarize.hlog_agreement(hlogs, per_agent, warmup_s, pairs.off_clock)
+    if agrees is None and not hlog_notes:
         hlog_notes.append("no hlog to check against the messages")
     notes += hlog_notes
     notes += summarize.out_of_range_notes(metrics)
@@ -99,9 +117,12 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
         "send_rate": rate["send_rate"],
         "receive_rate": rate["receive_rate"],
         **figures,
+        "latency_pairs": pairs.totals,
+        "clock_bound_ns": pairs.bound_ns,
         "hlog_agrees": agrees,
-        "warnings": summarize.saturation_warnings(figures, rate["send_rate"],
-                                                  manifest.get("params", {})),
+        "warnings": [*summarize.saturation_warnings(figures, rate["send_rate"],
+                                                    manifest.get("params", {})),
+                     *summarize.clock_warnings(pairs, clocks.cross_host)],
     }
     report = run_dir / REPORT_DIR
     report.mkdir(exist_ok=True)

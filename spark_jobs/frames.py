@@ -4,10 +4,18 @@ Every function takes and returns DataFrames (or Columns) so each is testable on 
 frame and Spark can fuse them into few scans. Raw rows never reach the driver: latencies
 leave Spark as HDR bucket counts (the same buckets as `agents.hdr`, so percentiles from
 the raw data and from the agents' hlogs agree to the bucket), accounting as one row.
+
+Clocks (DESIGN.md rule 3): a latency subtracts the producer's timestamp from the
+receiver's, and each is read on its own host's monotonic clock. `RunClocks` says, from the
+manifest, which clock domain (one kernel boot) every agent is in; `with_clock_pairs` joins
+that onto the rows as small broadcast tables, and only rows whose two ends share a domain
+are timed as recorded. The others are left out, or, when the scenario asked for
+`cross_host_latency`, moved onto the controller's clock by the measured offsets.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 from typing import Any
@@ -23,6 +31,11 @@ SCHEMA = from_arrow_schema(MESSAGES)
 ROLES = ("producer", "consumer", "requester")
 SENDERS = ("producer", "requester")
 METRICS = ("latency", "service_time", "send_lag")
+DEFAULT_DOMAIN = ""  # a manifest without clock domains: every agent shares one clock
+SAME_CLOCK, CROSS_CLOCK, EXCLUDED = "same_clock", "cross_clock", "excluded"
+PAIRS = (SAME_CLOCK, CROSS_CLOCK, EXCLUDED)  # clock_pair values, also the summary field names
+
+ClockRow = tuple[int, str, int | None, int | None]  # key, domain, offset_ns, uncertainty_ns
 
 
 def _long(value: int) -> Column:
@@ -118,25 +131,146 @@ def _is_receipt() -> Column:
     )
 
 
-def metric_values(df: DataFrame) -> DataFrame:
+def _timed_receipt() -> Column:
+    """A receipt with its receive time: the rows behind latency and service time."""
+    return _is_receipt() & F.col("recv_ns").isNotNull()
+
+
+def _clock_row(key: int, agent: dict[str, Any]) -> ClockRow:
+    clock = agent.get("clock") or {}
+    return (key, clock.get("domain", DEFAULT_DOMAIN), clock.get("offset_ns"),
+            clock.get("uncertainty_ns"))
+
+
+def _producer_rows(agents: list[dict[str, Any]], connections: int) -> list[ClockRow]:
+    """One clock row per producer id: a sender's ids are [first_id, first_id + connections).
+
+    Senders without first_id (older manifests) place no ids. Two senders claiming one id
+    would double rows in the join, so that manifest is refused rather than miscounted.
+    """
+    owners: dict[int, str] = {}
+    rows = []
+    for agent in agents:
+        if agent.get("role") not in SENDERS or "first_id" not in agent:
+            continue
+        for producer_id in range(agent["first_id"], agent["first_id"] + connections):
+            if producer_id in owners:
+                raise ValueError(f"producer id {producer_id} claimed by agents "
+                                 f"{owners[producer_id]} and {agent['id']}")
+            owners[producer_id] = agent["id"]
+            rows.append(_clock_row(producer_id, agent))
+    return rows
+
+
+@dataclass(frozen=True)
+class RunClocks:
+    """Which clock every timestamp of a run was read on, from its manifest.
+
+    receivers: a ClockRow per agent with messages, keyed by agent_index (its position in the
+    manifest, as load_messages numbers it); producers: keyed by producer id. offset_ns is the
+    agent's host clock minus the controller's (± uncertainty_ns), None when not measured.
+    cross_host: the scenario asked for offset-corrected cross-clock latency.
+    """
+
+    receivers: tuple[ClockRow, ...]
+    producers: tuple[ClockRow, ...]
+    cross_host: bool = False
+
+    @classmethod
+    def from_manifest(cls, manifest: dict[str, Any]) -> RunClocks:
+        agents = manifest.get("agents", [])
+        connections = int(manifest.get("workload", {}).get("connections", 1))
+        return cls(receivers=tuple(_clock_row(index, agent) for index, agent
+                                   in enumerate(agents) if agent.get("role") in ROLES),
+                   producers=tuple(_producer_rows(agents, connections)),
+                   cross_host=bool(manifest.get("cross_host_latency", False)))
+
+    @property
+    def sole_domain(self) -> str | None:
+        """The domain every agent is in, or None when the run spans several.
+
+        In a one-domain run any producer, even one the manifest does not place (an
+        unexpected message), read the same clock as its receiver.
+        """
+        domains = {row[1] for row in self.receivers}
+        return domains.pop() if len(domains) == 1 else None
+
+
+def _clock_table(spark: SparkSession, key: str, side: str, rows: tuple[ClockRow, ...]
+                 ) -> DataFrame:
+    schema = f"{key} int, {side}_domain string, {side}_offset long, {side}_uncertainty long"
+    return F.broadcast(spark.createDataFrame(list(rows), schema))
+
+
+def with_clock_pairs(df: DataFrame, clocks: RunClocks) -> DataFrame:
+    """df plus clock_pair (one of PAIRS), clock_correction and clock_bound, both in ns.
+
+    same_clock: producer and receiver share a domain (a requester is its own receiver), so
+    the timestamps subtract as recorded (correction 0: the figures of a one-host run).
+    cross_clock: different domains, used because the scenario asked for it and both
+    offsets are known. Each end moves onto the controller's clock (t − offset), so
+    recv − intended loses correction = receiver offset − producer offset; clock_bound is
+    the two uncertainties added. excluded: anything else, e.g. a producer without a clock.
+    """
+    spark = df.sparkSession
+    joined = df.join(
+        _clock_table(spark, "agent_index", "rx", clocks.receivers), "agent_index", "left"
+    ).join(_clock_table(spark, "producer_id", "tx", clocks.producers), "producer_id", "left")
+    producer_domain = F.coalesce(F.col("tx_domain"), F.lit(clocks.sole_domain).cast("string"))
+    same = (F.col("role") == "requester") | F.coalesce(
+        producer_domain == F.col("rx_domain"), F.lit(False)
+    )
+    correction = F.col("rx_offset") - F.col("tx_offset")
+    bound = F.col("rx_uncertainty") + F.col("tx_uncertainty")
+    cross = ~same & F.lit(clocks.cross_host) & correction.isNotNull() & bound.isNotNull()
+    return joined.select(
+        *df.columns,
+        F.when(same, SAME_CLOCK).when(cross, CROSS_CLOCK).otherwise(EXCLUDED).alias("clock_pair"),
+        F.when(cross, correction).otherwise(_long(0)).alias("clock_correction"),
+        F.when(cross, bound).alias("clock_bound"),
+    )
+
+
+def timed_receipts(df: DataFrame, clocks: RunClocks) -> DataFrame:
+    """Receipts with receive times, each with its clock pair (see with_clock_pairs)."""
+    return with_clock_pairs(df.filter(_timed_receipt()), clocks)
+
+
+def metric_values(df: DataFrame, clocks: RunClocks) -> DataFrame:
     """Long frame (agent_id, metric, value ns): one row per metric a message has.
 
-    latency = recv − intended and service_time = recv − sent for received messages;
-    send_lag = sent − intended for every sent message (lost ones too). A union of three
+    latency = recv − intended and service_time = recv − sent for received messages whose
+    two ends can be put on one clock (see with_clock_pairs); send_lag = sent − intended for
+    every sent message (lost ones too), one agent's clock by construction. A union of three
     filtered projections: it stays in whole-stage codegen, unlike a generator
     (explode/stack), and measured ~20 % faster than one.
     """
-    received = F.col("role").isin("consumer", "requester") & F.col("recv_ns").isNotNull()
+    timed = timed_receipts(df, clocks).filter(F.col("clock_pair") != EXCLUDED)
     recv, sent, intended = F.col("recv_ns"), F.col("sent_ns"), F.col("intended_ns")
+    on_one_clock = recv - F.col("clock_correction")
     parts = [
-        df.filter(rows).select("agent_id", F.lit(metric).alias("metric"), value.alias("value"))
+        rows.select("agent_id", F.lit(metric).alias("metric"), value.alias("value"))
         for metric, rows, value in (
-            ("latency", received, recv - intended),
-            ("service_time", received, recv - sent),
-            ("send_lag", _is_sender(), sent - intended),
+            ("latency", timed, on_one_clock - intended),
+            ("service_time", timed, on_one_clock - sent),
+            ("send_lag", df.filter(_is_sender()), sent - intended),
         )
     ]
     return reduce(DataFrame.unionByName, parts)
+
+
+def clock_pair_counts(df: DataFrame, clocks: RunClocks) -> DataFrame:
+    """Per receiving agent: (agent_id, same_clock, cross_clock, excluded, clock_bound_ns).
+
+    Counts of its timed receipts by clock pair, and the widest bound among the cross-clock
+    ones used (null when none). df as for metric_values, so same_clock + cross_clock is
+    exactly the latency count.
+    """
+    pair = F.col("clock_pair")
+    return timed_receipts(df, clocks).groupBy("agent_id").agg(
+        *(F.count(F.when(pair == name, 1)).alias(name) for name in PAIRS),
+        F.max("clock_bound").alias("clock_bound_ns"),
+    )
 
 
 def bucket_counts(values: DataFrame, keys: tuple[str, ...] = ("metric",)) -> DataFrame:
@@ -257,7 +391,7 @@ def agent_rates(df: DataFrame) -> DataFrame:
     taken between two timestamps of one agent; the run's rate is the sum over agents.
     """
     sending = _is_sender()
-    receiving = _is_receipt() & F.col("recv_ns").isNotNull()
+    receiving = _timed_receipt()
     sent_ns = F.when(sending, F.col("sent_ns"))
     recv_ns = F.when(receiving, F.col("recv_ns"))
     per_agent = df.groupBy("agent_index", "agent_id", "role").agg(

@@ -1,12 +1,14 @@
 """Driver side of the analysis: bucket counts from Spark → figures, .hgrm files, hlog check.
 
-Only HDR bucket rows (at most COUNTS_LEN per agent and metric) reach the driver; the
-percentiles come from `hdr.percentile_values` on their merged counts, exactly as any
-HdrHistogram would report them, and the agents' own hlogs are cross-checked bucket by bucket.
+Only HDR bucket rows (at most COUNTS_LEN per agent and metric) and one clock-pair row per
+receiving agent reach the driver; the percentiles come from `hdr.percentile_values` on the
+merged counts, exactly as any HdrHistogram would report them, and the agents' own hlogs are
+cross-checked bucket by bucket where they hold the same values.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ import pyarrow as pa
 
 from agents import hdr
 from agents.hlog import measured_counts, read_hlog
+from spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
 
 METRICS = ("latency", "service_time", "send_lag")
 TAGS_BY_ROLE = {
@@ -23,6 +26,7 @@ TAGS_BY_ROLE = {
     "consumer": ("latency", "service_time"),
     "requester": METRICS,
 }
+RECEIVER_TAGS = ("latency", "service_time")  # receiver's time minus a producer's time
 NS_PER_US = 1000.0
 
 
@@ -95,25 +99,51 @@ def write_hgrm(path: Path, metric: MetricCounts) -> None:
         )
 
 
+def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int]
+                  ) -> tuple[tuple[str, ...], list[str]]:
+    """The hlog tags of an agent that hold the values Spark computed, and why any do not.
+
+    An agent writes its latency and service_time hlog from its raw timestamps; Spark
+    leaves out or offset-corrects the deliveries whose producer is on another clock, so
+    those tags only compare when every delivery of the agent was timed as recorded.
+    """
+    tags = TAGS_BY_ROLE.get(role, ())
+    moved = off_clock.get(agent, 0)
+    if not moved:
+        return tags, []
+    note = (f"agent {agent}: hlog {' and '.join(RECEIVER_TAGS)} check not applicable: "
+            f"{moved:,} of its deliveries came from a producer on another clock (raw in its "
+            "hlog, left out or offset-corrected here)")
+    return tuple(tag for tag in tags if tag not in RECEIVER_TAGS), [note]
+
+
 def hlog_agreement(
     hlogs: dict[str, tuple[str, Path]],
     spark_counts: dict[str, dict[str, np.ndarray]],
     warmup_s: float,
+    off_clock: Mapping[str, int],
 ) -> tuple[bool | None, list[str]]:
     """Does every agent's hlog hold exactly the buckets Spark built from its messages?
 
-    hlogs maps agent_id → (role, path) for agents that have both files. Returns (None, [])
-    when there was nothing to compare, else the verdict and one note per disagreement.
+    hlogs maps agent_id → (role, path) for agents that have both files; off_clock maps
+    agent_id → its deliveries not timed on its own clock alone (see ClockPairs). Returns
+    (None, notes) when there was nothing to compare, else the verdict and the notes: why a
+    tag was not applicable, and one note per disagreement (only these make it False).
     """
+    skipped: list[str] = []
     notes: list[str] = []
     compared = 0
     for agent, (role, path) in sorted(hlogs.items()):
+        tags, why = _checked_tags(agent, role, off_clock)
+        skipped += why
+        if not tags:
+            continue
         try:
             from_log = measured_counts(read_hlog(path), warmup_s)
         except (OSError, ValueError) as error:
             notes.append(f"agent {agent}: cannot read {path.name}: {error}")
             continue
-        for tag in TAGS_BY_ROLE.get(role, ()):
+        for tag in tags:
             compared += 1
             logged = from_log.get(tag, _zeros())
             computed = spark_counts.get(agent, {}).get(tag, _zeros())
@@ -125,8 +155,8 @@ def hlog_agreement(
                     f"{int(hdr.value_from_index(first))} ns"
                 )
     if compared == 0 and not notes:
-        return None, []
-    return not notes, notes
+        return None, skipped
+    return not notes, skipped + notes
 
 
 def out_of_range_notes(metrics: dict[str, MetricCounts]) -> list[str]:
@@ -148,6 +178,41 @@ def summary_figures(metrics: dict[str, MetricCounts]) -> dict[str, Any]:
         name: {"negative": m.negative, "too_large": m.too_large} for name, m in metrics.items()
     }
     return figures
+
+
+@dataclass(frozen=True)
+class ClockPairs:
+    """How the producer and receiver clocks of a run's timed deliveries paired up."""
+
+    totals: dict[str, int]  # summary "latency_pairs": same_clock, cross_clock, excluded
+    bound_ns: int | None  # summary "clock_bound_ns": widest bound of a cross-clock delivery
+    off_clock: dict[str, int]  # agent_id → its deliveries excluded or offset-corrected
+
+
+def clock_pairs(rows: pa.Table) -> ClockPairs:
+    """Merge `frames.clock_pair_counts` rows (one per receiving agent)."""
+    agents = rows.to_pylist()
+    bounds = [a["clock_bound_ns"] for a in agents if a["clock_bound_ns"] is not None]
+    off_clock = {a["agent_id"]: a[CROSS_CLOCK] + a[EXCLUDED] for a in agents}
+    return ClockPairs(totals={name: sum(a[name] for a in agents) for name in PAIRS},
+                      bound_ns=max(bounds, default=None),
+                      off_clock={agent: n for agent, n in off_clock.items() if n})
+
+
+def clock_warnings(pairs: ClockPairs, cross_host: bool) -> list[str]:
+    """Say how many deliveries no latency covers because their ends' clocks differ
+    (DESIGN.md rule 3), and, unless the scenario already opted in, how to include them."""
+    excluded = pairs.totals[EXCLUDED]
+    if not excluded:
+        return []
+    left_out = (f"{excluded:,} deliveries left out of latency and service time (still counted "
+                "as delivered): ")
+    if cross_host:
+        return [left_out + "no measured clock offset relates their producer and receiver"]
+    return [left_out + "producer and receiver do not share a clock. To include them, set "
+            "`cross_host_latency: true` in the scenario's placement: both ends are then put "
+            "on the controller's clock by the measured offsets and the figures reported with "
+            "that bound (clock_bound_ns)"]
 
 
 SATURATED_LAG_P99_US = 1000.0

@@ -16,18 +16,41 @@ def test_a_percentile_needs_a_sample_above_it():
     assert supported("max", 1)
 
 
-def test_the_table_shows_every_figure_and_marks_unsupported_ones():
-    figures = {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 3000.0,
-               "p99.999": 3500.0, "p99.9999": 3500.0, "max": 3500.0, "mean": 75.0,
-               "count": 20_000}
-    summary = {"run_id": "01-tcp", "status": "ok", "sent": 20_000, "received": 20_000,
-               "lost": 0, "duplicated": 0, "reordered": 0, "send_rate": 2000.0,
-               "receive_rate": 2000.0, "latency_us": figures, "service_time_us": figures,
-               "send_lag_us": figures}
+FIGURES = {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 3000.0,
+           "p99.999": 3500.0, "p99.9999": 3500.0, "max": 3500.0, "mean": 75.0, "count": 20_000}
+SUMMARY = {"run_id": "01-tcp", "status": "ok", "sent": 20_000, "received": 20_000, "lost": 0,
+           "duplicated": 0, "reordered": 0, "send_rate": 2000.0, "receive_rate": 2000.0,
+           "latency_us": FIGURES, "service_time_us": FIGURES, "send_lag_us": FIGURES,
+           "latency_pairs": {"same_clock": 20_000, "cross_clock": 0, "excluded": 0},
+           "clock_bound_ns": None}
+
+
+def rendered(summary: dict) -> str:
     out = io.StringIO()
-    Console(file=out, width=140).print(run_table(summary))
-    text = out.getvalue()
+    Console(file=out, width=160).print(run_table(summary))
+    return out.getvalue()
+
+
+def test_the_table_shows_every_figure_and_marks_unsupported_ones():
+    text = rendered(SUMMARY)
     for header in ("p50", "p99.9999", "max", "count", "latency", "send lag"):
         assert header in text
     assert "3,500" in text and "20,000" in text
     assert "too few samples" in text
+    assert "± clock" not in text  # every figure on one clock: nothing to bound
+
+
+def test_cross_host_figures_carry_their_clock_bound():
+    summary = {**SUMMARY, "clock_bound_ns": 48_000,
+               "latency_pairs": {"same_clock": 12_000, "cross_clock": 8_000, "excluded": 0}}
+    text = rendered(summary)
+    lines = text.splitlines()
+    header = [cell.strip() for cell in next(line for line in lines if "p50" in line).split("┃")]
+    rows = {cells[1]: cells for cells in ([c.strip() for c in line.split("│")]
+                                          for line in lines if line.startswith("│"))}
+    bound = header.index("± clock")
+    assert header[bound - 1] == "max"  # beside the percentiles
+    assert rows["latency"][bound] == rows["service"][bound] == "48.0"
+    assert rows["send lag"][bound] == ""  # one agent's clock: nothing to bound
+    assert ("± clock: 8,000 deliveries timed across hosts, both ends put on the controller's "
+            "clock; figures may be off by up to 48.0 µs") in " ".join(text.split())

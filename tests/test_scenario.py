@@ -45,7 +45,10 @@ workload:
   receive: busy-poll
   drain: 1s
   seed: 7
-hosts: [local]
+hosts:
+  - {name: h1, address: 10.77.0.11, user: root, key: ~/.ssh/bench, known_hosts: kh}
+  - {name: pods, docker: "unix:///run/podman.sock"}
+placement: {broker: h1, agents: [pods, local]}
 output: out
 """
 
@@ -108,7 +111,14 @@ def test_valid_scenario_loads(tmp_path: Path) -> None:
     assert w.drain == (1_000_000_000,)
     assert w.seed == (7,)
     assert w.swept == ("message_size",)
-    assert scenario.hosts == ("local",)
+    h1, pods = scenario.hosts
+    assert (h1.kind, h1.address, h1.user, h1.key, h1.port) == (
+        "ssh", "10.77.0.11", "root", "~/.ssh/bench", None)
+    assert (pods.kind, pods.docker, pods.address) == (
+        "container", "unix:///run/podman.sock", "127.0.0.1")
+    assert scenario.placement.broker == "h1"
+    assert scenario.placement.agents == ("pods", "local")
+    assert scenario.placement.cross_host_latency is False
     assert scenario.output == "out"
 
 
@@ -116,7 +126,8 @@ def test_defaults(tmp_path: Path) -> None:
     scenario = load_scenario(write(tmp_path, MINIMAL))
     assert scenario.systems[0].broker.kind == "builtin"
     assert scenario.systems[0].options == TcpOptions()
-    assert scenario.hosts == ("local",)
+    assert scenario.hosts == ()
+    assert (scenario.placement.broker, scenario.placement.agents) == ("local", ("local",))
     assert scenario.output == "runs"
     ((workload, labels),) = scenario.workload.expand()
     assert labels == {}
@@ -155,8 +166,8 @@ def test_dump_reloads_to_the_same_scenario(tmp_path: Path) -> None:
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     assert only(tmp_path, MINIMAL + "colour: red\n") == Problem(
-        "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, output, "
-        "spark_master)"
+        "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, inventory, "
+        "placement, output, spark_master)"
     )
 
 
@@ -275,10 +286,53 @@ def test_missing_field_points_at_the_parent(tmp_path: Path) -> None:
     assert only(tmp_path, text) == Problem("workload.rate", 5, "field required")
 
 
-def test_non_local_host(tmp_path: Path) -> None:
-    problem = only(tmp_path, MINIMAL + "hosts:\n  - local\n  - box1\n")
-    assert (problem.path, problem.line) == ("hosts[1]", 11)
-    assert "only 'local' is supported" in problem.message
+def test_placement_names_only_known_hosts(tmp_path: Path) -> None:
+    text = MINIMAL + "hosts:\n  - {name: h1, address: 10.0.0.1}\nplacement:\n  broker: h1\n" \
+        "  agents: [local, h2]\n"
+    assert only(tmp_path, text) == Problem(
+        "placement.agents[1]", 13, "unknown host 'h2' (known: h1, local)")
+
+
+def test_host_names_are_unique_and_local_is_reserved(tmp_path: Path) -> None:
+    text = MINIMAL + "hosts:\n  - {name: local, address: a}\n  - {name: b, address: b}\n" \
+        "  - {name: b, docker: unix:///s}\n"
+    assert [(p.path, p.line, p.message) for p in problems(tmp_path, text)] == [
+        ("hosts[0].name", 10, "host name 'local' is reserved for the controller's machine"),
+        ("hosts[2].name", 12,
+         "host name 'b' is given twice (in the scenario and/or its inventory)"),
+    ]
+
+
+def test_a_host_field_error_names_the_field_of_its_kind(tmp_path: Path) -> None:
+    text = MINIMAL + "hosts:\n  - {name: c, docker: unix:///s, adress: x}\n  - {name: s, port: 0}\n"
+    assert [(p.path, p.line, p.message) for p in problems(tmp_path, text)] == [
+        ("hosts[0].adress", 10, "unknown field (did you mean 'address'?)"),
+        ("hosts[1].address", 11, "field required"),
+        ("hosts[1].port", 11, "must be at least 1"),
+    ]
+
+
+def test_inventory_hosts_join_the_scenario(tmp_path: Path) -> None:
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "hosts.yaml").write_text(
+        "hosts:\n  - {name: h2, address: 10.0.0.2, user: bench}\n")
+    text = MINIMAL + "inventory: lab/hosts.yaml\nplacement: {agents: [h2]}\n"
+    scenario = load_scenario(write(tmp_path, text))
+    assert scenario.host("h2").user == "bench"
+    assert scenario.placement.agents == ("h2",)
+
+
+def test_inventory_problems_name_the_inventory_file_and_line(tmp_path: Path) -> None:
+    inventory = tmp_path / "hosts.yaml"
+    inventory.write_text("hosts:\n  - {name: h2, address: 10.0.0.2}\n  - {name: h3, user: x}\n")
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(write(tmp_path, MINIMAL + "inventory: hosts.yaml\n"))
+    assert caught.value.file == str(inventory)
+    assert [(p.path, p.line) for p in caught.value.problems] == [("hosts[1].address", 3)]
+    with pytest.raises(ScenarioError) as missing:
+        load_scenario(write(tmp_path, MINIMAL + "inventory: nowhere.yaml\n"))
+    assert missing.value.problems[0].path == "inventory"
+    assert "cannot read" in missing.value.problems[0].message
 
 
 def test_duplicate_system_names_and_keys(tmp_path: Path) -> None:
@@ -513,8 +567,8 @@ def test_an_unknown_key_next_to_cases_lists_cases(tmp_path: Path) -> None:
     assert problem == Problem(
         "colour",
         13,
-        "unknown field (expected one of: name, systems, workload, hosts, output, "
-        "spark_master, cases)",
+        "unknown field (expected one of: name, systems, workload, hosts, inventory, "
+        "placement, output, spark_master, cases)",
     )
 
 

@@ -103,18 +103,132 @@ def test_accounting_round_trip(spark):
                    "unexpected": 0, "warmup_sent": 1, "warmup_received": 1}
 
 
-def test_metric_values_and_buckets(spark):
-    values = frames.metric_values(frames.measured(_tiny(spark)))
+def _tiny_clocks(clocks: dict[str, dict] | None = None, **manifest) -> frames.RunClocks:
+    """RunClocks of the _tiny agents, listed in their agent_index order (a, b, p)."""
+    agents = [{"id": "a", "role": "consumer"}, {"id": "b", "role": "consumer"},
+              {"id": "p", "role": "producer", "first_id": 1}]
+    for agent in agents:
+        if clocks and agent["id"] in clocks:
+            agent["clock"] = clocks[agent["id"]]
+    return frames.RunClocks.from_manifest({"agents": agents, **manifest})
+
+
+def _by_metric(values) -> dict[str, list[int]]:
     table = values.toArrow()
-    by_metric = {}
+    by_metric: dict[str, list[int]] = {}
     for metric, value in zip(table.column("metric").to_pylist(),
                              table.column("value").to_pylist(), strict=True):
         by_metric.setdefault(metric, []).append(value)
-    assert sorted(by_metric["send_lag"]) == [5] * 4
-    assert sorted(by_metric["latency"]) == [20] * 4 + [50] * 5 + [60]
-    assert sorted(by_metric["service_time"]) == [15] * 4 + [45] * 5 + [55]
+    return {metric: sorted(v) for metric, v in by_metric.items()}
+
+
+def _pairs(df, clocks) -> dict[str, dict]:
+    rows = frames.clock_pair_counts(df, clocks).collect()
+    return {row["agent_id"]: {k: v for k, v in row.asDict().items() if k != "agent_id"}
+            for row in rows}
+
+
+def test_metric_values_and_buckets(spark):
+    values = frames.metric_values(frames.measured(_tiny(spark)), _tiny_clocks())
+    by_metric = _by_metric(values)
+    assert by_metric["send_lag"] == [5] * 4
+    assert by_metric["latency"] == [20] * 4 + [50] * 5 + [60]
+    assert by_metric["service_time"] == [15] * 4 + [45] * 5 + [55]
     counts = frames.bucket_counts(values).filter(F.col("metric") == "latency").collect()
     assert {r["bucket"]: r["count"] for r in counts} == {20: 4, 50: 5, 60: 1}
+
+
+def test_run_clocks_from_manifest():
+    clock = {"domain": "h1", "offset_ns": 7, "uncertainty_ns": 3}
+    manifest = {
+        "workload": {"connections": 2}, "cross_host_latency": True,
+        "agents": [
+            {"id": "c", "role": "consumer", "first_id": 0, "clock": clock},
+            {"id": "m", "role": "monitor", "clock": {"domain": "broker"}},  # no messages
+            {"id": "p0", "role": "producer", "first_id": 0, "clock": clock},
+            {"id": "p1", "role": "producer", "first_id": 2},  # older entry: no domain
+            {"id": "p2", "role": "producer"},  # no first_id: places no producer ids
+        ],
+    }
+    clocks = frames.RunClocks.from_manifest(manifest)
+    assert clocks.receivers == (
+        (0, "h1", 7, 3), (2, "h1", 7, 3), (3, "", None, None), (4, "", None, None))
+    assert clocks.producers == ((0, "h1", 7, 3), (1, "h1", 7, 3), (2, "", None, None),
+                                (3, "", None, None))
+    assert clocks.cross_host and clocks.sole_domain is None
+    older = frames.RunClocks.from_manifest({"agents": manifest["agents"][3:]})
+    assert older.sole_domain == frames.DEFAULT_DOMAIN and not older.cross_host
+
+
+def test_overlapping_producer_ids_are_refused():
+    agents = [{"id": "p0", "role": "producer", "first_id": 0},
+              {"id": "p1", "role": "requester", "first_id": 1}]
+    with pytest.raises(ValueError, match="producer id 1 claimed by agents p0 and p1"):
+        frames.RunClocks.from_manifest({"agents": agents, "workload": {"connections": 2}})
+
+
+def test_one_domain_times_as_recorded(spark):
+    """Offsets play no part within a domain: the figures are those of a manifest without
+    clocks, and every timed receipt (the unexpected one too) counts as same_clock."""
+    df = frames.measured(_tiny(spark))
+    clocks = _tiny_clocks({agent: {"domain": "h", "offset_ns": 1000 * i, "uncertainty_ns": 9}
+                           for i, agent in enumerate("abp")})
+    assert _by_metric(frames.metric_values(df, clocks)) == _by_metric(
+        frames.metric_values(df, _tiny_clocks()))
+    expected = {"same_clock": 6, "cross_clock": 0, "excluded": 0, "clock_bound_ns": None}
+    assert _pairs(df, clocks) == {"a": expected, "b": {**expected, "same_clock": 4}}
+    assert _pairs(df, _tiny_clocks()) == _pairs(df, clocks)
+
+
+# p and a share host h1; b is on h2 and its clock reads 30 ns behind p's (−25 vs +5)
+SPLIT = {"a": {"domain": "h1", "offset_ns": 5, "uncertainty_ns": 10},
+         "b": {"domain": "h2", "offset_ns": -25, "uncertainty_ns": 30},
+         "p": {"domain": "h1", "offset_ns": 5, "uncertainty_ns": 20}}
+
+
+def test_cross_clock_receipts_are_left_out_by_default(spark):
+    df = frames.measured(_tiny(spark))
+    by_metric = _by_metric(frames.metric_values(df, _tiny_clocks(SPLIT)))
+    assert by_metric["latency"] == [50] * 5  # a's deliveries from p only
+    assert by_metric["service_time"] == [45] * 5
+    assert by_metric["send_lag"] == [5] * 4  # one agent's clock: never left out
+    # the unexpected (7, 1) has no known producer, so no known clock, in a two-domain run
+    assert _pairs(df, _tiny_clocks(SPLIT)) == {
+        "a": {"same_clock": 5, "cross_clock": 0, "excluded": 1, "clock_bound_ns": None},
+        "b": {"same_clock": 0, "cross_clock": 0, "excluded": 4, "clock_bound_ns": None},
+    }
+
+
+def test_cross_clock_receipts_are_corrected_when_asked(spark):
+    df = frames.measured(_tiny(spark))
+    clocks = _tiny_clocks(SPLIT, cross_host_latency=True)
+    by_metric = _by_metric(frames.metric_values(df, clocks))
+    # b: recv − intended = 20 on the raw clocks; (recv + 25) − (intended − 5) = 50
+    assert by_metric["latency"] == [50] * 5 + [50] * 4
+    assert by_metric["service_time"] == [45] * 5 + [15 + 30] * 4
+    assert _pairs(df, clocks) == {
+        "a": {"same_clock": 5, "cross_clock": 0, "excluded": 1, "clock_bound_ns": None},
+        "b": {"same_clock": 0, "cross_clock": 4, "excluded": 0, "clock_bound_ns": 30 + 20},
+    }
+
+
+def test_cross_clock_needs_both_offsets(spark):
+    unmeasured = {**SPLIT, "b": {"domain": "h2"}}
+    clocks = _tiny_clocks(unmeasured, cross_host_latency=True)
+    assert _pairs(frames.measured(_tiny(spark)), clocks)["b"] == {
+        "same_clock": 0, "cross_clock": 0, "excluded": 4, "clock_bound_ns": None}
+
+
+def test_a_requester_is_its_own_receiver(spark):
+    """Round trip reads one clock whatever the manifest places (here: nothing)."""
+    rows = [("r", "requester", 5, s, 10 * s, 10 * s + 1, 10 * s + 7, s, False)
+            for s in range(3)]
+    rows.append(("c", "consumer", 5, 0, 0, 1, 9, 0, False))
+    agents = [{"id": "c", "role": "consumer", "clock": {"domain": "h2"}},
+              {"id": "r", "role": "requester", "clock": {"domain": "h1"}}]
+    clocks = frames.RunClocks.from_manifest({"agents": agents})
+    pairs = _pairs(_frame(spark, rows), clocks)
+    assert pairs["r"]["same_clock"] == 3 and pairs["c"]["excluded"] == 1
 
 
 def test_bucket_counts_out_of_range(spark):

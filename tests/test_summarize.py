@@ -1,8 +1,20 @@
-"""Saturation warnings (spark_jobs/summarize.py): pure rules, no Spark needed."""
+"""Driver-side rules of spark_jobs/summarize.py (saturation, clock pairs, hlog check): pure
+Python on small tables and files, no Spark session needed."""
 
 from __future__ import annotations
 
-from spark_jobs.summarize import saturation_warnings
+import numpy as np
+import pyarrow as pa
+
+from agents import hdr
+from agents.hlog import write_hlog
+from spark_jobs.summarize import (
+    ClockPairs,
+    clock_pairs,
+    clock_warnings,
+    hlog_agreement,
+    saturation_warnings,
+)
 
 
 def figures(lag_p99_us: float) -> dict:
@@ -25,3 +37,63 @@ def test_on_schedule_is_quiet():
 
 def test_a_closed_loop_waits_on_purpose():
     assert saturation_warnings(figures(50_000), 10.0, {"rate": 1000, "schedule": "closed"}) == []
+
+
+# --- clocks (DESIGN.md rule 3) -------------------------------------------------------------
+
+PAIR_SCHEMA = pa.schema([("agent_id", pa.string()), ("same_clock", pa.int64()),
+                         ("cross_clock", pa.int64()), ("excluded", pa.int64()),
+                         ("clock_bound_ns", pa.int64())])
+
+
+def pairs_of(*rows: tuple) -> ClockPairs:
+    return clock_pairs(pa.Table.from_pylist(
+        [dict(zip(PAIR_SCHEMA.names, row, strict=True)) for row in rows], schema=PAIR_SCHEMA))
+
+
+def test_clock_pairs_add_up_and_keep_the_widest_bound():
+    pairs = pairs_of(("c0", 10, 5, 0, 5000), ("c1", 7, 3, 1, 1500), ("r", 4, 0, 0, None))
+    assert pairs.totals == {"same_clock": 21, "cross_clock": 8, "excluded": 1}
+    assert pairs.bound_ns == 5000
+    assert pairs.off_clock == {"c0": 5, "c1": 4}
+
+
+def test_no_cross_clock_delivery_no_bound():
+    assert pairs_of() == ClockPairs({"same_clock": 0, "cross_clock": 0, "excluded": 0}, None, {})
+    assert pairs_of(("c0", 3, 0, 2, None)).bound_ns is None
+
+
+def test_left_out_deliveries_are_counted_with_the_way_in():
+    [warning] = clock_warnings(pairs_of(("c0", 3, 0, 1200, None)), cross_host=False)
+    assert warning.startswith("1,200 deliveries left out of latency and service time")
+    assert "still counted as delivered" in warning
+    assert "`cross_host_latency: true` in the scenario's placement" in warning
+
+
+def test_after_opting_in_only_unrelated_clocks_are_left_out():
+    [warning] = clock_warnings(pairs_of(("c0", 3, 5, 2, 900)), cross_host=True)
+    assert warning.startswith("2 deliveries") and "no measured clock offset" in warning
+    assert clock_warnings(pairs_of(("c0", 3, 5, 0, 900)), cross_host=True) == []
+    assert clock_warnings(pairs_of(("c0", 3, 0, 0, None)), cross_host=False) == []
+
+
+def test_hlog_check_leaves_out_receivers_timed_across_clocks(tmp_path):
+    """A receiver's hlog holds its raw values; once Spark left some out it cannot agree."""
+    offsets = np.arange(10, dtype=np.int64) * 1000
+    raw = {"latency": np.full(10, 5000), "service_time": np.full(10, 4000)}
+    write_hlog(tmp_path / "c.hlog", start_epoch_s=1.7e9, warmup_ns=0,
+               series={tag: (offsets, values) for tag, values in raw.items()})
+    write_hlog(tmp_path / "p.hlog", start_epoch_s=1.7e9, warmup_ns=0,
+               series={"send_lag": (offsets, np.full(10, 30))})
+    hlogs = {"c": ("consumer", tmp_path / "c.hlog"), "p": ("producer", tmp_path / "p.hlog")}
+    spark_counts = {"c": {tag: hdr.counts_of(values[:7]) for tag, values in raw.items()},
+                    "p": {"send_lag": hdr.counts_of(np.full(10, 30))}}
+    agrees, notes = hlog_agreement(hlogs, spark_counts, 0.0, {})
+    assert agrees is False and len(notes) == 2  # latency and service_time differ
+    agrees, notes = hlog_agreement(hlogs, spark_counts, 0.0, {"c": 3})
+    assert agrees is True
+    assert notes == ["agent c: hlog latency and service_time check not applicable: 3 of its "
+                     "deliveries came from a producer on another clock (raw in its hlog, left "
+                     "out or offset-corrected here)"]
+    agrees, notes = hlog_agreement({"c": hlogs["c"]}, spark_counts, 0.0, {"c": 3})
+    assert agrees is None and len(notes) == 1

@@ -125,7 +125,7 @@ class Launcher(ABC):
     def write_file(self, path: str, content: str) -> None:
         """Create (or replace) a text file on the host, with its parent directories."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (most launchers hold nothing to release)
         """Release connections; processes are stopped by their own handles first."""
 
     @abstractmethod

@@ -64,6 +64,10 @@ class LocalProcess(Process):
     def resume(self) -> None:
         self._signal_group(signal.SIGCONT)
 
+    def fetch(self, remote_dir: str, local_dir: Path) -> None:
+        if Path(remote_dir).resolve() != local_dir.resolve():
+            shutil.copytree(remote_dir, local_dir, dirs_exist_ok=True)
+
 
 class LocalLauncher(Launcher):
     host = "local"

@@ -1,0 +1,98 @@
+"""Where a scenario runs: the hosts it may use and the placement of broker and agents.
+
+Two kinds of host besides the implicit `local` (the controller's machine): an SSH host
+(`address`, with user/port/key/known_hosts defaulting from `~/.ssh/config`) and a container
+host (`docker`: a Docker API URL). Hosts are written in the scenario or in an inventory file
+it names, so one inventory serves many scenarios.
+
+Placement puts the broker on one host and spreads the agents over a list of hosts:
+producer k and consumer k (requester k) go to the k-th host round-robin, so each producer
+has a consumer on its own host and one-way latency needs no cross-host clock, unless the
+scenario asks for cross-host latency (reported with its clock bound).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from orchestrator.fields import Name
+
+LOCAL = "local"
+
+Text = Annotated[str, Field(strict=True, min_length=1)]
+
+
+class _Host(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name
+
+
+class SshHost(_Host):
+    """A machine reached over SSH. Host-key checking is always on: the key must be in
+    `known_hosts` (default `~/.ssh/known_hosts`, or `UserKnownHostsFile` from ssh config)."""
+
+    kind: ClassVar[str] = "ssh"
+
+    address: Text
+    user: Text | None = None
+    port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = None
+    key: Text | None = None
+    known_hosts: Text | None = None
+    python: Text | None = None
+    """An interpreter on the host with this sixnines already installed: no bootstrap."""
+    workdir: Text = "/var/tmp/sixnines"
+    """Where the bootstrap environment and run files go on the host."""
+
+
+class ContainerHost(_Host):
+    """A Docker API endpoint (`unix://`, `tcp://`, `ssh://`); each agent and broker runs in
+    its own container on the host network, reached at `address`."""
+
+    kind: ClassVar[str] = "container"
+
+    docker: Text
+    image: Text | None = None
+    """The agent image; default: built from deploy/Dockerfile with this checkout."""
+    address: Text = "127.0.0.1"
+
+
+def _host_kind(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return "container" if "docker" in value else "ssh"
+    return getattr(value, "kind", None)
+
+
+HostSpec = Annotated[
+    Annotated[SshHost, Tag("ssh")] | Annotated[ContainerHost, Tag("container")],
+    Discriminator(_host_kind),
+]
+
+
+class Placement(BaseModel):
+    """Where the broker and the agents go (host names; `local` is always there)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    broker: Name = LOCAL
+    agents: Annotated[tuple[Name, ...], Field(min_length=1)] = (LOCAL,)
+    cross_host_latency: Annotated[bool, Field(strict=True)] = False
+    """Also measure one-way latency between producers and consumers on different clocks,
+    corrected by the estimated offsets and reported with their uncertainty."""
+
+
+class Inventory(BaseModel):
+    """An inventory file: the hosts several scenarios share."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hosts: tuple[HostSpec, ...] = ()
+
+
+def agent_host(agent_id: str, agents: tuple[str, ...]) -> str:
+    """The host of an agent: its index (the number after its role) round-robin over the
+    placement's agent hosts, so producer k and consumer k share a host."""
+    index = int(agent_id.rsplit("-", 1)[1])
+    return agents[index % len(agents)]
