@@ -19,7 +19,27 @@ def host_facts() -> dict:
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "cpu_model": _cpu_model(),
+        "clock_domain": clock_domain(),
     }
+
+
+def clock_domain() -> str:
+    """Names the monotonic clock this process reads: the kernel's boot id, plus the time
+    namespace's offsets when it has any. Processes with equal domains (network namespaces
+    or containers on one kernel) compare timestamps directly; others need an offset."""
+    domain = _read("/proc/sys/kernel/random/boot_id") or f"host:{socket.gethostname()}"
+    offsets = " ".join(_read("/proc/self/timens_offsets").split())
+    if any(part not in ("monotonic", "boottime", "0") for part in offsets.split()):
+        domain += f" timens {offsets}"
+    return domain
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as file:
+            return file.read().strip()
+    except OSError:
+        return ""
 
 
 def versions() -> dict:

@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from orchestrator.brokers import start_recipe
+from orchestrator.fleet import Fleet
 from orchestrator.launchers.local import LocalLauncher
 from orchestrator.matrix import expand
 from orchestrator.progress import ProgressView
@@ -69,7 +70,7 @@ def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
     send_figures. `stop_on_failure`: end the script, naming the run's problems, when the
     run failed outright (it leaves no figures to read)."""
     point = expand(parse_scenario(step_scenario(name, system, size, rate, seconds)))[0]
-    manifest = Run(point, run_dir, LocalLauncher(), ProgressView(1, io.StringIO()),
+    manifest = Run(point, run_dir, Fleet.local(), ProgressView(1, io.StringIO()),
                    "bench").execute()
     if stop_on_failure and manifest["status"] == "failed":
         raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")

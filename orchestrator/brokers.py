@@ -1,14 +1,14 @@
 """Providing the system under test for a run: start a builtin broker in its own process
 (never inside the controller or an agent), start one from its recipe, or use an external
-address as given (and leave it alone)."""
+address as given (and leave it alone). Started brokers run on the placement's broker host,
+through its launcher: they listen on that host's address, their data lives there."""
 
 from __future__ import annotations
 
 import json
 import queue
-import shutil
+import shlex
 import socket
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +17,6 @@ from orchestrator.launchers.base import Launcher, Process
 from orchestrator.recipes import Recipe, RecipeError, load_recipe, render
 
 READY_TIMEOUT_S = 15.0
-LOCAL_HOST = "127.0.0.1"
 
 
 class BrokerError(Exception):
@@ -33,7 +32,7 @@ class RunningBroker:
     facts: dict = field(default_factory=dict)
     launcher: Launcher | None = None
     stop_commands: list[list[str]] = field(default_factory=list)
-    data: Path | None = None
+    data: str | None = None  # its data directory on the broker host
 
     def exited(self) -> int | None:
         """Exit code if a broker sixnines started has died, else None."""
@@ -47,18 +46,19 @@ class RunningBroker:
         for command in self.stop_commands:
             self.launcher.run(command, timeout_s=30)
         if self.data is not None and not keep_data:
-            shutil.rmtree(self.data, ignore_errors=True)
+            self.launcher.run(["rm", "-rf", self.data], timeout_s=60)
 
     def describe(self) -> dict:
         return {"system": self.system, "kind": self.kind, "address": self.address, **self.facts}
 
 
-def broker_argv(driver: str, bind: str) -> list[str]:
-    return [sys.executable, "-m", "orchestrator", "broker", driver, "--bind", bind]
+def broker_argv(python: str, driver: str, bind: str) -> list[str]:
+    return [python, "-m", "orchestrator", "broker", driver, "--bind", bind]
 
 
-def provide_broker(system, launcher: Launcher, run_dir: Path) -> RunningBroker:
-    """The broker of `system`, started and ready unless it is external."""
+def provide_broker(system, launcher: Launcher, run_dir: Path, key: str) -> RunningBroker:
+    """The broker of `system`, started and ready unless it is external. `key` names the
+    run's files on the broker host (see `Launcher.workdir`)."""
     kind = system.broker.kind
     if kind == "external":
         return RunningBroker(system.name, "external", system.broker.external)
@@ -67,14 +67,14 @@ def provide_broker(system, launcher: Launcher, run_dir: Path) -> RunningBroker:
             recipe = load_recipe(system.broker.recipe)
         except RecipeError as exc:
             raise BrokerError(f"{system.name}: {exc}") from None
-        return start_recipe(system.name, recipe, launcher, run_dir)
+        return start_recipe(system.name, recipe, launcher, run_dir, key)
     return _start_builtin(system, launcher, run_dir / "broker.log")
 
 
 def _start_builtin(system, launcher: Launcher, log_path: Path) -> RunningBroker:
     lines: queue.Queue = queue.Queue()
-    process = launcher.start(broker_argv(system.driver, f"{LOCAL_HOST}:0"),
-                             f"broker-{system.name}", log_path, lines)
+    argv = broker_argv(launcher.python, system.driver, f"{launcher.address}:0")
+    process = launcher.start(argv, f"broker-{system.name}", log_path, lines)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
         try:
@@ -89,28 +89,50 @@ def _start_builtin(system, launcher: Launcher, log_path: Path) -> RunningBroker:
             address = json.loads(line)["listening"]
         except (ValueError, KeyError, TypeError):
             continue
-        facts = {"pid": getattr(process, "pid", None), "command": broker_argv(system.driver, "")}
-        return RunningBroker(system.name, "builtin", address, process, facts)
+        facts = {"pid": getattr(process, "pid", None), "command": argv,
+                 "host": launcher.host}
+        return RunningBroker(system.name, "builtin", address, process, facts, launcher)
     process.shutdown()
     raise BrokerError(f"{system.name}: the builtin {system.driver} broker was not ready within "
                       f"{READY_TIMEOUT_S:.0f} s; see {log_path}")
 
 
-def free_port(host: str) -> int:
-    """A port nobody listens on right now (the server binds it a moment later)."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.bind((host, 0))
-        return probe.getsockname()[1]
+#: Prints ports nobody listens on right now on the host (the server binds them a moment
+#: later): argv[1] the address, argv[2] how many.
+FREE_PORTS = """\
+import socket, sys
+probes = []
+for _ in range(int(sys.argv[2])):
+    probe = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET)
+    probe.bind((sys.argv[1], 0))
+    probes.append(probe)
+print(" ".join(str(probe.getsockname()[1]) for probe in probes))
+"""
+
+
+def free_ports(launcher: Launcher, address: str, count: int) -> list[int]:
+    """`count` distinct free ports on the launcher's host, found there."""
+    done = launcher.run([launcher.python, "-c", FREE_PORTS, address, str(count)], timeout_s=60)
+    try:
+        ports = [int(port) for port in done.output.split()]
+    except ValueError:
+        ports = []
+    if done.code != 0 or len(ports) != count:
+        raise BrokerError(f"cannot find free ports on {launcher.host} ({address}): "
+                          f"{done.output.strip()[-300:]}")
+    return ports
 
 
 def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
-                 host: str = LOCAL_HOST) -> RunningBroker:
-    """Start a broker from its recipe and wait until it is ready; on any failure, whatever
-    was started is stopped again and the error says what to look at."""
-    data = run_dir / "broker"
-    data.mkdir(parents=True, exist_ok=True)
+                 key: str | None = None) -> RunningBroker:
+    """Start a broker from its recipe on the launcher's host and wait until it is ready; on
+    any failure, whatever was started is stopped again and the error says what to look
+    at. Its data lives in the run's `broker` directory on that host."""
+    host = launcher.address
+    data = launcher.workdir(f"{key}/broker" if key else "broker", run_dir / "broker")
+    launcher.run(["mkdir", "-p", data], timeout_s=60)
     log_path = run_dir / "broker.log"
-    ports = {name: free_port(host) for name in recipe.ports}
+    ports = dict(zip(recipe.ports, free_ports(launcher, host, len(recipe.ports)), strict=True))
 
     def fill(value):
         return render(value, host=host, ports=ports, data=data)
@@ -118,19 +140,19 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
     native = recipe.native
     env = fill(native.env)
     for name, content in fill(native.files).items():
-        (data / name).write_text(content, encoding="utf-8")
-    label = f"{system}: recipe {recipe.name}"
+        launcher.write_file(f"{data}/{name}", content)
+    label = f"{system}: recipe {recipe.name} on {launcher.host}"
     for command in fill(native.prepare):
         done = launcher.run(command, env, timeout_s=120)
         if done.code != 0:
-            raise BrokerError(f"{label}: {' '.join(command)} failed (exit {done.code}): "
+            raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
                               f"{done.output.strip()[-500:]}")
     command = fill(native.command)
     broker = RunningBroker(
         system, "recipe", fill(recipe.address), launcher=launcher, data=data,
         stop_commands=fill(native.stop),
         facts={"recipe": recipe.name, "description": recipe.description, "note": recipe.note,
-               "command": command, "env": env, "ports": ports,
+               "command": command, "env": env, "ports": ports, "host": launcher.host,
                "config_files": sorted(native.files)},
     )
     broker.process = launcher.start(command, f"broker-{system}", log_path, env=env)

@@ -75,15 +75,28 @@ def build_bundle() -> Bundle:
     try:
         done = subprocess.run(
             [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(staging),
-             str(PROJECT_ROOT)],
+             str(_clean_source(staging / "source"))],
             capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
         )
         if done.returncode != 0:
             raise BundleError(f"building the agent bundle failed (pip wheel, exit "
                               f"{done.returncode}): {done.stderr.strip()[-800:]}")
+        shutil.rmtree(staging / "source")
         (staging / "COMPLETE").write_text(ident + "\n", encoding="utf-8")
         shutil.rmtree(directory, ignore_errors=True)
         os.replace(staging, directory)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return bundle
+
+
+def _clean_source(target: Path) -> Path:
+    """A copy of just what the wheel is built from: building in the checkout would leave
+    build/ and egg-info behind, and setuptools' build/ keeps modules deleted since."""
+    for name in ("pyproject.toml", "README.md"):
+        target.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(PROJECT_ROOT / name, target / name)
+    for package in PACKAGES:
+        shutil.copytree(PROJECT_ROOT / package, target / package,
+                        ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return target

@@ -52,14 +52,20 @@ def _validate(args, console: Console) -> int:
 
 def _run(args, console: Console) -> int:
     from orchestrator.controller import run_scenario
+    from orchestrator.launchers.base import LaunchError
 
     scenario = _load(args.file, console)
     if scenario is None:
         return EXIT_BAD_INPUT
     master = spark_master(args.spark_master, scenario.spark_master)
-    outcome = run_scenario(scenario, Path(args.file), output=args.output,
-                           spark_master=None if args.no_analysis else master,
-                           console=console)
+    try:
+        outcome = run_scenario(scenario, Path(args.file), output=args.output,
+                               spark_master=None if args.no_analysis else master,
+                               console=console)
+    except LaunchError as exc:
+        console.print(f"cannot use the scenario's hosts: {exc}", markup=False,
+                      highlight=False)
+        return EXIT_NOT_OK
     if outcome.interrupted:
         console.print(f"interrupted: the data recorded so far is in {outcome.results_dir}; "
                       f"analyse it with `sixnines report {outcome.results_dir}`")

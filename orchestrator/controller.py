@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from orchestrator.launchers.local import LocalLauncher
+from orchestrator.fleet import Fleet
 from orchestrator.matrix import expand
 from orchestrator.progress import ProgressView
 from orchestrator.report import analyse, print_tables, write_results_summary
@@ -47,6 +47,20 @@ def results_dir_for(scenario, output: Path | None) -> Path:
     return path
 
 
+def _prepare(fleet: Fleet, console: Console) -> None:
+    """Check and bootstrap the remote hosts (nothing to do for a local-only scenario)."""
+    if set(fleet.launchers) == {"local"}:
+        return
+    started = time.monotonic()
+    console.print(f"preparing hosts: {', '.join(h for h in fleet.launchers if h != 'local')}")
+    fleet.prepare()
+    for host, facts in fleet.facts.items():
+        setup = facts.get("bootstrap", {})
+        how = "reused" if setup.get("reused") else setup.get("installed_by", "installed")
+        console.print(f"  {host}: Python {facts.get('python')}, sixnines {how}")
+    console.print(f"hosts ready in {time.monotonic() - started:.1f} s")
+
+
 def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
                  spark_master: str | None, console: Console) -> Outcome:
     """Run every point; analyse them on `spark_master` (None: record only)."""
@@ -55,16 +69,20 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     results_dir.mkdir(parents=True)
     shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
     view = ProgressView(len(points), console.file)
-    launcher = LocalLauncher()
+    fleet = Fleet.for_scenario(scenario)
     run_dirs, statuses = [], []
-    for point in points:
-        run_dir = results_dir / point.run_id
-        try:
-            manifest = Run(point, run_dir, launcher, view, scenario.name).execute()
-        except KeyboardInterrupt:
-            return Outcome(results_dir, [], statuses, interrupted=True)
-        run_dirs.append(run_dir)
-        statuses.append(manifest["status"])
+    try:
+        _prepare(fleet, console)
+        for point in points:
+            run_dir = results_dir / point.run_id
+            manifest = Run(point, run_dir, fleet, view, scenario.name,
+                           scenario.placement).execute()
+            run_dirs.append(run_dir)
+            statuses.append(manifest["status"])
+    except KeyboardInterrupt:
+        return Outcome(results_dir, [], statuses, interrupted=True)
+    finally:
+        fleet.close()
     if spark_master is None:
         return Outcome(results_dir, [], statuses)
     console.print(f"analysing {len(run_dirs)} run(s) with Spark ({spark_master})")

@@ -90,9 +90,3 @@ class Inventory(BaseModel):
 
     hosts: tuple[HostSpec, ...] = ()
 
-
-def agent_host(agent_id: str, agents: tuple[str, ...]) -> str:
-    """The host of an agent: its index (the number after its role) round-robin over the
-    placement's agent hosts, so producer k and consumer k share a host."""
-    index = int(agent_id.rsplit("-", 1)[1])
-    return agents[index % len(agents)]

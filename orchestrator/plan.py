@@ -3,7 +3,7 @@ agent plans out, so it is tested on its own (Locust's dispatcher, not its runner
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from agents.schedule import NS, message_count
 
@@ -18,6 +18,7 @@ class AgentPlan:
     sends: int  # messages it will send (0 for consumers)
     expected: int  # messages it should receive
     connections: int = 1
+    host: str = "local"
 
     @property
     def sends_messages(self) -> bool:
@@ -25,9 +26,13 @@ class AgentPlan:
         return self.role in ("producer", "requester")
 
 
-def plan_agents(workload, needs_responder: bool = False) -> list[AgentPlan]:
-    """Agents for one run. Receivers come first: they must be subscribed before anyone
-    sends.
+def plan_agents(workload, needs_responder: bool = False,
+                hosts: tuple[str, ...] = ("local",)) -> list[AgentPlan]:
+    """Agents for one run, placed on `hosts`. Receivers come first: they must be subscribed
+    before anyone sends.
+
+    Agent k of each role goes to host k round-robin, so producer k and consumer k share a
+    host (and a clock: their one-way latencies need no clock offset).
 
     One-way delivery is fan-out: every consumer connection receives every message, so a
     consumer expects all producers' messages once per connection. Round trip through a
@@ -62,4 +67,8 @@ def plan_agents(workload, needs_responder: bool = False) -> list[AgentPlan]:
         responder = AgentPlan(agent_id="responder-0", role="responder", rate=0.0, phase_ns=0,
                               first_id=0, sends=0, expected=per_connection * senders)
         plans = [responder, *plans]
-    return plans
+    return [replace(plan, host=hosts[_index(plan) % len(hosts)]) for plan in plans]
+
+
+def _index(plan: AgentPlan) -> int:
+    return int(plan.agent_id.rsplit("-", 1)[1])

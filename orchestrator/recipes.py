@@ -109,7 +109,7 @@ class _Strict(string.Formatter):
             raise RecipeError(f"unknown placeholder {{{field_name}}}") from None
 
 
-def render(value, *, host: str, ports: dict[str, int], data: Path):
+def render(value, *, host: str, ports: dict[str, int], data: str | Path):
     """`value` (a string, or lists/dicts of them) with its placeholders filled in."""
     names = {"host": host, "port": SimpleNamespace(**ports), "data": str(data),
              "env": SimpleNamespace(**os.environ)}

@@ -1,23 +1,29 @@
-"""One run, start to finish: broker, agents, start barrier, supervision, teardown, manifest.
+"""One run, start to finish: broker, agents, start barrier, supervision, teardown,
+collection, manifest.
 
-Whatever goes wrong — a broker that dies, an agent that fails, Ctrl-C — every process this
-run started is stopped, the data the agents recorded stays on disk, and the manifest says
-what happened (status ok / partial / failed, with the problems in words).
+The broker and each agent run on the host the placement gives them, through that host's
+launcher; the agents' files are fetched to the controller and verified against the
+checksums the agents announced. Whatever goes wrong — a broker that dies, an agent or a
+host that fails, Ctrl-C — every process this run started is stopped, the data gathered so
+far stays on disk, and the manifest says what happened (status ok / partial / failed, with
+the problems in words, naming the host).
 """
 
 from __future__ import annotations
 
 import queue
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents import protocol as p
 from agents.artifacts import sha256_of
+from agents.facts import clock_domain
 from agents.schedule import NS
 from orchestrator.brokers import BrokerError, RunningBroker, provide_broker
-from orchestrator.launchers.base import Launcher, Process
+from orchestrator.fleet import Fleet
+from orchestrator.hosts import Placement
+from orchestrator.launchers.base import Launcher, LaunchError, Process
 from orchestrator.manifest import new_manifest, write_manifest
 from orchestrator.plan import AgentPlan, plan_agents
 
@@ -38,12 +44,15 @@ class AgentHandle:
     """The controller's view of one agent process."""
 
     plan: AgentPlan
+    launcher: Launcher
     process: Process
-    out_dir: Path
+    out_dir: Path  # on the controller
+    remote_dir: str  # where the agent writes, on its host
     ready: p.Ready | None = None
     done: p.Done | None = None
     failure: str | None = None
     clock: dict = field(default_factory=dict)
+    artifacts: dict = field(default_factory=dict)  # as announced, with "verified"
     sent: int = 0
     received: int = 0
 
@@ -55,20 +64,26 @@ class AgentHandle:
         return self.process.write_line(p.encode(message))
 
 
-def agent_argv() -> list[str]:
-    return [sys.executable, "-m", "agents"]
+def agent_argv(python: str) -> list[str]:
+    return [python, "-m", "agents"]
 
 
 class Run:
-    def __init__(self, point, run_dir: Path, launcher: Launcher, view, scenario: str) -> None:
+    def __init__(self, point, run_dir: Path, fleet: Fleet, view, scenario: str,
+                 placement: Placement | None = None) -> None:
         self.point = point
         self.run_dir = run_dir
-        self.launcher = launcher
+        self.key = "/".join(run_dir.parts[-3:])  # <scenario>/<stamp>/<run-id>
+        self.fleet = fleet
+        self.placement = placement or Placement()
         self.view = view
         self.inbox: queue.Queue = queue.Queue()
         self.agents: dict[str, AgentHandle] = {}
         self.broker: RunningBroker | None = None
         self.manifest = new_manifest(point, scenario)
+        self.manifest.update(placement=self.placement.model_dump(mode="json"),
+                             cross_host_latency=self.placement.cross_host_latency,
+                             hosts=fleet.facts)
         self.problems: list[str] = self.manifest["problems"]
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -78,7 +93,8 @@ class Run:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         interrupted = False
         try:
-            self.broker = provide_broker(self.point.system, self.launcher, self.run_dir)
+            self.broker = provide_broker(self.point.system, self.fleet[self.placement.broker],
+                                         self.run_dir, self.key)
             self.manifest["broker"] = self.broker.describe()
             self._start_agents()
             self._sync_clocks()
@@ -88,11 +104,12 @@ class Run:
             interrupted = True
             self.problems.append("interrupted by the user (Ctrl-C)")
             self._stop_agents("interrupted by the user")
-        except (BrokerError, RunFailure) as exc:
+        except (BrokerError, LaunchError, RunFailure) as exc:
             self.problems.append(str(exc))
             self._stop_agents(str(exc))
         finally:
             self._teardown()
+            self._collect()
             self._finalise()
             if self.broker is not None:
                 self.broker.stop(keep_data=self.manifest["status"] != "ok")
@@ -102,7 +119,7 @@ class Run:
 
     def _start_agents(self) -> None:
         driver = self.point.system.driver_class()
-        plans = plan_agents(self.point.workload, driver.needs_responder)
+        plans = plan_agents(self.point.workload, driver.needs_responder, self.placement.agents)
         self.view.begin_run(self.point, plans)
         # receivers first: they must be subscribed before anyone publishes
         for group in ([a for a in plans if not a.sends_messages],
@@ -114,9 +131,11 @@ class Run:
     def _launch(self, plan: AgentPlan) -> None:
         out_dir = self.run_dir / "agents" / plan.agent_id
         out_dir.mkdir(parents=True, exist_ok=True)
-        process = self.launcher.start(agent_argv(), plan.agent_id, out_dir / "agent.log",
-                                      self.inbox)
-        agent = AgentHandle(plan, process, out_dir)
+        launcher = self.fleet[plan.host]
+        remote_dir = launcher.workdir(f"{self.key}/agents/{plan.agent_id}", out_dir)
+        process = launcher.start(agent_argv(launcher.python), plan.agent_id,
+                                 out_dir / "agent.log", self.inbox)
+        agent = AgentHandle(plan, launcher, process, out_dir, remote_dir)
         self.agents[plan.agent_id] = agent
         w = self.point.workload
         agent.send(p.Prepare(
@@ -127,7 +146,7 @@ class Run:
             duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=plan.connections,
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
             drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
-            expected=plan.expected, out_dir=str(out_dir),
+            expected=plan.expected, out_dir=remote_dir,
         ))
 
     def _await_ready(self, group: list[AgentHandle]) -> None:
@@ -148,8 +167,9 @@ class Run:
     def _sync_clocks(self) -> None:
         """Estimate each agent's clock offset from ours: the ping with the shortest round
         trip, uncertainty half that round trip (NTP's reasoning). The estimates are kept as
-        evidence; the offset used to start agents is one per host (agents on one host share
-        a clock and must agree on t0 to the nanosecond), and exactly 0 on this host."""
+        evidence; the offset used to start agents is one per clock domain (agents on one
+        kernel share a monotonic clock and must agree on t0 to the nanosecond): exactly 0
+        in the controller's own domain, else the domain's most certain estimate."""
         for agent in self.agents.values():
             best = None
             for _ in range(PINGS):
@@ -163,14 +183,19 @@ class Run:
                         best = (rtt, message.agent_ns - (sent + back) // 2)
             if best is None:
                 raise RunFailure(f"{agent.plan.agent_id} did not answer clock pings")
-            agent.clock = {"estimated_offset_ns": best[1], "uncertainty_ns": best[0] // 2,
+            agent.clock = {"domain": agent.ready.host.get("clock_domain"),
+                           "estimated_offset_ns": best[1], "uncertainty_ns": best[0] // 2,
                            "pings": PINGS}
-        same_clock = self.launcher.host == "local"
-        host_offset = 0 if same_clock else min(
-            self.agents.values(), key=lambda a: a.clock["uncertainty_ns"]
-        ).clock["estimated_offset_ns"]
+        ours = clock_domain()
         for agent in self.agents.values():
-            agent.clock.update(offset_ns=host_offset, same_clock_as_controller=same_clock)
+            domain = agent.clock["domain"]
+            same_clock = domain == ours
+            best = min((a for a in self.agents.values() if a.clock["domain"] == domain),
+                       key=lambda a: a.clock["uncertainty_ns"])
+            agent.clock.update(
+                offset_ns=0 if same_clock else best.clock["estimated_offset_ns"],
+                domain_uncertainty_ns=0 if same_clock else best.clock["uncertainty_ns"],
+                same_clock_as_controller=same_clock)
 
     def _start(self) -> None:
         at = time.perf_counter_ns() + int(START_DELAY_S * NS)
@@ -232,6 +257,23 @@ class Run:
         for agent in self.agents.values():
             agent.process.shutdown()
 
+    def _collect(self) -> None:
+        """Fetch the files of every agent that announced them from its host and check them
+        against their checksums; a remote copy is removed only once all of it is here."""
+        for agent in self.agents.values():
+            if agent.done is None:
+                continue
+            remote = agent.remote_dir != str(agent.out_dir)
+            if remote:
+                try:
+                    agent.process.fetch(agent.remote_dir, agent.out_dir)
+                except Exception as exc:
+                    self.problems.append(f"{agent.plan.agent_id}: could not fetch its files "
+                                         f"from host {agent.plan.host}: {exc}")
+            agent.artifacts = self._verified(agent)
+            if remote and all(a["verified"] for a in agent.artifacts.values()):
+                agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
+
     # -- messages --------------------------------------------------------------------------
     def _next(self, deadline: float) -> tuple[p.Message | None, AgentHandle | None]:
         """The next message from any agent before `deadline`, with its sender. Ends of output
@@ -274,7 +316,8 @@ class Run:
         for agent in self.agents.values():
             entry = {
                 "id": agent.plan.agent_id, "role": agent.plan.role,
-                "host": self.launcher.host, "first_id": agent.plan.first_id,
+                "host": agent.plan.host, "first_id": agent.plan.first_id,
+                "connections": agent.plan.connections,
                 "rate": agent.plan.rate, "planned_sends": agent.plan.sends,
                 "clock": agent.clock, "sent": agent.sent, "received": agent.received,
                 "exit_code": agent.process.poll(),
@@ -284,12 +327,13 @@ class Run:
                              versions=agent.ready.versions)
             if agent.done is not None:
                 entry.update(status=agent.done.status, t0_ns=agent.done.t0_ns,
-                             artifacts=self._verified(agent), **agent.done.extra)
+                             artifacts=agent.artifacts, **agent.done.extra)
                 self.problems.extend(agent.done.problems)
             else:
                 entry["status"] = "failed" if agent.failure else "missing"
                 if agent.failure:
-                    self.problems.append(f"{agent.plan.agent_id}: {agent.failure}")
+                    self.problems.append(f"{agent.plan.agent_id} on host {agent.plan.host}: "
+                                         f"{agent.failure}")
             entries.append(entry)
         self.manifest["agents"] = entries
         statuses = {e["status"] for e in entries}

@@ -22,6 +22,7 @@ import pytest
 from agents.hdr import PERCENTILE_KEYS
 from agents.payload import build_frames, frame_dtype
 from orchestrator.brokers import start_recipe
+from orchestrator.fleet import Fleet
 from orchestrator.launchers.local import LocalLauncher
 from orchestrator.matrix import RunPoint, expand
 from orchestrator.progress import ProgressView
@@ -62,7 +63,7 @@ class RecordingView(ProgressView):
 
 
 def execute(point: RunPoint, run_dir: Path, view: ProgressView | None = None) -> dict:
-    return Run(point, run_dir, LocalLauncher(), view or RecordingView(), "test").execute()
+    return Run(point, run_dir, Fleet.local(), view or RecordingView(), "test").execute()
 
 
 @contextmanager

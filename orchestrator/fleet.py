@@ -1,0 +1,73 @@
+"""The hosts of one scenario, as launchers: made from the scenario's host list, prepared
+once before the first run (checked and bootstrapped, in parallel), closed after the last."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from orchestrator.bundle import BundleError, build_bundle
+from orchestrator.hosts import LOCAL, ContainerHost, HostSpec, SshHost
+from orchestrator.launchers.base import Launcher, LaunchError
+from orchestrator.launchers.local import LocalLauncher
+
+
+def launcher_for(spec: HostSpec) -> Launcher:
+    if isinstance(spec, SshHost):
+        from orchestrator.launchers.ssh import SshLauncher  # paramiko: only when used
+
+        return SshLauncher(spec)
+    if isinstance(spec, ContainerHost):
+        from orchestrator.launchers.container import ContainerLauncher  # docker SDK
+
+        return ContainerLauncher(spec.name, spec.docker, image=spec.image,
+                                 address=spec.address)
+    raise TypeError(f"no launcher for {spec!r}")
+
+
+class Fleet:
+    def __init__(self, launchers: dict[str, Launcher]) -> None:
+        self.launchers = launchers
+        self.facts: dict[str, dict] = {}
+
+    @classmethod
+    def local(cls) -> Fleet:
+        return cls({LOCAL: LocalLauncher()})
+
+    @classmethod
+    def for_scenario(cls, scenario) -> Fleet:
+        """Launchers for the hosts the placement uses (others in an inventory are left
+        alone: a scenario never touches a host it does not run on)."""
+        placement = scenario.placement
+        used = dict.fromkeys((placement.broker, *placement.agents))
+        return cls({name: LocalLauncher() if name == LOCAL else launcher_for(scenario.host(name))
+                    for name in used})
+
+    def __getitem__(self, name: str) -> Launcher:
+        return self.launchers[name]
+
+    def prepare(self) -> dict[str, dict]:
+        """Check and bootstrap every host at once; every host's problem is reported
+        together, so one fix-and-retry cycle covers them all."""
+        remote = [launcher for launcher in self.launchers.values() if launcher.host != LOCAL]
+        if any(getattr(launcher, "needs_bundle", False) for launcher in remote):
+            try:
+                bundle = build_bundle()  # once, before the hosts install it in parallel
+            except BundleError as exc:
+                raise LaunchError(str(exc)) from None
+            for launcher in remote:
+                launcher.bundle = bundle
+        errors = []
+        with ThreadPoolExecutor(max_workers=max(1, len(remote))) as pool:
+            futures = {launcher.host: pool.submit(launcher.prepare) for launcher in remote}
+        for host, future in futures.items():
+            try:
+                self.facts[host] = future.result()
+            except LaunchError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise LaunchError("; ".join(errors))
+        return self.facts
+
+    def close(self) -> None:
+        for launcher in self.launchers.values():
+            launcher.close()
