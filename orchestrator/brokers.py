@@ -152,7 +152,8 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         system, "recipe", fill(recipe.address), launcher=launcher, data=data,
         stop_commands=fill(native.stop),
         facts={"recipe": recipe.name, "description": recipe.description, "note": recipe.note,
-               "command": command, "env": env, "ports": ports, "host": launcher.host,
+               "command": command, "env": _redacted(native.env, env), "ports": ports,
+               "host": launcher.host,
                "config_files": sorted(native.files)},
     )
     broker.process = launcher.start(command, f"broker-{system}", log_path, env=env)
@@ -167,6 +168,13 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         done = launcher.run(fill(native.version), env, timeout_s=60)
         broker.facts["version"] = done.output.strip().splitlines()[0] if done.output else None
     return broker
+
+
+def _redacted(template: dict[str, str], rendered: dict[str, str]) -> dict[str, str]:
+    """The environment for the manifest: values taken from the controller's environment
+    (`{env.NAME}`) may be secrets, so only where they came from is recorded."""
+    return {name: "(from the environment)" if "{env." in template[name] else value
+            for name, value in rendered.items()}
 
 
 def _await_ready(broker: RunningBroker, tcp: str | None, command: list[str] | None,

@@ -75,17 +75,23 @@ def test_an_unknown_recipe_lists_the_known_ones(recipe_dir):
         load_recipe("nosuch")
 
 
-def test_a_recipe_starts_reports_its_version_and_stops(recipe_dir, tmp_path):
+def test_a_recipe_starts_reports_its_version_and_stops(recipe_dir, tmp_path, monkeypatch):
     command = f'["{sys.executable}", -c, "{SERVER}", "{{port.client}}"]'
     marker = tmp_path / "stopped"
+    monkeypatch.setenv("TOY_SECRET", "hunter2")
     write(recipe_dir, "toy", recipe_text(
         "toy", command, extra=f"""  files: {{"conf.txt": "port={{port.client}}"}}
+      env: {{TOY_PASSWORD: "{{env.TOY_SECRET}}", TOY_MODE: fast}}
       stop: [[touch, "{marker}"]]"""))
     broker = start_recipe("sys", load_recipe("toy"), LocalLauncher(), tmp_path / "run")
     try:
         port = broker.facts["ports"]["client"]
         assert broker.address == f"127.0.0.1:{port}"
         assert broker.facts["version"] == "toy 1.2.3"
+        # a value from the controller's environment may be a secret: not in the manifest
+        assert broker.facts["env"] == {"TOY_PASSWORD": "(from the environment)",
+                                       "TOY_MODE": "fast"}
+        assert "hunter2" not in repr(broker.describe())
         assert (tmp_path / "run/broker/conf.txt").read_text() == f"port={port}"
         assert broker.exited() is None
     finally:
