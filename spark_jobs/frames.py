@@ -137,9 +137,13 @@ def _timed_receipt() -> Column:
 
 
 def _clock_row(key: int, agent: dict[str, Any]) -> ClockRow:
+    """An agent's clock. A missing or null domain is the shared default one. offset_ns is
+    its domain's offset, taken from one agent's estimate, so what bounds it is that
+    estimate's uncertainty (domain_uncertainty_ns; 0 in the controller's own domain), not
+    the agent's own ping (uncertainty_ns, the bound in manifests without the former)."""
     clock = agent.get("clock") or {}
-    return (key, clock.get("domain", DEFAULT_DOMAIN), clock.get("offset_ns"),
-            clock.get("uncertainty_ns"))
+    return (key, clock.get("domain") or DEFAULT_DOMAIN, clock.get("offset_ns"),
+            clock.get("domain_uncertainty_ns", clock.get("uncertainty_ns")))
 
 
 def _producer_rows(agents: list[dict[str, Any]], connections: int) -> list[ClockRow]:

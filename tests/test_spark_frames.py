@@ -147,16 +147,19 @@ def test_run_clocks_from_manifest():
             {"id": "m", "role": "monitor", "clock": {"domain": "broker"}},  # no messages
             {"id": "p0", "role": "producer", "first_id": 0, "clock": clock},
             {"id": "p1", "role": "producer", "first_id": 2},  # older entry: no domain
-            {"id": "p2", "role": "producer"},  # no first_id: places no producer ids
+            {"id": "p2", "role": "producer", "clock": {"domain": None}},  # no first_id, no domain
+            # the domain's offset came from another agent's estimate: its bound applies
+            {"id": "r", "role": "requester", "first_id": 4,
+             "clock": {**clock, "domain_uncertainty_ns": 2}},
         ],
     }
     clocks = frames.RunClocks.from_manifest(manifest)
-    assert clocks.receivers == (
-        (0, "h1", 7, 3), (2, "h1", 7, 3), (3, "", None, None), (4, "", None, None))
+    assert clocks.receivers == ((0, "h1", 7, 3), (2, "h1", 7, 3), (3, "", None, None),
+                                (4, "", None, None), (5, "h1", 7, 2))
     assert clocks.producers == ((0, "h1", 7, 3), (1, "h1", 7, 3), (2, "", None, None),
-                                (3, "", None, None))
+                                (3, "", None, None), (4, "h1", 7, 2), (5, "h1", 7, 2))
     assert clocks.cross_host and clocks.sole_domain is None
-    older = frames.RunClocks.from_manifest({"agents": manifest["agents"][3:]})
+    older = frames.RunClocks.from_manifest({"agents": manifest["agents"][3:5]})
     assert older.sole_domain == frames.DEFAULT_DOMAIN and not older.cross_host
 
 
