@@ -79,7 +79,16 @@ namespaces() {  # this prefix's host namespaces, one a line
 }
 
 links() {  # this prefix's links in the root namespace, one a line
-  ip -o link show | awk -F': ' -v re="^${prefix}-" '$2 ~ re { sub(/@.*/, "", $2); print $2 }'
+  ip -o link show | awk -F': ' -v re="^${prefix}-(br|h[0-9]+-v|np[01])\$" '
+    { sub(/@.*/, "", $2) } $2 ~ re { print $2 }'
+}
+
+# Pipelines that end in `grep -q` can fail under pipefail when grep quits early, so output
+# is captured first and matched in bash.
+ns_exists() {
+  local all
+  all="$(namespaces)"
+  [[ $'\n'"$all"$'\n' == *$'\n'"$1"$'\n'* ]]
 }
 
 link_exists() { ip link show dev "$1" >/dev/null 2>&1; }
@@ -111,14 +120,13 @@ terminate() {  # TERM the given pids, KILL whoever is still there after 2 s
 }
 
 stop_sshds() {  # by the pid files, checking each pid is still that sshd (pids get reused)
-  local pidfile pid pids=()
+  local pidfile pid cmdline pids=()
   for pidfile in "$dir"/h*/sshd.pid; do
     [[ -f "$pidfile" ]] || continue
     pid="$(<"$pidfile")"
-    if [[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" \
-        && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "${pidfile%/sshd.pid}/sshd_config"; then
-      pids+=("$pid")
-    fi
+    if ! [[ "$pid" =~ ^[0-9]+$ ]] || ! alive "$pid"; then continue; fi
+    cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"   # it may just have gone
+    [[ "$cmdline" != *"${pidfile%/sshd.pid}/sshd_config"* ]] || pids+=("$pid")
   done
   terminate "${pids[@]}"
 }
@@ -273,7 +281,8 @@ teardown() {
   # links first: a namespace's own links vanish only asynchronously after `ip netns del`
   mapfile -t bridged < <(links)
   for link in "${bridged[@]}"; do
-    ! link_exists "$link" || ip link del "$link"   # deleting one veth end took its peer
+    # deleting one veth end takes its peer, and so does a namespace that goes away
+    ip link del "$link" 2>/dev/null || ! link_exists "$link"
   done
   for ns in "${hosts[@]}"; do ip netns del "$ns"; done
   if [[ -f "$dir/$MARKER" ]]; then
@@ -303,7 +312,9 @@ rate_bits() {  # tc's rate units (bit, kbit, mbit, gbit, bps = bytes/s, ...) -> 
 
 tbf_burst() {  # bytes for rate $1: 4 ms worth, at least 64 KiB, so timer slack and
   # segmentation offload (64 KiB packets) don't starve the rate
-  awk -v b="$(rate_bits "$1")" 'BEGIN { x = b / 8 * 0.004; printf "%d", (x > 65536 ? x : 65536) }'
+  local bits
+  bits="$(rate_bits "$1")"
+  awk -v b="$bits" 'BEGIN { x = b / 8 * 0.004; printf "%d", (x > 65536 ? x : 65536) }'
 }
 
 have_netem() {  # the kernel may lack sch_netem (this machine's does): ask it, on a throwaway pair
@@ -322,9 +333,9 @@ tc_in() {  # tc in namespace $1 ("" for the root namespace)
 }
 
 clear_dev() {  # namespace $1 ("" for root), device $2: back to the default qdisc
-  if tc_in "$1" qdisc show dev "$2" root | grep -qE '^qdisc (tbf|netem) '; then
-    tc_in "$1" qdisc del dev "$2" root
-  fi
+  local root
+  root="$(tc_in "$1" qdisc show dev "$2" root)"
+  [[ ! "$root" =~ ^qdisc\ (tbf|netem)\  ]] || tc_in "$1" qdisc del dev "$2" root
 }
 
 shape_dev() {  # namespace $1 ("" for root), device $2: the options given to `shape`
@@ -344,7 +355,7 @@ shape_dev() {  # namespace $1 ("" for root), device $2: the options given to `sh
 host_index() {  # "h2" or "P-h2" -> 2, for a host that exists
   local index="${1#"$prefix"-}"
   [[ "$index" =~ ^h([0-9]+)$ ]] || die "no such host: $1 (hosts are h1, h2, ...)"
-  ip netns list | awk '{ print $1 }' | grep -qxF -- "$(ns_name "${BASH_REMATCH[1]}")" \
+  ns_exists "$(ns_name "${BASH_REMATCH[1]}")" \
     || die "no such host: $1 (is the test bed with prefix $prefix up?)"
   printf '%s' "${BASH_REMATCH[1]}"
 }
@@ -372,19 +383,20 @@ cmd_shape() {
 
 # --- status ----------------------------------------------------------------------------------
 cmd_status() {
-  local ns pid address shaping
+  local ns pid address shaping hosts
   need_tools ip:iproute2 tc:iproute2
-  if [[ -z "$(namespaces)" ]]; then
+  mapfile -t hosts < <(namespaces)
+  if [[ ${#hosts[@]} -eq 0 ]]; then
     say "no test bed with prefix $prefix is up"
     return 0
   fi
   printf '%-6s %-12s %-16s %-14s %s\n' HOST NAMESPACE ADDRESS SSHD SHAPING
-  for ns in $(namespaces); do
+  for ns in "${hosts[@]}"; do
     pid="$(cat "$dir/${ns#"$prefix"-}/sshd.pid" 2>/dev/null || true)"
     if [[ -n "$pid" ]] && alive "$pid"; then pid="$pid alive"; else pid="${pid:-?} dead"; fi
     address="$(ns_address "$ns")"
     shaping="$(tc -n "$ns" qdisc show dev "$NS_DEV" | awk '$2 != "noqueue" {
-      $1 = $3 = ""; sub(/ (root|parent [0-9a-f:]+) refcnt [0-9]+/, ""); sub(/^ +/, ""); print }' \
+      $1 = $3 = ""; sub(/ (root|parent [0-9a-f:]+) refcnt [0-9]+/, ""); $1 = $1; print }' \
       | paste -sd ';')"
     printf '%-6s %-12s %-16s %-14s %s\n' "${ns#"$prefix"-}" "$ns" "${address:-?}" "$pid" \
       "${shaping:-none}"
