@@ -207,6 +207,9 @@ class SshLauncher(Launcher):
         try:
             facts = json.loads(done.output.strip().splitlines()[-1])
         except (ValueError, IndexError):
+            if done.code is None:
+                raise LaunchError(f"{self.label}: `{self.python} -c ...` did not finish within "
+                                  "60 s (does a shell startup file there block?)") from None
             raise LaunchError(f"{self.label}: cannot run {self.python} there (exit "
                               f"{done.code}): {done.output.strip()[-300:]}") from None
         found = tuple(int(part) for part in facts["python"].split(".")[:2])

@@ -1,0 +1,410 @@
+"""Processes in containers on a Docker API endpoint (a Docker engine, or podman's compatible
+service: deploy/containers/podman-service.sh), through the docker SDK.
+
+One container per process, from the agent image (deploy/Dockerfile built with this
+checkout's bundle, tagged `sixnines-agent:<build id>`), on the engine host's network by
+default so servers in containers are reached at the host's address. The control channel is
+the container's stdin/stdout over the API's attach connection, opened before the container
+starts so nothing it prints is lost; its stderr goes to the process's log file. Containers
+outlive their process so its files can be fetched afterwards; the launcher's `close()`
+removes every container it created.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import queue
+import shutil
+import signal
+import tarfile
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+import docker
+import requests
+from docker.errors import APIError, BuildError, ImageNotFound, NotFound
+from docker.models.containers import Container
+from docker.models.images import Image
+from docker.utils import socket as frames
+
+from orchestrator.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
+from orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
+
+DOCKERFILE = PROJECT_ROOT / "deploy" / "Dockerfile"
+BASE_IMAGE_VARIABLE = "SIXNINES_BASE_IMAGE"
+AGENT_REPOSITORY = "sixnines-agent"
+BUILD_ID_LABEL = "sixnines.build-id"
+LABEL = "sixnines"
+API_TIMEOUT_S = 60
+BUILD_TIMEOUT_S = 1800  # pip installs the wheels silently: no output for a minute or more
+ENGINE_MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}  # Docker's names → platform's
+
+
+class ContainerProcess(Process):
+    """A process that is a container's main process, with its stdio attached."""
+
+    def __init__(self, container: Container, name: str, log_path: Path,
+                 inbox: queue.Queue | None) -> None:
+        super().__init__(name, inbox)
+        self.container = container
+        self._stdout = bytearray()
+        self._exit_code: int | None = None
+        self._socket = container.attach_socket(
+            params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+        # over a unix socket or TCP the SDK hands out a read-only SocketIO around the
+        # connection; SSH transports hand out the channel itself
+        self._connection = getattr(self._socket, "_sock", self._socket)
+        try:
+            container.start()
+        except BaseException:
+            self._close_connection()
+            raise
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(log_path, "ab")  # noqa: SIM115 - the reader closes it at the end
+        self._start_reader()
+
+    def _write(self, text: str) -> None:
+        self._connection.sendall(text.encode())
+
+    def _readline(self) -> str:
+        while (end := self._stdout.find(b"\n")) < 0:
+            chunk = self._next_stdout()
+            if not chunk:
+                self._close_streams()
+                line = bytes(self._stdout)
+                self._stdout.clear()
+                return line.decode(errors="replace")
+            self._stdout += chunk
+        line = bytes(self._stdout[:end + 1])
+        del self._stdout[:end + 1]
+        return line.decode(errors="replace")
+
+    def _next_stdout(self) -> bytes:
+        """The next stdout bytes (b"" at the end of output). The attach stream multiplexes
+        stdout and stderr in frames with 8-byte headers; stderr frames go to the log here."""
+        try:
+            while True:
+                stream, size = frames.next_frame_header(self._socket)
+                if size < 0:
+                    return b""
+                data = frames.read_exactly(self._socket, size) if size else b""
+                if stream == frames.STDERR:
+                    self._log.write(data)
+                    self._log.flush()
+                elif data:
+                    return data
+        except (frames.SocketError, OSError, ValueError):  # connection dropped or closed
+            return b""
+
+    def _close_streams(self) -> None:
+        """At the end of output, by the reader thread: the only one using them."""
+        self._close_connection()
+        self._log.close()
+
+    def _close_connection(self) -> None:
+        with contextlib.suppress(OSError):
+            self._socket.close()
+            self._connection.close()
+
+    def poll(self) -> int | None:
+        if self._exit_code is None:
+            try:
+                self.container.reload()
+            except NotFound:  # removed from outside (e.g. `podman rm -f`)
+                self._exit_code = -signal.SIGKILL
+                return self._exit_code
+            state = self.container.attrs["State"]
+            if state["Status"] in ("exited", "dead"):
+                self._exit_code = state["ExitCode"]
+        return self._exit_code
+
+    def _signal(self, signum: signal.Signals) -> None:
+        """To the container's init, which forwards it to the process (see `_create`)."""
+        with contextlib.suppress(APIError):  # not running any more
+            self.container.kill(signal=signum.name)
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def fetch(self, remote_dir: str, local_dir: Path) -> None:
+        """Through the API's archive endpoint, which also reads an exited container."""
+        try:
+            chunks, _ = self.container.get_archive(remote_dir)
+            local_dir.mkdir(parents=True, exist_ok=True)
+            untar(io.BufferedReader(ChunkReader(chunks)), local_dir)
+        except (APIError, requests.RequestException) as exc:
+            raise LaunchError(f"fetching {remote_dir} from container "
+                              f"{self.container.short_id} ({self.name}) failed: {exc}") from exc
+
+
+class ContainerLauncher(Launcher):
+    """Containers on one Docker API endpoint (`unix://`, `tcp://`, `ssh://`)."""
+
+    python = "python"  # the image's venv is first on PATH
+
+    def __init__(self, host: str, url: str, image: str | None = None,
+                 address: str = "127.0.0.1", network_mode: str = "host",
+                 base_image: str | None = None) -> None:
+        """`image`: the agent image to use as it is (default: built here from the bundle,
+        FROM `base_image`, default $SIXNINES_BASE_IMAGE or the Dockerfile's own)."""
+        self.host = host
+        self.url = url
+        self.address = address
+        self.network_mode = network_mode
+        self.base_image = base_image or os.environ.get(BASE_IMAGE_VARIABLE) or None
+        self._requested_image = image
+        self._image: Image | None = None
+        self._client: docker.DockerClient | None = None
+        self._session = uuid.uuid4().hex  # labels every container this launcher creates
+        self._files: dict[str, str] = {}
+
+    # -- host ------------------------------------------------------------------------------
+    def prepare(self) -> dict:
+        client = self._connect()
+        engine = client.version()
+        if self._requested_image is None:
+            bundle = self._bundle(engine)
+            self._image = self._agent_image(client, bundle)
+        else:
+            self._image = self._named_image(client, self._requested_image)
+        component = (engine.get("Components") or [{}])[0]  # "Engine" or "Podman Engine"
+        return {
+            "engine": f"{component.get('Name', 'Engine')} {engine.get('Version')}",
+            "api_version": engine.get("ApiVersion"),
+            "engine_os": f"{engine.get('Os')}/{engine.get('Arch')}",
+            "network": self.network_mode,
+            "image": self._image.tags[0] if self._image.tags else self._image.id,
+            "image_id": self._image.id,
+            "build_id": self._image.labels.get(BUILD_ID_LABEL),
+        }
+
+    def _connect(self) -> docker.DockerClient:
+        if self._client is None:
+            try:
+                client = docker.DockerClient(base_url=self.url, timeout=API_TIMEOUT_S)
+                client.ping()
+            # each transport fails its own way (requests, paramiko, OSError, the SDK's)
+            except Exception as exc:
+                raise LaunchError(
+                    f"container host {self.host}: no Docker API answers at {self.url} "
+                    f"({exc}). Start the engine or fix the URL; without Docker, "
+                    "deploy/containers/podman-service.sh start serves one.") from exc
+            self._client = client
+        return self._client
+
+    def _bundle(self, engine: dict) -> Bundle:
+        try:
+            bundle = build_bundle()
+        except BundleError as exc:
+            raise LaunchError(f"container host {self.host}: {exc}") from exc
+        machine = ENGINE_MACHINES.get(engine.get("Arch", ""), engine.get("Arch"))
+        if machine != bundle.machine:
+            raise LaunchError(
+                f"container host {self.host} ({self.url}) runs {machine} containers, the "
+                f"bundle's wheels are for {bundle.machine}: name a ready-made image instead")
+        return bundle
+
+    def _agent_image(self, client: docker.DockerClient, bundle: Bundle) -> Image:
+        """`sixnines-agent:<build id>`, built when the engine does not have it yet."""
+        tag = f"{AGENT_REPOSITORY}:{bundle.build_id}"
+        with contextlib.suppress(ImageNotFound):
+            return client.images.get(tag)
+        build_args = {"PYTHON": bundle.python, "BUILD_ID": bundle.build_id}
+        if self.base_image:
+            build_args["BASE"] = self.base_image
+        with tempfile.TemporaryDirectory(prefix="sixnines-image-") as context:
+            assemble_context(bundle, Path(context))
+            try:
+                image, _ = client.images.build(
+                    path=context, tag=tag, buildargs=build_args, rm=True, forcerm=True,
+                    timeout=BUILD_TIMEOUT_S)
+            except BuildError as exc:
+                output = "".join(str(step.get("stream", "")) for step in exc.build_log)
+                raise LaunchError(
+                    f"container host {self.host}: building {tag} from {DOCKERFILE} failed: "
+                    f"{exc.msg}\n{output[-2000:]}") from exc
+            except (APIError, requests.RequestException) as exc:
+                raise LaunchError(f"container host {self.host}: building {tag} failed: "
+                                  f"{exc}") from exc
+        return image
+
+    def _named_image(self, client: docker.DockerClient, name: str) -> Image:
+        with contextlib.suppress(ImageNotFound):
+            return client.images.get(name)
+        try:
+            return client.images.pull(name)
+        except (APIError, requests.RequestException) as exc:
+            raise LaunchError(f"container host {self.host}: image {name} is not on "
+                              f"{self.url} and pulling it failed: {exc}") from exc
+
+    def workdir(self, key: str, local_dir: Path) -> str:
+        return f"/work/{key}"
+
+    def write_file(self, path: str, content: str) -> None:
+        """Containers share no file system: the file is put into every container started
+        from now on, as if it were on the host they run on."""
+        self._files[path] = content
+
+    # -- processes -------------------------------------------------------------------------
+    def start(self, argv: Sequence[str], name: str, log_path: Path,
+              inbox: queue.Queue | None = None, env: dict[str, str] | None = None
+              ) -> ContainerProcess:
+        container = self._create(argv, env, name, interactive=True)
+        try:
+            return ContainerProcess(container, name, log_path, inbox)
+        except (APIError, requests.RequestException) as exc:
+            raise LaunchError(f"container host {self.host}: starting {name} "
+                              f"({' '.join(argv)}) failed: {exc}") from exc
+
+    def run(self, argv: Sequence[str], env: dict[str, str] | None = None,
+            timeout_s: float = 60.0) -> Completed:
+        container = self._create(argv, env, "run", interactive=False)
+        try:
+            container.start()
+            code = self._wait(container, timeout_s)
+            output = container.logs(stdout=True, stderr=True).decode(errors="replace")
+        except APIError as exc:  # the engine refused to start it
+            return Completed(list(argv), 127, str(exc))
+        finally:
+            with contextlib.suppress(APIError):
+                container.remove(force=True)
+        return Completed(list(argv), code, output)
+
+    @staticmethod
+    def _wait(container: Container, timeout_s: float) -> int | None:
+        """The exit code, or None: killed at the timeout (the wait request timing out)."""
+        try:
+            return container.wait(timeout=timeout_s)["StatusCode"]
+        except requests.RequestException:
+            with contextlib.suppress(APIError):
+                container.kill()
+            return None
+
+    def _create(self, argv: Sequence[str], env: dict[str, str] | None, name: str,
+                interactive: bool) -> Container:
+        """A created (not started) container. `init`: the engine's init runs as PID 1 and
+        forwards signals, since a process that is PID 1 ignores SIGTERM it has no handler
+        for and would not stop on `terminate()`."""
+        if self._image is None:
+            self.prepare()
+        labels = {LABEL: "1", f"{LABEL}.name": name, f"{LABEL}.launcher": self._session}
+        try:
+            container = self._connect().containers.create(
+                self._image.id, command=list(argv), environment=env or {}, labels=labels,
+                network_mode=self.network_mode, stdin_open=interactive, tty=False,
+                init=True, auto_remove=False, detach=True)
+            self._put_files(container)
+        except (APIError, requests.RequestException) as exc:
+            raise LaunchError(f"container host {self.host}: creating a container for "
+                              f"{name} ({' '.join(argv)}) failed: {exc}") from exc
+        return container
+
+    def _put_files(self, container: Container) -> None:
+        if self._files:
+            container.put_archive("/", tar_files(self._files))
+
+    def close(self) -> None:
+        """Remove every container this launcher created (running ones are killed): the
+        label finds them even when a start failed halfway."""
+        if self._client is None:
+            return
+        try:
+            leftovers = self._client.containers.list(
+                all=True, filters={"label": f"{LABEL}.launcher={self._session}"})
+            for container in leftovers:
+                with contextlib.suppress(NotFound):
+                    container.remove(force=True)
+        except (APIError, requests.RequestException) as exc:
+            raise LaunchError(f"container host {self.host}: removing the containers labelled "
+                              f"{LABEL}.launcher={self._session} at {self.url} failed: "
+                              f"{exc}") from exc
+        finally:
+            self._client.close()
+            self._client = None
+
+
+def assemble_context(bundle: Bundle, context: Path) -> None:
+    """deploy/Dockerfile's build context: the dependency wheels apart from sixnines' own,
+    so the layers installing the dependencies stay cached while the sources change."""
+    shutil.copy(DOCKERFILE, context / "Dockerfile")
+    for folder in ("wheels", "sixnines"):
+        (context / folder).mkdir()
+    for wheel in bundle.wheels():
+        own = wheel.name.split("-")[0] == "sixnines"
+        shutil.copy(wheel, context / ("sixnines" if own else "wheels") / wheel.name)
+
+
+# -- archives ------------------------------------------------------------------------------
+class ChunkReader(io.RawIOBase):
+    """The byte chunks of a streamed HTTP body as a file, so tarfile reads the archive as
+    it arrives instead of holding a run's files in memory."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self._chunks: Iterator[bytes] = iter(chunks)
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._pending:
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                return 0
+            self._pending = chunk
+        size = min(len(buffer), len(self._pending))
+        buffer[:size] = self._pending[:size]
+        self._pending = self._pending[size:]
+        return size
+
+
+def untar(stream: IO[bytes], local_dir: Path) -> None:
+    """Extract the archive of one directory into `local_dir`, dropping the directory's own
+    name. Only regular files and directories, each inside `local_dir`: an archive from a
+    container is not trusted to name paths elsewhere (absolute, `..`) or to plant links."""
+    with tarfile.open(fileobj=stream, mode="r|") as archive:
+        for member in archive:
+            name = PurePosixPath(member.name)
+            if name.is_absolute() or ".." in name.parts:
+                raise LaunchError(f"refusing archive member {member.name!r}: outside the "
+                                  "fetched directory")
+            parts = name.parts[1:]
+            if not parts:
+                continue
+            target = local_dir.joinpath(*parts)
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif member.isfile():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.extractfile(member) as source, open(target, "wb") as sink:
+                    shutil.copyfileobj(source, sink)
+
+
+def tar_files(files: dict[str, str]) -> bytes:
+    """An archive of text files named by absolute paths, with their parent directories,
+    to unpack at "/": Docker's put-archive needs its target directory to exist already."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        directories: set[PurePosixPath] = set()
+        for path, content in files.items():
+            relative = PurePosixPath(path).relative_to("/")
+            for parent in reversed(relative.parents[:-1]):
+                if parent not in directories:
+                    directories.add(parent)
+                    info = tarfile.TarInfo(str(parent))
+                    info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, time.time()
+                    archive.addfile(info)
+            data = content.encode()
+            info = tarfile.TarInfo(str(relative))
+            info.size, info.mode, info.mtime = len(data), 0o644, time.time()
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
