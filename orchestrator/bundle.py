@@ -8,6 +8,7 @@ one. Bundles are built once per build id and cached on the controller.
 
 from __future__ import annotations
 
+import email.parser
 import hashlib
 import os
 import platform
@@ -15,9 +16,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
+
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("agents", "drivers", "orchestrator", "spark_jobs")
@@ -73,15 +78,11 @@ def build_bundle() -> Bundle:
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{ident}-", dir=directory.parent))
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(staging),
-             str(_clean_source(staging / "source"))],
-            capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
-        )
-        if done.returncode != 0:
-            raise BundleError(f"building the agent bundle failed (pip wheel, exit "
-                              f"{done.returncode}): {done.stderr.strip()[-800:]}")
+        _pip_wheel(staging, str(_clean_source(staging / "source")))
         shutil.rmtree(staging / "source")
+        older = _older_patch_requirements(staging, python)
+        if older:
+            _pip_wheel(staging, *older)
         (staging / "COMPLETE").write_text(ident + "\n", encoding="utf-8")
         shutil.rmtree(directory, ignore_errors=True)
         os.replace(staging, directory)
@@ -100,3 +101,34 @@ def _clean_source(target: Path) -> Path:
         shutil.copytree(PROJECT_ROOT / package, target / package,
                         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     return target
+
+
+def _pip_wheel(directory: Path, *requirements: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(directory),
+         *requirements],
+        capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL,
+    )
+    if done.returncode != 0:
+        raise BundleError(f"building the agent bundle failed (pip wheel, exit "
+                          f"{done.returncode}): {done.stderr.strip()[-800:]}")
+
+
+def _older_patch_requirements(directory: Path, python: str) -> list[str]:
+    """Requirements of the bundled wheels that apply only to earlier patch releases of
+    this Python (redis needs async-timeout below 3.11.3; Debian 12 ships 3.11.2): `pip
+    wheel` resolves for the controller's exact interpreter, a host's may be older."""
+    ours = default_environment()
+    oldest = {**ours, "python_full_version": f"{python}.0"}
+    found = set()
+    for wheel in directory.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            metadata = email.parser.BytesParser().parsebytes(archive.read(name))
+        for line in metadata.get_all("Requires-Dist") or []:
+            requirement = Requirement(line)
+            marker = requirement.marker
+            if marker and marker.evaluate(oldest) and not marker.evaluate(ours):
+                requirement.marker = None
+                found.add(str(requirement))
+    return sorted(found)

@@ -29,6 +29,7 @@ usage() {
 [[ $# -ge 1 ]] || usage
 action=$1
 shift
+[[ $action =~ ^(start|stop|env)$ ]] || usage
 dir=${SIXNINES_PODMAN_DIR:-/var/tmp/sixnines-podman}
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -88,7 +89,7 @@ start() {
   write_config
   rm -f "$socket"
   setsid podman system service --time=0 "unix://$socket" \
-    </dev/null >>"$dir/service.log" 2>&1 &
+    </dev/null >>"$dir/service.log" 2>&1 9>&- &
   echo $! >"$pidfile"
   for _ in $(seq 300); do  # up to 30 s; it answers in well under a second
     if answers; then
@@ -135,5 +136,4 @@ case $action in
   start) start ;;
   stop) stop ;;
   env) echo "CONTAINERS_CONF=$CONTAINERS_CONF"; echo "CONTAINERS_STORAGE_CONF=$CONTAINERS_STORAGE_CONF" ;;
-  *) usage ;;
 esac
