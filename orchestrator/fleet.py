@@ -20,7 +20,7 @@ def launcher_for(spec: HostSpec) -> Launcher:
         from orchestrator.launchers.container import ContainerLauncher  # docker SDK
 
         return ContainerLauncher(spec.name, spec.docker, image=spec.image,
-                                 address=spec.address)
+                                 address=spec.address, base_image=spec.base_image)
     raise TypeError(f"no launcher for {spec!r}")
 
 

@@ -56,6 +56,8 @@ class ContainerHost(_Host):
     docker: Text
     image: Text | None = None
     """The agent image; default: built from deploy/Dockerfile with this checkout."""
+    base_image: Text | None = None
+    """What that build starts FROM (default: $SIXNINES_BASE_IMAGE, else the Dockerfile's)."""
     address: Text = "127.0.0.1"
 
 
