@@ -13,15 +13,56 @@ scenario asks for cross-host latency (reported with its clock bound).
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 
 from orchestrator.fields import Name
+from orchestrator.units import parse_duration
 
 LOCAL = "local"
 
 Text = Annotated[str, Field(strict=True, min_length=1)]
+
+
+_BITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+
+
+def bits_per_second(rate: str) -> int:
+    """"100mbit" → 100_000_000 (tc's units: k/m/g are powers of 1000)."""
+    number, unit = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?bit)", rate.lower()).groups()
+    return int(float(number) * _BITS[unit])
+
+
+def _link_rate(rate: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)?\s*[kmg]?bit", rate.lower()) or bits_per_second(rate) <= 0:
+        raise ValueError(f"{rate!r} is not a link rate: use e.g. 100mbit, 1gbit, 500kbit")
+    return rate.lower().replace(" ", "")
+
+
+def _link_delay(delay: str) -> str:
+    parse_duration(delay)
+    return delay
+
+
+def _link_loss(loss: str) -> str:
+    if not re.fullmatch(r"\d+(\.\d+)?%", loss) or float(loss[:-1]) > 100:
+        raise ValueError(f"{loss!r} is not a loss rate: use e.g. 0.1%")
+    return loss
+
+
+class Link(BaseModel):
+    """Shaping of a host's link (egress of its interface) while the scenario runs: `rate`
+    with tc tbf; `delay` and `loss` with netem where the host's kernel has it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rate: Annotated[str, Field(strict=True), AfterValidator(_link_rate)]
+    delay: Annotated[str, Field(strict=True), AfterValidator(_link_delay)] | None = None
+    loss: Annotated[str, Field(strict=True), AfterValidator(_link_loss)] | None = None
+    interface: Text | None = None
+    """Default: the interface holding the host's address."""
 
 
 class _Host(BaseModel):
@@ -45,6 +86,8 @@ class SshHost(_Host):
     """An interpreter on the host with this sixnines already installed: no bootstrap."""
     workdir: Text = "/var/tmp/sixnines"
     """Where the bootstrap environment and run files go on the host."""
+    link: Link | None = None
+    """Cap the host's link bandwidth (needs root there), e.g. {rate: 100mbit}."""
 
 
 class ContainerHost(_Host):

@@ -28,6 +28,7 @@ import paramiko
 from orchestrator.bundle import Bundle, BundleError, build_bundle
 from orchestrator.hosts import SshHost
 from orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
+from orchestrator.shaping import clear_command, interface_of, shape_commands
 
 CONNECT_TIMEOUT_S = 10.0
 KEEPALIVE_S = 5  # notices a host that vanished without closing the connection
@@ -61,6 +62,7 @@ class SshLauncher(Launcher):
         self.python = spec.python or "python3"
         self._client: paramiko.SSHClient | None = None
         self._sftp_lock = threading.Lock()
+        self._shaped: str | None = None  # the interface whose qdisc we replaced
 
     @property
     def needs_bundle(self) -> bool:
@@ -116,6 +118,10 @@ class SshLauncher(Launcher):
 
     def close(self) -> None:
         if self._client is not None:
+            if self._shaped is not None:
+                with contextlib.suppress(LaunchError, paramiko.SSHException, OSError):
+                    self._run_line(shlex.join(clear_command(self._shaped)), ["tc"], 30.0)
+                self._shaped = None
             self._client.close()
             self._client = None
 
@@ -199,7 +205,33 @@ class SshLauncher(Launcher):
         else:
             facts["bootstrap"] = {"python": self.python, "installed_by": "inventory"}
         facts["address"] = self.address
+        if self.spec.link is not None:
+            facts["link"] = self._shape()
         return facts
+
+    def _shape(self) -> dict:
+        """Apply the host's link shaping (undone by `close`); a kernel without netem is
+        named as the reason when delay or loss were asked for."""
+        link = self.spec.link
+        interface = link.interface
+        if interface is None:
+            found = self._run_line("ip -o addr show", ["ip"], 30.0)
+            interface = interface_of(self.address, found.output)
+            if interface is None:
+                raise LaunchError(f"{self.label}: no interface there holds {self.address}; "
+                                  "name it as link.interface")
+        self._shaped = interface
+        for command in shape_commands(interface, link):
+            done = self._run_line(shlex.join(command), command, 30.0)
+            if done.code == 0:
+                continue
+            if "netem" in command and "unknown" in done.output.lower():
+                raise LaunchError(
+                    f"{self.label}: its kernel has no netem (sch_netem), so link delay and "
+                    "loss are unavailable there; a rate cap alone (tbf) works")
+            raise LaunchError(f"{self.label}: shaping {interface} failed ({shlex.join(command)},"
+                              f" exit {done.code}): {done.output.strip()[-300:]}")
+        return {"interface": interface, **link.model_dump(exclude_none=True)}
 
     def _preflight(self) -> dict:
         done = self._run_line(shlex.join([self.python, "-c", PREFLIGHT, str(self.root)]),

@@ -21,10 +21,13 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from rich.console import Console
 
 from orchestrator.controller import run_scenario
+from orchestrator.hosts import Inventory, Link
 from orchestrator.launchers.base import LaunchError
+from orchestrator.launchers.ssh import SshLauncher
 from orchestrator.scenario import load_scenario
 from spark_jobs.analyze import analyze_run
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
@@ -177,6 +180,41 @@ def test_an_unknown_host_key_is_a_clear_error_not_a_prompt(bed, tmp_path):
                           stdin=subprocess.DEVNULL)
     assert done.returncode != 0
     assert "host key" in done.stdout + done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_host_link_is_capped_while_in_use_and_restored_after(bed):
+    h2 = bed.hosts[1]
+    spec = load_scenario_hosts(bed)["h2"]
+
+    def qdisc() -> str:
+        return subprocess.run(["ip", "netns", "exec", bed.namespace(h2), "tc", "qdisc", "show",
+                               "dev", "eth0"], capture_output=True, text=True).stdout
+
+    launcher = SshLauncher(spec.model_copy(update={"link": Link(rate="20mbit")}))
+    try:
+        assert launcher.prepare()["link"] == {"interface": "eth0", "rate": "20mbit"}
+        assert "tbf" in qdisc() and "rate 20Mbit" in qdisc()
+    finally:
+        launcher.close()
+    assert "tbf" not in qdisc()
+    kernel_has_netem = bed.run("shape", "h3", "--delay", "5ms", check=False).returncode == 0
+    bed.run("shape", "h3", "--clear")
+    delayed = SshLauncher(spec.model_copy(update={"link": Link(rate="20mbit", delay="5ms")}))
+    try:
+        if kernel_has_netem:
+            delayed.prepare()
+            assert "netem" in qdisc()
+        else:
+            with pytest.raises(LaunchError, match=r"no netem \(sch_netem\)"):
+                delayed.prepare()
+    finally:
+        delayed.close()
+    assert "tbf" not in qdisc() and "netem" not in qdisc()
+
+
+def load_scenario_hosts(bed: Testbed) -> dict:
+    inventory = Inventory.model_validate(yaml.safe_load(bed.inventory.read_text()))
+    return {host.name: host for host in inventory.hosts}
 
 
 def _namespaces(bed: Testbed) -> dict[str, int]:
