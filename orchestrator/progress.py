@@ -28,8 +28,9 @@ class ProgressView:
     # -- events from the runner -----------------------------------------------------------
     def begin_run(self, point, plans) -> None:
         self.point = point
-        self.rows = {plan.agent_id: {"role": plan.role, "sent": 0, "received": 0,
-                                     "state": "starting", "planned": plan.sends}
+        self.rows = {plan.agent_id: {"role": plan.role, "host": plan.host, "sent": 0,
+                                     "received": 0, "state": "starting",
+                                     "planned": plan.sends}
                      for plan in plans}
         self.started_mono = 0.0
         self.console.print(f"[bold]run {point.index}/{self.total_runs}[/] {point.run_id}")
@@ -57,7 +58,7 @@ class ProgressView:
             row["state"] = state
             self._refresh()
             if self.live is None and state != "ok":
-                self.console.print(f"  {agent_id}: {state}")
+                self.console.print(f"  {agent_id} on {row['host']}: {state}")
 
     def end_run(self, point, status: str, problems: list[str]) -> None:
         if self.live is not None:
@@ -77,10 +78,10 @@ class ProgressView:
         elapsed = time.monotonic() - self.started_mono if self.started_mono else 0.0
         title = f"{self.point.run_id}  {min(elapsed, self.span_s):5.1f}/{self.span_s:.1f} s"
         table = Table(title=title, title_justify="left", expand=False)
-        for column in ("agent", "role", "sent", "received", "state"):
+        for column in ("agent", "role", "host", "sent", "received", "state"):
             table.add_column(column, justify="right" if column in ("sent", "received") else "left")
         for agent_id, row in self.rows.items():
             sent = f"{row['sent']:,}/{row['planned']:,}" if row["planned"] else "-"
             received = f"{row['received']:,}" if row["role"] != "producer" else "-"
-            table.add_row(agent_id, row["role"], sent, received, row["state"])
+            table.add_row(agent_id, row["role"], row["host"], sent, received, row["state"])
         return table
