@@ -112,7 +112,34 @@ def load_messages(spark: SparkSession, run_dir: Path, manifest: dict[str, Any]) 
     ]
     if not frames:
         return _tag(spark.createDataFrame([], SCHEMA), "", -1, "")
-    return reduce(DataFrame.unionByName, frames)
+    return _warmup_by_schedule(spark, reduce(DataFrame.unionByName, frames), manifest)
+
+
+def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: dict[str, Any]
+                        ) -> DataFrame:
+    """The warm-up flag of each receipt, taken from its producer's schedule.
+
+    A receiving agent flags warm-up against its own start instant, but the intended time
+    was read on the producer's clock: across clocks the two differ by the offset (7 s
+    apart, every message would be warm-up or none). The warm-up ends at one instant for
+    all, `t0 + warmup` in each sender's own clock (its `t0_ns` in the manifest), so the
+    flag is recomputed from that; receipts from a sender the manifest does not place
+    keep the agent's flag (same clock in a one-host run).
+    """
+    warmup_ns = int(manifest.get("workload", {}).get("warmup_ns", 0))
+    connections = int(manifest.get("workload", {}).get("connections", 1))
+    starts = [(producer_id, agent["t0_ns"]) for agent in manifest.get("agents", [])
+              if agent.get("role") in SENDERS and "t0_ns" in agent and "first_id" in agent
+              for producer_id in range(agent["first_id"], agent["first_id"] + connections)]
+    if not starts:
+        return df
+    table = F.broadcast(spark.createDataFrame(starts, "producer_id int, sender_t0 long"))
+    by_schedule = F.col("intended_ns") < F.col("sender_t0") + F.lit(warmup_ns)
+    warmup = F.when(_is_receipt() & F.col("sender_t0").isNotNull(), by_schedule).otherwise(
+        F.col("warmup"))
+    joined = df.join(table, "producer_id", "left")
+    return joined.select(*[warmup.alias("warmup") if name == "warmup" else F.col(name)
+                           for name in df.columns])
 
 
 def measured(df: DataFrame) -> DataFrame:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Several SSH "hosts" on one Linux machine: network namespaces joined by a bridge, each
 # running its own sshd, so launchers and scenarios meet real remote hosts in tests.
-#   testbed.sh up N [--dir DIR] [--prefix P] [--subnet A.B.C]
+#   testbed.sh up N [--dir DIR] [--prefix P] [--subnet A.B.C] [--skew hI=SECONDS,...]
 #   testbed.sh down [--dir DIR] [--prefix P]
 #   testbed.sh shape HOST --rate R [--delay D] [--loss L] [--dir DIR] [--prefix P]
 #   testbed.sh shape HOST --clear [--dir DIR] [--prefix P]
@@ -24,6 +24,7 @@ rate=""
 delay=""
 loss=""
 clear_shaping=""
+skew=""         # hI=SECONDS,...: hosts whose monotonic clock runs SECONDS ahead
 burst=""        # tbf's bucket for --rate, in bytes
 sshd_pids=()    # while `up` runs, one per host
 
@@ -57,6 +58,8 @@ need_tools() {  # arguments: tool:debian-package
 check_options() {
   [[ "$prefix" =~ ^[a-z][a-z0-9]{0,7}$ ]] \
     || die "--prefix must be 1-8 lowercase letters/digits starting with a letter (interface names fit in 15 chars)"
+  [[ -z "$skew" || "$skew" =~ ^h[0-9]+=[0-9]+(,h[0-9]+=[0-9]+)*$ ]] \
+    || die "--skew takes hI=SECONDS[,hJ=SECONDS...] (whole seconds ahead), e.g. h3=7"
   [[ -n "$dir" ]] || dir="/tmp/sixnines-testbed-$prefix"
   dir="$(realpath -m -- "$dir")"
   # the path goes unquoted into sshd_config, known_hosts and YAML flow mappings
@@ -193,15 +196,27 @@ MaxStartups 100
 EOF
 }
 
-start_sshd() {  # host $1, in its namespace under its own hostname
-  local home="$dir/h$1" ns sshd
+skew_of() {  # seconds host $1's clocks run ahead (0 unless --skew names it)
+  local entry
+  for entry in ${skew//,/ }; do
+    [[ "${entry%%=*}" != "h$1" ]] || { printf '%s' "${entry#*=}"; return; }
+  done
+  printf '0'
+}
+
+start_sshd() {  # host $1, in its namespace under its own hostname (and clock, if skewed)
+  local home="$dir/h$1" ns sshd seconds clock=()
   ns="$(ns_name "$1")"
+  seconds="$(skew_of "$1")"
+  # a time namespace offsets CLOCK_MONOTONIC and CLOCK_BOOTTIME for everything sshd
+  # starts: a host with its own clock, as a separate machine has
+  [[ "$seconds" == 0 ]] || clock=(--time --monotonic "$seconds" --boottime "$seconds")
   sshd="$(command -v sshd)"   # sshd re-executes itself and insists on an absolute path
   # setsid: a Ctrl-C meant for the caller must not take the hosts down with it (our
   # children lead no process group, so setsid execs and $! stays sshd's pid); the
   # redirections let a caller that captures our output see its end
   # shellcheck disable=SC2016  # $1.. are the inner shell's arguments
-  setsid ip netns exec "$ns" unshare --uts \
+  setsid ip netns exec "$ns" unshare --uts "${clock[@]}" \
     sh -c 'hostname "$1" && exec "$2" -D -e -f "$3"' sh "$ns" "$sshd" "$home/sshd_config" \
     </dev/null >>"$home/sshd.log" 2>&1 &
   sshd_pids+=("$!")
@@ -409,11 +424,11 @@ parse_options() {  # command $1, then its options
   shift
   while [[ $# -gt 0 ]]; do
     case "$1" in
-      --dir | --prefix | --subnet | --rate | --delay | --loss)
+      --dir | --prefix | --subnet | --skew | --rate | --delay | --loss)
         [[ $# -ge 2 ]] || die "$1 needs a value"
         case "$1:$command" in
           --dir:* | --prefix:*) ;;
-          --subnet:up | --rate:shape | --delay:shape | --loss:shape) ;;
+          --subnet:up | --skew:up | --rate:shape | --delay:shape | --loss:shape) ;;
           *) die "$1 is not an option of '$command'" ;;
         esac
         printf -v "${1#--}" '%s' "$2"   # --dir sets $dir, --rate $rate, ...

@@ -90,13 +90,17 @@ def free_subnet(prefix: str) -> str:
 
 
 @contextmanager
-def testbed(n: int, prefix: str | None = None) -> Iterator[Testbed]:
+def testbed(n: int, prefix: str | None = None,
+            skew: dict[str, int] | None = None) -> Iterator[Testbed]:
     """N hosts h1..hN (prefix: see `default_prefix`; give distinct ones to beds that are up
-    at the same time in one process). `up` cleans up after itself when it fails, so `down`
+    at the same time in one process); `skew` runs some hosts' monotonic clocks that many
+    seconds ahead (`{"h2": 7}`). `up` cleans up after itself when it fails, so `down`
     runs only for a bed that came up: it must not take down someone else's bed whose
     prefix made `up` refuse."""
     prefix = prefix or default_prefix()
-    up = testbed_script("up", str(n), "--prefix", prefix, "--subnet", free_subnet(prefix))
+    options = ["--skew", ",".join(f"{h}={s}" for h, s in skew.items())] if skew else []
+    up = testbed_script("up", str(n), "--prefix", prefix, "--subnet", free_subnet(prefix),
+                        *options)
     inventory = Path(up.stdout.strip())
     try:
         yield Testbed(prefix, inventory.parent, _hosts(inventory), inventory,
