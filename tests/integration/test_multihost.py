@@ -123,6 +123,33 @@ def test_three_hosts_give_the_results_of_a_local_run(bed, tmp_path, spark):
     assert not list(remote_runs.glob("*/agents/*")) and not list(remote_runs.glob("*/broker"))
 
 
+def test_ctrl_c_stops_every_remote_process_and_keeps_their_data(bed, tmp_path):
+    path = scenario_file(tmp_path, bed, systems="[{name: tcp, driver: tcp}]", duration="60s",
+                         placement="{broker: h1, agents: [h2, h3]}")
+    process = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(path),
+                                "--no-analysis"], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and sum(
+            "-m agents" in _cmdline(pid) for pid in processes_left(bed)) < 4:
+        time.sleep(0.2)
+    time.sleep(4)  # started and sending
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=90)
+    assert process.returncode == 130, err
+    (manifest_path,) = (tmp_path / "runs").glob("multihost/*/01-tcp/manifest.json")
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["status"] == "partial"
+    assert any("Ctrl-C" in problem for problem in manifest["problems"])
+    for agent in manifest["agents"]:  # each stopped, wrote its data, and it was fetched
+        assert all(a["verified"] for a in agent["artifacts"].values()), agent["id"]
+    assert 0 < sum(a["sent"] for a in manifest["agents"]) < 120_000
+    deadline = time.monotonic() + 10
+    while processes_left(bed) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_left(bed) == []
+
+
 def test_a_host_that_dies_mid_run_leaves_the_others_data_marked_partial(bed, tmp_path, spark):
     path = scenario_file(tmp_path, bed, systems="[{name: tcp, driver: tcp}]", duration="8s",
                          placement="{broker: h1, agents: [h2, h3]}")
