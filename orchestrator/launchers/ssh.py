@@ -31,6 +31,7 @@ from orchestrator.launchers.base import Completed, Launcher, LaunchError, Proces
 from orchestrator.shaping import clear_command, interface_of, shape_commands
 
 CONNECT_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 60.0
 KEEPALIVE_S = 5  # notices a host that vanished without closing the connection
 MIN_FREE_BYTES = 1 << 30  # bootstrap venv (~400 MB) and run files
 MIN_PYTHON = (3, 11)
@@ -311,7 +312,14 @@ class SshProcess(Process):
         self._channel = channel
         self._stdin = channel.makefile_stdin("w")
         self._stdout = channel.makefile("r")
-        announced = self._stdout.readline()
+        channel.settimeout(START_TIMEOUT_S)  # a shell that never gets to our command
+        try:
+            announced = self._stdout.readline()
+        except TimeoutError:
+            channel.close()
+            raise LaunchError(f"{launcher.label}: {name} did not start within "
+                              f"{START_TIMEOUT_S:.0f} s") from None
+        channel.settimeout(None)
         self.pid = int(announced.split()[1]) if announced.startswith("pid ") else None
         threading.Thread(target=self._copy_stderr, args=(log_path,), daemon=True,
                          name=f"stderr-{name}").start()
