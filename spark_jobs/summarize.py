@@ -8,6 +8,7 @@ cross-checked bucket by bucket where they hold the same values.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,12 +91,22 @@ def metric_summary(metric: MetricCounts) -> dict[str, float | int | None]:
 
 
 def write_hgrm(path: Path, metric: MetricCounts) -> None:
-    """HdrHistogram percentile distribution (what HdrHistogram's plotter reads), in µs."""
-    with open(path, "wb") as out:
-        hdr.to_hdrh(metric.counts).output_percentile_distribution(out, NS_PER_US)
+    """HdrHistogram percentile distribution (what HdrHistogram's plotter reads), in µs.
+
+    The hdrhistogram package scales every value of that output but the standard deviation
+    (it writes ns beside µs); the footer line is written again with it scaled."""
+    histogram = hdr.to_hdrh(metric.counts)
+    buffer = io.BytesIO()
+    histogram.output_percentile_distribution(buffer, NS_PER_US)
+    lines = buffer.getvalue().decode("ascii").splitlines(keepends=True)
+    mean, stddev = (histogram.get_mean_value() / NS_PER_US, histogram.get_stddev() / NS_PER_US)
+    lines = [f"#[Mean    = {mean:12.3f}, StdDeviation   = {stddev:12.3f}]\n"
+             if line.startswith("#[Mean") else line for line in lines]
+    with open(path, "w", encoding="ascii") as out:
+        out.writelines(lines)
         exact = "none" if metric.max is None else f"{metric.max / NS_PER_US:.3f}"
         out.write(
-            f"# Values in microseconds (ns / 1000); exact max = {exact} us\n".encode("ascii")
+            f"# Values in microseconds (ns / 1000); exact max = {exact} us\n"
         )
 
 

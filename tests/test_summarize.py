@@ -10,10 +10,12 @@ from agents import hdr
 from agents.hlog import write_hlog
 from spark_jobs.summarize import (
     ClockPairs,
+    MetricCounts,
     clock_pairs,
     clock_warnings,
     hlog_agreement,
     saturation_warnings,
+    write_hgrm,
 )
 
 
@@ -97,3 +99,14 @@ def test_hlog_check_leaves_out_receivers_timed_across_clocks(tmp_path):
                      "out or offset-corrected here)"]
     agrees, notes = hlog_agreement({"c": hlogs["c"]}, spark_counts, 0.0, {"c": 3})
     assert agrees is None and len(notes) == 1
+
+
+def test_hgrm_footer_is_in_microseconds_like_its_values(tmp_path):
+    """hdrhistogram leaves the standard deviation of this output in ns; ours is in µs."""
+    values = np.array([1_000_000, 3_000_000], dtype=np.int64)  # 1 ms and 3 ms
+    metric = MetricCounts(counts=hdr.counts_of(values), total=4e6, max=3_000_000)
+    path = tmp_path / "latency.hgrm"
+    write_hgrm(path, metric)
+    footer = next(line for line in path.read_text().splitlines() if line.startswith("#[Mean"))
+    mean, stddev = (float(part.split("=")[1].strip(" ]")) for part in footer.split(","))
+    assert abs(mean - 2000) < 2 and abs(stddev - 1000) < 2
