@@ -1,0 +1,50 @@
+"""The reports people read, written into `<results_dir>/report/`: `index.html` (one
+self-contained page) and, per plot, a gnuplot `.dat` file and `.gp` script.
+
+Input: the results-level run summaries (summary.json's "runs"), plus what each run's
+analysis left in `<run-id>/report/` (series.json, *.hgrm) when present.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from orchestrator.reports import gnuplot, html, nines, per_run, sweeps
+from orchestrator.reports.inputs import read_run
+
+REPORT_DIR = "report"
+PAGE = "index.html"
+HGRM_METRICS = ("latency", "service_time", "send_lag")
+
+
+def _title(results_dir: Path) -> str:
+    """'<scenario> / <timestamp>': the scenario from summary.json when it is there."""
+    try:
+        scenario = json.loads((results_dir / "summary.json").read_text(encoding="utf-8"))
+        name = str(scenario["scenario"])
+    except (OSError, ValueError, KeyError, TypeError):
+        name = results_dir.parent.name
+    return f"{name} / {results_dir.name}"
+
+
+def write_reports(results_dir: Path, summaries: list[dict]) -> Path:
+    """Write the page and the gnuplot files for these runs; return the page's path."""
+    out = results_dir / REPORT_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [read_run(results_dir, summary, HGRM_METRICS) for summary in summaries]
+    slugs = per_run.run_slugs(runs)
+    sections = [html.RunSection(run, slug, per_run.figures(run, slug))
+                for run, slug in zip(runs, slugs, strict=True)]
+    overlays = nines.figures(runs)
+    swept = sweeps.swept(summaries)
+    parametrised = sweeps.figures(summaries)
+    every = [*overlays, *(f for fs in parametrised.values() for f in fs),
+             *(f for section in sections for f in section.figures)]
+    for figure in every:
+        gnuplot.write(figure, out)
+    page = html.page(_title(results_dir), sections, overlays, parametrised, swept,
+                     [f"{figure.slug}.gp" for figure in every], HGRM_METRICS)
+    path = out / PAGE
+    path.write_text(page, encoding="utf-8")
+    return path

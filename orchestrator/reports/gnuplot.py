@@ -1,0 +1,128 @@
+"""A `Figure` as a gnuplot data file and script, for users who redraw or restyle plots.
+
+`<slug>.dat` holds every point (the page decimates long series, these files do not), one
+block per series; `<slug>.gp` plots it on the page's axes and ranges. `gnuplot <slug>.gp`
+writes `<slug>.png` beside the script from any working directory (the script finds its
+own directory through ARG0).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from orchestrator.reports.model import Axis, Band, Figure, Line
+from orchestrator.reports.ticks import ticks
+
+
+def _quote(text: str) -> str:
+    """A gnuplot single-quoted string: only '' is special there; newlines would end the
+    command, so user text loses its control characters."""
+    clean = "".join(c if c.isprintable() else " " for c in text)
+    return "'" + clean.replace("'", "''") + "'"
+
+
+def _comment(text: str) -> str:
+    return "".join(c if c.isprintable() else " " for c in text)
+
+
+def _number(value: float | None) -> str | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return f"{value:.10g}"
+
+
+def _rows(columns: Sequence[Sequence[float | None]]) -> Iterable[str]:
+    """Data rows; a missing value ends the line there (one blank line: a gap in gnuplot,
+    two would start a new block)."""
+    gap = True
+    for values in zip(*columns, strict=False):
+        cells = [_number(v) for v in values]
+        if None in cells:
+            if not gap:
+                yield ""
+            gap = True
+            continue
+        yield " ".join(cells)  # type: ignore[arg-type]
+        gap = False
+
+
+def _columns(series: Line | Band) -> tuple[str, Sequence[Sequence[float | None]]]:
+    if isinstance(series, Band):
+        return "x lo hi", (series.xs, series.lo, series.hi)
+    if series.style == "steps":  # gnuplot `steps` holds each y until the next x
+        return "edge count", (series.xs, [*series.ys, series.ys[-1] if series.ys else None])
+    return "x y", (series.xs, series.ys)
+
+
+def data_file(figure: Figure) -> str:
+    lines = [f"# sixnines: {_comment(figure.title)}",
+             f"# x: {_comment(figure.x.label)}   y: {_comment(figure.y.label)}"]
+    if figure.x.scale == "nines":
+        lines.append("# x is the percentile as nines: -log10(1 - p) (1 = 90%, 3 = 99.9%)")
+    for index, series in enumerate((*figure.bands, *figure.lines)):
+        header, columns = _columns(series)
+        if index:
+            lines += ["", ""]
+        lines += [f"# block {index}: {_comment(series.name)}", f"# {header}", *_rows(columns)]
+    return "\n".join(lines) + "\n"
+
+
+def _axis_commands(axis: Axis, name: str, extent: tuple[float, float]) -> list[str]:
+    lo, hi = extent
+    commands = [f"set {name}label {_quote(axis.label)}", f"set {name}range [{lo:.10g}:{hi:.10g}]"]
+    if axis.scale == "log":
+        commands.append(f"set logscale {name} 10")
+    elif axis.scale == "nines":  # tic labels are format strings: a literal % is %%
+        labels = ", ".join(f"{_quote(label.replace('%', '%%'))} {value:.10g}"
+                           for value, label in ticks("nines", lo, hi))
+        commands.append(f"set {name}tics ({labels})")
+    return commands
+
+
+def _plot_clause(index: int, series: Line | Band, source: str) -> str:
+    colour = f"lc rgb '{series.colour}'"
+    if isinstance(series, Band):
+        return (f"{source} index {index} using 1:2:3 with filledcurves "
+                f"fs transparent solid 0.2 noborder {colour} "
+                f"title {_quote(f'{series.name} min–max')}")
+    title = f"title {_quote(series.name)}"
+    dash = " dt 2" if series.dashed else ""
+    how = {"line": "lines", "steps": "steps", "points": "linespoints pt 7 ps 0.8"}[series.style]
+    return f"{source} index {index} using 1:2 with {how} lw 2{dash} {colour} {title}"
+
+
+def script(figure: Figure) -> str:
+    name = f"{figure.slug}.gp"
+    lines = [
+        f"# sixnines: {_comment(figure.title)}",
+        f"# gnuplot {name}   writes {figure.slug}.png beside this script",
+        "reset  # scripts may run one after another in one gnuplot: gnuplot *.gp",
+        f"here = ARG0[1:strlen(ARG0) - strlen('{name}')]",
+        "set encoding utf8",
+        "set terminal pngcairo size 1200,650 noenhanced font 'sans,10'",
+        f"set output here.'{figure.slug}.png'",
+        f"set title {_quote(figure.title)}",
+        "set grid",
+        "set key outside right top",
+        *_axis_commands(figure.x, "x", figure.extent[0]),
+        *_axis_commands(figure.y, "y", figure.extent[1]),
+    ]
+    for number, marker in enumerate(figure.markers, start=1):
+        lines += [f"set arrow {number} from {marker.x:.10g}, graph 0 to {marker.x:.10g}, "
+                  "graph 1 nohead dt 2 lc rgb '#555555'",
+                  f"set label {number} {_quote(marker.label)} at {marker.x:.10g}, graph 0.96 "
+                  "offset 0.5,0"]
+    clauses = [_plot_clause(i, s, f"here.'{figure.slug}.dat'" if i == 0 else "''")
+               for i, s in enumerate((*figure.bands, *figure.lines))]
+    lines.append("plot " + ", \\\n     ".join(clauses))
+    return "\n".join(lines) + "\n"
+
+
+def write(figure: Figure, directory: Path) -> tuple[Path, Path]:
+    """Write `<slug>.dat` and `<slug>.gp` into `directory`; return both paths."""
+    dat, gp = directory / f"{figure.slug}.dat", directory / f"{figure.slug}.gp"
+    dat.write_text(data_file(figure), encoding="utf-8")
+    gp.write_text(script(figure), encoding="utf-8")
+    return dat, gp

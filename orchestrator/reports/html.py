@@ -1,0 +1,97 @@
+"""The report page: one self-contained HTML file (styles and script inlined, no fonts,
+images or scripts fetched) so it opens offline, from a mail attachment or a CI artifact.
+
+Layout: summary table, percentile distributions, parametrised plots per swept parameter,
+then one section per run (figures table, warnings, per-message plots), then the files a
+user can take further (gnuplot scripts, .hgrm files).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from html import escape
+from importlib.resources import files
+from urllib.parse import quote
+
+from orchestrator.reports import per_run, svg
+from orchestrator.reports.inputs import SERIES_FILE, RunInputs
+from orchestrator.reports.model import Figure, slugify
+from orchestrator.reports.table import metrics_table, notes_list, param_text, summary_table
+
+
+@dataclass(frozen=True)
+class RunSection:
+    run: RunInputs
+    anchor: str
+    figures: list[Figure]
+
+
+def _asset(name: str) -> str:
+    return files("orchestrator.reports").joinpath(name).read_text(encoding="utf-8")
+
+
+def _figures(figures: list[Figure]) -> str:
+    return "".join(svg.render(figure) for figure in figures)
+
+
+def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
+    run, s = section.run, section.run.summary
+    params = param_text(s.get("params") or {})
+    links = " ".join(f'<a href="../{quote(run.run_id)}/report/{m}.hgrm">{m}.hgrm</a>'
+                     for m in hgrm_metrics if m in run.hgrm)
+    if run.series is None:
+        why = escape(run.series_problem or f"no {SERIES_FILE}")
+        plots = (f'<p class="note">Per-message plots (latency over the run, throughput, '
+                 f"histogram) need the per-message analysis: {why} for this run. Re-run the "
+                 "analysis with <code>sixnines report RESULTS_DIR</code>.</p>")
+    else:
+        lacking = len(per_run.BUILDERS) - len(section.figures)
+        missing = "" if not lacking else (
+            f'<p class="note">{lacking} per-message plot(s) missing: {SERIES_FILE} lacks '
+            "their data.</p>")
+        plots = _figures(section.figures) + missing
+    return (f'<article id="{section.anchor}"><h3>{escape(run.run_id)}</h3>'
+            f'<p class="note">system {escape(str(s.get("system", "?")))} · '
+            f'{escape(params)}</p>{notes_list(run)}{metrics_table(s)}'
+            + (f'<p class="note">HdrHistogram plotter files: {links}</p>' if links else "")
+            + f"{plots}</article>")
+
+
+def _nav(entries: list[tuple[str, str]]) -> str:
+    return "<nav>" + "".join(f'<a href="#{a}">{escape(t)}</a>' for a, t in entries) + "</nav>"
+
+
+def page(title: str, runs: list[RunSection], nines: list[Figure],
+         sweeps: dict[str, list[Figure]], swept: list[str], gnuplot_files: list[str],
+         hgrm_metrics: tuple[str, ...]) -> str:
+    """The whole page. `swept`: parameters that vary across runs (table columns);
+    `sweeps`: the plots of the numeric ones."""
+    entries = [("summary", "Summary"), ("percentiles", "Percentile distribution")]
+    entries += [(f"across-{slugify(p)}", f"Across {p}") for p in sweeps]
+    entries += [("runs", "Runs"), ("files", "Files")]
+    sweep_sections = "".join(
+        f'<section id="across-{slugify(param)}"><h2>Across {escape(param)}</h2>'
+        f"{_figures(figures)}</section>" for param, figures in sweeps.items())
+    gp = "".join(f"<li><code>{escape(name)}</code></li>" for name in gnuplot_files)
+    table = summary_table([r.run for r in runs], [r.anchor for r in runs], swept)
+    return (
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>sixnines: {escape(title)}</title><style>{_asset('report.css')}</style>"
+        f"</head><body><h1>sixnines: {escape(title)}</h1>"
+        f'<p class="note">{len(runs)} run(s). Latency is measured from each message\'s '
+        "intended send time (open loop, coordinated-omission free).</p>"
+        f"{_nav(entries)}"
+        f'<section id="summary"><h2>Summary</h2>{table}</section>'
+        f'<section id="percentiles"><h2>Percentile distribution</h2>'
+        f"{_figures(nines) or '<p class=note>No run measured any latency.</p>'}</section>"
+        f"{sweep_sections}"
+        f'<section id="runs"><h2>Runs</h2>'
+        f'{"".join(_run_section(r, hgrm_metrics) for r in runs)}</section>'
+        f'<section id="files"><h2>Files</h2><p>Every plot has a gnuplot data file and '
+        "script beside this page; <code>gnuplot report/NAME.gp</code> writes "
+        "<code>NAME.png</code> next to it (from any directory). Each run's "
+        "<code>report/*.hgrm</code> files load in HdrHistogram's plotter.</p>"
+        f"<ul>{gp}</ul></section>"
+        f"<script>{_asset('report.js')}</script></body></html>\n"
+    )

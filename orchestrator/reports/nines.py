@@ -1,0 +1,105 @@
+"""The percentile-distribution plots: every run's latency on a "nines" axis, overlaid.
+
+x = −log10(1 − p), so 90%, 99%, 99.9% … are equally spaced and the tail gets the room it
+deserves. A curve stops where its sample count stops supporting percentiles (p beyond
+1 − 1/count) and ends at the exact max, placed at 1 − 1/count, where the max sample sits.
+Open-loop runs and throughput-mode runs (`rate: max`, saturation latency) are never drawn
+on the same plot: their latencies mean different things.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from agents.hdr import PERCENTILE_KEYS, PERCENTILES
+from orchestrator.reports.inputs import RunInputs
+from orchestrator.reports.model import Axis, Figure, Line, colour
+
+METRICS = (("latency", "latency"), ("service_time", "service time"))
+
+
+def saturation(summary: dict) -> bool:
+    """A throughput-mode run: senders went as fast as the system took."""
+    return (summary.get("params") or {}).get("rate") == "max"
+
+
+def _source(run: RunInputs, metric: str) -> tuple[Sequence[float], Sequence[float], str]:
+    """(percentiles as fractions, values µs, where from): the .hgrm file is the finest,
+    then the per-message analysis, then the summary's seven percentiles."""
+    if metric in run.hgrm:
+        dist = run.hgrm[metric]
+        return dist.percentiles, dist.values, f"{metric}.hgrm"
+    nines = (run.series or {}).get("nines") or {}
+    ps, values = nines.get("p"), nines.get(f"{metric}_us")
+    if isinstance(ps, list) and isinstance(values, list) and len(ps) == len(values):
+        return ps, values, "series.json"
+    figures = run.summary.get(f"{metric}_us") or {}
+    pairs = [(p / 100, figures.get(k)) for p, k in zip(PERCENTILES, PERCENTILE_KEYS, strict=True)]
+    return [p for p, _ in pairs], [v for _, v in pairs], "summary"
+
+
+def curve(run: RunInputs, metric: str) -> tuple[list[float], list[float], str] | None:
+    """(nines, µs, source) for one run, or None when the run measured nothing."""
+    figures = run.summary.get(f"{metric}_us") or {}
+    count, top_value = figures.get("count") or 0, figures.get("max")
+    if count <= 0 or not isinstance(top_value, int | float):
+        return None
+    top = math.log10(count)  # the max sample's place: p = 1 − 1/count
+    percentiles, values, source = _source(run, metric)
+    xs, ys = [], []
+    for p, value in zip(percentiles, values, strict=False):
+        if not isinstance(p, int | float) or not isinstance(value, int | float) or p >= 1:
+            continue
+        x = -math.log10(1 - p)
+        if x <= top + 1e-9:
+            xs.append(x)
+            ys.append(min(value, top_value))  # buckets reach past the exact max
+    xs.append(top)
+    ys.append(top_value)
+    return xs, ys, source
+
+
+def legend_name(summary: dict) -> str:
+    """Run id, with the clock bound when figures were timed across hosts (rule 3)."""
+    bound = summary.get("clock_bound_ns")
+    name = str(summary.get("run_id", "?"))
+    return name if bound is None else f"{name} (± {bound / 1000:,.1f} µs clock)"
+
+
+def _figure(runs: list[tuple[int, RunInputs]], metric: str, label: str, mode: str) -> Figure | None:
+    lines, fallbacks = [], []
+    for index, run in runs:
+        found = curve(run, metric)
+        if found is None:
+            continue
+        xs, ys, source = found
+        lines.append(Line(legend_name(run.summary), xs, ys, colour(index)))
+        if source != f"{metric}.hgrm":
+            fallbacks.append(f"{run.run_id} ({source})")
+    if not lines:
+        return None
+    caption = ("Each curve ends at the run's max, placed at 1 − 1/count; log latency axis. "
+               "Curves from each run's .hgrm file")
+    caption += f"; from coarser data: {', '.join(fallbacks)}." if fallbacks else "."
+    title = f"{label.capitalize()} percentile distribution"
+    slug = f"nines-{metric}"
+    if mode == "saturation":
+        title += " — throughput mode (saturation latency)"
+        slug += "-saturation"
+    return Figure(slug, title, Axis("percentile", "nines"), Axis(f"{label} (µs)", "log"),
+                  lines=tuple(lines), caption=caption)
+
+
+def figures(runs: list[RunInputs]) -> list[Figure]:
+    """Latency and service time, open-loop runs and throughput-mode runs apart."""
+    groups = {"open-loop": [], "saturation": []}
+    for index, run in enumerate(runs):
+        groups["saturation" if saturation(run.summary) else "open-loop"].append((index, run))
+    out = []
+    for mode, members in groups.items():
+        for metric, label in METRICS:
+            figure = _figure(members, metric, label, mode) if members else None
+            if figure is not None:
+                out.append(figure)
+    return out

@@ -1,0 +1,131 @@
+"""Per-run plots from the per-message analysis (`series.json`): latency over the run,
+sender and receiver throughput together, and the latency histogram with its humps.
+
+A part of series.json that is absent or malformed drops that plot only; the page says what
+is missing rather than failing the whole report.
+"""
+
+from __future__ import annotations
+
+import math
+
+from orchestrator.reports.inputs import RunInputs
+from orchestrator.reports.model import Axis, Band, Figure, Line, Marker, slugify
+from orchestrator.reports.ticks import number
+
+LATENCY, MEAN, SERVICE = "#1f77b4", "#0b3c61", "#ff7f0e"
+SENDER, RECEIVER = "#2ca02c", "#9467bd"
+
+
+def _clean(values: list) -> list[float | None]:
+    """Numbers as they are, anything else (null for an undefined window) as a gap."""
+    return [v if isinstance(v, int | float) and not isinstance(v, bool) else None
+            for v in values]
+
+
+def _numbers(part: object, *keys: str) -> list[list[float | None]] | None:
+    """The named lists of a series.json part, cut to a common length; None when any is
+    missing."""
+    if not isinstance(part, dict):
+        return None
+    columns = [part.get(key) for key in keys]
+    if not all(isinstance(c, list) for c in columns):
+        return None
+    length = min(len(c) for c in columns)  # type: ignore[arg-type]
+    return [_clean(c[:length]) for c in columns]  # type: ignore[index]
+
+
+def run_slugs(runs: list[RunInputs]) -> list[str]:
+    """One file-safe, unique name per run (two run ids can slugify alike)."""
+    seen: set[str] = set()
+    out = []
+    for index, run in enumerate(runs, start=1):
+        slug = f"run-{slugify(run.run_id)}"
+        if slug in seen:
+            slug = f"{slug}-{index}"
+        seen.add(slug)
+        out.append(slug)
+    return out
+
+
+def latency_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
+    latency = _numbers(series.get("latency"), "n", "min_us", "mean_us", "max_us")
+    if latency is None or not latency[0]:
+        return None
+    n, low, mean, high = latency
+    lines = [Line("latency mean", n, mean, MEAN)]
+    service = _numbers(series.get("service_time"), "n", "mean_us")
+    if service is not None and service[0]:
+        lines.append(Line("service time mean", *service, SERVICE, dashed=True))
+    window = series.get("window")
+    per = f"windows of {window} messages" if isinstance(window, int) else "windows"
+    return Figure(f"{slug}-latency", f"{run_id}: latency per message over the run",
+                  Axis(f"message number (min / mean / max over {per})"),
+                  Axis("latency (µs)", "log"),
+                  lines=tuple(lines), bands=(Band("latency", n, low, high, LATENCY),),
+                  caption="Latency from the intended send time (coordinated-omission free); "
+                          "service time from the actual send.")
+
+
+def throughput(series: dict, slug: str, run_id: str) -> Figure | None:
+    lines = []
+    for key, name, shade in (("sender_throughput", "sender", SENDER),
+                             ("receiver_throughput", "receiver", RECEIVER)):
+        found = _numbers(series.get(key), "t_s", "msg_s")
+        if found is not None and found[0]:
+            lines.append(Line(name, *found, shade))
+    if not lines:
+        return None
+    window = series.get("window")
+    over = f"over windows of {window} messages" if isinstance(window, int) else "windowed"
+    return Figure(f"{slug}-throughput", f"{run_id}: sender and receiver throughput",
+                  Axis("time (s)"), Axis("messages/s"), lines=tuple(lines),
+                  caption=f"Throughput {over}, measured at each end separately.")
+
+
+def _modes(series: dict) -> list[float]:
+    humps = series.get("humps")
+    modes = humps.get("modes_us") if isinstance(humps, dict) else None
+    if not isinstance(modes, list):
+        return []
+    return [m for m in modes if isinstance(m, int | float) and math.isfinite(m) and m > 0]
+
+
+def humps_text(series: dict | None) -> str | None:
+    """'2 humps: modes at 80 µs, 1.3k µs', or None without a humps measure."""
+    humps = (series or {}).get("humps")
+    if not isinstance(humps, dict) or not isinstance(humps.get("count"), int):
+        return None
+    count, modes = humps["count"], _modes(series or {})
+    text = f"{count} hump{'s' if count != 1 else ''}"
+    return f"{text}: modes at {', '.join(f'{number(m)} µs' for m in modes)}" if modes else text
+
+
+def histogram(series: dict, slug: str, run_id: str) -> Figure | None:
+    part = series.get("histogram")
+    edges = part.get("edges_us") if isinstance(part, dict) else None
+    counts = part.get("counts") if isinstance(part, dict) else None
+    if not (isinstance(edges, list) and isinstance(counts, list)) or not counts \
+            or len(edges) != len(counts) + 1:
+        return None
+    markers = tuple(Marker(m, f"mode {number(m)} µs") for m in _modes(series))
+    humps = humps_text(series)
+    return Figure(f"{slug}-histogram", f"{run_id}: latency distribution"
+                  + (f" ({humps})" if humps else ""),
+                  Axis("latency (µs)", "log"), Axis("messages per bin", "log"),
+                  lines=(Line("latency", _clean(edges), _clean(counts), LATENCY,
+                              style="steps"),),
+                  markers=markers,
+                  caption="Log-spaced bins; dashed lines mark the modes (humps) found by "
+                          "the analysis. Empty bins leave gaps on the log count axis.")
+
+
+BUILDERS = (latency_over_run, throughput, histogram)
+
+
+def figures(run: RunInputs, slug: str) -> list[Figure]:
+    """The run's per-message plots; empty without series.json."""
+    if run.series is None:
+        return []
+    found = (build(run.series, slug, run.run_id) for build in BUILDERS)
+    return [figure for figure in found if figure is not None]

@@ -1,0 +1,171 @@
+"""The summary table and each run's figures table and warnings, as HTML.
+
+Same rules as the console tables (orchestrator/report.py): every percentile to 99.9999%
+and the max with the sample count behind them; a percentile the count cannot support is
+dimmed; cross-host figures carry their clock bound. Every string from data is escaped.
+"""
+
+from __future__ import annotations
+
+import json
+from html import escape
+
+from agents.hdr import PERCENTILE_KEYS
+from orchestrator.report import supported
+from orchestrator.reports.inputs import RunInputs
+from orchestrator.reports.nines import saturation
+from orchestrator.reports.per_run import humps_text
+
+FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
+METRICS = (("latency_us", "latency"), ("service_time_us", "service time"),
+           ("send_lag_us", "send lag"))
+STATUSES = ("ok", "partial", "failed")
+TEXT_COLUMNS = ("run", "system", "parameters", "status", "µs")
+DIM_TITLE = "too few samples for this percentile (fewer than 1/(1−p))"
+
+
+def micro(value: object) -> str:
+    if not isinstance(value, int | float):
+        return "–"
+    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+
+
+def count(value: object) -> str:
+    return f"{value:,}" if isinstance(value, int) else "–"
+
+
+def rate(value: object) -> str:
+    return f"{value:,.0f}" if isinstance(value, int | float) else "–"
+
+
+def _percentile_cells(figures: dict) -> str:
+    samples = figures.get("count") or 0
+    cells = []
+    for key in FIGURE_KEYS:
+        if supported(key, samples):
+            cells.append(f"<td>{micro(figures.get(key))}</td>")
+        else:
+            cells.append(f'<td class="dim" title="{DIM_TITLE}">{micro(figures.get(key))}</td>')
+    return "".join(cells)
+
+
+def _status(summary: dict) -> str:
+    status = str(summary.get("status", "failed"))
+    css = status if status in STATUSES else "failed"
+    return f'<span class="status-{css}">{escape(status)}</span>'
+
+
+def clock_bound_us(summary: dict) -> float | None:
+    bound = summary.get("clock_bound_ns")
+    return bound / 1000 if isinstance(bound, int | float) else None
+
+
+def notes(run: RunInputs) -> list[tuple[str, str]]:
+    """(css class, escaped text) of everything a reader must know before trusting the
+    figures: problems, warnings (generator saturated …), losses, clock bound, broker note,
+    multi-modal latency."""
+    s = run.summary
+    out = [("bad", escape(str(p))) for p in s.get("problems") or []]
+    out += [("warn", escape(str(w))) for w in s.get("warnings") or []]
+    for key, css in (("lost", "bad"), ("duplicated", "warn"), ("reordered", "warn"),
+                     ("unexpected", "warn")):
+        if isinstance(s.get(key), int) and s[key] > 0:
+            out.append((css, f"{s[key]:,} messages {key}"))
+    bound = clock_bound_us(s)
+    if bound is not None:
+        cross = (s.get("latency_pairs") or {}).get("cross_clock", 0)
+        out.append(("warn", f"{count(cross)} deliveries timed across hosts: latency and "
+                            f"service time may be off by up to {micro(bound)} µs"))
+    if s.get("hlog_agrees") is False:
+        out.append(("warn", "the agents' interval logs disagree with the raw timestamps"))
+    if saturation(s):
+        out.append(("note", "throughput mode: latency here is saturation latency"))
+    note = (s.get("broker") or {}).get("note")
+    if note:
+        out.append(("note", escape(f"broker: {note}")))
+    humps = (run.series or {}).get("humps")
+    if isinstance(humps, dict) and isinstance(humps.get("count"), int) and humps["count"] > 1:
+        out.append(("warn", escape(f"multi-modal latency: {humps_text(run.series)}")))
+    return out
+
+
+def notes_list(run: RunInputs) -> str:
+    items = "".join(f'<li class="{css}">{text}</li>' for css, text in notes(run))
+    return f'<ul class="notes">{items}</ul>' if items else ""
+
+
+def param_text(params: dict, keys: list[str] | None = None) -> str:
+    """k=v pairs as a scenario file would write them (null, not None); unescaped."""
+    def value(v: object) -> str:
+        return v if isinstance(v, str) else json.dumps(v, default=str)
+    return ", ".join(f"{k}={value(params[k])}" for k in (params if keys is None else keys)
+                     if k in params)
+
+
+def _params(summary: dict, keys: list[str]) -> str:
+    params = summary.get("params") or {}
+    shown = param_text(params, keys)
+    full = json.dumps(params, sort_keys=True, default=str)
+    return f'<td class="text" title="{escape(full)}">{escape(shown)}</td>'
+
+
+def _header(head: list[str]) -> str:
+    """Column titles; the text columns (run, system, parameters, status, metric) align left
+    like their cells."""
+    cells = "".join(f'<th class="text">{escape(h)}</th>' if h in TEXT_COLUMNS
+                    else f"<th>{escape(h)}</th>" for h in head)
+    return f"<thead><tr>{cells}</tr></thead>"
+
+
+def summary_table(runs: list[RunInputs], anchors: list[str], swept: list[str]) -> str:
+    """All runs, one row each (latency figures), with a notes row under a run that has
+    any. `anchors`: each run's section id on the page."""
+    bounds = any(clock_bound_us(r.summary) is not None for r in runs)
+    head = ["run", "system", *(["parameters"] if swept else []), "status",
+            *(f"latency {k}" if k == "p50" else k for k in FIGURE_KEYS),
+            *(["± clock"] if bounds else []), "count", "recv msg/s", "send msg/s", "sent",
+            "received", "lost", "dup", "reord"]
+    rows = []
+    for run, anchor in zip(runs, anchors, strict=True):
+        s, figures = run.summary, run.summary.get("latency_us") or {}
+        lost = s.get("lost")
+        bound = clock_bound_us(s)
+        cells = [f'<td class="text"><a href="#{anchor}">{escape(run.run_id)}</a></td>',
+                 f'<td class="text">{escape(str(s.get("system", "?")))}</td>',
+                 *([_params(s, swept)] if swept else []),
+                 f'<td class="text">{_status(s)}</td>',
+                 _percentile_cells(figures),
+                 *([f"<td>{'' if bound is None else micro(bound)}</td>"] if bounds else []),
+                 f"<td>{count(figures.get('count'))}</td>",
+                 f"<td>{rate(s.get('receive_rate'))}</td><td>{rate(s.get('send_rate'))}</td>",
+                 f"<td>{count(s.get('sent'))}</td><td>{count(s.get('received'))}</td>",
+                 f'<td class="{"bad" if isinstance(lost, int) and lost else ""}">'
+                 f"{count(lost)}</td>",
+                 f"<td>{count(s.get('duplicated'))}</td><td>{count(s.get('reordered'))}</td>"]
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+        listed = notes_list(run)
+        if listed:
+            rows.append(f'<tr class="notes"><td colspan="{len(head)}">{listed}</td></tr>')
+    return (f'<div class="scroll"><table class="figures">{_header(head)}'
+            f'<tbody>{"".join(rows)}</tbody></table></div>'
+            '<p class="caption">Latency in µs from the intended send time. Dimmed: too few '
+            "samples for that percentile (fewer than 1/(1−p)). Rates are measured at the "
+            "senders and at the receivers separately."
+            + (" ± clock: the bound of figures timed across hosts (µs)." if bounds else "")
+            + "</p>")
+
+
+def metrics_table(summary: dict) -> str:
+    """One run: latency, service time and send lag, every percentile and the count."""
+    bound = clock_bound_us(summary)
+    head = ["µs", *FIGURE_KEYS, "mean", *(["± clock"] if bound is not None else []), "count"]
+    rows = []
+    for key, label in METRICS:
+        figures = summary.get(key) or {}
+        clock = [] if bound is None else [micro(bound) if key != "send_lag_us" else ""]
+        rows.append(f'<tr><td class="text">{label}</td>{_percentile_cells(figures)}'
+                    f"<td>{micro(figures.get('mean'))}</td>"
+                    + "".join(f"<td>{c}</td>" for c in clock)
+                    + f"<td>{count(figures.get('count'))}</td></tr>")
+    return (f'<div class="scroll"><table class="figures">{_header(head)}'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
