@@ -1,7 +1,8 @@
 """The `sixnines` command.
 
-Exit codes: 0 success; 1 a run or analysis was not ok; 2 bad input (scenario, arguments);
-130 interrupted by Ctrl-C (data kept).
+Exit codes: 0 success; 1 a run or analysis was not ok, or `compare` found a regression;
+2 bad input (scenario, arguments, a directory without results); 130 interrupted by Ctrl-C
+(data kept).
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ def _report(args, console: Console) -> int:
         print_tables,
         write_results_summary,
     )
+    from orchestrator.reports import write_reports
 
     try:
         run_dirs = find_run_dirs(args.dir)
@@ -96,9 +98,49 @@ def _report(args, console: Console) -> int:
     if not single:
         scenario = json.loads((run_dirs[0] / "manifest.json").read_text()).get("scenario")
         write_results_summary(results_dir, scenario, summaries)
+        page = write_reports(results_dir, summaries)
+        console.print(f"report: {page}", markup=False, highlight=False)
     print_tables(summaries, console)
     print(args.dir)
     return EXIT_OK if all(s.get("status") == "ok" for s in summaries) else EXIT_NOT_OK
+
+
+def _compare(args, console: Console) -> int:
+    from orchestrator.compare import CompareError, compare, load_side, print_comparison
+
+    try:
+        sides = load_side(args.run_a), load_side(args.run_b)
+    except CompareError as exc:
+        console.print(str(exc), markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    comparison = compare(*sides, threshold_pct=args.threshold)
+    if args.json:
+        print(json.dumps(comparison.as_json(), indent=2))
+    else:
+        print_comparison(comparison, console)
+    return EXIT_NOT_OK if comparison.regression else EXIT_OK
+
+
+def _runs(args, console: Console) -> int:
+    from orchestrator.catalog import catalog, print_catalog
+
+    if not args.dir.is_dir():
+        console.print(f"{args.dir}: no such directory", markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    entries = catalog(args.dir)
+    if args.json:
+        print(json.dumps([entry.as_json() for entry in entries], indent=2))
+    else:
+        print_catalog(entries, args.dir, console)
+    return EXIT_OK
+
+
+def _percentage(text: str) -> float:
+    """A positive percentage for --threshold (argparse turns the error into exit 2)."""
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: a percentage above 0 is expected")
+    return value
 
 
 def _agent(args, console: Console) -> int:
@@ -153,6 +195,29 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--spark-master", help=f"Spark master (default: "
                         f"${SPARK_MASTER_VARIABLE} or embedded local[*])")
     report.set_defaults(handler=_report)
+
+    compare = commands.add_parser(
+        "compare", help="compare two results (regressions: exit 1)",
+        description="Compare B against the reference A, run by run. A latency percentile is "
+        "a regression when B exceeds A by more than its tolerance (the percentile's sampling "
+        "uncertainty in both runs, at least --threshold) and by more than 5 µs; percentiles "
+        "with fewer than 10/(1-p) samples are not comparable. Also regressions: send or "
+        "receive rate down by more than --threshold, a worse status, more messages lost or "
+        "duplicated, runs missing from B. Exit 0: none; 1: regression; 2: bad input.")
+    compare.add_argument("run_a", type=Path, metavar="RUN_A",
+                         help="the reference: a results directory or one run directory")
+    compare.add_argument("run_b", type=Path, metavar="RUN_B", help="the one to judge")
+    compare.add_argument("--threshold", type=_percentage, default=10.0, metavar="PCT",
+                         help="relative floor of the tolerance, %% (default 10; tail "
+                              "percentiles backed by few samples get more)")
+    compare.add_argument("--json", action="store_true", help="print the result as JSON")
+    compare.set_defaults(handler=_compare)
+
+    runs = commands.add_parser("runs", help="list past results, newest first")
+    runs.add_argument("dir", type=Path, nargs="?", default=Path("runs"),
+                      help="where results are (default: ./runs)")
+    runs.add_argument("--json", action="store_true", help="print the list as JSON")
+    runs.set_defaults(handler=_runs)
 
     agent = commands.add_parser("agent", help="run an agent (driven over stdin/stdout)")
     agent.set_defaults(handler=_agent)

@@ -18,6 +18,7 @@ from orchestrator.fleet import Fleet
 from orchestrator.matrix import expand
 from orchestrator.progress import ProgressView
 from orchestrator.report import analyse, print_tables, write_results_summary
+from orchestrator.reports import write_reports
 from orchestrator.runner import Run
 
 DEFAULT_SPARK_MASTER = "local[*]"
@@ -89,4 +90,6 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     summaries = analyse(run_dirs, spark_master, results_dir / "analysis.log")
     write_results_summary(results_dir, scenario.name, summaries)
     print_tables(summaries, console)
+    console.print(f"report: {write_reports(results_dir, summaries)}", markup=False,
+                  highlight=False)
     return Outcome(results_dir, summaries, [s.get("status", "failed") for s in summaries])

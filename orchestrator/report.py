@@ -3,6 +3,7 @@ results-level summary.json (the output contract in the README) and the console t
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -16,9 +17,15 @@ from agents.hdr import PERCENTILE_KEYS
 from orchestrator.manifest import MANIFEST_FILE, read_manifest
 
 SUMMARY_FILE = "summary.json"
+CSV_FILE = "summary.csv"
+CSV_COUNTS = ("sent", "received", "lost", "duplicated", "reordered", "send_rate",
+              "receive_rate")
+CSV_METRICS = (("latency_us", "latency"), ("service_time_us", "service_time"),
+               ("send_lag_us", "send_lag"))
 METRICS = (("latency_us", "latency"), ("service_time_us", "service"),
            ("send_lag_us", "send lag"))
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
+CSV_FIGURES = (*FIGURE_KEYS, "mean")
 CROSS_CLOCK_METRICS = ("latency_us", "service_time_us")  # a receiver's time − a producer's
 
 
@@ -89,7 +96,43 @@ def write_results_summary(results_dir: Path, scenario: str, summaries: list[dict
     path = results_dir / SUMMARY_FILE
     body = {"scenario": scenario, "runs": summaries}
     path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    write_results_csv(results_dir / CSV_FILE, summaries)
     return path
+
+
+def write_results_csv(path: Path, summaries: list[dict]) -> Path:
+    """summary.csv: the summary flattened to one row per run for spreadsheets and pandas.
+    Parameters get a column each (in the order they first appear); empty cells are figures
+    a run does not have (a failed run has no latency)."""
+    params = list(dict.fromkeys(name for s in summaries for name in s.get("params", {})))
+    header = ["run_id", "system", "status", *params, *CSV_COUNTS,
+              *(f"{label}_{key}_us" for _, label in CSV_METRICS for key in CSV_FIGURES),
+              *(f"{label}_count" for _, label in CSV_METRICS)]
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(header)
+        for summary in summaries:
+            writer.writerow([_csv_cell(value) for value in _csv_row(summary, params)])
+    return path
+
+
+def _csv_row(summary: dict, params: list[str]) -> list:
+    run_params = summary.get("params", {})
+    return [summary.get("run_id"), summary.get("system"), summary.get("status"),
+            *(run_params.get(name) for name in params),
+            *(summary.get(name) for name in CSV_COUNTS),
+            *((summary.get(field) or {}).get(key) for field, _ in CSV_METRICS
+              for key in CSV_FIGURES),
+            *((summary.get(field) or {}).get("count") for field, _ in CSV_METRICS)]
+
+
+def _csv_cell(value) -> str | int | float:
+    """Numbers and text as they are; nothing as an empty cell; structures as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True)
+    return value
 
 
 def _us(value) -> str:

@@ -1,8 +1,13 @@
-"""Where the analysis runs: command line over environment over scenario over default."""
+"""The command line: where the analysis runs (command line over environment over scenario
+over default), and the arguments of `compare` and `runs`."""
 
 from __future__ import annotations
 
-from orchestrator.cli import SPARK_MASTER_VARIABLE, spark_master
+from pathlib import Path
+
+import pytest
+
+from orchestrator.cli import EXIT_BAD_INPUT, SPARK_MASTER_VARIABLE, parser, spark_master
 
 
 def test_the_command_line_wins(monkeypatch):
@@ -19,3 +24,19 @@ def test_the_scenario_beats_the_default(monkeypatch):
     monkeypatch.delenv(SPARK_MASTER_VARIABLE, raising=False)
     assert spark_master(None, "spark://file:7077") == "spark://file:7077"
     assert spark_master(None, None) == "local[*]"
+
+
+def test_compare_and_runs_defaults():
+    args = parser().parse_args(["compare", "runs/a/1", "runs/a/2"])
+    assert (args.run_a, args.run_b, args.threshold, args.json) == (
+        Path("runs/a/1"), Path("runs/a/2"), 10.0, False)
+    assert parser().parse_args(["compare", "a", "b", "--threshold", "25"]).threshold == 25.0
+    assert parser().parse_args(["runs"]).dir == Path("runs")
+
+
+@pytest.mark.parametrize("threshold", ["0", "-5", "ten"])
+def test_a_threshold_must_be_a_positive_percentage(threshold, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["compare", "a", "b", "--threshold", threshold])
+    assert exit_.value.code == EXIT_BAD_INPUT
+    assert "--threshold" in capsys.readouterr().err

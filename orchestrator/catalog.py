@@ -1,0 +1,199 @@
+"""`sixnines runs`: the results directories under a root, newest first, with what a reader
+needs to pick one (scenario, date, how the runs went, headline figures) before opening it.
+
+A results directory is recognised by its contents, not its place, because a scenario's
+`output:` may put results anywhere: it holds summary.json, scenario.yaml, or run
+directories (with manifest.json). Directories recorded but never analysed (`--no-analysis`,
+an interrupted run, a failed analysis) are listed from their manifests, with the command that
+analyses them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from orchestrator.manifest import MANIFEST_FILE
+from orchestrator.report import SUMMARY_FILE
+
+SCENARIO_FILE = "scenario.yaml"
+MAX_DEPTH = 3  # <root>/<scenario>/<stamp>/: the root itself, a scenario or a results root
+STAMP = re.compile(r"^(\d{8}-\d{6})(?:-\d+)?$")
+HEADLINE = ("p50", "p99", "max")  # latency figures shown per run
+
+
+@dataclass
+class Entry:
+    """One results directory."""
+    path: Path
+    scenario: str
+    when: datetime
+    analysed: bool
+    statuses: Counter = field(default_factory=Counter)
+    headlines: list[dict] = field(default_factory=list)  # one per run
+
+    def as_json(self) -> dict:
+        body = {"path": str(self.path), "scenario": self.scenario,
+                "date": self.when.isoformat(timespec="seconds"), "analysed": self.analysed,
+                "runs": sum(self.statuses.values()), "status": dict(self.statuses),
+                "headlines": self.headlines}
+        if not self.analysed:
+            body["hint"] = analyse_hint(self.path)
+        return body
+
+
+def analyse_hint(path: Path) -> str:
+    return f"sixnines report {path}"
+
+
+def is_results_dir(path: Path) -> bool:
+    if (path / SUMMARY_FILE).is_file() or (path / SCENARIO_FILE).is_file():
+        return True
+    return any((child / MANIFEST_FILE).is_file() for child in _subdirs(path))
+
+
+def _subdirs(path: Path) -> list[Path]:
+    try:
+        return [child for child in path.iterdir() if child.is_dir()]
+    except OSError:  # unreadable: nothing to list there
+        return []
+
+
+def find_results_dirs(root: Path) -> list[Path]:
+    """Every results directory at most MAX_DEPTH levels below `root` (not inside one:
+    run directories are its parts)."""
+    found = []
+    for directory, names, _ in os.walk(root):
+        path = Path(directory)
+        if is_results_dir(path):
+            found.append(path)
+            names.clear()
+        elif len(path.relative_to(root).parts) >= MAX_DEPTH:
+            names.clear()
+        else:
+            names[:] = sorted(name for name in names if not name.startswith("."))
+    return found
+
+
+def entry_for(path: Path) -> Entry:
+    """The summary's view when analysed, the manifests' otherwise."""
+    manifests = _manifests(path)
+    summary = _summary(path)
+    scenario = ((summary or {}).get("scenario")
+                or next((m.get("scenario") for m in manifests if m.get("scenario")), None)
+                or path.parent.name)
+    entry = Entry(path, scenario, _when(path, manifests), analysed=summary is not None)
+    runs = manifests if summary is None else summary.get("runs") or []
+    entry.statuses = Counter(run.get("status") or "unknown" for run in runs)
+    if summary is not None:
+        entry.headlines = [headline(run) for run in runs]
+    return entry
+
+
+def _summary(path: Path) -> dict | None:
+    """summary.json, or None when missing or unreadable (listed as not analysed)."""
+    try:
+        body = json.loads((path / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _manifests(path: Path) -> list[dict]:
+    manifests = []
+    for child in sorted(_subdirs(path)):
+        try:
+            manifests.append(json.loads((child / MANIFEST_FILE).read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    return [manifest for manifest in manifests if isinstance(manifest, dict)]
+
+
+def _when(path: Path, manifests: list[dict]) -> datetime:
+    """When the results were recorded: the stamp in the directory's name (the controller's
+    local time), else the first run's creation, else the directory's modification time."""
+    stamp = STAMP.match(path.name)
+    if stamp:
+        return datetime.strptime(stamp.group(1), "%Y%m%d-%H%M%S")
+    created = [m["created_at"] for m in manifests if isinstance(m.get("created_at"), int | float)]
+    return datetime.fromtimestamp(min(created) if created else path.stat().st_mtime)
+
+
+def headline(run: dict) -> dict:
+    """The figures a reader scans a catalog for."""
+    latency = run.get("latency_us") or {}
+    return {"run_id": run.get("run_id"), "system": run.get("system"),
+            "status": run.get("status"),
+            **{f"{key}_us": latency.get(key) for key in HEADLINE},
+            "receive_rate": run.get("receive_rate")}
+
+
+def catalog(root: Path) -> list[Entry]:
+    """Every results directory under `root`, newest first."""
+    entries = [entry_for(path) for path in find_results_dirs(root)]
+    return sorted(entries, key=lambda entry: (entry.when, str(entry.path)), reverse=True)
+
+
+STATUS_STYLE = {"ok": "green", "partial": "yellow"}
+
+
+def _statuses(statuses: Counter) -> str:
+    return " ".join(f"[{STATUS_STYLE.get(status, 'red')}]{count} {escape(status)}[/]"
+                    for status, count in sorted(statuses.items()))
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+
+
+def catalog_table(entries: list[Entry], root: Path) -> Table:
+    """One section per results directory: its line (path, scenario, date, status counts),
+    then one indented line per run with the headline figures."""
+    table = Table(title=f"results under {escape(str(root))}", title_justify="left")
+    for header in ("results / run", "scenario / system", "date / status", "runs"):
+        table.add_column(header)
+    for header in (*(f"{key} µs" for key in HEADLINE), "receive msg/s"):
+        table.add_column(header, justify="right")
+    for entry in entries:
+        table.add_row(f"[bold]{escape(_relative(entry.path, root))}[/]", escape(entry.scenario),
+                      entry.when.strftime("%Y-%m-%d %H:%M:%S"), _statuses(entry.statuses),
+                      end_section=entry.analysed and not entry.headlines)
+        if not entry.analysed:
+            table.add_row("  [yellow]not analysed[/] (command below)", end_section=True)
+        for index, run in enumerate(entry.headlines):
+            table.add_row(*_run_cells(run), end_section=index == len(entry.headlines) - 1)
+    return table
+
+
+def _run_cells(run: dict) -> list[str]:
+    status = run.get("status") or "unknown"
+    return [f"  {escape(str(run.get('run_id')))}", escape(str(run.get("system"))),
+            f"[{STATUS_STYLE.get(status, 'red')}]{escape(status)}[/]", "",
+            *(_number(run.get(f"{key}_us")) for key in HEADLINE),
+            _number(run.get("receive_rate"))]
+
+
+def _relative(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path != root else str(path)
+
+
+def print_catalog(entries: list[Entry], root: Path, console: Console) -> None:
+    if not entries:
+        console.print(f"no results under {root}", markup=False, highlight=False)
+        return
+    console.print(catalog_table(entries, root))
+    for entry in entries:
+        if not entry.analysed:  # one line each, whole, to copy
+            console.print(f"not analysed: run `{analyse_hint(entry.path)}`", markup=False,
+                          highlight=False, soft_wrap=True)

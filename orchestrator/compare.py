@@ -1,0 +1,463 @@
+"""`sixnines compare RUN_A RUN_B`: what changed between two sets of results, and whether any
+of it is a regression a nightly job should fail on.
+
+Runs are matched by system and by the parameters swept in either set (run ids and stamps
+differ between sets; a parameter that changed for every run is shown as a note, not used to
+match). Two single run directories are compared with each other whatever they hold.
+
+The regression rule. A latency figure differing between A and B is only news when the
+difference is larger than the noise both measurements carry:
+
+1. *Is it backed by enough samples?* A percentile p from n samples rests on the
+   k = n·(1 − p) samples above it. With k < 10 in either run (fewer than 10/(1 − p)
+   samples: p99.99 and beyond from 20,000 messages; the max, which nothing lies above,
+   always) the figure is "not comparable": shown, never flagged.
+2. *How far could sampling alone move it?* The count of samples above the percentile is
+   Poisson-like: k ± √k. The percentile's band is what the run's own distribution holds
+   at k ∓ 4√k samples above (the distribution-free confidence interval of a quantile,
+   read off the run's report/latency.hgrm). A percentile on a steep stretch (a p99.9 at
+   the knee where VM stalls start) gets a wide band, a flat median a narrow one. Without
+   the .hgrm (a summary.json copied alone) the band is interpolated log-log between the
+   summary's percentiles, whose decade spacing hides knees: the wider side is used both
+   ways, times 1.5. Checked on synthetic stall mixtures, bimodal and power-law
+   distributions at 2k, 20k and 200k samples: no false flag, either way, in 2,700 pairs of
+   samples of one distribution (with the .hgrm or the ladder alone), while a doubled
+   slow-path tail at 20k samples is caught at p99 in 3 pairs of 4 (1 of 2 with the
+   ladder alone), and at 200k samples always.
+3. *Tolerance.* For B above A: A's upper band and B's lower band (as log ratios) added in
+   quadrature (the other two for B below A), but never less than the relative floor
+   (`--threshold`, default 10%: the run-to-run variation sampling does not capture, from
+   other load on the machine, cache and placement luck). A latency regression is B above A
+   by more than the tolerance *and* by more than 5 µs (the absolute floor: 3 µs → 4 µs is
+   scheduler jitter, not a slower system). The same the other way is "improved".
+
+Throughput (send_rate, receive_rate) is a count of thousands of messages over a fixed
+duration: its sampling noise is small, so only the relative floor applies; a drop beyond it
+is a regression. Also regressions: a status getting worse (ok → partial → failed), more
+messages lost or duplicated than in A, and a run of A missing from B. Runs only in B, a
+status getting better and new warnings are reported as notes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from orchestrator.manifest import MANIFEST_FILE
+from orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
+
+ABSOLUTE_FLOOR_US = 5.0
+MIN_TAIL_SAMPLES = 10
+SIGMAS = 4.0
+LADDER_MARGIN = 1.5
+HGRM_FILE = "latency.hgrm"
+LATENCY = "latency_us"
+RATES = ("send_rate", "receive_rate")
+STATUS_RANK = {"ok": 0, "partial": 1}  # anything else (failed, running, missing): worst
+ACCOUNTING = ("lost", "duplicated")
+
+
+class CompareError(Exception):
+    """Bad input: a directory that is missing or holds no analysed results."""
+
+
+def tail_samples(key: str, count: int) -> float:
+    """How many samples lie above percentile `key` (none above the max)."""
+    return 0.0 if key == "max" else count * (1 - float(key[1:]) / 100)
+
+
+@dataclass
+class Tail:
+    """A run's latency distribution as points (tail fraction: the share of samples above
+    the value, value µs): fine-grained from its latency.hgrm, else the summary's percentile
+    ladder. It only serves to judge how far sampling noise can move a percentile."""
+    count: int
+    points: list[tuple[float, float]]
+    coarse: bool = False  # the summary's ladder, not a .hgrm
+
+    @classmethod
+    def from_figures(cls, figures: dict) -> Tail:
+        count = figures.get("count") or 0
+        floor = 1 / count if count else 1.0
+        points = [(max(tail_samples(key, count) / count, floor) if count else 1.0,
+                   figures.get(key)) for key in FIGURE_KEYS]
+        return cls(count, [(t, v) for t, v in points if v is not None and v > 0], coarse=True)
+
+    @classmethod
+    def from_hgrm(cls, path: Path) -> Tail | None:
+        """The run's latency.hgrm; None when it is missing or holds no distribution."""
+        try:
+            return cls.from_text(path.read_text(encoding="utf-8"))
+        except OSError:
+            return None
+
+    @classmethod
+    def from_text(cls, text: str) -> Tail | None:
+        """The percentile distribution HdrHistogram prints: value, percentile, total count,
+        1/(1 − percentile), one line each, around header and footer lines."""
+        rows = []
+        for line in text.splitlines():
+            fields = line.split()
+            with contextlib.suppress(ValueError, IndexError):
+                rows.append((float(fields[0]), int(float(fields[2]))))
+        if not rows or rows[-1][1] <= 0:
+            return None
+        count = rows[-1][1]
+        return cls(count, [(max(count - total, 1) / count, value) for value, total in rows
+                           if value > 0])
+
+    def value_at(self, tail: float) -> float | None:
+        """The value with a share `tail` of the samples above it, interpolated log-log
+        between the points (straight lines there for a power-law tail)."""
+        highest: dict[float, float] = {}
+        for t, value in self.points:
+            highest[math.log(t)] = max(value, highest.get(math.log(t), 0.0))
+        if not highest:
+            return None
+        xs = sorted(highest)
+        return float(np.exp(np.interp(math.log(tail), xs, [math.log(highest[x]) for x in xs])))
+
+    def half_widths(self, key: str) -> tuple[float, float]:
+        """How far below and above (log ratios) the percentile would sit had SIGMAS
+        standard deviations more or fewer samples (Poisson: √k of k) fallen above it.
+
+        The ladder's points lie a decade apart: a knee between two of them (the share of
+        messages hit by VM stalls) is invisible there, so a coarse tail takes the wider
+        side for both and widens it by LADDER_MARGIN (in synthetic stall mixtures that
+        kept two samples of one distribution from differing beyond it)."""
+        above = tail_samples(key, self.count)
+        tail, spread = above / self.count, SIGMAS / math.sqrt(above)
+        centre = self.value_at(tail)
+        lower = self.value_at(min(tail * (1 + spread), 1.0))
+        upper = self.value_at(max(tail * (1 - spread), 1 / self.count))
+        if not (centre and lower and upper):
+            return 0.0, 0.0
+        down, up = math.log(centre / lower), math.log(upper / centre)
+        if self.coarse:
+            down = up = LADDER_MARGIN * max(down, up)
+        return down, up
+
+
+@dataclass
+class Side:
+    """One argument of `compare`: where it is, its runs' summaries, and whether it was a
+    single run directory."""
+    path: Path
+    runs: list[dict]
+    single: bool
+    tails: dict[str, Tail] = field(default_factory=dict)  # by run id, from .hgrm files
+
+    def tail(self, run: dict) -> Tail:
+        """The run's fine-grained distribution when its .hgrm holds the same samples as its
+        summary, else the summary's ladder."""
+        figures = run.get(LATENCY) or {}
+        tail = self.tails.get(run.get("run_id"))
+        if tail is not None and tail.count == figures.get("count"):
+            return tail
+        return Tail.from_figures(figures)
+
+
+@dataclass
+class Figure:
+    metric: str  # "latency_us" or the rate's name
+    key: str  # p50 … max, or the rate's name
+    a: float | None
+    b: float | None
+    change_pct: float | None
+    tolerance_pct: float | None
+    verdict: str  # same, regression, improved, not comparable
+
+
+@dataclass
+class Pair:
+    system: str
+    match: dict  # the parameters the runs were matched on
+    run_a: str
+    run_b: str
+    status_a: str | None
+    status_b: str | None
+    figures: list[Figure] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # the regressions, in words
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regression(self) -> bool:
+        return bool(self.findings)
+
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    threshold_pct: float
+    pairs: list[Pair]
+    only_in_a: list[dict]
+    only_in_b: list[dict]
+
+    @property
+    def regression(self) -> bool:
+        """A regressed pair, or a run of A that B no longer has (coverage lost)."""
+        return bool(self.only_in_a) or any(pair.regression for pair in self.pairs)
+
+    def as_json(self) -> dict:
+        pairs = [{**asdict(pair), "regression": pair.regression} for pair in self.pairs]
+        return {"a": self.a, "b": self.b, "threshold_pct": self.threshold_pct,
+                "absolute_floor_us": ABSOLUTE_FLOOR_US, "regression": self.regression,
+                "pairs": pairs, "only_in_a": self.only_in_a, "only_in_b": self.only_in_b}
+
+
+def load_side(path: Path) -> Side:
+    """The runs of a results directory (its summary.json) or of one run directory (its
+    report/summary.json); CompareError, with what to do, when there is none."""
+    if not path.is_dir():
+        raise CompareError(f"{path}: no such directory")
+    if (path / SUMMARY_FILE).is_file():
+        runs = _read(path / SUMMARY_FILE).get("runs") or []
+        return Side(path, runs, single=False, tails=_tails(
+            {run.get("run_id"): path / str(run.get("run_id")) for run in runs}))
+    if (path / "report" / SUMMARY_FILE).is_file():
+        run = _read(path / "report" / SUMMARY_FILE)
+        return Side(path, [run], single=True, tails=_tails({run.get("run_id"): path}))
+    recorded = (path / MANIFEST_FILE).is_file() or any(
+        (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
+    hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
+            else "not a results directory (runs/<scenario>/<stamp>/) nor a run directory")
+    raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
+
+
+def _tails(run_dirs: dict[str, Path]) -> dict[str, Tail]:
+    tails = {run_id: Tail.from_hgrm(run_dir / "report" / HGRM_FILE)
+             for run_id, run_dir in run_dirs.items()}
+    return {run_id: tail for run_id, tail in tails.items() if tail is not None}
+
+
+def _read(path: Path) -> dict:
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CompareError(f"{path}: unreadable: {exc}") from exc
+    if not isinstance(body, dict):
+        raise CompareError(f"{path}: not a sixnines summary")
+    return body
+
+
+def swept_keys(*sides: list[dict]) -> list[str]:
+    """The parameters that vary between the runs of either side: what tells runs apart."""
+    swept = set()
+    for runs in sides:
+        names = {name for run in runs for name in run.get("params", {})}
+        swept |= {name for name in names
+                  if len({_canonical(run.get("params", {}).get(name)) for run in runs}) > 1}
+    return sorted(swept)
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def match_runs(a: list[dict], b: list[dict], swept: list[str]
+               ) -> tuple[list[tuple[dict, dict]], list[dict], list[dict]]:
+    """Pairs of runs with one system and the same values of the `swept` parameters, and
+    the runs left on each side. Runs sharing a key on one side pair up in order."""
+    def key(run: dict) -> str:
+        params = run.get("params", {})
+        return _canonical([run.get("system"), {name: params.get(name) for name in swept}])
+
+    waiting: dict[str, list[dict]] = {}
+    for run in b:
+        waiting.setdefault(key(run), []).append(run)
+    pairs, only_a = [], []
+    for run in a:
+        candidates = waiting.get(key(run))
+        if candidates:
+            pairs.append((run, candidates.pop(0)))
+        else:
+            only_a.append(run)
+    only_b = [run for runs in waiting.values() for run in runs]
+    return pairs, only_a, only_b
+
+
+def latency_figure(a: dict, b: dict, key: str, threshold_pct: float,
+                   tails: tuple[Tail, Tail] | None = None) -> Figure:
+    """One percentile of A and B judged by the rule in the module docstring; `tails` (of
+    A and B) default to the summaries' ladders."""
+    value_a, value_b = a.get(key), b.get(key)
+    comparable = (value_a is not None and value_b is not None and value_a > 0 and value_b > 0
+                  and min(tail_samples(key, a.get("count") or 0),
+                          tail_samples(key, b.get("count") or 0)) >= MIN_TAIL_SAMPLES)
+    if not comparable:
+        return Figure(LATENCY, key, value_a, value_b, _change(value_a, value_b), None,
+                      "not comparable")
+    tail_a, tail_b = tails or (Tail.from_figures(a), Tail.from_figures(b))
+    (down_a, up_a), (down_b, up_b) = tail_a.half_widths(key), tail_b.half_widths(key)
+    shift = math.log(value_b / value_a)
+    # B above A: A could have been higher, B lower; the other way round for B below A
+    noise = math.hypot(up_a, down_b) if shift >= 0 else math.hypot(down_a, up_b)
+    tolerance = max(math.log1p(threshold_pct / 100), noise)
+    verdict = "same"
+    if abs(shift) > tolerance and abs(value_b - value_a) > ABSOLUTE_FLOOR_US:
+        verdict = "regression" if shift > 0 else "improved"
+    return Figure(LATENCY, key, value_a, value_b, _change(value_a, value_b),
+                  100 * math.expm1(tolerance), verdict)
+
+
+def rate_figure(a: dict, b: dict, key: str, threshold_pct: float) -> Figure:
+    """A throughput figure: a drop beyond the relative floor is a regression."""
+    value_a, value_b = a.get(key), b.get(key)
+    change = _change(value_a, value_b)
+    if change is None:
+        return Figure(key, key, value_a, value_b, None, None, "not comparable")
+    verdict = "same"
+    if abs(change) > threshold_pct:
+        verdict = "regression" if change < 0 else "improved"
+    return Figure(key, key, value_a, value_b, change, threshold_pct, verdict)
+
+
+def _change(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or a <= 0 else 100 * (b - a) / a
+
+
+def compare_pair(a: dict, b: dict, swept: list[str], threshold_pct: float,
+                 tails: tuple[Tail, Tail] | None = None) -> Pair:
+    params = a.get("params", {})
+    pair = Pair(a.get("system"), {name: params.get(name) for name in swept}, a.get("run_id"),
+                b.get("run_id"), a.get("status"), b.get("status"))
+    latency_a, latency_b = a.get(LATENCY) or {}, b.get(LATENCY) or {}
+    pair.figures = [latency_figure(latency_a, latency_b, key, threshold_pct, tails)
+                    for key in FIGURE_KEYS]
+    pair.figures += [rate_figure(a, b, key, threshold_pct) for key in RATES]
+    pair.findings = [*_status_findings(pair), *_accounting_findings(a, b),
+                     *(_figure_finding(f) for f in pair.figures if f.verdict == "regression")]
+    pair.notes = _notes(a, b, pair)
+    return pair
+
+
+def _rank(status: str | None) -> int:
+    return STATUS_RANK.get(status, len(STATUS_RANK))
+
+
+def _status_findings(pair: Pair) -> list[str]:
+    if _rank(pair.status_b) > _rank(pair.status_a):
+        return [f"status {pair.status_a} → {pair.status_b}"]
+    return []
+
+
+def _accounting_findings(a: dict, b: dict) -> list[str]:
+    """More messages lost or duplicated: every message must be accounted for, so no
+    tolerance."""
+    return [f"{name} {a.get(name) or 0:,} → {b.get(name) or 0:,}" for name in ACCOUNTING
+            if (b.get(name) or 0) > (a.get(name) or 0)]
+
+
+def _figure_finding(figure: Figure) -> str:
+    name = f"latency {figure.key}" if figure.metric == LATENCY else figure.key
+    return (f"{name} {_number(figure.a)} → {_number(figure.b)} ({figure.change_pct:+.1f}%, "
+            f"tolerance {figure.tolerance_pct:.0f}%)")
+
+
+def _notes(a: dict, b: dict, pair: Pair) -> list[str]:
+    """What a reader should know but a nightly job should not fail on."""
+    notes = []
+    if _rank(pair.status_b) < _rank(pair.status_a):
+        notes.append(f"status {pair.status_a} → {pair.status_b}")
+    if a.get("system") != b.get("system"):
+        notes.append(f"system {a.get('system')} → {b.get('system')}")
+    params_a, params_b = a.get("params", {}), b.get("params", {})
+    notes += [f"{name} {params_a.get(name)} → {params_b.get(name)}"
+              for name in sorted({*params_a, *params_b})
+              if _canonical(params_a.get(name)) != _canonical(params_b.get(name))]
+    known = {_kind(warning) for warning in a.get("warnings", [])}
+    notes += [f"new warning: {warning}" for warning in b.get("warnings", [])
+              if _kind(warning) not in known]
+    return notes
+
+
+def _kind(warning: str) -> str:
+    """What a warning is about, without its figures ("generator saturated: send lag p99 is
+    4,020 µs …" → "generator saturated"): the same warning with other figures is not new."""
+    return warning.split(":", 1)[0]
+
+
+def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
+    """Every run of A against its match in B."""
+    swept = swept_keys(a.runs, b.runs)
+    if a.single and b.single:
+        pairs, only_a, only_b = list(zip(a.runs, b.runs, strict=True)), [], []
+    else:
+        pairs, only_a, only_b = match_runs(a.runs, b.runs, swept)
+    return Comparison(str(a.path), str(b.path), threshold_pct,
+                      [compare_pair(run_a, run_b, swept, threshold_pct,
+                                    (a.tail(run_a), b.tail(run_b)))
+                       for run_a, run_b in pairs],
+                      [_identity(run) for run in only_a], [_identity(run) for run in only_b])
+
+
+def _identity(run: dict) -> dict:
+    return {key: run.get(key) for key in ("run_id", "system", "params", "status")}
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if abs(value) < 10_000 else f"{value:,.0f}"
+
+
+VERDICT_STYLE = {"regression": "bold red", "improved": "green", "not comparable": "dim"}
+
+
+def pair_table(pair: Pair) -> Table:
+    """One matched run: A, B, change and tolerance for every latency percentile and rate."""
+    matched = escape("  ".join(f"{name}={value}" for name, value in pair.match.items()))
+    colour = "red" if pair.regression else "green"
+    table = Table(title=f"{escape(str(pair.system))}  {matched}\n"
+                        f"A {escape(str(pair.run_a))} ({pair.status_a})   "
+                        f"B {escape(str(pair.run_b))} ({pair.status_b})   [{colour}]"
+                        f"{'REGRESSION' if pair.regression else 'no regression'}[/]",
+                  title_justify="left")
+    for header in ("", "A", "B", "change", "tolerance", ""):
+        table.add_column(header, justify="left" if header == "" else "right")
+    for figure in pair.figures:
+        label = f"latency {figure.key} µs" if figure.metric == LATENCY else f"{figure.key} msg/s"
+        change = "-" if figure.change_pct is None else f"{figure.change_pct:+.1f}%"
+        tolerance = "-" if figure.tolerance_pct is None else f"{figure.tolerance_pct:.0f}%"
+        style = VERDICT_STYLE.get(figure.verdict, "")
+        verdict = "" if figure.verdict == "same" else f"[{style}]{figure.verdict}[/]"
+        table.add_row(label, _number(figure.a), _number(figure.b), change, tolerance, verdict)
+    if any(figure.verdict == "not comparable" for figure in pair.figures):
+        table.caption = (f"not comparable: fewer than {MIN_TAIL_SAMPLES}/(1-p) samples behind "
+                         "the figure in A or B; shown, never flagged")
+        table.caption_justify = "left"
+    return table
+
+
+def _name(run: dict) -> str:
+    return f"{run['run_id']} ({run['system']})"
+
+
+def print_comparison(comparison: Comparison, console: Console) -> None:
+    for pair in comparison.pairs:
+        console.print(pair_table(pair))
+        for finding in pair.findings:
+            console.print(f"  [bold red]✗ {escape(finding)}[/]", highlight=False)
+        for note in pair.notes:
+            console.print(f"  [yellow]! {escape(note)}[/]", highlight=False)
+    for run in comparison.only_in_a:
+        console.print(f"[bold red]✗ only in A: {escape(_name(run))}[/]",
+                      highlight=False)
+    for run in comparison.only_in_b:
+        console.print(f"[yellow]! only in B: {escape(_name(run))}[/]",
+                      highlight=False)
+    regressed = sum(pair.regression for pair in comparison.pairs)
+    verdict = "[bold red]regression[/]" if comparison.regression else "[green]no regression[/]"
+    console.print(f"{len(comparison.pairs)} run(s) compared, {regressed} regressed, "
+                  f"{len(comparison.only_in_a)} only in A, {len(comparison.only_in_b)} only "
+                  f"in B: {verdict} (threshold {comparison.threshold_pct:g}%, floor "
+                  f"{ABSOLUTE_FLOOR_US:g} µs)", highlight=False)

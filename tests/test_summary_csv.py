@@ -1,0 +1,52 @@
+"""summary.csv beside summary.json (orchestrator/report.py): one row per run."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+from agents.hdr import PERCENTILE_KEYS
+from orchestrator.report import CSV_FILE, SUMMARY_FILE, write_results_summary
+
+FIGURES = {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 3000.0,
+           "p99.999": 3500.0, "p99.9999": 3500.0, "max": 3500.0, "mean": 75.5, "count": 20_000}
+OK = {"run_id": "01-tcp-message_size=64", "system": "tcp", "status": "ok", "problems": [],
+      "params": {"mode": "one-way", "message_size": 64, "rate": 2000.0, "seed": None},
+      "sent": 20_000, "received": 20_000, "lost": 0, "duplicated": 0, "reordered": 3,
+      "send_rate": 2000.0, "receive_rate": 1999.5, "latency_us": FIGURES,
+      "service_time_us": {**FIGURES, "p50": 69.0}, "send_lag_us": {**FIGURES, "p50": 1.1}}
+FAILED = {"run_id": "02-zmq-message_size=64", "system": "zmq", "status": "failed",
+          "problems": ["broker did not start"],
+          "params": {"mode": "one-way", "message_size": 64, "rate": 2000.0, "seed": None,
+                     "connections": 2}}
+
+
+def written(tmp_path) -> list[dict]:
+    write_results_summary(tmp_path, "quickstart", [OK, FAILED])
+    assert json.loads((tmp_path / SUMMARY_FILE).read_text())["runs"][0] == OK
+    with open(tmp_path / CSV_FILE, newline="", encoding="utf-8") as rows:
+        return list(csv.DictReader(rows))
+
+
+def test_one_row_per_run_with_every_param_count_rate_and_figure(tmp_path):
+    ok, _ = written(tmp_path)
+    assert list(ok)[:8] == ["run_id", "system", "status", "mode", "message_size", "rate",
+                            "seed", "connections"]  # params in order of first appearance
+    assert (ok["run_id"], ok["system"], ok["status"]) == ("01-tcp-message_size=64", "tcp", "ok")
+    assert (ok["message_size"], ok["rate"], ok["seed"], ok["connections"]) == (
+        "64", "2000.0", "", "")
+    assert (ok["sent"], ok["received"], ok["lost"], ok["duplicated"], ok["reordered"]) == (
+        "20000", "20000", "0", "0", "3")
+    assert (ok["send_rate"], ok["receive_rate"]) == ("2000.0", "1999.5")
+    for metric in ("latency", "service_time", "send_lag"):
+        for key in (*PERCENTILE_KEYS, "max", "mean"):
+            assert f"{metric}_{key}_us" in ok
+        assert ok[f"{metric}_count"] == "20000"
+    assert ok["latency_p99.9_us"] == "1400.0" and ok["latency_mean_us"] == "75.5"
+    assert (ok["service_time_p50_us"], ok["send_lag_p50_us"]) == ("69.0", "1.1")
+
+
+def test_a_failed_run_has_empty_figures(tmp_path):
+    _, failed = written(tmp_path)
+    assert (failed["status"], failed["connections"]) == ("failed", "2")
+    assert failed["latency_p50_us"] == failed["sent"] == failed["latency_count"] == ""
