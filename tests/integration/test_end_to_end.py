@@ -11,6 +11,7 @@ import pytest
 
 from agents.hdr import PERCENTILE_KEYS
 from agents.schema import HLOG_FILE, MESSAGES_FILE
+from orchestrator.report import find_run_dirs
 
 pytestmark = pytest.mark.integration
 
@@ -58,6 +59,9 @@ def test_prints_the_results_directory_and_the_contract(results):
         for metric in ("latency_us", "service_time_us", "send_lag_us"):
             assert set(run[metric]) >= FIGURES
         assert run["run_id"] in done.stderr  # the console table
+    page = results_dir / "report" / "index.html"  # the HTML report, beside summary.csv
+    assert page.is_file() and str(page) in done.stderr
+    assert (results_dir / "summary.csv").is_file()
 
 
 def test_every_message_is_accounted_for(results):
@@ -82,7 +86,9 @@ def test_every_message_is_accounted_for(results):
 
 def test_each_run_directory_holds_verified_artifacts(results):
     results_dir, _ = results
-    for run_dir in sorted(p for p in results_dir.iterdir() if p.is_dir()):
+    run_dirs = find_run_dirs(results_dir)
+    assert len(run_dirs) == 4
+    for run_dir in run_dirs:
         manifest = json.loads((run_dir / "manifest.json").read_text())
         assert manifest["status"] == "ok"
         roles = sorted(agent["role"] for agent in manifest["agents"])
