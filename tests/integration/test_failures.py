@@ -153,10 +153,18 @@ workload: {message_size: 64, rate: 20M, duration: 250ms, warmup: 0s}
 
 
 def test_a_healthy_run_has_no_saturation_warning(tmp_path, spark):
+    """500 msg/s is nothing for one process; but on a shared 2-core machine under heavy
+    load the scheduler can hold a sender back for milliseconds, and then the warning is
+    right. So up to three attempts: a warning that fires every time is the defect."""
     point = points("""
 name: calm
 systems: [{name: tcp, driver: tcp}]
 workload: {message_size: 64, rate: 500, duration: 1s, warmup: 0s}
 """)[0]
-    execute(point, tmp_path / "run")
-    assert analyze_run(spark, tmp_path / "run")["warnings"] == []
+    seen = []
+    for attempt in range(3):
+        execute(point, tmp_path / f"run-{attempt}")
+        seen.append(analyze_run(spark, tmp_path / f"run-{attempt}")["warnings"])
+        if seen[-1] == []:
+            return
+    pytest.fail(f"every attempt warned: {seen}")
