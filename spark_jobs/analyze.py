@@ -1,12 +1,50 @@
-"""Analyse run directories into report/summary.json and report/<metric>.hgrm.
+"""Analyse run directories into report/summary.json, report/series.json and report/<metric>.hgrm.
 
-    python -m spark_jobs.analyze [--master local[*]] RUN_DIR [RUN_DIR ...]
+    python -m spark_jobs.analyze [--master local[*]] [--window M] RUN_DIR [RUN_DIR ...]
 
 All run dirs share one Spark session (its start-up costs ~10 s). Per run: one job each for
-the accounting, the rates, the clock pairs and the HDR bucket counts; only one-row results,
-one row per agent and bucket rows come back to the driver. Exit status: 0 all analysed,
-1 some run failed (the others still get their reports; the failed one's JSON line carries
-"error"), 2 bad usage or a run dir without a manifest.
+the accounting, the rates, the clock pairs, the HDR bucket counts, the exact medians, the
+stream extents, the latency curve and the throughput window pass; only one-row results, one
+row per agent or stream, bucket rows and ≤ 2,000-point curves come back to the driver.
+`--window M` (default 100) is the number of messages the overhead and throughput of a
+stream are taken over, whatever the scenario. Exit status: 0 all analysed, 1 some run failed
+(the others still get their reports; the failed one's JSON line carries "error"), 2 bad
+usage or a run dir without a manifest.
+
+Per-metric fields of summary.json (`latency_us`, `service_time_us`, `send_lag_us`, in µs):
+p50 … p99.9999 and max (HdrHistogram's figures, never above the exact max), `mean`,
+`lower_median` (the ⌈n/2⌉-th smallest value, a sample), `robust_deviation` (mean
+|x − lower_median|), both exact while the median is below ~134 ms (HDR resolution beyond,
+see distribution.robust_centre), and `count`; all null with count 0 when nothing was timed.
+
+Per-message fields (spark_jobs.series for the definitions):
+
+- `throughput`: {"window": M, "sender_msg_s": {...}, "receiver_msg_s": {...},
+  "bytes_per_s": {"sender": x, "receiver": y}, "zero_span_windows": {"sender": n, ...}}.
+  sender_msg_s / receiver_msg_s hold the per-metric figures above, in msg/s, of
+  ST_n = M / (O_n − O_{n−M}) over every sender stream and RT_n likewise over every receiver
+  stream (percentiles and lower median at 3 significant digits). zero_span_windows: windows
+  left out because their M messages carry one timestamp (batches stamped once), so count
+  = messages − M per stream − these. bytes_per_s: each stream's message rate times its mean
+  size, summed.
+- `density_us`: the mean interval between consecutive receipts of a receiver stream, over
+  all of them; null with no stream of two receipts.
+- `humps`: {"count": modes, "modes_us": [...]}: the distinct modes of the latency
+  distribution (distribution.humps gives the rule); count > 1 adds the warning "latency is
+  multi-modal: modes at … µs".
+
+report/series.json, every list at most 2,000 long:
+
+- `window`: M.
+- `latency`, `service_time`: {"n", "min_us", "mean_us", "max_us"}: per bucket of the
+  schedule (message order), the index of its first message and the min / mean / max.
+- `sender_throughput`, `receiver_throughput`: {"t_s", "msg_s"}: seconds since the run's
+  start (bucket centres) and the summed throughput of the side's streams there (each
+  stream's 1 / mean overhead in the bucket).
+- `histogram`: {"edges_us", "counts"}: latency in 20 log bins a decade (len(edges) =
+  len(counts) + 1), empty bins dropped at the ends. `humps` as in summary.json.
+- `nines`: {"p": [0, 0.5, …, 0.999999], "latency_us": [...], "service_time_us": [...]}:
+  the value at each p (p = 0: the smallest).
 
 Clock fields of summary.json (DESIGN.md rule 3, see frames.with_clock_pairs):
 
@@ -37,7 +75,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from agents.schema import HLOG_FILE
-from spark_jobs import frames, summarize
+from spark_jobs import distribution, frames, series, summarize
 from spark_jobs.session import spark_session
 
 log = logging.getLogger("sixnines.analyze")
@@ -45,6 +83,7 @@ log = logging.getLogger("sixnines.analyze")
 MANIFEST = "manifest.json"
 REPORT_DIR = "report"
 SUMMARY = "summary.json"
+SERIES = "series.json"
 
 
 def _missing_notes(manifest: dict[str, Any], loaded: dict[str, tuple[str, Path]],
@@ -70,13 +109,16 @@ def _missing_notes(manifest: dict[str, Any], loaded: dict[str, tuple[str, Path]]
     return notes, hlogs
 
 
-def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
-    """Analyse one run dir, write its report files and return the summary."""
+def analyze_run(spark: SparkSession, run_dir: Path, window: int = series.DEFAULT_WINDOW
+                ) -> dict[str, Any]:
+    """Analyse one run dir, write its report files and return the summary (window: M, the
+    messages a stream's overhead and throughput are taken over)."""
     run_dir = Path(run_dir)
     manifest = json.loads((run_dir / MANIFEST).read_text())
     workload = manifest.get("workload", {})
     warmup_s = int(workload.get("warmup_ns", 0)) / 1e9
-    (run_dir / REPORT_DIR / SUMMARY).unlink(missing_ok=True)  # never leave a stale one behind
+    for stale in (SUMMARY, SERIES):  # never leave a stale one behind
+        (run_dir / REPORT_DIR / stale).unlink(missing_ok=True)
     loaded = frames.message_paths(run_dir, manifest)
     notes, hlogs = _missing_notes(manifest, loaded, run_dir)
 
@@ -92,12 +134,17 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
     values = frames.metric_values(measured, clocks)
     buckets = frames.bucket_counts(values, keys=("agent_id", "metric")).toArrow()
     metrics, per_agent = summarize.gather(buckets)
+    metrics = series.with_median_detail(values, metrics)
+    per_message = series.per_message(measured, clocks, manifest, window)
+    histogram = distribution.log_histogram(metrics["latency"].counts)
+    humps = distribution.humps(*histogram)
 
     agrees, hlog_notes = summarize.hlog_agreement(hlogs, per_agent, warmup_s, pairs.off_clock)
     if agrees is None and not hlog_notes:
         hlog_notes.append("no hlog to check against the messages")
     notes += hlog_notes
     notes += summarize.out_of_range_notes(metrics)
+    notes += series.notes(per_message)
     if counts["unexpected"]:
         notes.append(f"{counts['unexpected']} received messages match no sent message")
 
@@ -120,14 +167,18 @@ def analyze_run(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
         "latency_pairs": pairs.totals,
         "clock_bound_ns": pairs.bound_ns,
         "hlog_agrees": agrees,
+        **series.summary_fields(per_message, humps),
         "warnings": [*summarize.saturation_warnings(figures, rate["send_rate"],
                                                     manifest.get("params", {})),
-                     *summarize.clock_warnings(pairs, clocks.cross_host)],
+                     *summarize.clock_warnings(pairs, clocks.cross_host),
+                     *series.humps_warnings(humps)],
     }
     report = run_dir / REPORT_DIR
     report.mkdir(exist_ok=True)
     for name, metric in metrics.items():
         summarize.write_hgrm(report / f"{name}.hgrm", metric)
+    document = series.series_json(per_message, metrics, histogram, humps)
+    (report / SERIES).write_text(json.dumps(document, allow_nan=False) + "\n")
     (report / SUMMARY).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     return summary
 
@@ -138,26 +189,37 @@ def _check(run_dirs: list[Path]) -> None:
         raise FileNotFoundError(f"no {MANIFEST} in: {', '.join(missing)}")
 
 
-def _analyze_logged(spark: SparkSession, run_dir: Path) -> dict[str, Any]:
+def _analyze_logged(spark: SparkSession, run_dir: Path, window: int) -> dict[str, Any]:
     began = time.monotonic()
     log.info("analysing %s", run_dir)
-    summary = analyze_run(spark, run_dir)
+    summary = analyze_run(spark, run_dir, window)
     log.info("%s done in %.1f s", run_dir, time.monotonic() - began)
     return summary
 
 
-def analyze_runs(run_dirs: list[Path], master: str = "local[*]") -> list[dict[str, Any]]:
+def analyze_runs(run_dirs: list[Path], master: str = "local[*]",
+                 window: int = series.DEFAULT_WINDOW) -> list[dict[str, Any]]:
     """Analyse each run dir in one Spark session (an active one is reused, not stopped)."""
     run_dirs = [Path(d) for d in run_dirs]
     _check(run_dirs)
     spark = spark_session(master)
-    return [_analyze_logged(spark, run_dir) for run_dir in run_dirs]
+    return [_analyze_logged(spark, run_dir, window) for run_dir in run_dirs]
+
+
+def _window(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of messages ≥ 1: {text}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.analyze", description=__doc__
                                      .splitlines()[0])
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
+    parser.add_argument("--window", type=_window, default=series.DEFAULT_WINDOW, metavar="M",
+                        help="messages per overhead/throughput window (default "
+                        f"{series.DEFAULT_WINDOW})")
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
@@ -174,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = spark_session(args.master)
         for run_dir in args.run_dirs:
             try:
-                _analyze_logged(spark, run_dir)
+                _analyze_logged(spark, run_dir, args.window)
             except Exception as error:  # one broken run must not cost the others' reports
                 log.exception("%s: analysis failed", run_dir)
                 failed += 1

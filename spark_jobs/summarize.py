@@ -3,7 +3,8 @@
 Only HDR bucket rows (at most COUNTS_LEN per agent and metric) and one clock-pair row per
 receiving agent reach the driver; the percentiles come from `hdr.percentile_values` on the
 merged counts, exactly as any HdrHistogram would report them, and the agents' own hlogs are
-cross-checked bucket by bucket where they hold the same values.
+cross-checked bucket by bucket where they hold the same values. Lower median and robust
+deviation come from the same rows (see `distribution.robust_centre`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 from agents import hdr
 from agents.hlog import measured_counts, read_hlog
+from spark_jobs.distribution import Detail, robust_centre
 from spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
 
 METRICS = ("latency", "service_time", "send_lag")
@@ -44,10 +46,29 @@ class MetricCounts:
     max: int | None = None  # exact raw maximum in ns
     negative: int = 0
     too_large: int = 0
+    sums: np.ndarray = field(default_factory=lambda: np.zeros(hdr.COUNTS_LEN))  # per bucket
+    detail: Detail | None = None  # value counts of the median's bucket, when fetched
 
     @property
     def count(self) -> int:
         return int(self.counts.sum())
+
+
+def _columns(rows: pa.Table) -> dict[str, np.ndarray]:
+    return {name: rows.column(name).to_numpy(zero_copy_only=False) for name in rows.column_names}
+
+
+def _merged(col: dict[str, np.ndarray], here: np.ndarray) -> MetricCounts:
+    """One MetricCounts from the bucket rows selected by `here`."""
+    merged = MetricCounts()
+    buckets = col["bucket"][here].astype(np.int64)
+    np.add.at(merged.counts, buckets, col["count"][here])
+    np.add.at(merged.sums, buckets, col["sum"][here])
+    merged.total = float(col["sum"][here].sum())
+    merged.max = int(col["max"][here].max())
+    merged.negative = int(col["negative"][here].sum())
+    merged.too_large = int(col["too_large"][here].sum())
+    return merged
 
 
 def gather(rows: pa.Table) -> tuple[dict[str, MetricCounts], dict[str, dict[str, np.ndarray]]]:
@@ -60,15 +81,10 @@ def gather(rows: pa.Table) -> tuple[dict[str, MetricCounts], dict[str, dict[str,
     per_agent: dict[str, dict[str, np.ndarray]] = {}
     if rows.num_rows == 0:
         return merged, per_agent
-    col = {name: rows.column(name).to_numpy(zero_copy_only=False) for name in rows.column_names}
+    col = _columns(rows)
     for metric in np.unique(col["metric"]):
         here = col["metric"] == metric
-        into = merged.setdefault(str(metric), MetricCounts())
-        np.add.at(into.counts, col["bucket"][here].astype(np.int64), col["count"][here])
-        into.total = float(col["sum"][here].sum())
-        into.max = int(col["max"][here].max())
-        into.negative = int(col["negative"][here].sum())
-        into.too_large = int(col["too_large"][here].sum())
+        merged[str(metric)] = _merged(col, here)
         for agent in np.unique(col["agent_id"][here]):
             mine = here & (col["agent_id"] == agent)
             counts = per_agent.setdefault(str(agent), {}).setdefault(str(metric), _zeros())
@@ -76,18 +92,28 @@ def gather(rows: pa.Table) -> tuple[dict[str, MetricCounts], dict[str, dict[str,
     return merged, per_agent
 
 
-def metric_summary(metric: MetricCounts) -> dict[str, float | int | None]:
-    """Percentiles, max, mean (µs) and count; no percentile exceeds the exact max."""
+def counts_by(rows: pa.Table, key: str) -> dict[str, MetricCounts]:
+    """MetricCounts per value of `key` from bucket rows (bucket, count, sum, max, negative,
+    too_large) of any metric kept as integers in HDR buckets."""
+    if rows.num_rows == 0:
+        return {}
+    col = _columns(rows)
+    return {str(value): _merged(col, col[key] == value) for value in np.unique(col[key])}
+
+
+def metric_summary(metric: MetricCounts, unit: float = NS_PER_US) -> dict[str, float | int | None]:
+    """Percentiles, max, mean, lower median and robust deviation (mean |x − lower median|),
+    in values / unit (ns → µs by default), and the count; no percentile exceeds the exact
+    max."""
+    keys = (*hdr.PERCENTILE_KEYS, "max", "mean", "lower_median", "robust_deviation")
     if metric.count == 0 or metric.max is None:
-        return {**dict.fromkeys(hdr.PERCENTILE_KEYS), "max": None, "mean": None, "count": 0}
+        return {**dict.fromkeys(keys), "count": 0}
     values = np.minimum(hdr.percentile_values(metric.counts), metric.max)
-    summary: dict[str, float | int | None] = {
-        key: int(value) / NS_PER_US for key, value in zip(hdr.PERCENTILE_KEYS, values, strict=True)
-    }
-    summary["max"] = metric.max / NS_PER_US
-    summary["mean"] = metric.total / metric.count / NS_PER_US
-    summary["count"] = metric.count
-    return summary
+    median, deviation = robust_centre(metric.counts, metric.sums, metric.detail)
+    figures = [*(int(value) for value in values), metric.max, metric.total / metric.count,
+               median, deviation]
+    return {**{key: value / unit for key, value in zip(keys, figures, strict=True)},
+            "count": metric.count}
 
 
 def write_hgrm(path: Path, metric: MetricCounts) -> None:

@@ -57,10 +57,8 @@ def latency_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
     service = _numbers(series.get("service_time"), "n", "mean_us")
     if service is not None and service[0]:
         lines.append(Line("service time mean", *service, SERVICE, dashed=True))
-    window = series.get("window")
-    per = f"windows of {window} messages" if isinstance(window, int) else "windows"
     return Figure(f"{slug}-latency", f"{run_id}: latency per message over the run",
-                  Axis(f"message number (min / mean / max over {per})"),
+                  Axis("message number (min / mean / max per stretch of the schedule)"),
                   Axis("latency (µs)", "log"),
                   lines=tuple(lines), bands=(Band("latency", n, low, high, LATENCY),),
                   caption="Latency from the intended send time (coordinated-omission free); "

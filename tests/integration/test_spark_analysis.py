@@ -270,7 +270,8 @@ def test_empty_metric_is_null(spark, tmp_path):
     _manifest(run_dir, "one-way", [("p1", "producer")])
     summary = analyze_runs([run_dir], "local[*]")[0]
     assert summary["latency_us"] == {**dict.fromkeys(hdr.PERCENTILE_KEYS), "max": None,
-                                     "mean": None, "count": 0}
+                                     "mean": None, "lower_median": None,
+                                     "robust_deviation": None, "count": 0}
     assert summary["send_lag_us"]["p50"] == summary["send_lag_us"]["max"] == 0.01
     assert summary["lost"] == 0 and summary["received"] == 0
     assert summary["receive_rate"] is None

@@ -1,0 +1,137 @@
+"""The per-message series on a real run: one producer → one consumer over the tcp relay, run
+by the real runner, then analysed as `sixnines run` analyses it."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from agents.schema import MESSAGES_FILE
+from spark_jobs import distribution, frames, series
+from spark_jobs.analyze import SERIES, analyze_run, main
+from tests.integration.support import execute, points
+
+pytestmark = pytest.mark.integration
+
+RATE = 5000
+WINDOW = 50
+SCENARIO = f"""
+name: series
+systems: [{{name: tcp, driver: tcp}}]
+workload: {{message_size: 64, rate: {RATE}, duration: 1s, warmup: 200ms, producers: 1,
+            consumers: 1}}
+"""
+SERIES_KEYS = {"window", "latency", "service_time", "sender_throughput", "receiver_throughput",
+               "histogram", "humps", "nines"}
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("series") / "run"
+    manifest = execute(points(SCENARIO)[0], run_dir)
+    assert manifest["status"] == "ok", manifest["problems"]
+    return run_dir, manifest
+
+
+@pytest.fixture(scope="module")
+def summary(spark, run):
+    return analyze_run(spark, run[0], window=WINDOW)
+
+
+def _measured_by_seq(run_dir, manifest, role: str) -> dict[str, np.ndarray]:
+    """The measured rows of the agent holding `role`, by seq (warm-up as Spark judges it:
+    from the producer's schedule, the same instant on both agents)."""
+    agent = next(a for a in manifest["agents"] if a["role"] == role)
+    table = pq.read_table(run_dir / "agents" / agent["id"] / MESSAGES_FILE).to_pydict()
+    start = next(a["t0_ns"] for a in manifest["agents"] if a["role"] == "producer")
+    intended = np.array(table["intended_ns"])
+    keep = intended >= start + manifest["workload"]["warmup_ns"]
+    order = np.argsort(np.array(table["seq"])[keep], kind="stable")
+    return {name: np.array(table[name])[keep][order]
+            for name in ("seq", "intended_ns", "sent_ns", "recv_ns") if table[name][0] is not None}
+
+
+def test_overhead_identity_on_real_timestamps(spark, run):
+    """M·(RO_n − SO_n) = S_n − S_{n−M} with S_n = recv − sent of the n-th message: derived
+    in tests/test_series.py; it needs FIFO delivery and no loss, which TCP gives, and
+    holds to the nanosecond whatever the batching did to the timestamps."""
+    run_dir, manifest = run
+    sent = _measured_by_seq(run_dir, manifest, "producer")
+    got = _measured_by_seq(run_dir, manifest, "consumer")
+    assert np.array_equal(sent["seq"], got["seq"])  # nothing lost, nothing extra
+    assert np.all(np.diff(got["recv_ns"]) >= 0) and np.all(np.diff(sent["sent_ns"]) >= 0)
+
+    df = frames.measured(frames.load_messages(spark, run_dir, manifest))
+    table = (series.windowed(series.stream_rows(df), WINDOW).orderBy("side", "ts")
+             .select("side", "span").toArrow())
+    side = table["side"].to_numpy()
+    span = table["span"].to_numpy(zero_copy_only=False)
+    so, ro = span[side == series.SENDER][WINDOW:], span[side == series.RECEIVER][WINDOW:]
+    service = got["recv_ns"] - sent["sent_ns"]
+    assert len(ro) == len(so) == len(service) - WINDOW > 4000
+    assert np.array_equal(ro - so, service[WINDOW:] - service[:-WINDOW])
+    assert np.any(ro != so)  # not trivially: the two ends' overheads do differ
+
+
+def test_summary_fields(run, summary):
+    throughput = summary["throughput"]
+    assert throughput["window"] == WINDOW
+    for side in ("sender", "receiver"):
+        figures = throughput[f"{side}_msg_s"]
+        # windows of one batch (one timestamp for over M messages) are counted, left out
+        undefined = throughput["zero_span_windows"][side]
+        assert figures["count"] + undefined == summary["sent"] - WINDOW
+        assert figures["lower_median"] == pytest.approx(RATE, rel=0.05)
+        assert figures["mean"] >= figures["lower_median"] * 0.95
+        assert 0 <= figures["robust_deviation"] < figures["mean"]
+        assert figures["p50"] <= figures["p99.9999"] <= figures["max"]
+    assert throughput["bytes_per_s"]["sender"] == pytest.approx(64 * RATE, rel=0.05)
+    assert throughput["bytes_per_s"]["receiver"] == pytest.approx(64 * RATE, rel=0.05)
+    assert summary["density_us"] == pytest.approx(1e6 / RATE, rel=0.05)
+    latency = summary["latency_us"]
+    assert latency["lower_median"] <= latency["p50"] <= latency["lower_median"] * 1.001
+    assert 0 < latency["robust_deviation"] < latency["max"]
+    assert summary["humps"]["count"] >= 1 and len(summary["humps"]["modes_us"]) == \
+        summary["humps"]["count"]
+    multi_modal = [w for w in summary["warnings"] if w.startswith("latency is multi-modal")]
+    assert len(multi_modal) == (summary["humps"]["count"] > 1)
+
+
+def test_series_file(run, summary):
+    document = json.loads((run[0] / "report" / SERIES).read_text())
+    assert set(document) == SERIES_KEYS
+    assert document["window"] == WINDOW
+    count = summary["latency_us"]["count"]
+    for name in ("latency", "service_time"):
+        curve = document[name]
+        assert set(curve) == {"n", "min_us", "mean_us", "max_us"}
+        assert 1000 < len(curve["n"]) <= series.MAX_POINTS < count  # downsampled
+        assert curve["n"][0] == 0 and curve["n"] == sorted(set(curve["n"]))
+        assert all(lo <= mean <= hi for lo, mean, hi in
+                   zip(curve["min_us"], curve["mean_us"], curve["max_us"], strict=True))
+    assert max(document["latency"]["max_us"]) == summary["latency_us"]["max"]
+    for name in ("sender_throughput", "receiver_throughput"):
+        curve = document[name]
+        assert 0 < len(curve["t_s"]) <= series.MAX_POINTS
+        assert all(0.2 <= t <= 1.3 for t in curve["t_s"])  # seconds since the run's start
+        assert np.median(curve["msg_s"]) == pytest.approx(RATE, rel=0.05)
+    histogram = document["histogram"]
+    assert len(histogram["edges_us"]) == len(histogram["counts"]) + 1
+    assert sum(histogram["counts"]) == count
+    assert document["humps"] == summary["humps"]
+    nines = document["nines"]
+    assert nines["p"] == list(distribution.NINES)
+    assert nines["latency_us"] == sorted(nines["latency_us"])
+    assert nines["latency_us"][1] == summary["latency_us"]["p50"]
+    assert nines["service_time_us"][-1] <= summary["service_time_us"]["max"]
+
+
+def test_window_flag_is_checked(tmp_path, capsys):
+    (tmp_path / "manifest.json").write_text("{}")
+    with pytest.raises(SystemExit) as exited:
+        main(["--window", "0", str(tmp_path)])
+    assert exited.value.code == 2
+    assert "--window" in capsys.readouterr().err
