@@ -1,4 +1,5 @@
-"""Writing an agent's results after the run: messages.parquet, latency.hlog, checksums.
+"""Writing an agent's results after the run: messages.parquet, latency.hlog, checksums
+(cpu.parquet: agents.cpu).
 
 Runs once the measuring loop is over (never inside it), also after a failure, so whatever
 was recorded reaches the disk.
@@ -50,8 +51,10 @@ def write_all(out_dir: Path, columns: dict, series: dict, *, t0_ns: int, warmup_
     start_epoch_s = (time.time_ns() - (time.perf_counter_ns() - t0_ns)) / 1e9
     out_of_range = write_hlog(out_dir / HLOG_FILE, start_epoch_s=start_epoch_s, series=series,
                               warmup_ns=warmup_ns, comment=f"sixnines {label}")
-    files = {
-        name: {"sha256": sha256_of(out_dir / name), "bytes": (out_dir / name).stat().st_size}
-        for name in (MESSAGES_FILE, HLOG_FILE)
-    }
-    return files, out_of_range
+    return described(out_dir, (MESSAGES_FILE, HLOG_FILE)), out_of_range
+
+
+def described(out_dir: Path, names: tuple[str, ...]) -> dict:
+    """{file: {sha256, bytes}} as `done` announces them, for the controller to verify."""
+    return {name: {"sha256": sha256_of(out_dir / name), "bytes": (out_dir / name).stat().st_size}
+            for name in names}

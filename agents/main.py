@@ -1,9 +1,11 @@
 """The agent process (`sixnines agent`): one role, driven over stdin/stdout JSON lines.
 
-Three threads, each with one job: the main thread runs the role's loop; a reader thread
+Four threads, each with one job: the main thread runs the role's loop; a reader thread
 turns `finish`/`stop` (and end of input: the controller has gone) into flags on `Control`;
-a progress thread reports counters once a second. Whatever happens in the loop, the data
-recorded so far is written and announced in `done`, marked partial when incomplete.
+a progress thread reports counters once a second; a sampler thread records CPU time
+(agents.cpu). Whatever happens in the loop, the data recorded so far is written and
+announced in `done`, marked partial when incomplete. The `monitor` role (agents.monitor)
+runs no loop and is served apart.
 """
 
 from __future__ import annotations
@@ -13,13 +15,19 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from agents import protocol as p
-from agents.artifacts import write_all
+from agents.artifacts import described, write_all
+from agents.cpu import CpuSampler, write_cpu
 from agents.facts import host_facts, versions
+from agents.monitor import ROLE as MONITOR
+from agents.monitor import serve_monitor
 from agents.roles import Consumer, Control, Producer, Requester, Responder, Role
+from agents.schema import CPU_FILE
 from agents.streams import clock
 from drivers import registry
 from drivers.base import DriverError
@@ -69,6 +77,8 @@ def serve(channel: p.Channel) -> int:
             f"protocol version {spec.protocol} from the controller, this agent speaks "
             f"{p.PROTOCOL_VERSION}: install the same sixnines version on both sides")))
         return 2
+    if spec.role == MONITOR:
+        return serve_monitor(channel, spec)
     try:
         role = build_role(spec)
     except (DriverError, LookupError, ValueError, OSError) as exc:
@@ -102,6 +112,8 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
     threading.Thread(target=_report_progress, args=(channel, role, spec.agent_id, finished),
                      daemon=True).start()
     role.arm(at_ns)
+    sampler = CpuSampler(time.process_time_ns, _message_count(role), spec.cpu_sample_ns)
+    sampler.start()
     problems = []
     try:
         role.run(control)
@@ -111,6 +123,7 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
         problems.append(f"{spec.agent_id}: {type(exc).__name__}: {exc}")
         traceback.print_exc(file=sys.stderr)
     finished.set()
+    samples = sampler.finish()
     if control.stopping:
         problems.append(f"{spec.agent_id}: stopped early ({control.stop_reason})")
     overflow = getattr(getattr(role, "inbox", None), "overflow", 0)
@@ -122,6 +135,8 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
     files, out_of_range = write_all(
         Path(spec.out_dir), role.columns(), role.metrics(), t0_ns=at_ns,
         warmup_ns=spec.warmup_ns, label=f"{spec.run_id} {spec.agent_id} ({spec.role})")
+    write_cpu(Path(spec.out_dir) / CPU_FILE, samples)
+    files |= described(Path(spec.out_dir), (CPU_FILE,))
     extra = {"out_of_range": out_of_range}
     for name in ("duplicate_replies", "unexpected_replies"):
         if hasattr(role, name):
@@ -130,6 +145,14 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
                         sent=role.sent, received=role.received, t0_ns=at_ns, artifacts=files,
                         problems=problems, extra=extra))
     return 0
+
+
+def _message_count(role: Role) -> Callable[[], int]:
+    """The running count an agent's CPU time is attributed to: a sender's messages sent
+    (a requester's requests), a receiver's messages received (a responder's relayed)."""
+    if role.spec.role in ("producer", "requester"):
+        return lambda: role.sent
+    return lambda: role.received
 
 
 def main() -> int:

@@ -24,7 +24,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import IO, ClassVar
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
+DEFAULT_CPU_SAMPLE_NS = 100_000_000
 
 
 class ProtocolError(Exception):
@@ -42,13 +43,13 @@ class Prepare(Message):
     protocol: int
     run_id: str
     agent_id: str
-    role: str  # producer | consumer | requester
+    role: str  # producer | consumer | requester | responder | monitor
     driver: str
     address: str
     driver_options: dict
     message_size: int
-    rate: float  # this agent's share, msg/s
-    schedule: str  # fixed | poisson | closed
+    rate: float  # this agent's share, msg/s (0 with schedule max)
+    schedule: str  # fixed | poisson | closed | max (rate: max: `messages` as fast as it goes)
     duration_ns: int
     warmup_ns: int
     connections: int
@@ -59,6 +60,9 @@ class Prepare(Message):
     seed: int
     expected: int  # messages a consumer should receive (sizes its arrays)
     out_dir: str
+    cpu_sample_ns: int = DEFAULT_CPU_SAMPLE_NS  # how often CPU time is sampled (cpu.parquet)
+    target_pid: int = 0  # monitor: the pid naming the broker's process group on its host
+    messages: int = 0  # schedule max: this agent's messages, split over its connections
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,11 @@
 Each role connects and allocates in `__init__` (before `ready`), runs its loop in `run`
 (the measuring part: pace, stamp, send, receive, stamp — nothing else), and afterwards
 turns its arrays into rows (`columns`) and histogram inputs (`metrics`).
+
+Throughput mode (schedule `max`, from `rate: max`): producers send their `messages` as fast
+as the system takes them, with no schedule (`run_flat_out`); their intended times are their
+send times, so the interval logs hold one metric, `saturation_latency` (recv − sent, written
+by consumers), and no send lag.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import numpy as np
 import zmq
 
 from agents.protocol import Prepare
-from agents.schedule import NS, intended_offsets, message_count
+from agents.schedule import MAX, NS, intended_offsets, message_count, split
 from agents.schema import MESSAGES
 from agents.streams import Inbox, OutStream, clock
 from drivers.base import Driver, Receiver
@@ -81,7 +86,10 @@ class Role(ABC):
 
 
 def _schedules(spec: Prepare) -> list[np.ndarray]:
-    """One schedule per connection; connections interleave evenly within the agent's share."""
+    """One schedule per connection; connections interleave evenly within the agent's share.
+    Throughput mode has none: placeholders that `OutStream.blast` fills with send times."""
+    if spec.schedule == MAX:
+        return [np.zeros(n, np.int64) for n in split(spec.messages, spec.connections)]
     per_connection = spec.rate / spec.connections
     count = message_count(per_connection, spec.warmup_ns + spec.duration_ns)
     interval_ns = NS / spec.rate
@@ -133,6 +141,21 @@ def run_senders(streams: list[OutStream], control: Control, inbox: Inbox | None 
             pending = [s for s in pending if s.next < s.count]
 
 
+def run_flat_out(streams: list[OutStream], control: Control, t0: int, end_ns: int) -> None:
+    """The throughput-mode send loop: from `t0`, every stream in turn sends its next batch
+    at once, until all are sent, the time cap `end_ns` has passed (the counts then say how
+    far it got) or the run is stopped."""
+    while clock() < t0 and not control.stopping:
+        pass
+    live = len(streams)
+    while live and not control.stopping and clock() < end_ns:
+        live = 0
+        for stream in streams:
+            if stream.next < stream.count:
+                stream.blast()
+                live += 1
+
+
 def drain(inbox: Inbox, receivers: list[Receiver], first_id: int, control: Control,
           busy: bool) -> None:
     """Receive until the control thread says enough: finished and complete, finished and
@@ -180,7 +203,11 @@ class Producer(Role):
             stream.arm(t0)
 
     def run(self, control: Control) -> None:
-        run_senders(self.streams, control)
+        if self.spec.schedule == MAX:
+            end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns
+            run_flat_out(self.streams, control, self.t0, end_ns)
+        else:
+            run_senders(self.streams, control)
 
     @property
     def sent(self) -> int:
@@ -191,6 +218,8 @@ class Producer(Role):
         return {**rows, "recv_ns": None, "consumer_id": None, "rx_index": None}
 
     def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        if self.spec.schedule == MAX:
+            return {}  # no schedule, no send lag
         rows = _rows_of_streams(self, self.streams)
         offsets = rows["intended_ns"] - self.t0
         return {"send_lag": (offsets, rows["sent_ns"] - rows["intended_ns"])}
@@ -235,6 +264,8 @@ class Consumer(Role):
         box, n = self.inbox, self.inbox.count
         recv, intended = box.recv[:n], box.intended[:n]
         offsets = intended - self.t0
+        if self.spec.schedule == MAX:
+            return {"saturation_latency": (offsets, recv - box.sent[:n])}
         return {
             "latency": (offsets, recv - intended),
             "service_time": (offsets, recv - box.sent[:n]),

@@ -9,11 +9,20 @@ from __future__ import annotations
 import numpy as np
 
 NS = 1_000_000_000
+#: The schedule of `rate: max` (throughput mode): none. Each message's intended time is its
+#: send time, so recv − intended is saturation latency, not open-loop latency.
+MAX = "max"
 
 
 def message_count(rate: float, span_ns: int) -> int:
     """Messages in `span_ns` at `rate` msg/s (at least one)."""
     return max(1, int(rate * span_ns / NS))
+
+
+def split(total: int, parts: int) -> list[int]:
+    """`total` messages in `parts` shares that differ by at most one, larger ones first
+    (`rate: max` has no schedule to divide: the count itself is shared out)."""
+    return [total // parts + (k < total % parts) for k in range(parts)]
 
 
 def intended_offsets(

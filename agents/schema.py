@@ -4,6 +4,10 @@ Producers write one row per message sent (`recv_ns`, `consumer_id`, `rx_index` n
 consumers one row per message received; requesters one row per request, with `recv_ns`
 null when no reply came. `warmup` is true for messages whose intended send time falls in
 the warm-up window: recorded, never part of the results.
+
+In throughput mode (`rate: max`) there is no schedule: `intended_ns` is the send time
+(= `sent_ns`), so recv − intended is saturation latency, and the warm-up is the first
+`warmup` of sending.
 """
 
 from __future__ import annotations
@@ -26,3 +30,19 @@ MESSAGES = pa.schema(
 
 MESSAGES_FILE = "messages.parquet"
 HLOG_FILE = "latency.hlog"
+
+#: `cpu.parquet`: one row per CPU sample of an agent (its own process) or of the broker
+#: monitor (the broker's process tree on its host), every `cpu_sample` interval plus one at
+#: the start and one at the end. `t_ns` is the sampler's host clock (agents.streams.clock),
+#: `cpu_ns` the user + system CPU time used since the process started (monotone), and
+#: `messages` the role's running count when it was taken: sent for producers and
+#: requesters, received for consumers and responders, null for the monitor.
+CPU = pa.schema(
+    [
+        pa.field("t_ns", pa.int64(), nullable=False),
+        pa.field("cpu_ns", pa.int64(), nullable=False),
+        pa.field("messages", pa.int64()),
+    ]
+)
+
+CPU_FILE = "cpu.parquet"

@@ -2,7 +2,8 @@
 
 Nothing here allocates per message, logs, or computes statistics (DESIGN.md rule 4). An
 `OutStream` owns a ring of pre-built frames (header + random fill) and writes only the
-header fields into it; every message already due goes out in one `send` (coalescing). An
+header fields into it; every message already due goes out in one `send` (coalescing), or,
+in throughput mode (`rate: max`), the next batch goes out at once (`blast`). An
 `Inbox` copies the headers of whatever arrived together into preallocated columns with a
 handful of numpy slice copies, stamped with one receive time.
 """
@@ -15,12 +16,14 @@ import numpy as np
 
 from agents.payload import HEADER_STRUCT, STAMP_OFFSET, STAMP_STRUCT, build_frames, frame_dtype
 from agents.schedule import touched
-from drivers.base import Framing, Receiver, Sender
+from drivers.base import Framing, Receiver, Sender, settler
 
 clock = time.perf_counter_ns  # CLOCK_MONOTONIC: one clock for every process on the host
 
 RING_BYTES = 4 << 20
 INBOX_BYTES = 4 << 20
+BLAST_MESSAGES = 64  # throughput mode's batch: below the analysis' default window (100)
+BLAST_BYTES = 64 << 10  # ... and at most this much, so large messages go one or a few a call
 SCALAR_BATCH = 4  # up to this many messages, struct + memoryview beat numpy's call overhead
 pack_stamp = STAMP_STRUCT.pack_into
 unpack_header = HEADER_STRUCT.unpack_from
@@ -59,6 +62,8 @@ class OutStream:
         self.sent = touched(self.count)
         self.sent_at = memoryview(self.sent)
         self.next = 0  # index of the next message to send
+        self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // self.stride))
+        self.settle = settler(sender)
 
     def arm(self, t0: int) -> None:
         """Make the schedule absolute: called once, before the start instant arrives."""
@@ -94,6 +99,27 @@ class OutStream:
         self.sent[i:j] = sent_ns
         self.sender.send(self.wire[k0 * self.stride : k1 * self.stride], j - i)
         self.next = j
+
+    def blast(self) -> None:
+        """Throughput mode: send the next batch now (up to the end of the ring) and wait
+        for the system's acknowledgement of it, where it gives one (`Sender.settle`).
+
+        There is no schedule: each message's intended time is its send time, so the
+        receiver's recv − intended is saturation latency. One stamp per batch, as `pump`
+        stamps a coalesced write; batches stay below the analysis' throughput window."""
+        i = self.next
+        k0 = i % self.slots
+        j = min(self.count, i + self.batch, i + self.slots - k0)
+        k1 = k0 + j - i
+        np.add(self.slot_numbers[k0:k1], i - k0, out=self.ring_seq[k0:k1])
+        sent_ns = clock()
+        self.ring_intended[k0:k1] = sent_ns
+        self.ring_sent[k0:k1] = sent_ns
+        self.intended[i:j] = sent_ns
+        self.sent[i:j] = sent_ns
+        self.sender.send(self.wire[k0 * self.stride : k1 * self.stride], j - i)
+        self.next = j
+        self.settle()
 
     def send_next_now(self) -> None:
         """Closed loop: send the next message now and measure it from now, as a closed-loop

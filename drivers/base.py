@@ -13,6 +13,7 @@ entry-point group.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -44,10 +45,25 @@ class DriverError(Exception):
 
 
 class Sender(Protocol):
+    """Sends batches. A sender whose system acknowledges publishes (publisher acks or
+    confirms) also has `settle()`: wait until everything sent so far is acknowledged,
+    raising `DriverError` on a refusal or a timeout. Throughput mode (`rate: max`) calls it
+    after every batch, so its rates count what the system accepted, not what sat in a
+    client buffer; see `settler`."""
+
     def send(self, frames: memoryview, count: int) -> None:
         """Send `count` messages laid end to end in `frames` (each framed by `framing`)."""
 
     def close(self) -> None: ...
+
+
+def settler(sender: Sender) -> Callable[[], None]:
+    """The sender's `settle`, or a no-op where the system acknowledges nothing."""
+    return getattr(sender, "settle", _nothing_to_settle)
+
+
+def _nothing_to_settle() -> None:
+    pass
 
 
 class Receiver(Protocol):

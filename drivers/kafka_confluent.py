@@ -213,6 +213,15 @@ class ConfluentSender(_Alarms):
                 self._produce_blocking(value)
         self._poll(0)
 
+    def settle(self) -> None:
+        """Wait for the delivery report of everything produced: the broker's ack under
+        `acks` 1 or all; with acks 0, librdkafka reports a message once it is written."""
+        if self.producer.flush(FLUSH_TIMEOUT_S):
+            raise DriverError(f"{self.label}: messages not acknowledged within "
+                              f"{FLUSH_TIMEOUT_S:.0f} s")
+        if self.trouble:
+            self.check(self.producer)
+
     def _produce_blocking(self, value: bytes) -> None:
         """Backpressure: the send waits (and shows as send lag) until the queue has room."""
         while True:

@@ -174,6 +174,16 @@ class PythonSender:
         except KafkaError as exc:  # e.g. no metadata within max_block_ms
             raise DriverError(f"{self.label}: send failed ({_reason(exc)})") from None
 
+    def settle(self) -> None:
+        """Wait until every record sent has its broker response (under `acks` 1 or all;
+        with acks 0, until it is written)."""
+        try:
+            self.producer.flush(FLUSH_TIMEOUT_S)
+        except KafkaError as exc:  # KafkaTimeoutError: not acknowledged in time
+            raise DriverError(f"{self.label}: messages not acknowledged ({_reason(exc)})"
+                              ) from None
+        self.check()
+
     def close(self) -> None:
         with contextlib.suppress(KafkaError):  # a broker gone: what is queued is lost
             self.producer.flush(FLUSH_TIMEOUT_S)

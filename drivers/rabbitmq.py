@@ -348,16 +348,24 @@ class Link:
             self.fill(100, len(self.buf))
             self._skip_control()
 
+    def await_confirms(self, timeout_s: float) -> bool:
+        """Read until the broker has confirmed every publish (a nack raises); False when
+        `timeout_s` passed first."""
+        deadline = time.monotonic() + timeout_s
+        while self.confirmed < self.published:
+            if time.monotonic() >= deadline:
+                return False
+            self.fill(50, len(self.buf))
+            while self.next_delivery() is not None:
+                pass
+        return True
+
     def close(self, wait_confirms: bool = False) -> None:
         """Wait (bounded) for outstanding confirms, then Connection.Close and its Close-Ok,
         so that every publish written has been routed before the socket goes."""
         try:
-            deadline = time.monotonic() + CONFIRM_WAIT_S
-            while wait_confirms and self.confirmed < self.published and (
-                    time.monotonic() < deadline):
-                self.fill(50, len(self.buf))
-                while self.next_delivery() is not None:
-                    pass
+            if wait_confirms:
+                self.await_confirms(CONFIRM_WAIT_S)
             close = U32.pack(CONNECTION_CLOSE) + U16.pack(200) + _shortstr("bye") + bytes(4)
             self.write(_frame(METHOD_FRAME, 0, close))
             deadline = time.monotonic() + CLOSE_WAIT_S
@@ -383,6 +391,12 @@ class _Publisher:
     def unconfirmed(self) -> int:
         """Publishes the broker has not confirmed yet (0 without confirms)."""
         return self._link.published - self._link.confirmed if self._confirms else 0
+
+    def settle(self) -> None:
+        """With `confirms`: wait until the broker has confirmed every publish so far."""
+        if self._confirms and not self._link.await_confirms(CONFIRM_WAIT_S):
+            raise DriverError(f"{self._link.label}: {self.unconfirmed} publishes not "
+                              f"confirmed within {CONFIRM_WAIT_S:.0f} s")
 
     def close(self) -> None:
         self._link.close(self._confirms)

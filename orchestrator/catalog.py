@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from orchestrator.load import SATURATION, run_load
 from orchestrator.manifest import MANIFEST_FILE
 from orchestrator.report import SUMMARY_FILE
 
@@ -129,10 +130,13 @@ def _when(path: Path, manifests: list[dict]) -> datetime:
 
 
 def headline(run: dict) -> dict:
-    """The figures a reader scans a catalog for."""
-    latency = run.get("latency_us") or {}
+    """The figures a reader scans a catalog for: latency and receive rate; of a
+    throughput-mode run (load saturation) its receive rate alone, the msg/s the system
+    took (its saturation latency would read as latency beside the open-loop runs)."""
+    load = run_load(run)
+    latency = run.get("latency_us") or {} if load != SATURATION else {}
     return {"run_id": run.get("run_id"), "system": run.get("system"),
-            "status": run.get("status"),
+            "status": run.get("status"), "load": load,
             **{f"{key}_us": latency.get(key) for key in HEADLINE},
             "receive_rate": run.get("receive_rate")}
 
@@ -178,10 +182,14 @@ def catalog_table(entries: list[Entry], root: Path) -> Table:
 
 def _run_cells(run: dict) -> list[str]:
     status = run.get("status") or "unknown"
-    return [f"  {escape(str(run.get('run_id')))}", escape(str(run.get("system"))),
+    rate = _number(run.get("receive_rate"))
+    saturated = run.get("load") == SATURATION
+    return [f"  {escape(str(run.get('run_id')))}"
+            + (" [dim](rate: max, headline msg/s)[/]" if saturated else ""),
+            escape(str(run.get("system"))),
             f"[{STATUS_STYLE.get(status, 'red')}]{escape(status)}[/]", "",
             *(_number(run.get(f"{key}_us")) for key in HEADLINE),
-            _number(run.get("receive_rate"))]
+            f"[bold]{rate}[/]" if saturated else rate]
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -51,6 +51,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from orchestrator.load import LATENCY, latency_of, run_load
 from orchestrator.manifest import MANIFEST_FILE
 from orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
 
@@ -58,8 +59,7 @@ ABSOLUTE_FLOOR_US = 5.0
 MIN_TAIL_SAMPLES = 10
 SIGMAS = 4.0
 LADDER_MARGIN = 1.5
-HGRM_FILE = "latency.hgrm"
-LATENCY = "latency_us"
+LATENCY_FIELDS = {field: label for field, label in LATENCY.values()}
 RATES = ("send_rate", "receive_rate")
 STATUS_RANK = {"ok": 0, "partial": 1}  # anything else (failed, running, missing): worst
 ACCOUNTING = ("lost", "duplicated")
@@ -158,7 +158,7 @@ class Side:
     def tail(self, run: dict) -> Tail:
         """The run's fine-grained distribution when its .hgrm holds the same samples as its
         summary, else the summary's ladder."""
-        figures = run.get(LATENCY) or {}
+        figures = run.get(latency_of(run)[0]) or {}
         tail = self.tails.get(run.get("run_id"))
         if tail is not None and tail.count == figures.get("count"):
             return tail
@@ -167,7 +167,7 @@ class Side:
 
 @dataclass
 class Figure:
-    metric: str  # "latency_us" or the rate's name
+    metric: str  # "latency_us", "saturation_latency_us" or the rate's name
     key: str  # p50 … max, or the rate's name
     a: float | None
     b: float | None
@@ -222,10 +222,10 @@ def load_side(path: Path) -> Side:
     if (path / SUMMARY_FILE).is_file():
         runs = _read(path / SUMMARY_FILE).get("runs") or []
         return Side(path, runs, single=False, tails=_tails(
-            {run.get("run_id"): path / str(run.get("run_id")) for run in runs}))
+            {run.get("run_id"): (run, path / str(run.get("run_id"))) for run in runs}))
     if (path / "report" / SUMMARY_FILE).is_file():
         run = _read(path / "report" / SUMMARY_FILE)
-        return Side(path, [run], single=True, tails=_tails({run.get("run_id"): path}))
+        return Side(path, [run], single=True, tails=_tails({run.get("run_id"): (run, path)}))
     recorded = (path / MANIFEST_FILE).is_file() or any(
         (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
     hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
@@ -233,9 +233,11 @@ def load_side(path: Path) -> Side:
     raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
 
 
-def _tails(run_dirs: dict[str, Path]) -> dict[str, Tail]:
-    tails = {run_id: Tail.from_hgrm(run_dir / "report" / HGRM_FILE)
-             for run_id, run_dir in run_dirs.items()}
+def _tails(run_dirs: dict[str, tuple[dict, Path]]) -> dict[str, Tail]:
+    """Each run's distribution from the .hgrm of its latency (saturation latency in
+    throughput mode), by run id."""
+    tails = {run_id: Tail.from_hgrm(run_dir / "report" / hgrm_name(run))
+             for run_id, (run, run_dir) in run_dirs.items()}
     return {run_id: tail for run_id, tail in tails.items() if tail is not None}
 
 
@@ -259,17 +261,24 @@ def swept_keys(*sides: list[dict]) -> list[str]:
     return sorted(swept)
 
 
+def hgrm_name(run: dict) -> str:
+    """latency.hgrm, or saturation_latency.hgrm for a throughput-mode run."""
+    return f"{latency_of(run)[0].removesuffix('_us')}.hgrm"
+
+
 def _canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
 def match_runs(a: list[dict], b: list[dict], swept: list[str]
                ) -> tuple[list[tuple[dict, dict]], list[dict], list[dict]]:
-    """Pairs of runs with one system and the same values of the `swept` parameters, and
-    the runs left on each side. Runs sharing a key on one side pair up in order."""
+    """Pairs of runs with one system, one load (saturation latency is never compared with
+    open-loop latency) and the same values of the `swept` parameters, and the runs left on
+    each side. Runs sharing a key on one side pair up in order."""
     def key(run: dict) -> str:
         params = run.get("params", {})
-        return _canonical([run.get("system"), {name: params.get(name) for name in swept}])
+        return _canonical([run.get("system"), run_load(run),
+                           {name: params.get(name) for name in swept}])
 
     waiting: dict[str, list[dict]] = {}
     for run in b:
@@ -286,15 +295,16 @@ def match_runs(a: list[dict], b: list[dict], swept: list[str]
 
 
 def latency_figure(a: dict, b: dict, key: str, threshold_pct: float,
-                   tails: tuple[Tail, Tail] | None = None) -> Figure:
-    """One percentile of A and B judged by the rule in the module docstring; `tails` (of
-    A and B) default to the summaries' ladders."""
+                   tails: tuple[Tail, Tail] | None = None,
+                   metric: str = "latency_us") -> Figure:
+    """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
+    `tails` (of A and B) default to the summaries' ladders."""
     value_a, value_b = a.get(key), b.get(key)
     comparable = (value_a is not None and value_b is not None and value_a > 0 and value_b > 0
                   and min(tail_samples(key, a.get("count") or 0),
                           tail_samples(key, b.get("count") or 0)) >= MIN_TAIL_SAMPLES)
     if not comparable:
-        return Figure(LATENCY, key, value_a, value_b, _change(value_a, value_b), None,
+        return Figure(metric, key, value_a, value_b, _change(value_a, value_b), None,
                       "not comparable")
     tail_a, tail_b = tails or (Tail.from_figures(a), Tail.from_figures(b))
     (down_a, up_a), (down_b, up_b) = tail_a.half_widths(key), tail_b.half_widths(key)
@@ -305,7 +315,7 @@ def latency_figure(a: dict, b: dict, key: str, threshold_pct: float,
     verdict = "same"
     if abs(shift) > tolerance and abs(value_b - value_a) > ABSOLUTE_FLOOR_US:
         verdict = "regression" if shift > 0 else "improved"
-    return Figure(LATENCY, key, value_a, value_b, _change(value_a, value_b),
+    return Figure(metric, key, value_a, value_b, _change(value_a, value_b),
                   100 * math.expm1(tolerance), verdict)
 
 
@@ -330,8 +340,9 @@ def compare_pair(a: dict, b: dict, swept: list[str], threshold_pct: float,
     params = a.get("params", {})
     pair = Pair(a.get("system"), {name: params.get(name) for name in swept}, a.get("run_id"),
                 b.get("run_id"), a.get("status"), b.get("status"))
-    latency_a, latency_b = a.get(LATENCY) or {}, b.get(LATENCY) or {}
-    pair.figures = [latency_figure(latency_a, latency_b, key, threshold_pct, tails)
+    metric = latency_of(a)[0]  # matched runs share their load
+    latency_a, latency_b = a.get(metric) or {}, b.get(metric) or {}
+    pair.figures = [latency_figure(latency_a, latency_b, key, threshold_pct, tails, metric)
                     for key in FIGURE_KEYS]
     pair.figures += [rate_figure(a, b, key, threshold_pct) for key in RATES]
     pair.findings = [*_status_findings(pair), *_accounting_findings(a, b),
@@ -357,8 +368,14 @@ def _accounting_findings(a: dict, b: dict) -> list[str]:
             if (b.get(name) or 0) > (a.get(name) or 0)]
 
 
+def _label(figure: Figure) -> str:
+    """'latency p99', 'saturation latency p99' or the rate's name."""
+    latency = LATENCY_FIELDS.get(figure.metric)
+    return f"{latency} {figure.key}" if latency else figure.key
+
+
 def _figure_finding(figure: Figure) -> str:
-    name = f"latency {figure.key}" if figure.metric == LATENCY else figure.key
+    name = _label(figure)
     return (f"{name} {_number(figure.a)} → {_number(figure.b)} ({figure.change_pct:+.1f}%, "
             f"tolerance {figure.tolerance_pct:.0f}%)")
 
@@ -389,7 +406,7 @@ def _kind(warning: str) -> str:
 def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
     """Every run of A against its match in B."""
     swept = swept_keys(a.runs, b.runs)
-    if a.single and b.single:
+    if a.single and b.single and run_load(a.runs[0]) == run_load(b.runs[0]):
         pairs, only_a, only_b = list(zip(a.runs, b.runs, strict=True)), [], []
     else:
         pairs, only_a, only_b = match_runs(a.runs, b.runs, swept)
@@ -425,7 +442,8 @@ def pair_table(pair: Pair) -> Table:
     for header in ("", "A", "B", "change", "tolerance", ""):
         table.add_column(header, justify="left" if header == "" else "right")
     for figure in pair.figures:
-        label = f"latency {figure.key} µs" if figure.metric == LATENCY else f"{figure.key} msg/s"
+        unit = "µs" if figure.metric in LATENCY_FIELDS else "msg/s"
+        label = f"{_label(figure)} {unit}"
         change = "-" if figure.change_pct is None else f"{figure.change_pct:+.1f}%"
         tolerance = "-" if figure.tolerance_pct is None else f"{figure.tolerance_pct:.0f}%"
         style = VERDICT_STYLE.get(figure.verdict, "")

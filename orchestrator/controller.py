@@ -77,7 +77,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
         for point in points:
             run_dir = results_dir / point.run_id
             manifest = Run(point, run_dir, fleet, view, scenario.name,
-                           scenario.placement).execute()
+                           scenario.placement, scenario.cpu_sample).execute()
             run_dirs.append(run_dir)
             statuses.append(manifest["status"])
     except KeyboardInterrupt:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
-from typing import Annotated, TypeVar
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import AfterValidator, BeforeValidator, Field, StrictInt
+from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer, StrictInt
 
 from agents.payload import HEADER_SIZE
 from orchestrator import units
@@ -35,6 +35,9 @@ class Receive(StrEnum):
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SECOND_NS = 1_000_000_000
+MIN_SAMPLE_NS = 10_000_000
+#: `rate: max`, throughput mode: no schedule, senders go as fast as the system takes.
+MAX_RATE = "max"
 
 
 def _name(value: str) -> str:
@@ -50,8 +53,13 @@ def _size(value: object) -> int:
     return size
 
 
-def _rate(value: object) -> float:
-    rate = units.parse_rate(value)
+def _rate(value: object) -> float | str:
+    if isinstance(value, str) and value.strip().lower() == MAX_RATE:
+        return MAX_RATE
+    try:
+        rate = units.parse_rate(value)
+    except ValueError as exc:
+        raise ValueError(f"{exc}, or max") from None
     if not rate > 0:
         raise ValueError("must be greater than 0 msg/s")
     return rate
@@ -71,11 +79,21 @@ def _duration(value: object) -> int:
     return ns
 
 
+def _sample_interval(value: object) -> int:
+    ns = units.parse_duration(value)
+    if ns < MIN_SAMPLE_NS:
+        raise ValueError("must be at least 10ms (the resolution of a process's CPU time in /proc)")
+    return ns
+
+
 Name = Annotated[str, Field(strict=True), AfterValidator(_name)]
 Size = Annotated[int, BeforeValidator(_size)]
-Rate = Annotated[float, BeforeValidator(_rate)]
+Rate = Annotated[float | Literal["max"], BeforeValidator(_rate)]
 RunTime = Annotated[int, BeforeValidator(_positive_duration)]
 Wait = Annotated[int, BeforeValidator(_duration)]
+#: in ns; written back as "<n>ns" so a dumped scenario reloads the same
+SampleInterval = Annotated[int, BeforeValidator(_sample_interval),
+                           PlainSerializer(lambda ns: f"{ns}ns", return_type=str)]
 Count = Annotated[int, Field(strict=True, ge=1)]
 Seed = StrictInt | None
 

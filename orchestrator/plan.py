@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from agents.schedule import NS, message_count
+from agents.schedule import NS, message_count, split
+from orchestrator.fields import MAX_RATE
 
 
 @dataclass(frozen=True)
 class AgentPlan:
     agent_id: str
     role: str  # producer | consumer | requester | responder
-    rate: float  # this agent's share of the total rate, msg/s
+    rate: float  # this agent's share of the total rate, msg/s (0 with rate: max)
     phase_ns: int  # where its schedule starts, so agents interleave evenly
     first_id: int  # producer/consumer id of its first connection
     sends: int  # messages it will send (0 for consumers)
@@ -37,25 +38,30 @@ def plan_agents(workload, needs_responder: bool = False,
     One-way delivery is fan-out: every consumer connection receives every message, so a
     consumer expects all producers' messages once per connection. Round trip through a
     broker that does not echo adds one responder (one connection) sending requests back.
+    With `rate: max` there is no schedule to share: the producers split `messages`.
     """
-    span_ns = workload.warmup_ns + workload.duration_ns
     connections = workload.connections
     senders = workload.producers
-    share = workload.rate / senders
-    per_connection = message_count(share / connections, span_ns) * connections
-    interval_ns = NS / workload.rate
+    if workload.rate == MAX_RATE:
+        share, interval_ns = 0.0, 0.0
+        sends = split(workload.messages, senders)
+    else:
+        span_ns = workload.warmup_ns + workload.duration_ns
+        share = workload.rate / senders
+        interval_ns = NS / workload.rate
+        sends = [message_count(share / connections, span_ns) * connections] * senders
+    total = sum(sends)
     sender_role = "requester" if workload.mode == "round-trip" else "producer"
     plans = [
         AgentPlan(
             agent_id=f"{sender_role}-{k}", role=sender_role, rate=share,
-            phase_ns=int(k * interval_ns), first_id=k * connections, sends=per_connection,
-            expected=per_connection if sender_role == "requester" else 0,
+            phase_ns=int(k * interval_ns), first_id=k * connections, sends=sends[k],
+            expected=sends[k] if sender_role == "requester" else 0,
             connections=connections,
         )
         for k in range(senders)
     ]
     if sender_role == "producer":
-        total = per_connection * senders
         consumers = [
             AgentPlan(agent_id=f"consumer-{k}", role="consumer", rate=0.0, phase_ns=0,
                       first_id=k * connections, sends=0, expected=total * connections,
@@ -65,7 +71,7 @@ def plan_agents(workload, needs_responder: bool = False,
         plans = consumers + plans
     elif needs_responder:
         responder = AgentPlan(agent_id="responder-0", role="responder", rate=0.0, phase_ns=0,
-                              first_id=0, sends=0, expected=per_connection * senders)
+                              first_id=0, sends=0, expected=total)
         plans = [responder, *plans]
     return [replace(plan, host=hosts[_index(plan) % len(hosts)]) for plan in plans]
 

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.hdr import PERCENTILE_KEYS
+from orchestrator.load import latency_of, run_load, saturation
 from orchestrator.manifest import MANIFEST_FILE, read_manifest
 
 SUMMARY_FILE = "summary.json"
@@ -21,12 +22,13 @@ CSV_FILE = "summary.csv"
 CSV_COUNTS = ("sent", "received", "lost", "duplicated", "reordered", "send_rate",
               "receive_rate")
 CSV_METRICS = (("latency_us", "latency"), ("service_time_us", "service_time"),
-               ("send_lag_us", "send_lag"))
+               ("send_lag_us", "send_lag"), ("saturation_latency_us", "saturation_latency"))
 METRICS = (("latency_us", "latency"), ("service_time_us", "service"),
            ("send_lag_us", "send lag"))
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
 CSV_FIGURES = (*FIGURE_KEYS, "mean")
-CROSS_CLOCK_METRICS = ("latency_us", "service_time_us")  # a receiver's time − a producer's
+#: a receiver's time − a producer's
+CROSS_CLOCK_METRICS = ("latency_us", "service_time_us", "saturation_latency_us")
 
 
 class AnalysisError(Exception):
@@ -102,10 +104,11 @@ def write_results_summary(results_dir: Path, scenario: str, summaries: list[dict
 
 def write_results_csv(path: Path, summaries: list[dict]) -> Path:
     """summary.csv: the summary flattened to one row per run for spreadsheets and pandas.
-    Parameters get a column each (in the order they first appear); empty cells are figures
-    a run does not have (a failed run has no latency)."""
+    `load` says open-loop or saturation (`rate: max`, whose latency is only in the
+    saturation_latency columns); parameters get a column each (in the order they first
+    appear); empty cells are figures a run does not have (a failed run has no latency)."""
     params = list(dict.fromkeys(name for s in summaries for name in s.get("params", {})))
-    header = ["run_id", "system", "status", *params, *CSV_COUNTS,
+    header = ["run_id", "system", "status", "load", *params, *CSV_COUNTS,
               *(f"{label}_{key}_us" for _, label in CSV_METRICS for key in CSV_FIGURES),
               *(f"{label}_count" for _, label in CSV_METRICS)]
     with open(path, "w", newline="", encoding="utf-8") as out:
@@ -119,7 +122,7 @@ def write_results_csv(path: Path, summaries: list[dict]) -> Path:
 def _csv_row(summary: dict, params: list[str]) -> list:
     run_params = summary.get("params", {})
     return [summary.get("run_id"), summary.get("system"), summary.get("status"),
-            *(run_params.get(name) for name in params),
+            run_load(summary), *(run_params.get(name) for name in params),
             *(summary.get(name) for name in CSV_COUNTS),
             *((summary.get(field) or {}).get(key) for field, _ in CSV_METRICS
               for key in CSV_FIGURES),
@@ -167,11 +170,20 @@ def _clock_cells(field: str, bound: float | None) -> list[str]:
     return [_us(bound) if field in CROSS_CLOCK_METRICS else ""]
 
 
+def _metrics(summary: dict) -> tuple[tuple[str, str], ...]:
+    """The (field, label) rows a run's table shows: its saturation latency alone in
+    throughput mode (no schedule: no open-loop latency, service time or send lag)."""
+    return (latency_of(summary),) if saturation(summary) else METRICS
+
+
 def _captions(summary: dict) -> list[str]:
     """Footnotes: dim percentiles, and what the ± clock column means (DESIGN.md rule 3)."""
     captions = []
+    if saturation(summary):
+        captions.append("throughput mode (rate: max): saturation latency = receive − send "
+                        "with the system flooded, not open-loop latency")
     if any(not supported(key, (summary.get(field) or {}).get("count") or 0)
-           for field, _ in METRICS for key in FIGURE_KEYS):
+           for field, _ in _metrics(summary) for key in FIGURE_KEYS):
         captions.append("dim: too few samples for that percentile (fewer than 1/(1-p))")
     bound = _clock_bound_us(summary)
     if bound is not None:
@@ -196,7 +208,7 @@ def run_table(summary: dict) -> Table:
     bound = _clock_bound_us(summary)
     for key in (*FIGURE_KEYS, *(["± clock"] if bound is not None else []), "count"):
         table.add_column(key, justify="right")
-    for field, label in METRICS:
+    for field, label in _metrics(summary):
         figures = summary.get(field) or {}
         table.add_row(label, *(_cell(figures, key) for key in FIGURE_KEYS),
                       *_clock_cells(field, bound), f"{figures.get('count') or 0:,}")

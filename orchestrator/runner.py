@@ -7,6 +7,10 @@ checksums the agents announced. Whatever goes wrong — a broker that dies, an a
 host that fails, Ctrl-C — every process this run started is stopped, the data gathered so
 far stays on disk, and the manifest says what happened (status ok / partial / failed, with
 the problems in words, naming the host).
+
+A broker sixnines started gets a monitor (agents.monitor) on its host, handled like an
+agent (clock pings, start, files fetched and verified) but outside `agents` in the
+manifest: its troubles are notes (`monitor.notes`), never the run's problems.
 """
 
 from __future__ import annotations
@@ -19,13 +23,15 @@ from pathlib import Path
 from agents import protocol as p
 from agents.artifacts import sha256_of
 from agents.facts import clock_domain
-from agents.schedule import NS
+from agents.schedule import MAX, NS
 from orchestrator.brokers import BrokerError, RunningBroker, provide_broker
 from orchestrator.fleet import Fleet
 from orchestrator.hosts import Placement
 from orchestrator.launchers.base import Launcher, LaunchError, Process
 from orchestrator.manifest import new_manifest, write_manifest
 from orchestrator.plan import AgentPlan, plan_agents
+
+MONITOR = "monitor"
 
 READY_TIMEOUT_S = 60.0
 START_DELAY_S = 0.5  # from the start message to the first scheduled send
@@ -70,7 +76,8 @@ def agent_argv(python: str) -> list[str]:
 
 class Run:
     def __init__(self, point, run_dir: Path, fleet: Fleet, view, scenario: str,
-                 placement: Placement | None = None) -> None:
+                 placement: Placement | None = None,
+                 cpu_sample_ns: int = p.DEFAULT_CPU_SAMPLE_NS) -> None:
         self.point = point
         self.run_dir = run_dir
         self.key = "/".join(run_dir.parts[-3:])  # <scenario>/<stamp>/<run-id>
@@ -80,10 +87,13 @@ class Run:
         self.inbox: queue.Queue = queue.Queue()
         self.agents: dict[str, AgentHandle] = {}
         self.broker: RunningBroker | None = None
+        self.cpu_sample_ns = cpu_sample_ns
+        self.monitor: AgentHandle | None = None  # samples the broker's CPU (agents.monitor)
+        self.monitor_notes: list[str] = []  # its troubles: never the run's problems
         self.manifest = new_manifest(point, scenario)
         self.manifest.update(placement=self.placement.model_dump(mode="json"),
                              cross_host_latency=self.placement.cross_host_latency,
-                             hosts=fleet.facts)
+                             hosts=fleet.facts, cpu_sample_ns=cpu_sample_ns)
         self.problems: list[str] = self.manifest["problems"]
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -96,6 +106,7 @@ class Run:
             self.broker = provide_broker(self.point.system, self.fleet[self.placement.broker],
                                          self.run_dir, self.key)
             self.manifest["broker"] = self.broker.describe()
+            self._start_monitor()
             self._start_agents()
             self._sync_clocks()
             self._start()
@@ -128,13 +139,19 @@ class Run:
                 self._launch(plan)
             self._await_ready([self.agents[a.agent_id] for a in group])
 
-    def _launch(self, plan: AgentPlan) -> None:
+    def _launch(self, plan: AgentPlan, beside: Process | None = None) -> AgentHandle:
+        """Start an agent and send it `prepare`; a monitor starts `beside` the broker."""
         out_dir = self.run_dir / "agents" / plan.agent_id
         out_dir.mkdir(parents=True, exist_ok=True)
         launcher = self.fleet[plan.host]
         remote_dir = launcher.workdir(f"{self.key}/agents/{plan.agent_id}", out_dir)
-        process = launcher.start(agent_argv(launcher.python), plan.agent_id,
-                                 out_dir / "agent.log", self.inbox)
+        argv, log = agent_argv(launcher.python), out_dir / "agent.log"
+        target_pid = 0
+        if beside is None:
+            process = launcher.start(argv, plan.agent_id, log, self.inbox)
+        else:
+            process, target_pid = launcher.start_beside(beside, argv, plan.agent_id, log,
+                                                        self.inbox)
         agent = AgentHandle(plan, launcher, process, out_dir, remote_dir)
         self.agents[plan.agent_id] = agent
         w = self.point.workload
@@ -142,12 +159,33 @@ class Run:
             protocol=p.PROTOCOL_VERSION, run_id=self.point.run_id, agent_id=plan.agent_id,
             role=plan.role, driver=self.point.system.driver, address=self.broker.address,
             driver_options=self.point.system.options.model_dump(mode="json"),
-            message_size=w.message_size, rate=plan.rate, schedule=str(w.schedule),
+            message_size=w.message_size, rate=plan.rate,
+            schedule=MAX if w.saturation else str(w.schedule),
+            messages=plan.sends if w.saturation else 0,
             duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=plan.connections,
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
             drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
-            expected=plan.expected, out_dir=remote_dir,
+            expected=plan.expected, out_dir=remote_dir, cpu_sample_ns=self.cpu_sample_ns,
+            target_pid=target_pid,
         ))
+        return agent
+
+    def _start_monitor(self) -> None:
+        """The broker's CPU sampler, on the broker's host, when sixnines started the broker.
+        Whatever fails here is a note: the run goes on without broker CPU."""
+        if self.broker.process is None:
+            return
+        plan = AgentPlan(agent_id=MONITOR, role=MONITOR, rate=0.0, phase_ns=0, first_id=0,
+                         sends=0, expected=0, host=self.placement.broker)
+        try:
+            self.monitor = self._launch(plan, beside=self.broker.process)
+            self._await_ready([self.monitor])
+        except (LaunchError, RunFailure) as exc:
+            self.monitor_notes.append(f"broker CPU monitor: {exc}")
+            if self.monitor is not None:
+                self.agents.pop(MONITOR)
+                self.monitor.process.shutdown()
+                self.monitor = None
 
     def _await_ready(self, group: list[AgentHandle]) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -161,7 +199,7 @@ class Run:
                     raise RunFailure(f"{agent.plan.agent_id} speaks control protocol "
                                      f"{message.protocol}, the controller {p.PROTOCOL_VERSION}")
                 agent.ready = message
-            if agent.failure is not None:
+            if agent.failure is not None and (agent in group or agent is not self.monitor):
                 raise RunFailure(f"{agent.plan.agent_id} could not start: {agent.failure}")
 
     def _sync_clocks(self) -> None:
@@ -169,8 +207,11 @@ class Run:
         trip, uncertainty half that round trip (NTP's reasoning). The estimates are kept as
         evidence; the offset used to start agents is one per clock domain (agents on one
         kernel share a monotonic clock and must agree on t0 to the nanosecond): exactly 0
-        in the controller's own domain, else the domain's most certain estimate."""
+        in the controller's own domain, else the domain's most certain estimate. A monitor
+        that died or does not answer is left without a clock (and out of the run)."""
         for agent in self.agents.values():
+            if agent is self.monitor and agent.finished:
+                continue
             best = None
             for _ in range(PINGS):
                 sent = time.perf_counter_ns()
@@ -181,16 +222,20 @@ class Run:
                     rtt = back - sent
                     if best is None or rtt < best[0]:
                         best = (rtt, message.agent_ns - (sent + back) // 2)
+            if best is None and agent is self.monitor:
+                agent.failure = "did not answer clock pings"
+                continue
             if best is None:
                 raise RunFailure(f"{agent.plan.agent_id} did not answer clock pings")
             agent.clock = {"domain": agent.ready.host.get("clock_domain"),
                            "estimated_offset_ns": best[1], "uncertainty_ns": best[0] // 2,
                            "pings": PINGS}
         ours = clock_domain()
-        for agent in self.agents.values():
+        clocked = [a for a in self.agents.values() if a.clock]
+        for agent in clocked:
             domain = agent.clock["domain"]
             same_clock = domain == ours
-            best = min((a for a in self.agents.values() if a.clock["domain"] == domain),
+            best = min((a for a in clocked if a.clock["domain"] == domain),
                        key=lambda a: a.clock["uncertainty_ns"])
             agent.clock.update(
                 offset_ns=0 if same_clock else best.clock["estimated_offset_ns"],
@@ -200,7 +245,8 @@ class Run:
     def _start(self) -> None:
         at = time.perf_counter_ns() + int(START_DELAY_S * NS)
         for agent in self.agents.values():
-            agent.send(p.Start(at_ns=at + agent.clock["offset_ns"]))
+            if agent.clock:  # all but a monitor that died
+                agent.send(p.Start(at_ns=at + agent.clock["offset_ns"]))
         w = self.point.workload
         self.manifest["started_at_ns"] = at
         self.view.started(at, w.warmup_ns + w.duration_ns)
@@ -210,7 +256,7 @@ class Run:
         planned_end = time.monotonic() + START_DELAY_S + (w.warmup_ns + w.duration_ns) / NS
         deadline = planned_end + w.drain_ns / NS + OVERRUN_S
         finish_sent = False
-        while not all(a.finished for a in self.agents.values()):
+        while not all(a.finished for a in self._measuring()):
             message, agent = self._next(time.monotonic() + SUPERVISE_TICK_S)
             if isinstance(message, p.Progress):
                 agent.sent, agent.received = message.sent, message.received
@@ -223,6 +269,24 @@ class Run:
                 self.problems.append(f"run overran its planned end by {OVERRUN_S:.0f} s")
                 self._stop_agents("overran the planned end")
                 return
+        self._finish_monitor()
+
+    def _measuring(self) -> list[AgentHandle]:
+        """The agents that send or receive: every one but the monitor."""
+        return [a for a in self.agents.values() if a is not self.monitor]
+
+    def _finish_monitor(self) -> None:
+        """The run is over: the monitor takes its last sample and reports."""
+        if self.monitor is None or self.monitor.finished:
+            return
+        self.monitor.send(p.Finish(expected=0))
+        deadline = time.monotonic() + STOP_GRACE_S
+        while not self.monitor.finished:
+            _, source = self._next(deadline)
+            if source is None:
+                self.monitor_notes.append(f"broker CPU monitor: no report within "
+                                          f"{STOP_GRACE_S:.0f} s of the run's end")
+                return
 
     def _senders(self) -> list[AgentHandle]:
         return [a for a in self.agents.values() if a.plan.sends_messages]
@@ -231,7 +295,7 @@ class Run:
         """Tell the receiving agents how much was sent, so they stop once it has arrived."""
         sent = sum(a.done.sent for a in self._senders() if a.done is not None)
         per_connection = {"consumer": sent * self.point.workload.connections, "responder": sent}
-        for agent in self.agents.values():
+        for agent in self._measuring():
             if not agent.plan.sends_messages and not agent.finished:
                 agent.send(p.Finish(expected=per_connection[agent.plan.role]))
 
@@ -268,8 +332,9 @@ class Run:
                 try:
                     agent.process.fetch(agent.remote_dir, agent.out_dir)
                 except Exception as exc:
-                    self.problems.append(f"{agent.plan.agent_id}: could not fetch its files "
-                                         f"from host {agent.plan.host}: {exc}")
+                    self._problems_of(agent).append(
+                        f"{agent.plan.agent_id}: could not fetch its files from host "
+                        f"{agent.plan.host}: {exc}")
             agent.artifacts = self._verified(agent)
             if remote and all(a["verified"] for a in agent.artifacts.values()):
                 agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
@@ -312,30 +377,11 @@ class Run:
 
     # -- the record ------------------------------------------------------------------------
     def _finalise(self) -> None:
-        entries = []
-        for agent in self.agents.values():
-            entry = {
-                "id": agent.plan.agent_id, "role": agent.plan.role,
-                "host": agent.plan.host, "first_id": agent.plan.first_id,
-                "connections": agent.plan.connections,
-                "rate": agent.plan.rate, "planned_sends": agent.plan.sends,
-                "clock": agent.clock, "sent": agent.sent, "received": agent.received,
-                "exit_code": agent.process.poll(),
-            }
-            if agent.ready is not None:
-                entry.update(pid=agent.ready.pid, host_facts=agent.ready.host,
-                             versions=agent.ready.versions)
-            if agent.done is not None:
-                entry.update(status=agent.done.status, t0_ns=agent.done.t0_ns,
-                             artifacts=agent.artifacts, **agent.done.extra)
-                self.problems.extend(agent.done.problems)
-            else:
-                entry["status"] = "failed" if agent.failure else "missing"
-                if agent.failure:
-                    self.problems.append(f"{agent.plan.agent_id} on host {agent.plan.host}: "
-                                         f"{agent.failure}")
-            entries.append(entry)
+        entries = [self._entry(agent) for agent in self._measuring()]
         self.manifest["agents"] = entries
+        monitor = self._entry(self.monitor) if self.monitor else {"status": "failed"}
+        self.manifest["monitor"] = ({**monitor, "notes": self.monitor_notes}
+                                    if self.monitor or self.monitor_notes else None)
         statuses = {e["status"] for e in entries}
         if not entries or statuses <= {"failed", "missing"}:
             self.manifest["status"] = "failed"
@@ -347,6 +393,35 @@ class Run:
         write_manifest(self.run_dir, self.manifest)
         self.view.end_run(self.point, self.manifest["status"], self.problems)
 
+    def _entry(self, agent: AgentHandle) -> dict:
+        """An agent's manifest entry; its problems go where `_problems_of` says."""
+        problems = self._problems_of(agent)
+        entry = {
+            "id": agent.plan.agent_id, "role": agent.plan.role,
+            "host": agent.plan.host, "first_id": agent.plan.first_id,
+            "connections": agent.plan.connections,
+            "rate": agent.plan.rate, "planned_sends": agent.plan.sends,
+            "clock": agent.clock, "sent": agent.sent, "received": agent.received,
+            "exit_code": agent.process.poll(),
+        }
+        if agent.ready is not None:
+            entry.update(pid=agent.ready.pid, host_facts=agent.ready.host,
+                         versions=agent.ready.versions)
+        if agent.done is not None:
+            entry.update(status=agent.done.status, t0_ns=agent.done.t0_ns,
+                         artifacts=agent.artifacts, **agent.done.extra)
+            problems.extend(agent.done.problems)
+        else:
+            entry["status"] = "failed" if agent.failure else "missing"
+            if agent.failure:
+                problems.append(f"{agent.plan.agent_id} on host {agent.plan.host}: "
+                                f"{agent.failure}")
+        return entry
+
+    def _problems_of(self, agent: AgentHandle) -> list[str]:
+        """Where an agent's troubles are recorded: the monitor's never fail the run."""
+        return self.monitor_notes if agent is self.monitor else self.problems
+
     def _verified(self, agent: AgentHandle) -> dict:
         """Artifacts as announced, each checked against the file on disk."""
         files = {}
@@ -354,7 +429,7 @@ class Run:
             path = agent.out_dir / name
             ok = path.is_file() and sha256_of(path) == announced["sha256"]
             if not ok:
-                self.problems.append(f"{agent.plan.agent_id}: {name} is missing or does not "
-                                     "match its checksum")
+                self._problems_of(agent).append(f"{agent.plan.agent_id}: {name} is missing or "
+                                                "does not match its checksum")
             files[name] = {**announced, "verified": ok}
         return files

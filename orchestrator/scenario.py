@@ -18,7 +18,8 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from orchestrator.fields import Mode, Name, Receive, Schedule
+from agents.protocol import DEFAULT_CPU_SAMPLE_NS
+from orchestrator.fields import Mode, Name, Receive, SampleInterval, Schedule
 from orchestrator.hosts import LOCAL, HostSpec, Inventory, Placement
 from orchestrator.problems import Problem, ScenarioError, format_path, problems_from
 from orchestrator.systems import DEFER_OPTIONS, System, driver_or_none
@@ -69,6 +70,8 @@ class Scenario(BaseModel):
     output: Annotated[str, Field(strict=True, min_length=1)] = "runs"
     spark_master: Annotated[str, Field(strict=True, min_length=1)] | None = None
     """Where the analysis runs (e.g. spark://host:7077); None: embedded local[*]."""
+    cpu_sample: SampleInterval = DEFAULT_CPU_SAMPLE_NS
+    """How often agents and the broker monitor sample CPU time (cpu.parquet), in ns."""
 
     @field_validator("systems")
     @classmethod

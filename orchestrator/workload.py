@@ -4,6 +4,9 @@ Two workload shapes exist on purpose: `WorkloadSpec` is what the file says (ever
 non-empty tuple of values, because any field may be swept), `Workload` is one resolved point
 of the matrix (scalars in base units: bytes, msg/s, nanoseconds) that agents run.
 
+`rate: max` is throughput mode: no schedule, `messages` in total sent as fast as the system
+takes, `duration` only a time cap (`MAX_RATE_CAP_NS` unless given).
+
 With `cases:`, `WorkloadBase` is the base every case starts from (no field required) and each
 `Case` sets some fields over it; `case_problems` says which cases end up incomplete.
 """
@@ -18,6 +21,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
 
 from orchestrator.fields import (
+    MAX_RATE,
     SECOND_NS,
     Count,
     Mode,
@@ -39,6 +43,7 @@ WORKLOAD_FIELDS: dict[str, str] = {
     "mode": "mode",
     "message_size": "message_size",
     "rate": "rate",
+    "messages": "messages",
     "schedule": "schedule",
     "duration": "duration_ns",
     "warmup": "warmup_ns",
@@ -51,15 +56,22 @@ WORKLOAD_FIELDS: dict[str, str] = {
 }
 
 
+#: With `rate: max`, how long senders may take for their `messages` when `duration` is not
+#: given: a cap that ends a run the system cannot finish, not a target.
+MAX_RATE_CAP_NS = 600 * SECOND_NS
+
+
 class Workload(BaseModel):
     """One resolved point: what the agents run. Sizes in bytes, rate in msg/s (total across
-    producers), times in nanoseconds."""
+    producers) or `MAX_RATE`, times in nanoseconds. With `rate: max`, `messages` is the total
+    to send across producers and `duration_ns` the cap on sending after the warm-up."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     mode: Mode = Mode.ONE_WAY
     message_size: Size
     rate: Rate
+    messages: Count | None = None
     schedule: Schedule = Schedule.FIXED
     duration_ns: Annotated[int, Field(strict=True, gt=0)]
     warmup_ns: Annotated[int, Field(strict=True, ge=0)] = 1 * SECOND_NS
@@ -70,6 +82,15 @@ class Workload(BaseModel):
     drain_ns: Annotated[int, Field(strict=True, ge=0)] = 5 * SECOND_NS
     seed: Seed = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _capped(cls, data: Any) -> Any:
+        """rate: max without a duration: the default time cap."""
+        if isinstance(data, dict) and data.get("rate") == MAX_RATE \
+                and data.get("duration_ns") is None:
+            return {**data, "duration_ns": MAX_RATE_CAP_NS}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> Workload:
         problems = cross_field_problems(self)
@@ -77,18 +98,36 @@ class Workload(BaseModel):
             raise ValueError("; ".join(message for _, message in problems))
         return self
 
+    @property
+    def saturation(self) -> bool:
+        """Throughput mode (`rate: max`): its latency is saturation latency."""
+        return self.rate == MAX_RATE
+
 
 def cross_field_problems(workload: Workload) -> list[tuple[str, str]]:
-    """Rules spanning several fields, as (YAML field to blame, message)."""
+    """Rules spanning several fields, as (YAML field to blame, message). `workload` may be
+    unvalidated (`model_construct`), so a missing duration shows as None."""
+    found = []
     if workload.schedule is Schedule.CLOSED and workload.mode is not Mode.ROUND_TRIP:
-        return [
-            (
-                "schedule",
-                "'closed' needs mode 'round-trip' (a closed loop sends the next "
-                "request when the reply arrives)",
-            )
-        ]
-    return []
+        found.append(("schedule", "'closed' needs mode 'round-trip' (a closed loop sends the "
+                      "next request when the reply arrives)"))
+    if not workload.saturation:
+        if workload.messages is not None:
+            found.append(("messages", "only with rate: max (at a fixed rate, rate × duration "
+                          "sets how many messages are sent)"))
+        if workload.duration_ns is None:
+            found.append(("duration", "field required (only rate: max may leave it out)"))
+        return found
+    if workload.messages is None:
+        found.append(("rate", "rate: max needs `messages`: how many to send in total, across "
+                      "all producers"))
+    if workload.schedule is not Schedule.FIXED:
+        found.append(("schedule", f"{str(workload.schedule)!r} makes no sense with rate: max "
+                      "(there is no schedule: senders go as fast as the system takes)"))
+    if workload.mode is not Mode.ONE_WAY:
+        found.append(("rate", "rate: max needs mode 'one-way' (a requester sending as fast as "
+                      "it can would block on replies it has no time to read)"))
+    return found
 
 
 class WorkloadSpec(BaseModel):
@@ -100,8 +139,9 @@ class WorkloadSpec(BaseModel):
     mode: Sweep[Mode] = (Mode.ONE_WAY,)
     message_size: Sweep[Size]
     rate: Sweep[Rate]
+    messages: Sweep[Count | None] = (None,)
     schedule: Sweep[Schedule] = (Schedule.FIXED,)
-    duration: Sweep[RunTime]
+    duration: Sweep[RunTime | None] = (None,)
     warmup: Sweep[Wait] = (1 * SECOND_NS,)
     producers: Sweep[Count] = (1,)
     consumers: Sweep[Count] = (1,)
@@ -180,7 +220,7 @@ class WorkloadSpec(BaseModel):
         for name in names:
             values = [_plain(v) for v in getattr(self, name)]
             if WORKLOAD_FIELDS[name].endswith("_ns"):
-                values = [f"{v}ns" for v in values]
+                values = [None if v is None else f"{v}ns" for v in values]
             out[name] = values if name in self.swept else values[0]
         return out
 
@@ -191,12 +231,11 @@ REQUIRED_FIELDS = tuple(n for n, f in WorkloadSpec.model_fields.items() if f.is_
 
 class WorkloadBase(WorkloadSpec):
     """`workload:` next to `cases:`, the base every case starts from: no field is required
-    here, as long as each case ends up complete (message_size, rate and duration are `()`
-    until given; `given` says which fields the file set)."""
+    here, as long as each case ends up complete (message_size and rate are `()` until
+    given; `given` says which fields the file set)."""
 
     message_size: Sweep[Size] = ()
     rate: Sweep[Rate] = ()
-    duration: Sweep[RunTime] = ()
 
     @model_serializer
     def _as_yaml(self) -> dict[str, Any]:

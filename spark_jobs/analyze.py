@@ -11,11 +11,21 @@ stream are taken over, whatever the scenario. Exit status: 0 all analysed, 1 som
 (the others still get their reports; the failed one's JSON line carries "error"), 2 bad
 usage or a run dir without a manifest.
 
-Per-metric fields of summary.json (`latency_us`, `service_time_us`, `send_lag_us`, in µs):
-p50 … p99.9999 and max (HdrHistogram's figures, never above the exact max), `mean`,
-`lower_median` (the ⌈n/2⌉-th smallest value, a sample), `robust_deviation` (mean
-|x − lower_median|), both exact while the median is below ~134 ms (HDR resolution beyond,
-see distribution.robust_centre), and `count`; all null with count 0 when nothing was timed.
+`load` in summary.json (spark_jobs.load): "open-loop" for a run on a schedule, "saturation"
+for throughput mode (`rate: max`: no schedule, a message count sent as fast as the system
+takes). A saturation run's headline is throughput (`send_rate`, `receive_rate`,
+`throughput`, `density_us`); its intended times are its send times, so its only latency is
+`saturation_latency_us` = recv − sent, and `latency_us`, `service_time_us` and
+`send_lag_us` stay empty (count 0), as `saturation_latency_us` does in an open-loop run.
+Only the run's own metrics get a .hgrm (saturation: saturation_latency.hgrm), and its
+warnings say when the time cap (`duration`) ended sending before every message went out.
+
+Per-metric fields of summary.json (`latency_us`, `service_time_us`, `send_lag_us`,
+`saturation_latency_us`, in µs): p50 … p99.9999 and max (HdrHistogram's figures, never
+above the exact max), `mean`, `lower_median` (the ⌈n/2⌉-th smallest value, a sample),
+`robust_deviation` (mean |x − lower_median|), both exact while the median is below ~134 ms
+(HDR resolution beyond, see distribution.robust_centre), and `count`; all null with count 0
+when nothing was timed.
 
 Per-message fields (spark_jobs.series for the definitions):
 
@@ -36,15 +46,36 @@ Per-message fields (spark_jobs.series for the definitions):
 report/series.json, every list at most 2,000 long:
 
 - `window`: M.
-- `latency`, `service_time`: {"n", "min_us", "mean_us", "max_us"}: per bucket of the
-  schedule (message order), the index of its first message and the min / mean / max.
+- `load`: as in summary.json.
+- `latency`, `service_time`, `saturation_latency`: {"n", "min_us", "mean_us", "max_us"}:
+  per bucket of the schedule (message order), the index of its first message and the
+  min / mean / max; the other load's lists are empty.
 - `sender_throughput`, `receiver_throughput`: {"t_s", "msg_s"}: seconds since the run's
   start (bucket centres) and the summed throughput of the side's streams there (each
   stream's 1 / mean overhead in the bucket).
 - `histogram`: {"edges_us", "counts"}: latency in 20 log bins a decade (len(edges) =
-  len(counts) + 1), empty bins dropped at the ends. `humps` as in summary.json.
-- `nines`: {"p": [0, 0.5, …, 0.999999], "latency_us": [...], "service_time_us": [...]}:
-  the value at each p (p = 0: the smallest).
+  len(counts) + 1), empty bins dropped at the ends (saturation latency in a saturation run).
+  `humps` as in summary.json.
+- `nines`: {"p": [0, 0.5, …, 0.999999], "latency_us": [...], "service_time_us": [...],
+  "saturation_latency_us": [...]}: the value at each p (p = 0: the smallest; nulls for
+  the other load's metrics).
+- `cpu`: {side: {"t_s", "us_per_message"}} for each side with samples: CPU µs per message
+  over the run (bins of the sample interval, after the warm-up).
+
+CPU fields of summary.json (spark_jobs.cpu has the definitions, agents.cpu the sampling):
+
+- `cpu`: {"sender": {...}, "receiver": {...}, "broker": {...} or null, "interval_ms": the
+  sample interval, "notes": [...]}. Each side holds `us_per_message` (the per-metric
+  figures above, in µs of CPU per message: one value per measured sample interval of one
+  process, Δcpu / Δmessages), `cores` (CPU seconds per wall-clock second over the measured
+  intervals, summed over the side's agents) and `empty_intervals` (measured intervals
+  without messages, left out of us_per_message). sender: producers and requesters (per
+  message sent; a requester's per request, reply included); receiver: consumers and
+  responders; null without such agents. broker: the broker's process tree sampled on its
+  host by the monitor, per message received by all consumers in the interval (each fan-out
+  delivery; in round trip, per request); null when sixnines did not start the broker or
+  its monitor left no samples. `notes` says why, and holds the monitor's troubles, which
+  never make a run partial.
 
 Clock fields of summary.json (DESIGN.md rule 3, see frames.with_clock_pairs):
 
@@ -75,7 +106,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from agents.schema import HLOG_FILE
-from spark_jobs import distribution, frames, series, summarize
+from spark_jobs import cpu, distribution, frames, series, summarize
+from spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
 from spark_jobs.session import spark_session
 
 log = logging.getLogger("sixnines.analyze")
@@ -116,6 +148,7 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int = series.DEFAULT
     run_dir = Path(run_dir)
     manifest = json.loads((run_dir / MANIFEST).read_text())
     workload = manifest.get("workload", {})
+    load = load_of(manifest.get("params", {}))
     warmup_s = int(workload.get("warmup_ns", 0)) / 1e9
     for stale in (SUMMARY, SERIES):  # never leave a stale one behind
         (run_dir / REPORT_DIR / stale).unlink(missing_ok=True)
@@ -131,15 +164,17 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int = series.DEFAULT
     clocks = frames.RunClocks.from_manifest(manifest)
     measured = frames.measured(df)
     pairs = summarize.clock_pairs(frames.clock_pair_counts(measured, clocks).toArrow())
-    values = frames.metric_values(measured, clocks)
+    values = frames.metric_values(measured, clocks, load)
     buckets = frames.bucket_counts(values, keys=("agent_id", "metric")).toArrow()
     metrics, per_agent = summarize.gather(buckets)
     metrics = series.with_median_detail(values, metrics)
-    per_message = series.per_message(measured, clocks, manifest, window)
-    histogram = distribution.log_histogram(metrics["latency"].counts)
+    per_message = series.per_message(measured, clocks, manifest, window, load)
+    histogram = distribution.log_histogram(metrics[HEADLINE[load]].counts)
     humps = distribution.humps(*histogram)
+    usage = cpu.analyse(run_dir, manifest)
 
-    agrees, hlog_notes = summarize.hlog_agreement(hlogs, per_agent, warmup_s, pairs.off_clock)
+    agrees, hlog_notes = summarize.hlog_agreement(hlogs, per_agent, warmup_s, pairs.off_clock,
+                                                  load)
     if agrees is None and not hlog_notes:
         hlog_notes.append("no hlog to check against the messages")
     notes += hlog_notes
@@ -153,6 +188,7 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int = series.DEFAULT
         "run_id": manifest.get("run_id"),
         "system": manifest.get("system"),
         "params": manifest.get("params", {}),
+        "load": load,
         "broker": {key: manifest.get("broker", {}).get(key)
                    for key in ("kind", "recipe", "version", "note")},
         "status": manifest.get("status"),
@@ -168,16 +204,19 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int = series.DEFAULT
         "clock_bound_ns": pairs.bound_ns,
         "hlog_agrees": agrees,
         **series.summary_fields(per_message, humps),
+        "cpu": usage.summary(),
         "warnings": [*summarize.saturation_warnings(figures, rate["send_rate"],
                                                     manifest.get("params", {})),
+                     *saturation_warnings(counts, manifest.get("params", {})),
                      *summarize.clock_warnings(pairs, clocks.cross_host),
-                     *series.humps_warnings(humps)],
+                     *series.humps_warnings(humps, load)],
     }
     report = run_dir / REPORT_DIR
     report.mkdir(exist_ok=True)
-    for name, metric in metrics.items():
-        summarize.write_hgrm(report / f"{name}.hgrm", metric)
-    document = series.series_json(per_message, metrics, histogram, humps)
+    for name in METRICS[load]:  # the other load's metrics are empty
+        summarize.write_hgrm(report / f"{name}.hgrm", metrics[name])
+    document = {**series.series_json(per_message, metrics, histogram, humps),
+                "cpu": usage.series()}
     (report / SERIES).write_text(json.dumps(document, allow_nan=False) + "\n")
     (report / SUMMARY).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
     return summary

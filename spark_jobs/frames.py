@@ -26,6 +26,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from agents import hdr
 from agents.schema import MESSAGES, MESSAGES_FILE
+from spark_jobs.load import OPEN_LOOP, SATURATION
 
 SCHEMA = from_arrow_schema(MESSAGES)
 ROLES = ("producer", "consumer", "requester")
@@ -267,26 +268,28 @@ def timed_receipts(df: DataFrame, clocks: RunClocks) -> DataFrame:
     return with_clock_pairs(df.filter(_timed_receipt()), clocks)
 
 
-def metric_values(df: DataFrame, clocks: RunClocks) -> DataFrame:
+def metric_values(df: DataFrame, clocks: RunClocks, load: str = OPEN_LOOP) -> DataFrame:
     """Long frame (agent_id, metric, value ns): one row per metric a message has.
 
-    latency = recv − intended and service_time = recv − sent for received messages whose
-    two ends can be put on one clock (see with_clock_pairs); send_lag = sent − intended for
-    every sent message (lost ones too), one agent's clock by construction. A union of three
-    filtered projections: it stays in whole-stage codegen, unlike a generator
-    (explode/stack), and measured ~20 % faster than one.
+    Open loop: latency = recv − intended and service_time = recv − sent for received
+    messages whose two ends can be put on one clock (see with_clock_pairs); send_lag =
+    sent − intended for every sent message (lost ones too), one agent's clock by
+    construction. Saturation (spark_jobs.load): saturation_latency = recv − sent for the
+    same receipts, and nothing else (there is no schedule). A union of filtered
+    projections: it stays in whole-stage codegen, unlike a generator (explode/stack), and
+    measured ~20 % faster than one.
     """
     timed = timed_receipts(df, clocks).filter(F.col("clock_pair") != EXCLUDED)
     recv, sent, intended = F.col("recv_ns"), F.col("sent_ns"), F.col("intended_ns")
     on_one_clock = recv - F.col("clock_correction")
-    parts = [
-        rows.select("agent_id", F.lit(metric).alias("metric"), value.alias("value"))
-        for metric, rows, value in (
-            ("latency", timed, on_one_clock - intended),
-            ("service_time", timed, on_one_clock - sent),
-            ("send_lag", df.filter(_is_sender()), sent - intended),
-        )
-    ]
+    definitions = {
+        OPEN_LOOP: (("latency", timed, on_one_clock - intended),
+                    ("service_time", timed, on_one_clock - sent),
+                    ("send_lag", df.filter(_is_sender()), sent - intended)),
+        SATURATION: (("saturation_latency", timed, on_one_clock - sent),),
+    }
+    parts = [rows.select("agent_id", F.lit(metric).alias("metric"), value.alias("value"))
+             for metric, rows, value in definitions[load]]
     return reduce(DataFrame.unionByName, parts)
 
 

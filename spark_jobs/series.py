@@ -56,6 +56,7 @@ from pyspark.sql import functions as F
 from agents import hdr
 from spark_jobs import frames
 from spark_jobs.distribution import NINES, Detail, Humps, bucket_range, median_bucket, nines
+from spark_jobs.load import HEADLINE, OPEN_LOOP, SATURATION
 from spark_jobs.summarize import MetricCounts, counts_by, metric_summary
 
 SENDER, RECEIVER, SCHEDULE = 0, 1, 2  # stream sides; SCHEDULE: intended times per producer
@@ -215,12 +216,14 @@ def latency_curve(rows: DataFrame, streams: Streams, axis: Axis) -> DataFrame:
     return placed.groupBy(bucket.alias("bucket")).agg(F.count(F.lit(1)).alias("count"), *figures)
 
 
-def latency_json(curve: pa.Table | None) -> dict[str, dict[str, list]]:
-    """series.json "latency" and "service_time": n (index of each bucket's first message in
-    intended order), min_us, mean_us, max_us (empty lists when nothing was timed)."""
+def latency_json(curve: pa.Table | None, load: str = OPEN_LOOP) -> dict[str, dict[str, list]]:
+    """series.json "latency", "service_time" and "saturation_latency": n (index of each
+    bucket's first message in intended order), min_us, mean_us, max_us (empty lists when
+    nothing was timed). A saturation run fills only "saturation_latency" (recv − sent, its
+    service-time column: intended = sent), an open-loop run the other two."""
+    empty: dict[str, list] = {"n": [], "min_us": [], "mean_us": [], "max_us": []}
     if curve is None:
-        empty = {"n": [], "min_us": [], "mean_us": [], "max_us": []}
-        return {"latency": empty, "service_time": empty}
+        return {"latency": empty, "service_time": empty, "saturation_latency": empty}
     table = curve.sort_by("bucket")
     count = table.column("count").to_numpy()
     first = (np.cumsum(count) - count).astype(int).tolist()
@@ -232,7 +235,11 @@ def latency_json(curve: pa.Table | None) -> dict[str, dict[str, list]]:
                 "mean_us": (col["sum"] / count / 1000).tolist(),
                 "max_us": (col["max"] / 1000).tolist()}
 
-    return {"latency": of("latency"), "service_time": of("service_time")}
+    if load == SATURATION:
+        return {"latency": empty, "service_time": empty,
+                "saturation_latency": of("service_time")}
+    return {"latency": of("latency"), "service_time": of("service_time"),
+            "saturation_latency": empty}
 
 
 # --- throughput ------------------------------------------------------------------------------
@@ -394,6 +401,7 @@ class PerMessage:
     """Everything per message of one run (see the module doc)."""
 
     window: int
+    load: str  # spark_jobs.load
     latency: dict[str, dict[str, list]]  # latency_json
     throughput: dict[str, Throughput]  # by side name
     density_ns: float | None
@@ -401,7 +409,7 @@ class PerMessage:
 
 
 def per_message(df: DataFrame, clocks: frames.RunClocks, manifest: dict[str, Any],
-                window: int = DEFAULT_WINDOW) -> PerMessage:
+                window: int = DEFAULT_WINDOW, load: str = OPEN_LOOP) -> PerMessage:
     """Series of the measured rows df: three Spark jobs (stream extents, the latency curve,
     the throughput window pass)."""
     starts = {index: agent["t0_ns"] for index, agent in enumerate(manifest.get("agents", []))
@@ -410,7 +418,8 @@ def per_message(df: DataFrame, clocks: frames.RunClocks, manifest: dict[str, Any
     axis = streams.axis(SCHEDULE, MAX_POINTS)
     curve = None if axis is None else latency_curve(latency_rows(df, clocks), streams,
                                                     axis).toArrow()
-    return PerMessage(window, latency_json(curve), throughput(stream_rows(df), streams, window),
+    return PerMessage(window, load, latency_json(curve, load),
+                      throughput(stream_rows(df), streams, window),
                       density_ns(streams),
                       {name: bytes_per_s(streams, side) for side, name in SIDES.items()})
 
@@ -458,12 +467,13 @@ def summary_fields(result: PerMessage, humps: Humps) -> dict[str, Any]:
     }
 
 
-def humps_warnings(humps: Humps) -> list[str]:
+def humps_warnings(humps: Humps, load: str = OPEN_LOOP) -> list[str]:
     """Multi-modal latency is a defect to flag without anyone reading the plot."""
     if humps.count < 2:
         return []
     modes = ", ".join(f"{mode:,.4g}" for mode in _modes_us(humps))
-    return [f"latency is multi-modal: modes at {modes} µs"]
+    label = HEADLINE[load].replace("_", " ")
+    return [f"{label} is multi-modal: modes at {modes} µs"]
 
 
 def series_json(result: PerMessage, metrics: Mapping[str, MetricCounts],
@@ -481,11 +491,13 @@ def series_json(result: PerMessage, metrics: Mapping[str, MetricCounts],
 
     return {
         "window": result.window,
+        "load": result.load,
         **result.latency,
         "sender_throughput": curve("sender"),
         "receiver_throughput": curve("receiver"),
         "histogram": {"edges_us": (edges / 1000).tolist(), "counts": counts.tolist()},
         "humps": {"count": humps.count, "modes_us": _modes_us(humps)},
         "nines": {"p": list(NINES), "latency_us": nines_us("latency"),
-                  "service_time_us": nines_us("service_time")},
+                  "service_time_us": nines_us("service_time"),
+                  "saturation_latency_us": nines_us("saturation_latency")},
     }

@@ -22,14 +22,11 @@ from agents import hdr
 from agents.hlog import measured_counts, read_hlog
 from spark_jobs.distribution import Detail, robust_centre
 from spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
+from spark_jobs.load import OPEN_LOOP, SATURATION, TAGS_BY_ROLE, load_of
 
-METRICS = ("latency", "service_time", "send_lag")
-TAGS_BY_ROLE = {
-    "producer": ("send_lag",),
-    "consumer": ("latency", "service_time"),
-    "requester": METRICS,
-}
-RECEIVER_TAGS = ("latency", "service_time")  # receiver's time minus a producer's time
+METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
+#: a receiver's time minus a producer's time
+RECEIVER_TAGS = ("latency", "service_time", "saturation_latency")
 NS_PER_US = 1000.0
 
 
@@ -136,7 +133,7 @@ def write_hgrm(path: Path, metric: MetricCounts) -> None:
         )
 
 
-def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int]
+def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
                   ) -> tuple[tuple[str, ...], list[str]]:
     """The hlog tags of an agent that hold the values Spark computed, and why any do not.
 
@@ -144,11 +141,12 @@ def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int]
     leaves out or offset-corrects the deliveries whose producer is on another clock, so
     those tags only compare when every delivery of the agent was timed as recorded.
     """
-    tags = TAGS_BY_ROLE.get(role, ())
+    tags = TAGS_BY_ROLE[load].get(role, ())
     moved = off_clock.get(agent, 0)
-    if not moved:
+    timed = [tag for tag in tags if tag in RECEIVER_TAGS]
+    if not moved or not timed:
         return tags, []
-    note = (f"agent {agent}: hlog {' and '.join(RECEIVER_TAGS)} check not applicable: "
+    note = (f"agent {agent}: hlog {' and '.join(timed)} check not applicable: "
             f"{moved:,} of its deliveries came from a producer on another clock (raw in its "
             "hlog, left out or offset-corrected here)")
     return tuple(tag for tag in tags if tag not in RECEIVER_TAGS), [note]
@@ -159,11 +157,13 @@ def hlog_agreement(
     spark_counts: dict[str, dict[str, np.ndarray]],
     warmup_s: float,
     off_clock: Mapping[str, int],
+    load: str = OPEN_LOOP,
 ) -> tuple[bool | None, list[str]]:
     """Does every agent's hlog hold exactly the buckets Spark built from its messages?
 
     hlogs maps agent_id → (role, path) for agents that have both files; off_clock maps
-    agent_id → its deliveries not timed on its own clock alone (see ClockPairs). Returns
+    agent_id → its deliveries not timed on its own clock alone (see ClockPairs); load says
+    which tags agents write (spark_jobs.load.TAGS_BY_ROLE). Returns
     (None, notes) when there was nothing to compare, else the verdict and the notes: why a
     tag was not applicable, and one note per disagreement (only these make it False).
     """
@@ -171,7 +171,7 @@ def hlog_agreement(
     notes: list[str] = []
     compared = 0
     for agent, (role, path) in sorted(hlogs.items()):
-        tags, why = _checked_tags(agent, role, off_clock)
+        tags, why = _checked_tags(agent, role, off_clock, load)
         skipped += why
         if not tags:
             continue
@@ -260,8 +260,8 @@ def saturation_warnings(figures: dict[str, Any], send_rate: float | None,
                         params: dict[str, Any]) -> list[str]:
     """Say when the generator, not the system under test, set the pace (DESIGN.md rule 2):
     a large send lag, or fewer messages per second sent than the schedule asked for."""
-    if params.get("schedule") == "closed":
-        return []  # a closed loop waits on purpose: its send lag measures the system
+    if params.get("schedule") == "closed" or load_of(params) == SATURATION:
+        return []  # a closed loop waits on purpose, rate: max has no schedule to lag
     warnings = []
     lag_p99 = (figures.get("send_lag_us") or {}).get("p99")
     if lag_p99 is not None and lag_p99 > SATURATED_LAG_P99_US:

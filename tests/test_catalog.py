@@ -76,6 +76,7 @@ def test_newest_first_with_status_counts_and_headlines(tmp_path):
     assert old.scenario == "alpha" and old.when == datetime(2026, 11, 20, 10)
     assert dict(old.statuses) == {"ok": 1, "partial": 1}
     assert old.headlines[1] == {"run_id": "02-zmq", "system": "zmq", "status": "partial",
+                                "load": "open-loop",
                                 "p50_us": 121.2, "p99_us": 150.0, "max_us": 3500.0,
                                 "receive_rate": 2000.0}
     unanalysed = entries[2]
@@ -128,3 +129,16 @@ def test_the_default_is_runs_in_the_current_directory(tmp_path, monkeypatch):
     code, out, _ = runs("--json")
     assert code == EXIT_OK
     assert [entry["path"] for entry in json.loads(out)] == ["runs/alpha/20261120-100000"]
+
+
+def test_a_throughput_mode_run_headlines_its_rate_not_a_latency(tmp_path):
+    flooded = {**summary("02-tcp-max", "tcp"), "load": "saturation", "receive_rate": 512_345.0,
+               "saturation_latency_us": {"p50": 900.0, "p99": 2000.0, "max": 9000.0}}
+    analysed(tmp_path / "x" / "20260101-120000", [summary("01-tcp", "tcp"), flooded])
+    (entry,) = catalog(tmp_path)
+    open_loop, saturated = entry.headlines
+    assert (open_loop["load"], open_loop["p50_us"]) == ("open-loop", 70.0)
+    assert saturated["load"] == "saturation" and saturated["receive_rate"] == 512_345.0
+    assert saturated["p50_us"] is None and saturated["max_us"] is None
+    code, _, text = runs(tmp_path)
+    assert code == EXIT_OK and "512,345" in text and "rate: max" in text

@@ -15,7 +15,7 @@ import pytest
 
 from agents import hdr
 from orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
-from orchestrator.compare import HGRM_FILE, Tail, latency_figure
+from orchestrator.compare import Tail, latency_figure
 from orchestrator.manifest import MANIFEST_FILE
 from orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
 
@@ -70,7 +70,7 @@ def write_results(directory: Path, runs: list[tuple[dict, np.ndarray]]) -> Path:
     for summary, values in runs:
         report = directory / summary["run_id"] / "report"
         report.mkdir(parents=True)
-        write_hgrm(report / HGRM_FILE, values)
+        write_hgrm(report / "latency.hgrm", values)
         (report / SUMMARY_FILE).write_text(json.dumps(summary))
     body = {"scenario": "synthetic", "runs": [summary for summary, _ in runs]}
     (directory / SUMMARY_FILE).write_text(json.dumps(body))
@@ -271,8 +271,8 @@ def test_two_single_run_directories(tmp_path):
 
 def test_an_hgrm_reads_as_the_run_distribution(tmp_path):
     values = latencies(1)
-    write_hgrm(tmp_path / HGRM_FILE, values)
-    tail = Tail.from_hgrm(tmp_path / HGRM_FILE)
+    write_hgrm(tmp_path / "latency.hgrm", values)
+    tail = Tail.from_hgrm(tmp_path / "latency.hgrm")
     assert tail.count == COUNT and not tail.coarse
     ladder = figures(values)
     for key, share in (("p50", 0.5), ("p90", 0.1), ("p99", 0.01), ("p99.9", 0.001)):
@@ -321,3 +321,48 @@ def test_a_new_warning_is_a_note_the_same_one_with_other_figures_is_not(tmp_path
     assert notes["01-tcp-message_size=64"] == []
     assert notes["02-tcp-message_size=1KB"] == [f"new warning: {saturated.format('2,000')}"]
     assert code == EXIT_OK
+
+
+def saturation_results(directory: Path, seed: int, tail: float = 1.0) -> Path:
+    """The four runs in throughput mode: saturation latency, its own .hgrm, no latency."""
+    directory.mkdir(parents=True)
+    summaries = []
+    for index, (system, size, label) in enumerate(POINTS):
+        run_id = f"{index + 1:02d}-{system}-message_size={label}"
+        values = latencies(seed * 10 + index, tail=tail if index == 0 else 1.0)
+        summary = run_summary(run_id, system, size, values, load="saturation",
+                              latency_us={"count": 0},
+                              saturation_latency_us=figures(values))
+        summary["params"] |= {"rate": "max", "messages": COUNT}
+        report = directory / run_id / "report"
+        report.mkdir(parents=True)
+        write_hgrm(report / "saturation_latency.hgrm", values)
+        (report / SUMMARY_FILE).write_text(json.dumps(summary))
+        summaries.append(summary)
+    body = {"scenario": "synthetic", "runs": summaries}
+    (directory / SUMMARY_FILE).write_text(json.dumps(body))
+    return directory
+
+
+def test_saturation_runs_are_compared_on_saturation_latency_only(tmp_path):
+    a = saturation_results(tmp_path / "a", 1)
+    code, out, _ = compare(a, saturation_results(tmp_path / "b", 2), "--json")
+    pairs = json.loads(out)["pairs"]
+    assert code == EXIT_OK and len(pairs) == 4
+    assert {f["metric"] for f in pairs[0]["figures"]} == {
+        "saturation_latency_us", "send_rate", "receive_rate"}
+    code, _, text = compare(a, saturation_results(tmp_path / "c", 2, tail=2.0))
+    assert code == EXIT_NOT_OK and "saturation latency p99" in text
+
+
+def test_saturation_and_open_loop_runs_are_never_matched(tmp_path):
+    open_loop, flooded = results(tmp_path / "a", 1), saturation_results(tmp_path / "b", 1)
+    code, out, _ = compare(open_loop, flooded, "--json")
+    body = json.loads(out)
+    assert body["pairs"] == [] and len(body["only_in_a"]) == len(body["only_in_b"]) == 4
+    assert code == EXIT_NOT_OK  # nothing of A is covered by B
+    run = "01-tcp-message_size=64"
+    code, out, _ = compare(open_loop / run, flooded / run, "--json")
+    body = json.loads(out)
+    assert body["pairs"] == [] and [r["run_id"] for r in body["only_in_b"]] == [run]
+    assert code == EXIT_NOT_OK

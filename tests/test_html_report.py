@@ -39,7 +39,7 @@ def summary(run_id: str, system: str, size: int, p50: float, **extra) -> dict:
                    "schedule": "fixed", "seed": None},
         "status": "ok", "problems": [], "warnings": [],
         "sent": 20_000, "received": 20_000, "lost": 0, "duplicated": 0, "reordered": 0,
-        "send_rate": 2000.0, "receive_rate": 1999.9,
+        "send_rate": 2000.0, "receive_rate": 1999.9, "density_us": 500.0,
         "latency_us": figures(p50), "service_time_us": figures(p50 * 0.98),
         "send_lag_us": figures(1.2),
         "latency_pairs": {"same_clock": 20_000, "cross_clock": 0, "excluded": 0},
@@ -114,7 +114,9 @@ def synthetic_results(base: Path) -> tuple[Path, list[dict]]:
         summary(f"05-{HOSTILE}", HOSTILE, 64, 90.0,
                 broker={"kind": "recipe", "recipe": "redpanda", "version": "1",
                         "note": f"not Apache Kafka {HOSTILE}"}),
-        summary("06-kafka-max", "kafka", 256, 900.0),
+        summary("06-kafka-max", "kafka", 256, 900.0, load="saturation",
+                latency_us={"count": 0}, service_time_us={"count": 0},
+                send_lag_us={"count": 0}, saturation_latency_us=figures(900.0)),
         {"run_id": "07-nats", "system": "nats", "params": {"message_size": 64},
          "status": "failed", "problems": ["broker did not start"]},
     ]
@@ -193,9 +195,10 @@ def test_every_plot_is_drawn_and_has_gnuplot_files(written):
     page, text, _ = written
     report = page.parent
     slugs = re.findall(r'<figure class="plot" id="fig-([^"]+)"', text)
-    expected = {"nines-latency", "nines-service_time", "nines-latency-saturation",
+    expected = {"nines-latency", "nines-service_time", "nines-saturation_latency",
                 "sweep-message_size-latency-log", "sweep-message_size-latency-linear",
                 "sweep-message_size-throughput", "sweep-message_size-bytes",
+                "sweep-message_size-density",
                 "run-01-tcp-message_size_64-latency", "run-01-tcp-message_size_64-throughput",
                 "run-01-tcp-message_size_64-histogram", "run-03-zmq-message_size_64-histogram"}
     assert expected <= set(slugs)
@@ -301,6 +304,75 @@ def test_only_numeric_swept_parameters_get_plots():
     assert log_plot.x.scale == "log" and log_plot.y.scale == "log"
     assert {line.name for line in log_plot.lines} >= {"zmq, schedule=fixed p50",
                                                       "zmq, schedule=fixed p99"}
+
+
+def _size_sweep(mode: str) -> list[dict]:
+    """tcp and zmq at 64 B and 1 KB, as the analysis leaves them: measured bytes/s (unlike
+    rate × size: a receiver stream's share) and density."""
+    runs = []
+    for i, (system, size) in enumerate([("tcp", 64), ("tcp", 1024), ("zmq", 64), ("zmq", 1024)]):
+        run = summary(f"0{i}", system, size, 70.0, density_us=10.0 * (i + 1) ** 2,
+                      throughput={"bytes_per_s": {"sender": 1000.0 * i, "receiver": 900.0 * i}})
+        run["params"]["mode"] = mode
+        runs.append(run)
+    return runs
+
+
+def test_a_size_sweep_plots_measured_bytes_and_density():
+    plots = {f.slug: f for f in sweeps.figures(_size_sweep("one-way"))["message_size"]}
+    volume = plots["sweep-message_size-bytes"]
+    assert [line.ys for line in volume.lines] == [[0.0, 900.0], [0.0, 1000.0],
+                                                  [1800.0, 2700.0], [2000.0, 3000.0]]
+    assert volume.caption.startswith("As measured by the analysis;")
+    density = plots["sweep-message_size-density"]
+    assert [(line.name, line.ys) for line in density.lines] == [("tcp", [10.0, 40.0]),
+                                                                 ("zmq", [90.0, 160.0])]
+    assert density.x.scale == "log" and density.y.scale == "log"  # 10 … 160 µs
+    assert "Latency (p50, p99)" in plots["sweep-message_size-latency-log"].title
+
+
+def test_bytes_fall_back_to_rate_times_size_and_density_is_optional():
+    runs = _size_sweep("one-way")
+    for run in runs:
+        del run["throughput"], run["density_us"]
+    plots = {f.slug: f for f in sweeps.figures(runs)["message_size"]}
+    assert plots["sweep-message_size-bytes"].lines[0].ys == [1999.9 * 64, 1999.9 * 1024]
+    assert "message size × messages/s" in plots["sweep-message_size-bytes"].caption
+    assert "sweep-message_size-density" not in plots
+
+
+def test_a_round_trip_sweep_says_round_trip_latency():
+    plots = sweeps.figures(_size_sweep("round-trip"))["message_size"]
+    for figure in plots[:2]:  # log and linear axes
+        assert "Round-trip latency (p50, p99)" in figure.title
+        assert figure.y.label == "round-trip latency (µs)"
+    mixed = _size_sweep("round-trip")
+    for run in mixed[:2]:  # tcp one way, zmq round trip: curves "tcp, mode=one-way" …
+        run["params"]["mode"] = "one-way"
+    assert sweeps.figures(mixed)["message_size"][0].y.label == "latency (µs)"
+
+
+def _saturated(run: dict) -> dict:
+    """A throughput-mode run as the analysis leaves it: saturation latency only."""
+    run["params"]["rate"] = "max"
+    run.update(load="saturation", latency_us={"count": 0},
+               saturation_latency_us=run["latency_us"])
+    return run
+
+
+def test_saturation_latency_is_plotted_apart_from_open_loop_latency():
+    runs = _size_sweep("one-way")
+    for run in runs[:2]:  # tcp in throughput mode, zmq open loop: curves "tcp, rate=max" …
+        _saturated(run)
+    plots = {f.slug: f for f in sweeps.figures(runs)["message_size"]}
+    saturation = plots["sweep-message_size-saturation_latency-log"]
+    assert saturation.y.label == "saturation latency (µs)"
+    assert [line.name for line in saturation.lines] == ["tcp, rate=max p50", "tcp, rate=max p99"]
+    open_loop = plots["sweep-message_size-latency-linear"]
+    assert [line.name for line in open_loop.lines] == ["zmq, rate=2000.0 p50",
+                                                       "zmq, rate=2000.0 p99"]
+    assert open_loop.lines[0].colour != saturation.lines[0].colour
+    assert len(plots["sweep-message_size-throughput"].lines) == 4  # rates side by side
 
 
 def test_slugs_cannot_leave_the_report_directory():

@@ -53,6 +53,7 @@ def test_params_are_resolved_and_json_ready() -> None:
         "mode": "one-way",
         "message_size": 1024,
         "rate": 1000.0,
+        "messages": None,
         "schedule": "fixed",
         "duration_ns": 10_000_000_000,
         "warmup_ns": 1_000_000_000,

@@ -113,3 +113,14 @@ def test_tiny_rates_still_send_one_message_per_connection():
     for plan in by_role(plans, "producer"):
         assert plan.sends == 3
     assert by_role(plans, "consumer")[0].expected == 2 * 3 * 3
+
+
+def test_rate_max_shares_the_message_count_out_exactly():
+    w = Workload(message_size=64, rate="max", messages=10_001, producers=3, consumers=2,
+                 connections=2)
+    plans = plan_agents(w)
+    producers, consumers = by_role(plans, "producer"), by_role(plans, "consumer")
+    assert [plan.sends for plan in producers] == [3334, 3334, 3333]
+    assert {plan.rate for plan in producers} == {0.0}
+    # fan-out: every consumer connection receives every message
+    assert {plan.expected for plan in consumers} == {10_001 * 2}

@@ -25,6 +25,7 @@ from orchestrator.scenario import (
     load_scenario,
     parse_scenario,
 )
+from orchestrator.workload import MAX_RATE_CAP_NS
 
 VALID = """\
 name: demo
@@ -167,7 +168,7 @@ def test_dump_reloads_to_the_same_scenario(tmp_path: Path) -> None:
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     assert only(tmp_path, MINIMAL + "colour: red\n") == Problem(
         "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, inventory, "
-        "placement, output, spark_master)"
+        "placement, output, spark_master, cpu_sample)"
     )
 
 
@@ -207,6 +208,13 @@ def test_bad_duration(tmp_path: Path) -> None:
     assert only(tmp_path, text) == Problem(
         "workload.duration", 8, "'10 parsecs' is not a duration: use e.g. 10s, 500ms, 2m"
     )
+
+
+def test_cpu_sample_interval(tmp_path: Path) -> None:
+    assert load_scenario(write(tmp_path, MINIMAL)).cpu_sample == 100_000_000
+    assert load_scenario(write(tmp_path, MINIMAL + "cpu_sample: 250ms\n")).cpu_sample == 250_000_000
+    assert only(tmp_path, MINIMAL + "cpu_sample: 5ms\n") == Problem(
+        "cpu_sample", 9, "must be at least 10ms (the resolution of a process's CPU time in /proc)")
 
 
 def test_closed_schedule_needs_round_trip(tmp_path: Path) -> None:
@@ -482,10 +490,11 @@ def test_missing_field_in_a_case(tmp_path: Path) -> None:
     text = second_case("rate: 3000")
     assert only(tmp_path, text) == Problem("cases[1]", 9, f"message_size {REQUIRED}")
     text = CASES.replace("workload:\n  duration: 10s\n", "workload: {warmup: 1s}\n")
+    duration = "field required (only rate: max may leave it out)"
     assert problems(tmp_path, text) == [
-        Problem("cases[0]", 7, f"duration {REQUIRED}"),
-        Problem("cases[1]", 8, f"duration {REQUIRED}"),
-        Problem("cases[2]", 9, f"duration {REQUIRED}"),
+        Problem("cases[0].duration", 7, duration),
+        Problem("cases[1].duration", 8, duration),
+        Problem("cases[2].duration", 9, duration),
     ]
 
 
@@ -568,7 +577,7 @@ def test_an_unknown_key_next_to_cases_lists_cases(tmp_path: Path) -> None:
         "colour",
         13,
         "unknown field (expected one of: name, systems, workload, hosts, inventory, "
-        "placement, output, spark_master, cases)",
+        "placement, output, spark_master, cpu_sample, cases)",
     )
 
 
@@ -584,3 +593,58 @@ def test_case_scenarios_built_in_python_are_checked_too() -> None:
     text = str(info.value)
     assert f"cases[0]: message_size {REQUIRED}" in text
     assert "cases[1].name: duplicate case name 'a' (cases[0] and cases[1])" in text
+
+
+# --- throughput mode (rate: max) ----------------------------------------------------------
+
+MAX = MINIMAL.replace("rate: 1000\n  duration: 1s\n", "rate: max\n  messages: 100000\n")
+
+
+def test_rate_max_resolves_with_a_message_count_and_the_default_cap(tmp_path: Path) -> None:
+    text = MAX.replace("message_size: 64", "message_size: [64, 1KB]")
+    ((small, labels), (large, _)) = load_scenario(write(tmp_path, text)).workload.expand()
+    assert (small.rate, small.messages, small.message_size, large.message_size) == (
+        "max", 100000, 64, 1024)
+    assert small.saturation and small.duration_ns == MAX_RATE_CAP_NS == 600 * 10**9
+    assert labels == {"message_size": "64"}
+    capped = load_scenario(write(tmp_path, MAX + "  duration: 30s\n")).workload.expand()[0][0]
+    assert capped.duration_ns == 30 * 10**9
+
+
+def test_a_rate_max_scenario_dumps_and_reloads(tmp_path: Path) -> None:
+    scenario = load_scenario(write(tmp_path, MAX))
+    again = parse_scenario(yaml.safe_dump(scenario.model_dump(mode="json")))
+    assert again.workload.expand() == scenario.workload.expand()
+
+
+def test_rate_max_needs_messages(tmp_path: Path) -> None:
+    problem = only(tmp_path, MAX.replace("  messages: 100000\n", ""))
+    assert (problem.path, problem.line) == ("workload.rate", 7)
+    assert problem.message.startswith("rate: max needs `messages`")
+
+
+def test_messages_only_with_rate_max(tmp_path: Path) -> None:
+    problem = only(tmp_path, MINIMAL + "  messages: 5000\n")
+    assert (problem.path, problem.line) == ("workload.messages", 9)
+    assert problem.message.startswith("only with rate: max")
+
+
+def test_a_fixed_rate_still_needs_a_duration(tmp_path: Path) -> None:
+    assert only(tmp_path, MINIMAL.replace("  duration: 1s\n", "")) == Problem(
+        "workload.duration", 5, "field required (only rate: max may leave it out)")
+
+
+def test_no_schedule_but_fixed_and_no_round_trip_with_rate_max(tmp_path: Path) -> None:
+    problem = only(tmp_path, MAX + "  schedule: poisson\n")
+    assert (problem.path, problem.line) == ("workload.schedule", 9)
+    assert problem.message.startswith("'poisson' makes no sense with rate: max")
+    found = problems(tmp_path, MAX + "  mode: round-trip\n  schedule: closed\n")
+    assert [(p.path, p.line) for p in found] == [("workload.rate", 7), ("workload.schedule", 10)]
+    assert "needs mode 'one-way'" in found[0].message
+
+
+def test_rate_max_in_a_case_is_checked_there(tmp_path: Path) -> None:
+    problem = only(tmp_path, second_case("message_size: 1KB, rate: max"))
+    assert (problem.path, problem.line) == ("cases[1].rate", 9)
+    text = second_case("message_size: 1KB, rate: max, messages: 1000")
+    assert load_scenario(write(tmp_path, text)).variants()[1][1].expand()[0][0].messages == 1000

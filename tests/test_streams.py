@@ -13,7 +13,9 @@ import pytest
 
 import agents.streams as streams
 from agents.payload import HEADER_SIZE
-from agents.schedule import intended_offsets
+from agents.protocol import PROTOCOL_VERSION, Prepare
+from agents.roles import Control, Producer
+from agents.schedule import MAX, intended_offsets
 from agents.streams import Inbox, OutStream, clock
 from drivers.base import Framing
 from drivers.tcp import TcpDriver, TcpOptions
@@ -273,3 +275,94 @@ def test_inbox_poll_returns_zero_when_nothing_arrived(pair):
     assert inbox.take(receiver, 0, 20) == 0
     assert inbox.count == 0
     assert inbox.overflow == 0
+
+
+# --- throughput mode (rate: max) ------------------------------------------------------------
+
+
+class SettlingSender(RecordingSender):
+    """The spy, with the `settle` of a system that acknowledges publishes: counted."""
+
+    def __init__(self, inner) -> None:
+        super().__init__(inner)
+        self.settled_after: list[int] = []  # batches sent when each settle came
+
+    def settle(self) -> None:
+        self.settled_after.append(len(self.calls))
+
+
+def test_blast_sends_batches_at_once_stamped_with_their_send_time(driver, pair, monkeypatch):
+    sender, receiver = pair
+    spy = SettlingSender(sender)
+    monkeypatch.setattr(streams, "RING_BYTES", 100 * (4 + SIZE))
+    count = 1000
+    stream = make_stream(driver, spy, np.zeros(count, np.int64), producer_id=8)
+    stream.arm(clock() + 3600 * NS)  # no schedule: a start in an hour changes nothing
+    assert (stream.slots, stream.batch) == (100, streams.BLAST_MESSAGES)
+    before = clock()
+    while stream.next < count:
+        stream.blast()
+    assert stream.next == count
+    # batches of 64, cut at the ring's end (slot 100): 64, 36, 64, 36, ...
+    assert [c for _, c in spy.calls] == [64, 36] * 10
+    assert spy.settled_after == list(range(1, 21))  # every batch waited for its acks
+    assert (stream.intended == stream.sent).all() and stream.sent[0] >= before
+    assert (np.diff(stream.sent) >= 0).all()
+
+    inbox = Inbox(count, TCP_FRAMING, SIZE)
+    take_all(inbox, receiver, count)
+    assert inbox.seq.tolist() == list(range(count))
+    assert np.array_equal(inbox.intended, inbox.sent)
+    assert np.array_equal(inbox.sent, stream.sent)
+
+
+def test_a_large_message_blasts_a_few_at_a_time(driver):
+    stream = OutStream(driver.sender(32 << 10, 0), driver.framing(32 << 10), 32 << 10,
+                       np.zeros(10, np.int64), 0, 1)
+    try:
+        assert stream.batch == 1  # 64 KB per call at most: one 32 KB frame (+ its length)
+    finally:
+        stream.sender.close()
+
+
+def max_prepare(messages: int, connections: int, duration_ns: int = 60 * NS) -> Prepare:
+    return Prepare(
+        protocol=PROTOCOL_VERSION, run_id="r", agent_id="producer-0", role="producer",
+        driver="tcp", address="", driver_options={}, message_size=SIZE, rate=0.0,
+        schedule=MAX, duration_ns=duration_ns, warmup_ns=0, connections=connections,
+        first_id=0, phase_ns=0, receive="blocking", drain_ns=NS, seed=1, expected=0,
+        out_dir="", messages=messages)
+
+
+def test_a_max_mode_producer_sends_exactly_its_messages(driver):
+    receiver = driver.receiver(SIZE, 0)
+    producer = Producer(max_prepare(2001, connections=3), driver)
+    try:
+        assert [s.count for s in producer.streams] == [667, 667, 667]
+        t0 = clock() + NS // 100
+        producer.arm(t0)
+        producer.run(Control())
+        assert producer.sent == 2001
+        rows = producer.columns()
+        assert len(rows["seq"]) == 2001 and rows["sent_ns"].min() >= t0
+        assert np.array_equal(rows["intended_ns"], rows["sent_ns"])
+        assert producer.metrics() == {}  # no schedule: no send lag in the interval log
+        inbox = Inbox(2001, TCP_FRAMING, SIZE)
+        take_all(inbox, receiver, 2001)
+        pairs = set(zip(inbox.producer_id.tolist(), inbox.seq.tolist(), strict=True))
+        assert len(pairs) == 2001
+    finally:
+        producer.close()
+        receiver.close()
+
+
+def test_the_time_cap_ends_a_max_mode_run_early(driver):
+    producer = Producer(max_prepare(10**6, connections=1, duration_ns=NS // 50), driver)
+    try:
+        producer.arm(clock())
+        began = clock()
+        producer.run(Control())
+        assert clock() - began < NS  # stopped by the 20 ms cap, long before a million
+        assert 0 < producer.sent < 10**6
+    finally:
+        producer.close()

@@ -30,8 +30,9 @@ def written(tmp_path) -> list[dict]:
 
 def test_one_row_per_run_with_every_param_count_rate_and_figure(tmp_path):
     ok, _ = written(tmp_path)
-    assert list(ok)[:8] == ["run_id", "system", "status", "mode", "message_size", "rate",
-                            "seed", "connections"]  # params in order of first appearance
+    assert list(ok)[:9] == ["run_id", "system", "status", "load", "mode", "message_size",
+                            "rate", "seed", "connections"]  # params in order of appearance
+    assert ok["load"] == "open-loop"
     assert (ok["run_id"], ok["system"], ok["status"]) == ("01-tcp-message_size=64", "tcp", "ok")
     assert (ok["message_size"], ok["rate"], ok["seed"], ok["connections"]) == (
         "64", "2000.0", "", "")
@@ -50,3 +51,19 @@ def test_a_failed_run_has_empty_figures(tmp_path):
     _, failed = written(tmp_path)
     assert (failed["status"], failed["connections"]) == ("failed", "2")
     assert failed["latency_p50_us"] == failed["sent"] == failed["latency_count"] == ""
+
+
+def test_a_saturation_run_has_its_load_and_saturation_columns(tmp_path):
+    empty = dict.fromkeys((*PERCENTILE_KEYS, "max", "mean")) | {"count": 0}
+    flooded = {**OK, "run_id": "03-tcp", "load": "saturation",
+               "params": {**OK["params"], "rate": "max", "messages": 20_000},
+               "latency_us": empty, "service_time_us": empty, "send_lag_us": empty,
+               "saturation_latency_us": FIGURES}
+    write_results_summary(tmp_path, "max", [OK, flooded])
+    with open(tmp_path / CSV_FILE, newline="", encoding="utf-8") as rows:
+        ok, row = list(csv.DictReader(rows))
+    assert (row["load"], row["rate"], row["messages"]) == ("saturation", "max", "20000")
+    assert (row["saturation_latency_p99.9_us"], row["saturation_latency_count"]) == (
+        "1400.0", "20000")
+    assert (row["latency_p50_us"], row["latency_count"]) == ("", "0")
+    assert (ok["saturation_latency_p50_us"], ok["messages"]) == ("", "")

@@ -138,3 +138,13 @@ class Launcher(ABC):
     def run(self, argv: Sequence[str], env: dict[str, str] | None = None,
             timeout_s: float = 60.0) -> Completed:
         """Run `argv` to completion (setup, checks, version queries)."""
+
+    def start_beside(self, target: Process, argv: Sequence[str], name: str, log_path: Path,
+                     inbox: queue.Queue | None = None) -> tuple[Process, int]:
+        """Start `argv` where it sees the processes of `target` (started by this launcher),
+        and the pid that names target's process group there (the broker monitor's
+        `target_pid`). Here: on the same host, where `target.pid` leads its own group."""
+        pid = getattr(target, "pid", None)
+        if pid is None:
+            raise LaunchError(f"host {self.host}: the process id of {target.name} is unknown")
+        return self.start(argv, name, log_path, inbox), pid

@@ -265,6 +265,20 @@ class ContainerLauncher(Launcher):
             raise LaunchError(f"container host {self.host}: starting {name} "
                               f"({' '.join(argv)}) failed: {exc}") from exc
 
+    def start_beside(self, target: Process, argv: Sequence[str], name: str, log_path: Path,
+                     inbox: queue.Queue | None = None) -> tuple[ContainerProcess, int]:
+        """In a container sharing target's PID namespace, where target's init is pid 1 and
+        the processes of this container, entered from outside, are not its descendants."""
+        if not isinstance(target, ContainerProcess):
+            return super().start_beside(target, argv, name, log_path, inbox)
+        container = self._create(argv, None, name, interactive=True,
+                                 pid_mode=f"container:{target.container.id}")
+        try:
+            return ContainerProcess(container, name, log_path, inbox), 1
+        except (APIError, requests.RequestException) as exc:
+            raise LaunchError(f"container host {self.host}: starting {name} beside "
+                              f"{target.name} failed: {exc}") from exc
+
     def run(self, argv: Sequence[str], env: dict[str, str] | None = None,
             timeout_s: float = 60.0) -> Completed:
         container = self._create(argv, env, "run", interactive=False)
@@ -290,10 +304,11 @@ class ContainerLauncher(Launcher):
             return None
 
     def _create(self, argv: Sequence[str], env: dict[str, str] | None, name: str,
-                interactive: bool) -> Container:
+                interactive: bool, pid_mode: str | None = None) -> Container:
         """A created (not started) container. `init`: the engine's init runs as PID 1 and
         forwards signals, since a process that is PID 1 ignores SIGTERM it has no handler
-        for and would not stop on `terminate()`."""
+        for and would not stop on `terminate()`. In another container's PID namespace
+        (`pid_mode`) that one's init is PID 1, and the engine refuses a second."""
         if self._image is None:
             self.prepare()
         labels = {LABEL: "1", f"{LABEL}.name": name, f"{LABEL}.launcher": self._session}
@@ -301,7 +316,7 @@ class ContainerLauncher(Launcher):
             container = self._connect().containers.create(
                 self._image.id, command=list(argv), environment=env or {}, labels=labels,
                 network_mode=self.network_mode, stdin_open=interactive, tty=False,
-                init=True, auto_remove=False, detach=True)
+                init=pid_mode is None, auto_remove=False, detach=True, pid_mode=pid_mode)
             self._put_files(container)
         except (APIError, requests.RequestException) as exc:
             raise LaunchError(f"container host {self.host}: creating a container for "
@@ -320,7 +335,9 @@ class ContainerLauncher(Launcher):
         try:
             leftovers = self._client.containers.list(
                 all=True, filters={"label": f"{LABEL}.launcher={self._session}"})
-            for container in leftovers:
+            # newest first: a monitor sharing a broker's PIDs must go before the broker
+            for container in sorted(leftovers, key=lambda c: c.attrs.get("Created", ""),
+                                    reverse=True):
                 with contextlib.suppress(NotFound):
                     container.remove(force=True)
         except (APIError, requests.RequestException) as exc:

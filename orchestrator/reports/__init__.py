@@ -15,7 +15,7 @@ from orchestrator.reports.inputs import read_run
 
 REPORT_DIR = "report"
 PAGE = "index.html"
-HGRM_METRICS = ("latency", "service_time", "send_lag")
+HGRM_METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
 
 
 def _title(results_dir: Path) -> str:

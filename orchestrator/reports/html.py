@@ -2,8 +2,8 @@
 images or scripts fetched) so it opens offline, from a mail attachment or a CI artifact.
 
 Layout: summary table, percentile distributions, parametrised plots per swept parameter,
-then one section per run (figures table, warnings, per-message plots), then the files a
-user can take further (gnuplot scripts, .hgrm files).
+then one section per run (figures and CPU tables, warnings, per-message plots), then the
+files a user can take further (gnuplot scripts, .hgrm files).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from importlib.resources import files
 from urllib.parse import quote
 
 from orchestrator.reports import per_run, svg
+from orchestrator.reports.cpu import cpu_table
 from orchestrator.reports.inputs import SERIES_FILE, RunInputs
 from orchestrator.reports.model import Figure, slugify
 from orchestrator.reports.table import metrics_table, notes_list, param_text, summary_table
@@ -52,7 +53,7 @@ def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
         plots = _figures(section.figures) + missing
     return (f'<article id="{section.anchor}"><h3>{escape(run.run_id)}</h3>'
             f'<p class="note">system {escape(str(s.get("system", "?")))} · '
-            f'{escape(params)}</p>{notes_list(run)}{metrics_table(s)}'
+            f'{escape(params)}</p>{notes_list(run)}{metrics_table(s)}{cpu_table(s)}'
             + (f'<p class="note">HdrHistogram plotter files: {links}</p>' if links else "")
             + f"{plots}</article>")
 

@@ -4,7 +4,7 @@ x = −log10(1 − p), so 90%, 99%, 99.9% … are equally spaced and the tail ge
 deserves. A curve stops where its sample count stops supporting percentiles (p beyond
 1 − 1/count) and ends at the exact max, placed at 1 − 1/count, where the max sample sits.
 Open-loop runs and throughput-mode runs (`rate: max`, saturation latency) are never drawn
-on the same plot: their latencies mean different things.
+on the same plot: their latencies mean different things (orchestrator.load).
 """
 
 from __future__ import annotations
@@ -13,15 +13,13 @@ import math
 from collections.abc import Sequence
 
 from agents.hdr import PERCENTILE_KEYS, PERCENTILES
+from orchestrator.load import saturation
 from orchestrator.reports.inputs import RunInputs
 from orchestrator.reports.model import Axis, Figure, Line, colour
 
-METRICS = (("latency", "latency"), ("service_time", "service time"))
-
-
-def saturation(summary: dict) -> bool:
-    """A throughput-mode run: senders went as fast as the system took."""
-    return (summary.get("params") or {}).get("rate") == "max"
+#: (metric, label) plotted for each load
+METRICS = {"open-loop": (("latency", "latency"), ("service_time", "service time")),
+           "saturation": (("saturation_latency", "saturation latency"),)}
 
 
 def _source(run: RunInputs, metric: str) -> tuple[Sequence[float], Sequence[float], str]:
@@ -83,22 +81,21 @@ def _figure(runs: list[tuple[int, RunInputs]], metric: str, label: str, mode: st
                "Curves from each run's .hgrm file")
     caption += f"; from coarser data: {', '.join(fallbacks)}." if fallbacks else "."
     title = f"{label.capitalize()} percentile distribution"
-    slug = f"nines-{metric}"
     if mode == "saturation":
-        title += " — throughput mode (saturation latency)"
-        slug += "-saturation"
-    return Figure(slug, title, Axis("percentile", "nines"), Axis(f"{label} (µs)", "log"),
-                  lines=tuple(lines), caption=caption)
+        title += " — throughput mode (rate: max), apart from open-loop runs"
+    return Figure(f"nines-{metric}", title, Axis("percentile", "nines"),
+                  Axis(f"{label} (µs)", "log"), lines=tuple(lines), caption=caption)
 
 
 def figures(runs: list[RunInputs]) -> list[Figure]:
-    """Latency and service time, open-loop runs and throughput-mode runs apart."""
+    """Latency and service time of open-loop runs; saturation latency of throughput-mode
+    runs, on a figure of its own."""
     groups = {"open-loop": [], "saturation": []}
     for index, run in enumerate(runs):
         groups["saturation" if saturation(run.summary) else "open-loop"].append((index, run))
     out = []
     for mode, members in groups.items():
-        for metric, label in METRICS:
+        for metric, label in METRICS[mode]:
             figure = _figure(members, metric, label, mode) if members else None
             if figure is not None:
                 out.append(figure)

@@ -1,5 +1,6 @@
 """Per-run plots from the per-message analysis (`series.json`): latency over the run,
-sender and receiver throughput together, and the latency histogram with its humps.
+sender and receiver throughput together, the latency histogram with its humps, and CPU
+per message of sender, receiver and broker.
 
 A part of series.json that is absent or malformed drops that plot only; the page says what
 is missing rather than failing the whole report.
@@ -14,7 +15,7 @@ from orchestrator.reports.model import Axis, Band, Figure, Line, Marker, slugify
 from orchestrator.reports.ticks import number
 
 LATENCY, MEAN, SERVICE = "#1f77b4", "#0b3c61", "#ff7f0e"
-SENDER, RECEIVER = "#2ca02c", "#9467bd"
+SENDER, RECEIVER, BROKER = "#2ca02c", "#9467bd", "#8c564b"
 
 
 def _clean(values: list) -> list[float | None]:
@@ -48,7 +49,19 @@ def run_slugs(runs: list[RunInputs]) -> list[str]:
     return out
 
 
+def _saturation(series: dict) -> bool:
+    """A throughput-mode run (`rate: max`): its latency is saturation latency."""
+    return series.get("load") == "saturation"
+
+
+SATURATION_CAPTION = ("Saturation latency (throughput mode, rate: max): receive − send with "
+                      "the system taking messages as fast as it can; there is no schedule, "
+                      "so this is not open-loop latency.")
+
+
 def latency_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
+    if _saturation(series):
+        return _saturation_over_run(series, slug, run_id)
     latency = _numbers(series.get("latency"), "n", "min_us", "mean_us", "max_us")
     if latency is None or not latency[0]:
         return None
@@ -63,6 +76,19 @@ def latency_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
                   lines=tuple(lines), bands=(Band("latency", n, low, high, LATENCY),),
                   caption="Latency from the intended send time (coordinated-omission free); "
                           "service time from the actual send.")
+
+
+def _saturation_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
+    latency = _numbers(series.get("saturation_latency"), "n", "min_us", "mean_us", "max_us")
+    if latency is None or not latency[0]:
+        return None
+    n, low, mean, high = latency
+    return Figure(f"{slug}-latency", f"{run_id}: saturation latency per message over the run",
+                  Axis("message number (min / mean / max per stretch of the run)"),
+                  Axis("saturation latency (µs)", "log"),
+                  lines=(Line("saturation latency mean", n, mean, MEAN),),
+                  bands=(Band("saturation latency", n, low, high, LATENCY),),
+                  caption=SATURATION_CAPTION)
 
 
 def throughput(series: dict, slug: str, run_id: str) -> Figure | None:
@@ -108,17 +134,35 @@ def histogram(series: dict, slug: str, run_id: str) -> Figure | None:
         return None
     markers = tuple(Marker(m, f"mode {number(m)} µs") for m in _modes(series))
     humps = humps_text(series)
-    return Figure(f"{slug}-histogram", f"{run_id}: latency distribution"
+    label = "saturation latency" if _saturation(series) else "latency"
+    return Figure(f"{slug}-histogram", f"{run_id}: {label} distribution"
                   + (f" ({humps})" if humps else ""),
-                  Axis("latency (µs)", "log"), Axis("messages per bin", "log"),
-                  lines=(Line("latency", _clean(edges), _clean(counts), LATENCY,
+                  Axis(f"{label} (µs)", "log"), Axis("messages per bin", "log"),
+                  lines=(Line(label, _clean(edges), _clean(counts), LATENCY,
                               style="steps"),),
                   markers=markers,
                   caption="Log-spaced bins; dashed lines mark the modes (humps) found by "
                           "the analysis. Empty bins leave gaps on the log count axis.")
 
 
-BUILDERS = (latency_over_run, throughput, histogram)
+def cpu_per_message(series: dict, slug: str, run_id: str) -> Figure | None:
+    part = series.get("cpu")
+    lines = []
+    for name, shade in (("sender", SENDER), ("receiver", RECEIVER), ("broker", BROKER)):
+        found = _numbers(part.get(name) if isinstance(part, dict) else None,
+                         "t_s", "us_per_message")
+        if found is not None and found[0]:
+            lines.append(Line(name, *found, shade))
+    if not lines:
+        return None
+    return Figure(f"{slug}-cpu", f"{run_id}: CPU per message over the run",
+                  Axis("time (s)"), Axis("CPU µs per message", "log"), lines=tuple(lines),
+                  caption="CPU time per sample interval over the messages of that interval "
+                          "(the broker's over all consumers' deliveries). A busy-waiting "
+                          "sender uses a core whatever the rate.")
+
+
+BUILDERS = (latency_over_run, throughput, histogram, cpu_per_message)
 
 
 def figures(run: RunInputs, slug: str) -> list[Figure]:

@@ -1,5 +1,5 @@
-"""Parametrised plots: how latency and throughput change across a swept parameter (message
-size above all), one curve per system and setting of the other swept parameters.
+"""Parametrised plots: how latency, throughput and density change across a swept parameter
+(message size above all), one curve per system and setting of the other swept parameters.
 
 A parameter counts as swept when the runs hold more than one numeric value of it; a
 categorical one (schedule, receive mode, `rate: max`) has no axis to plot along.
@@ -8,14 +8,22 @@ categorical one (schedule, receive mode, `rate: max`) has no axis to plot along.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Collection
+from typing import Any
 
+from orchestrator.load import latency_of
 from orchestrator.reports.model import Axis, Figure, Line, Scale, colour, slugify
 
-AXIS_LABELS = {"message_size": "message size (bytes)", "rate": "scheduled rate (msg/s)"}
+AXIS_LABELS = {"message_size": "message size (bytes)", "rate": "scheduled rate (msg/s)",
+               "connections": "connections per agent"}
 
 
 def _numeric(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if _numeric(value) else None
 
 
 def swept(summaries: list[dict]) -> list[str]:
@@ -29,8 +37,9 @@ def swept(summaries: list[dict]) -> list[str]:
 
 
 def _measured(summary: dict) -> bool:
-    return summary.get("status") != "failed" and bool((summary.get("latency_us") or {})
-                                                      .get("count"))
+    """Not failed, and the run's own latency (open-loop or saturation) was timed."""
+    field, _ = latency_of(summary)
+    return summary.get("status") != "failed" and bool((summary.get(field) or {}).get("count"))
 
 
 def _groups(summaries: list[dict], param: str) -> dict[str, list[dict]]:
@@ -49,32 +58,101 @@ def _groups(summaries: list[dict], param: str) -> dict[str, list[dict]]:
             for name, runs in groups.items() if len({s["params"][param] for s in runs}) > 1}
 
 
-def _x_scale(groups: dict[str, list[dict]], param: str) -> Scale:
+def _span_scale(values: list) -> Scale:
     """Log when the values are positive and span a decade or more (1 B … 64 KB)."""
-    values = [s["params"][param] for runs in groups.values() for s in runs]
-    return "log" if min(values) > 0 and max(values) >= 10 * min(values) else "linear"
+    values = [v for v in values if _numeric(v)]
+    return ("log" if values and min(values) > 0 and max(values) >= 10 * min(values)
+            else "linear")
 
 
-def _lines(groups: dict[str, list[dict]], param: str, figures: tuple) -> tuple[Line, ...]:
-    """`figures`: (suffix, dashed, value of a run) per curve of each group."""
+def _x_scale(groups: dict[str, list[dict]], param: str) -> Scale:
+    return _span_scale([s["params"][param] for s in _plotted(groups)])
+
+
+def _lines(groups: dict[str, list[dict]], param: str, figures: tuple,
+           names: Collection[str] | None = None) -> tuple[Line, ...]:
+    """`figures`: (suffix, dashed, value of a run) per curve of each group (of those in
+    `names`, when given; a group keeps its colour either way); an empty suffix names the
+    curve by its group alone."""
     lines = []
     for index, (name, runs) in enumerate(groups.items()):
+        if names is not None and name not in names:
+            continue
         xs = [s["params"][param] for s in runs]
         for suffix, dashed, value in figures:
-            lines.append(Line(f"{name} {suffix}", xs, [value(s) for s in runs], colour(index),
-                              style="points", dashed=dashed))
+            lines.append(Line(f"{name} {suffix}".rstrip(), xs, [value(s) for s in runs],
+                              colour(index), style="points", dashed=dashed))
     return tuple(lines)
 
 
-def _p(key: str):
-    return lambda s: (s.get("latency_us") or {}).get(key)
+def _ys(lines: tuple[Line, ...]) -> list:
+    return [y for line in lines for y in line.ys if y is not None]
 
 
-def _bytes(rate_key: str):
+def _plotted(groups: dict[str, list[dict]]) -> list[dict]:
+    return [s for runs in groups.values() for s in runs]
+
+
+def _by_latency(groups: dict[str, list[dict]]) -> dict[tuple[str, str], list[str]]:
+    """Curve names by the latency their runs measured, (summary field, label) as in
+    orchestrator.load: open-loop and saturation latency never share a plot. The runs of one
+    curve share a load (a rate that differs names the curve)."""
+    out: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for name, runs in groups.items():
+        out[latency_of(runs[0])].append(name)
+    return out
+
+
+def _p(field: str, key: str):
+    return lambda s: (s.get(field) or {}).get(key)
+
+
+def _latency_figures(groups: dict[str, list[dict]], param: str, label: str, scale: Scale,
+                     slug: str) -> list[Figure]:
+    """p50 and p99 on log and on linear axes, per kind of latency; the axis says "round
+    trip" when every curve is one, so nobody reads it as one-way latency."""
+    out = []
+    for (field, kind), names in _by_latency(groups).items():
+        if all(s["params"].get("mode") == "round-trip" for n in names for s in groups[n]):
+            kind = f"round-trip {kind}"
+        lines = _lines(groups, param, (("p50", False, _p(field, "p50")),
+                                       ("p99", True, _p(field, "p99"))), names)
+        base, title = f"{slug}-{field.removesuffix('_us')}", f"{kind.capitalize()} (p50, p99)"
+        out += [Figure(f"{base}-log", f"{title} vs {label}, log axes", Axis(label, scale),
+                       Axis(f"{kind} (µs)", "log"), lines=lines, zoomable=False),
+                Figure(f"{base}-linear", f"{title} vs {label}, linear axes", Axis(label),
+                       Axis(f"{kind} (µs)"), lines=lines, zoomable=False)]
+    return out
+
+
+def _measured_bytes(summary: dict, side: str) -> float | None:
+    """The analysis's bytes/s at `side` (sender or receiver): each stream's rate times its
+    mean size, summed."""
+    return _number(((summary.get("throughput") or {}).get("bytes_per_s") or {}).get(side))
+
+
+def _bytes(side: str, rate_key: str):
+    """Bytes/s at `side` as measured, else (summaries from before the per-message
+    analysis) the run's message rate times the swept message size."""
     def per_second(summary: dict) -> float | None:
+        measured = _measured_bytes(summary, side)
+        if measured is not None:
+            return measured
         rate, size = summary.get(rate_key), (summary.get("params") or {}).get("message_size")
         return rate * size if _numeric(rate) and _numeric(size) else None
     return per_second
+
+
+def _bytes_caption(groups: dict[str, list[dict]]) -> str:
+    how = ("As measured by the analysis" if all(
+        _measured_bytes(s, side) is not None
+        for s in _plotted(groups) for side in ("sender", "receiver"))
+        else "As measured where the analysis gave it, else message size × messages/s")
+    return f"{how}; solid: received, dashed: sent."
+
+
+def _density(summary: dict) -> float | None:
+    return _number(summary.get("density_us"))
 
 
 def figures_for(summaries: list[dict], param: str) -> list[Figure]:
@@ -84,24 +162,27 @@ def figures_for(summaries: list[dict], param: str) -> list[Figure]:
     label = AXIS_LABELS.get(param, param)
     scale = _x_scale(groups, param)
     slug = f"sweep-{slugify(param)}"
-    latency = _lines(groups, param, (("p50", False, _p("p50")), ("p99", True, _p("p99"))))
     rates = _lines(groups, param, (("received", False, lambda s: s.get("receive_rate")),
                                    ("sent", True, lambda s: s.get("send_rate"))))
     out = [
-        Figure(f"{slug}-latency-log", f"Latency (p50, p99) vs {label}, log axes",
-               Axis(label, scale), Axis("latency (µs)", "log"), lines=latency, zoomable=False),
-        Figure(f"{slug}-latency-linear", f"Latency (p50, p99) vs {label}, linear axes",
-               Axis(label), Axis("latency (µs)"), lines=latency, zoomable=False),
+        *_latency_figures(groups, param, label, scale, slug),
         Figure(f"{slug}-throughput", f"Throughput (messages/s) vs {label}",
                Axis(label, scale), Axis("messages/s"), lines=rates, zoomable=False,
                caption="Solid: at the receivers; dashed: at the senders."),
     ]
-    volume = _lines(groups, param, (("received", False, _bytes("receive_rate")),
-                                    ("sent", True, _bytes("send_rate"))))
-    if any(y is not None for line in volume for y in line.ys):
+    volume = _lines(groups, param, (("received", False, _bytes("receiver", "receive_rate")),
+                                    ("sent", True, _bytes("sender", "send_rate"))))
+    if _ys(volume):
         out.append(Figure(f"{slug}-bytes", f"Throughput (bytes/s) vs {label}",
                           Axis(label, scale), Axis("bytes/s"), lines=volume, zoomable=False,
-                          caption="Message size × messages/s; solid: received, dashed: sent."))
+                          caption=_bytes_caption(groups)))
+    density = _lines(groups, param, (("", False, _density),))
+    if _ys(density):
+        out.append(Figure(f"{slug}-density", f"Density (mean interval between receipts) vs "
+                          f"{label}", Axis(label, scale),
+                          Axis("interval (µs)", _span_scale(_ys(density))), lines=density,
+                          zoomable=False, caption="The mean time between consecutive "
+                          "messages at a receiver stream: the inverse of its throughput."))
     return out
 
 

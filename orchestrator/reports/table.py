@@ -11,9 +11,9 @@ import json
 from html import escape
 
 from agents.hdr import PERCENTILE_KEYS
+from orchestrator.load import latency_of, saturation
 from orchestrator.report import supported
 from orchestrator.reports.inputs import RunInputs
-from orchestrator.reports.nines import saturation
 from orchestrator.reports.per_run import humps_text
 
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
@@ -117,17 +117,36 @@ def _header(head: list[str]) -> str:
     return f"<thead><tr>{cells}</tr></thead>"
 
 
+CAPTIONS = {
+    "latency": "Latency in µs from the intended send time.",
+    "saturation latency": "Throughput mode (rate: max): saturation latency in µs, receive − "
+                          "send with the system flooded; not comparable with open-loop "
+                          "latency. Read the rates first.",
+}
+
+
 def summary_table(runs: list[RunInputs], anchors: list[str], swept: list[str]) -> str:
-    """All runs, one row each (latency figures), with a notes row under a run that has
-    any. `anchors`: each run's section id on the page."""
-    bounds = any(clock_bound_us(r.summary) is not None for r in runs)
+    """All runs, one row each: one table for open-loop runs (latency) and one for
+    throughput-mode runs (saturation latency), never mixed. `anchors`: each run's section
+    id on the page."""
+    groups: dict[tuple[str, str], list[tuple[RunInputs, str]]] = {}
+    for run, anchor in zip(runs, anchors, strict=True):
+        groups.setdefault(latency_of(run.summary), []).append((run, anchor))
+    return "".join(_load_table(members, field, label, swept)
+                   for (field, label), members in groups.items())
+
+
+def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
+                swept: list[str]) -> str:
+    """The runs of one load, their `field` figures under `label` p50 …"""
+    bounds = any(clock_bound_us(r.summary) is not None for r, _ in members)
     head = ["run", "system", *(["parameters"] if swept else []), "status",
-            *(f"latency {k}" if k == "p50" else k for k in FIGURE_KEYS),
+            *(f"{label} {k}" if k == "p50" else k for k in FIGURE_KEYS),
             *(["± clock"] if bounds else []), "count", "recv msg/s", "send msg/s", "sent",
             "received", "lost", "dup", "reord"]
     rows = []
-    for run, anchor in zip(runs, anchors, strict=True):
-        s, figures = run.summary, run.summary.get("latency_us") or {}
+    for run, anchor in members:
+        s, figures = run.summary, run.summary.get(field) or {}
         lost = s.get("lost")
         bound = clock_bound_us(s)
         cells = [f'<td class="text"><a href="#{anchor}">{escape(run.run_id)}</a></td>',
@@ -148,7 +167,7 @@ def summary_table(runs: list[RunInputs], anchors: list[str], swept: list[str]) -
             rows.append(f'<tr class="notes"><td colspan="{len(head)}">{listed}</td></tr>')
     return (f'<div class="scroll"><table class="figures">{_header(head)}'
             f'<tbody>{"".join(rows)}</tbody></table></div>'
-            '<p class="caption">Latency in µs from the intended send time. Dimmed: too few '
+            f'<p class="caption">{CAPTIONS[label]} Dimmed: too few '
             "samples for that percentile (fewer than 1/(1−p)). Rates are measured at the "
             "senders and at the receivers separately."
             + (" ± clock: the bound of figures timed across hosts (µs)." if bounds else "")
@@ -156,11 +175,12 @@ def summary_table(runs: list[RunInputs], anchors: list[str], swept: list[str]) -
 
 
 def metrics_table(summary: dict) -> str:
-    """One run: latency, service time and send lag, every percentile and the count."""
+    """One run: latency, service time and send lag (a throughput-mode run: its saturation
+    latency alone), every percentile and the count."""
     bound = clock_bound_us(summary)
     head = ["µs", *FIGURE_KEYS, "mean", *(["± clock"] if bound is not None else []), "count"]
     rows = []
-    for key, label in METRICS:
+    for key, label in (latency_of(summary),) if saturation(summary) else METRICS:
         figures = summary.get(key) or {}
         clock = [] if bound is None else [micro(bound) if key != "send_lag_us" else ""]
         rows.append(f'<tr><td class="text">{label}</td>{_percentile_cells(figures)}'

@@ -49,6 +49,10 @@ def test_broker_and_agents_in_containers(docker_host, tmp_path):
         for name, artifact in agent["artifacts"].items():
             assert artifact["verified"], name
             assert (manifest_path.parent / "agents" / agent["id"] / name).is_file()
+    # the broker's CPU, sampled from a container sharing the broker container's PIDs
+    monitor = manifest["monitor"]
+    assert monitor["status"] == "ok", monitor["notes"]
+    assert monitor["artifacts"]["cpu.parquet"]["verified"]
     client = docker.DockerClient(base_url=docker_host)
     try:
         assert client.containers.list(all=True, filters={"label": "sixnines=1"}) == []

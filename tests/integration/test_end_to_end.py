@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from agents.hdr import PERCENTILE_KEYS
-from agents.schema import HLOG_FILE, MESSAGES_FILE
+from agents.schema import CPU_FILE, HLOG_FILE, MESSAGES_FILE
 from orchestrator.report import find_run_dirs
 
 pytestmark = pytest.mark.integration
@@ -96,7 +96,7 @@ def test_each_run_directory_holds_verified_artifacts(results):
         assert roles == (["consumer"] * 2 + ["producer"] * 2 if mode == "one-way"
                          else ["requester"] * 2)
         for agent in manifest["agents"]:
-            assert set(agent["artifacts"]) == {MESSAGES_FILE, HLOG_FILE}
+            assert set(agent["artifacts"]) == {MESSAGES_FILE, HLOG_FILE, CPU_FILE}
             assert all(file["verified"] for file in agent["artifacts"].values())
             assert agent["clock"]["uncertainty_ns"] >= 0
             assert agent["versions"]["sixnines"]

@@ -49,6 +49,15 @@ pytestmark = [
 
 closing = closing_fixture  # the shared fixture, under its name here
 
+
+def connected(driver: KafkaDriver, closing, producer_id: int, size: int = SIZE):
+    """A receiver (consumer 0) and a sender for `producer_id`, both closed after the test."""
+    receiver = driver.receiver(size, 0)
+    sender = driver.sender(size, producer_id)
+    closing(receiver)
+    closing(sender)
+    return receiver, sender
+
 VARIANTS = {
     "confluent": {"client": "confluent"},
     "kafka-python": {"client": "kafka-python"},
@@ -133,11 +142,21 @@ def test_fan_out_delivers_every_message_to_every_receiver(driver, closing):
             assert [f for f in got if producer_of(f) == producer_id] == frames
 
 
+def test_settle_returns_once_the_broker_has_acknowledged_every_message(manual_driver,
+                                                                      closing):
+    """Throughput mode's per-batch wait (`acks: 1` by default): settle flushes the client
+    and waits for every delivery report."""
+    receiver, sender = connected(manual_driver, closing, 1)
+    buf = frames_of(1, 500)
+    sender.send(memoryview(buf), 500)
+    sender.settle()
+    if manual_driver.options.client == "confluent":
+        assert len(sender.producer) == 0  # nothing awaits its delivery report
+    assert collect(receiver, SIZE, 500) == split(buf, SIZE)
+
+
 def test_one_large_batch_arrives_complete(manual_driver, closing):
-    receiver = manual_driver.receiver(SIZE, 0)
-    sender = manual_driver.sender(SIZE, 3)
-    closing(receiver)
-    closing(sender)
+    receiver, sender = connected(manual_driver, closing, 3)
     buf = frames_of(3, 5000)
     sender.send(memoryview(buf), 5000)
     assert collect(receiver, SIZE, 5000) == split(buf, SIZE)
@@ -146,10 +165,7 @@ def test_one_large_batch_arrives_complete(manual_driver, closing):
 def test_messages_over_the_default_1mb_record_limit_arrive(manual_driver, closing):
     """The classic 1 MB configuration: topics, producers and consumers are sized for it."""
     size = 1_500_000
-    receiver = manual_driver.receiver(size, 0)
-    sender = manual_driver.sender(size, 4)
-    closing(receiver)
-    closing(sender)
+    receiver, sender = connected(manual_driver, closing, 4, size)
     buf = frames_of(4, 5, size)
     send_in_batches(sender, buf, size, batches=(1, 4))
     assert collect(receiver, size, 5) == split(buf, size)
@@ -229,10 +245,7 @@ def test_the_confluent_pollable_wakes_a_poller_when_messages_arrive(server, clos
 
 
 def test_a_message_of_another_size_is_an_error_not_garbage(manual_driver, closing):
-    receiver = manual_driver.receiver(SIZE, 0)
-    sender = manual_driver.sender(SIZE, 1)
-    closing(receiver)
-    closing(sender)
+    receiver, sender = connected(manual_driver, closing, 1)
     sender.send(memoryview(frames_of(1, 1)), 1)
     out = memoryview(bytearray(10 * 2 * SIZE))
     with pytest.raises(DriverError, match="64-byte message, expected 128"):
@@ -246,10 +259,7 @@ def test_a_message_of_another_size_is_an_error_not_garbage(manual_driver, closin
 def test_compressed_batches_arrive_intact(server, closing, client, codec):
     driver = KafkaDriver(server.address, KafkaOptions(
         client=client, topic=fresh_topic(), compression=codec, linger_ms=5, acks="all"))
-    receiver = driver.receiver(SIZE, 0)
-    sender = driver.sender(SIZE, 1)
-    closing(receiver)
-    closing(sender)
+    receiver, sender = connected(driver, closing, 1)
     buf = frames_of(1, 500)
     send_in_batches(sender, buf, SIZE)
     assert collect(receiver, SIZE, 500) == split(buf, SIZE)
@@ -305,10 +315,7 @@ def test_sasl_plain_credentials_are_used(server, tmp_path, closing, client):
     driver = KafkaDriver(server.address, KafkaOptions(
         client=client, topic=fresh_topic(), sasl_mechanism="PLAIN", username="u",
         password_file=tmp_path / "pw"))
-    receiver = driver.receiver(SIZE, 0)
-    sender = driver.sender(SIZE, 1)
-    closing(receiver)
-    closing(sender)
+    receiver, sender = connected(driver, closing, 1)
     sender.send(memoryview(frames_of(1, 5)), 5)
     assert len(collect(receiver, SIZE, 5)) == 5
 

@@ -102,6 +102,19 @@ def test_fan_out_delivers_every_message_to_every_receiver(driver, closing):
         assert sender.unconfirmed == 0  # with confirms: every publish confirmed by close
 
 
+def test_settle_waits_for_the_confirms_of_every_publish(server, closing):
+    """Throughput mode's per-batch wait: with confirms, settle returns only once the
+    broker has confirmed everything sent so far."""
+    driver = RabbitmqDriver(server.address, fresh(persistent=True, confirms=True))
+    closing(driver.receiver(SIZE, 10))
+    sender = driver.sender(SIZE, 1)
+    closing(sender)
+    buf, _ = frames_of(driver, 1, 2000)
+    sender.send(memoryview(buf), 2000)
+    sender.settle()
+    assert sender.unconfirmed == 0
+
+
 def test_one_large_batch_arrives_complete(driver, closing):
     receiver = driver.receiver(SIZE, 0)
     closing(receiver)

@@ -24,8 +24,8 @@ systems: [{{name: tcp, driver: tcp}}]
 workload: {{message_size: 64, rate: {RATE}, duration: 1s, warmup: 200ms, producers: 1,
             consumers: 1}}
 """
-SERIES_KEYS = {"window", "latency", "service_time", "sender_throughput", "receiver_throughput",
-               "histogram", "humps", "nines"}
+SERIES_KEYS = {"window", "load", "latency", "service_time", "saturation_latency",
+               "sender_throughput", "receiver_throughput", "histogram", "humps", "nines", "cpu"}
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +104,8 @@ def test_series_file(run, summary):
     document = json.loads((run[0] / "report" / SERIES).read_text())
     assert set(document) == SERIES_KEYS
     assert document["window"] == WINDOW
+    assert document["load"] == "open-loop"  # an open-loop run: no saturation curve
+    assert document["saturation_latency"]["n"] == []
     count = summary["latency_us"]["count"]
     for name in ("latency", "service_time"):
         curve = document[name]

@@ -1,0 +1,100 @@
+"""CPU time sampling beside the measuring loop: `cpu.parquet` (agents/schema.py `CPU`).
+
+A `CpuSampler` thread wakes every interval and records (clock, CPU time, message count):
+the loops themselves never do anything for it (DESIGN.md rule 4), the count is a plain
+read of a counter the loop keeps anyway. Each wake-up takes the GIL from the loop for a
+few microseconds, like the once-a-second progress report. An agent reads its own process
+CPU time (`time.process_time_ns`: every thread, user + system, ns resolution); the broker
+monitor sums /proc over the broker's process tree (`tree_cpu_ns`, clock-tick resolution).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agents.schema import CPU
+from agents.streams import clock
+
+NS = 1_000_000_000
+# /proc/<pid>/stat fields after the command name, 0-based: ppid, pgrp, then utime, stime
+# and the cutime, cstime of reaped children (proc(5) numbers them 4, 5 and 14-17)
+PPID, PGRP, UTIME, CSTIME = 1, 2, 11, 14
+TICK_HZ = os.sysconf("SC_CLK_TCK")
+
+
+class CpuSampler(threading.Thread):
+    """Samples `cpu_ns()` and `messages()` every `interval_ns` until `finish()`, which
+    takes the last sample; the first is taken as the thread starts."""
+
+    def __init__(self, cpu_ns: Callable[[], int], messages: Callable[[], int | None],
+                 interval_ns: int) -> None:
+        super().__init__(name="cpu-sampler", daemon=True)
+        self._cpu_ns = cpu_ns
+        self._messages = messages
+        self._interval_s = interval_ns / NS
+        self._done = threading.Event()
+        self.samples: list[tuple[int, int, int | None]] = []
+        self.error: str | None = None  # why sampling stopped early (the samples stay)
+
+    def _sample(self) -> None:
+        try:
+            self.samples.append((clock(), self._cpu_ns(), self._messages()))
+        except OSError as exc:
+            self.error = self.error or f"{type(exc).__name__}: {exc}"
+
+    def run(self) -> None:
+        self._sample()
+        while not self._done.wait(self._interval_s) and self.error is None:
+            self._sample()
+
+    def finish(self) -> list[tuple[int, int, int | None]]:
+        self._done.set()
+        self.join()
+        if self.error is None:
+            self._sample()
+        return self.samples
+
+
+def _stat_fields(pid: str) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name (which may hold spaces and
+    parentheses, so the split is at its last ')'); None when the process is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            text = stat.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return None
+    return text[text.rindex(b")") + 2:].decode().split()
+
+
+def tree_cpu_ns(root: int) -> int:
+    """CPU time (user + system) of `root`, every process in its process group and every
+    descendant of either, in ns. The reaped children's time (cutime, cstime) is included,
+    so the sum keeps growing as short-lived helpers come and go instead of dropping.
+    Raises ProcessLookupError once `root` itself is gone."""
+    table = {}
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and (fields := _stat_fields(pid)) is not None:
+            table[int(pid)] = fields
+    if root not in table:
+        raise ProcessLookupError(f"process {root} is gone")
+    members = {pid for pid, fields in table.items() if pid == root or int(fields[PGRP]) == root}
+    grew = True
+    while grew:
+        children = {pid for pid, fields in table.items() if int(fields[PPID]) in members}
+        grew = not children <= members
+        members |= children
+    ticks = sum(int(value) for pid in members for value in table[pid][UTIME:CSTIME + 1])
+    return ticks * NS // TICK_HZ
+
+
+def write_cpu(path: Path, samples: list[tuple[int, int, int | None]]) -> None:
+    columns = list(zip(*samples, strict=True)) if samples else [[], [], []]
+    arrays = [pa.array(values, type=field.type) for values, field in zip(columns, CPU,
+                                                                        strict=True)]
+    pq.write_table(pa.Table.from_arrays(arrays, schema=CPU), path, compression="zstd")

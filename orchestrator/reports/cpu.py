@@ -1,0 +1,48 @@
+"""A run's CPU figures (summary.json `cpu`, spark_jobs.cpu) as a small HTML table beside
+its latency figures: CPU µs per message for sender, receiver and broker, the cores each
+used, and the notes (why the broker has no figures, the monitor's troubles)."""
+
+from __future__ import annotations
+
+from html import escape
+
+from orchestrator.report import supported
+from orchestrator.reports.table import DIM_TITLE, count, micro
+
+SIDES = ("sender", "receiver", "broker")
+FIGURES = ("lower_median", "mean", "robust_deviation", "p90", "p99", "max")
+HEAD = ("CPU µs per message", "median", "mean", "robust dev.", "p90", "p99", "max",
+        "intervals", "cores", "empty intervals")
+
+
+def _cell(figures: dict, key: str) -> str:
+    if key.startswith("p") and not supported(key, figures.get("count") or 0):
+        return f'<td class="dim" title="{DIM_TITLE}">{micro(figures.get(key))}</td>'
+    return f"<td>{micro(figures.get(key))}</td>"
+
+
+def _row(side: str, figures: dict | None) -> str:
+    if not isinstance(figures, dict):
+        return (f'<tr><td class="text">{side}</td>'
+                f'<td colspan="{len(HEAD) - 1}" class="text">no samples</td></tr>')
+    per_message = figures.get("us_per_message") or {}
+    cores = figures.get("cores")
+    return (f'<tr><td class="text">{side}</td>'
+            + "".join(_cell(per_message, key) for key in FIGURES)
+            + f"<td>{count(per_message.get('count'))}</td>"
+            + f"<td>{f'{cores:.3f}' if isinstance(cores, int | float) else '–'}</td>"
+            + f"<td>{count(figures.get('empty_intervals'))}</td></tr>")
+
+
+def cpu_table(summary: dict) -> str:
+    """The table, or "" for a summary without CPU figures (older analyses)."""
+    usage = summary.get("cpu")
+    if not isinstance(usage, dict):
+        return ""
+    head = "".join(f'<th class="text">{escape(h)}</th>' if i == 0 else f"<th>{escape(h)}</th>"
+                   for i, h in enumerate(HEAD))
+    rows = "".join(_row(side, usage.get(side)) for side in SIDES)
+    notes = "".join(f"<li>{escape(str(note))}</li>" for note in usage.get("notes") or [])
+    return (f'<div class="scroll"><table class="figures"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{rows}</tbody></table></div>"
+            + (f'<ul class="note">{notes}</ul>' if notes else ""))
