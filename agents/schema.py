@@ -29,6 +29,9 @@ MESSAGES = pa.schema(
 )
 
 MESSAGES_FILE = "messages.parquet"
+#: Messages per sender/receiver overhead and throughput window (SO_n, RO_n, ST_n, RT_n)
+#: unless the scenario sets `throughput_window`; the manifest records the one used.
+DEFAULT_THROUGHPUT_WINDOW = 100
 HLOG_FILE = "latency.hlog"
 
 #: `cpu.parquet`: one row per CPU sample of an agent (its own process) or of the broker

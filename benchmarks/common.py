@@ -20,7 +20,7 @@ from orchestrator.launchers.local import LocalLauncher
 from orchestrator.matrix import expand
 from orchestrator.progress import ProgressView
 from orchestrator.recipes import load_recipe
-from orchestrator.runner import Run
+from orchestrator.runner import Run, RunSettings
 from orchestrator.scenario import parse_scenario
 from orchestrator.units import parse_rate
 
@@ -71,7 +71,7 @@ def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
     run failed outright (it leaves no figures to read)."""
     point = expand(parse_scenario(step_scenario(name, system, size, rate, seconds)))[0]
     manifest = Run(point, run_dir, Fleet.local(), ProgressView(1, io.StringIO()),
-                   "bench").execute()
+                   RunSettings("bench")).execute()
     if stop_on_failure and manifest["status"] == "failed":
         raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")
     return {"rate": rate, "status": manifest["status"], **send_figures(run_dir)}

@@ -27,6 +27,13 @@ def spark_master(command_line: str | None, scenario: str | None) -> str:
             or "local[*]")
 
 
+def _messages(text: str) -> int:
+    """A window length on the command line: a whole number of messages, at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of messages ≥ 1, not {text!r}")
+    return int(text)
+
+
 def _load(file: str, console: Console):
     """The scenario in `file`, or None after printing every problem with its line."""
     from orchestrator.scenario import ScenarioError, load_scenario
@@ -94,7 +101,7 @@ def _report(args, console: Console) -> int:
     single = run_dirs == [args.dir]
     results_dir = args.dir.parent if single else args.dir
     summaries = analyse(run_dirs, spark_master(args.spark_master, None),
-                        results_dir / "analysis.log")
+                        results_dir / "analysis.log", args.window)
     if not single:
         scenario = json.loads((run_dirs[0] / "manifest.json").read_text()).get("scenario")
         write_results_summary(results_dir, scenario, summaries)
@@ -194,6 +201,9 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("dir", type=Path, help="a results directory or one run directory")
     report.add_argument("--spark-master", help=f"Spark master (default: "
                         f"${SPARK_MASTER_VARIABLE} or embedded local[*])")
+    report.add_argument("--window", type=_messages, metavar="M",
+                        help="messages per overhead/throughput window (default: each run's "
+                        "throughput_window)")
     report.set_defaults(handler=_report)
 
     compare = commands.add_parser(

@@ -19,7 +19,7 @@ from orchestrator.matrix import expand
 from orchestrator.progress import ProgressView
 from orchestrator.report import analyse, print_tables, write_results_summary
 from orchestrator.reports import write_reports
-from orchestrator.runner import Run
+from orchestrator.runner import Run, RunSettings
 
 DEFAULT_SPARK_MASTER = "local[*]"
 
@@ -71,13 +71,13 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
     view = ProgressView(len(points), console.file)
     fleet = Fleet.for_scenario(scenario)
+    settings = RunSettings.of(scenario)
     run_dirs, statuses = [], []
     try:
         _prepare(fleet, console)
         for point in points:
             run_dir = results_dir / point.run_id
-            manifest = Run(point, run_dir, fleet, view, scenario.name,
-                           scenario.placement, scenario.cpu_sample).execute()
+            manifest = Run(point, run_dir, fleet, view, settings).execute()
             run_dirs.append(run_dir)
             statuses.append(manifest["status"])
     except KeyboardInterrupt:

@@ -46,7 +46,8 @@ def find_run_dirs(path: Path) -> list[Path]:
     return runs
 
 
-def analyse(run_dirs: list[Path], spark_master: str, log_path: Path) -> list[dict]:
+def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
+            window: int | None = None) -> list[dict]:
     """Run the Spark job over the runs (one session for all) and return their summaries.
 
     The job runs in its own process: a JVM crash or memory blow-up there cannot take the
@@ -54,7 +55,7 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path) -> list[dic
     that failed outright recorded nothing: they are summarised from their manifests.
     """
     recorded = [d for d in run_dirs if read_manifest(d).get("status") != "failed"]
-    results = _run_spark_job(recorded, spark_master, log_path) if recorded else {}
+    results = _run_spark_job(recorded, spark_master, log_path, window) if recorded else {}
     summaries = []
     for run_dir in run_dirs:
         result = results.get(run_dir, {})
@@ -68,9 +69,11 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path) -> list[dic
     return summaries
 
 
-def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path) -> dict:
+def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
+                   window: int | None) -> dict:
     """{run_dir: {"summary": path} or {"error": text}} from the job's JSON result lines."""
     argv = [sys.executable, "-m", "spark_jobs.analyze", "--master", spark_master,
+            *(["--window", str(window)] if window else []),
             *map(str, run_dirs)]
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ from agents import protocol as p
 from agents.artifacts import sha256_of
 from agents.facts import clock_domain
 from agents.schedule import MAX, NS
+from agents.schema import DEFAULT_THROUGHPUT_WINDOW
 from orchestrator.brokers import BrokerError, RunningBroker, provide_broker
 from orchestrator.fleet import Fleet
 from orchestrator.hosts import Placement
@@ -74,26 +75,41 @@ def agent_argv(python: str) -> list[str]:
     return [python, "-m", "agents"]
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """What a scenario sets for every one of its runs, besides the workload point."""
+
+    scenario: str
+    placement: Placement = field(default_factory=Placement)
+    cpu_sample_ns: int = p.DEFAULT_CPU_SAMPLE_NS
+    throughput_window: int = DEFAULT_THROUGHPUT_WINDOW  # recorded for the analysis
+
+    @classmethod
+    def of(cls, scenario) -> RunSettings:
+        return cls(scenario.name, scenario.placement, scenario.cpu_sample,
+                   scenario.throughput_window)
+
+
 class Run:
-    def __init__(self, point, run_dir: Path, fleet: Fleet, view, scenario: str,
-                 placement: Placement | None = None,
-                 cpu_sample_ns: int = p.DEFAULT_CPU_SAMPLE_NS) -> None:
+    def __init__(self, point, run_dir: Path, fleet: Fleet, view, settings: RunSettings
+                 ) -> None:
         self.point = point
         self.run_dir = run_dir
         self.key = "/".join(run_dir.parts[-3:])  # <scenario>/<stamp>/<run-id>
         self.fleet = fleet
-        self.placement = placement or Placement()
+        self.placement = settings.placement
         self.view = view
         self.inbox: queue.Queue = queue.Queue()
         self.agents: dict[str, AgentHandle] = {}
         self.broker: RunningBroker | None = None
-        self.cpu_sample_ns = cpu_sample_ns
+        self.cpu_sample_ns = settings.cpu_sample_ns
         self.monitor: AgentHandle | None = None  # samples the broker's CPU (agents.monitor)
         self.monitor_notes: list[str] = []  # its troubles: never the run's problems
-        self.manifest = new_manifest(point, scenario)
+        self.manifest = new_manifest(point, settings.scenario)
         self.manifest.update(placement=self.placement.model_dump(mode="json"),
                              cross_host_latency=self.placement.cross_host_latency,
-                             hosts=fleet.facts, cpu_sample_ns=cpu_sample_ns)
+                             hosts=fleet.facts, cpu_sample_ns=self.cpu_sample_ns,
+                             throughput_window=settings.throughput_window)
         self.problems: list[str] = self.manifest["problems"]
 
     # -- lifecycle -----------------------------------------------------------------------

@@ -19,7 +19,8 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from agents.protocol import DEFAULT_CPU_SAMPLE_NS
-from orchestrator.fields import Mode, Name, Receive, SampleInterval, Schedule
+from agents.schema import DEFAULT_THROUGHPUT_WINDOW
+from orchestrator.fields import Count, Mode, Name, Receive, SampleInterval, Schedule
 from orchestrator.hosts import LOCAL, HostSpec, Inventory, Placement
 from orchestrator.problems import Problem, ScenarioError, format_path, problems_from
 from orchestrator.systems import DEFER_OPTIONS, System, driver_or_none
@@ -72,6 +73,8 @@ class Scenario(BaseModel):
     """Where the analysis runs (e.g. spark://host:7077); None: embedded local[*]."""
     cpu_sample: SampleInterval = DEFAULT_CPU_SAMPLE_NS
     """How often agents and the broker monitor sample CPU time (cpu.parquet), in ns."""
+    throughput_window: Count = DEFAULT_THROUGHPUT_WINDOW
+    """Messages per window of a stream's overhead and throughput (SO_n … RT_n)."""
 
     @field_validator("systems")
     @classmethod

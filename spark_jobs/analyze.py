@@ -6,8 +6,9 @@ All run dirs share one Spark session (its start-up costs ~10 s). Per run: one jo
 the accounting, the rates, the clock pairs, the HDR bucket counts, the exact medians, the
 stream extents, the latency curve and the throughput window pass; only one-row results, one
 row per agent or stream, bucket rows and ≤ 2,000-point curves come back to the driver.
-`--window M` (default 100) is the number of messages the overhead and throughput of a
-stream are taken over, whatever the scenario. Exit status: 0 all analysed, 1 some run failed
+`--window M` is the number of messages the overhead and throughput of a stream are taken
+over; without it, the run's own (the scenario's `throughput_window`, recorded in its
+manifest; 100 for manifests without one). Exit status: 0 all analysed, 1 some run failed
 (the others still get their reports; the failed one's JSON line carries "error"), 2 bad
 usage or a run dir without a manifest.
 
@@ -141,12 +142,13 @@ def _missing_notes(manifest: dict[str, Any], loaded: dict[str, tuple[str, Path]]
     return notes, hlogs
 
 
-def analyze_run(spark: SparkSession, run_dir: Path, window: int = series.DEFAULT_WINDOW
+def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
                 ) -> dict[str, Any]:
     """Analyse one run dir, write its report files and return the summary (window: M, the
-    messages a stream's overhead and throughput are taken over)."""
+    messages a stream's overhead and throughput are taken over; None: the manifest's)."""
     run_dir = Path(run_dir)
     manifest = json.loads((run_dir / MANIFEST).read_text())
+    window = window or manifest.get("throughput_window", series.DEFAULT_WINDOW)
     workload = manifest.get("workload", {})
     load = load_of(manifest.get("params", {}))
     warmup_s = int(workload.get("warmup_ns", 0)) / 1e9
@@ -228,7 +230,8 @@ def _check(run_dirs: list[Path]) -> None:
         raise FileNotFoundError(f"no {MANIFEST} in: {', '.join(missing)}")
 
 
-def _analyze_logged(spark: SparkSession, run_dir: Path, window: int) -> dict[str, Any]:
+def _analyze_logged(spark: SparkSession, run_dir: Path, window: int | None
+                    ) -> dict[str, Any]:
     began = time.monotonic()
     log.info("analysing %s", run_dir)
     summary = analyze_run(spark, run_dir, window)
@@ -237,7 +240,7 @@ def _analyze_logged(spark: SparkSession, run_dir: Path, window: int) -> dict[str
 
 
 def analyze_runs(run_dirs: list[Path], master: str = "local[*]",
-                 window: int = series.DEFAULT_WINDOW) -> list[dict[str, Any]]:
+                 window: int | None = None) -> list[dict[str, Any]]:
     """Analyse each run dir in one Spark session (an active one is reused, not stopped)."""
     run_dirs = [Path(d) for d in run_dirs]
     _check(run_dirs)
@@ -256,9 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m spark_jobs.analyze", description=__doc__
                                      .splitlines()[0])
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
-    parser.add_argument("--window", type=_window, default=series.DEFAULT_WINDOW, metavar="M",
-                        help="messages per overhead/throughput window (default "
-                        f"{series.DEFAULT_WINDOW})")
+    parser.add_argument("--window", type=_window, metavar="M",
+                        help="messages per overhead/throughput window (default: each run's "
+                        f"own, else {series.DEFAULT_WINDOW})")
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,

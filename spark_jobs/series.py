@@ -54,6 +54,7 @@ from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from agents import hdr
+from agents.schema import DEFAULT_THROUGHPUT_WINDOW
 from spark_jobs import frames
 from spark_jobs.distribution import NINES, Detail, Humps, bucket_range, median_bucket, nines
 from spark_jobs.load import HEADLINE, OPEN_LOOP, SATURATION
@@ -61,7 +62,7 @@ from spark_jobs.summarize import MetricCounts, counts_by, metric_summary
 
 SENDER, RECEIVER, SCHEDULE = 0, 1, 2  # stream sides; SCHEDULE: intended times per producer
 SIDES = {SENDER: "sender", RECEIVER: "receiver"}
-DEFAULT_WINDOW = 100
+DEFAULT_WINDOW = DEFAULT_THROUGHPUT_WINDOW
 MAX_POINTS = 2000
 MILLI = 1000  # throughput values: integer milli-msg/s
 CURVE, BUCKETS = 0, 1  # the two groupings of the throughput pass

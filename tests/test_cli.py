@@ -40,3 +40,16 @@ def test_a_threshold_must_be_a_positive_percentage(threshold, capsys):
         parser().parse_args(["compare", "a", "b", "--threshold", threshold])
     assert exit_.value.code == EXIT_BAD_INPUT
     assert "--threshold" in capsys.readouterr().err
+
+
+def test_report_window_defaults_to_each_runs_own():
+    assert parser().parse_args(["report", "runs/a"]).window is None
+    assert parser().parse_args(["report", "runs/a", "--window", "500"]).window == 500
+
+
+@pytest.mark.parametrize("window", ["0", "-5", "1.5", "ten"])
+def test_a_report_window_is_a_whole_number_of_messages(window, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        parser().parse_args(["report", "runs/a", "--window", window])
+    assert exit_.value.code == EXIT_BAD_INPUT
+    assert "--window" in capsys.readouterr().err

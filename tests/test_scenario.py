@@ -168,7 +168,7 @@ def test_dump_reloads_to_the_same_scenario(tmp_path: Path) -> None:
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     assert only(tmp_path, MINIMAL + "colour: red\n") == Problem(
         "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, inventory, "
-        "placement, output, spark_master, cpu_sample)"
+        "placement, output, spark_master, cpu_sample, throughput_window)"
     )
 
 
@@ -215,6 +215,14 @@ def test_cpu_sample_interval(tmp_path: Path) -> None:
     assert load_scenario(write(tmp_path, MINIMAL + "cpu_sample: 250ms\n")).cpu_sample == 250_000_000
     assert only(tmp_path, MINIMAL + "cpu_sample: 5ms\n") == Problem(
         "cpu_sample", 9, "must be at least 10ms (the resolution of a process's CPU time in /proc)")
+
+
+def test_throughput_window(tmp_path: Path) -> None:
+    assert load_scenario(write(tmp_path, MINIMAL)).throughput_window == 100
+    assert load_scenario(write(tmp_path, MINIMAL + "throughput_window: 1000\n")
+                         ).throughput_window == 1000
+    assert only(tmp_path, MINIMAL + "throughput_window: 0\n").path == "throughput_window"
+    assert only(tmp_path, MINIMAL + "throughput_window: 0\n").line == 9
 
 
 def test_closed_schedule_needs_round_trip(tmp_path: Path) -> None:
@@ -577,7 +585,7 @@ def test_an_unknown_key_next_to_cases_lists_cases(tmp_path: Path) -> None:
         "colour",
         13,
         "unknown field (expected one of: name, systems, workload, hosts, inventory, "
-        "placement, output, spark_master, cpu_sample, cases)",
+        "placement, output, spark_master, cpu_sample, throughput_window, cases)",
     )
 
 

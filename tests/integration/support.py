@@ -27,7 +27,7 @@ from orchestrator.launchers.local import LocalLauncher
 from orchestrator.matrix import RunPoint, expand
 from orchestrator.progress import ProgressView
 from orchestrator.recipes import load_recipe
-from orchestrator.runner import Run
+from orchestrator.runner import Run, RunSettings
 from orchestrator.scenario import ScenarioError, parse_scenario
 
 
@@ -62,8 +62,10 @@ class RecordingView(ProgressView):
         self.at_ns = at_ns
 
 
-def execute(point: RunPoint, run_dir: Path, view: ProgressView | None = None) -> dict:
-    return Run(point, run_dir, Fleet.local(), view or RecordingView(), "test").execute()
+def execute(point: RunPoint, run_dir: Path, view: ProgressView | None = None,
+            settings: RunSettings | None = None) -> dict:
+    return Run(point, run_dir, Fleet.local(), view or RecordingView(),
+               settings or RunSettings("test")).execute()
 
 
 @contextmanager

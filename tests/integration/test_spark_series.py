@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from agents.schema import MESSAGES_FILE
+from orchestrator.runner import RunSettings
 from spark_jobs import distribution, frames, series
 from spark_jobs.analyze import SERIES, analyze_run, main
 from tests.integration.support import execute, points
@@ -31,14 +32,17 @@ SERIES_KEYS = {"window", "load", "latency", "service_time", "saturation_latency"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("series") / "run"
-    manifest = execute(points(SCENARIO)[0], run_dir)
+    settings = RunSettings("series", throughput_window=WINDOW)  # the scenario's field
+    manifest = execute(points(SCENARIO)[0], run_dir, settings=settings)
     assert manifest["status"] == "ok", manifest["problems"]
+    assert manifest["throughput_window"] == WINDOW
     return run_dir, manifest
 
 
 @pytest.fixture(scope="module")
 def summary(spark, run):
-    return analyze_run(spark, run[0], window=WINDOW)
+    """Analysed with the window the manifest records (no --window)."""
+    return analyze_run(spark, run[0])
 
 
 def _measured_by_seq(run_dir, manifest, role: str) -> dict[str, np.ndarray]:

@@ -13,5 +13,4 @@ def test_local_jvm_heap_is_sized_to_the_machine(spark):
         pytest.skip("a heap is set in the environment, which wins over the default")
     wanted = int(local_heap().removesuffix("m")) * 2**20
     heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
-    assert heap >= 0.85 * wanted  # the JVM reports a little less than -Xmx
-    assert heap <= wanted
+    assert 0.85 * wanted <= heap <= 1.05 * wanted  # the JVM reports about -Xmx, not exactly
