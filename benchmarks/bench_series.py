@@ -20,9 +20,10 @@ keyed by its size; manifest.json, written last, marks it complete.
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/bench_series.py [--messages 10M]
         [--repeat 2] [--window 100] [--driver-memory 6g]
 
---messages 100M writes ~3 GB of parquet, and one stream of 100M rows needs more than local
-mode's default 1 GB heap (the sort before the window spills into more files than it can
-read back at once): pass --driver-memory (the JVM's heap, set before it starts).
+--messages 100M writes ~3 GB of parquet, and one stream of 100M rows needs more than Spark's
+own 1 GB default heap (the sort before the window spills into more files than it can read
+back at once); `spark_jobs.session` sizes the local heap to the machine (a quarter of its
+memory), and --driver-memory sets another (the JVM's heap, fixed when it starts).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import pyarrow.parquet as pq
 from agents.schema import MESSAGES, MESSAGES_FILE
 from orchestrator.units import parse_rate
 from spark_jobs import frames, series, summarize
-from spark_jobs.session import spark_session
+from spark_jobs.session import local_heap, spark_session
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=2, help="best of this many rounds")
     parser.add_argument("--window", type=int, default=series.DEFAULT_WINDOW)
     parser.add_argument("--driver-memory", help="heap of the local Spark JVM, e.g. 6g "
-                        "(default: Spark's 1g, as the analysis runs)")
+                        "(default: the analysis' own, a quarter of the machine's memory)")
     args = parser.parse_args(argv)
     messages = int(parse_rate(args.messages))
     if args.driver_memory:
@@ -160,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = 2 * messages
     print(f"\n{messages:,} messages = {rows:,} raw rows, local[*] = {cores} cores, "
           f"window {args.window}, best of {args.repeat}, heap "
-          f"{args.driver_memory or 'default'}")
+          f"{args.driver_memory or local_heap()}")
     print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/"
           f"{load_before[2]:.1f}, after {load_after[0]:.1f}/{load_after[1]:.1f}/"
           f"{load_after[2]:.1f}")
