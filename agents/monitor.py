@@ -2,11 +2,12 @@
 
 Started by the controller like an agent (`python -m agents`, role `monitor`, the same
 control channel and clock pings), beside a broker sixnines started; `target_pid` names the
-broker's process group there. It samples `cpu.tree_cpu_ns` from `start` until `finish` or
+broker's process group there. It samples `cpu.ProcessTree` from `start` until `finish` or
 `stop` and announces cpu.parquet in `done`. It has no loop to protect, so its main thread
 just answers the channel. A broker that dies ends the sampling, not the monitor: what was
-sampled is kept and the reason reported. A sample reads every /proc/<pid>/stat of the host
-(~1 ms per 130 processes here): about 1% of a core at 100 ms, on the broker's host.
+sampled is kept and the reason reported. A sample reads only the broker tree's stat files;
+every tenth rescans all of /proc for new members (see `ProcessTree`: scanning every time
+disturbed the broker it measures).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from agents import protocol as p
 from agents.artifacts import described
-from agents.cpu import CpuSampler, tree_cpu_ns, write_cpu
+from agents.cpu import CpuSampler, ProcessTree, write_cpu
 from agents.facts import host_facts, versions
 from agents.schema import CPU_FILE
 from agents.streams import clock
@@ -26,7 +27,7 @@ ROLE = "monitor"
 
 def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
     try:
-        tree_cpu_ns(spec.target_pid)
+        tree = ProcessTree(spec.target_pid)
     except (OSError, ValueError) as exc:
         channel.send(p.Failed(agent_id=spec.agent_id, error=f"cannot read the CPU time of "
                               f"process group {spec.target_pid}: {exc}"))
@@ -44,7 +45,7 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
             channel.send(p.Pong(t_ns=message.t_ns, agent_ns=clock()))
         elif isinstance(message, p.Start) and sampler is None:
             at_ns = message.at_ns
-            sampler = CpuSampler(lambda: tree_cpu_ns(spec.target_pid), lambda: None,
+            sampler = CpuSampler(tree.cpu_ns, lambda: None,
                                  spec.cpu_sample_ns)
             sampler.start()
         elif message is None or isinstance(message, p.Finish | p.Stop):

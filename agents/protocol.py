@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import IO, ClassVar
 
 PROTOCOL_VERSION = 2
-DEFAULT_CPU_SAMPLE_NS = 100_000_000
+DEFAULT_CPU_SAMPLE_NS = 1_000_000_000  # as often as the interval log and the progress report
 
 
 class ProtocolError(Exception):

@@ -1,11 +1,11 @@
 """CPU per message: the agents' and the broker monitor's cpu.parquet samples (agents.cpu)
-attributed to the messages of each sample interval. A run has tens of samples a second per
-process, so this reads them with pyarrow on the driver; no Spark job.
+attributed to the messages of each sample interval. A run has one to a hundred samples a
+second per process, so this reads them with pyarrow on the driver; no Spark job.
 
 Time. Every process's samples are put on the time since its own t0 (`t0_ns` in the
 manifest): the one start instant the controller sent to all, moved onto each host's clock
 by its measured offset. Processes on different hosts therefore line up to within the
-offset's uncertainty (microseconds to a millisecond), far below the 100 ms intervals:
+offset's uncertainty (microseconds to a millisecond), far below the ≥ 10 ms intervals:
 attributing by interval is coarse, and that alignment is fine for it.
 
 An interval is the span between two consecutive samples of one process. Only measured

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from agents.cpu import CpuSampler, tree_cpu_ns, write_cpu
+from agents.cpu import CpuSampler, ProcessTree, write_cpu
 from agents.schema import CPU
 
 BURN = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
@@ -36,12 +36,15 @@ def _end(child: subprocess.Popen) -> None:
 def test_reads_the_cpu_time_a_process_burnt() -> None:
     child = _parent(BURN)
     try:
-        used = tree_cpu_ns(child.pid)
+        tree = ProcessTree(child.pid)
+        used = tree.cpu_ns()
     finally:
         _end(child)
     assert 0.25e9 <= used < 5e9
     with pytest.raises(ProcessLookupError):
-        tree_cpu_ns(child.pid)
+        tree.cpu_ns()
+    with pytest.raises(ProcessLookupError):
+        ProcessTree(child.pid)
 
 
 def test_counts_live_descendants_and_reaped_children() -> None:
@@ -58,10 +61,35 @@ def test_counts_live_descendants_and_reaped_children() -> None:
         """)
     child = _parent(body)
     try:
-        used = tree_cpu_ns(child.pid)
+        used = ProcessTree(child.pid).cpu_ns()
     finally:
         _end(child)
     assert used >= 0.5e9
+
+
+def test_a_child_started_between_scans_is_counted_from_the_next_scan() -> None:
+    """Between full scans only the known members are read; a helper the broker starts
+    later is found at the next scan with all its CPU time (cumulative: nothing lost)."""
+    body = textwrap.dedent(f"""\
+        import subprocess, sys
+        print('ready', flush=True)
+        sys.stdin.readline()
+        helper = subprocess.Popen([sys.executable, "-c", {BURN!r} + "import sys; sys.stdin.read()"],
+                                  stdin=subprocess.PIPE)  # lives until the parent exits
+        """)
+    child = _parent(body)  # the body's "ready"; its helper starts on the next line sent
+    try:
+        tree = ProcessTree(child.pid, rescan_every=2)
+        before = tree.cpu_ns()  # first of two samples on the members found at the start
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        time.sleep(1.0)  # the helper burns 0.3 s of CPU
+        unseen = tree.cpu_ns()  # second sample: still the old members
+        found = tree.cpu_ns()  # rescanned: the helper's time counts
+    finally:
+        _end(child)
+    assert unseen - before < 0.2e9
+    assert found - before >= 0.25e9
 
 
 def test_sampler_takes_first_periodic_and_last_samples(tmp_path: Path) -> None:
@@ -84,7 +112,7 @@ def test_sampler_takes_first_periodic_and_last_samples(tmp_path: Path) -> None:
 
 def test_sampler_keeps_what_it_had_when_the_process_goes() -> None:
     child = _parent("")
-    sampler = CpuSampler(lambda: tree_cpu_ns(child.pid), lambda: None, 10_000_000)
+    sampler = CpuSampler(ProcessTree(child.pid).cpu_ns, lambda: None, 10_000_000)
     sampler.start()
     time.sleep(0.05)
     _end(child)

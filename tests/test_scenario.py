@@ -211,7 +211,7 @@ def test_bad_duration(tmp_path: Path) -> None:
 
 
 def test_cpu_sample_interval(tmp_path: Path) -> None:
-    assert load_scenario(write(tmp_path, MINIMAL)).cpu_sample == 100_000_000
+    assert load_scenario(write(tmp_path, MINIMAL)).cpu_sample == 1_000_000_000
     assert load_scenario(write(tmp_path, MINIMAL + "cpu_sample: 250ms\n")).cpu_sample == 250_000_000
     assert only(tmp_path, MINIMAL + "cpu_sample: 5ms\n") == Problem(
         "cpu_sample", 9, "must be at least 10ms (the resolution of a process's CPU time in /proc)")

@@ -13,10 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from agents.schema import CPU_FILE
+from orchestrator.runner import RunSettings
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration
 
+SETTINGS = RunSettings("cpu", cpu_sample_ns=100_000_000)  # 2 s runs: sample every 100 ms
 WORKLOAD = """
 workload: {message_size: 64, rate: 2000, duration: 2s, warmup: 500ms, drain: 2s}
 """
@@ -37,7 +39,7 @@ def _analysed(spark, run_dir: Path) -> tuple[dict, dict]:
 @pytest.fixture(scope="module")
 def started(tmp_path_factory) -> tuple[Path, dict]:
     run_dir = tmp_path_factory.mktemp("cpu") / "run"
-    return run_dir, execute(_point("builtin"), run_dir)
+    return run_dir, execute(_point("builtin"), run_dir, settings=SETTINGS)
 
 
 def test_every_process_leaves_checksummed_samples(started):
@@ -88,7 +90,7 @@ def test_summary_and_series_hold_cpu_per_message(spark, started):
 def test_no_broker_cpu_for_a_broker_sixnines_did_not_start(spark, tmp_path):
     with external_broker("tcp") as (_, address):
         run_dir = tmp_path / "run"
-        manifest = execute(_point(f"{{external: '{address}'}}"), run_dir)
+        manifest = execute(_point(f"{{external: '{address}'}}"), run_dir, settings=SETTINGS)
     assert manifest["status"] == "ok" and manifest["monitor"] is None
     summary, _ = _analysed(spark, run_dir)
     assert summary["cpu"]["broker"] is None
@@ -111,7 +113,7 @@ class KillMonitor(RecordingView):
 
 def test_a_dead_monitor_is_a_note_not_a_failure(spark, tmp_path):
     run_dir = tmp_path / "run"
-    manifest = execute(_point("builtin"), run_dir, KillMonitor())
+    manifest = execute(_point("builtin"), run_dir, KillMonitor(), SETTINGS)
     assert manifest["status"] == "ok", manifest["problems"]
     assert manifest["monitor"]["status"] == "failed"
     summary, _ = _analysed(spark, run_dir)
