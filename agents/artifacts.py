@@ -1,22 +1,30 @@
-"""Writing an agent's results after the run: messages.parquet, latency.hlog, checksums
-(cpu.parquet: agents.cpu).
+"""Writing an agent's results after the run: latency.hlog, messages.parquet, checksums
+(cpu.parquet: agents.cpu), and done.json, the agent's own account of its run.
 
 Runs once the measuring loop is over (never inside it), also after a failure, so whatever
-was recorded reaches the disk.
+was recorded reaches the disk. Each file is written whole or not at all (agents.atomic);
+one that cannot be written (a full disk) is a problem naming it, and the others are still
+written, the smallest and most telling first. done.json is the `done` message the agent
+sends, kept beside the files: when the controller is gone before it arrives, `sixnines
+report` finds the agent's results from it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from agents import protocol as p
+from agents.atomic import WriteFailure, atomic_path, write_atomically
 from agents.hlog import write_hlog
-from agents.schema import HLOG_FILE, MESSAGES, MESSAGES_FILE
+from agents.schema import DONE_FILE, HLOG_FILE, MESSAGES, MESSAGES_FILE
 
 
 def _column(values: np.ndarray | None, field: pa.Field, rows: int) -> pa.Array:
@@ -42,16 +50,61 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def write_files(out_dir: Path, writers: dict[str, Callable[[Path], object]]
+                ) -> tuple[dict, list[str]]:
+    """Write each file whole, in order, by its writer (given the path to write to); returns
+    ({file: {sha256, bytes}} of those written, a problem for each that could not be)."""
+    files, problems = {}, []
+    for name, write in writers.items():
+        path = out_dir / name
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)
+            with atomic_path(path) as temp:
+                write(temp)
+        except OSError as exc:
+            problems.append(str(WriteFailure.of(path, exc)))
+            continue
+        files |= described(out_dir, (name,))
+    return files, problems
+
+
 def write_all(out_dir: Path, columns: dict, series: dict, *, t0_ns: int, warmup_ns: int,
-              label: str) -> tuple[dict, dict]:
-    """Write both files; returns ({file: {sha256, bytes}}, out-of-range report per tag)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_messages(out_dir / MESSAGES_FILE, columns)
+              label: str) -> tuple[dict, dict, list[str]]:
+    """Write the interval log, then the messages; returns ({file: {sha256, bytes}}, the
+    out-of-range report per tag, a problem per file that could not be written)."""
     # the hlog's StartTime is the wall-clock instant of t0 on this host
     start_epoch_s = (time.time_ns() - (time.perf_counter_ns() - t0_ns)) / 1e9
-    out_of_range = write_hlog(out_dir / HLOG_FILE, start_epoch_s=start_epoch_s, series=series,
-                              warmup_ns=warmup_ns, comment=f"sixnines {label}")
-    return described(out_dir, (MESSAGES_FILE, HLOG_FILE)), out_of_range
+    out_of_range: dict = {}
+
+    def hlog(path: Path) -> None:
+        out_of_range.update(write_hlog(path, start_epoch_s=start_epoch_s, series=series,
+                                       warmup_ns=warmup_ns, comment=f"sixnines {label}"))
+
+    files, problems = write_files(out_dir, {
+        HLOG_FILE: hlog, MESSAGES_FILE: lambda path: write_messages(path, columns)})
+    return files, out_of_range, problems
+
+
+def keep_done(out_dir: Path, done: p.Done) -> p.Done:
+    """Keep `done` beside the files (done.json); if even that cannot be written, the
+    message to send says so."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        write_atomically(out_dir / DONE_FILE, p.encode(done) + "\n")
+    except OSError as exc:
+        failure = WriteFailure.of(out_dir / DONE_FILE, exc)
+        return dataclasses.replace(done, status="partial",
+                                   problems=[*done.problems, f"{done.agent_id}: {failure}"])
+    return done
+
+
+def read_done(out_dir: Path) -> p.Done | None:
+    """The `done` an agent kept in `out_dir`, or None (none written, or unreadable)."""
+    try:
+        message = p.decode((out_dir / DONE_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, p.ProtocolError):
+        return None
+    return message if isinstance(message, p.Done) else None
 
 
 def described(out_dir: Path, names: tuple[str, ...]) -> dict:

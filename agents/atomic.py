@@ -28,12 +28,20 @@ class WriteFailure(OSError):
     def __str__(self) -> str:
         return self.strerror
 
+    @classmethod
+    def of(cls, path: Path, exc: OSError) -> WriteFailure:
+        """`exc` as the failure to write `path` (itself when it already is one)."""
+        return exc if isinstance(exc, WriteFailure) else cls(path, exc)
+
 
 def _reason(path: Path, cause: OSError) -> str:
-    reason = cause.strerror or str(cause)
+    """The OS's reason in its own words (writers such as pyarrow wrap it in theirs), and
+    the room left on the filesystem that refused."""
+    reason = os.strerror(cause.errno) if cause.errno else (cause.strerror or str(cause))
     with contextlib.suppress(OSError):
-        free = shutil.disk_usage(_existing_parent(path)).free
-        reason += f" ({_bytes(free)} free on that filesystem)"
+        where = _existing_parent(path)
+        free = shutil.disk_usage(where).free
+        reason += f" ({_bytes(free)} free on {_mount_point(where)})"
     return reason
 
 
@@ -42,6 +50,13 @@ def _existing_parent(path: Path) -> Path:
         if parent.exists():
             return parent
     return Path.cwd()
+
+
+def _mount_point(path: Path) -> Path:
+    path = path.resolve()
+    while not os.path.ismount(path):
+        path = path.parent
+    return path
 
 
 def _bytes(count: int) -> str:
@@ -65,7 +80,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
         os.replace(temp, path)
     except OSError as exc:
         temp.unlink(missing_ok=True)
-        raise exc if isinstance(exc, WriteFailure) else WriteFailure(path, exc) from exc
+        raise WriteFailure.of(path, exc) from exc
     except BaseException:
         temp.unlink(missing_ok=True)
         raise

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agents import protocol as p
-from agents.artifacts import described, write_all
+from agents.artifacts import keep_done, write_all, write_files
 from agents.cpu import CpuSampler, write_cpu
 from agents.facts import host_facts, versions
 from agents.monitor import ROLE as MONITOR
@@ -63,7 +63,9 @@ def _listen(channel: p.Channel, control: Control, drain_ns: int) -> None:
 
 def _report_progress(channel: p.Channel, role: Role, agent_id: str, done: threading.Event) -> None:
     while not done.wait(PROGRESS_INTERVAL_S):
-        channel.send(p.Progress(agent_id=agent_id, sent=role.sent, received=role.received))
+        if not channel.send(p.Progress(agent_id=agent_id, sent=role.sent,
+                                       received=role.received)):
+            return
 
 
 def serve(channel: p.Channel) -> int:
@@ -132,18 +134,21 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
                         "were not recorded")
     with contextlib.suppress(OSError, DriverError):
         role.close()
-    files, out_of_range = write_all(
-        Path(spec.out_dir), role.columns(), role.metrics(), t0_ns=at_ns,
+    out_dir = Path(spec.out_dir)
+    files, out_of_range, unwritten = write_all(
+        out_dir, role.columns(), role.metrics(), t0_ns=at_ns,
         warmup_ns=spec.warmup_ns, label=f"{spec.run_id} {spec.agent_id} ({spec.role})")
-    write_cpu(Path(spec.out_dir) / CPU_FILE, samples)
-    files |= described(Path(spec.out_dir), (CPU_FILE,))
+    cpu_files, cpu_unwritten = write_files(out_dir, {CPU_FILE: lambda path: write_cpu(path,
+                                                                                   samples)})
+    problems += [f"{spec.agent_id}: {problem}" for problem in (*unwritten, *cpu_unwritten)]
     extra = {"out_of_range": out_of_range}
     for name in ("duplicate_replies", "unexpected_replies"):
         if hasattr(role, name):
             extra[name] = getattr(role, name)
-    channel.send(p.Done(agent_id=spec.agent_id, status="partial" if problems else "ok",
-                        sent=role.sent, received=role.received, t0_ns=at_ns, artifacts=files,
-                        problems=problems, extra=extra))
+    done = p.Done(agent_id=spec.agent_id, status="partial" if problems else "ok",
+                  sent=role.sent, received=role.received, t0_ns=at_ns,
+                  artifacts=files | cpu_files, problems=problems, extra=extra)
+    channel.send(keep_done(out_dir, done))
     return 0
 
 

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from agents import protocol as p
-from agents.artifacts import described
+from agents.artifacts import keep_done, write_files
 from agents.cpu import CpuSampler, ProcessTree, write_cpu
 from agents.facts import host_facts, versions
 from agents.schema import CPU_FILE
@@ -59,9 +59,9 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
         problems.append(f"{spec.agent_id}: stopped early ("
                         f"{message.reason if message else 'control channel closed'})")
     out_dir = Path(spec.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_cpu(out_dir / CPU_FILE, samples)
-    channel.send(p.Done(agent_id=spec.agent_id, status="partial" if problems else "ok",
-                        sent=0, received=0, t0_ns=at_ns, artifacts=described(out_dir, (CPU_FILE,)),
-                        problems=problems))
+    files, unwritten = write_files(out_dir, {CPU_FILE: lambda path: write_cpu(path, samples)})
+    problems += [f"{spec.agent_id}: {problem}" for problem in unwritten]
+    done = p.Done(agent_id=spec.agent_id, status="partial" if problems else "ok", sent=0,
+                  received=0, t0_ns=at_ns, artifacts=files, problems=problems)
+    channel.send(keep_done(out_dir, done))
     return 0

@@ -164,11 +164,17 @@ class Channel:
         self._outgoing = outgoing
         self._lock = threading.Lock()
 
-    def send(self, message: Message) -> None:
+    def send(self, message: Message) -> bool:
+        """False when the other end has gone (the controller died): an agent then finishes
+        on its own, and its files and done.json are what remains."""
         line = encode(message) + "\n"
         with self._lock:
-            self._outgoing.write(line)
-            self._outgoing.flush()
+            try:
+                self._outgoing.write(line)
+                self._outgoing.flush()
+            except (OSError, ValueError):  # broken pipe, or closed after one
+                return False
+        return True
 
     def receive(self) -> Message | None:
         """The next message, or None at end of stream (the controller has gone)."""

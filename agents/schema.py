@@ -33,6 +33,8 @@ MESSAGES_FILE = "messages.parquet"
 #: unless the scenario sets `throughput_window`; the manifest records the one used.
 DEFAULT_THROUGHPUT_WINDOW = 100
 HLOG_FILE = "latency.hlog"
+#: The agent's `done` message (agents.protocol), kept beside its files (agents.artifacts).
+DONE_FILE = "done.json"
 
 #: `cpu.parquet`: one row per CPU sample of an agent (its own process) or of the broker
 #: monitor (the broker's process tree on its host), every `cpu_sample` interval plus one at

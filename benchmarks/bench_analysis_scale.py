@@ -188,9 +188,12 @@ def agent_entry(plan: AgentPlan, columns: dict, files: dict, out_of_range: dict,
 def write_agent(run_dir: Path, plan: AgentPlan, columns: dict, t0_ns: int, warmup_ns: int,
                 run_id: str) -> tuple[dict, dict]:
     """Both artifact files through the agents' own writer; (files, out_of_range)."""
-    return write_all(run_dir / "agents" / plan.agent_id, columns,
-                     hlog_series(plan.role, columns, t0_ns), t0_ns=t0_ns, warmup_ns=warmup_ns,
-                     label=f"{run_id} {plan.agent_id} ({plan.role})")
+    files, out_of_range, unwritten = write_all(
+        run_dir / "agents" / plan.agent_id, columns, hlog_series(plan.role, columns, t0_ns),
+        t0_ns=t0_ns, warmup_ns=warmup_ns, label=f"{run_id} {plan.agent_id} ({plan.role})")
+    if unwritten:
+        raise SystemExit("; ".join(unwritten))
+    return files, out_of_range
 
 
 def synthesise(run_dir: Path, scale: float, minutes: int, seed: int) -> None:

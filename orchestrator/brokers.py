@@ -32,7 +32,9 @@ class RunningBroker:
     facts: dict = field(default_factory=dict)
     launcher: Launcher | None = None
     stop_commands: list[list[str]] = field(default_factory=list)
+    stop_env: dict[str, str] = field(default_factory=dict)
     data: str | None = None  # its data directory on the broker host
+    exit_tokens: list[int] = field(default_factory=list)  # stop commands the guard holds
 
     def exited(self) -> int | None:
         """Exit code if a broker sixnines started has died, else None."""
@@ -44,7 +46,9 @@ class RunningBroker:
         if self.process is not None:
             self.process.shutdown()
         for command in self.stop_commands:
-            self.launcher.run(command, timeout_s=30)
+            self.launcher.run(command, self.stop_env, timeout_s=30)
+        for token in self.exit_tokens:
+            self.launcher.cancel_on_exit(token)
         if self.data is not None and not keep_data:
             self.launcher.run(["rm", "-rf", self.data], timeout_s=60)
 
@@ -150,12 +154,15 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
     command = fill(native.command)
     broker = RunningBroker(
         system, "recipe", fill(recipe.address), launcher=launcher, data=data,
-        stop_commands=fill(native.stop),
+        stop_commands=fill(native.stop), stop_env=env,
         facts={"recipe": recipe.name, "description": recipe.description, "note": recipe.note,
                "command": command, "env": _redacted(native.env, env), "ports": ports,
                "host": launcher.host,
                "config_files": sorted(native.files)},
     )
+    # daemons the broker leaves (epmd) are cleaned up even if the controller is killed
+    broker.exit_tokens = [token for stop in broker.stop_commands
+                          if (token := launcher.on_controller_exit(stop, env)) is not None]
     broker.process = launcher.start(command, f"broker-{system}", log_path, env=env)
     broker.facts["pid"] = getattr(broker.process, "pid", None)
     try:

@@ -1,8 +1,8 @@
 """The `sixnines` command.
 
-Exit codes: 0 success; 1 a run or analysis was not ok, or `compare` found a regression;
-2 bad input (scenario, arguments, a directory without results); 130 interrupted by Ctrl-C
-(data kept).
+Exit codes: 0 success; 1 a run or analysis was not ok, a result file could not be written,
+or `compare` found a regression; 2 bad input (scenario, arguments, a directory without
+results); 130 interrupted by Ctrl-C, 143 by SIGTERM (data kept either way).
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+from agents.atomic import WriteFailure
+
+EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
 SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
 
 
@@ -58,8 +60,14 @@ def _validate(args, console: Console) -> int:
     return EXIT_OK
 
 
+def _say(console: Console, text: str) -> None:
+    """A message as it is: no markup, and not wrapped (it holds paths and commands)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
 def _run(args, console: Console) -> int:
     from orchestrator.controller import run_scenario
+    from orchestrator.interrupts import describe, exit_code
     from orchestrator.launchers.base import LaunchError
 
     scenario = _load(args.file, console)
@@ -74,16 +82,25 @@ def _run(args, console: Console) -> int:
         console.print(f"cannot use the scenario's hosts: {exc}", markup=False,
                       highlight=False)
         return EXIT_NOT_OK
-    if outcome.interrupted:
-        console.print(f"interrupted: the data recorded so far is in {outcome.results_dir}; "
-                      f"analyse it with `sixnines report {outcome.results_dir}`")
-    print(outcome.results_dir)
-    if outcome.interrupted:
-        return EXIT_INTERRUPTED
+    where = outcome.results_dir
+    if outcome.unwritable is not None:
+        _say(console, f"stopped: {outcome.unwritable}; every process was stopped, and what "
+                      f"could be written is in {where}")
+    if outcome.interrupted is not None:
+        what = "the recorded runs are" if outcome.during_analysis else \
+            "the data recorded so far is"
+        when = " during the analysis" if outcome.during_analysis else ""
+        _say(console, f"{describe(outcome.interrupted)}{when}: {what} in {where}; analyse "
+                      f"it with `sixnines report {where}`")
+    print(where)
+    if outcome.interrupted is not None:
+        return exit_code(outcome.interrupted)
     return EXIT_OK if outcome.all_ok else EXIT_NOT_OK
 
 
 def _report(args, console: Console) -> int:
+    from orchestrator.interrupts import describe, exit_code
+    from orchestrator.recovery import recover
     from orchestrator.report import (
         AnalysisError,
         analyse,
@@ -98,10 +115,19 @@ def _report(args, console: Console) -> int:
     except AnalysisError as exc:
         console.print(str(exc), markup=False)
         return EXIT_BAD_INPUT
+    for run_dir in run_dirs:
+        if recover(run_dir):
+            _say(console, f"{run_dir}: its controller stopped before the run ended; "
+                          "recovered from the files its agents wrote")
     single = run_dirs == [args.dir]
     results_dir = args.dir.parent if single else args.dir
-    summaries = analyse(run_dirs, spark_master(args.spark_master, None),
-                        results_dir / "analysis.log", args.window)
+    try:
+        summaries = analyse(run_dirs, spark_master(args.spark_master, None),
+                            results_dir / "analysis.log", args.window)
+    except KeyboardInterrupt as exc:
+        _say(console, f"{describe(exc)} during the analysis: nothing more was written; run "
+                      f"`sixnines report {args.dir}` again to analyse it")
+        return exit_code(exc)
     if not single:
         scenario = json.loads((run_dirs[0] / "manifest.json").read_text()).get("scenario")
         write_results_summary(results_dir, scenario, summaries)
@@ -241,12 +267,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from orchestrator import interrupts
+
     args = parser().parse_args(argv)
     console = Console(file=sys.stderr)
     if not console.is_terminal:
         console.width = 132  # logs and pipes: room for the whole percentile table
+    if args.handler is not _agent:  # an agent's SIGTERM is its own (agents.main)
+        interrupts.install()
     try:
         return args.handler(args, console)
-    except KeyboardInterrupt:  # outside a run (runs handle it themselves): no traceback
-        console.print("interrupted")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # outside a run (runs handle it themselves)
+        console.print(interrupts.describe(exc))
+        return interrupts.exit_code(exc)
+    except WriteFailure as exc:  # a result file: named, with the room left
+        _say(console, str(exc))
+        return EXIT_NOT_OK

@@ -1,8 +1,10 @@
 """`sixnines run`: every run of a scenario in turn, then one analysis over all of them.
 
 Data flows one way (DESIGN.md): scenario → plan → launch → agents record → artifacts →
-Spark → report. A run that fails does not stop the others; Ctrl-C stops everything, keeps
-what was recorded and says how to analyse it later.
+Spark → report. A run that fails does not stop the others; Ctrl-C or SIGTERM, during a run
+or during the analysis, stops everything, keeps what was recorded and says how to analyse
+it later; a results directory that cannot be written (a full disk) stops the scenario
+after the run it happened in, every process stopped.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ from pathlib import Path
 
 from rich.console import Console
 
+from agents.atomic import WriteFailure
 from orchestrator.fleet import Fleet
+from orchestrator.interrupts import held
 from orchestrator.matrix import expand
 from orchestrator.progress import ProgressView
 from orchestrator.report import analyse, print_tables, write_results_summary
@@ -30,11 +34,14 @@ class Outcome:
     summaries: list[dict]
 
     statuses: list[str]  # of the runs, from their manifests
-    interrupted: bool = False
+    interrupted: KeyboardInterrupt | None = None  # Ctrl-C, or SIGTERM (`Terminated`)
+    during_analysis: bool = False  # the runs were recorded; their analysis was cut short
+    unwritable: WriteFailure | None = None  # a result file could not be written: stopped
 
     @property
     def all_ok(self) -> bool:
-        return not self.interrupted and all(status == "ok" for status in self.statuses)
+        return (self.interrupted is None and self.unwritable is None
+                and all(status == "ok" for status in self.statuses))
 
 
 def results_dir_for(scenario, output: Path | None) -> Path:
@@ -80,14 +87,20 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
             manifest = Run(point, run_dir, fleet, view, settings).execute()
             run_dirs.append(run_dir)
             statuses.append(manifest["status"])
-    except KeyboardInterrupt:
-        return Outcome(results_dir, [], statuses, interrupted=True)
+    except KeyboardInterrupt as exc:
+        return Outcome(results_dir, [], statuses, interrupted=exc)
+    except WriteFailure as exc:
+        return Outcome(results_dir, [], statuses, unwritable=exc)
     finally:
-        fleet.close()
+        with held():  # interrupts from here on: the hosts are released all the same
+            fleet.close()
     if spark_master is None:
         return Outcome(results_dir, [], statuses)
     console.print(f"analysing {len(run_dirs)} run(s) with Spark ({spark_master})")
-    summaries = analyse(run_dirs, spark_master, results_dir / "analysis.log")
+    try:
+        summaries = analyse(run_dirs, spark_master, results_dir / "analysis.log")
+    except KeyboardInterrupt as exc:
+        return Outcome(results_dir, [], statuses, interrupted=exc, during_analysis=True)
     write_results_summary(results_dir, scenario.name, summaries)
     print_tables(summaries, console)
     console.print(f"report: {write_reports(results_dir, summaries)}", markup=False,

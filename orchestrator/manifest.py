@@ -4,14 +4,18 @@ reader never sees half a file, and rewritten as the run progresses."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
+from agents.artifacts import sha256_of
+from agents.atomic import write_atomically
 from agents.facts import host_facts, versions
 from agents.protocol import PROTOCOL_VERSION
 
 MANIFEST_FILE = "manifest.json"
+#: A run's status until its controller records the end (ok / partial / failed); still
+#: there afterwards, it means the controller was killed (orchestrator.recovery).
+RUNNING = "running"
 
 
 def new_manifest(point, scenario: str) -> dict:
@@ -28,7 +32,7 @@ def new_manifest(point, scenario: str) -> dict:
         "swept": point.swept,
         "workload": point.params,
         "controller": {"host": host_facts(), "versions": versions()},
-        "status": "running",
+        "status": RUNNING,
         "problems": [],
         "agents": [],
         "created_at": time.time(),
@@ -36,12 +40,24 @@ def new_manifest(point, scenario: str) -> dict:
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> Path:
-    path = run_dir / MANIFEST_FILE
-    partial = path.with_suffix(".json.tmp")
-    partial.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(partial, path)
-    return path
+    """Replace the manifest whole (agents.atomic), or raise WriteFailure naming it."""
+    return write_atomically(run_dir / MANIFEST_FILE,
+                            json.dumps(manifest, indent=2, sort_keys=False) + "\n")
 
 
 def read_manifest(run_dir: Path) -> dict:
     return json.loads((run_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+
+
+def verified_artifacts(agent_id: str, out_dir: Path, announced: dict
+                       ) -> tuple[dict, list[str]]:
+    """An agent's files as it announced them ({name: {sha256, bytes}}), each checked
+    against the file in `out_dir` ("verified"), and a problem for each that fails."""
+    files, problems = {}, []
+    for name, facts in announced.items():
+        path = out_dir / name
+        verified = path.is_file() and sha256_of(path) == facts["sha256"]
+        if not verified:
+            problems.append(f"{agent_id}: {name} is missing or does not match its checksum")
+        files[name] = {**facts, "verified": verified}
+    return files, problems

@@ -66,8 +66,9 @@ class ProgressView:
             self.live = None
         colour = {"ok": "green", "partial": "yellow"}.get(status, "red")
         self.console.print(f"  [{colour}]{status}[/]")
-        for problem in problems:
-            self.console.print(f"  [{colour}]- {problem}[/]")
+        for problem in problems:  # not wrapped: problems hold paths to copy
+            self.console.print(f"  - {problem}", style=colour, markup=False, highlight=False,
+                               soft_wrap=True)
 
     # -- rendering ----------------------------------------------------------------------------
     def _refresh(self) -> None:

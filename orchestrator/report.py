@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from agents.hdr import PERCENTILE_KEYS
+from orchestrator.launchers.local import run_guarded
 from orchestrator.load import latency_of, run_load, saturation
 from orchestrator.manifest import MANIFEST_FILE, read_manifest
 
@@ -51,8 +51,10 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
     """Run the Spark job over the runs (one session for all) and return their summaries.
 
     The job runs in its own process: a JVM crash or memory blow-up there cannot take the
-    controller down, and the same entry point is what spark-submit runs on a cluster. Runs
-    that failed outright recorded nothing: they are summarised from their manifests.
+    controller down, and the same entry point is what spark-submit runs on a cluster. It
+    never outlives the controller: an interrupt stops it, and so does the controller's
+    death (launchers.guard). Runs that failed outright recorded nothing: they are
+    summarised from their manifests.
     """
     recorded = [d for d in run_dirs if read_manifest(d).get("status") != "failed"]
     results = _run_spark_job(recorded, spark_master, log_path, window) if recorded else {}
@@ -77,11 +79,10 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
             *map(str, run_dirs)]
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as log:
-        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=log, env=env, check=False,
-                              text=True)
+    with open(log_path, "ab") as log:  # an interrupt stops the job (and its JVM): see above
+        _, output = run_guarded(argv, env, None, stderr=log)
     results = {}
-    for line in done.stdout.splitlines():
+    for line in output.splitlines():
         try:
             result = json.loads(line)
             results[Path(result["run_dir"])] = result

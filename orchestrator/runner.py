@@ -4,9 +4,12 @@ collection, manifest.
 The broker and each agent run on the host the placement gives them, through that host's
 launcher; the agents' files are fetched to the controller and verified against the
 checksums the agents announced. Whatever goes wrong — a broker that dies, an agent or a
-host that fails, Ctrl-C — every process this run started is stopped, the data gathered so
-far stays on disk, and the manifest says what happened (status ok / partial / failed, with
-the problems in words, naming the host).
+host that fails, Ctrl-C or SIGTERM (once or repeatedly), a full disk — every process this
+run started is stopped, the data gathered so far stays on disk, and the manifest says what
+happened (status ok / partial / failed, with the problems in words, naming the host).
+The manifest is written when the run starts and rewritten as it goes (status `running`
+until the end), so a controller that is killed outright leaves a record `sixnines report`
+can recover the run from (orchestrator.recovery).
 
 A broker sixnines started gets a monitor (agents.monitor) on its host, handled like an
 agent (clock pings, start, files fetched and verified) but outside `agents` in the
@@ -21,15 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents import protocol as p
-from agents.artifacts import sha256_of
+from agents.artifacts import read_done
 from agents.facts import clock_domain
 from agents.schedule import MAX, NS
 from agents.schema import DEFAULT_THROUGHPUT_WINDOW
 from orchestrator.brokers import BrokerError, RunningBroker, provide_broker
 from orchestrator.fleet import Fleet
 from orchestrator.hosts import Placement
-from orchestrator.launchers.base import Launcher, LaunchError, Process
-from orchestrator.manifest import new_manifest, write_manifest
+from orchestrator.interrupts import describe, held
+from orchestrator.launchers.base import Launcher, LaunchError, Process, shutdown_all
+from orchestrator.manifest import RUNNING, new_manifest, verified_artifacts, write_manifest
 from orchestrator.plan import AgentPlan, plan_agents
 
 MONITOR = "monitor"
@@ -111,38 +115,64 @@ class Run:
                              hosts=fleet.facts, cpu_sample_ns=self.cpu_sample_ns,
                              throughput_window=settings.throughput_window)
         self.problems: list[str] = self.manifest["problems"]
+        self.stop_reason = ""  # why the agents were told to stop early, if they were
+        self.hurry = False  # a repeated interrupt: wait no longer than needed
 
     # -- lifecycle -----------------------------------------------------------------------
     def execute(self) -> dict:
-        """Run and return the manifest (also written to disk). Re-raises KeyboardInterrupt
-        after tearing everything down, so the caller stops the scenario."""
+        """Run and return the manifest (on disk from the start, rewritten as the run goes).
+        An interrupt (Ctrl-C, SIGTERM) winds the run down like any failure and is then
+        raised again, so the caller stops the scenario; interrupts during the wind-down
+        only hurry it (orchestrator.interrupts)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        interrupted = False
+        self._record()
+        interruption: KeyboardInterrupt | None = None
         try:
-            self.broker = provide_broker(self.point.system, self.fleet[self.placement.broker],
-                                         self.run_dir, self.key)
-            self.manifest["broker"] = self.broker.describe()
-            self._start_monitor()
-            self._start_agents()
-            self._sync_clocks()
-            self._start()
-            self._supervise()
-        except KeyboardInterrupt:
-            interrupted = True
-            self.problems.append("interrupted by the user (Ctrl-C)")
-            self._stop_agents("interrupted by the user")
+            self._measure()
+        except KeyboardInterrupt as exc:
+            interruption = exc
+            self.stop_reason = describe(exc)
+            self.problems.append(self.stop_reason)
         except (BrokerError, LaunchError, RunFailure) as exc:
-            self.problems.append(str(exc))
-            self._stop_agents(str(exc))
+            self.stop_reason = str(exc)
+            self.problems.append(self.stop_reason)
         finally:
+            with held(on_repeat=self._hurry) as later:
+                self._wind_down()
+        if interruption is not None or later.first is not None:
+            raise interruption or later.first
+        return self.manifest
+
+    def _measure(self) -> None:
+        self.broker = provide_broker(self.point.system, self.fleet[self.placement.broker],
+                                     self.run_dir, self.key)
+        self.manifest["broker"] = self.broker.describe()
+        self._record()
+        self._start_monitor()
+        self._start_agents()
+        self._sync_clocks()
+        self._start()
+        self._record()
+        self._supervise()
+
+    def _wind_down(self) -> None:
+        """Stop, collect and record whatever happened; the broker is stopped last, and
+        also when recording fails (a full disk)."""
+        try:
+            self._stop_agents(self.stop_reason or "the run ended")
             self._teardown()
             self._collect()
-            self._finalise()
-            if self.broker is not None:
-                self.broker.stop(keep_data=self.manifest["status"] != "ok")
-        if interrupted:
-            raise KeyboardInterrupt
-        return self.manifest
+        finally:
+            try:
+                self._finalise()
+            finally:
+                if self.broker is not None:
+                    self.broker.stop(keep_data=self.manifest["status"] != "ok")
+
+    def _hurry(self) -> None:
+        """Another interrupt while winding down: stop waiting for agents to report (their
+        files are still collected from disk)."""
+        self.hurry = True
 
     def _start_agents(self) -> None:
         driver = self.point.system.driver_class()
@@ -323,27 +353,31 @@ class Run:
                                  "during the run")
 
     def _stop_agents(self, reason: str) -> None:
-        """Ask every running agent to stop and wait for its data to be written."""
+        """Ask every agent still running to stop, and wait for its data to be written
+        (until a repeated interrupt hurries us: `_collect` still finds what they wrote)."""
         for agent in self.agents.values():
             if not agent.finished:
                 agent.send(p.Stop(reason=reason))
         deadline = time.monotonic() + STOP_GRACE_S
-        while not all(a.finished for a in self.agents.values()):
-            _, source = self._next(deadline)
-            if source is None:
+        while not self.hurry and not all(a.finished for a in self.agents.values()):
+            _, source = self._next(min(deadline, time.monotonic() + SUPERVISE_TICK_S))
+            if source is None and time.monotonic() >= deadline:
                 break
 
     def _teardown(self) -> None:
-        for agent in self.agents.values():
-            agent.process.shutdown()
+        shutdown_all([agent.process for agent in self.agents.values()])
 
     def _collect(self) -> None:
         """Fetch the files of every agent that announced them from its host and check them
-        against their checksums; a remote copy is removed only once all of it is here."""
+        against their checksums; a remote copy is removed only once all of it is here. An
+        agent whose `done` never arrived (it finished after we stopped listening) is taken
+        from the done.json it kept beside its files."""
         for agent in self.agents.values():
+            remote = agent.remote_dir != str(agent.out_dir)
+            if agent.done is None and not remote:
+                self._done_from_disk(agent)
             if agent.done is None:
                 continue
-            remote = agent.remote_dir != str(agent.out_dir)
             if remote:
                 try:
                     agent.process.fetch(agent.remote_dir, agent.out_dir)
@@ -354,6 +388,13 @@ class Run:
             agent.artifacts = self._verified(agent)
             if remote and all(a["verified"] for a in agent.artifacts.values()):
                 agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
+
+    def _done_from_disk(self, agent: AgentHandle) -> None:
+        done = read_done(agent.out_dir)
+        if done is not None and done.agent_id == agent.plan.agent_id:
+            agent.done, agent.failure = done, None
+            agent.sent, agent.received = done.sent, done.received
+            self.view.agent_state(agent.plan.agent_id, done.status)
 
     # -- messages --------------------------------------------------------------------------
     def _next(self, deadline: float) -> tuple[p.Message | None, AgentHandle | None]:
@@ -392,26 +433,37 @@ class Run:
             return message, agent
 
     # -- the record ------------------------------------------------------------------------
-    def _finalise(self) -> None:
-        entries = [self._entry(agent) for agent in self._measuring()]
+    def _record(self, final: bool = False) -> None:
+        """Write the manifest as things stand: agents not yet finished are `running` (or,
+        once the run is over, `missing`)."""
+        entries = [self._entry(agent, final) for agent in self._measuring()]
         self.manifest["agents"] = entries
-        monitor = self._entry(self.monitor) if self.monitor else {"status": "failed"}
+        monitor = self._entry(self.monitor, final) if self.monitor else {"status": "failed"}
         self.manifest["monitor"] = ({**monitor, "notes": self.monitor_notes}
                                     if self.monitor or self.monitor_notes else None)
-        statuses = {e["status"] for e in entries}
-        if not entries or statuses <= {"failed", "missing"}:
+        write_manifest(self.run_dir, self.manifest)
+
+    def _finalise(self) -> None:
+        for agent in self.agents.values():
+            problems = self._problems_of(agent)
+            if agent.done is not None:
+                problems.extend(agent.done.problems)
+            elif agent.failure:
+                problems.append(f"{agent.plan.agent_id} on host {agent.plan.host}: "
+                                f"{agent.failure}")
+        statuses = {self._entry(agent, final=True)["status"] for agent in self._measuring()}
+        if not statuses or statuses <= {"failed", "missing"}:
             self.manifest["status"] = "failed"
         elif self.problems or statuses != {"ok"}:
             self.manifest["status"] = "partial"
         else:
             self.manifest["status"] = "ok"
         self.manifest["ended_at"] = time.time()
-        write_manifest(self.run_dir, self.manifest)
         self.view.end_run(self.point, self.manifest["status"], self.problems)
+        self._record(final=True)
 
-    def _entry(self, agent: AgentHandle) -> dict:
-        """An agent's manifest entry; its problems go where `_problems_of` says."""
-        problems = self._problems_of(agent)
+    def _entry(self, agent: AgentHandle, final: bool) -> dict:
+        """An agent's manifest entry (its problems: `_finalise`)."""
         entry = {
             "id": agent.plan.agent_id, "role": agent.plan.role,
             "host": agent.plan.host, "first_id": agent.plan.first_id,
@@ -426,12 +478,9 @@ class Run:
         if agent.done is not None:
             entry.update(status=agent.done.status, t0_ns=agent.done.t0_ns,
                          artifacts=agent.artifacts, **agent.done.extra)
-            problems.extend(agent.done.problems)
         else:
-            entry["status"] = "failed" if agent.failure else "missing"
-            if agent.failure:
-                problems.append(f"{agent.plan.agent_id} on host {agent.plan.host}: "
-                                f"{agent.failure}")
+            entry["status"] = ("failed" if agent.failure else "missing" if final
+                               else RUNNING)
         return entry
 
     def _problems_of(self, agent: AgentHandle) -> list[str]:
@@ -440,12 +489,7 @@ class Run:
 
     def _verified(self, agent: AgentHandle) -> dict:
         """Artifacts as announced, each checked against the file on disk."""
-        files = {}
-        for name, announced in agent.done.artifacts.items():
-            path = agent.out_dir / name
-            ok = path.is_file() and sha256_of(path) == announced["sha256"]
-            if not ok:
-                self._problems_of(agent).append(f"{agent.plan.agent_id}: {name} is missing or "
-                                                "does not match its checksum")
-            files[name] = {**announced, "verified": ok}
+        files, problems = verified_artifacts(agent.plan.agent_id, agent.out_dir,
+                                             agent.done.artifacts)
+        self._problems_of(agent).extend(problems)
         return files

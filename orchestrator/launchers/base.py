@@ -92,6 +92,20 @@ class Process(ABC):
         return self.poll()
 
 
+def shutdown_all(processes: Sequence[Process], grace_s: float = 5.0) -> None:
+    """`Process.shutdown` of many at once: all are asked to stop together and share one
+    grace period, so stopping N agents takes seconds, not N times as long."""
+    for process in processes:
+        if process.poll() is None:
+            process.terminate()
+    deadline = time.monotonic() + grace_s
+    while any(process.poll() is None for process in processes) and \
+            time.monotonic() < deadline:
+        time.sleep(0.02)
+    for process in processes:
+        process.shutdown(grace_s=1.0)
+
+
 @dataclass(frozen=True)
 class Completed:
     argv: list[str]
@@ -127,6 +141,16 @@ class Launcher(ABC):
 
     def close(self) -> None:  # noqa: B027 (most launchers hold nothing to release)
         """Release connections; processes are stopped by their own handles first."""
+
+    def on_controller_exit(self, argv: Sequence[str], env: dict[str, str] | None = None
+                           ) -> int | None:
+        """Have `argv` run on the host if the controller ends (even killed) before
+        `cancel_on_exit(token)`: clean-up for what stopping a process group misses, such
+        as a daemon a broker started. None where the host has no such guard."""
+        return None
+
+    def cancel_on_exit(self, token: int) -> None:  # noqa: B027 (see on_controller_exit)
+        """The clean-up registered as `token` is done (or no longer needed)."""
 
     @abstractmethod
     def start(self, argv: Sequence[str], name: str, log_path: Path,

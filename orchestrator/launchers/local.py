@@ -1,5 +1,7 @@
 """Processes on this machine: subprocesses in their own session (process group), so a
-terminal's Ctrl-C reaches only the controller, which then stops them in order."""
+terminal's Ctrl-C reaches only the controller, which then stops them in order. Every group
+is registered with the guard (launchers.guard) until it is stopped, so none outlives the
+controller, even one killed with SIGKILL."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.launchers.base import Completed, Launcher, Process
+from orchestrator.launchers.guard import GUARD
 
 
 def environment(extra: dict[str, str] | None) -> dict[str, str]:
@@ -35,6 +38,7 @@ class LocalProcess(Process):
                 text=True, bufsize=1, start_new_session=True, env=environment(env),
             )
         self.pid = self._popen.pid
+        GUARD.watch(self.pid)
         self._start_reader()
 
     def _write(self, text: str) -> None:
@@ -50,6 +54,13 @@ class LocalProcess(Process):
     def _signal_group(self, signum: int) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._popen.pid, signum)
+
+    def shutdown(self, grace_s: float = 5.0) -> int | None:
+        """As `Process.shutdown`, and whatever the leader left in its group goes too."""
+        code = super().shutdown(grace_s)
+        self._signal_group(signal.SIGKILL)
+        GUARD.release(self.pid)
+        return code
 
     def terminate(self) -> None:
         self._signal_group(signal.SIGTERM)
@@ -86,13 +97,49 @@ class LocalLauncher(Launcher):
     def run(self, argv: Sequence[str], env: dict[str, str] | None = None,
             timeout_s: float = 60.0) -> Completed:
         try:
-            done = subprocess.run(list(argv), env=environment(env), capture_output=True,
-                                  text=True, timeout=timeout_s, start_new_session=True,
-                                  stdin=subprocess.DEVNULL, check=False)
-        except subprocess.TimeoutExpired as exc:
-            output = (exc.stdout or b"").decode(errors="replace") if isinstance(
-                exc.stdout, bytes) else (exc.stdout or "")
-            return Completed(list(argv), None, output)
+            code, output = run_guarded(argv, environment(env), timeout_s)
         except OSError as exc:  # not installed, not executable
             return Completed(list(argv), 127, str(exc))
-        return Completed(list(argv), done.returncode, done.stdout + done.stderr)
+        return Completed(list(argv), code, output)
+
+    def on_controller_exit(self, argv: Sequence[str], env: dict[str, str] | None = None
+                           ) -> int:
+        return GUARD.on_exit(argv, environment(env))
+
+    def cancel_on_exit(self, token: int) -> None:
+        GUARD.cancel(token)
+
+
+def run_guarded(argv: Sequence[str], env: dict[str, str] | None, timeout_s: float | None,
+                stdout: int = subprocess.PIPE, stderr: int | object = subprocess.STDOUT,
+                ) -> tuple[int | None, str]:
+    """Run `argv` to completion in its own process group, registered with the guard: the
+    exit code (None: stopped at the timeout) and its output (stdout and stderr together
+    unless redirected). An interrupt (Ctrl-C, SIGTERM) stops the group and goes on up."""
+    process = subprocess.Popen(list(argv), env=env, stdin=subprocess.DEVNULL, stdout=stdout,
+                               stderr=stderr, text=True, start_new_session=True)
+    GUARD.watch(process.pid)
+    try:
+        output, _ = process.communicate(timeout=timeout_s)
+        return process.returncode, output or ""
+    except subprocess.TimeoutExpired:
+        _stop_group(process)
+        output, _ = process.communicate()
+        return None, output or ""
+    finally:
+        _stop_group(process)
+        GUARD.release(process.pid)
+
+
+def _stop_group(process: subprocess.Popen, grace_s: float = 2.0) -> None:
+    """SIGTERM the group of `process` (its leader), SIGKILL after `grace_s`, and whatever
+    the leader left in its group."""
+    group = process.pid
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(group, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(grace_s)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+    process.wait()

@@ -1,0 +1,133 @@
+"""Nothing the controller starts on this machine outlives it, however it ends.
+
+Every process group the controller starts here (agents, brokers, short commands, the Spark
+analysis with its JVM) is registered with one small guard process. The guard runs in its
+own session, so a terminal's Ctrl-C does not reach it, and reads its registrations from a
+pipe whose only writer is the controller. When that pipe closes — the controller exited,
+or died of anything, SIGKILL included — the guard stops every group still registered
+(SIGTERM, then SIGKILL after `GRACE_S`), runs the clean-up commands still registered (a
+recipe's stop commands, for daemons that left the group) and exits. A controller that
+ends normally has released everything it stopped itself, so the guard has nothing to do.
+
+    controller ──{"watch": pgid} / {"release": pgid}──────────────▶ guard
+               ──{"on_exit": id, "argv": [...], "env": {...}} / {"cancel": id}──▶
+
+Agents also stop on their own when their control channel closes (and write their data
+first): the guard's SIGTERM asks the same, its SIGKILL is the bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+
+GRACE_S = 4.0  # SIGTERM to SIGKILL: agents write their data in this time
+COMMAND_TIMEOUT_S = 10.0
+
+
+class Guard:
+    """The controller's end: registrations sent to the guard process, started on first
+    use. One per controller process (`GUARD`)."""
+
+    def __init__(self) -> None:
+        self._process: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+        self._next_id = 0
+
+    def watch(self, pgid: int) -> None:
+        """Stop process group `pgid` if the controller ends before `release(pgid)`."""
+        self._send({"watch": pgid})
+
+    def release(self, pgid: int) -> None:
+        self._send({"release": pgid})
+
+    def on_exit(self, argv: Sequence[str], env: dict[str, str] | None = None) -> int:
+        """Run `argv` (with `env` added) if the controller ends before `cancel(id)`."""
+        with self._lock:
+            self._next_id += 1
+            command_id = self._next_id
+        self._send({"on_exit": command_id, "argv": list(argv), "env": env or {}})
+        return command_id
+
+    def cancel(self, command_id: int) -> None:
+        self._send({"cancel": command_id})
+
+    def _send(self, message: dict) -> None:
+        line = json.dumps(message) + "\n"
+        with self._lock:
+            if self._process is None or self._process.poll() is not None:
+                self._process = subprocess.Popen(
+                    [sys.executable, "-m", "orchestrator.launchers.guard"],
+                    stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+                    start_new_session=True)
+            self._process.stdin.write(line)
+            self._process.stdin.flush()
+
+
+GUARD = Guard()
+
+
+def _alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a reused id now owned by someone else: not ours
+        return False
+    return True
+
+
+def stop_groups(groups: set[int], grace_s: float = GRACE_S) -> None:
+    """SIGTERM every group, SIGKILL those still there after `grace_s`."""
+    for pgid in groups:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while (left := {g for g in groups if _alive(g)}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pgid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def _run_command(argv: list[str], env: dict[str, str]) -> None:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        subprocess.run(argv, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       timeout=COMMAND_TIMEOUT_S, check=False)
+
+
+def main() -> int:
+    """The guard process: collect registrations until the controller's pipe closes, then
+    clean up what is still registered."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    groups: set[int] = set()
+    commands: dict[int, tuple[list[str], dict[str, str]]] = {}
+    for line in sys.stdin:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            continue
+        if "watch" in message:
+            groups.add(message["watch"])
+        elif "release" in message:
+            groups.discard(message["release"])
+        elif "on_exit" in message:
+            commands[message["on_exit"]] = (message["argv"], message["env"])
+        elif "cancel" in message:
+            commands.pop(message["cancel"], None)
+    stop_groups(groups)
+    for argv, env in commands.values():
+        _run_command(argv, env)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

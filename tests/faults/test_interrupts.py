@@ -1,0 +1,171 @@
+"""Interrupts and deaths of the controller, with real processes: SIGTERM behaves as Ctrl-C,
+repeated Ctrl-C never discards data on disk, and after SIGKILL every process the controller
+started is gone within 5 s and `sixnines report` analyses what was recorded. The same during
+the analysis: the Spark job, its JVM and its Python workers end with the controller."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.faults.processes import Sixnines, still_alive_after
+
+pytestmark = pytest.mark.integration
+
+BOUND_S = 5.0  # every process gone this long after the controller
+
+
+def scenario(tmp_path: Path, broker: str = "builtin", driver: str = "tcp",
+             rate: str = "2000", duration: str = "60s") -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"""
+name: faults
+systems: [{{name: sut, driver: {driver}, broker: {broker}}}]
+workload: {{message_size: 64, rate: {rate}, duration: {duration}, warmup: 0s, drain: 2s}}
+""")
+    return path
+
+
+def run_dir_of(tmp_path: Path) -> Path:
+    return next((tmp_path / "out").glob("faults/*/01-sut"))
+
+
+def results_of(run_dir: Path) -> str:
+    """The results directory as the controller names it (relative to where it ran)."""
+    return str(Path(*run_dir.parent.parts[-3:]))
+
+
+def started(tmp_path: Path, controller: Sixnines, timeout_s: float = 90) -> Path:
+    """The run directory, once its agents have been told to start (the manifest says)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for manifest in (tmp_path / "out").glob("faults/*/01-sut/manifest.json"):
+            try:
+                if "started_at_ns" in json.loads(manifest.read_text()):
+                    return manifest.parent
+            except ValueError:
+                pass
+        assert controller.process.poll() is None, controller.stderr
+        time.sleep(0.1)
+    raise AssertionError(f"the run did not start:\n{controller.stderr}")
+
+
+def manifest_of(run_dir: Path) -> dict:
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def rows(path: Path) -> int:
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def assert_data_on_disk_accounted(run_dir: Path) -> None:
+    """Every agent whose files are on disk is in the manifest with them, verified, and
+    with the counts its files hold."""
+    manifest = manifest_of(run_dir)
+    for entry in manifest["agents"]:
+        messages = run_dir / "agents" / entry["id"] / "messages.parquet"
+        if not messages.is_file():
+            continue
+        assert entry["status"] in ("ok", "partial"), entry
+        assert entry["artifacts"]["messages.parquet"]["verified"], entry
+        count = rows(messages)
+        assert count > 0
+        assert count == (entry["sent"] if entry["role"] == "producer" else entry["received"])
+
+
+def test_sigterm_mid_run_behaves_as_ctrl_c(tmp_path):
+    controller = Sixnines("run", str(scenario(tmp_path)), "--output", "out", cwd=tmp_path)
+    run_dir = started(tmp_path, controller)
+    time.sleep(2)
+    tree = controller.snapshot()
+    controller.process.send_signal(signal.SIGTERM)
+    code, out, err = controller.finish()
+    assert code == 143, err
+    assert "terminated (SIGTERM)" in err and f"sixnines report {results_of(run_dir)}" in err
+    assert "Traceback" not in err
+    assert out.strip() == results_of(run_dir)
+    manifest = manifest_of(run_dir)
+    assert manifest["status"] == "partial"
+    assert "terminated (SIGTERM)" in manifest["problems"]
+    assert_data_on_disk_accounted(run_dir)
+    assert {e["role"] for e in manifest["agents"] if e["status"] != "missing"} == {
+        "producer", "consumer"}
+    assert still_alive_after(tree, 2) == {}
+
+
+def test_ctrl_c_three_times_keeps_every_file_on_disk(tmp_path):
+    """The second and third Ctrl-C land while the run winds down: they may shorten the
+    waiting, never turn recorded data into "missing" agents."""
+    controller = Sixnines("run", str(scenario(tmp_path, rate="20k")), "--output", "out",
+                          cwd=tmp_path)
+    run_dir = started(tmp_path, controller)
+    time.sleep(3)
+    tree = controller.snapshot()
+    for _ in range(3):
+        controller.process.send_signal(signal.SIGINT)
+        time.sleep(0.2)
+    code, _, err = controller.finish()
+    assert code == 130, err
+    assert "Traceback" not in err and f"sixnines report {results_of(run_dir)}" in err
+    manifest = manifest_of(run_dir)
+    assert manifest["status"] == "partial"
+    assert_data_on_disk_accounted(run_dir)
+    consumer = next(e for e in manifest["agents"] if e["role"] == "consumer")
+    assert consumer["received"] > 0
+    assert still_alive_after(tree, 2) == {}
+
+
+@pytest.mark.parametrize("broker", ["builtin", "{recipe: redis}"])
+def test_sigkill_of_the_controller_leaves_nothing_running_and_report_recovers(
+        tmp_path, broker):
+    driver = "tcp" if broker == "builtin" else "redis"
+    controller = Sixnines("run", str(scenario(tmp_path, broker, driver)), "--output", "out",
+                          cwd=tmp_path)
+    run_dir = started(tmp_path, controller)
+    time.sleep(2)
+    tree = controller.snapshot()
+    assert len(tree) >= 4  # guard, broker, producer, consumer (and a monitor)
+    controller.process.kill()
+    controller.finish()
+    assert still_alive_after(tree, BOUND_S) == {}
+    assert manifest_of(run_dir)["status"] == "running"  # what the controller left
+
+    report = Sixnines("report", str(run_dir.parent), cwd=tmp_path)
+    code, _, err = report.finish(timeout_s=300)
+    assert code == 1, err  # partial
+    assert "recovered from the files its agents wrote" in err and "Traceback" not in err
+    manifest = manifest_of(run_dir)
+    assert manifest["status"] == "partial"
+    assert any("controller stopped before the run ended" in p for p in manifest["problems"])
+    assert_data_on_disk_accounted(run_dir)
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    assert summary["status"] == "partial"
+    assert summary["received"] > 0 and summary["latency_us"]["count"] > 0
+    assert not (run_dir / "manifest.json.partial").exists()
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
+                         ids=["ctrl-c", "sigterm", "sigkill"])
+def test_an_interrupted_analysis_dies_with_the_controller(tmp_path, how):
+    controller = Sixnines("run", str(scenario(tmp_path, duration="1s")), "--output", "out",
+                          cwd=tmp_path)
+    controller.wait_for("analysing", timeout_s=120)
+    controller.wait_for_descendant("java", timeout_s=60)
+    tree = controller.snapshot()
+    os.kill(controller.process.pid, how)
+    code, out, err = controller.finish()
+    assert still_alive_after(tree, BOUND_S) == {}
+    if how == signal.SIGKILL:
+        return
+    results = results_of(run_dir_of(tmp_path))
+    assert code == {signal.SIGINT: 130, signal.SIGTERM: 143}[how], err
+    assert "during the analysis" in err and f"sixnines report {results}" in err
+    assert "Traceback" not in err
+    assert out.strip() == str(results)
+    assert manifest_of(run_dir_of(tmp_path))["status"] == "ok"  # recorded whole
