@@ -23,6 +23,8 @@ from orchestrator.problems import shown
 from orchestrator.units import format_duration, parse_duration
 
 LOCAL = "local"
+#: Most hosts a scenario or an inventory may name, and agent hosts in a placement.
+MAX_HOSTS = 1000
 
 _BITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 #: A link rate as tc writes it; digits bounded so that the number stays a finite float.
@@ -121,10 +123,6 @@ HostSpec = Annotated[
     Annotated[SshHost, Tag("ssh")] | Annotated[ContainerHost, Tag("container")],
     Discriminator(_host_kind),
 ]
-
-
-#: Most hosts a scenario may name (with its inventory), and agent hosts in its placement.
-MAX_HOSTS = 1000
 
 
 class Placement(BaseModel):

@@ -132,6 +132,8 @@ def _source_path(data: Any, loc: YamlPath) -> YamlPath:
     path: list[Any] = []
     node = data
     for index, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and part not in node:
+            part = _key_named(node, part)
         is_key = isinstance(node, dict) and part in node
         if isinstance(part, int) and not is_key and not isinstance(node, list):
             continue
@@ -144,6 +146,12 @@ def _source_path(data: Any, loc: YamlPath) -> YamlPath:
         else:
             node = None
     return tuple(path)
+
+
+def _key_named(mapping: dict[Any, Any], name: str) -> Any:
+    """The key of `mapping` that pydantic names `name` (it writes `None` for a null key),
+    or `name` itself when there is none."""
+    return next((key for key in mapping if not isinstance(key, str) and str(key) == name), name)
 
 
 def format_path(path: YamlPath) -> str:

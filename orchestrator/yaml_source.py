@@ -33,7 +33,7 @@ MAX_FILE_BYTES = 1024 * 1024
 #: Most values (scalars, lists, mappings and keys) a file may hold, each use of an alias
 #: counted as a copy: a scenario has a few hundred. Bounds memory against alias bombs
 #: ("billion laughs") and parse time against huge lists.
-MAX_VALUES = 100_000
+MAX_VALUES = 50_000
 #: Deepest nesting of lists and mappings (a scenario needs 5 levels). PyYAML composes
 #: recursively, so deeper input would end in RecursionError.
 MAX_DEPTH = 32
