@@ -42,8 +42,8 @@ def _load(file: str, console: Console):
 
     try:
         return load_scenario(file)
-    except ScenarioError as exc:
-        console.print(str(exc), markup=False, highlight=False)
+    except ScenarioError as exc:  # one unwrapped line per problem, as editors parse them
+        console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         return None
 
 

@@ -18,15 +18,21 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from orchestrator.fields import Name
-from orchestrator.units import parse_duration
+from orchestrator.fields import SECOND_NS, Name, Text
+from orchestrator.problems import shown
+from orchestrator.units import format_duration, parse_duration
 
 LOCAL = "local"
-
-Text = Annotated[str, Field(strict=True, min_length=1)]
-
+#: Most hosts a scenario or an inventory may name, and agent hosts in a placement.
+MAX_HOSTS = 1000
 
 _BITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+#: A link rate as tc writes it; digits bounded so that the number stays a finite float.
+_LINK_RATE = re.compile(r"\d{1,15}(\.\d{1,9})?\s*[kmg]?bit")
+#: Fastest link to shape (1000gbit): beyond any network card on sale.
+MAX_LINK_BITS = 10**12
+#: Longest delay to add to a link (netem): ten times a geostationary satellite hop.
+MAX_LINK_DELAY_NS = 10 * SECOND_NS
 
 
 def bits_per_second(rate: str) -> int:
@@ -36,19 +42,22 @@ def bits_per_second(rate: str) -> int:
 
 
 def _link_rate(rate: str) -> str:
-    if not re.fullmatch(r"\d+(\.\d+)?\s*[kmg]?bit", rate.lower()) or bits_per_second(rate) <= 0:
-        raise ValueError(f"{rate!r} is not a link rate: use e.g. 100mbit, 1gbit, 500kbit")
+    if not _LINK_RATE.fullmatch(rate.lower()) or bits_per_second(rate) <= 0:
+        raise ValueError(f"{shown(rate)} is not a link rate: use e.g. 100mbit, 1gbit, 500kbit")
+    if bits_per_second(rate) > MAX_LINK_BITS:
+        raise ValueError(f"must be at most {MAX_LINK_BITS // _BITS['gbit']}gbit")
     return rate.lower().replace(" ", "")
 
 
 def _link_delay(delay: str) -> str:
-    parse_duration(delay)
+    if not 0 <= parse_duration(delay) <= MAX_LINK_DELAY_NS:
+        raise ValueError(f"must be from 0 to {format_duration(MAX_LINK_DELAY_NS)}")
     return delay
 
 
 def _link_loss(loss: str) -> str:
-    if not re.fullmatch(r"\d+(\.\d+)?%", loss) or float(loss[:-1]) > 100:
-        raise ValueError(f"{loss!r} is not a loss rate: use e.g. 0.1%")
+    if not re.fullmatch(r"\d{1,3}(\.\d{1,9})?%", loss) or float(loss[:-1]) > 100:
+        raise ValueError(f"{shown(loss)} is not a loss rate: use e.g. 0.1%")
     return loss
 
 
@@ -122,7 +131,7 @@ class Placement(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     broker: Name = LOCAL
-    agents: Annotated[tuple[Name, ...], Field(min_length=1)] = (LOCAL,)
+    agents: Annotated[tuple[Name, ...], Field(min_length=1, max_length=MAX_HOSTS)] = (LOCAL,)
     cross_host_latency: Annotated[bool, Field(strict=True)] = False
     """Also measure one-way latency between producers and consumers on different clocks,
     corrected by the estimated offsets and reported with their uncertainty."""
@@ -133,5 +142,4 @@ class Inventory(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    hosts: tuple[HostSpec, ...] = ()
-
+    hosts: Annotated[tuple[HostSpec, ...], Field(max_length=MAX_HOSTS)] = ()

@@ -6,19 +6,33 @@ first field varying slowest, so a run list reads like the scenario file. Run ids
 point by its swept values as the user wrote them ("01-tcp-message_size=1KB"), an unnamed case
 by its own fields too ("01-tcp-message_size=256-rate=3000"), a named case by its name and
 what it sweeps ("01-tcp-large-rate=1000"); they double as directory names.
+
+A scenario may expand to at most `MAX_RUNS` runs: `run_count` counts them without expanding
+anything, and `load_scenario` refuses more before any step makes the points.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from orchestrator.scenario import Scenario
 from orchestrator.systems import System
-from orchestrator.workload import WORKLOAD_FIELDS, Case, Workload
+from orchestrator.workload import WORKLOAD_FIELDS, Case, Workload, WorkloadSpec
+
+if TYPE_CHECKING:
+    from orchestrator.scenario import Scenario
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
+
+#: Most runs of one scenario: at 15 s or more a run (broker start, warm-up, drain), 10,000
+#: runs take two days; more is a sweep to split into several scenarios.
+MAX_RUNS = 10_000
+#: Longest run id: ids name directories, and a file name stops at 255 bytes. Longer ids
+#: (many swept fields, long names) are cut and end in `CUT`; the manifest has the whole point.
+MAX_RUN_ID = 128
+CUT = "..."
 
 #: The key of a named case in `RunPoint.swept`.
 CASE_KEY = "case"
@@ -48,6 +62,11 @@ def safe_label(text: str) -> str:
     return _UNSAFE.sub("_", text) or "_"
 
 
+def run_count(systems: int, specs: Iterable[WorkloadSpec]) -> int:
+    """Runs of `systems` systems over every point of `specs`, without expanding them."""
+    return systems * sum(spec.points for spec in specs)
+
+
 def expand(scenario: Scenario) -> list[RunPoint]:
     """Every run of the scenario, numbered from 1. The number is zero-padded to at least two
     digits (wider for 100+ runs) so run ids sort in run order."""
@@ -64,7 +83,7 @@ def expand(scenario: Scenario) -> list[RunPoint]:
             runs.append(
                 RunPoint(
                     index=index,
-                    run_id=f"{index:0{width}d}-{system.name}{suffix}",
+                    run_id=_cut(f"{index:0{width}d}-{system.name}{suffix}"),
                     system=system,
                     workload=workload,
                     params=workload.model_dump(mode="json"),
@@ -72,6 +91,11 @@ def expand(scenario: Scenario) -> list[RunPoint]:
                 )
             )
     return runs
+
+
+def _cut(run_id: str) -> str:
+    """`run_id` within `MAX_RUN_ID` characters (still unique: the index leads it)."""
+    return run_id if len(run_id) <= MAX_RUN_ID else run_id[: MAX_RUN_ID - len(CUT)] + CUT
 
 
 def _naming(case: Case | None, labels: dict[str, str]) -> tuple[str, dict[str, str]]:

@@ -4,11 +4,15 @@ A raw `ValidationError` names pydantic's internal locations and wording. `proble
 each error into a `Problem`: the dotted path as the user wrote it in the YAML file, its line
 there, and a short human message ("must be a whole number", "unknown field (did you mean
 'rate'?)"), so that `ScenarioError` can print one `FILE:LINE: PATH: MESSAGE` per line.
+
+Values and keys from the file are shown through `shown`, clipped: a hostile file must not
+turn one problem into megabytes of output, nor a newline in a key into a second line.
 """
 
 from __future__ import annotations
 
 import difflib
+import reprlib
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
@@ -17,6 +21,27 @@ from pydantic import BaseModel, ValidationError
 from orchestrator.yaml_source import Document, YamlPath
 
 # --- errors -----------------------------------------------------------------------------
+
+#: Longest message printed for one problem (a safety net: values are already `shown`).
+MAX_MESSAGE_CHARS = 500
+#: Problems printed for one file; the count of the rest follows them.
+MAX_PROBLEMS_SHOWN = 100
+#: Longest key printed as written in a path; longer or unprintable ones are `shown`.
+MAX_KEY_CHARS = 40
+
+_SHORT = reprlib.Repr()
+_SHORT.maxstring = _SHORT.maxother = _SHORT.maxlong = 40
+_SHORT.maxlist = _SHORT.maxdict = 4
+_SHORT.maxlevel = 2
+
+
+def shown(value: object) -> str:
+    """`repr(value)` cut short, for quoting a value from the file in a message."""
+    return _SHORT.repr(value)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(frozen=True)
@@ -29,7 +54,8 @@ class Problem:
 
     def render(self, file: str) -> str:
         where = file if self.line is None else f"{file}:{self.line}"
-        return f"{where}: {self.path}: {self.message}" if self.path else f"{where}: {self.message}"
+        message = _clip(self.message, MAX_MESSAGE_CHARS)
+        return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
 
 
 class ScenarioError(Exception):
@@ -41,7 +67,11 @@ class ScenarioError(Exception):
         super().__init__(str(self))
 
     def __str__(self) -> str:
-        return "\n".join(problem.render(self.file) for problem in self.problems)
+        lines = [problem.render(self.file) for problem in self.problems[:MAX_PROBLEMS_SHOWN]]
+        if len(self.problems) > MAX_PROBLEMS_SHOWN:
+            rest = len(self.problems) - MAX_PROBLEMS_SHOWN
+            lines.append(f"{self.file}: and {rest:,} more problems (fix the ones above first)")
+        return "\n".join(lines)
 
 
 # --- pydantic errors in human words -------------------------------------------------------
@@ -63,12 +93,15 @@ _MESSAGES = {
     "tuple_type": "must be a list",
     "too_short": "must not be empty",
     "string_too_short": "must not be empty",
+    "invalid_key": "a key must be a string",
 }
 _BOUNDS = {
-    "greater_than": ("gt", "must be greater than"),
-    "greater_than_equal": ("ge", "must be at least"),
-    "less_than": ("lt", "must be less than"),
-    "less_than_equal": ("le", "must be at most"),
+    "greater_than": ("gt", "must be greater than {}"),
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "less_than": ("lt", "must be less than {}"),
+    "less_than_equal": ("le", "must be at most {}"),
+    "too_long": ("max_length", "must have at most {} items"),
+    "string_too_long": ("max_length", "must be at most {} characters"),
 }
 
 
@@ -81,9 +114,10 @@ def problems_from(
     """Pydantic errors as Problems, located in `doc` (errors of `model`, found at `prefix`)."""
     errors = exc.errors(include_url=False)
     locs = [tuple(error["loc"]) for error in errors]
+    parents = {loc[:end] for loc in locs for end in range(len(loc))}
     problems = []
     for error, loc in zip(errors, locs, strict=True):
-        if error["type"] == "too_short" and any(o[: len(loc)] == loc != o for o in locs):
+        if error["type"] == "too_short" and loc in parents:
             continue  # pydantic counts only the valid items: "empty" just echoes their errors
         path = _source_path(doc.data, prefix + loc) if doc else prefix + loc
         line = doc.line_of(path) if doc else None
@@ -98,6 +132,8 @@ def _source_path(data: Any, loc: YamlPath) -> YamlPath:
     path: list[Any] = []
     node = data
     for index, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and part not in node:
+            part = _key_named(node, part)
         is_key = isinstance(node, dict) and part in node
         if isinstance(part, int) and not is_key and not isinstance(node, list):
             continue
@@ -112,11 +148,24 @@ def _source_path(data: Any, loc: YamlPath) -> YamlPath:
     return tuple(path)
 
 
+def _key_named(mapping: dict[Any, Any], name: str) -> Any:
+    """The key of `mapping` that pydantic names `name` (it writes `None` for a null key),
+    or `name` itself when there is none."""
+    return next((key for key in mapping if not isinstance(key, str) and str(key) == name), name)
+
+
 def format_path(path: YamlPath) -> str:
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+        out += f"[{part}]" if type(part) is int else f".{_key(part)}" if out else _key(part)
     return out
+
+
+def _key(part: object) -> str:
+    """A mapping key as written, or `shown` when long, unprintable or not a string."""
+    text = str(part)
+    plain = isinstance(part, str) and text.isprintable() and len(text) <= MAX_KEY_CHARS
+    return text if plain else shown(part)
 
 
 def _message(error: Any, model: type[BaseModel] | None, loc: YamlPath) -> str:
@@ -126,8 +175,8 @@ def _message(error: Any, model: type[BaseModel] | None, loc: YamlPath) -> str:
     if kind == "enum":
         return f"must be {ctx['expected']}"
     if kind in _BOUNDS:
-        key, words = _BOUNDS[kind]
-        return f"{words} {ctx[key]}"
+        key, template = _BOUNDS[kind]
+        return template.format(f"{ctx[key]:,}" if type(ctx[key]) is int else ctx[key])
     if kind in _MESSAGES:
         return _MESSAGES[kind]
     message = str(error["msg"])

@@ -20,9 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from agents.protocol import DEFAULT_CPU_SAMPLE_NS
 from agents.schema import DEFAULT_THROUGHPUT_WINDOW
-from orchestrator.fields import Count, Mode, Name, Receive, SampleInterval, Schedule
-from orchestrator.hosts import LOCAL, HostSpec, Inventory, Placement
-from orchestrator.problems import Problem, ScenarioError, format_path, problems_from
+from orchestrator.fields import Messages, Mode, Name, Receive, SampleInterval, Schedule, Text
+from orchestrator.hosts import LOCAL, MAX_HOSTS, HostSpec, Inventory, Placement
+from orchestrator.matrix import MAX_RUNS, run_count
+from orchestrator.problems import Problem, ScenarioError, format_path, problems_from, shown
 from orchestrator.systems import DEFER_OPTIONS, System, driver_or_none
 from orchestrator.workload import (
     REQUIRED_FIELDS,
@@ -33,7 +34,14 @@ from orchestrator.workload import (
     case_problems,
     cross_field_problems,
 )
-from orchestrator.yaml_source import Document, YamlPath, YamlSyntaxError, parse
+from orchestrator.yaml_source import (
+    Document,
+    SourceError,
+    YamlPath,
+    YamlSyntaxError,
+    parse,
+    read_source,
+)
 
 #: Names other code imports from here (they live in the modules above).
 __all__ = [
@@ -52,6 +60,8 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
+#: Known host names listed when a placement names an unknown one.
+MAX_HOSTS_LISTED = 10
 _DEFER_CASES = "sixnines.defer_case_checks"
 
 
@@ -63,17 +73,17 @@ class Scenario(BaseModel):
     name: Name
     systems: Annotated[tuple[System, ...], Field(min_length=1)]
     workload: WorkloadSpec
-    hosts: tuple[HostSpec, ...] = ()
+    hosts: Annotated[tuple[HostSpec, ...], Field(max_length=MAX_HOSTS)] = ()
     """Machines besides `local` (SSH or container hosts); more may come from `inventory`."""
-    inventory: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    inventory: Text | None = None
     """A YAML file with a `hosts:` list (relative to the scenario file)."""
     placement: Placement = Field(default_factory=Placement)
-    output: Annotated[str, Field(strict=True, min_length=1)] = "runs"
-    spark_master: Annotated[str, Field(strict=True, min_length=1)] | None = None
+    output: Text = "runs"
+    spark_master: Text | None = None
     """Where the analysis runs (e.g. spark://host:7077); None: embedded local[*]."""
     cpu_sample: SampleInterval = DEFAULT_CPU_SAMPLE_NS
     """How often agents and the broker monitor sample CPU time (cpu.parquet), in ns."""
-    throughput_window: Count = DEFAULT_THROUGHPUT_WINDOW
+    throughput_window: Messages = DEFAULT_THROUGHPUT_WINDOW
     """Messages per window of a stream's overhead and throughput (SO_n … RT_n)."""
 
     @field_validator("systems")
@@ -129,17 +139,9 @@ def load_scenario(path: str | os.PathLike[str]) -> Scenario:
     """Read and validate a scenario file; raise `ScenarioError` with every problem found."""
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(file, [Problem("", None, "no such file")]) from None
-    except IsADirectoryError:
-        raise ScenarioError(file, [Problem("", None, "is a directory, not a file")]) from None
-    except UnicodeDecodeError as exc:
-        message = f"not UTF-8 text (bad byte at offset {exc.start})"
-        raise ScenarioError(file, [Problem("", None, message)]) from None
-    except OSError as exc:
-        message = f"cannot read: {exc.strerror or exc}"
-        raise ScenarioError(file, [Problem("", None, message)]) from None
+        text = read_source(Path(path))
+    except SourceError as exc:
+        raise ScenarioError(file, [Problem("", exc.line, exc.message)]) from None
     return parse_scenario(text, file)
 
 
@@ -176,14 +178,31 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
         scenario = scenario.model_copy(update={"hosts": (*scenario.hosts, *inventory)})
         problems += _host_problems(scenario, doc, len(inventory))
     specs = _specs_in_file(doc.data)
-    problems += _point_problems(specs, doc)
-    if scenario is not None:
-        problems += _driver_workload_problems(scenario, specs, doc)
+    too_many = _run_count_problems(specs, doc)
+    problems += too_many
+    if not too_many:  # the checks below go through every point
+        problems += _point_problems(specs, doc)
+        if scenario is not None:
+            problems += _driver_workload_problems(scenario, specs, doc)
     if problems:
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         raise ScenarioError(file, problems)
     assert scenario is not None
     return scenario
+
+
+def _run_count_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:
+    """A matrix of more than `MAX_RUNS` runs, counted without making a single point."""
+    systems = doc.data.get("systems")
+    count = len(systems) if isinstance(systems, list) else 1
+    runs = run_count(count, (spec for _, spec in specs))
+    if runs <= MAX_RUNS:
+        return []
+    where = ("cases",) if "cases" in doc.data else ("workload",)
+    message = (f"{runs:,} runs ({count} system(s) × {runs // count:,} workload points) are "
+               f"more than the limit of {MAX_RUNS:,}: sweep fewer values, or split the "
+               "scenario into several files")
+    return [Problem(format_path(where), doc.line_of(where), message)]
 
 
 def _inventory_hosts(doc: Document, file: str) -> tuple[HostSpec, ...]:
@@ -192,13 +211,17 @@ def _inventory_hosts(doc: Document, file: str) -> tuple[HostSpec, ...]:
     name = doc.data.get("inventory")
     if not isinstance(name, str) or not name:
         return ()
-    path = Path(file).parent / Path(name).expanduser()
+    line = doc.line_of(("inventory",))
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        line = doc.line_of(("inventory",))
-        raise ScenarioError(file, [Problem("inventory", line, f"cannot read {str(path)!r}: "
-                                           f"{exc.strerror or exc}")]) from None
+        path = Path(file).parent / Path(name).expanduser()
+    except RuntimeError:  # ~user of an unknown user
+        raise ScenarioError(file, [Problem("inventory", line, f"cannot read {shown(name)}: "
+                                           "no such user's home")]) from None
+    try:
+        text = read_source(path)
+    except SourceError as exc:
+        raise ScenarioError(file, [Problem("inventory", line, f"cannot read {shown(str(path))}"
+                                           f": {exc.message}")]) from None
     try:
         inventory_doc = parse(text)
     except YamlSyntaxError as exc:
@@ -226,12 +249,20 @@ def _host_problems(scenario: Scenario, doc: Document, from_inventory: int) -> li
     placement = scenario.placement
     named = [(("placement", "broker"), placement.broker)] + [
         (("placement", "agents", i), name) for i, name in enumerate(placement.agents)]
-    known = sorted(seen | {LOCAL})
+    known = seen | {LOCAL}
+    listed = _known(known)
     for path, name in named:
         if name not in known:
             problems.append(Problem(format_path(path), doc.line_of(path),
-                                    f"unknown host {name!r} (known: {', '.join(known)})"))
+                                    f"unknown host {name!r} ({listed})"))
     return problems
+
+
+def _known(known: set[str]) -> str:
+    """The known host names, the first few of them when there are many."""
+    names = sorted(known)
+    more = f", ... ({len(names):,} in all)" if len(names) > MAX_HOSTS_LISTED else ""
+    return f"known: {', '.join(names[:MAX_HOSTS_LISTED])}{more}"
 
 
 def _case_problems(doc: Document) -> list[Problem]:

@@ -3,6 +3,9 @@
 Parsing is exact (decimal strings go through `Fraction`, so "1.5KB" is 1536 bytes, not a
 rounded float) and strict: anything unrecognised is a `ValueError` whose message shows the
 accepted forms. Range checks (size >= header, rate > 0) belong to the scenario model.
+
+Text is bounded (`MAX_TEXT`, and three-digit exponents) before `Fraction` sees it, which
+would otherwise compute `10**999999999` for "1e999999999".
 """
 
 from __future__ import annotations
@@ -10,6 +13,11 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
+
+from orchestrator.problems import shown
+
+#: Longest value written as text ("1.5 KiB", "20k msg/s", "500 ms" need a dozen).
+MAX_TEXT = 32
 
 _NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)"
 
@@ -38,7 +46,7 @@ _DURATION_UNITS = {
     "h": 3600 * 1_000_000_000,
 }
 
-_RATE = re.compile(rf"\s*({_NUMBER}(?:[eE][+-]?\d+)?)\s*([kKM]?)\s*(?:(?:msg\s*)?/\s*s)?\s*")
+_RATE = re.compile(rf"\s*({_NUMBER}(?:[eE][+-]?\d{{1,3}})?)\s*([kKM]?)\s*(?:(?:msg\s*)?/\s*s)?\s*")
 _RATE_UNITS = {"": 1, "k": 1_000, "K": 1_000, "M": 1_000_000}
 
 
@@ -51,19 +59,28 @@ def _exact(value: object) -> Fraction | None:
     return Fraction(value)
 
 
+def _text(value: object) -> str | None:
+    """`value` if it is a string short enough to parse; None if it is no string."""
+    if isinstance(value, str) and len(value) > MAX_TEXT:
+        raise ValueError(f"{shown(value)} is too long for a value "
+                         f"(at most {MAX_TEXT} characters)")
+    return value if isinstance(value, str) else None
+
+
 def parse_size(value: object) -> int:
     """Bytes from 64, "64", "512B", "1KB", "1.5 KiB", "4MB" (K/M/G are powers of 1024)."""
-    error = ValueError(f"{value!r} is not a size: use e.g. 64, 512B, 1KB, 4MiB")
+    error = ValueError(f"{shown(value)} is not a size: use e.g. 64, 512B, 1KB, 4MiB")
     number = _exact(value)
     if number is None:
-        if not isinstance(value, str) or not (match := _SIZE.fullmatch(value)):
+        text = _text(value)
+        if text is None or not (match := _SIZE.fullmatch(text)):
             raise error
         unit = _SIZE_UNITS.get(match[2].lower())
         if unit is None:
             raise error
         number = Fraction(match[1]) * unit
     if number.denominator != 1:
-        raise ValueError(f"{value!r} is not a whole number of bytes")
+        raise ValueError(f"{shown(value)} is not a whole number of bytes")
     return int(number)
 
 
@@ -74,18 +91,50 @@ def parse_duration(value: object) -> int:
     number = _exact(value)
     if number is not None:
         return round(number * 1_000_000_000)
-    if isinstance(value, str) and (match := _DURATION.fullmatch(value)):
+    text = _text(value)
+    if text is not None and (match := _DURATION.fullmatch(text)):
         unit = _DURATION_UNITS.get(match[2].lower())
         if unit is not None:
             return round(Fraction(match[1]) * unit)
-    raise ValueError(f"{value!r} is not a duration: use e.g. 10s, 500ms, 2m")
+    raise ValueError(f"{shown(value)} is not a duration: use e.g. 10s, 500ms, 2m")
 
 
 def parse_rate(value: object) -> float:
-    """Messages per second from 2000, "20k", "1.5M", "500/s", "20k msg/s" (k = 1e3, M = 1e6)."""
+    """Messages per second from 2000, "20k", "1.5M", "500/s", "20k msg/s" (k = 1e3, M = 1e6).
+
+    A number beyond a float's range ("1e999") is inf, for the model's bound to refuse."""
     number = _exact(value)
-    if number is None and isinstance(value, str) and (match := _RATE.fullmatch(value)):
+    text = _text(value) if number is None else None
+    if text is not None and (match := _RATE.fullmatch(text)):
         number = Fraction(match[1]) * _RATE_UNITS[match[2]]
     if number is None:
-        raise ValueError(f"{value!r} is not a rate: use e.g. 2000, 20k, 1.5M, 500/s")
-    return float(number)
+        raise ValueError(f"{shown(value)} is not a rate: use e.g. 2000, 20k, 1.5M, 500/s")
+    try:
+        return float(number)
+    except OverflowError:
+        return math.inf
+
+
+def _largest_unit(value: int, units: tuple[tuple[str, int], ...], base: str) -> str:
+    """`value` in the largest of `units` (name, factor; largest first) dividing it exactly."""
+    for name, factor in units:
+        if value >= factor and value % factor == 0:
+            return f"{value // factor}{name}"
+    return f"{value}{base}"
+
+
+def format_size(size: int) -> str:
+    """A size as `parse_size` reads it back: 67108864 -> "64MiB"."""
+    return _largest_unit(size, (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)), "B")
+
+
+def format_duration(ns: int) -> str:
+    """A duration as `parse_duration` reads it back: 3600000000000 -> "1h"."""
+    factors = (("h", 3600 * 10**9), ("m", 60 * 10**9), ("s", 10**9), ("ms", 10**6),
+               ("us", 10**3))
+    return _largest_unit(ns, factors, "ns")
+
+
+def format_rate(rate: int) -> str:
+    """A whole rate as `parse_rate` reads it back: 100000000 -> "100M"."""
+    return _largest_unit(rate, (("M", 10**6), ("k", 10**3)), "")

@@ -14,6 +14,7 @@ With `cases:`, `WorkloadBase` is the base every case starts from (no field requi
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
@@ -22,10 +23,13 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer
 
 from orchestrator.fields import (
     MAX_RATE,
+    MAX_RUN_TIME_NS,
+    MAX_WAIT_NS,
     SECOND_NS,
-    Count,
+    Messages,
     Mode,
     Name,
+    Parallel,
     Rate,
     Receive,
     RunTime,
@@ -36,6 +40,7 @@ from orchestrator.fields import (
     Wait,
     as_list,
 )
+from orchestrator.problems import shown
 from orchestrator.yaml_source import YamlPath
 
 #: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
@@ -71,15 +76,15 @@ class Workload(BaseModel):
     mode: Mode = Mode.ONE_WAY
     message_size: Size
     rate: Rate
-    messages: Count | None = None
+    messages: Messages | None = None
     schedule: Schedule = Schedule.FIXED
-    duration_ns: Annotated[int, Field(strict=True, gt=0)]
-    warmup_ns: Annotated[int, Field(strict=True, ge=0)] = 1 * SECOND_NS
-    producers: Count = 1
-    consumers: Count = 1
-    connections: Count = 1
+    duration_ns: Annotated[int, Field(strict=True, gt=0, le=MAX_RUN_TIME_NS)]
+    warmup_ns: Annotated[int, Field(strict=True, ge=0, le=MAX_WAIT_NS)] = 1 * SECOND_NS
+    producers: Parallel = 1
+    consumers: Parallel = 1
+    connections: Parallel = 1
     receive: Receive = Receive.BLOCKING
-    drain_ns: Annotated[int, Field(strict=True, ge=0)] = 5 * SECOND_NS
+    drain_ns: Annotated[int, Field(strict=True, ge=0, le=MAX_WAIT_NS)] = 5 * SECOND_NS
     seed: Seed = None
 
     @model_validator(mode="before")
@@ -139,13 +144,13 @@ class WorkloadSpec(BaseModel):
     mode: Sweep[Mode] = (Mode.ONE_WAY,)
     message_size: Sweep[Size]
     rate: Sweep[Rate]
-    messages: Sweep[Count | None] = (None,)
+    messages: Sweep[Messages | None] = (None,)
     schedule: Sweep[Schedule] = (Schedule.FIXED,)
     duration: Sweep[RunTime | None] = (None,)
     warmup: Sweep[Wait] = (1 * SECOND_NS,)
-    producers: Sweep[Count] = (1,)
-    consumers: Sweep[Count] = (1,)
-    connections: Sweep[Count] = (1,)
+    producers: Sweep[Parallel] = (1,)
+    consumers: Sweep[Parallel] = (1,)
+    connections: Sweep[Parallel] = (1,)
     receive: Sweep[Receive] = (Receive.BLOCKING,)
     drain: Sweep[Wait] = (5 * SECOND_NS,)
     seed: Sweep[Seed] = (None,)
@@ -179,6 +184,11 @@ class WorkloadSpec(BaseModel):
     def given(self) -> tuple[str, ...]:
         """YAML field names set explicitly (in the file, or by keyword), in declared order."""
         return tuple(name for name in WORKLOAD_FIELDS if name in self.model_fields_set)
+
+    @property
+    def points(self) -> int:
+        """How many points `combinations` yields, counted without making them."""
+        return math.prod(len(getattr(self, name)) for name in WORKLOAD_FIELDS)
 
     def merged(self, other: WorkloadSpec) -> WorkloadSpec:
         """This spec with every field `other` gives replaced by `other`'s (labels too). The
@@ -284,7 +294,7 @@ def case_problems(
                 message = f"{field} is required (not in the case nor in workload)"
                 found.append((("cases", index), message))
         if isinstance(name, str) and name in first:
-            message = f"duplicate case name {name!r} (cases[{first[name]}] and cases[{index}])"
+            message = f"duplicate case name {shown(name)} (cases[{first[name]}] and cases[{index}])"
             found.append((("cases", index, "name"), message))
         elif isinstance(name, str):
             first[name] = index
