@@ -41,7 +41,7 @@ def _reason(path: Path, cause: OSError) -> str:
     with contextlib.suppress(OSError):
         where = _existing_parent(path)
         free = shutil.disk_usage(where).free
-        reason += f" ({_bytes(free)} free on {_mount_point(where)})"
+        reason += f" ({human_bytes(free)} free on {_mount_point(where)})"
     return reason
 
 
@@ -59,12 +59,12 @@ def _mount_point(path: Path) -> Path:
     return path
 
 
-def _bytes(count: int) -> str:
-    if count < 1024:
-        return f"{count} B"
-    scaled, unit = next((count / 1024**k, u) for k, u in ((3, "GB"), (2, "MB"), (1, "KB"))
-                        if count >= 1024**k)
-    return f"{scaled:,.1f} {unit}"
+def human_bytes(count: float) -> str:
+    """1023 B, 1.5 KB, 2.0 MB, 3.1 GB, 4.2 TB (binary multiples)."""
+    for unit, power in (("TB", 4), ("GB", 3), ("MB", 2), ("KB", 1)):
+        if count >= 1024**power:
+            return f"{count / 1024**power:,.1f} {unit}"
+    return f"{int(count)} B"
 
 
 @contextlib.contextmanager

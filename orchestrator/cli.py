@@ -47,6 +47,20 @@ def _load(file: str, console: Console):
         return None
 
 
+def _footprint(file: str, points: list, scenario, output: Path) -> tuple[list[str], list[str]]:
+    """The runs' memory and disk estimate in words, and why they cannot fit this machine
+    (each naming `file`). Remote hosts are checked once they are prepared."""
+    from orchestrator import footprint
+    from orchestrator.hosts import LOCAL
+
+    found = footprint.estimate(points, scenario.placement.agents)
+    available = {LOCAL: footprint.available_memory()}
+    free = footprint.free_disk(output)
+    problems = footprint.problems(found, available, free, str(output))
+    return (found.lines(available, free, str(output)),
+            [f"{file}: {problem}" for problem in problems])
+
+
 def _validate(args, console: Console) -> int:
     from orchestrator.matrix import expand
 
@@ -54,10 +68,17 @@ def _validate(args, console: Console) -> int:
     if scenario is None:
         return EXIT_BAD_INPUT
     points = expand(scenario)
-    console.print(f"{args.file}: ok, {len(points)} run(s)")
+    estimate, problems = _footprint(args.file, points, scenario, Path(scenario.output))
+    verdict = "does not fit this machine" if problems else "ok"
+    _say(console, f"{args.file}: {verdict}, {len(points)} run(s)")
     for point in points:
-        console.print(f"  {point.run_id}", markup=False, highlight=False)
-    return EXIT_OK
+        _say(console, f"  {point.run_id}")
+    _say(console, "estimate:")
+    for line in estimate:
+        _say(console, f"  {line}")
+    for problem in problems:
+        _say(console, problem)
+    return EXIT_BAD_INPUT if problems else EXIT_OK
 
 
 def _say(console: Console, text: str) -> None:
@@ -69,9 +90,16 @@ def _run(args, console: Console) -> int:
     from orchestrator.controller import run_scenario
     from orchestrator.interrupts import describe, exit_code
     from orchestrator.launchers.base import LaunchError
+    from orchestrator.matrix import expand
 
     scenario = _load(args.file, console)
     if scenario is None:
+        return EXIT_BAD_INPUT
+    output = args.output if args.output is not None else Path(scenario.output)
+    _, problems = _footprint(args.file, expand(scenario), scenario, output)
+    for problem in problems:
+        _say(console, problem)
+    if problems:
         return EXIT_BAD_INPUT
     master = spark_master(args.spark_master, scenario.spark_master)
     try:

@@ -17,8 +17,10 @@ from pathlib import Path
 from rich.console import Console
 
 from agents.atomic import WriteFailure
+from orchestrator import footprint
 from orchestrator.fleet import Fleet
 from orchestrator.interrupts import held
+from orchestrator.launchers.base import LaunchError
 from orchestrator.matrix import expand
 from orchestrator.progress import ProgressView
 from orchestrator.report import analyse, print_tables, write_results_summary
@@ -55,8 +57,10 @@ def results_dir_for(scenario, output: Path | None) -> Path:
     return path
 
 
-def _prepare(fleet: Fleet, console: Console) -> None:
-    """Check and bootstrap the remote hosts (nothing to do for a local-only scenario)."""
+def _prepare(fleet: Fleet, points: list, agent_hosts: tuple[str, ...],
+             console: Console) -> None:
+    """Check and bootstrap the remote hosts (nothing to do for a local-only scenario), and
+    check the runs fit their memory and disk."""
     if set(fleet.launchers) == {"local"}:
         return
     started = time.monotonic()
@@ -66,6 +70,12 @@ def _prepare(fleet: Fleet, console: Console) -> None:
         setup = facts.get("bootstrap", {})
         how = "reused" if setup.get("reused") else setup.get("installed_by", "installed")
         console.print(f"  {host}: Python {facts.get('python')}, sixnines {how}")
+    found = footprint.estimate(points, agent_hosts)
+    problems = footprint.problems(
+        found, {host: facts.get("mem_available_bytes") for host, facts in fleet.facts.items()},
+        None, "", {host: facts.get("free_bytes") for host, facts in fleet.facts.items()})
+    if problems:
+        raise LaunchError("; ".join(problems))
     console.print(f"hosts ready in {time.monotonic() - started:.1f} s")
 
 
@@ -81,7 +91,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     settings = RunSettings.of(scenario)
     run_dirs, statuses = [], []
     try:
-        _prepare(fleet, console)
+        _prepare(fleet, points, scenario.placement.agents, console)
         for point in points:
             run_dir = results_dir / point.run_id
             manifest = Run(point, run_dir, fleet, view, settings).execute()

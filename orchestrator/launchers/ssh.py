@@ -43,6 +43,8 @@ os.makedirs(sys.argv[1], exist_ok=True)
 print(json.dumps({
     "python": platform.python_version(), "machine": platform.machine(),
     "hostname": platform.node(), "free_bytes": shutil.disk_usage(sys.argv[1]).free,
+    "mem_available_bytes": next((int(line.split()[1]) * 1024 for line in open("/proc/meminfo")
+                                 if line.startswith("MemAvailable:")), None),
 }))
 """
 

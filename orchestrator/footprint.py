@@ -1,0 +1,167 @@
+"""How much memory and disk a scenario's runs need, against what the hosts have.
+
+Agents keep every message's timestamps in memory until their run ends (DESIGN.md rule 4:
+nothing but stamping in the loop) and then write them, so a run's memory grows with its
+messages, and every run's files stay in the results directory. A plan that cannot fit is
+refused before anything starts, with the numbers and the knobs that change them, instead
+of failing in an agent's log minutes later (or being killed by the kernel).
+
+The per-message figures are measured peaks (docs/performance.md, "Footprint"), rounded up:
+a producer peaked at ~131 bytes of resident memory per message and a consumer at ~115
+while writing their files; their per-message files took 5-7 bytes a message at 64 B.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from agents.atomic import human_bytes as human
+from agents.schedule import NS
+from agents.streams import INBOX_BYTES, RING_BYTES
+from orchestrator.hosts import LOCAL
+from orchestrator.matrix import RunPoint
+from orchestrator.plan import AgentPlan, plan_agents
+
+MiB = 1 << 20
+AGENT_BASE_BYTES = 256 * MiB  # an agent's interpreter, libraries and driver, idle
+#: Peak resident bytes per message an agent records (its rows), by role.
+ROW_MEMORY_BYTES = {"producer": 160, "consumer": 160, "requester": 320, "responder": 0}
+ROW_DISK_BYTES = 16  # messages.parquet per row (zstd; measured 5-7 at 64 B)
+HLOG_BYTES_PER_S = 64 * 1024  # an interval log per second of run (measured ~20 KB)
+AGENT_FILES_BYTES = 1 * MiB  # cpu.parquet, done.json, the agent's log
+KNOBS = ("lower rate, duration or messages, or spread producers and consumers over more "
+         "hosts (placement.agents)")
+
+
+@dataclass(frozen=True)
+class AgentNeed:
+    plan: AgentPlan
+    memory: int
+    disk: int
+
+
+def _rows(plan: AgentPlan) -> int:
+    """Messages the agent records: a consumer every delivery to each of its connections,
+    a requester one row per request (replies join it)."""
+    return plan.expected if plan.role == "consumer" else plan.sends
+
+
+def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
+                ) -> list[AgentNeed]:
+    """Each agent of `point`'s run, placed on `agent_hosts` as the run places them, with
+    its peak memory and the bytes of its files."""
+    workload = point.workload
+    span_s = (workload.warmup_ns + workload.duration_ns) / NS
+    driver = point.system.driver_class()
+    plans = plan_agents(workload, driver.needs_responder, agent_hosts)
+    needs = []
+    for plan in plans:
+        rows = _rows(plan)
+        buffers = _buffers(plan, workload.message_size)
+        memory = AGENT_BASE_BYTES + rows * ROW_MEMORY_BYTES[plan.role] + buffers
+        disk = rows * ROW_DISK_BYTES + int(HLOG_BYTES_PER_S * span_s) + AGENT_FILES_BYTES
+        needs.append(AgentNeed(plan, memory, disk))
+    return needs
+
+
+def _buffers(plan: AgentPlan, size: int) -> int:
+    """A sender's ring of frames per connection, a receiver's one inbox (agents.streams)."""
+    sends = plan.connections * (RING_BYTES + size) if plan.sends_messages else 0
+    receives = INBOX_BYTES + 4 * size if plan.role != "producer" else 0
+    return sends + receives
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The largest memory a run needs on each host, the disk of all runs' files (all end
+    up in the results directory), and the largest a run writes on each host (a remote
+    host's copy goes once it is fetched)."""
+
+    memory: dict[str, tuple[int, str, list[AgentNeed]]]  # host -> (bytes, run id, agents)
+    disk: int
+    host_disk: dict[str, int]
+
+    def lines(self, available: dict[str, int | None], free: int | None, output: str
+              ) -> list[str]:
+        """The estimate in words, beside what the hosts have where known."""
+        out = []
+        for host, (memory, run_id, agents) in self.memory.items():
+            parts = ", ".join(f"{a.plan.agent_id} {human(a.memory)}" for a in agents)
+            has = available.get(host)
+            where = f" of {human(has)} available" if has is not None else ""
+            out.append(f"memory on {host}: {human(memory)}{where} at most, in run {run_id} "
+                       f"({parts})")
+        has_disk = f" of {human(free)} free" if free is not None else ""
+        out.append(f"disk: {human(self.disk)}{has_disk} under {output} for every run's files")
+        return out
+
+
+def estimate(points: Iterable[RunPoint], agent_hosts: tuple[str, ...] = (LOCAL,)
+             ) -> Estimate:
+    memory: dict[str, tuple[int, str, list[AgentNeed]]] = {}
+    host_disk: dict[str, int] = {}
+    disk = 0
+    for point in points:
+        needs = agent_needs(point, agent_hosts)
+        disk += sum(need.disk for need in needs)
+        for host in dict.fromkeys(need.plan.host for need in needs):
+            on_host = [need for need in needs if need.plan.host == host]
+            total = sum(need.memory for need in on_host)
+            if host not in memory or total > memory[host][0]:
+                memory[host] = (total, point.run_id, on_host)
+            host_disk[host] = max(host_disk.get(host, 0), sum(n.disk for n in on_host))
+    return Estimate(memory, disk, host_disk)
+
+
+def problems(found: Estimate, available: dict[str, int | None], free: int | None,
+             output: str, host_free: dict[str, int | None] | None = None) -> list[str]:
+    """Why the plan cannot fit: a host whose agents need more memory than it has
+    available, results larger than the free disk under `output`, or a run writing more on
+    a host than is free in its work directory (`host_free`). Unknown capacities pass."""
+    out = []
+    for host, has in (host_free or {}).items():
+        need = found.host_disk.get(host, 0)
+        if has is not None and need > has:
+            out.append(f"a run writes about {human(need)} on host {host}, but {human(has)} "
+                       f"is free in its work directory: {KNOBS}")
+    for host, (memory, run_id, agents) in found.memory.items():
+        has = available.get(host)
+        if has is not None and memory > has:
+            biggest = max(agents, key=lambda a: a.memory)
+            out.append(f"run {run_id} needs about {human(memory)} of memory on host {host} "
+                       f"({len(agents)} agent(s); {biggest.plan.agent_id} alone "
+                       f"{human(biggest.memory)} for {_rows(biggest.plan):,} messages), but "
+                       f"{human(has)} is available: {KNOBS}")
+    if free is not None and found.disk > free:
+        out.append(f"the runs' files need about {human(found.disk)} under {output}, but "
+                   f"{human(free)} is free there: free some space, choose another `output`, "
+                   f"or {KNOBS.split(', or')[0]}")
+    return out
+
+
+def available_memory() -> int | None:
+    """MemAvailable of this machine (Linux), in bytes; None where unknown."""
+    try:
+        with open("/proc/meminfo", encoding="ascii") as info:
+            for line in info:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def free_disk(output: str | os.PathLike[str]) -> int | None:
+    """Free bytes where `output` is (or would be created)."""
+    for path in (Path(output), *Path(output).absolute().parents):
+        if path.exists():
+            try:
+                return shutil.disk_usage(path).free
+            except OSError:
+                return None
+    return None
+

@@ -1,0 +1,83 @@
+"""Plans that cannot fit the machine are refused before anything starts, with the numbers
+(5M msg/s for an hour: today's agents would need terabytes); and the estimate is checked
+against what real agents use, so it cannot drift below reality unnoticed."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from orchestrator import footprint
+from orchestrator.matrix import expand
+from orchestrator.scenario import load_scenario
+from tests.faults.processes import Sixnines, command_line, descendants
+
+HUGE = """
+name: huge
+systems: [{name: tcp, driver: tcp}]
+workload: {message_size: 64, rate: 5M, duration: 1h}
+"""
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_plan_bigger_than_the_machine_is_refused_before_anything_starts(tmp_path, command):
+    (tmp_path / "huge.yaml").write_text(HUGE)
+    done = subprocess.run([sys.executable, "-m", "orchestrator", command, "huge.yaml"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert re.search(r"huge.yaml: run 01-tcp needs about [\d.,]+ TB of memory on host local "
+                     r"\(2 agent\(s\); consumer-0 alone [\d.,]+ TB for 18,005,000,000 "
+                     r"messages\), but [\d.,]+ GB is available: lower rate", done.stderr)
+    assert "GB free there" in done.stderr or "is free there" in done.stderr
+    assert not (tmp_path / "runs").exists()
+    if command == "validate":
+        assert "does not fit this machine" in done.stderr and "estimate:" in done.stderr
+
+
+def peak_rss(controller: Sixnines) -> dict[int, int]:
+    """pid -> peak resident bytes (VmHWM) of each agent, watched until the run ends."""
+    peaks: dict[int, int] = {}
+    while controller.process.poll() is None:
+        for pid in descendants(controller.process.pid):
+            if "-m agents" not in command_line(pid):
+                continue
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+            except OSError:
+                continue
+            found = re.search(r"VmHWM:\s+(\d+) kB", status)
+            if found:
+                peaks[pid] = max(peaks.get(pid, 0), int(found[1]) * 1024)
+        time.sleep(0.05)
+    return peaks
+
+
+@pytest.mark.integration
+def test_the_estimate_bounds_what_real_agents_use(tmp_path):
+    """800,000 messages through the relay: each agent's peak memory stays under its
+    estimate, and not far under it (an estimate that is all margin refuses good plans)."""
+    (tmp_path / "s.yaml").write_text("""
+name: fit
+systems: [{name: tcp, driver: tcp}]
+workload: {message_size: 64, rate: 400k, duration: 2s, warmup: 0s, drain: 2s}
+""")
+    needs = {need.plan.agent_id: need
+             for need in footprint.agent_needs(expand(load_scenario(tmp_path / "s.yaml"))[0])}
+    controller = Sixnines("run", "s.yaml", "--output", "out", "--no-analysis", cwd=tmp_path)
+    peaks = peak_rss(controller)
+    controller.finish()
+    manifest = json.loads(next(tmp_path.glob("out/fit/*/*/manifest.json")).read_text())
+    for agent in manifest["agents"]:
+        need = needs[agent["id"]]
+        used = peaks[agent["pid"]]
+        assert used <= need.memory, (agent["id"], used, need.memory)
+        assert used >= need.memory / 3, (agent["id"], used, need.memory)
+        written = sum(f["bytes"] for f in agent["artifacts"].values())
+        assert written <= need.disk, (agent["id"], written, need.disk)
