@@ -1,7 +1,7 @@
 """CPU time sampling beside the measuring loop: `cpu.parquet` (agents/schema.py `CPU`).
 
 A `CpuSampler` thread wakes every interval and records (clock, CPU time, message count):
-the loops themselves never do anything for it (DESIGN.md rule 4), the count is a plain
+the loops themselves never do anything for it (docs/design.md rule 4), the count is a plain
 read of a counter the loop keeps anyway. Each wake-up takes the GIL from the loop for a
 few microseconds, like the once-a-second progress report. An agent reads its own process
 CPU time (`time.process_time_ns`: every thread, user + system, ns resolution); the broker

@@ -1,6 +1,6 @@
 """Open-loop schedules: the intended send time of every message, fixed before the run.
 
-Latency is measured from these times (DESIGN.md rule 1), so they are computed up front and
+Latency is measured from these times (docs/design.md rule 1), so they are computed up front and
 never moved: a sender that falls behind sends late and keeps the intended time.
 """
 

@@ -1,6 +1,6 @@
 """The hot path: stamping and sending frames on schedule, and recording what arrives.
 
-Nothing here allocates per message, logs, or computes statistics (DESIGN.md rule 4). An
+Nothing here allocates per message, logs, or computes statistics (docs/design.md rule 4). An
 `OutStream` owns a ring of pre-built frames (header + random fill) and writes only the
 header fields into it; every message already due goes out in one `send` (coalescing), or,
 in throughput mode (`rate: max`), the next batch goes out at once (`blast`). An

@@ -1,6 +1,6 @@
 """`sixnines run`: every run of a scenario in turn, then one analysis over all of them.
 
-Data flows one way (DESIGN.md): scenario → plan → launch → agents record → artifacts →
+Data flows one way (docs/design.md): scenario → plan → launch → agents record → artifacts →
 Spark → report. A run that fails does not stop the others; Ctrl-C or SIGTERM, during a run
 or during the analysis, stops everything, keeps what was recorded and says how to analyse
 it later; a results directory that cannot be written (a full disk) stops the scenario

@@ -1,6 +1,6 @@
 """How much memory and disk a scenario's runs need, against what the hosts have.
 
-Agents keep every message's timestamps in memory until their run ends (DESIGN.md rule 4:
+Agents keep every message's timestamps in memory until their run ends (docs/design.md rule 4:
 nothing but stamping in the loop) and then write them, so a run's memory grows with its
 messages, and every run's files stay in the results directory. A plan that cannot fit is
 refused before anything starts, with the numbers and the knobs that change them, instead

@@ -181,7 +181,7 @@ def _metrics(summary: dict) -> tuple[tuple[str, str], ...]:
 
 
 def _captions(summary: dict) -> list[str]:
-    """Footnotes: dim percentiles, and what the ± clock column means (DESIGN.md rule 3)."""
+    """Footnotes: dim percentiles, and what the ± clock column means (docs/design.md rule 3)."""
     captions = []
     if saturation(summary):
         captions.append("throughput mode (rate: max): saturation latency = receive − send "

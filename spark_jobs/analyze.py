@@ -78,7 +78,7 @@ CPU fields of summary.json (spark_jobs.cpu has the definitions, agents.cpu the s
   its monitor left no samples. `notes` says why, and holds the monitor's troubles, which
   never make a run partial.
 
-Clock fields of summary.json (DESIGN.md rule 3, see frames.with_clock_pairs):
+Clock fields of summary.json (docs/design.md rule 3, see frames.with_clock_pairs):
 
 - `latency_pairs`: {"same_clock": n, "cross_clock": n, "excluded": n}, the measured
   deliveries by how their producer's and receiver's clocks pair up. same_clock: one clock

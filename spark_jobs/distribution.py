@@ -12,7 +12,7 @@ needs its values; with them both figures are exact, without them its values are 
 the bucket's mean, an error of at most one bucket width (< 0.1 % of the median).
 
 The histogram re-bins the HDR counts into log-spaced bins (PER_DECADE per decade from
-LOW_NS): one representation for hlogs and raw data (DESIGN.md), and the humps detector
+LOW_NS): one representation for hlogs and raw data (docs/design.md), and the humps detector
 below reads it.
 """
 

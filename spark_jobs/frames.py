@@ -5,7 +5,7 @@ frame and Spark can fuse them into few scans. Raw rows never reach the driver: l
 leave Spark as HDR bucket counts (the same buckets as `agents.hdr`, so percentiles from
 the raw data and from the agents' hlogs agree to the bucket), accounting as one row.
 
-Clocks (DESIGN.md rule 3): a latency subtracts the producer's timestamp from the
+Clocks (docs/design.md rule 3): a latency subtracts the producer's timestamp from the
 receiver's, and each is read on its own host's monotonic clock. `RunClocks` says, from the
 manifest, which clock domain (one kernel boot) every agent is in; `with_clock_pairs` joins
 that onto the rows as small broadcast tables, and only rows whose two ends share a domain

@@ -1,7 +1,7 @@
 """The two kinds of load a run can put on a system, and what each one measures.
 
 open-loop: senders follow a schedule (`rate: 2000`); latency is measured from the intended
-send time, with service time and send lag beside it (DESIGN.md rules 1-2).
+send time, with service time and send lag beside it (docs/design.md rules 1-2).
 
 saturation: throughput mode (`rate: max`, a message count): no schedule, senders go as fast
 as the system takes. A message's intended time is its send time, so the only latency is

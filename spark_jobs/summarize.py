@@ -238,7 +238,7 @@ def clock_pairs(rows: pa.Table) -> ClockPairs:
 
 def clock_warnings(pairs: ClockPairs, cross_host: bool) -> list[str]:
     """Say how many deliveries no latency covers because their ends' clocks differ
-    (DESIGN.md rule 3), and, unless the scenario already opted in, how to include them."""
+    (docs/design.md rule 3), and, unless the scenario already opted in, how to include them."""
     excluded = pairs.totals[EXCLUDED]
     if not excluded:
         return []
@@ -258,7 +258,7 @@ SATURATED_RATE_SHARE = 0.95
 
 def saturation_warnings(figures: dict[str, Any], send_rate: float | None,
                         params: dict[str, Any]) -> list[str]:
-    """Say when the generator, not the system under test, set the pace (DESIGN.md rule 2):
+    """Say when the generator, not the system under test, set the pace (docs/design.md rule 2):
     a large send lag, or fewer messages per second sent than the schedule asked for."""
     if params.get("schedule") == "closed" or load_of(params) == SATURATION:
         return []  # a closed loop waits on purpose, rate: max has no schedule to lag

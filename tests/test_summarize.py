@@ -41,7 +41,7 @@ def test_a_closed_loop_waits_on_purpose():
     assert saturation_warnings(figures(50_000), 10.0, {"rate": 1000, "schedule": "closed"}) == []
 
 
-# --- clocks (DESIGN.md rule 3) -------------------------------------------------------------
+# --- clocks (docs/design.md rule 3) -------------------------------------------------------------
 
 PAIR_SCHEMA = pa.schema([("agent_id", pa.string()), ("same_clock", pa.int64()),
                          ("cross_clock", pa.int64()), ("excluded", pa.int64()),

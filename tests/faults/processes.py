@@ -6,6 +6,7 @@ before the kill)."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -109,6 +110,24 @@ class Sixnines:
                     return pid
             time.sleep(0.1)
         raise AssertionError(f"no process with {word!r} within {timeout_s} s:\n{self.stderr}")
+
+    def peak_memory(self, word: str) -> dict[int, int]:
+        """pid -> peak resident bytes (VmHWM) of each descendant whose command line holds
+        `word`, watched until the process exits."""
+        peaks: dict[int, int] = {}
+        while self.process.poll() is None:
+            for pid in descendants(self.process.pid):
+                if word not in command_line(pid):
+                    continue
+                try:
+                    found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status")
+                                      .read_text())
+                except OSError:
+                    continue
+                if found:
+                    peaks[pid] = max(peaks.get(pid, 0), int(found[1]) * 1024)
+            time.sleep(0.05)
+        return peaks
 
     def snapshot(self) -> set[int]:
         """Every descendant seen so far, and those there now."""

@@ -8,15 +8,13 @@ import json
 import re
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
 
 from orchestrator import footprint
 from orchestrator.matrix import expand
 from orchestrator.scenario import load_scenario
-from tests.faults.processes import Sixnines, command_line, descendants
+from tests.faults.processes import Sixnines
 
 HUGE = """
 name: huge
@@ -41,24 +39,6 @@ def test_a_plan_bigger_than_the_machine_is_refused_before_anything_starts(tmp_pa
         assert "does not fit this machine" in done.stderr and "estimate:" in done.stderr
 
 
-def peak_rss(controller: Sixnines) -> dict[int, int]:
-    """pid -> peak resident bytes (VmHWM) of each agent, watched until the run ends."""
-    peaks: dict[int, int] = {}
-    while controller.process.poll() is None:
-        for pid in descendants(controller.process.pid):
-            if "-m agents" not in command_line(pid):
-                continue
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-            except OSError:
-                continue
-            found = re.search(r"VmHWM:\s+(\d+) kB", status)
-            if found:
-                peaks[pid] = max(peaks.get(pid, 0), int(found[1]) * 1024)
-        time.sleep(0.05)
-    return peaks
-
-
 @pytest.mark.integration
 def test_the_estimate_bounds_what_real_agents_use(tmp_path):
     """800,000 messages through the relay: each agent's peak memory stays under its
@@ -71,7 +51,7 @@ workload: {message_size: 64, rate: 400k, duration: 2s, warmup: 0s, drain: 2s}
     needs = {need.plan.agent_id: need
              for need in footprint.agent_needs(expand(load_scenario(tmp_path / "s.yaml"))[0])}
     controller = Sixnines("run", "s.yaml", "--output", "out", "--no-analysis", cwd=tmp_path)
-    peaks = peak_rss(controller)
+    peaks = controller.peak_memory("-m agents")
     controller.finish()
     manifest = json.loads(next(tmp_path.glob("out/fit/*/*/manifest.json")).read_text())
     for agent in manifest["agents"]:

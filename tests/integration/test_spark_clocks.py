@@ -1,4 +1,4 @@
-"""spark_jobs.analyze on runs spread over two hosts' clocks (DESIGN.md rule 3).
+"""spark_jobs.analyze on runs spread over two hosts' clocks (docs/design.md rule 3).
 
 Two hosts, A (the controller's) and B, each with a producer and a consumer; every consumer
 receives both producers' messages. On B's clock every instant reads OFFSET_B later than on

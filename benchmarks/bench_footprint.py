@@ -1,0 +1,80 @@
+"""What an agent really holds and writes per message, against `orchestrator.footprint`.
+
+Runs `sixnines run` (the product's own path) of the builtin tcp relay at 64 B for each
+message count, watches every agent's peak resident memory (VmHWM) and reads the sizes of
+the files it wrote. Prints, per role and count: peak MB, the bytes per message between the
+smallest and each larger count (the slope, which is what the estimate's per-message figure
+must cover), the bytes on disk per message, and measured / estimated memory.
+
+    .venv/bin/python benchmarks/bench_footprint.py [--counts 200k,1M,4M] [--size 64]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from orchestrator import footprint
+from orchestrator.matrix import expand
+from orchestrator.scenario import load_scenario
+from orchestrator.units import parse_rate
+from tests.faults.processes import Sixnines
+
+SECONDS = 4
+
+
+def measure(work: Path, messages: int, size: int) -> dict[str, dict]:
+    """One run of `messages` per side: per role, its messages, peak bytes, file bytes and
+    the estimate."""
+    scenario = work / f"fp-{messages}.yaml"
+    scenario.write_text(f"""
+name: footprint
+systems: [{{name: tcp, driver: tcp}}]
+workload: {{message_size: {size}, rate: {messages // SECONDS}, duration: {SECONDS}s,
+           warmup: 0s, drain: 5s}}
+""")
+    needs = {n.plan.role: n for n in footprint.agent_needs(expand(load_scenario(scenario))[0])}
+    controller = Sixnines("run", str(scenario), "--output", str(work / "out"),
+                          "--no-analysis", cwd=work)
+    peaks = controller.peak_memory("-m agents")
+    controller.finish()
+    manifest = json.loads(sorted(work.glob("out/footprint/*/*/manifest.json"))[-1].read_text())
+    found = {}
+    for agent in manifest["agents"]:
+        count = max(agent["sent"], agent["received"])
+        found[agent["role"]] = {
+            "messages": count, "peak": peaks.get(agent["pid"], 0),
+            "disk": sum(f["bytes"] for f in agent["artifacts"].values()),
+            "estimate": needs[agent["role"]].memory}
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--counts", default="200k,1M,4M")
+    parser.add_argument("--size", type=int, default=64)
+    args = parser.parse_args()
+    counts = [int(parse_rate(text)) for text in args.counts.split(",")]
+    with tempfile.TemporaryDirectory(prefix="bench-footprint-") as work:
+        results = [measure(Path(work), count, args.size) for count in counts]
+    print(f"{'role':9} {'messages':>10} {'peak MB':>9} {'B/msg slope':>12} "
+          f"{'disk B/msg':>11} {'peak/estimate':>14}")
+    for role in ("producer", "consumer"):
+        first = results[0][role]
+        for result in results:
+            r = result[role]
+            extra = r["messages"] - first["messages"]
+            slope = f"{(r['peak'] - first['peak']) / extra:12.1f}" if extra else f"{'-':>12}"
+            print(f"{role:9} {r['messages']:>10,} {r['peak'] / 2**20:9.1f} {slope} "
+                  f"{r['disk'] / max(r['messages'], 1):11.2f} "
+                  f"{r['peak'] / r['estimate']:14.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
