@@ -30,7 +30,7 @@ from agents.roles import Consumer, Control, Producer, Requester, Responder, Role
 from agents.schema import CPU_FILE
 from agents.streams import clock
 from drivers import registry
-from drivers.base import DriverError
+from drivers.base import Credential, DriverError
 
 ROLES: dict[str, type[Role]] = {
     "producer": Producer, "consumer": Consumer, "requester": Requester, "responder": Responder,
@@ -40,7 +40,9 @@ PROGRESS_INTERVAL_S = 1.0
 
 def build_role(spec: p.Prepare) -> Role:
     driver_cls = registry.load(spec.driver)
-    driver = driver_cls(spec.address, driver_cls.Options(**spec.driver_options))
+    credential = Credential(**spec.credential) if spec.credential else None
+    driver = driver_cls(spec.address, driver_cls.Options(**spec.driver_options),
+                        credential=credential)
     return ROLES[spec.role](spec, driver)
 
 

@@ -63,6 +63,9 @@ class Prepare(Message):
     cpu_sample_ns: int = DEFAULT_CPU_SAMPLE_NS  # how often CPU time is sampled (cpu.parquet)
     target_pid: int = 0  # monitor: the pid naming the broker's process group on its host
     messages: int = 0  # schedule max: this agent's messages, split over its connections
+    #: {"username", "password"}: the run's login for a broker sixnines started off loopback
+    #: (drivers.base.Credential). Only this channel carries it; `decode` never quotes it.
+    credential: dict | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -153,7 +156,13 @@ def decode(line: str) -> Message:
         cls = MESSAGE_TYPES[data.pop("type")]
         return cls(**data)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ProtocolError(f"bad control message {line[:200]!r}: {exc}") from exc
+        raise ProtocolError(f"bad control message {_excerpt(line)}: {exc}") from exc
+
+
+def _excerpt(line: str) -> str:
+    """The start of a bad line for an error message, unless the line carries a credential
+    (errors reach logs and manifests)."""
+    return "(not shown: it carries a credential)" if '"credential"' in line else repr(line[:200])
 
 
 class Channel:

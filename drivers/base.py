@@ -8,22 +8,75 @@ receiver can hand over everything that arrived together without a per-message Py
 
 Third parties add a system by registering a `Driver` subclass under the `sixnines.drivers`
 entry-point group.
+
+Passwords are never options (options land in scenario files and manifests): a driver that
+logs in takes `LoginOptions`, whose password is a reference read when connecting, or the
+`Credential` the framework hands it for a broker sixnines started with a per-run secret.
+`Driver.login` is the one place either is looked up.
 """
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import ClassVar, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 
 class DriverOptions(BaseModel):
     """Base of every driver's options: strict, so a misspelt key is an error, not a default."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoginOptions(DriverOptions):
+    """Options of a driver that logs in: a user name and where the password is."""
+
+    username: str | None = None
+    """The user to log in as."""
+    password_env: str | None = None
+    """Name of an environment variable (of the agent) holding the password."""
+    password_file: Path | None = None
+    """File (on the agent's host) holding the password; a trailing line break is dropped."""
+
+    @model_validator(mode="after")
+    def _one_password_source(self) -> LoginOptions:
+        if self.password_env is not None and self.password_file is not None:
+            raise ValueError("give password_env or password_file, not both")
+        return self
+
+    def password(self, label: str) -> str | None:
+        """The password the options point to, read now (None: they name none)."""
+        if self.password_env is not None:
+            return secret_from_env(self.password_env, "password_env", label)
+        if self.password_file is None:
+            return None
+        try:
+            return self.password_file.read_text(encoding="utf-8").rstrip("\r\n")
+        except OSError as exc:
+            raise DriverError(f"{label}: cannot read password_file {self.password_file} "
+                              f"({exc.strerror or exc})") from None
+
+
+def secret_from_env(variable: str, option: str, label: str) -> str:
+    """The value of the agent's environment variable an option names."""
+    value = os.environ.get(variable)
+    if value is None:
+        raise DriverError(f"{label}: {option} {variable} is not set in the agent's environment")
+    return value
+
+
+@dataclass(frozen=True)
+class Credential:
+    """A login the framework hands a driver: the per-run secret of a broker sixnines started
+    off loopback. It arrives over the agent's control channel and lives only in memory."""
+
+    username: str | None  # None: a password alone (e.g. Redis' default user)
+    password: str = field(repr=False)
 
 
 @dataclass(frozen=True)
@@ -92,7 +145,9 @@ class Responder(Protocol):
 
 
 class Driver(ABC):
-    """One system under test, reached at `address` ("host:port").
+    """One system under test, reached at `address` ("host:port"), logging in with
+    `credential` when the framework gives one (see `login`; a subclass that overrides
+    `__init__` takes it and passes it on).
 
     Delivery in one-way mode is fan-out: every receiver connection gets every message of
     every sender. `connection_id` is unique per connection within a run (the sender's
@@ -108,9 +163,21 @@ class Driver(ABC):
     #: systems); False when the broker itself echoes (the tcp relay, the zmq echo).
     needs_responder: ClassVar[bool] = False
 
-    def __init__(self, address: str, options: DriverOptions) -> None:
+    def __init__(self, address: str, options: DriverOptions,
+                 credential: Credential | None = None) -> None:
         self.address = address
         self.options = options
+        self.credential = credential
+
+    def login(self) -> tuple[str | None, str | None]:
+        """(user, password) to connect with, looked up now and never kept: the run's
+        credential when there is one (it is the only login the broker takes), else the
+        options' user and the password they point to."""
+        if self.credential is not None:
+            return self.credential.username, self.credential.password
+        if isinstance(self.options, LoginOptions):
+            return self.options.username, self.options.password(f"{self.name} at {self.address}")
+        return None, None
 
     def framing(self, message_size: int) -> Framing:
         """How outgoing messages are framed in a batch handed to `Sender.send`."""

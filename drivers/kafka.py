@@ -17,14 +17,12 @@ broker Apache Kafka.
 
 from __future__ import annotations
 
-import os
 import socket
-from pathlib import Path
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from drivers.base import Driver, DriverError, DriverOptions, split_address
+from drivers.base import Credential, Driver, DriverError, LoginOptions, split_address
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
 DEFAULT_RECORD_BYTES = 1_000_000  # the clients' and brokers' default record size limit
@@ -33,7 +31,7 @@ MAX_MESSAGE_BYTES = 64 << 20  # brokers refuse requests over ~100 MB by default
 TOPIC_CHARS = r"^[A-Za-z0-9._-]{1,200}$"
 
 
-class KafkaOptions(DriverOptions):
+class KafkaOptions(LoginOptions):
     """Kafka protocol options.
 
     `client`: confluent (confluent-kafka, librdkafka's C client; the default) or
@@ -67,9 +65,6 @@ class KafkaOptions(DriverOptions):
     """How long the broker may hold a fetch for data to arrive (latency vs requests)."""
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
     """SASL over plaintext; needs `username` and one of `password_env`/`password_file`."""
-    username: str | None = None
-    password_env: str | None = None
-    password_file: Path | None = None
 
     @model_validator(mode="after")
     def _credentials(self) -> KafkaOptions:
@@ -88,8 +83,9 @@ class KafkaDriver(Driver):
     Options: ClassVar[type[KafkaOptions]] = KafkaOptions
     needs_responder = True
 
-    def __init__(self, address: str, options: KafkaOptions) -> None:
-        super().__init__(address, options)
+    def __init__(self, address: str, options: KafkaOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
         self.host, self.port = split_address(address, self.name)
         self.label = f"kafka at {address}"
         self.partitions: dict[str, int] = {}  # topics known to exist: partition count
@@ -109,23 +105,6 @@ class KafkaDriver(Driver):
         self.record_bytes = max(DEFAULT_RECORD_BYTES, message_size + RECORD_HEADROOM)
 
     # -- connecting ------------------------------------------------------------------------
-
-    def password(self) -> str | None:
-        """The SASL password, read now from where the options point (never stored in them)."""
-        opts = self.options
-        if opts.password_env is not None:
-            value = os.environ.get(opts.password_env)
-            if value is None:
-                raise DriverError(f"{self.label}: environment variable {opts.password_env} "
-                                  "(password_env) is not set")
-            return value
-        if opts.password_file is not None:
-            try:
-                return opts.password_file.read_text(encoding="utf-8").strip()
-            except OSError as exc:
-                raise DriverError(f"{self.label}: cannot read password_file "
-                                  f"{opts.password_file} ({exc.strerror})") from None
-        return None
 
     @property
     def backend(self):

@@ -60,10 +60,10 @@ class Backend:
         self.options = opts
         self.common = {"bootstrap.servers": driver.address, "socket.nagle.disable": True}
         if opts.sasl_mechanism is not None:
+            username, password = driver.login()
             self.common |= {"security.protocol": "SASL_PLAINTEXT",
                             "sasl.mechanisms": opts.sasl_mechanism,
-                            "sasl.username": opts.username,
-                            "sasl.password": driver.password()}
+                            "sasl.username": username, "sasl.password": password}
         self.timeout_s = timeout_s
         errors: list[KafkaError] = []
         self.admin = AdminClient(self.conf(error_cb=errors.append))

@@ -64,10 +64,10 @@ class Backend:
         self.common = {"bootstrap_servers": driver.address,
                        "bootstrap_timeout_ms": self.timeout_ms}
         if opts.sasl_mechanism is not None:
+            username, password = driver.login()
             self.common |= {"security_protocol": "SASL_PLAINTEXT",
                             "sasl_mechanism": opts.sasl_mechanism,
-                            "sasl_plain_username": opts.username,
-                            "sasl_plain_password": driver.password()}
+                            "sasl_plain_username": username, "sasl_plain_password": password}
         with _logged() as logged:
             try:
                 self.admin = KafkaAdminClient(**self.conf(request_timeout_ms=self.timeout_ms))

@@ -43,7 +43,6 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Literal
 
 import nats
@@ -55,7 +54,15 @@ from nats.js import api
 from pydantic import Field, field_validator, model_validator
 
 from agents.payload import HEADER_STRUCT
-from drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
+from drivers.base import (
+    Credential,
+    Driver,
+    DriverError,
+    Framing,
+    LoginOptions,
+    secret_from_env,
+    split_address,
+)
 
 CONNECT_TIMEOUT_S = 5
 BUFFER_BYTES = 1 << 20  # per connection read buffer (at least 4 messages' worth)
@@ -72,8 +79,9 @@ _TOKEN = re.compile(r"[^\s.*>]+")  # a subject token without wildcards or whites
 _NAME = re.compile(r"[A-Za-z0-9_-]+")  # stream names
 
 
-class NatsOptions(DriverOptions):
-    """Options of the nats driver. Secrets only by reference, read at connect time."""
+class NatsOptions(LoginOptions):
+    """Options of the nats driver. Secrets only by reference, read at connect time:
+    `username` with password_env or password_file, or token_env."""
 
     subject: str = "sixnines"
     """Base subject (see the module docstring for the subjects derived from it)."""
@@ -92,12 +100,6 @@ class NatsOptions(DriverOptions):
     batch: int = Field(1000, ge=1, le=1_000_000)
     """JetStream pull consumer batch: messages requested at a time (another request goes
     out when half are delivered)."""
-    username: str | None = None
-    """User name to log in with (the password by reference, below)."""
-    password_env: str | None = None
-    """Name of the environment variable holding the password (with `username`)."""
-    password_file: str | None = None
-    """File holding the password (with `username`); surrounding whitespace is ignored."""
     token_env: str | None = None
     """Name of the environment variable holding an authentication token."""
     tls_ca_file: str | None = None
@@ -120,8 +122,6 @@ class NatsOptions(DriverOptions):
 
     @model_validator(mode="after")
     def _consistent(self) -> NatsOptions:
-        if self.password_env and self.password_file:
-            raise ValueError("give password_env or password_file, not both")
         has_password = bool(self.password_env or self.password_file)
         if has_password != bool(self.username):
             raise ValueError("username and a password (password_env or password_file) go "
@@ -210,41 +210,25 @@ class _LentTransport(Transport):
         return True  # "already set up": nats-py then uses this transport, not its own
 
 
-def _secret(options: NatsOptions, label: str) -> dict:
-    """nats-py's credential arguments, read now (never stored on the driver)."""
+def _secret(options: NatsOptions, login: tuple[str | None, str | None], label: str) -> dict:
+    """nats-py's credential arguments: the driver's login, else the token the options name."""
+    user, password = login
+    if user is not None:
+        return {"user": user, "password": password}
     if options.token_env:
-        token = os.environ.get(options.token_env)
-        if not token:
-            raise DriverError(f"{label}: environment variable {options.token_env} "
-                              "(token_env) is not set")
-        return {"token": token}
-    if options.username is None:
-        return {}
-    if options.password_env:
-        password = os.environ.get(options.password_env)
-        if password is None:
-            raise DriverError(f"{label}: environment variable {options.password_env} "
-                              "(password_env) is not set")
-    else:
-        try:
-            password = Path(options.password_file).read_text().strip()
-        except OSError as exc:
-            raise DriverError(f"{label}: cannot read password_file ({exc.strerror})") from None
-    return {"user": options.username, "password": password}
+        return {"token": secret_from_env(options.token_env, "token_env", label)}
+    return {}
 
 
-def _has_credentials(options: NatsOptions) -> bool:
-    return bool(options.username or options.token_env)
-
-
-def _client_arguments(options: NatsOptions, label: str) -> dict:
+def _client_arguments(options: NatsOptions, login: tuple[str | None, str | None],
+                      label: str) -> dict:
     arguments = {
         "allow_reconnect": False,
         "max_reconnect_attempts": 1,  # nats-py then gives up after a retry (0: never)
         "reconnect_time_wait": 0,
         "connect_timeout": CONNECT_TIMEOUT_S,
         "name": "sixnines",
-        **_secret(options, label),
+        **_secret(options, login, label),
     }
     if options.tls_ca_file:
         try:
@@ -252,6 +236,10 @@ def _client_arguments(options: NatsOptions, label: str) -> dict:
         except OSError as exc:
             raise DriverError(f"{label}: cannot read tls_ca_file ({exc.strerror})") from None
     return arguments
+
+
+def _has_credentials(arguments: dict) -> bool:
+    return "user" in arguments or "token" in arguments
 
 
 def _connect_error(exc: BaseException, cause: BaseException | None, label: str,
@@ -274,7 +262,7 @@ def _connect_error(exc: BaseException, cause: BaseException | None, label: str,
     return DriverError(f"{label}: cannot connect ({text or type(exc).__name__})")
 
 
-def _handshake(host: str, port: int, options: NatsOptions, label: str):
+def _handshake(host: str, port: int, arguments: dict, label: str):
     """Connect with nats-py on a private loop; return (socket, bytes already read, server
     INFO). nats-py's read loop, pinger and flusher are cancelled before their first step,
     so nothing but this module ever touches the socket afterwards."""
@@ -282,7 +270,6 @@ def _handshake(host: str, port: int, options: NatsOptions, label: str):
     client = Client()
     client._transport = transport  # nats-py keeps a transport that is already set up
     url = f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
-    arguments = _client_arguments(options, label)
 
     async def quiet(exc: Exception) -> None:  # nats-py's default error callback logs
         return None
@@ -302,7 +289,7 @@ def _handshake(host: str, port: int, options: NatsOptions, label: str):
     except Exception as exc:
         if transport.sock is not None:
             transport.sock.close()
-        raise _connect_error(exc, transport.error, label, _has_credentials(options)) from None
+        raise _connect_error(exc, transport.error, label, _has_credentials(arguments)) from None
     finally:
         loop.close()
     sock = transport.sock
@@ -315,10 +302,9 @@ def _handshake(host: str, port: int, options: NatsOptions, label: str):
 # --- JetStream management, through nats-py's JetStreamManager ----------------------------
 
 
-def _manage(host: str, port: int, options: NatsOptions, label: str, work) -> object:
+def _manage(host: str, port: int, arguments: dict, label: str, work) -> object:
     """Run `await work(jsm)` on a short-lived nats-py connection of its own."""
     url = f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
-    arguments = _client_arguments(options, label)
     failure: list[Exception] = []
 
     async def remember(exc: Exception) -> None:
@@ -350,7 +336,7 @@ def _manage(host: str, port: int, options: NatsOptions, label: str, work) -> obj
                           ) from None
     except Exception as exc:
         cause = failure[0] if failure and isinstance(failure[0], OSError) else None
-        raise _connect_error(exc, cause, label, _has_credentials(options)) from None
+        raise _connect_error(exc, cause, label, _has_credentials(arguments)) from None
     finally:
         loop.close()
 
@@ -765,8 +751,9 @@ class NatsDriver(Driver):
     Options = NatsOptions
     needs_responder = True
 
-    def __init__(self, address: str, options: NatsOptions) -> None:
-        super().__init__(address, options)
+    def __init__(self, address: str, options: NatsOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
         self._label = f"nats at {address}"
         self._host, self._port = split_address(address, "nats")
         self._js = options.mode == "jetstream"
@@ -792,14 +779,19 @@ class NatsDriver(Driver):
 
     # connections
 
+    def _arguments(self) -> dict:
+        """nats-py's connect arguments, the login looked up now."""
+        return _client_arguments(self.options, self.login(), self._label)
+
     def _open(self, size: int, consumer: str = "") -> _Link:
         """A connection after the handshake; in JetStream mode the stream exists (and the
         pull consumer `consumer`, when named) before it returns."""
         if self._js and (consumer or not self._stream_ready):
-            _manage(self._host, self._port, self.options, self._label,
+            _manage(self._host, self._port, self._arguments(), self._label,
                     lambda jsm: self._prepare(jsm, consumer))
             self._stream_ready = True
-        sock, leftover, info = _handshake(self._host, self._port, self.options, self._label)
+        sock, leftover, info = _handshake(self._host, self._port, self._arguments(),
+                                          self._label)
         link = _Link(sock, leftover, info, size, self._label)
         if size > link.max_payload:
             link.close()

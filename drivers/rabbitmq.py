@@ -27,17 +27,22 @@ exclusive server-named queue; the responder publishes each body back to its repl
 
 from __future__ import annotations
 
-import os
 import select
 import socket
 import struct
 import time
-from pathlib import Path
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import Field
 
-from drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
+from drivers.base import (
+    Credential,
+    Driver,
+    DriverError,
+    Framing,
+    LoginOptions,
+    split_address,
+)
 
 CONNECT_TIMEOUT_S = 10.0
 FRAME_MAX = 131072  # asked of the broker (RabbitMQ's default); one body frame holds 8 less
@@ -64,7 +69,7 @@ CHANNEL_CLOSE = _method(20, 40)
 DELIVERY_MODE_FLAG, REPLY_TO_FLAG = 1 << 12, 1 << 9
 
 
-class RabbitmqOptions(DriverOptions):
+class RabbitmqOptions(LoginOptions):
     exchange: str = Field("sixnines", max_length=127)
     """A fanout exchange (declared durable) giving each receiver connection its own queue:
     fan-out. "" is the default exchange: one named queue shared by its consumers."""
@@ -79,18 +84,9 @@ class RabbitmqOptions(DriverOptions):
     auto_ack: bool = False
     """Consume without acknowledgements (the broker pushes as fast as it can; no prefetch)."""
     username: str = "guest"
-    password_env: str | None = None
-    """Name of an environment variable holding the password (read at connect time)."""
-    password_file: str | None = None
-    """Path of a file holding the password (read at connect time, surrounding blanks cut).
-    With neither, the password is "guest" (the recipe's node allows guest on loopback)."""
+    """With neither password_env nor password_file, the password is "guest" (RabbitMQ lets
+    guest in over loopback only: the recipe's node on loopback)."""
     vhost: str = "/"
-
-    @model_validator(mode="after")
-    def _one_password_source(self) -> RabbitmqOptions:
-        if self.password_env is not None and self.password_file is not None:
-            raise ValueError("give password_env or password_file, not both")
-        return self
 
 
 def _shortstr(text: str | bytes) -> bytes:
@@ -561,8 +557,9 @@ class RabbitmqDriver(Driver):
     Options = RabbitmqOptions
     needs_responder = True
 
-    def __init__(self, address: str, options: RabbitmqOptions) -> None:
-        super().__init__(address, options)
+    def __init__(self, address: str, options: RabbitmqOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
         self._host, self._port = split_address(address, self.name)
         self._label = f"rabbitmq at {address}"
 
@@ -603,29 +600,14 @@ class RabbitmqDriver(Driver):
 
     # --- connections ----------------------------------------------------------------
 
-    def _password(self) -> str:
-        options = self.options
-        if options.password_env is not None:
-            password = os.environ.get(options.password_env)
-            if password is None:
-                raise DriverError(f"{self._label}: password_env {options.password_env} is "
-                                  "not set")
-            return password
-        if options.password_file is not None:
-            try:
-                return Path(options.password_file).read_text().strip()
-            except OSError as exc:
-                raise DriverError(f"{self._label}: cannot read password_file "
-                                  f"{options.password_file} ({exc.strerror})") from exc
-        return "guest"
-
     def _connect(self, role: str, connection_id: int):
         import pika
         import pika.exceptions as errors
 
+        username, password = self.login()
         params = pika.ConnectionParameters(
             host=self._host, port=self._port, virtual_host=self.options.vhost,
-            credentials=pika.PlainCredentials(self.options.username, self._password()),
+            credentials=pika.PlainCredentials(username, password or "guest"),
             heartbeat=0, frame_max=FRAME_MAX, connection_attempts=1,
             socket_timeout=CONNECT_TIMEOUT_S, stack_timeout=CONNECT_TIMEOUT_S,
             blocked_connection_timeout=None,
@@ -634,7 +616,7 @@ class RabbitmqDriver(Driver):
             connection = pika.BlockingConnection(params)
         except errors.ProbableAuthenticationError as exc:
             raise DriverError(f"{self._label}: authentication failed for user "
-                              f"{self.options.username!r} ({_reason(exc)})") from exc
+                              f"{username!r} ({_reason(exc)})") from exc
         except errors.ProbableAccessDeniedError as exc:
             raise DriverError(f"{self._label}: access to vhost {self.options.vhost!r} "
                               f"denied ({_reason(exc)})") from exc

@@ -1,7 +1,7 @@
 """Redis: pub/sub (PUBLISH/SUBSCRIBE) or streams (XADD, XREAD / XREADGROUP + XACK).
 
 redis-py owns everything but the hot path: it connects, authenticates (AUTH with a
-username and a password read by reference), speaks RESP2 for the setup commands and maps
+username and a password: `Driver.login`), speaks RESP2 for the setup commands and maps
 the server's errors. Its per-call overhead (~60k PUBLISH/s pipelined) would cap the
 generator, so once a connection is set up the driver writes pre-encoded commands to its
 socket (one `sendall` per batch: the framework lays `framing()` around every message) and
@@ -33,7 +33,6 @@ import os
 import secrets
 import select
 import socket
-from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -44,7 +43,14 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from agents.payload import HEADER_STRUCT
-from drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
+from drivers.base import (
+    Credential,
+    Driver,
+    DriverError,
+    Framing,
+    LoginOptions,
+    split_address,
+)
 from drivers.frame_stream import FrameStream
 
 CRLF = b"\r\n"
@@ -60,20 +66,15 @@ SCALAR_COPY = 4  # up to this many frames, slice copies beat numpy's call overhe
 FIELD = b"m"  # the one field of every stream entry
 
 
-class RedisOptions(DriverOptions):
+class RedisOptions(LoginOptions):
+    """`username` is an ACL user (Redis 6+); without it AUTH uses the default user."""
+
     mode: Literal["pubsub", "streams"] = "pubsub"
     """pubsub: PUBLISH/SUBSCRIBE (nothing stored, a slow subscriber is disconnected by the
     server's client-output-buffer-limit). streams: XADD to a stream, XREAD/XREADGROUP."""
     channel: str = Field("sixnines", min_length=1)
     """The pub/sub channel, or the stream key in streams mode. Replies of round trips use
     `<channel>.reply.<producer id>`."""
-    username: str | None = None
-    """ACL user (Redis 6+); without it AUTH uses the default user."""
-    password_env: str | None = None
-    """Name of an environment variable holding the password (read at connect time)."""
-    password_file: str | None = None
-    """Path of a file holding the password (read at connect time, trailing newline
-    dropped)."""
     db: int = Field(0, ge=0)
     """Database for stream keys (pub/sub channels are global to the server)."""
     stream_maxlen: int = Field(1_000_000, ge=1)
@@ -87,8 +88,6 @@ class RedisOptions(DriverOptions):
 
     @model_validator(mode="after")
     def _consistent(self) -> RedisOptions:
-        if self.password_env is not None and self.password_file is not None:
-            raise ValueError("give password_env or password_file, not both")
         if self.mode == "pubsub":  # by value: agents receive every field, defaults included
             defaults = type(self).model_fields
             misplaced = [name for name in ("group", "stream_maxlen")
@@ -472,8 +471,9 @@ class RedisDriver(Driver):
     Options = RedisOptions
     needs_responder = True
 
-    def __init__(self, address: str, options: RedisOptions) -> None:
-        super().__init__(address, options)
+    def __init__(self, address: str, options: RedisOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
         self._label = f"redis at {address}"
         self._channel = options.channel.encode()
 
@@ -502,30 +502,15 @@ class RedisDriver(Driver):
 
     # --- connections --------------------------------------------------------------------
 
-    def _password(self) -> str | None:
-        options = self.options
-        if options.password_env is not None:
-            value = os.environ.get(options.password_env)
-            if value is None:
-                raise DriverError(f"{self._label}: password_env {options.password_env} is "
-                                  "not set in the agent's environment")
-            return value
-        if options.password_file is not None:
-            try:
-                return Path(options.password_file).read_text().rstrip("\r\n")
-            except OSError as exc:
-                raise DriverError(f"{self._label}: cannot read password_file "
-                                  f"{options.password_file} ({exc.strerror or exc})") from None
-        return None
-
     def _connect(self) -> Connection:
         """A connection redis-py opened, authenticated and checked with a PING (so a
         server wanting a password says so here, not in the middle of the run)."""
         host, port = split_address(self.address, self.name)
         options = self.options
+        username, password = self.login()
         conn = Connection(
-            host=host, port=port, db=options.db, username=options.username,
-            password=self._password(), protocol=2,
+            host=host, port=port, db=options.db, username=username, password=password,
+            protocol=2,
             socket_connect_timeout=options.connect_timeout_s,
             socket_timeout=options.connect_timeout_s,
         )

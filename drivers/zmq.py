@@ -14,7 +14,7 @@ import threading
 import zmq
 from pydantic import Field
 
-from drivers.base import Driver, DriverError, DriverOptions, split_address
+from drivers.base import Credential, Driver, DriverError, DriverOptions, split_address
 
 WELCOME = b"sixnines-welcome"
 READY_TIMEOUT_MS = 10_000
@@ -81,8 +81,9 @@ class ZmqDriver(Driver):
     Options = ZmqOptions
     has_builtin_broker = True
 
-    def __init__(self, address: str, options: ZmqOptions) -> None:
-        super().__init__(address, options)
+    def __init__(self, address: str, options: ZmqOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
         self._host, self._port = split_address(address, self.name)
         self._context = zmq.Context.instance()
 

@@ -1,20 +1,31 @@
 """Providing the system under test for a run: start a builtin broker in its own process
 (never inside the controller or an agent), start one from its recipe, or use an external
 address as given (and leave it alone). Started brokers run on the placement's broker host,
-through its launcher: they listen on that host's address, their data lives there."""
+through its launcher: they listen on that host's address, their data lives there.
+
+A recipe broker that listens off loopback requires a credential made for the run: a fresh
+secret from the controller reaches the broker host only through the launcher's stdin
+channel (orchestrator.handoff) and the agents only through their control channel
+(`Prepare.credential`); no file, argv, log or manifest holds it. On loopback nothing
+changes: the broker takes anyone on this host, as before."""
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import json
 import queue
+import secrets
 import shlex
 import socket
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from orchestrator.launchers.base import Launcher, Process
-from orchestrator.recipes import Recipe, RecipeError, load_recipe, render
+from drivers.base import Credential
+from orchestrator.handoff import handoff_argv, handoff_line
+from orchestrator.launchers.base import Completed, Launcher, Process
+from orchestrator.recipes import Auth, Recipe, RecipeError, load_recipe, render
 
 READY_TIMEOUT_S = 15.0
 
@@ -35,6 +46,11 @@ class RunningBroker:
     stop_env: dict[str, str] = field(default_factory=dict)
     data: str | None = None  # its data directory on the broker host
     exit_tokens: list[int] = field(default_factory=list)  # stop commands the guard holds
+    credential: Credential | None = field(default=None, repr=False)  # the run's login
+
+    def credential_message(self) -> dict | None:
+        """The credential as the agents' `Prepare` carries it (None: no login needed)."""
+        return asdict(self.credential) if self.credential is not None else None
 
     def exited(self) -> int | None:
         """Exit code if a broker sixnines started has died, else None."""
@@ -71,7 +87,8 @@ def provide_broker(system, launcher: Launcher, run_dir: Path, key: str) -> Runni
             recipe = load_recipe(system.broker.recipe)
         except RecipeError as exc:
             raise BrokerError(f"{system.name}: {exc}") from None
-        return start_recipe(system.name, recipe, launcher, run_dir, key)
+        return start_recipe(system.name, recipe, launcher, run_dir, key,
+                            allow_unauthenticated=system.broker.allow_unauthenticated)
     return _start_builtin(system, launcher, run_dir / "broker.log")
 
 
@@ -127,47 +144,99 @@ def free_ports(launcher: Launcher, address: str, count: int) -> list[int]:
     return ports
 
 
+def new_secret() -> str:
+    """A per-run password: 256 random bits, URL-safe (no quoting in any config syntax)."""
+    return secrets.token_urlsafe(32)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether only the host itself can reach `host` (any other name may resolve to a
+    routable address, so it counts as routable)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _credential(recipe: Recipe, host: str, allow_unauthenticated: bool,
+                label: str) -> Credential | None:
+    """The run's credential for a broker listening on `host`: a fresh one off loopback,
+    None on loopback. A recipe that cannot require one is refused off loopback unless the
+    scenario accepts an open broker there."""
+    if is_loopback(host):
+        return None
+    auth = recipe.native.auth
+    if auth is not None:
+        return Credential(auth.user, new_secret())
+    if allow_unauthenticated:
+        return None
+    raise BrokerError(
+        f"{label}: the recipe has no auth section, so its broker would take anyone who "
+        f"reaches {host}; place the broker on loopback, give the recipe an auth section, or "
+        "accept an open broker with `allow_unauthenticated: true` in the system's broker")
+
+
+def _auth_facts(credential: Credential | None, host: str) -> dict:
+    """What the manifest says about logging in: never the secret."""
+    if credential is not None:
+        return {"credential": "per-run (the secret is not recorded)",
+                "user": credential.username}
+    why = "loopback" if is_loopback(host) else "allow_unauthenticated"
+    return {"credential": None, "why": why}
+
+
 def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
-                 key: str | None = None) -> RunningBroker:
+                 key: str | None = None, allow_unauthenticated: bool = False) -> RunningBroker:
     """Start a broker from its recipe on the launcher's host and wait until it is ready; on
     any failure, whatever was started is stopped again and the error says what to look
-    at. Its data lives in the run's `broker` directory on that host."""
+    at. Its data lives in the run's `broker` directory on that host. Off loopback it
+    requires the run's credential (`RunningBroker.credential`)."""
     host = launcher.address
+    label = f"{system}: recipe {recipe.name} on {launcher.host}"
+    credential = _credential(recipe, host, allow_unauthenticated, label)
     data = launcher.workdir(f"{key}/broker" if key else "broker", run_dir / "broker")
     launcher.run(["mkdir", "-p", data], timeout_s=60)
     log_path = run_dir / "broker.log"
     ports = dict(zip(recipe.ports, free_ports(launcher, host, len(recipe.ports)), strict=True))
 
-    def fill(value):
-        return render(value, host=host, ports=ports, data=data)
+    def fill(value, **extra: str):
+        return render(value, host=host, ports=ports, data=data, **extra)
 
     native = recipe.native
     env = fill(native.env)
     for name, content in fill(native.files).items():
         launcher.write_file(f"{data}/{name}", content)
-    label = f"{system}: recipe {recipe.name} on {launcher.host}"
     for command in fill(native.prepare):
         done = launcher.run(command, env, timeout_s=120)
         if done.code != 0:
             raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
                               f"{done.output.strip()[-500:]}")
-    command = fill(native.command)
+    auth = native.auth if credential is not None else None
+    login = {"user": credential.username or ""} if credential is not None else {}
+    command = fill(native.command) + (fill(auth.args, **login) if auth else [])
     broker = RunningBroker(
         system, "recipe", fill(recipe.address), launcher=launcher, data=data,
-        stop_commands=fill(native.stop), stop_env=env,
+        stop_commands=fill(native.stop), stop_env=env, credential=credential,
         facts={"recipe": recipe.name, "description": recipe.description, "note": recipe.note,
                "command": command, "env": _redacted(native.env, env), "ports": ports,
-               "host": launcher.host,
+               "host": launcher.host, "auth": _auth_facts(credential, host),
                "config_files": sorted(native.files)},
     )
     # daemons the broker leaves (epmd) are cleaned up even if the controller is killed
     broker.exit_tokens = [token for stop in broker.stop_commands
                           if (token := launcher.on_controller_exit(stop, env)) is not None]
-    broker.process = launcher.start(command, f"broker-{system}", log_path, env=env)
+    stdin = None
+    if auth is not None and auth.stdin is not None:
+        stdin = fill(auth.stdin, **login, secret=credential.password)
+    broker.process = _launch(launcher, command, stdin, f"broker-{system}", log_path, env)
     broker.facts["pid"] = getattr(broker.process, "pid", None)
     try:
         _await_ready(broker, fill(native.ready.tcp), fill(native.ready.command), env,
                      native.ready.timeout / 1e9, label, log_path)
+        if auth is not None:
+            _set_up(broker, auth, fill, login, env, label, log_path)
     except BrokerError:
         broker.stop(keep_data=True)
         raise
@@ -175,6 +244,49 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         done = launcher.run(fill(native.version), env, timeout_s=60)
         broker.facts["version"] = done.output.strip().splitlines()[0] if done.output else None
     return broker
+
+
+def _set_up(broker: RunningBroker, auth: Auth, fill, login: dict, env: dict, label: str,
+            log_path: Path) -> None:
+    """The recipe's auth steps on a ready broker (e.g. add the run's user)."""
+    for step in auth.setup:
+        command = fill(step.command, **login)
+        if step.stdin is None:
+            done = broker.launcher.run(command, env, timeout_s=120)
+        else:
+            text = fill(step.stdin, **login, secret=broker.credential.password)
+            done = run_with_input(broker.launcher, command, text, env, log_path, 120.0)
+        if done.code != 0:
+            raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
+                              f"{done.output.strip()[-500:]}; see {log_path}")
+
+
+def _launch(launcher: Launcher, argv: list[str], stdin: str | None, name: str,
+            log_path: Path, env: dict, inbox: queue.Queue | None = None) -> Process:
+    """`argv` started on the launcher's host; `stdin`, when given, handed over as its
+    standard input through the launcher's control channel (orchestrator.handoff)."""
+    if stdin is None:
+        return launcher.start(argv, name, log_path, inbox, env)
+    process = launcher.start(handoff_argv(launcher.python, argv), name, log_path, inbox, env)
+    process.write_line(handoff_line(stdin))
+    return process
+
+
+def run_with_input(launcher: Launcher, argv: list[str], text: str, env: dict,
+                   log_path: Path, timeout_s: float) -> Completed:
+    """`argv` run to completion on the launcher's host with `text` as its standard input,
+    handed over the launcher's control channel (`Launcher.run` gives no input); its stdout
+    is the output, its stderr goes to `log_path`."""
+    lines: queue.Queue = queue.Queue()
+    process = _launch(launcher, argv, text, "setup", log_path, env, lines)
+    code = process.wait(timeout_s)
+    if code is None:
+        process.shutdown()
+    output = []
+    with contextlib.suppress(queue.Empty):
+        while (line := lines.get(timeout=5.0)[1]) is not None:
+            output.append(line)
+    return Completed(argv, code, "\n".join(output))
 
 
 def _redacted(template: dict[str, str], rendered: dict[str, str]) -> dict[str, str]:

@@ -3,14 +3,20 @@
 A recipe is a YAML file in `deploy/recipes/` (or a directory named in
 `SIXNINES_RECIPE_PATH`), so a new system or a site-specific install is a data file, not code.
 It names the ports it needs (sixnines picks free ones), the native command with its
-environment and config files, a readiness check, extra stop commands, a version query, and
-the container image form used by the container launcher. Placeholders in any string:
-`{host}`, `{port.NAME}`, `{data}` (a fresh directory for this broker), `{env.NAME}`.
+environment and config files, a readiness check, extra stop commands, a version query, how
+the broker is made to require a per-run credential when it listens off loopback (`auth`),
+and the container image form used by the container launcher. Placeholders in any string:
+`{host}`, `{port.NAME}`, `{data}` (a fresh directory for this broker), `{env.NAME}`; in
+`auth` also `{user}`, and `{secret}` in its standard-input texts alone.
+
+A recipe's command runs on the broker host, so a scenario names a recipe only by a plain
+name found in the recipe directories, never by a path (`check_name`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import string
 from functools import cache
 from pathlib import Path
@@ -18,15 +24,28 @@ from types import SimpleNamespace
 from typing import Annotated
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from orchestrator import units
+from orchestrator.launchers.base import check_env_name
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "deploy" / "recipes"
 PATH_VARIABLE = "SIXNINES_RECIPE_PATH"
 
+#: A recipe name: a file name in a recipe directory, without its `.yaml`.
+NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
 Command = list[str]
 Nanoseconds = Annotated[int, BeforeValidator(units.parse_duration)]
+EnvName = Annotated[str, AfterValidator(check_env_name)]
 
 
 class RecipeError(Exception):
@@ -45,20 +64,41 @@ class Ready(Strict):
     timeout: Nanoseconds = Field(default=30_000_000_000)
 
 
+class Step(Strict):
+    """A command run once the broker is ready; `stdin` (which may hold `{secret}`) is its
+    standard input, handed over the launcher's control channel (orchestrator.handoff)."""
+
+    command: Command
+    stdin: str | None = None
+
+
+class Auth(Strict):
+    """How the broker is started so that it requires the run's credential: used when it
+    listens off loopback, where anyone who reaches the address could use it. The secret
+    reaches the broker host only as standard input (never argv, environment or a file), so
+    `{secret}` is allowed in `stdin` texts alone (`Recipe` refuses it anywhere else)."""
+
+    user: str | None = None  # the login name; None: a password alone (Redis' default user)
+    args: list[str] = []  # added to the native command
+    stdin: str | None = None  # the broker's standard input (e.g. config read from stdin)
+    setup: list[Step] = []  # run in order once the broker is ready (e.g. add the user)
+
+
 class Native(Strict):
     prepare: list[Command] = []  # run once, in order, before `command` (e.g. format storage)
     command: Command
-    env: dict[str, str] = {}
+    env: dict[EnvName, str] = {}
     files: dict[str, str] = {}  # file name in {data} -> content, written before `prepare`
     ready: Ready
     stop: list[Command] = []  # run after the process group is stopped (daemons it left)
     version: Command | None = None
+    auth: Auth | None = None  # None: the broker cannot require a credential
 
 
 class Container(Strict):
     image: str
     command: Command = []
-    env: dict[str, str] = {}
+    env: dict[EnvName, str] = {}
     ports: dict[str, int] = {}  # recipe port name -> port inside the container
 
 
@@ -72,6 +112,29 @@ class Recipe(Strict):
     container: Container | None = None
     note: str | None = None  # shown wherever its figures appear (e.g. "not Apache Kafka")
 
+    @model_validator(mode="after")
+    def _secret_only_in_stdin(self) -> Recipe:
+        stdin_texts = {"native": {"auth": {"stdin": True, "setup": {"__all__": {"stdin"}}}}}
+        if _names_secret(self.model_dump(exclude=stdin_texts)):
+            raise ValueError("{secret} may appear only in auth.stdin and auth.setup[].stdin "
+                             "(anywhere else it would reach argv, the environment or a file)")
+        return self
+
+
+def _names_secret(value) -> bool:
+    """Whether `value` (plain data: strings in lists and dicts) uses `{secret}`."""
+    if isinstance(value, dict):
+        return any(map(_names_secret, value.values()))
+    if isinstance(value, list):
+        return any(map(_names_secret, value))
+    if not isinstance(value, str):
+        return False
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(value) if field]
+    except ValueError:  # unbalanced braces: rendering names them
+        return False
+    return any(re.match(r"secret\b", field) for field in fields)
+
 
 def search_path() -> list[Path]:
     extra = [Path(p) for p in os.environ.get(PATH_VARIABLE, "").split(os.pathsep) if p]
@@ -82,15 +145,34 @@ def search_path() -> list[Path]:
 def _load(path: Path) -> Recipe:
     try:
         return Recipe.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
-    except (OSError, yaml.YAMLError, ValidationError) as exc:
+    except ValidationError as exc:
+        raise RecipeError(f"broker recipe {path}: {_errors(exc)}") from None
+    except (OSError, yaml.YAMLError) as exc:
         raise RecipeError(f"broker recipe {path}: {exc}") from None
+
+
+def _errors(exc: ValidationError) -> str:
+    """Each error of a recipe as `where: what`, on one line."""
+    return "; ".join(f"{'.'.join(map(str, error['loc'])) or '(top)'}: "
+                     f"{error['msg'].removeprefix('Value error, ')}" for error in exc.errors())
 
 
 def recipe_names() -> list[str]:
     return sorted({p.stem for d in search_path() if d.is_dir() for p in d.glob("*.yaml")})
 
 
+def check_name(name: str) -> str:
+    """`name` if it is a plain recipe name. A path would make whatever file it points to a
+    recipe whose command then runs (`/tmp/x`, `../../x`, `sub/x`)."""
+    if not NAME.fullmatch(name) or name in (".", ".."):
+        raise RecipeError(
+            f"{name!r} is not a recipe name (letters, digits, '_', '.', '-'; no path): "
+            f"recipes are found by name in deploy/recipes and the directories in {PATH_VARIABLE}")
+    return name
+
+
 def load_recipe(name: str) -> Recipe:
+    check_name(name)
     for directory in search_path():
         path = directory / f"{name}.yaml"
         if path.is_file():
@@ -109,14 +191,19 @@ class _Strict(string.Formatter):
             raise RecipeError(f"unknown placeholder {{{field_name}}}") from None
 
 
-def render(value, *, host: str, ports: dict[str, int], data: str | Path):
-    """`value` (a string, or lists/dicts of them) with its placeholders filled in."""
+def render(value, *, host: str, ports: dict[str, int], data: str | Path, **extra: str):
+    """`value` (a string, or lists/dicts of them) with its placeholders filled in; `extra`
+    adds placeholders (`user`, `secret`) where a caller allows them."""
     names = {"host": host, "port": SimpleNamespace(**ports), "data": str(data),
-             "env": SimpleNamespace(**os.environ)}
+             "env": SimpleNamespace(**os.environ), **extra}
+    return _fill(value, names)
+
+
+def _fill(value, names: dict):
     if isinstance(value, str):
         return _Strict().vformat(value, (), names)
     if isinstance(value, list):
-        return [render(item, host=host, ports=ports, data=data) for item in value]
+        return [_fill(item, names) for item in value]
     if isinstance(value, dict):
-        return {k: render(v, host=host, ports=ports, data=data) for k, v in value.items()}
+        return {k: _fill(v, names) for k, v in value.items()}
     return value

@@ -212,7 +212,7 @@ class Run:
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
             drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
             expected=plan.expected, out_dir=remote_dir, cpu_sample_ns=self.cpu_sample_ns,
-            target_pid=target_pid,
+            target_pid=target_pid, credential=None if beside else self.broker.credential_message(),
         ))
         return agent
 

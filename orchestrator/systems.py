@@ -12,6 +12,7 @@ from pydantic import (
     ConfigDict,
     Field,
     SerializeAsAny,
+    StrictBool,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -55,6 +56,10 @@ class Broker(BaseModel):
 
     external: str | None = None
     recipe: str | None = None
+    allow_unauthenticated: StrictBool = False
+    """A recipe without an auth section starts a broker that takes anyone who reaches it:
+    off loopback that is refused unless this accepts the risk (e.g. on an isolated
+    network, or a recipe that sets up its own credentials)."""
 
     @property
     def kind(self) -> Literal["builtin", "external", "recipe"]:
@@ -95,13 +100,23 @@ class Broker(BaseModel):
     def _one_kind(self) -> Broker:
         if self.external is not None and self.recipe is not None:
             raise ValueError("give either external or recipe, not both")
+        if self.allow_unauthenticated and self.recipe is None:
+            raise ValueError("allow_unauthenticated goes with a recipe")
+        if self.allow_unauthenticated and load_recipe(self.recipe).native.auth is not None:
+            raise ValueError(f"recipe {self.recipe!r} makes its broker require a per-run "
+                             "credential off loopback; allow_unauthenticated is for recipes "
+                             "that cannot")
         return self
 
     @model_serializer
-    def _as_yaml(self) -> str | dict[str, str]:
+    def _as_yaml(self) -> str | dict[str, str | bool]:
         if self.external is not None:
             return {"external": self.external}
-        return {"recipe": self.recipe} if self.recipe is not None else "builtin"
+        if self.recipe is None:
+            return "builtin"
+        if self.allow_unauthenticated:
+            return {"recipe": self.recipe, "allow_unauthenticated": True}
+        return {"recipe": self.recipe}
 
 
 def _load_driver(name: str) -> type[Driver]:

@@ -11,6 +11,7 @@ it (`workdir`, `address`, `python`), starts processes and runs commands there.
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -19,6 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 EOF_LINE = None
+#: What a shell takes as a variable name: anything else on an `env` line is shell code.
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def check_env_name(name: str) -> str:
+    """`name` if it is an environment variable name (a launcher puts names on a shell line
+    unquoted: a name such as `X;touch f` or `$(id)` would run there)."""
+    if not ENV_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is not an environment variable name (letters, digits "
+                         "and '_', not starting with a digit)")
+    return name
 
 
 class Process(ABC):

@@ -27,7 +27,13 @@ import paramiko
 
 from orchestrator.bundle import Bundle, BundleError, build_bundle
 from orchestrator.hosts import SshHost
-from orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
+from orchestrator.launchers.base import (
+    Completed,
+    Launcher,
+    LaunchError,
+    Process,
+    check_env_name,
+)
 from orchestrator.shaping import clear_command, interface_of, shape_commands
 
 CONNECT_TIMEOUT_S = 10.0
@@ -131,14 +137,22 @@ class SshLauncher(Launcher):
     # -- commands ----------------------------------------------------------------------------
     def command_line(self, argv: Sequence[str], env: dict[str, str] | None,
                      announce_pid: bool = False) -> str:
-        """The shell line for `argv`: every word quoted (scenario text never reaches the
-        shell unquoted), the bootstrap venv's bin first on PATH (servers installed from
-        PyPI live there), and optionally the pid (= process group) printed first."""
-        assignments = [f"{name}={shlex.quote(value)}" for name, value in (env or {}).items()]
+        """The shell line for `argv`: every word quoted and every variable name checked
+        (scenario text never reaches the shell as code), the bootstrap venv's bin first on
+        PATH (servers installed from PyPI live there), and optionally the pid (= process
+        group) printed first."""
+        assignments = [f"{self._env_name(name)}={shlex.quote(value)}"
+                       for name, value in (env or {}).items()]
         bin_dir = shlex.quote(str(PurePosixPath(self.python).parent))
         line = f"exec env PATH={bin_dir}:\"$PATH\" {' '.join(assignments)} {shlex.join(argv)}"
         line = f"cd {shlex.quote(str(self.root))} && {line}"
         return f"printf 'pid %s\\n' \"$$\" && {line}" if announce_pid else line
+
+    def _env_name(self, name: str) -> str:
+        try:
+            return check_env_name(name)
+        except ValueError as exc:
+            raise LaunchError(f"{self.label}: {exc}") from None
 
     def start(self, argv: Sequence[str], name: str, log_path: Path,
               inbox: queue.Queue | None = None, env: dict[str, str] | None = None
