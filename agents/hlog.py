@@ -143,42 +143,73 @@ _START = re.compile(r"#\[StartTime: *([\d.]+)")
 _BASE = re.compile(r"#\[BaseTime: *([\d.]+)")
 
 
+class HlogError(ValueError):
+    """An interval log that cannot be read; `str()` names the file, the line and why."""
+
+
 def read_hlog(path: str | PathLike) -> HlogFile:
     """Parse an interval log (ours or any v1.x writer's) into hdr counts per interval.
 
     Timestamps follow Java's HistogramLogReader: relative to BaseTime if given, else
     absolute unless more than a year before StartTime. Histograms of another layout
-    (not 1 ns units at 3 digits) are refused rather than silently rebucketed.
+    (not 1 ns units at 3 digits) are refused rather than silently rebucketed. A damaged
+    file (cut short, bits flipped: base64, zlib and HdrHistogram decoding each fail their
+    own way) raises HlogError naming the file and the line.
     """
     start: float | None = None
     base: float | None = None
     origin: float | None = None  # StartTime, or the first stamp when there is none
     intervals: list[Interval] = []
     with open(path, encoding="utf-8") as source:
-        for raw in source:
-            line = raw.strip()
-            if (match := _START.match(line)) is not None:
-                start = float(match.group(1))
-            elif (match := _BASE.match(line)) is not None:
-                base = float(match.group(1))
-            if not line or line.startswith(("#", '"')):
-                continue
-            tag = ""
-            if line.startswith("Tag="):
-                tag, _, line = line[4:].partition(",")
-            stamp, length, _max, payload = line.split(",", 3)
-            if origin is None:
-                origin = float(stamp) if start is None else start
-            if base is None:
-                base = origin if float(stamp) < origin - 365 * 24 * 3600.0 else 0.0
-            histogram = HdrHistogram.decode(payload)
-            if histogram.unit_magnitude != 0 or histogram.sub_bucket_count != hdr.SUB_BUCKET_COUNT:
-                raise ValueError(f"{path}: histogram layout differs from 1 ns at 3 digits")
-            counts = hdr.from_hdrh(histogram)
-            if int(counts.sum()) != histogram.get_total_count():
-                raise ValueError(f"{path}: histogram holds values beyond {hdr.HIGHEST} ns")
-            intervals.append(Interval(tag, base + float(stamp) - origin, float(length), counts))
+        try:
+            for number, raw in enumerate(source, start=1):
+                line = raw.strip()
+                if (match := _START.match(line)) is not None:
+                    start = float(match.group(1))
+                elif (match := _BASE.match(line)) is not None:
+                    base = float(match.group(1))
+                if not line or line.startswith(("#", '"')):
+                    continue
+                tag, stamp, length, counts = _interval_line(line, path, number)
+                if origin is None:
+                    origin = stamp if start is None else start
+                if base is None:
+                    base = origin if stamp < origin - 365 * 24 * 3600.0 else 0.0
+                intervals.append(Interval(tag, base + stamp - origin, length, counts))
+        except UnicodeDecodeError as error:
+            raise HlogError(f"{path}: not text ({error})") from error
     return HlogFile(start, intervals)
+
+
+def _interval_line(line: str, path: str | PathLike, number: int
+                   ) -> tuple[str, float, float, np.ndarray]:
+    """(tag, start stamp, length, counts) of one interval line. The payload is decoded by
+    the hdrhistogram package, which raises what its codecs raise (binascii, zlib, its own
+    Hdr*Exception, IndexError …) on damaged data: any of them means a damaged line."""
+    tag = ""
+    if line.startswith("Tag="):
+        tag, _, line = line[4:].partition(",")
+    try:
+        stamp, length, _max, payload = line.split(",", 3)
+        histogram = HdrHistogram.decode(payload)
+        stamp_s, length_s = float(stamp), float(length)
+    except Exception as error:
+        raise HlogError(f"{path}: line {number}: damaged interval "
+                        f"({_kind(error)}: {error})") from error
+    if histogram.unit_magnitude != 0 or histogram.sub_bucket_count != hdr.SUB_BUCKET_COUNT:
+        raise HlogError(f"{path}: line {number}: histogram layout differs from 1 ns at "
+                        "3 digits")
+    counts = hdr.from_hdrh(histogram)
+    if int(counts.sum()) != histogram.get_total_count():
+        raise HlogError(f"{path}: line {number}: histogram holds values beyond "
+                        f"{hdr.HIGHEST} ns")
+    return tag, stamp_s, length_s, counts
+
+
+def _kind(error: Exception) -> str:
+    """"zlib.error", "binascii.Error", "ValueError": which decoder gave up."""
+    kind = type(error)
+    return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
 
 
 def measured_counts(hlog: HlogFile, warmup_s: float) -> dict[str, np.ndarray]:

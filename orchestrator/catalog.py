@@ -24,7 +24,8 @@ from rich.table import Table
 
 from orchestrator.load import SATURATION, run_load
 from orchestrator.manifest import MANIFEST_FILE
-from orchestrator.report import SUMMARY_FILE
+from orchestrator.report import STATUS_COLOUR, SUMMARY_FILE, manifest_or_problem
+from spark_jobs.status import CORRUPT, rank
 
 SCENARIO_FILE = "scenario.yaml"
 MAX_DEPTH = 3  # <root>/<scenario>/<stamp>/: the root itself, a scenario or a results root
@@ -110,13 +111,14 @@ def _summary(path: Path) -> dict | None:
 
 
 def _manifests(path: Path) -> list[dict]:
+    """The run directories' manifests; one that cannot be read stands as a corrupt run."""
     manifests = []
     for child in sorted(_subdirs(path)):
-        try:
-            manifests.append(json.loads((child / MANIFEST_FILE).read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            continue
-    return [manifest for manifest in manifests if isinstance(manifest, dict)]
+        if (child / MANIFEST_FILE).is_file():
+            manifest, unusable = manifest_or_problem(child)
+            manifests.append({"run_id": child.name, "status": CORRUPT} if unusable
+                             else manifest)
+    return manifests
 
 
 def _when(path: Path, manifests: list[dict]) -> datetime:
@@ -147,12 +149,11 @@ def catalog(root: Path) -> list[Entry]:
     return sorted(entries, key=lambda entry: (entry.when, str(entry.path)), reverse=True)
 
 
-STATUS_STYLE = {"ok": "green", "partial": "yellow"}
-
-
 def _statuses(statuses: Counter) -> str:
-    return " ".join(f"[{STATUS_STYLE.get(status, 'red')}]{count} {escape(status)}[/]"
-                    for status, count in sorted(statuses.items()))
+    """Status counts, best first (spark_jobs.status)."""
+    return " ".join(f"[{STATUS_COLOUR.get(status, 'red')}]{count} {escape(status)}[/]"
+                    for status, count in sorted(statuses.items(),
+                                                key=lambda item: (rank(item[0]), item[0])))
 
 
 def _number(value: float | None) -> str:
@@ -187,7 +188,7 @@ def _run_cells(run: dict) -> list[str]:
     return [f"  {escape(str(run.get('run_id')))}"
             + (" [dim](rate: max, headline msg/s)[/]" if saturated else ""),
             escape(str(run.get("system"))),
-            f"[{STATUS_STYLE.get(status, 'red')}]{escape(status)}[/]", "",
+            f"[{STATUS_COLOUR.get(status, 'red')}]{escape(status)}[/]", "",
             *(_number(run.get(f"{key}_us")) for key in HEADLINE),
             f"[bold]{rate}[/]" if saturated else rate]
 

@@ -134,9 +134,9 @@ def _report(args, console: Console) -> int:
         analyse,
         find_run_dirs,
         print_tables,
-        write_results_summary,
+        scenario_of,
     )
-    from orchestrator.reports import write_reports
+    from orchestrator.reports import write_results
 
     try:
         run_dirs = find_run_dirs(args.dir)
@@ -156,14 +156,11 @@ def _report(args, console: Console) -> int:
         _say(console, f"{describe(exc)} during the analysis: nothing more was written; run "
                       f"`sixnines report {args.dir}` again to analyse it")
         return exit_code(exc)
-    if not single:
-        scenario = json.loads((run_dirs[0] / "manifest.json").read_text()).get("scenario")
-        write_results_summary(results_dir, scenario, summaries)
-        page = write_reports(results_dir, summaries)
-        console.print(f"report: {page}", markup=False, highlight=False)
+    written = single or write_results(results_dir, scenario_of(run_dirs), summaries, console)
     print_tables(summaries, console)
     print(args.dir)
-    return EXIT_OK if all(s.get("status") == "ok" for s in summaries) else EXIT_NOT_OK
+    all_ok = all(s.get("status") == "ok" for s in summaries)
+    return EXIT_OK if all_ok and written else EXIT_NOT_OK
 
 
 def _compare(args, console: Console) -> int:

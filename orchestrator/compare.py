@@ -33,8 +33,10 @@ difference is larger than the noise both measurements carry:
 
 Throughput (send_rate, receive_rate) is a count of thousands of messages over a fixed
 duration: its sampling noise is small, so only the relative floor applies; a drop beyond it
-is a regression. Also regressions: a status getting worse (ok → partial → failed), more
-messages lost or duplicated than in A, and a run of A missing from B. Runs only in B, a
+is a regression. Also regressions: a status getting worse (ok → partial → failed →
+corrupt, spark_jobs.status; a corrupt run's files failed their checks, so it has no
+figure to compare), more messages lost, of unknown fate (receivers that died) or
+duplicated than in A, and a run of A missing from B. Runs only in B, a
 status getting better and new warnings are reported as notes.
 """
 
@@ -54,6 +56,7 @@ from rich.table import Table
 from orchestrator.load import LATENCY, latency_of, run_load
 from orchestrator.manifest import MANIFEST_FILE
 from orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
+from spark_jobs.status import rank
 
 ABSOLUTE_FLOOR_US = 5.0
 MIN_TAIL_SAMPLES = 10
@@ -61,8 +64,7 @@ SIGMAS = 4.0
 LADDER_MARGIN = 1.5
 LATENCY_FIELDS = {field: label for field, label in LATENCY.values()}
 RATES = ("send_rate", "receive_rate")
-STATUS_RANK = {"ok": 0, "partial": 1}  # anything else (failed, running, missing): worst
-ACCOUNTING = ("lost", "duplicated")
+ACCOUNTING = ("lost", "unknown", "duplicated")
 
 
 class CompareError(Exception):
@@ -93,10 +95,11 @@ class Tail:
 
     @classmethod
     def from_hgrm(cls, path: Path) -> Tail | None:
-        """The run's latency.hgrm; None when it is missing or holds no distribution."""
+        """The run's latency.hgrm; None when it is missing, damaged (not text) or holds no
+        distribution: the summary's ladder then serves."""
         try:
             return cls.from_text(path.read_text(encoding="utf-8"))
-        except OSError:
+        except (OSError, ValueError):
             return None
 
     @classmethod
@@ -351,19 +354,15 @@ def compare_pair(a: dict, b: dict, swept: list[str], threshold_pct: float,
     return pair
 
 
-def _rank(status: str | None) -> int:
-    return STATUS_RANK.get(status, len(STATUS_RANK))
-
-
 def _status_findings(pair: Pair) -> list[str]:
-    if _rank(pair.status_b) > _rank(pair.status_a):
+    if rank(pair.status_b) > rank(pair.status_a):
         return [f"status {pair.status_a} → {pair.status_b}"]
     return []
 
 
 def _accounting_findings(a: dict, b: dict) -> list[str]:
-    """More messages lost or duplicated: every message must be accounted for, so no
-    tolerance."""
+    """More messages lost, unknown or duplicated: every message must be accounted for, so
+    no tolerance."""
     return [f"{name} {a.get(name) or 0:,} → {b.get(name) or 0:,}" for name in ACCOUNTING
             if (b.get(name) or 0) > (a.get(name) or 0)]
 
@@ -383,7 +382,7 @@ def _figure_finding(figure: Figure) -> str:
 def _notes(a: dict, b: dict, pair: Pair) -> list[str]:
     """What a reader should know but a nightly job should not fail on."""
     notes = []
-    if _rank(pair.status_b) < _rank(pair.status_a):
+    if rank(pair.status_b) < rank(pair.status_a):
         notes.append(f"status {pair.status_a} → {pair.status_b}")
     if a.get("system") != b.get("system"):
         notes.append(f"system {a.get('system')} → {b.get('system')}")

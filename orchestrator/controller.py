@@ -23,8 +23,8 @@ from orchestrator.interrupts import held
 from orchestrator.launchers.base import LaunchError
 from orchestrator.matrix import expand
 from orchestrator.progress import ProgressView
-from orchestrator.report import analyse, print_tables, write_results_summary
-from orchestrator.reports import write_reports
+from orchestrator.report import analyse, print_tables
+from orchestrator.reports import write_results
 from orchestrator.runner import Run, RunSettings
 
 DEFAULT_SPARK_MASTER = "local[*]"
@@ -38,11 +38,12 @@ class Outcome:
     statuses: list[str]  # of the runs, from their manifests
     interrupted: KeyboardInterrupt | None = None  # Ctrl-C, or SIGTERM (`Terminated`)
     during_analysis: bool = False  # the runs were recorded; their analysis was cut short
-    unwritable: WriteFailure | None = None  # a result file could not be written: stopped
+    unwritable: WriteFailure | None = None  # a run's file could not be written: stopped
+    results_written: bool = True  # False: a results file could not be written (named)
 
     @property
     def all_ok(self) -> bool:
-        return (self.interrupted is None and self.unwritable is None
+        return (self.interrupted is None and self.unwritable is None and self.results_written
                 and all(status == "ok" for status in self.statuses))
 
 
@@ -111,8 +112,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
         summaries = analyse(run_dirs, spark_master, results_dir / "analysis.log")
     except KeyboardInterrupt as exc:
         return Outcome(results_dir, [], statuses, interrupted=exc, during_analysis=True)
-    write_results_summary(results_dir, scenario.name, summaries)
+    written = write_results(results_dir, scenario.name, summaries, console)
     print_tables(summaries, console)
-    console.print(f"report: {write_reports(results_dir, summaries)}", markup=False,
-                  highlight=False)
-    return Outcome(results_dir, summaries, [s.get("status", "failed") for s in summaries])
+    return Outcome(results_dir, summaries, [s.get("status", "failed") for s in summaries],
+                   results_written=written)

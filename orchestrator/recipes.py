@@ -42,6 +42,7 @@ PATH_VARIABLE = "SIXNINES_RECIPE_PATH"
 
 #: A recipe name: a file name in a recipe directory, without its `.yaml`.
 NAME = re.compile(r"[A-Za-z0-9_.-]+")
+MAX_NAME_LENGTH = 64  # a file name in a recipe directory (as scenario names are bounded)
 
 Command = list[str]
 Nanoseconds = Annotated[int, BeforeValidator(units.parse_duration)]
@@ -164,6 +165,8 @@ def recipe_names() -> list[str]:
 def check_name(name: str) -> str:
     """`name` if it is a plain recipe name. A path would make whatever file it points to a
     recipe whose command then runs (`/tmp/x`, `../../x`, `sub/x`)."""
+    if len(name) > MAX_NAME_LENGTH:
+        raise RecipeError(f"a recipe name is at most {MAX_NAME_LENGTH} characters")
     if not NAME.fullmatch(name) or name in (".", ".."):
         raise RecipeError(
             f"{name!r} is not a recipe name (letters, digits, '_', '.', '-'; no path): "

@@ -25,8 +25,11 @@ CONTROLLER_DIED = ("the controller stopped before the run ended (killed, or its 
 def recover(run_dir: Path) -> bool:
     """Recover `run_dir` if its controller died (see the module docstring); True if it
     did. The manifest is rewritten whole, so this is done once."""
-    manifest = read_manifest(run_dir)
-    if manifest.get("status") != RUNNING:
+    try:
+        manifest = read_manifest(run_dir)
+    except (OSError, ValueError):  # unreadable: the analysis refuses it, naming the file
+        return False
+    if not isinstance(manifest, dict) or manifest.get("status") != RUNNING:
         return False
     problems = manifest.setdefault("problems", [])
     problems.append(CONTROLLER_DIED)

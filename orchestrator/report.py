@@ -10,16 +10,20 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from agents.atomic import atomic_path, write_atomically
 from agents.hdr import PERCENTILE_KEYS
 from orchestrator.launchers.local import run_guarded
 from orchestrator.load import latency_of, run_load, saturation
 from orchestrator.manifest import MANIFEST_FILE, read_manifest
+from spark_jobs.integrity import unreadable
+from spark_jobs.status import CORRUPT, FAILED
 
 SUMMARY_FILE = "summary.json"
 CSV_FILE = "summary.csv"
-CSV_COUNTS = ("sent", "received", "lost", "duplicated", "reordered", "send_rate",
+CSV_COUNTS = ("sent", "received", "lost", "unknown", "duplicated", "reordered", "send_rate",
               "receive_rate")
 CSV_METRICS = (("latency_us", "latency"), ("service_time_us", "service_time"),
                ("send_lag_us", "send_lag"), ("saturation_latency_us", "saturation_latency"))
@@ -54,9 +58,10 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
     controller down, and the same entry point is what spark-submit runs on a cluster. It
     never outlives the controller: an interrupt stops it, and so does the controller's
     death (launchers.guard). Runs that failed outright recorded nothing: they are
-    summarised from their manifests.
+    summarised from their manifests. A manifest that cannot be read goes to the job too,
+    which refuses it in one line (status corrupt, spark_jobs.integrity).
     """
-    recorded = [d for d in run_dirs if read_manifest(d).get("status") != "failed"]
+    recorded = [d for d in run_dirs if manifest_or_problem(d)[0].get("status") != FAILED]
     results = _run_spark_job(recorded, spark_master, log_path, window) if recorded else {}
     summaries = []
     for run_dir in run_dirs:
@@ -69,6 +74,24 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
             error = result.get("error", "the analysis did not finish")
             summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}"))
     return summaries
+
+
+def manifest_or_problem(run_dir: Path) -> tuple[dict, str | None]:
+    """The run's manifest, or ({}, one line naming it and what is wrong)."""
+    path = run_dir / MANIFEST_FILE
+    try:
+        manifest = read_manifest(run_dir)
+    except (OSError, ValueError) as error:
+        return {}, unreadable(path, error)
+    if not isinstance(manifest, dict):
+        return {}, f"{path}: not a sixnines manifest (not a JSON object)"
+    return manifest, None
+
+
+def scenario_of(run_dirs: list[Path]) -> str | None:
+    """The scenario the runs belong to, from the first manifest that can be read."""
+    manifests = (manifest_or_problem(run_dir)[0] for run_dir in run_dirs)
+    return next((m["scenario"] for m in manifests if m.get("scenario")), None)
 
 
 def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
@@ -92,16 +115,20 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
 
 
 def _unanalysed(run_dir: Path, problem: str | None) -> dict:
-    manifest = read_manifest(run_dir)
-    return {"run_id": manifest["run_id"], "system": manifest["system"],
-            "params": manifest["params"], "status": "failed",
-            "problems": [*manifest.get("problems", []), *([problem] if problem else [])]}
+    """A run without an analysis: failed, or corrupt when its manifest cannot be read."""
+    manifest, unusable = manifest_or_problem(run_dir)
+    return {"run_id": manifest.get("run_id", run_dir.name), "system": manifest.get("system"),
+            "params": manifest.get("params", {}), "status": CORRUPT if unusable else FAILED,
+            "problems": [*manifest.get("problems", []),
+                         *(line for line in (unusable, problem) if line)]}
 
 
-def write_results_summary(results_dir: Path, scenario: str, summaries: list[dict]) -> Path:
+def write_results_summary(results_dir: Path, scenario: str | None, summaries: list[dict]
+                          ) -> Path:
+    """summary.json and summary.csv, each whole or not at all (WriteFailure names it)."""
     path = results_dir / SUMMARY_FILE
     body = {"scenario": scenario, "runs": summaries}
-    path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    write_atomically(path, json.dumps(body, indent=2) + "\n")
     write_results_csv(results_dir / CSV_FILE, summaries)
     return path
 
@@ -115,7 +142,7 @@ def write_results_csv(path: Path, summaries: list[dict]) -> Path:
     header = ["run_id", "system", "status", "load", *params, *CSV_COUNTS,
               *(f"{label}_{key}_us" for _, label in CSV_METRICS for key in CSV_FIGURES),
               *(f"{label}_count" for _, label in CSV_METRICS)]
-    with open(path, "w", newline="", encoding="utf-8") as out:
+    with atomic_path(path) as temp, open(temp, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
         writer.writerow(header)
         for summary in summaries:
@@ -197,17 +224,31 @@ def _captions(summary: dict) -> list[str]:
     return captions
 
 
+STATUS_COLOUR = {"ok": "green", "partial": "yellow", CORRUPT: "bold red"}  # else red
+
+
+def _status_text(summary: dict) -> str:
+    status = summary.get("status")
+    return f"[{STATUS_COLOUR.get(status, 'red')}]{escape(str(status))}[/]"
+
+
+def _counts(summary: dict) -> str:
+    """The accounting line; `unknown` only when receivers died without leaving data."""
+    unknown = summary.get("unknown") or 0
+    return (f"sent {summary.get('sent', 0):,}  received {summary.get('received', 0):,}  "
+            f"lost {summary.get('lost', 0):,}  "
+            + (f"[yellow]unknown {unknown:,}[/]  " if unknown else "")
+            + f"duplicated {summary.get('duplicated', 0):,}  "
+            f"reordered {summary.get('reordered', 0):,}")
+
+
 def run_table(summary: dict) -> Table:
     """One run: accounting and throughput in the title, the latency distribution below;
     figures timed across hosts carry their clock bound in a "± clock" column."""
-    colour = {"ok": "green", "partial": "yellow"}.get(summary.get("status"), "red")
-    counts = (f"sent {summary.get('sent', 0):,}  received {summary.get('received', 0):,}  "
-              f"lost {summary.get('lost', 0):,}  duplicated {summary.get('duplicated', 0):,}  "
-              f"reordered {summary.get('reordered', 0):,}")
     rates = (f"send {summary.get('send_rate') or 0:,.0f} msg/s  "
              f"receive {summary.get('receive_rate') or 0:,.0f} msg/s")
-    table = Table(title=f"{summary['run_id']}  [{colour}]{summary.get('status')}[/]\n"
-                        f"{counts}\n{rates}", title_justify="left")
+    table = Table(title=f"{escape(str(summary['run_id']))}  {_status_text(summary)}\n"
+                        f"{_counts(summary)}\n{rates}", title_justify="left")
     table.add_column("µs", justify="left")
     bound = _clock_bound_us(summary)
     for key in (*FIGURE_KEYS, *(["± clock"] if bound is not None else []), "count"):
@@ -224,12 +265,18 @@ def run_table(summary: dict) -> Table:
 
 
 def print_tables(summaries: list[dict], console: Console) -> None:
+    """Each run's table, then its problems and warnings; a corrupt run has no figures, so
+    a line saying so stands in for its table."""
     for summary in summaries:
-        console.print(run_table(summary))
+        if summary.get("status") == CORRUPT:
+            console.print(f"{escape(str(summary['run_id']))}  {_status_text(summary)}: its "
+                          "files fail their checks, no figures")
+        else:
+            console.print(run_table(summary))
         for problem in summary.get("problems", []):
-            console.print(f"  [yellow]! {problem}[/]")
+            console.print(f"  [yellow]! {escape(str(problem))}[/]", soft_wrap=True)
         for warning in summary.get("warnings", []):
-            console.print(f"  [yellow]! {warning}[/]")
+            console.print(f"  [yellow]! {escape(str(warning))}[/]", soft_wrap=True)
         note = (summary.get("broker") or {}).get("note")
         if note:
-            console.print(f"  note: {note}")
+            console.print(f"  note: {escape(str(note))}", soft_wrap=True)

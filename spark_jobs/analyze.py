@@ -8,9 +8,25 @@ stream extents, the latency curve and the throughput window pass; only one-row r
 row per agent or stream, bucket rows and ≤ 2,000-point curves come back to the driver.
 `--window M` is the number of messages the overhead and throughput of a stream are taken
 over; without it, the run's own (the scenario's `throughput_window`, recorded in its
-manifest; 100 for manifests without one). Exit status: 0 all analysed, 1 some run failed
-(the others still get their reports; the failed one's JSON line carries "error"), 2 bad
-usage or a run dir without a manifest.
+manifest; 100 for manifests without one). One JSON line per run on stdout: {"run_dir",
+"summary": path, "status"}, or {"run_dir", "error": one line} when its analysis failed
+(a report file that could not be written: the file and why). Exit status: 0 all analysed,
+1 some run failed or is corrupt (the others still get their reports), 2 bad usage or a
+run dir without a manifest.
+
+Before Spark reads anything, each run's files are checked (spark_jobs.integrity: the
+manifest's checksums, cut-short or undecodable files, the hlogs parsed whole). A run with
+a file failing a check is refused whole: its summary.json has status `corrupt`, a problem
+line per file naming it and what is wrong, and no figure (spark_jobs.status orders the
+statuses). Spark starts only for runs that pass. Every report file is written whole or
+not at all (agents.atomic), summary.json last, and files of an earlier analysis are
+removed first, so no figure outlives a new verdict.
+
+Accounting: `lost` counts the deliveries expected at receivers that left data and never
+made there; `unknown` the deliveries expected at consumers that left no messages.parquet
+(killed: every one of their connections expected every message sent), with a problem line
+naming each. Deliveries of unknown fate, or hlogs disagreeing with the raw records
+(`hlog_agrees` false), make the run at least `partial`.
 
 `load` in summary.json (spark_jobs.load): "open-loop" for a run on a schedule, "saturation"
 for throughput mode (`rate: max`: no schedule, a message count sent as fast as the system
@@ -97,19 +113,25 @@ Clock fields of summary.json (docs/design.md rule 3, see frames.with_clock_pairs
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from pyspark.sql import SparkSession
 
-from agents.schema import HLOG_FILE
-from spark_jobs import cpu, distribution, frames, series, summarize
+from agents.atomic import WriteFailure, write_atomically
+from agents.schema import HLOG_FILE, MESSAGES_FILE
+from spark_jobs import cpu, distribution, frames, integrity, series, summarize
 from spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
 from spark_jobs.session import spark_session
+from spark_jobs.status import CORRUPT, OK, PARTIAL, worst
 
 log = logging.getLogger("sixnines.analyze")
 
@@ -119,49 +141,163 @@ SUMMARY = "summary.json"
 SERIES = "series.json"
 
 
-def _missing_notes(manifest: dict[str, Any], loaded: dict[str, tuple[str, Path]],
-                   run_dir: Path) -> tuple[list[str], dict[str, tuple[str, Path]]]:
-    """Notes for agents without messages/hlog, and the agents whose hlog can be checked."""
+NOT_ANALYSED = ("not analysed: a file that fails its check never feeds a figure; restore it "
+                "from a copy, or run again")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A run dir after the checks made before Spark reads anything (spark_jobs.integrity).
+
+    damaged: one line per file failing them; the run is then refused whole and the other
+    fields stay empty. Otherwise messages (agent_id → (role, messages.parquet)), the hlogs'
+    measured counts (agent_id → (role, counts per tag)) and notes on missing hlogs.
+    """
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    damaged: list[str] = field(default_factory=list)
+    messages: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    hlogs: dict[str, tuple[str, dict[str, np.ndarray]]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+def _hlog_paths(messages: dict[str, tuple[str, Path]], run_dir: Path
+                ) -> tuple[list[str], dict[str, tuple[str, Path]]]:
+    """The hlogs of the agents with messages, and a note for each such agent without one."""
     notes: list[str] = []
     hlogs: dict[str, tuple[str, Path]] = {}
-    for agent in manifest.get("agents", []):
-        agent_id, role = agent["id"], agent.get("role")
-        if role not in frames.ROLES:
-            continue
-        status = agent.get("status", "unknown")
-        if agent_id not in loaded:
-            notes.append(f"agent {agent_id} ({role}, status {status}): messages.parquet "
-                         "missing; its messages are not analysed")
-            continue
+    for agent_id, (role, _) in messages.items():
         hlog = run_dir / "agents" / agent_id / HLOG_FILE
         if hlog.is_file():
             hlogs[agent_id] = (role, hlog)
         else:
-            notes.append(f"agent {agent_id} ({role}, status {status}): {HLOG_FILE} missing; "
-                         "hlog check skipped for it")
+            notes.append(f"agent {agent_id} ({role}): {HLOG_FILE} missing; hlog check "
+                         "skipped for it")
     return notes, hlogs
 
 
-def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
-                ) -> dict[str, Any]:
-    """Analyse one run dir, write its report files and return the summary (window: M, the
-    messages a stream's overhead and throughput are taken over; None: the manifest's)."""
+def check_run(run_dir: Path) -> Checked:
+    """Check a run dir's manifest and files, and read its hlogs (plain Python)."""
     run_dir = Path(run_dir)
-    manifest = json.loads((run_dir / MANIFEST).read_text())
+    try:
+        manifest = integrity.read_manifest(run_dir)
+    except integrity.Damaged as damaged:
+        return Checked(run_dir, {}, damaged.problems)
+    damaged = integrity.problems(run_dir, manifest)
+    if damaged:
+        return Checked(run_dir, manifest, damaged)
+    messages = frames.message_paths(run_dir, manifest)
+    notes, paths = _hlog_paths(messages, run_dir)
+    warmup_s = int(manifest.get("workload", {}).get("warmup_ns", 0)) / 1e9
+    hlogs, damaged = summarize.read_hlogs(paths, warmup_s)
+    return Checked(run_dir, manifest, damaged, messages, hlogs, notes)
+
+
+def _absent(manifest: dict[str, Any], messages: dict[str, tuple[str, Path]]
+            ) -> list[dict[str, Any]]:
+    """Manifest entries of sending or receiving agents that left no messages.parquet."""
+    return [agent for agent in manifest.get("agents", [])
+            if agent.get("role") in frames.ROLES and agent["id"] not in messages]
+
+
+def _connections(agent: dict[str, Any], workload: dict[str, Any]) -> int:
+    return int(agent.get("connections") or workload.get("connections", 1))
+
+
+def _absent_notes(absent: list[dict[str, Any]], workload: dict[str, Any], sent: int
+                  ) -> list[str]:
+    """Why the messages of agents without data are in no count, or are `unknown`."""
+    notes = []
+    for agent in absent:
+        who = f"agent {agent['id']} ({agent['role']}, status {agent.get('status', 'unknown')})"
+        if agent["role"] == "consumer":
+            unknown = _connections(agent, workload) * sent
+            notes.append(f"{who} left no {MESSAGES_FILE}: the {unknown:,} deliveries expected "
+                         "there are unknown (not lost: nothing says whether they arrived)")
+        elif agent["role"] == "requester":
+            notes.append(f"{who} left no {MESSAGES_FILE}: its requests and their replies are "
+                         "in no count (it reported sending "
+                         f"{int(agent.get('sent') or 0):,} before it stopped)")
+        else:
+            notes.append(f"{who} left no {MESSAGES_FILE}: its messages are in no count; "
+                         "what consumers got from it is counted as unexpected")
+    return notes
+
+
+def _status(manifest: dict[str, Any], counts: dict[str, Any], agrees: bool | None
+            ) -> str | None:
+    """The manifest's status, made partial when the data show more than the run knew:
+    deliveries of unknown fate, or hlogs that disagree with the raw records."""
+    doubtful = counts["unknown"] > 0 or agrees is False
+    return worst(manifest.get("status"), PARTIAL if doubtful else OK)
+
+
+def _clear_report(run_dir: Path) -> None:
+    """Remove what an earlier analysis wrote: no figure may outlive a new verdict."""
+    for name in (SUMMARY, SERIES, *(f"{metric}.hgrm" for metric in summarize.METRICS)):
+        (run_dir / REPORT_DIR / name).unlink(missing_ok=True)
+
+
+def _write_report(run_dir: Path, files: dict[str, str]) -> None:
+    """All of a run's report files or none: each whole or not at all (agents.atomic),
+    summary.json last, and those written removed again when one fails (a full disk:
+    WriteFailure names that file)."""
+    report = run_dir / REPORT_DIR
+    try:
+        report.mkdir(exist_ok=True)
+    except OSError as error:
+        raise WriteFailure(report, error) from error
+    try:
+        for name, text in files.items():
+            write_atomically(report / name, text)
+    except WriteFailure:
+        _clear_report(run_dir)
+        raise
+
+
+def refused(checked: Checked) -> dict[str, Any]:
+    """The summary of a run whose files fail their checks: status corrupt, the files and
+    what is wrong with each in its problems, no figure."""
+    manifest = checked.manifest
+    params = manifest.get("params", {})
+    summary = {
+        "run_id": manifest.get("run_id", checked.run_dir.name),
+        "system": manifest.get("system"),
+        "params": params,
+        "load": load_of(params),
+        "broker": {key: manifest.get("broker", {}).get(key)
+                   for key in ("kind", "recipe", "version", "note")},
+        "status": CORRUPT,
+        "problems": [*manifest.get("problems", []), *checked.damaged, NOT_ANALYSED],
+        "warnings": [],
+    }
+    _write_report(checked.run_dir, {SUMMARY: _json(summary)})
+    return summary
+
+
+def _json(document: dict[str, Any], indent: int | None = 2) -> str:
+    return json.dumps(document, indent=indent, allow_nan=False) + "\n"
+
+
+def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = None
+                    ) -> dict[str, Any]:
+    """Analyse a run dir whose files passed their checks, write its report files and
+    return the summary (window: M, the messages a stream's overhead and throughput are
+    taken over; None: the manifest's)."""
+    run_dir, manifest = checked.run_dir, checked.manifest
     window = window or manifest.get("throughput_window", series.DEFAULT_WINDOW)
     workload = manifest.get("workload", {})
     load = load_of(manifest.get("params", {}))
-    warmup_s = int(workload.get("warmup_ns", 0)) / 1e9
-    for stale in (SUMMARY, SERIES):  # never leave a stale one behind
-        (run_dir / REPORT_DIR / stale).unlink(missing_ok=True)
-    loaded = frames.message_paths(run_dir, manifest)
-    notes, hlogs = _missing_notes(manifest, loaded, run_dir)
+    absent = _absent(manifest, checked.messages)
 
     df = frames.load_messages(spark, run_dir, manifest)
     # every connection of every consumer agent receives every message (fan-out)
     connections = int(workload.get("connections", 1))
-    consumers = connections * sum(role == "consumer" for role, _ in loaded.values())
-    counts = frames.accounting(df, consumers).first().asDict()
+    consumers = connections * sum(role == "consumer" for role, _ in checked.messages.values())
+    silent = sum(_connections(agent, workload) for agent in absent
+                 if agent["role"] == "consumer")
+    counts = frames.accounting(df, consumers, silent).first().asDict()
     rate = frames.rates(df).first().asDict()
     clocks = frames.RunClocks.from_manifest(manifest)
     measured = frames.measured(df)
@@ -175,11 +311,16 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
     humps = distribution.humps(*histogram)
     usage = cpu.analyse(run_dir, manifest)
 
-    agrees, hlog_notes = summarize.hlog_agreement(hlogs, per_agent, warmup_s, pairs.off_clock,
+    agrees, hlog_notes = summarize.hlog_agreement(checked.hlogs, per_agent, pairs.off_clock,
                                                   load)
     if agrees is None and not hlog_notes:
         hlog_notes.append("no hlog to check against the messages")
-    notes += hlog_notes
+    if agrees is False:
+        hlog_notes.append("the agents' hlogs disagree with their raw records (above): the "
+                          "files do not hold one measurement; the figures are the raw "
+                          "records'")
+    notes = [*_absent_notes(absent, workload, int(counts["sent"] - counts["requests"])),
+             *checked.notes, *hlog_notes]
     notes += summarize.out_of_range_notes(metrics)
     notes += series.notes(per_message)
     if counts["unexpected"]:
@@ -193,10 +334,10 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
         "load": load,
         "broker": {key: manifest.get("broker", {}).get(key)
                    for key in ("kind", "recipe", "version", "note")},
-        "status": manifest.get("status"),
+        "status": _status(manifest, counts, agrees),
         "problems": [*manifest.get("problems", []), *notes],
         **{key: int(counts[key]) for key in
-           ("sent", "received", "lost", "duplicated", "reordered", "unexpected")},
+           ("sent", "received", "lost", "unknown", "duplicated", "reordered", "unexpected")},
         "warmup": {"sent": int(counts["warmup_sent"]),
                    "received": int(counts["warmup_received"])},
         "send_rate": rate["send_rate"],
@@ -213,15 +354,30 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
                      *summarize.clock_warnings(pairs, clocks.cross_host),
                      *series.humps_warnings(humps, load)],
     }
-    report = run_dir / REPORT_DIR
-    report.mkdir(exist_ok=True)
-    for name in METRICS[load]:  # the other load's metrics are empty
-        summarize.write_hgrm(report / f"{name}.hgrm", metrics[name])
     document = {**series.series_json(per_message, metrics, histogram, humps),
                 "cpu": usage.series()}
-    (report / SERIES).write_text(json.dumps(document, allow_nan=False) + "\n")
-    (report / SUMMARY).write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+    _write_report(run_dir, {  # the other load's metrics are empty: no .hgrm for them
+        **{f"{name}.hgrm": summarize.hgrm_text(metrics[name]) for name in METRICS[load]},
+        SERIES: _json(document, indent=None), SUMMARY: _json(summary)})
     return summary
+
+
+def _analyze(session: Callable[[], SparkSession], run_dir: Path, window: int | None
+             ) -> dict[str, Any]:
+    """Check, then analyse or refuse, one run dir; Spark starts only for a run that passed
+    its checks (`session` gives the shared session)."""
+    _clear_report(Path(run_dir))
+    checked = check_run(run_dir)
+    if checked.damaged:
+        return refused(checked)
+    return analyze_checked(session(), checked, window)
+
+
+def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
+                ) -> dict[str, Any]:
+    """Analyse one run dir, write its report files and return the summary (status
+    corrupt, without figures, when its files fail their checks)."""
+    return _analyze(lambda: spark, run_dir, window)
 
 
 def _check(run_dirs: list[Path]) -> None:
@@ -230,22 +386,48 @@ def _check(run_dirs: list[Path]) -> None:
         raise FileNotFoundError(f"no {MANIFEST} in: {', '.join(missing)}")
 
 
-def _analyze_logged(spark: SparkSession, run_dir: Path, window: int | None
+def _analyze_logged(session: Callable[[], SparkSession], run_dir: Path, window: int | None
                     ) -> dict[str, Any]:
     began = time.monotonic()
     log.info("analysing %s", run_dir)
-    summary = analyze_run(spark, run_dir, window)
+    summary = _analyze(session, run_dir, window)
+    if summary["status"] == CORRUPT:
+        log.error("%s: not analysed: %s", run_dir, "; ".join(summary["problems"]))
     log.info("%s done in %.1f s", run_dir, time.monotonic() - began)
     return summary
 
 
 def analyze_runs(run_dirs: list[Path], master: str = "local[*]",
                  window: int | None = None) -> list[dict[str, Any]]:
-    """Analyse each run dir in one Spark session (an active one is reused, not stopped)."""
+    """Analyse each run dir in one Spark session (an active one is reused, not stopped;
+    none is started when no run passes its checks)."""
     run_dirs = [Path(d) for d in run_dirs]
     _check(run_dirs)
-    spark = spark_session(master)
-    return [_analyze_logged(spark, run_dir, window) for run_dir in run_dirs]
+    session = functools.cache(lambda: spark_session(master))
+    return [_analyze_logged(session, run_dir, window) for run_dir in run_dirs]
+
+
+def _error_line(error: Exception) -> str:
+    """One line on why a run's analysis failed: a Spark error's Java message, not the
+    Python wrapper's ("An error occurred while calling o513…") nor the stack trace."""
+    java = getattr(error, "java_exception", None)
+    text = integrity.first_line(str(java if java is not None else error))
+    return f"{type(error).__name__}: {text}"
+
+
+def _result(run_dir: Path, session: Callable[[], SparkSession], window: int | None
+            ) -> dict[str, Any]:
+    """The JSON result line of one run: its summary's path and status, or its error."""
+    try:
+        summary = _analyze_logged(session, run_dir, window)
+    except WriteFailure as failure:  # a full disk: the file is named, no trace needed
+        log.error("%s: %s", run_dir, failure)
+        return {"run_dir": str(run_dir), "error": str(failure)}
+    except Exception as error:  # one broken run must not cost the others' reports
+        log.exception("%s: analysis failed", run_dir)
+        return {"run_dir": str(run_dir), "error": _error_line(error)}
+    return {"run_dir": str(run_dir), "summary": str(run_dir / REPORT_DIR / SUMMARY),
+            "status": summary["status"]}
 
 
 def _window(text: str) -> int:
@@ -272,28 +454,16 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    failed = 0
-    results = []
+    session = functools.cache(lambda: spark_session(args.master))
     try:
-        spark = spark_session(args.master)
-        for run_dir in args.run_dirs:
-            try:
-                _analyze_logged(spark, run_dir, args.window)
-            except Exception as error:  # one broken run must not cost the others' reports
-                log.exception("%s: analysis failed", run_dir)
-                failed += 1
-                results.append({"run_dir": str(run_dir), "error": f"{type(error).__name__}: "
-                                f"{error}"})
-                continue
-            results.append({"run_dir": str(run_dir),
-                            "summary": str(run_dir / REPORT_DIR / SUMMARY)})
+        results = [_result(run_dir, session, args.window) for run_dir in args.run_dirs]
     finally:
         active = SparkSession.getActiveSession()
         if active is not None:
             active.stop()
     for result in results:
         print(json.dumps(result), flush=True)
-    return 1 if failed else 0
+    return 1 if any("error" in r or r["status"] == CORRUPT for r in results) else 0
 
 
 if __name__ == "__main__":

@@ -376,14 +376,18 @@ def reordered(df: DataFrame) -> DataFrame:
     )
 
 
-def accounting(df: DataFrame, consumers: int | None = None) -> DataFrame:
-    """One row: sent, received, lost, duplicated, reordered, unexpected, warmup_*.
+def accounting(df: DataFrame, consumers: int | None = None, absent: int = 0) -> DataFrame:
+    """One row: sent, requests, received, lost, unknown, duplicated, reordered, unexpected,
+    warmup_*.
 
     df is the loaded frame (warm-up rows included, for the separate warm-up counts).
     One-way delivery is fan-out, so every consumer expects every sent message:
     lost = consumers·sent + requests − unique deliveries. `consumers` is the number of
-    receiving consumer connections analysed (default: those with rows in df). df needs
-    `agent_index` (see load_messages).
+    receiving consumer connections analysed (default: those with rows in df). `absent`:
+    consumer connections of agents that left no data (killed): what they received is not
+    known, so their absent·sent expected deliveries are `unknown`, never lost (nor "0
+    lost"). A requester is its own receiver: one that left no data took its requests with
+    it, so it adds to no count. df needs `agent_index` (see load_messages).
     """
     m = measured(df)
     warm = F.col("warmup")
@@ -403,8 +407,10 @@ def accounting(df: DataFrame, consumers: int | None = None) -> DataFrame:
     lost = n_consumers * sent_producers + F.col("requests") - F.col("unique")
     return counts.crossJoin(_pair_totals(m)).crossJoin(reordered(m)).select(
         "sent",
+        "requests",
         "received",
         lost.cast("long").alias("lost"),
+        (F.lit(absent) * sent_producers).cast("long").alias("unknown"),
         F.col("duplicated").cast("long").alias("duplicated"),
         "reordered",
         F.col("unexpected").cast("long").alias("unexpected"),

@@ -19,7 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from agents import hdr
-from agents.hlog import measured_counts, read_hlog
+from agents.atomic import write_atomically
+from agents.hlog import HlogError, measured_counts, read_hlog
 from spark_jobs.distribution import Detail, robust_centre
 from spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
 from spark_jobs.load import OPEN_LOOP, SATURATION, TAGS_BY_ROLE, load_of
@@ -113,7 +114,7 @@ def metric_summary(metric: MetricCounts, unit: float = NS_PER_US) -> dict[str, f
             "count": metric.count}
 
 
-def write_hgrm(path: Path, metric: MetricCounts) -> None:
+def hgrm_text(metric: MetricCounts) -> str:
     """HdrHistogram percentile distribution (what HdrHistogram's plotter reads), in µs.
 
     The hdrhistogram package scales every value of that output but the standard deviation
@@ -125,12 +126,31 @@ def write_hgrm(path: Path, metric: MetricCounts) -> None:
     mean, stddev = (histogram.get_mean_value() / NS_PER_US, histogram.get_stddev() / NS_PER_US)
     lines = [f"#[Mean    = {mean:12.3f}, StdDeviation   = {stddev:12.3f}]\n"
              if line.startswith("#[Mean") else line for line in lines]
-    with open(path, "w", encoding="ascii") as out:
-        out.writelines(lines)
-        exact = "none" if metric.max is None else f"{metric.max / NS_PER_US:.3f}"
-        out.write(
-            f"# Values in microseconds (ns / 1000); exact max = {exact} us\n"
-        )
+    exact = "none" if metric.max is None else f"{metric.max / NS_PER_US:.3f}"
+    return "".join(lines) + f"# Values in microseconds (ns / 1000); exact max = {exact} us\n"
+
+
+def write_hgrm(path: Path, metric: MetricCounts) -> None:
+    """The .hgrm file, whole or not at all (agents.atomic: WriteFailure names it)."""
+    write_atomically(path, hgrm_text(metric))
+
+
+def read_hlogs(paths: Mapping[str, tuple[str, Path]], warmup_s: float
+               ) -> tuple[dict[str, tuple[str, dict[str, np.ndarray]]], list[str]]:
+    """Each agent's hlog (agent_id → (role, path)) reduced to its measured counts per tag,
+    and one line per hlog that cannot be read, naming it (a damaged file: the run is
+    refused, spark_jobs.integrity). Read before Spark starts, so a damaged hlog costs no
+    analysis."""
+    logged: dict[str, tuple[str, dict[str, np.ndarray]]] = {}
+    damaged = []
+    for agent, (role, path) in sorted(paths.items()):
+        try:
+            logged[agent] = (role, measured_counts(read_hlog(path), warmup_s))
+        except HlogError as error:
+            damaged.append(str(error))
+        except OSError as error:
+            damaged.append(f"{path}: cannot be read ({error.strerror or error})")
+    return logged, damaged
 
 
 def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
@@ -153,45 +173,38 @@ def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
 
 
 def hlog_agreement(
-    hlogs: dict[str, tuple[str, Path]],
+    logged: Mapping[str, tuple[str, Mapping[str, np.ndarray]]],
     spark_counts: dict[str, dict[str, np.ndarray]],
-    warmup_s: float,
     off_clock: Mapping[str, int],
     load: str = OPEN_LOOP,
 ) -> tuple[bool | None, list[str]]:
     """Does every agent's hlog hold exactly the buckets Spark built from its messages?
 
-    hlogs maps agent_id → (role, path) for agents that have both files; off_clock maps
-    agent_id → its deliveries not timed on its own clock alone (see ClockPairs); load says
-    which tags agents write (spark_jobs.load.TAGS_BY_ROLE). Returns
-    (None, notes) when there was nothing to compare, else the verdict and the notes: why a
-    tag was not applicable, and one note per disagreement (only these make it False).
+    logged maps agent_id → (role, its hlog's measured counts per tag; see read_hlogs) for
+    agents that have both files; off_clock maps agent_id → its deliveries not timed on its
+    own clock alone (see ClockPairs); load says which tags agents write
+    (spark_jobs.load.TAGS_BY_ROLE). Returns (None, notes) when there was nothing to
+    compare, else the verdict and the notes: why a tag was not applicable, and one note per
+    disagreement (only these make it False).
     """
     skipped: list[str] = []
     notes: list[str] = []
     compared = 0
-    for agent, (role, path) in sorted(hlogs.items()):
+    for agent, (role, from_log) in sorted(logged.items()):
         tags, why = _checked_tags(agent, role, off_clock, load)
         skipped += why
-        if not tags:
-            continue
-        try:
-            from_log = measured_counts(read_hlog(path), warmup_s)
-        except (OSError, ValueError) as error:
-            notes.append(f"agent {agent}: cannot read {path.name}: {error}")
-            continue
         for tag in tags:
             compared += 1
-            logged = from_log.get(tag, _zeros())
+            counted = from_log.get(tag, _zeros())
             computed = spark_counts.get(agent, {}).get(tag, _zeros())
-            if not np.array_equal(logged, computed):
-                first = int(np.flatnonzero(logged != computed)[0])
+            if not np.array_equal(counted, computed):
+                first = int(np.flatnonzero(counted != computed)[0])
                 notes.append(
-                    f"agent {agent}: hlog {tag} holds {int(logged.sum())} values, messages "
+                    f"agent {agent}: hlog {tag} holds {int(counted.sum())} values, messages "
                     f"give {int(computed.sum())}; first differing bucket at "
                     f"{int(hdr.value_from_index(first))} ns"
                 )
-    if compared == 0 and not notes:
+    if compared == 0:
         return None, skipped
     return not notes, skipped + notes
 

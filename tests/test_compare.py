@@ -219,6 +219,17 @@ def test_status_changes_and_losses_are_flagged(tmp_path):
     assert "✗ status ok → partial" in text and "✗ lost 0 → 12" in text
 
 
+def test_statuses_rank_ok_partial_failed_corrupt_and_unknown_deliveries_count(tmp_path):
+    """corrupt (files failing their checks) is worse than failed; deliveries of unknown
+    fate (a receiver died) are flagged like losses."""
+    a = results(tmp_path / "a", 1, {"02-tcp-message_size=1KB": {"status": "failed"}})
+    b = results(tmp_path / "b", 2, {"02-tcp-message_size=1KB": {"status": "corrupt"},
+                                    "01-tcp-message_size=64": {"unknown": 40}})
+    code, _, text = compare(a, b)
+    assert code == EXIT_NOT_OK
+    assert "✗ status failed → corrupt" in text and "✗ unknown 0 → 40" in text
+
+
 def test_a_better_status_is_a_note_not_a_regression(tmp_path):
     a = results(tmp_path / "a", 1, {"02-tcp-message_size=1KB": {"status": "partial"}})
     code, _, text = compare(a, results(tmp_path / "b", 2))

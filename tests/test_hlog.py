@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
 
 from agents import hdr
-from agents.hlog import INTERVAL_NS, HlogFile, measured_counts, read_hlog, write_hlog
+from agents.hlog import INTERVAL_NS, HlogError, HlogFile, measured_counts, read_hlog, write_hlog
 from agents.hlog import interval_edges as edges
 
 S = 1_000_000_000
@@ -207,3 +208,19 @@ def test_tags_may_cover_different_messages(tmp_path: Path) -> None:
         ("latency", 1.0, 1),
         ("send_lag", 1.0, 1),
     ]
+
+
+def test_a_damaged_log_names_its_file_and_line(written: tuple[Path, dict], tmp_path) -> None:
+    """Cut short or bit-flipped, the decoders fail their own ways (base64, zlib, hdrh):
+    always one HlogError naming the file and the line."""
+    lines = written[0].read_bytes().splitlines(keepends=True)
+    last = lines[-1]
+    payload = last.rindex(b",") + 20
+    damaged = {"cut.hlog": b"".join(lines)[: -len(last) // 2],
+               "flipped.hlog": b"".join([*lines[:-1], last[:payload],
+                                         bytes([last[payload] ^ 0x20]), last[payload + 1:]])}
+    for name, data in damaged.items():
+        (tmp_path / name).write_bytes(data)
+        where = re.escape(f"{tmp_path / name}: line {len(lines)}: damaged interval")
+        with pytest.raises(HlogError, match=f"^{where}"):
+            read_hlog(tmp_path / name)

@@ -8,7 +8,7 @@ import numpy as np
 from agents import hdr
 from agents.hlog import write_hlog
 from spark_jobs.load import OPEN_LOOP, SATURATION, load_of, saturation_warnings
-from spark_jobs.summarize import hlog_agreement
+from spark_jobs.summarize import hlog_agreement, read_hlogs
 from spark_jobs.summarize import saturation_warnings as generator_warnings
 
 FLOOD = {"rate": "max", "messages": 20_000, "duration_ns": 600 * 10**9, "schedule": "fixed"}
@@ -41,9 +41,10 @@ def test_the_hlog_check_reads_the_saturation_tags_agents_write(tmp_path):
     write_hlog(consumer, start_epoch_s=0.0, warmup_ns=0,
                series={"saturation_latency": (np.array([0, 5, 9]), values)})
     write_hlog(producer, start_epoch_s=0.0, warmup_ns=0, series={})  # no send lag
-    hlogs = {"consumer-0": ("consumer", consumer), "producer-0": ("producer", producer)}
+    hlogs, _ = read_hlogs({"consumer-0": ("consumer", consumer),
+                           "producer-0": ("producer", producer)}, 0.0)
     spark = {"consumer-0": {"saturation_latency": hdr.counts_of(values)}}
-    assert hlog_agreement(hlogs, spark, 0.0, {}, SATURATION) == (True, [])
+    assert hlog_agreement(hlogs, spark, {}, SATURATION) == (True, [])
     spark["consumer-0"]["saturation_latency"] = hdr.counts_of(values[:2])
-    agrees, notes = hlog_agreement(hlogs, spark, 0.0, {}, SATURATION)
+    agrees, notes = hlog_agreement(hlogs, spark, {}, SATURATION)
     assert agrees is False and "hlog saturation_latency holds 3 values" in notes[0]

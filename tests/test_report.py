@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from orchestrator.report import run_table, supported
+from orchestrator.report import print_tables, run_table, supported
 
 
 def test_a_percentile_needs_a_sample_above_it():
@@ -54,3 +54,23 @@ def test_cross_host_figures_carry_their_clock_bound():
     assert rows["send lag"][bound] == ""  # one agent's clock: nothing to bound
     assert ("± clock: 8,000 deliveries timed across hosts, both ends put on the controller's "
             "clock; figures may be off by up to 48.0 µs") in " ".join(text.split())
+
+
+def printed(summary: dict) -> str:
+    out = io.StringIO()
+    print_tables([summary], Console(file=out, width=100))
+    return out.getvalue()
+
+
+def test_a_corrupt_run_is_one_line_and_its_problems_unwrapped():
+    """No figures to show, so no table; each problem (a long path) stays on one line."""
+    problem = "/results/" + "x" * 120 + "/agents/consumer-0/messages.parquet: cut short"
+    text = printed({"run_id": "01-tcp", "status": "corrupt", "problems": [problem]})
+    assert text.splitlines() == ["01-tcp  corrupt: its files fail their checks, no figures",
+                                 f"  ! {problem}"]
+
+
+def test_deliveries_of_unknown_fate_are_shown_beside_the_losses():
+    assert "lost 0  duplicated" in rendered(SUMMARY)  # nothing unknown: nothing said
+    text = rendered({**SUMMARY, "status": "partial", "received": 10_000, "unknown": 20_000})
+    assert "lost 0  unknown 20,000  duplicated 0" in text

@@ -82,8 +82,10 @@ def test_accounting_fan_out(spark):
     got = frames.accounting(_tiny(spark)).first().asDict()
     assert got == {
         "sent": 4,
+        "requests": 0,
         "received": 6 + 4,  # a: 1,3,2,2,4,(7,1); b: 1,2,2,4
         "lost": 1,  # b misses seq 3
+        "unknown": 0,
         "duplicated": 2,  # a: 2; b: 2
         "reordered": 2,  # a: 2 after 3, twice
         "unexpected": 1,
@@ -92,6 +94,9 @@ def test_accounting_fan_out(spark):
     }
     # a third consumer that received nothing loses every message
     assert frames.accounting(_tiny(spark), consumers=3).first()["lost"] == 1 + 4
+    # a third consumer that left no data: its deliveries are unknown, not lost
+    third_died = frames.accounting(_tiny(spark), consumers=2, absent=1).first()
+    assert (third_died["lost"], third_died["unknown"]) == (1, 4)
 
 
 def test_accounting_round_trip(spark):
@@ -99,8 +104,9 @@ def test_accounting_round_trip(spark):
              None if s in (2, 3) else 10 * s + 7, None if s in (2, 3) else s, s == 0)
             for s in range(6)]
     got = frames.accounting(_frame(spark, rows)).first().asDict()
-    assert got == {"sent": 5, "received": 3, "lost": 2, "duplicated": 0, "reordered": 0,
-                   "unexpected": 0, "warmup_sent": 1, "warmup_received": 1}
+    assert got == {"sent": 5, "requests": 5, "received": 3, "lost": 2, "unknown": 0,
+                   "duplicated": 0, "reordered": 0, "unexpected": 0, "warmup_sent": 1,
+                   "warmup_received": 1}
 
 
 def _tiny_clocks(clocks: dict[str, dict] | None = None, **manifest) -> frames.RunClocks:

@@ -14,6 +14,7 @@ from spark_jobs.summarize import (
     clock_pairs,
     clock_warnings,
     hlog_agreement,
+    read_hlogs,
     saturation_warnings,
     write_hgrm,
 )
@@ -87,17 +88,19 @@ def test_hlog_check_leaves_out_receivers_timed_across_clocks(tmp_path):
                series={tag: (offsets, values) for tag, values in raw.items()})
     write_hlog(tmp_path / "p.hlog", start_epoch_s=1.7e9, warmup_ns=0,
                series={"send_lag": (offsets, np.full(10, 30))})
-    hlogs = {"c": ("consumer", tmp_path / "c.hlog"), "p": ("producer", tmp_path / "p.hlog")}
+    hlogs, damaged = read_hlogs({"c": ("consumer", tmp_path / "c.hlog"),
+                                 "p": ("producer", tmp_path / "p.hlog")}, 0.0)
+    assert damaged == []
     spark_counts = {"c": {tag: hdr.counts_of(values[:7]) for tag, values in raw.items()},
                     "p": {"send_lag": hdr.counts_of(np.full(10, 30))}}
-    agrees, notes = hlog_agreement(hlogs, spark_counts, 0.0, {})
+    agrees, notes = hlog_agreement(hlogs, spark_counts, {})
     assert agrees is False and len(notes) == 2  # latency and service_time differ
-    agrees, notes = hlog_agreement(hlogs, spark_counts, 0.0, {"c": 3})
+    agrees, notes = hlog_agreement(hlogs, spark_counts, {"c": 3})
     assert agrees is True
     assert notes == ["agent c: hlog latency and service_time check not applicable: 3 of its "
                      "deliveries came from a producer on another clock (raw in its hlog, left "
                      "out or offset-corrected here)"]
-    agrees, notes = hlog_agreement({"c": hlogs["c"]}, spark_counts, 0.0, {"c": 3})
+    agrees, notes = hlog_agreement({"c": hlogs["c"]}, spark_counts, {"c": 3})
     assert agrees is None and len(notes) == 1
 
 

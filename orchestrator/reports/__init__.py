@@ -8,8 +8,13 @@ analysis left in `<run-id>/report/` (series.json, *.hgrm) when present.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+from rich.console import Console
+
+from agents.atomic import write_atomically
+from orchestrator.report import write_results_summary
 from orchestrator.reports import gnuplot, html, nines, per_run, sweeps
 from orchestrator.reports.inputs import read_run
 
@@ -45,6 +50,29 @@ def write_reports(results_dir: Path, summaries: list[dict]) -> Path:
         gnuplot.write(figure, out)
     page = html.page(_title(results_dir), sections, overlays, parametrised, swept,
                      [f"{figure.slug}.gp" for figure in every], HGRM_METRICS)
-    path = out / PAGE
-    path.write_text(page, encoding="utf-8")
-    return path
+    return write_atomically(out / PAGE, page)
+
+
+def _attempt(write: Callable[[], object], console: Console) -> bool:
+    """Run one writer; a file (or directory) it could not write is one line: its path and
+    why (WriteFailure's message, or the OSError's, which names it too)."""
+    try:
+        write()
+    except OSError as failure:
+        console.print(str(failure), markup=False, highlight=False, soft_wrap=True)
+        return False
+    return True
+
+
+def write_results(results_dir: Path, scenario: str | None, summaries: list[dict],
+                  console: Console) -> bool:
+    """Everything a results directory gets from an analysis: summary.json, summary.csv
+    and the report (its page printed). Each file is whole or absent (agents.atomic); one
+    that cannot be written (a full disk) is named on the console and the next writer is
+    still tried. True when every file was written."""
+    summary = _attempt(lambda: write_results_summary(results_dir, scenario, summaries),
+                       console)
+    page = _attempt(lambda: console.print(f"report: {write_reports(results_dir, summaries)}",
+                                          markup=False, highlight=False, soft_wrap=True),
+                    console)
+    return summary and page

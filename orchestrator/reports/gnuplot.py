@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from agents.atomic import write_atomically
 from orchestrator.reports.model import Axis, Band, Figure, Line
 from orchestrator.reports.ticks import ticks
 
@@ -121,8 +122,7 @@ def script(figure: Figure) -> str:
 
 
 def write(figure: Figure, directory: Path) -> tuple[Path, Path]:
-    """Write `<slug>.dat` and `<slug>.gp` into `directory`; return both paths."""
-    dat, gp = directory / f"{figure.slug}.dat", directory / f"{figure.slug}.gp"
-    dat.write_text(data_file(figure), encoding="utf-8")
-    gp.write_text(script(figure), encoding="utf-8")
-    return dat, gp
+    """Write `<slug>.dat` and `<slug>.gp` into `directory`, each whole or not at all;
+    return both paths."""
+    return (write_atomically(directory / f"{figure.slug}.dat", data_file(figure)),
+            write_atomically(directory / f"{figure.slug}.gp", script(figure)))

@@ -18,6 +18,7 @@ from orchestrator.reports.cpu import cpu_table
 from orchestrator.reports.inputs import SERIES_FILE, RunInputs
 from orchestrator.reports.model import Figure, slugify
 from orchestrator.reports.table import metrics_table, notes_list, param_text, summary_table
+from spark_jobs.status import CORRUPT
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,10 @@ def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
     params = param_text(s.get("params") or {})
     links = " ".join(f'<a href="../{quote(run.run_id)}/report/{m}.hgrm">{m}.hgrm</a>'
                      for m in hgrm_metrics if m in run.hgrm)
-    if run.series is None:
+    if s.get("status") == CORRUPT:
+        plots = ('<p class="bad">Not analysed: files of this run fail their checks (listed '
+                 "above), and a damaged file never feeds a figure.</p>")
+    elif run.series is None:
         why = escape(run.series_problem or f"no {SERIES_FILE}")
         plots = (f'<p class="note">Per-message plots (latency over the run, throughput, '
                  f"histogram) need the per-message analysis: {why} for this run. Re-run the "

@@ -15,11 +15,11 @@ from orchestrator.load import latency_of, saturation
 from orchestrator.report import supported
 from orchestrator.reports.inputs import RunInputs
 from orchestrator.reports.per_run import humps_text
+from spark_jobs.status import FAILED, ORDER
 
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
 METRICS = (("latency_us", "latency"), ("service_time_us", "service time"),
            ("send_lag_us", "send lag"))
-STATUSES = ("ok", "partial", "failed")
 TEXT_COLUMNS = ("run", "system", "parameters", "status", "µs")
 DIM_TITLE = "too few samples for this percentile (fewer than 1/(1−p))"
 
@@ -50,8 +50,8 @@ def _percentile_cells(figures: dict) -> str:
 
 
 def _status(summary: dict) -> str:
-    status = str(summary.get("status", "failed"))
-    css = status if status in STATUSES else "failed"
+    status = str(summary.get("status", FAILED))
+    css = status if status in ORDER else FAILED
     return f'<span class="status-{css}">{escape(status)}</span>'
 
 
@@ -71,6 +71,9 @@ def notes(run: RunInputs) -> list[tuple[str, str]]:
                      ("unexpected", "warn")):
         if isinstance(s.get(key), int) and s[key] > 0:
             out.append((css, f"{s[key]:,} messages {key}"))
+    if isinstance(s.get("unknown"), int) and s["unknown"] > 0:
+        out.append(("bad", f"{s['unknown']:,} deliveries unknown: expected at receivers that "
+                           "left no data"))
     bound = clock_bound_us(s)
     if bound is not None:
         cross = (s.get("latency_pairs") or {}).get("cross_clock", 0)
@@ -143,11 +146,10 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
     head = ["run", "system", *(["parameters"] if swept else []), "status",
             *(f"{label} {k}" if k == "p50" else k for k in FIGURE_KEYS),
             *(["± clock"] if bounds else []), "count", "recv msg/s", "send msg/s", "sent",
-            "received", "lost", "dup", "reord"]
+            "received", "lost", "unknown", "dup", "reord"]
     rows = []
     for run, anchor in members:
         s, figures = run.summary, run.summary.get(field) or {}
-        lost = s.get("lost")
         bound = clock_bound_us(s)
         cells = [f'<td class="text"><a href="#{anchor}">{escape(run.run_id)}</a></td>',
                  f'<td class="text">{escape(str(s.get("system", "?")))}</td>',
@@ -158,8 +160,8 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
                  f"<td>{count(figures.get('count'))}</td>",
                  f"<td>{rate(s.get('receive_rate'))}</td><td>{rate(s.get('send_rate'))}</td>",
                  f"<td>{count(s.get('sent'))}</td><td>{count(s.get('received'))}</td>",
-                 f'<td class="{"bad" if isinstance(lost, int) and lost else ""}">'
-                 f"{count(lost)}</td>",
+                 *(f'<td class="{"bad" if isinstance(n, int) and n else ""}">{count(n)}</td>'
+                   for n in (s.get("lost"), s.get("unknown"))),
                  f"<td>{count(s.get('duplicated'))}</td><td>{count(s.get('reordered'))}</td>"]
         rows.append(f"<tr>{''.join(cells)}</tr>")
         listed = notes_list(run)

@@ -481,8 +481,6 @@ def test_the_command_line_refuses_and_starts_nothing(command: str, case: Case,
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.xfail(reason="orchestrator/recipes.py (owned by the broker-recipe change) makes a "
-                   "path of the name: OSError(ENAMETOOLONG) past 255 bytes, uncaught")
 def test_a_recipe_name_too_long_for_a_file_name(tmp_path: Path) -> None:
     long = MINIMAL.replace("driver: tcp}", "driver: redis, broker: {recipe: " + "r" * 300 + "}}")
     path = text(long)(tmp_path)

@@ -1,0 +1,142 @@
+"""A run directory's files checked before anything is read from them: a file damaged or
+edited since the run is named, one line each, and never feeds a figure.
+
+Plain Python (streamed sha256, pyarrow), run before Spark opens a file:
+
+- every file the manifest lists for an agent or the broker monitor
+  (`artifacts[name] = {sha256, bytes, verified}`) must still have its size and checksum;
+  one the controller already found not matching when it collected it (`verified: false`)
+  is not trusted either, and one listed but gone was deleted since the run. A file the
+  controller never got (`verified: false` and absent) is missing data, not damage.
+- a parquet file the analysis reads but no checksum covers (an older manifest, a
+  controller that died before collecting) is decoded whole, so a damaged one is named
+  here rather than deep inside a Spark job. hlogs are parsed whole before Spark starts
+  anyway (agents.hlog.read_hlog names a damaged line).
+- the manifest itself must parse and look like one.
+
+A run with any such problem is `corrupt` (spark_jobs.status) and refused whole: a
+damaged consumer file left out would turn its deliveries into lost or unknown ones, a
+damaged producer file every receipt into an unexpected one; figures of another
+experiment than the one run, however plausible.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from agents.artifacts import sha256_of
+from agents.schema import CPU_FILE, MESSAGES_FILE
+
+MANIFEST = "manifest.json"
+PARQUET_FILES = (MESSAGES_FILE, CPU_FILE)  # what the analysis reads with a parquet reader
+
+
+class Damaged(Exception):
+    """Files of a run that fail their checks; `problems`: one line per file, naming it."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def first_line(text: str) -> str:
+    """The first line of an error message (Java and C++ errors run on for pages)."""
+    return text.strip().splitlines()[0] if text.strip() else ""
+
+
+def unreadable(path: Path, error: Exception) -> str:
+    """One line on a JSON file that cannot be used, naming it."""
+    if isinstance(error, OSError):
+        return f"{path}: cannot be read ({error.strerror or error})"
+    return f"{path}: not valid JSON ({first_line(str(error))}): cut short or edited"
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any]:
+    """The run's manifest, or Damaged naming it and what is wrong."""
+    path = Path(run_dir) / MANIFEST
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise Damaged([unreadable(path, error)]) from error
+    why = _not_a_manifest(manifest)
+    if why:
+        raise Damaged([f"{path}: not a sixnines manifest ({why}): edited or damaged"])
+    return manifest
+
+
+def _not_a_manifest(manifest: Any) -> str | None:
+    """What makes valid JSON unusable as a manifest (the fields the analysis indexes)."""
+    if not isinstance(manifest, dict):
+        return "not a JSON object"
+    agents = manifest.get("agents", [])
+    if not isinstance(agents, list) or not all(
+            isinstance(agent, dict) and isinstance(agent.get("id"), str) for agent in agents):
+        return "`agents` is not a list of entries with an id"
+    if not all(isinstance(entry.get("artifacts", {}), dict) for entry in _entries(manifest)):
+        return "an agent's `artifacts` is not a mapping"
+    return None
+
+
+def _entries(manifest: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The manifest entries whose files the analysis reads: every agent, and the broker
+    monitor when it ran (its cpu.parquet)."""
+    yield from manifest.get("agents", [])
+    monitor = manifest.get("monitor")
+    if isinstance(monitor, dict) and isinstance(monitor.get("id"), str):
+        yield monitor
+
+
+def problems(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
+    """One line per file of the run that fails its check (the module docstring lists
+    them); empty when every file may be read."""
+    found = []
+    for entry in _entries(manifest):
+        folder = Path(run_dir) / "agents" / entry["id"]
+        listed = entry.get("artifacts", {})
+        for name, recorded in listed.items():
+            found.append(_against_record(folder / name, recorded))
+        for name in PARQUET_FILES:
+            if name not in listed and (folder / name).is_file():
+                found.append(_undecodable(folder / name))
+    return [problem for problem in found if problem]
+
+
+def _against_record(path: Path, recorded: Any) -> str | None:
+    """Whether a listed file is still the one its agent wrote (None: it is)."""
+    if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256"), str):
+        return f"{path}: its manifest entry has no sha256 (the manifest was edited)"
+    if recorded.get("verified") is False:
+        return None if not path.exists() else (
+            f"{path}: did not match its checksum when the controller collected it "
+            "(verified: false in the manifest)")
+    if not path.is_file():
+        return f"{path}: missing, though the manifest lists it: deleted since the run"
+    size, expected = path.stat().st_size, recorded.get("bytes")
+    if isinstance(expected, int) and size != expected:
+        return (f"{path}: {size:,} bytes where the manifest records {expected:,}: cut short "
+                "or changed since the run")
+    try:
+        digest = sha256_of(path)
+    except OSError as error:
+        return f"{path}: cannot be read ({error.strerror or error})"
+    if digest != recorded["sha256"]:
+        return (f"{path}: content does not match its sha256 in the manifest ({digest[:12]}… "
+                f"where {recorded['sha256'][:12]}… was recorded): changed since the run")
+    return None
+
+
+def _undecodable(path: Path) -> str | None:
+    """Whether a parquet file without a checksum decodes whole (None: it does), read one
+    batch at a time so memory stays bounded."""
+    try:
+        for _ in pq.ParquetFile(path).iter_batches():
+            pass
+    except (OSError, ValueError, pa.ArrowException) as error:
+        return f"{path}: unreadable parquet ({first_line(str(error))}); no checksum recorded"
+    return None

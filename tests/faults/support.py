@@ -1,0 +1,64 @@
+"""What the fault modules share: one small real run recorded per module, copies of it to
+damage, and `sixnines` run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.integration.support import execute, points
+
+#: 1,000 messages over loopback through the builtin relay: a real run in ~5 s
+SMALL_RUN = """
+name: faults
+systems: [{name: tcp, driver: tcp}]
+workload: {message_size: 64, rate: 1000, duration: 1s, warmup: 0s}
+"""
+
+
+def record(run_dir: Path, scenario: str = SMALL_RUN) -> Path:
+    """A real run of `scenario`'s first point into `run_dir`; it must have gone well."""
+    manifest = execute(points(scenario)[0], run_dir)
+    assert manifest["status"] == "ok", manifest["problems"]
+    return run_dir
+
+
+def copy_run(recorded: Path, dest: Path) -> Path:
+    """A copy of a recorded run, without any analysis; its manifest's run id becomes the
+    copy's directory name (one results directory may then hold several copies)."""
+    shutil.copytree(recorded, dest, ignore=shutil.ignore_patterns("report"))
+    edit_manifest(dest, lambda manifest: manifest.update(run_id=dest.name))
+    return dest
+
+
+def edit_manifest(run_dir: Path, change) -> dict:
+    """Apply `change` (manifest → None) to the run's manifest.json and rewrite it."""
+    path = run_dir / "manifest.json"
+    manifest = json.loads(path.read_text())
+    change(manifest)
+    path.write_text(json.dumps(manifest, indent=2))
+    return manifest
+
+
+def sixnines(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The real CLI in its own process, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "orchestrator", *map(str, args)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def failed_cleanly(done: subprocess.CompletedProcess) -> str:
+    """stderr of a command that must have said what is wrong and exited 1, no traceback."""
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.stderr
+
+
+def line_with(text: str, *parts: str) -> str:
+    """The one line of `text` holding every part (a message must not be spread over
+    several lines, nor lose its file name)."""
+    lines = [line for line in text.splitlines() if all(part in line for part in parts)]
+    assert lines, f"no line with {parts} in:\n{text}"
+    return lines[0]
