@@ -165,12 +165,12 @@ def recipe_names() -> list[str]:
 def check_name(name: str) -> str:
     """`name` if it is a plain recipe name. A path would make whatever file it points to a
     recipe whose command then runs (`/tmp/x`, `../../x`, `sub/x`)."""
-    if len(name) > MAX_NAME_LENGTH:
-        raise RecipeError(f"a recipe name is at most {MAX_NAME_LENGTH} characters")
     if not NAME.fullmatch(name) or name in (".", ".."):
         raise RecipeError(
             f"{name!r} is not a recipe name (letters, digits, '_', '.', '-'; no path): "
             f"recipes are found by name in deploy/recipes and the directories in {PATH_VARIABLE}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise RecipeError(f"a recipe name is at most {MAX_NAME_LENGTH} characters")
     return name
 
 
