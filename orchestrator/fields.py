@@ -48,8 +48,10 @@ MAX_RATE = "max"
 MAX_NAME_LENGTH = 64
 #: Paths, addresses and other free text: Linux's PATH_MAX.
 MAX_TEXT_LENGTH = 4096
-#: Largest message: frames are built ahead in memory, a few per connection.
-MAX_MESSAGE_SIZE = 64 * 1024**2
+#: Largest message: frames are built ahead in memory, a few per connection. Each driver
+#: refuses what its system cannot carry below this (NATS and Kafka 64 MiB, RabbitMQ's
+#: default 128 MiB, Redis 512 MiB).
+MAX_MESSAGE_SIZE = 1024**3
 #: Slowest and fastest schedules, in msg/s (in total, across producers).
 MIN_RATE_PER_S = 0.001
 MAX_RATE_PER_S = 100_000_000

@@ -1,10 +1,17 @@
 """Faults as a hostile or unlucky user causes them, with real processes: one module per
 category, each test one case.
 
-- test_scenario_input.py   malformed, hostile and impossible scenarios (validate, run)
-- test_security.py         recipes from elsewhere, shell injection, unauthenticated brokers
-- test_interrupts.py       Ctrl-C (once, three times), SIGTERM, SIGKILL of the controller,
-                           interrupts during the analysis, dead receivers
-- test_full_disk.py        ENOSPC in an agent, in the manifest, in the report
+- test_scenario_input.py    malformed, hostile and impossible scenarios (validate, run)
+- test_scenario_fuzz.py     hundreds of mangled example scenarios through validate, capped
+- test_plan_fit.py          plans bigger than the machine; the estimate against real agents
+- test_security.py          recipes from elsewhere, shell injection, unauthenticated brokers
+- test_interrupts.py        Ctrl-C (once, three times), SIGTERM, SIGKILL of the controller,
+                            during a run and during the analysis
+- test_dead_receiver.py     a consumer or requester killed mid-run: unknown, not lost
+- test_full_disk_run.py     ENOSPC in an agent's files and in the manifest
+- test_full_disk_report.py  ENOSPC while writing the report
 - test_corrupt_artifacts.py edited, truncated and bit-flipped files given to `report`
+
+Helpers: processes.py (real `sixnines` processes and their trees), disks.py (tmpfs that
+fill up), validate_worker.py (many scenarios through validate in one capped process).
 """

@@ -8,49 +8,24 @@ a run whose report could not be written is reported as such and the others get t
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from agents.atomic import TEMP_SUFFIX
+from tests.faults.disks import FILLER, leave_free, small_disk
 from tests.faults.support import copy_run, failed_cleanly, line_with, record, sixnines
 
 pytestmark = pytest.mark.integration
 
 FULL = "No space left on device"
 ROOM = 12 * 1024  # left on the disk: room for the smallest files, not for series.json
+SIZE = "3M"
 
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Path:
     return record(tmp_path_factory.mktemp("recorded") / "01-tcp")
-
-
-@contextmanager
-def small_disk(path: Path) -> Iterator[Path]:
-    """A 3 MB tmpfs mounted at `path`, unmounted afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs to fill needs root")
-    path.mkdir(parents=True, exist_ok=True)
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3M", "tmpfs", str(path)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield path
-    finally:
-        subprocess.run(["umount", str(path)], check=True)
-
-
-def fill(disk: Path) -> None:
-    """Leave only ROOM bytes free on `disk`."""
-    filler = shutil.disk_usage(disk).free - ROOM
-    subprocess.run(["fallocate", "-l", str(filler), str(disk / "filler")], check=True)
 
 
 def whole(path: Path) -> bool:
@@ -64,7 +39,7 @@ def whole(path: Path) -> bool:
 
 def assert_no_partial_files(top: Path) -> None:
     """Every result file under `top` whole and not empty; no temporary file left."""
-    results = [p for p in top.rglob("*") if p.is_file() and p.name not in ("filler",)
+    results = [p for p in top.rglob("*") if p.is_file() and p.name != FILLER
                and p.suffix not in (".log", ".parquet", ".hlog", ".yaml")]
     assert not [p for p in results if p.name.endswith(TEMP_SUFFIX)]
     assert all(p.stat().st_size > 0 and whole(p) for p in results), results
@@ -72,10 +47,10 @@ def assert_no_partial_files(top: Path) -> None:
 
 def test_a_full_disk_leaves_no_partial_file_and_names_the_one_not_written(recorded,
                                                                             tmp_path):
-    with small_disk(tmp_path / "disk") as disk:
+    with small_disk(tmp_path / "disk", SIZE) as disk:
         results = disk / "results"
         copy_run(recorded, results / "01-tcp")
-        fill(disk)
+        leave_free(disk, ROOM)
         err = failed_cleanly(sixnines("report", results))
         line = line_with(err, "cannot write", FULL)
         assert str(results) in line
@@ -88,13 +63,13 @@ def test_a_run_whose_report_cannot_be_written_does_not_cost_the_others(recorded,
     results = tmp_path / "results"
     copy_run(recorded, results / "01-full")
     copy_run(recorded, results / "02-room")
-    with small_disk(results / "01-full" / "report") as report:
-        fill(report)
+    with small_disk(results / "01-full" / "report", SIZE) as report:
+        leave_free(report, ROOM)
         err = failed_cleanly(sixnines("report", results))
         line = line_with(err, f"cannot write {report}/", FULL)
         assert "Traceback" not in line
         assert_no_partial_files(report)
-        assert [p.name for p in report.iterdir()] == ["filler"]  # all of its report or none
+        assert [p.name for p in report.iterdir()] == [FILLER]  # all of its report or none
     runs = {run["run_id"]: run for run in
             json.loads((results / "summary.json").read_text())["runs"]}
     assert runs["01-full"]["status"] == "failed"

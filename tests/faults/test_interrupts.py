@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tests.faults.processes import Sixnines, still_alive_after
+from tests.faults.processes import Sixnines, command_line, still_alive_after
 
 pytestmark = pytest.mark.integration
 
@@ -121,16 +121,35 @@ def test_ctrl_c_three_times_keeps_every_file_on_disk(tmp_path):
     assert still_alive_after(tree, 2) == {}
 
 
-@pytest.mark.parametrize("broker", ["builtin", "{recipe: redis}"])
+def with_environment(name: str, value: str) -> set[int]:
+    """Processes whose environment sets `name` to `value` (daemons that left the tree)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if f"{name}={value}".encode() in environ and entry.name.isdigit():
+            found.add(int(entry.name))
+    return found
+
+
+@pytest.mark.parametrize("broker", ["builtin", "{recipe: redis}", "{recipe: rabbitmq}"])
 def test_sigkill_of_the_controller_leaves_nothing_running_and_report_recovers(
         tmp_path, broker):
-    driver = "tcp" if broker == "builtin" else "redis"
+    """RabbitMQ's epmd leaves the broker's process group (it daemonises): the recipe's stop
+    command, which the guard holds, must still run."""
+    driver = {"builtin": "tcp"}.get(broker, broker[9:-1])
     controller = Sixnines("run", str(scenario(tmp_path, broker, driver)), "--output", "out",
                           cwd=tmp_path)
-    run_dir = started(tmp_path, controller)
+    run_dir = started(tmp_path, controller, timeout_s=180)
     time.sleep(2)
     tree = controller.snapshot()
     assert len(tree) >= 4  # guard, broker, producer, consumer (and a monitor)
+    ports = manifest_of(run_dir)["broker"].get("ports", {})
+    if "epmd" in ports:
+        tree |= with_environment("ERL_EPMD_PORT", str(ports["epmd"]))
+        assert any("epmd" in command_line(pid) for pid in tree)
     controller.process.kill()
     controller.finish()
     assert still_alive_after(tree, BOUND_S) == {}

@@ -228,9 +228,9 @@ BOUNDS = [
          ("must be at most 1h",)),
     Case("drain-1e12", workload("drain", 10**12), 8, "workload.drain", ("must be at most 1h",)),
     Case("size-2GB", workload("message_size", "2GB"), 5, "workload.message_size",
-         ("must be at most 64MiB",)),
+         ("must be at most 1GiB",)),
     Case("size-1e30", workload("message_size", 10**30), 5, "workload.message_size",
-         ("must be at most 64MiB",)),
+         ("must be at most 1GiB",)),
     *(Case(f"{field}-100000", workload(field, 100_000), 8, f"workload.{field}",
            ("must be at most 1,000",)) for field in ("producers", "consumers", "connections")),
     Case("messages-1e18", text(MINIMAL.replace("rate: 1000", "rate: max\n  messages: "
