@@ -12,7 +12,6 @@ changes: the broker takes anyone on this host, as before."""
 from __future__ import annotations
 
 import contextlib
-import ipaddress
 import json
 import queue
 import secrets
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from drivers.base import Credential
 from orchestrator.handoff import handoff_argv, handoff_line
+from orchestrator.hosts import is_loopback
 from orchestrator.launchers.base import Completed, Launcher, Process
 from orchestrator.recipes import Auth, Recipe, RecipeError, load_recipe, render
 
@@ -147,17 +147,6 @@ def free_ports(launcher: Launcher, address: str, count: int) -> list[int]:
 def new_secret() -> str:
     """A per-run password: 256 random bits, URL-safe (no quoting in any config syntax)."""
     return secrets.token_urlsafe(32)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether only the host itself can reach `host` (any other name may resolve to a
-    routable address, so it counts as routable)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _credential(recipe: Recipe, host: str, allow_unauthenticated: bool,

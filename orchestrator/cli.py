@@ -229,6 +229,22 @@ def _broker(args, console: Console) -> int:
     return EXIT_OK
 
 
+def _recipe_option(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--recipes", action="append", type=Path, default=[], metavar="DIR",
+                         help="a directory of broker recipes, searched first (repeatable; "
+                         "also $SIXNINES_RECIPE_PATH, then deploy/recipes)")
+
+
+def _use_recipe_dirs(dirs: list[Path]) -> None:
+    """--recipes: searched before $SIXNINES_RECIPE_PATH (recipes.search_path reads it)."""
+    from orchestrator.recipes import PATH_VARIABLE
+
+    if dirs:
+        given = [str(d) for d in dirs]
+        os.environ[PATH_VARIABLE] = os.pathsep.join(
+            [*given, *filter(None, [os.environ.get(PATH_VARIABLE)])])
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="sixnines", description=(
         "Open-loop load generation for messaging systems: coordinated-omission-corrected "
@@ -237,6 +253,7 @@ def parser() -> argparse.ArgumentParser:
 
     run = commands.add_parser("run", help="run a scenario and analyse it")
     run.add_argument("file", help="scenario YAML")
+    _recipe_option(run)
     run.add_argument("--output", type=Path, help="results root (default: the scenario's output)")
     run.add_argument("--spark-master", help=f"Spark master (default: ${SPARK_MASTER_VARIABLE}, "
                      "the scenario's spark_master, or embedded local[*])")
@@ -246,6 +263,7 @@ def parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser("validate", help="check a scenario without running it")
     validate.add_argument("file")
+    _recipe_option(validate)
     validate.set_defaults(handler=_validate)
 
     report = commands.add_parser("report", help="re-run the analysis of recorded runs")
@@ -263,8 +281,8 @@ def parser() -> argparse.ArgumentParser:
         "a regression when B exceeds A by more than its tolerance (the percentile's sampling "
         "uncertainty in both runs, at least --threshold) and by more than 5 µs; percentiles "
         "with fewer than 10/(1-p) samples are not comparable. Also regressions: send or "
-        "receive rate down by more than --threshold, a worse status, more messages lost or "
-        "duplicated, runs missing from B. Exit 0: none; 1: regression; 2: bad input.")
+        "receive rate down by more than --threshold, a worse status, more messages lost, "
+        "unknown or duplicated, runs missing from B. Exit 0: none; 1: regression; 2: bad input.")
     compare.add_argument("run_a", type=Path, metavar="RUN_A",
                          help="the reference: a results directory or one run directory")
     compare.add_argument("run_b", type=Path, metavar="RUN_B", help="the one to judge")
@@ -300,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
         console.width = 132  # logs and pipes: room for the whole percentile table
     if args.handler is not _agent:  # an agent's SIGTERM is its own (agents.main)
         interrupts.install()
+    _use_recipe_dirs(getattr(args, "recipes", []))
     try:
         return args.handler(args, console)
     except KeyboardInterrupt as exc:  # outside a run (runs handle it themselves)

@@ -13,6 +13,7 @@ scenario asks for cross-host latency (reported with its clock bound).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated, Any, ClassVar
 
@@ -59,6 +60,18 @@ def _link_loss(loss: str) -> str:
     if not re.fullmatch(r"\d{1,3}(\.\d{1,9})?%", loss) or float(loss[:-1]) > 100:
         raise ValueError(f"{shown(loss)} is not a loss rate: use e.g. 0.1%")
     return loss
+
+
+
+def is_loopback(address: str) -> bool:
+    """Whether only the host itself can reach `address` (any other name may resolve to a
+    routable address, so it counts as routable)."""
+    if address == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(address.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class Link(BaseModel):

@@ -21,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from agents.protocol import DEFAULT_CPU_SAMPLE_NS
 from agents.schema import DEFAULT_THROUGHPUT_WINDOW
 from orchestrator.fields import Messages, Mode, Name, Receive, SampleInterval, Schedule, Text
-from orchestrator.hosts import LOCAL, MAX_HOSTS, HostSpec, Inventory, Placement
+from orchestrator.hosts import LOCAL, MAX_HOSTS, HostSpec, Inventory, Placement, is_loopback
 from orchestrator.matrix import MAX_RUNS, run_count
 from orchestrator.problems import Problem, ScenarioError, format_path, problems_from, shown
+from orchestrator.recipes import RecipeError, load_recipe
 from orchestrator.systems import DEFER_OPTIONS, System, driver_or_none
 from orchestrator.workload import (
     REQUIRED_FIELDS,
@@ -177,6 +178,7 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
     if scenario is not None:
         scenario = scenario.model_copy(update={"hosts": (*scenario.hosts, *inventory)})
         problems += _host_problems(scenario, doc, len(inventory))
+        problems += _open_broker_problems(scenario, doc)
     specs = _specs_in_file(doc.data)
     too_many = _run_count_problems(specs, doc)
     problems += too_many
@@ -263,6 +265,31 @@ def _known(known: set[str]) -> str:
     names = sorted(known)
     more = f", ... ({len(names):,} in all)" if len(names) > MAX_HOSTS_LISTED else ""
     return f"known: {', '.join(names[:MAX_HOSTS_LISTED])}{more}"
+
+
+def _open_broker_problems(scenario: Scenario, doc: Document) -> list[Problem]:
+    """Recipes that cannot require a credential (no `auth`), placed on a host others can
+    reach: refused unless the system accepts an open broker (orchestrator.brokers)."""
+    host = scenario.host(scenario.placement.broker)
+    address = getattr(host, "address", None)
+    if host is None or address is None or is_loopback(address):
+        return []
+    problems = []
+    for index, system in enumerate(scenario.systems):
+        broker = system.broker
+        if broker.recipe is None or broker.allow_unauthenticated:
+            continue
+        try:
+            if load_recipe(broker.recipe).native.auth is not None:
+                continue
+        except RecipeError:
+            continue  # reported on the recipe field itself
+        path = ("systems", index, "broker")
+        problems.append(Problem(format_path(path), doc.line_of(path), (
+            f"recipe {broker.recipe!r} cannot require a credential, and its broker would "
+            f"listen on {host.name} ({address}), open to anyone who reaches it: place the "
+            "broker on local, or write allow_unauthenticated: true to accept that")))
+    return problems
 
 
 def _case_problems(doc: Document) -> list[Problem]:

@@ -31,10 +31,12 @@ from rich.console import Console
 
 from agents import protocol
 from orchestrator import brokers, recipes
+from orchestrator.brokers import BrokerError
 from orchestrator.controller import run_scenario
 from orchestrator.handoff import handoff_argv, handoff_line
 from orchestrator.hosts import SshHost
 from orchestrator.launchers.base import LaunchError
+from orchestrator.launchers.local import LocalLauncher
 from orchestrator.launchers.ssh import SshLauncher
 from orchestrator.recipes import RecipeError, load_recipe
 from orchestrator.scenario import ScenarioError, load_scenario
@@ -416,14 +418,45 @@ def test_rabbitmq_off_loopback_requires_the_run_user_and_keeps_guest_local(bed, 
     assert_secret_kept(outcome, console, watcher, made, "sixnines")
 
 
-@pytest.mark.integration
-def test_a_recipe_that_cannot_authenticate_is_refused_off_loopback(bed, tmp_path,
-                                                                   monkeypatch):
-    outcome, _, watcher, made = run_off_loopback(
-        bed, tmp_path, monkeypatch,
-        "{name: kafka, driver: kafka, broker: {recipe: kafka-noida}}", lambda *_: "open")
-    assert outcome.statuses == ["failed"]
-    (manifest_path,) = outcome.results_dir.glob("*/manifest.json")
-    problems = " ".join(json.loads(manifest_path.read_text())["problems"])
-    assert "allow_unauthenticated: true" in problems and "recipe kafka-noida" in problems
-    assert watcher.answers == {} and made == []  # nothing was started, no secret made
+def test_a_recipe_that_cannot_authenticate_is_refused_off_loopback(tmp_path, monkeypatch):
+    """At validation (with the line), and again when the broker would start, should a
+    run get past validation (an SSH alias that resolves to a routable address)."""
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(textwrap.dedent("""\
+        name: open
+        hosts: [{name: h1, address: 10.77.0.11}]
+        placement: {broker: h1}
+        systems:
+          - {name: kafka, driver: kafka, broker: {recipe: kafka-noida}}
+          - {name: accepted, driver: kafka, broker: {recipe: kafka-noida,
+                                                     allow_unauthenticated: true}}
+        workload: {message_size: 64, rate: 100, duration: 1s}
+        """))
+    done = sixnines("validate", str(scenario), recipe_path=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.splitlines()
+    assert any(line.startswith(f"{scenario}:5: systems[0].broker: recipe 'kafka-noida' "
+                               "cannot require a credential") and
+               "allow_unauthenticated: true" in line for line in lines), done.stderr
+    assert not any("systems[1]" in line for line in lines)
+
+    made: list[str] = []
+    monkeypatch.setattr(brokers, "new_secret", lambda: made.append("x") or "x")
+    launcher = LocalLauncher()
+    launcher.address = "10.77.0.11"  # as a remote broker host's launcher has it
+    with pytest.raises(BrokerError, match="allow_unauthenticated: true"):
+        brokers.start_recipe("kafka", load_recipe("kafka-noida"), launcher, tmp_path / "run")
+    assert made == [] and not (tmp_path / "run").exists()  # refused before anything
+
+
+def test_a_recipe_directory_given_on_the_command_line_is_searched_first(tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    shutil.copy(ROOT / "deploy" / "recipes" / "redis.yaml", site / "site-redis.yaml")
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text("name: x\nsystems: [{name: r, driver: redis, broker: "
+                        "{recipe: site-redis}}]\n"
+                        "workload: {message_size: 64, rate: 100, duration: 1s}\n")
+    assert sixnines("validate", str(scenario), recipe_path=tmp_path).returncode == 2
+    done = sixnines("validate", "--recipes", str(site), str(scenario), recipe_path=tmp_path)
+    assert done.returncode == 0, done.stderr
