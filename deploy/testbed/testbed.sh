@@ -193,6 +193,7 @@ StrictModes no
 Subsystem sftp internal-sftp
 PrintMotd no
 MaxStartups 100
+SetEnv SHLVL=1
 EOF
 }
 
