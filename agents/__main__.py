@@ -1,5 +1,5 @@
 import sys
 
-from agents.main import main
+from sixnines.agents.main import main
 
 sys.exit(main())

@@ -2,7 +2,7 @@
 (cpu.parquet: agents.cpu), and done.json, the agent's own account of its run.
 
 Runs once the measuring loop is over (never inside it), also after a failure, so whatever
-was recorded reaches the disk. Each file is written whole or not at all (agents.atomic);
+was recorded reaches the disk. Each file is written whole or not at all (formats.atomic);
 one that cannot be written (a full disk) is a problem naming it, and the others are still
 written, the smallest and most telling first. done.json is the `done` message the agent
 sends, kept beside the files: when the controller is gone before it arrives, `sixnines
@@ -12,7 +12,6 @@ report` finds the agent's results from it.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,11 +19,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from agents import protocol as p
-from agents.atomic import WriteFailure, atomic_path, write_atomically
-from agents.hlog import write_hlog
-from agents.schema import DONE_FILE, HLOG_FILE, MESSAGES, MESSAGES_FILE
+from sixnines.formats import protocol as p
+from sixnines.formats.atomic import WriteFailure, atomic_path, write_atomically
+from sixnines.formats.hlog import write_hlog
+from sixnines.formats.integrity import sha256_of
+from sixnines.formats.records import DONE_FILE, HLOG_FILE, MESSAGES, MESSAGES_FILE
 
 
 def _column(values: np.ndarray | None, field: pa.Field, rows: int) -> pa.Array:
@@ -40,14 +39,6 @@ def write_messages(path: Path, columns: dict[str, np.ndarray | None]) -> None:
     rows = len(columns["seq"])
     arrays = [_column(columns[field.name], field, rows) for field in MESSAGES]
     pq.write_table(pa.Table.from_arrays(arrays, schema=MESSAGES), path, compression="zstd")
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as data:
-        while chunk := data.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def write_files(out_dir: Path, writers: dict[str, Callable[[Path], object]]

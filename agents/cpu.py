@@ -1,4 +1,4 @@
-"""CPU time sampling beside the measuring loop: `cpu.parquet` (agents/schema.py `CPU`).
+"""CPU time sampling beside the measuring loop: `cpu.parquet` (formats/records.py `CPU`).
 
 A `CpuSampler` thread wakes every interval and records (clock, CPU time, message count):
 the loops themselves never do anything for it (docs/design.md rule 4), the count is a plain
@@ -17,9 +17,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from agents.schema import CPU
-from agents.streams import clock
+from sixnines.agents.streams import clock
+from sixnines.formats.records import CPU
 
 NS = 1_000_000_000
 # /proc/<pid>/stat fields after the command name, 0-based: ppid, pgrp, then utime, stime

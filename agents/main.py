@@ -20,17 +20,17 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from agents import protocol as p
-from agents.artifacts import keep_done, write_all, write_files
-from agents.cpu import CpuSampler, write_cpu
-from agents.facts import host_facts, versions
-from agents.monitor import ROLE as MONITOR
-from agents.monitor import serve_monitor
-from agents.roles import Consumer, Control, Producer, Requester, Responder, Role
-from agents.schema import CPU_FILE
-from agents.streams import clock
-from drivers import registry
-from drivers.base import Credential, DriverError
+from sixnines.agents.artifacts import keep_done, write_all, write_files
+from sixnines.agents.cpu import CpuSampler, write_cpu
+from sixnines.agents.facts import host_facts, versions
+from sixnines.agents.monitor import ROLE as MONITOR
+from sixnines.agents.monitor import serve_monitor
+from sixnines.agents.roles import Consumer, Control, Producer, Requester, Responder, Role
+from sixnines.agents.streams import clock
+from sixnines.drivers import registry
+from sixnines.drivers.base import Credential, DriverError
+from sixnines.formats import protocol as p
+from sixnines.formats.records import CPU_FILE
 
 ROLES: dict[str, type[Role]] = {
     "producer": Producer, "consumer": Consumer, "requester": Requester, "responder": Responder,

@@ -1,6 +1,6 @@
 """The monitor role: the broker's CPU time, sampled on the broker's host.
 
-Started by the controller like an agent (`python -m agents`, role `monitor`, the same
+Started by the controller like an agent (`python -m sixnines.agents`, role `monitor`, the same
 control channel and clock pings), beside a broker sixnines started; `target_pid` names the
 broker's process group there. It samples `cpu.ProcessTree` from `start` until `finish` or
 `stop` and announces cpu.parquet in `done`. It has no loop to protect, so its main thread
@@ -15,12 +15,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agents import protocol as p
-from agents.artifacts import keep_done, write_files
-from agents.cpu import CpuSampler, ProcessTree, write_cpu
-from agents.facts import host_facts, versions
-from agents.schema import CPU_FILE
-from agents.streams import clock
+from sixnines.agents.artifacts import keep_done, write_files
+from sixnines.agents.cpu import CpuSampler, ProcessTree, write_cpu
+from sixnines.agents.facts import host_facts, versions
+from sixnines.agents.streams import clock
+from sixnines.formats import protocol as p
+from sixnines.formats.records import CPU_FILE
 
 ROLE = "monitor"
 

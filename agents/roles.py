@@ -17,12 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import zmq
-
-from agents.protocol import Prepare
-from agents.schedule import MAX, NS, intended_offsets, message_count, split
-from agents.schema import MESSAGES
-from agents.streams import Inbox, OutStream, clock
-from drivers.base import Driver, Receiver
+from sixnines.agents.schedule import MAX, NS, intended_offsets, message_count, split
+from sixnines.agents.streams import Inbox, OutStream, clock
+from sixnines.drivers.base import Driver, Receiver
+from sixnines.formats.protocol import Prepare
+from sixnines.formats.records import MESSAGES
 
 WAIT_MS = 20  # blocking receive timeout: how often a blocked loop looks at its flags
 BLOCK_MARGIN_NS = 2_000_000  # a requester stops blocking this long before its next send
@@ -71,7 +70,7 @@ class Role(ABC):
 
     @abstractmethod
     def columns(self) -> dict[str, np.ndarray | None]:
-        """Rows of messages.parquet (agents/schema.py); None for an all-null column."""
+        """Rows of messages.parquet (formats/records.py); None for an all-null column."""
 
     @abstractmethod
     def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -13,10 +13,15 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
-from agents.payload import HEADER_STRUCT, STAMP_OFFSET, STAMP_STRUCT, build_frames, frame_dtype
-from agents.schedule import touched
-from drivers.base import Framing, Receiver, Sender, settler
+from sixnines.agents.schedule import touched
+from sixnines.drivers.base import Framing, Receiver, Sender, settler
+from sixnines.formats.payload import (
+    HEADER_STRUCT,
+    STAMP_OFFSET,
+    STAMP_STRUCT,
+    build_frames,
+    frame_dtype,
+)
 
 clock = time.perf_counter_ns  # CLOCK_MONOTONIC: one clock for every process on the host
 

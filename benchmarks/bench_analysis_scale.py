@@ -3,7 +3,7 @@
 
 The run is written exactly as `sixnines run` leaves it (manifest.json as the controller
 finalises it, per agent messages.parquet and latency.hlog through `agents.artifacts`), so
-the timed step is the real one: `python -m spark_jobs.analyze --master M RUN_DIR`, the
+the timed step is the real one: `python -m sixnines.spark_jobs.analyze --master M RUN_DIR`, the
 process `sixnines report` starts, end to end (JVM and session start included).
 
 Shape (fan-out, our default model): 50 producers and 50 consumers, each consumer receiving
@@ -53,18 +53,17 @@ from pathlib import Path
 
 import numpy as np
 import pyspark
-
-from agents.artifacts import write_all
-from agents.facts import host_facts, versions
-from agents.hlog import measured_counts, read_hlog
-from agents.schedule import intended_offsets
-from agents.schema import HLOG_FILE
-from orchestrator.hosts import Placement
-from orchestrator.manifest import new_manifest, write_manifest
-from orchestrator.matrix import expand
-from orchestrator.plan import AgentPlan, plan_agents
-from orchestrator.runner import PINGS
-from orchestrator.scenario import parse_scenario
+from sixnines.agents.artifacts import write_all
+from sixnines.agents.facts import host_facts, versions
+from sixnines.agents.schedule import intended_offsets
+from sixnines.formats.hlog import measured_counts, read_hlog
+from sixnines.formats.records import HLOG_FILE
+from sixnines.orchestrator.hosts import Placement
+from sixnines.orchestrator.manifest import new_manifest, write_manifest
+from sixnines.orchestrator.matrix import expand
+from sixnines.orchestrator.plan import AgentPlan, plan_agents
+from sixnines.orchestrator.runner import PINGS
+from sixnines.orchestrator.scenario import parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out" / "analysis-scale"
@@ -319,8 +318,8 @@ def standalone_cluster(work: Path, workers: int, memory: str) -> Iterator[str]:
 
 def timed_analysis(run_dir: Path, master: str, env: dict[str, str], log: Path
                    ) -> tuple[float, dict]:
-    """Seconds of `python -m spark_jobs.analyze` end to end, and the summary it wrote."""
-    argv = [sys.executable, "-m", "spark_jobs.analyze", "--master", master, str(run_dir)]
+    """Seconds of `python -m sixnines.spark_jobs.analyze` end to end, and the summary it wrote."""
+    argv = [sys.executable, "-m", "sixnines.spark_jobs.analyze", "--master", master, str(run_dir)]
     started = time.perf_counter()
     with open(log, "ab") as err:
         done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=err, env=env, cwd=ROOT,

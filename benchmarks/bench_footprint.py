@@ -19,10 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator import footprint
-from orchestrator.matrix import expand
-from orchestrator.scenario import load_scenario
-from orchestrator.units import parse_rate
+from sixnines.orchestrator import footprint
+from sixnines.orchestrator.matrix import expand
+from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.units import parse_rate
+
 from tests.faults.processes import Sixnines
 
 SECONDS = 4
@@ -41,7 +42,7 @@ workload: {{message_size: {size}, rate: {messages // SECONDS}, duration: {SECOND
     needs = {n.plan.role: n for n in footprint.agent_needs(expand(load_scenario(scenario))[0])}
     controller = Sixnines("run", str(scenario), "--output", str(work / "out"),
                           "--no-analysis", cwd=work)
-    peaks = controller.peak_memory("-m agents")
+    peaks = controller.peak_memory("-m sixnines.agents")
     controller.finish()
     manifest = json.loads(sorted(work.glob("out/footprint/*/*/manifest.json"))[-1].read_text())
     found = {}

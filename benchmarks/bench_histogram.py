@@ -15,9 +15,8 @@ from pathlib import Path
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
-
-from agents import hdr
-from agents.hlog import read_hlog, write_hlog
+from sixnines.formats import hdr
+from sixnines.formats.hlog import read_hlog, write_hlog
 
 S = 1_000_000_000
 

@@ -93,7 +93,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         (work / "bench.yaml").write_text(scenario(args.seconds, rates))
-        done = subprocess.run([sys.executable, "-m", "orchestrator", "run", "bench.yaml",
+        done = subprocess.run([sys.executable, "-m", "sixnines", "run", "bench.yaml",
                                "--output", str(work / "out"), "--no-analysis"],
                               cwd=work, capture_output=True, text=True)
         if done.returncode not in (0, 1):  # 1: some run failed or was partial; shown below

@@ -22,7 +22,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scenario", default=str(Path(__file__).with_name("latency-1k.yaml")))
     args = parser.parse_args()
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "run", args.scenario],
+    done = subprocess.run([sys.executable, "-m", "sixnines", "run", args.scenario],
                           capture_output=True, text=True, check=False)
     results = Path(done.stdout.strip().splitlines()[-1])
     runs = json.loads((results / "summary.json").read_text())["runs"]

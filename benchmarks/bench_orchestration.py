@@ -32,9 +32,10 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from orchestrator.controller import run_scenario
-from orchestrator.fleet import Fleet
-from orchestrator.scenario import load_scenario
+from sixnines.orchestrator.controller import run_scenario
+from sixnines.orchestrator.fleet import Fleet
+from sixnines.orchestrator.scenario import load_scenario
+
 from tests.integration.testbed import testbed
 
 PLACEMENTS = {

@@ -27,8 +27,7 @@ from pathlib import Path
 
 import common
 import pika
-
-from drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
+from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
 
 EXCHANGE = "bench"
 

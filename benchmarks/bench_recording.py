@@ -15,10 +15,9 @@ import argparse
 import time
 
 import numpy as np
-
-from agents.payload import build_frames, frame_dtype
-from agents.streams import Inbox, OutStream
-from drivers.base import Framing
+from sixnines.agents.streams import Inbox, OutStream
+from sixnines.drivers.base import Framing
+from sixnines.formats.payload import build_frames, frame_dtype
 
 TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 

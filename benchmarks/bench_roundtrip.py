@@ -53,7 +53,7 @@ def sockperf(seconds: int, nonblocked: bool, port: int = 11911) -> dict:
 
 
 def sixnines(seconds: int, receive: str, work: Path) -> dict:
-    relay = subprocess.Popen(["taskset", "-c", SERVER_CPU, sys.executable, "-m", "orchestrator",
+    relay = subprocess.Popen(["taskset", "-c", SERVER_CPU, sys.executable, "-m", "sixnines",
                               "broker", "tcp"], stdout=subprocess.PIPE, text=True)
     try:
         address = json.loads(relay.stdout.readline())["listening"]
@@ -65,7 +65,7 @@ workload: {{mode: round-trip, schedule: closed, receive: {receive}, message_size
             rate: 200k, duration: {seconds}s, warmup: 1s}}
 """)
         # the controller and the requester it starts inherit the client CPU
-        done = subprocess.run(["taskset", "-c", CLIENT_CPU, sys.executable, "-m", "orchestrator",
+        done = subprocess.run(["taskset", "-c", CLIENT_CPU, sys.executable, "-m", "sixnines",
                                "run", str(scenario), "--output", str(work), "--no-analysis"],
                               capture_output=True, text=True, check=True)
     finally:

@@ -22,14 +22,13 @@ import time
 from pathlib import Path
 
 import common
-
-from drivers.tcp import HELLO, LENGTH, PUBLISH
+from sixnines.drivers.tcp import HELLO, LENGTH, PUBLISH
 
 SIZE = 64
 
 
 def start_relay() -> tuple[subprocess.Popen, str]:
-    relay = subprocess.Popen([sys.executable, "-m", "orchestrator", "broker", "tcp"],
+    relay = subprocess.Popen([sys.executable, "-m", "sixnines", "broker", "tcp"],
                              stdout=subprocess.PIPE, text=True)
     return relay, json.loads(relay.stdout.readline())["listening"]
 

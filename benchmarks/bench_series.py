@@ -38,11 +38,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from agents.schema import MESSAGES, MESSAGES_FILE
-from orchestrator.units import parse_rate
-from spark_jobs import frames, series, summarize
-from spark_jobs.session import local_heap, spark_session
+from sixnines.formats.records import MESSAGES, MESSAGES_FILE
+from sixnines.orchestrator.units import parse_rate
+from sixnines.spark_jobs import frames, series, summarize
+from sixnines.spark_jobs.session import local_heap, spark_session
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"

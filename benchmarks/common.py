@@ -13,16 +13,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
-
-from orchestrator.brokers import start_recipe
-from orchestrator.fleet import Fleet
-from orchestrator.launchers.local import LocalLauncher
-from orchestrator.matrix import expand
-from orchestrator.progress import ProgressView
-from orchestrator.recipes import load_recipe
-from orchestrator.runner import Run, RunSettings
-from orchestrator.scenario import parse_scenario
-from orchestrator.units import parse_rate
+from sixnines.orchestrator.brokers import start_recipe
+from sixnines.orchestrator.fleet import Fleet
+from sixnines.orchestrator.launchers.local import LocalLauncher
+from sixnines.orchestrator.matrix import expand
+from sixnines.orchestrator.progress import ProgressView
+from sixnines.orchestrator.recipes import load_recipe
+from sixnines.orchestrator.runner import Run, RunSettings
+from sixnines.orchestrator.scenario import parse_scenario
+from sixnines.orchestrator.units import parse_rate
 
 LAG_P99_LIMIT_US = 100.0  # a rate counts as held when send-lag p99 stays under this
 

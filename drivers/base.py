@@ -1,7 +1,7 @@
 """The contract between the sixnines framework and one system under test.
 
 A driver only moves bytes. The framework owns the schedule, the timestamps, the payload
-header and the accounting (see agents/payload.py), so every system is measured the same
+header and the accounting (see formats/payload.py), so every system is measured the same
 way. Sends and receives work on *contiguous batches of frames* so that a sender which falls
 behind its schedule can put every due message on the wire in one call (coalescing), and a
 receiver can hand over everything that arrived together without a per-message Python call.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import select
 import socket
 
-from drivers.base import DriverError
+from sixnines.drivers.base import DriverError
 
 
 class FrameStream:

@@ -21,8 +21,7 @@ import socket
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
-
-from drivers.base import Credential, Driver, DriverError, LoginOptions, split_address
+from sixnines.drivers.base import Credential, Driver, DriverError, LoginOptions, split_address
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
 DEFAULT_RECORD_BYTES = 1_000_000  # the clients' and brokers' default record size limit
@@ -117,9 +116,9 @@ class KafkaDriver(Driver):
                 reason = exc.strerror or str(exc) or type(exc).__name__
                 raise DriverError(f"{self.label}: cannot connect ({reason})") from None
             if self.options.client == "confluent":
-                from drivers.kafka_confluent import Backend
+                from sixnines.drivers.kafka_confluent import Backend
             else:
-                from drivers.kafka_python import Backend
+                from sixnines.drivers.kafka_python import Backend
             self._backend = Backend(self, CONNECT_TIMEOUT_S)
         return self._backend
 

@@ -27,9 +27,8 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from agents.payload import HEADER_STRUCT
-from drivers.base import DriverError
+from sixnines.drivers.base import DriverError
+from sixnines.formats.payload import HEADER_STRUCT
 
 LIVENESS_TIMEOUT_S = 2.0  # a metadata request that cannot be answered in this: broker gone
 OUTAGE_GRACE_S = 1.0  # how long a possible outage is ridden out before it is checked

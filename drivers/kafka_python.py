@@ -20,9 +20,8 @@ import uuid
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
-
-from agents.payload import HEADER_STRUCT
-from drivers.base import DriverError
+from sixnines.drivers.base import DriverError
+from sixnines.formats.payload import HEADER_STRUCT
 
 FETCH_BYTES = 52_428_800  # kafka-python's default fetch_max_bytes
 PROBE_AFTER_S = 1.0  # idle this long: check the broker's port still accepts connections

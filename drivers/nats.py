@@ -52,9 +52,7 @@ from nats.aio.client import Client
 from nats.aio.transport import Transport
 from nats.js import api
 from pydantic import Field, field_validator, model_validator
-
-from agents.payload import HEADER_STRUCT
-from drivers.base import (
+from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
@@ -63,6 +61,7 @@ from drivers.base import (
     secret_from_env,
     split_address,
 )
+from sixnines.formats.payload import HEADER_STRUCT
 
 CONNECT_TIMEOUT_S = 5
 BUFFER_BYTES = 1 << 20  # per connection read buffer (at least 4 messages' worth)

@@ -34,8 +34,7 @@ import time
 
 import numpy as np
 from pydantic import Field
-
-from drivers.base import (
+from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,

@@ -41,9 +41,7 @@ from redis.connection import Connection
 from redis.exceptions import AuthenticationError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-
-from agents.payload import HEADER_STRUCT
-from drivers.base import (
+from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
@@ -51,7 +49,8 @@ from drivers.base import (
     LoginOptions,
     split_address,
 )
-from drivers.frame_stream import FrameStream
+from sixnines.drivers.frame_stream import FrameStream
+from sixnines.formats.payload import HEADER_STRUCT
 
 CRLF = b"\r\n"
 DASH, NEWLINE = ord("-"), ord("\n")

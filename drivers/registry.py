@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from importlib.metadata import entry_points
 
-from drivers.base import Driver
+from sixnines.drivers.base import Driver
 
 GROUP = "sixnines.drivers"
 

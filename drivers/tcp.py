@@ -1,23 +1,18 @@
 """Raw TCP through the sixnines relay: the brokerless baseline every system is held to.
 
-Every connection opens with an 8-byte hello, `b"SXN"`, a role byte and the frame length
-(u32 LE): P publishes, S subscribes, E asks for an echo. The relay (drivers/tcp_relay.py)
-answers one byte when the connection is registered, so a receiver is subscribed by the time
-`receiver()` returns. Frames are a u32 LE length followed by the message.
+The wire format is drivers/tcp_wire.py; the relay (drivers/tcp_relay.py) answers the hello
+once the connection is registered, so a receiver is subscribed by the time `receiver()`
+returns.
 """
 
 from __future__ import annotations
 
 import socket
-import struct
 
-from drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
-from drivers.frame_stream import FrameStream
+from sixnines.drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
+from sixnines.drivers.frame_stream import FrameStream
+from sixnines.drivers.tcp_wire import ACK, ECHO, HELLO, LENGTH, MAGIC, PUBLISH, SUBSCRIBE
 
-HELLO = struct.Struct("<3scI")
-ACK = b"K"
-PUBLISH, SUBSCRIBE, ECHO = b"P", b"S", b"E"
-LENGTH = struct.Struct("<I")
 CONNECT_TIMEOUT_S = 10.0
 
 
@@ -70,7 +65,7 @@ class TcpDriver(Driver):
             sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
             if self.options.nodelay:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.sendall(HELLO.pack(b"SXN", role, LENGTH.size + message_size))
+            sock.sendall(HELLO.pack(MAGIC, role, LENGTH.size + message_size))
             if sock.recv(1) != ACK:
                 raise DriverError(f"{label}: not a sixnines relay (no hello acknowledgement)")
             sock.settimeout(None)
@@ -94,6 +89,6 @@ class TcpDriver(Driver):
 
     @classmethod
     def serve_broker(cls, host: str, port: int, announce) -> None:
-        from drivers.tcp_relay import Relay
+        from sixnines.drivers.tcp_relay import Relay
 
         Relay(host, port).serve(announce)

@@ -17,7 +17,7 @@ import selectors
 import socket
 import threading
 
-from drivers.tcp import ACK, ECHO, HELLO, PUBLISH, SUBSCRIBE
+from sixnines.drivers.tcp_wire import ACK, ECHO, HELLO, MAGIC, PUBLISH, SUBSCRIBE
 
 RECV_BYTES = 1 << 18
 HIGH_WATER = 64 << 20
@@ -94,7 +94,7 @@ class Relay:
         magic, role, stride = HELLO.unpack_from(peer.inbox)
         rest = bytes(peer.inbox[HELLO.size :])
         peer.inbox.clear()
-        if magic != b"SXN" or role not in (PUBLISH, SUBSCRIBE, ECHO) or stride == 0:
+        if magic != MAGIC or role not in (PUBLISH, SUBSCRIBE, ECHO) or stride == 0:
             self._drop(peer)
             return
         peer.role, peer.stride = role, stride

@@ -13,8 +13,7 @@ import threading
 
 import zmq
 from pydantic import Field
-
-from drivers.base import Credential, Driver, DriverError, DriverOptions, split_address
+from sixnines.drivers.base import Credential, Driver, DriverError, DriverOptions, split_address
 
 WELCOME = b"sixnines-welcome"
 READY_TIMEOUT_MS = 10_000

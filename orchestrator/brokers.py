@@ -21,11 +21,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from drivers.base import Credential
-from orchestrator.handoff import handoff_argv, handoff_line
-from orchestrator.hosts import is_loopback
-from orchestrator.launchers.base import Completed, Launcher, Process
-from orchestrator.recipes import Auth, Recipe, RecipeError, load_recipe, render
+from sixnines.drivers.base import Credential
+from sixnines.orchestrator.handoff import handoff_argv, handoff_line
+from sixnines.orchestrator.hosts import is_loopback
+from sixnines.orchestrator.launchers.base import Completed, Launcher, Process
+from sixnines.orchestrator.recipes import Auth, Recipe, RecipeError, load_recipe, render
 
 READY_TIMEOUT_S = 15.0
 
@@ -73,7 +73,7 @@ class RunningBroker:
 
 
 def broker_argv(python: str, driver: str, bind: str) -> list[str]:
-    return [python, "-m", "orchestrator", "broker", driver, "--bind", bind]
+    return [python, "-m", "sixnines", "broker", driver, "--bind", bind]
 
 
 def provide_broker(system, launcher: Launcher, run_dir: Path, key: str) -> RunningBroker:

@@ -25,7 +25,8 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("agents", "drivers", "orchestrator", "spark_jobs")
+#: The folders the wheel is built from (pyproject.toml maps each into `sixnines`).
+PACKAGES = ("sixnines", "formats", "agents", "drivers", "orchestrator", "spark_jobs")
 CACHE_VARIABLE = "SIXNINES_CACHE"
 
 
@@ -78,7 +79,7 @@ def build_bundle() -> Bundle:
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{ident}-", dir=directory.parent))
     try:
-        _pip_wheel(staging, str(_clean_source(staging / "source")))
+        _pip_wheel(staging, str(clean_source(staging / "source")))
         shutil.rmtree(staging / "source")
         older = _older_patch_requirements(staging, python)
         if older:
@@ -91,7 +92,7 @@ def build_bundle() -> Bundle:
     return bundle
 
 
-def _clean_source(target: Path) -> Path:
+def clean_source(target: Path) -> Path:
     """A copy of just what the wheel is built from: building in the checkout would leave
     build/ and egg-info behind, and setuptools' build/ keeps modules deleted since."""
     for name in ("pyproject.toml", "README.md"):

@@ -21,11 +21,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from orchestrator.load import SATURATION, run_load
-from orchestrator.manifest import MANIFEST_FILE
-from orchestrator.report import STATUS_COLOUR, SUMMARY_FILE, manifest_or_problem
-from spark_jobs.status import CORRUPT, rank
+from sixnines.formats.status import CORRUPT, rank
+from sixnines.orchestrator.load import SATURATION, run_load
+from sixnines.orchestrator.manifest import MANIFEST_FILE
+from sixnines.orchestrator.report import STATUS_COLOUR, SUMMARY_FILE, manifest_or_problem
 
 SCENARIO_FILE = "scenario.yaml"
 MAX_DEPTH = 3  # <root>/<scenario>/<stamp>/: the root itself, a scenario or a results root

@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-
-from agents.atomic import WriteFailure
+from sixnines.formats.atomic import WriteFailure
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
 SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
@@ -38,7 +37,7 @@ def _messages(text: str) -> int:
 
 def _load(file: str, console: Console):
     """The scenario in `file`, or None after printing every problem with its line."""
-    from orchestrator.scenario import ScenarioError, load_scenario
+    from sixnines.orchestrator.scenario import ScenarioError, load_scenario
 
     try:
         return load_scenario(file)
@@ -50,8 +49,8 @@ def _load(file: str, console: Console):
 def _footprint(file: str, points: list, scenario, output: Path) -> tuple[list[str], list[str]]:
     """The runs' memory and disk estimate in words, and why they cannot fit this machine
     (each naming `file`). Remote hosts are checked once they are prepared."""
-    from orchestrator import footprint
-    from orchestrator.hosts import LOCAL
+    from sixnines.orchestrator import footprint
+    from sixnines.orchestrator.hosts import LOCAL
 
     found = footprint.estimate(points, scenario.placement.agents)
     available = {LOCAL: footprint.available_memory()}
@@ -62,7 +61,7 @@ def _footprint(file: str, points: list, scenario, output: Path) -> tuple[list[st
 
 
 def _validate(args, console: Console) -> int:
-    from orchestrator.matrix import expand
+    from sixnines.orchestrator.matrix import expand
 
     scenario = _load(args.file, console)
     if scenario is None:
@@ -87,10 +86,10 @@ def _say(console: Console, text: str) -> None:
 
 
 def _run(args, console: Console) -> int:
-    from orchestrator.controller import run_scenario
-    from orchestrator.interrupts import describe, exit_code
-    from orchestrator.launchers.base import LaunchError
-    from orchestrator.matrix import expand
+    from sixnines.orchestrator.controller import run_scenario
+    from sixnines.orchestrator.interrupts import describe, exit_code
+    from sixnines.orchestrator.launchers.base import LaunchError
+    from sixnines.orchestrator.matrix import expand
 
     scenario = _load(args.file, console)
     if scenario is None:
@@ -127,16 +126,16 @@ def _run(args, console: Console) -> int:
 
 
 def _report(args, console: Console) -> int:
-    from orchestrator.interrupts import describe, exit_code
-    from orchestrator.recovery import recover
-    from orchestrator.report import (
+    from sixnines.orchestrator.interrupts import describe, exit_code
+    from sixnines.orchestrator.recovery import recover
+    from sixnines.orchestrator.report import (
         AnalysisError,
         analyse,
         find_run_dirs,
         print_tables,
         scenario_of,
     )
-    from orchestrator.reports import write_results
+    from sixnines.orchestrator.reports import write_results
 
     try:
         run_dirs = find_run_dirs(args.dir)
@@ -164,7 +163,7 @@ def _report(args, console: Console) -> int:
 
 
 def _compare(args, console: Console) -> int:
-    from orchestrator.compare import CompareError, compare, load_side, print_comparison
+    from sixnines.orchestrator.compare import CompareError, compare, load_side, print_comparison
 
     try:
         sides = load_side(args.run_a), load_side(args.run_b)
@@ -180,7 +179,7 @@ def _compare(args, console: Console) -> int:
 
 
 def _runs(args, console: Console) -> int:
-    from orchestrator.catalog import catalog, print_catalog
+    from sixnines.orchestrator.catalog import catalog, print_catalog
 
     if not args.dir.is_dir():
         console.print(f"{args.dir}: no such directory", markup=False, highlight=False)
@@ -202,14 +201,14 @@ def _percentage(text: str) -> float:
 
 
 def _agent(args, console: Console) -> int:
-    from agents.main import main as agent_main
+    from sixnines.agents.main import main as agent_main
 
     return agent_main()
 
 
 def _broker(args, console: Console) -> int:
-    from drivers import registry
-    from drivers.base import split_address
+    from sixnines.drivers import registry
+    from sixnines.drivers.base import split_address
 
     try:
         driver = registry.load(args.driver)
@@ -237,7 +236,7 @@ def _recipe_option(command: argparse.ArgumentParser) -> None:
 
 def _use_recipe_dirs(dirs: list[Path]) -> None:
     """--recipes: searched before $SIXNINES_RECIPE_PATH (recipes.search_path reads it)."""
-    from orchestrator.recipes import PATH_VARIABLE
+    from sixnines.orchestrator.recipes import PATH_VARIABLE
 
     if dirs:
         given = [str(d) for d in dirs]
@@ -310,7 +309,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from orchestrator import interrupts
+    from sixnines.orchestrator import interrupts
 
     args = parser().parse_args(argv)
     console = Console(file=sys.stderr)

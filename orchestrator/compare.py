@@ -52,11 +52,10 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from orchestrator.load import LATENCY, latency_of, run_load
-from orchestrator.manifest import MANIFEST_FILE
-from orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
-from spark_jobs.status import rank
+from sixnines.formats.status import rank
+from sixnines.orchestrator.load import LATENCY, latency_of, run_load
+from sixnines.orchestrator.manifest import MANIFEST_FILE
+from sixnines.orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
 
 ABSOLUTE_FLOOR_US = 5.0
 MIN_TAIL_SAMPLES = 10

@@ -15,17 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
-
-from agents.atomic import WriteFailure
-from orchestrator import footprint
-from orchestrator.fleet import Fleet
-from orchestrator.interrupts import held
-from orchestrator.launchers.base import LaunchError
-from orchestrator.matrix import expand
-from orchestrator.progress import ProgressView
-from orchestrator.report import analyse, print_tables
-from orchestrator.reports import write_results
-from orchestrator.runner import Run, RunSettings
+from sixnines.formats.atomic import WriteFailure
+from sixnines.orchestrator import footprint
+from sixnines.orchestrator.fleet import Fleet
+from sixnines.orchestrator.interrupts import held
+from sixnines.orchestrator.launchers.base import LaunchError
+from sixnines.orchestrator.matrix import expand
+from sixnines.orchestrator.progress import ProgressView
+from sixnines.orchestrator.report import analyse, print_tables
+from sixnines.orchestrator.reports import write_results
+from sixnines.orchestrator.runner import Run, RunSettings
 
 DEFAULT_SPARK_MASTER = "local[*]"
 

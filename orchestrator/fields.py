@@ -16,9 +16,8 @@ from enum import StrEnum
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
-
-from agents.payload import HEADER_SIZE
-from orchestrator import units
+from sixnines.formats.payload import HEADER_SIZE
+from sixnines.orchestrator import units
 
 
 class Mode(StrEnum):

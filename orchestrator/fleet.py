@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from orchestrator.bundle import BundleError, build_bundle
-from orchestrator.hosts import LOCAL, ContainerHost, HostSpec, SshHost
-from orchestrator.launchers.base import Launcher, LaunchError
-from orchestrator.launchers.local import LocalLauncher
+from sixnines.orchestrator.bundle import BundleError, build_bundle
+from sixnines.orchestrator.hosts import LOCAL, ContainerHost, HostSpec, SshHost
+from sixnines.orchestrator.launchers.base import Launcher, LaunchError
+from sixnines.orchestrator.launchers.local import LocalLauncher
 
 
 def launcher_for(spec: HostSpec) -> Launcher:
     if isinstance(spec, SshHost):
-        from orchestrator.launchers.ssh import SshLauncher  # paramiko: only when used
+        from sixnines.orchestrator.launchers.ssh import SshLauncher  # paramiko: only when used
 
         return SshLauncher(spec)
     if isinstance(spec, ContainerHost):
-        from orchestrator.launchers.container import ContainerLauncher  # docker SDK
+        from sixnines.orchestrator.launchers.container import ContainerLauncher  # docker SDK
 
         return ContainerLauncher(spec.name, spec.docker, image=spec.image,
                                  address=spec.address, base_image=spec.base_image)

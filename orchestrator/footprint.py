@@ -19,12 +19,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.atomic import human_bytes as human
-from agents.schedule import NS
-from agents.streams import INBOX_BYTES, RING_BYTES
-from orchestrator.hosts import LOCAL
-from orchestrator.matrix import RunPoint
-from orchestrator.plan import AgentPlan, plan_agents
+from sixnines.agents.schedule import NS
+from sixnines.agents.streams import INBOX_BYTES, RING_BYTES
+from sixnines.formats.atomic import human_bytes as human
+from sixnines.orchestrator.hosts import LOCAL
+from sixnines.orchestrator.matrix import RunPoint
+from sixnines.orchestrator.plan import AgentPlan, plan_agents
 
 MiB = 1 << 20
 AGENT_BASE_BYTES = 256 * MiB  # an agent's interpreter, libraries and driver, idle

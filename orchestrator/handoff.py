@@ -1,6 +1,6 @@
-"""`python -m orchestrator.handoff COMMAND...`: run COMMAND with a standard input handed over
-on ours, so that a secret reaches a process on another host without passing through its
-disk, its argv (`ps`) or its environment.
+"""`python -m sixnines.orchestrator.handoff COMMAND...`: run COMMAND with a standard input
+handed over on ours, so that a secret reaches a process on another host without passing
+through its disk, its argv (`ps`) or its environment.
 
 Whoever started us (through any launcher) writes one JSON line, `{"stdin": TEXT}`. TEXT goes
 into a fresh pipe whose writing end is closed, and COMMAND is exec'd with that pipe as its
@@ -20,7 +20,7 @@ MAX_INPUT = 60_000
 
 
 def handoff_argv(python: str, argv: list[str]) -> list[str]:
-    return [python, "-m", "orchestrator.handoff", *argv]
+    return [python, "-m", "sixnines.orchestrator.handoff", *argv]
 
 
 def handoff_line(text: str) -> str:
@@ -41,7 +41,7 @@ def _input_text() -> bytes:
 
 def main(argv: list[str]) -> None:
     if not argv:
-        raise SystemExit("usage: python -m orchestrator.handoff COMMAND [ARG...]")
+        raise SystemExit("usage: python -m sixnines.orchestrator.handoff COMMAND [ARG...]")
     text = _input_text()
     read, write = os.pipe()
     os.write(write, text)

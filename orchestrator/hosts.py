@@ -18,10 +18,9 @@ import re
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
-
-from orchestrator.fields import SECOND_NS, Name, Text
-from orchestrator.problems import shown
-from orchestrator.units import format_duration, parse_duration
+from sixnines.orchestrator.fields import SECOND_NS, Name, Text
+from sixnines.orchestrator.problems import shown
+from sixnines.orchestrator.units import format_duration, parse_duration
 
 LOCAL = "local"
 #: Most hosts a scenario or an inventory may name, and agent hosts in a placement.

@@ -7,7 +7,7 @@ and compares it only with another saturation run; its headline is throughput.
 
 from __future__ import annotations
 
-from spark_jobs.load import OPEN_LOOP, SATURATION, load_of
+from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, load_of
 
 #: (summary field, label) of the latency each load measures
 LATENCY = {OPEN_LOOP: ("latency_us", "latency"),

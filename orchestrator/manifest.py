@@ -7,10 +7,10 @@ import json
 import time
 from pathlib import Path
 
-from agents.artifacts import sha256_of
-from agents.atomic import write_atomically
-from agents.facts import host_facts, versions
-from agents.protocol import PROTOCOL_VERSION
+from sixnines.agents.facts import host_facts, versions
+from sixnines.formats.atomic import write_atomically
+from sixnines.formats.integrity import sha256_of
+from sixnines.formats.protocol import PROTOCOL_VERSION
 
 MANIFEST_FILE = "manifest.json"
 #: A run's status until its controller records the end (ok / partial / failed); still
@@ -40,7 +40,7 @@ def new_manifest(point, scenario: str) -> dict:
 
 
 def write_manifest(run_dir: Path, manifest: dict) -> Path:
-    """Replace the manifest whole (agents.atomic), or raise WriteFailure naming it."""
+    """Replace the manifest whole (formats.atomic), or raise WriteFailure naming it."""
     return write_atomically(run_dir / MANIFEST_FILE,
                             json.dumps(manifest, indent=2, sort_keys=False) + "\n")
 

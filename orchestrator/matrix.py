@@ -7,28 +7,24 @@ point by its swept values as the user wrote them ("01-tcp-message_size=1KB"), an
 by its own fields too ("01-tcp-message_size=256-rate=3000"), a named case by its name and
 what it sweeps ("01-tcp-large-rate=1000"); they double as directory names.
 
-A scenario may expand to at most `MAX_RUNS` runs: `run_count` counts them without expanding
-anything, and `load_scenario` refuses more before any step makes the points.
+How many runs a scenario may expand to is bounded when it is loaded (scenario.MAX_RUNS),
+before any point is made.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from orchestrator.systems import System
-from orchestrator.workload import WORKLOAD_FIELDS, Case, Workload, WorkloadSpec
+from sixnines.orchestrator.systems import System
+from sixnines.orchestrator.workload import WORKLOAD_FIELDS, Case, Workload
 
 if TYPE_CHECKING:
-    from orchestrator.scenario import Scenario
+    from sixnines.orchestrator.scenario import Scenario
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 
-#: Most runs of one scenario: at 15 s or more a run (broker start, warm-up, drain), 10,000
-#: runs take two days; more is a sweep to split into several scenarios.
-MAX_RUNS = 10_000
 #: Longest run id: ids name directories, and a file name stops at 255 bytes. Longer ids
 #: (many swept fields, long names) are cut and end in `CUT`; the manifest has the whole point.
 MAX_RUN_ID = 128
@@ -60,11 +56,6 @@ def safe_label(text: str) -> str:
     """`text` reduced to [A-Za-z0-9._=-] ("500 µs" -> "500us", "20k/s" -> "20k_s")."""
     text = text.replace("µ", "u").replace("μ", "u").replace(" ", "")
     return _UNSAFE.sub("_", text) or "_"
-
-
-def run_count(systems: int, specs: Iterable[WorkloadSpec]) -> int:
-    """Runs of `systems` systems over every point of `specs`, without expanding them."""
-    return systems * sum(spec.points for spec in specs)
 
 
 def expand(scenario: Scenario) -> list[RunPoint]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from agents.schedule import NS, message_count, split
-from orchestrator.fields import MAX_RATE
+from sixnines.agents.schedule import NS, message_count, split
+from sixnines.orchestrator.fields import MAX_RATE
 
 
 @dataclass(frozen=True)

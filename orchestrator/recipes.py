@@ -33,9 +33,8 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
-
-from orchestrator import units
-from orchestrator.launchers.base import check_env_name
+from sixnines.orchestrator import units
+from sixnines.orchestrator.launchers.base import check_env_name
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "deploy" / "recipes"
 PATH_VARIABLE = "SIXNINES_RECIPE_PATH"

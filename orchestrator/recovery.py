@@ -14,8 +14,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from agents.artifacts import read_done
-from orchestrator.manifest import RUNNING, read_manifest, verified_artifacts, write_manifest
+from sixnines.agents.artifacts import read_done
+from sixnines.orchestrator.manifest import (
+    RUNNING,
+    read_manifest,
+    verified_artifacts,
+    write_manifest,
+)
 
 CONTROLLER_DIED = ("the controller stopped before the run ended (killed, or its machine "
                    "went down); `sixnines report` recovered the run from the files its "

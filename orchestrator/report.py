@@ -12,14 +12,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-
-from agents.atomic import atomic_path, write_atomically
-from agents.hdr import PERCENTILE_KEYS
-from orchestrator.launchers.local import run_guarded
-from orchestrator.load import latency_of, run_load, saturation
-from orchestrator.manifest import MANIFEST_FILE, read_manifest
-from spark_jobs.integrity import unreadable
-from spark_jobs.status import CORRUPT, FAILED
+from sixnines.formats.atomic import atomic_path, write_atomically
+from sixnines.formats.hdr import PERCENTILE_KEYS
+from sixnines.formats.integrity import unreadable
+from sixnines.formats.status import CORRUPT, FAILED
+from sixnines.orchestrator.launchers.local import run_guarded
+from sixnines.orchestrator.load import latency_of, run_load, saturation
+from sixnines.orchestrator.manifest import MANIFEST_FILE, read_manifest
 
 SUMMARY_FILE = "summary.json"
 CSV_FILE = "summary.csv"
@@ -97,7 +96,7 @@ def scenario_of(run_dirs: list[Path]) -> str | None:
 def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
                    window: int | None) -> dict:
     """{run_dir: {"summary": path} or {"error": text}} from the job's JSON result lines."""
-    argv = [sys.executable, "-m", "spark_jobs.analyze", "--master", spark_master,
+    argv = [sys.executable, "-m", "sixnines.spark_jobs.analyze", "--master", spark_master,
             *(["--window", str(window)] if window else []),
             *map(str, run_dirs)]
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}

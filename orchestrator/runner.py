@@ -23,18 +23,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents import protocol as p
-from agents.artifacts import read_done
-from agents.facts import clock_domain
-from agents.schedule import MAX, NS
-from agents.schema import DEFAULT_THROUGHPUT_WINDOW
-from orchestrator.brokers import BrokerError, RunningBroker, provide_broker
-from orchestrator.fleet import Fleet
-from orchestrator.hosts import Placement
-from orchestrator.interrupts import describe, held
-from orchestrator.launchers.base import Launcher, LaunchError, Process, shutdown_all
-from orchestrator.manifest import RUNNING, new_manifest, verified_artifacts, write_manifest
-from orchestrator.plan import AgentPlan, plan_agents
+from sixnines.agents.artifacts import read_done
+from sixnines.agents.facts import clock_domain
+from sixnines.agents.schedule import MAX, NS
+from sixnines.formats import protocol as p
+from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
+from sixnines.orchestrator.brokers import BrokerError, RunningBroker, provide_broker
+from sixnines.orchestrator.fleet import Fleet
+from sixnines.orchestrator.hosts import Placement
+from sixnines.orchestrator.interrupts import describe, held
+from sixnines.orchestrator.launchers.base import Launcher, LaunchError, Process, shutdown_all
+from sixnines.orchestrator.manifest import RUNNING, new_manifest, verified_artifacts, write_manifest
+from sixnines.orchestrator.plan import AgentPlan, plan_agents
 
 MONITOR = "monitor"
 
@@ -76,7 +76,7 @@ class AgentHandle:
 
 
 def agent_argv(python: str) -> list[str]:
-    return [python, "-m", "agents"]
+    return [python, "-m", "sixnines.agents"]
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,34 @@ The parts live in their own modules: field types in `orchestrator.fields`, `Syst
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
-
-from agents.protocol import DEFAULT_CPU_SAMPLE_NS
-from agents.schema import DEFAULT_THROUGHPUT_WINDOW
-from orchestrator.fields import Messages, Mode, Name, Receive, SampleInterval, Schedule, Text
-from orchestrator.hosts import LOCAL, MAX_HOSTS, HostSpec, Inventory, Placement, is_loopback
-from orchestrator.matrix import MAX_RUNS, run_count
-from orchestrator.problems import Problem, ScenarioError, format_path, problems_from, shown
-from orchestrator.recipes import RecipeError, load_recipe
-from orchestrator.systems import DEFER_OPTIONS, System, driver_or_none
-from orchestrator.workload import (
+from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
+from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
+from sixnines.orchestrator.fields import (
+    Messages,
+    Mode,
+    Name,
+    Receive,
+    SampleInterval,
+    Schedule,
+    Text,
+)
+from sixnines.orchestrator.hosts import (
+    LOCAL,
+    MAX_HOSTS,
+    HostSpec,
+    Inventory,
+    Placement,
+    is_loopback,
+)
+from sixnines.orchestrator.problems import Problem, ScenarioError, format_path, problems_from, shown
+from sixnines.orchestrator.recipes import RecipeError, load_recipe
+from sixnines.orchestrator.systems import DEFER_OPTIONS, System, driver_or_none
+from sixnines.orchestrator.workload import (
     REQUIRED_FIELDS,
     Case,
     Workload,
@@ -35,7 +49,7 @@ from orchestrator.workload import (
     case_problems,
     cross_field_problems,
 )
-from orchestrator.yaml_source import (
+from sixnines.orchestrator.yaml_source import (
     Document,
     SourceError,
     YamlPath,
@@ -191,6 +205,16 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
         raise ScenarioError(file, problems)
     assert scenario is not None
     return scenario
+
+
+#: Most runs of one scenario: at 15 s or more a run (broker start, warm-up, drain), 10,000
+#: runs take two days; more is a sweep to split into several scenarios.
+MAX_RUNS = 10_000
+
+
+def run_count(systems: int, specs: Iterable[WorkloadSpec]) -> int:
+    """Runs of `systems` systems over every point of `specs`, without expanding them."""
+    return systems * sum(spec.points for spec in specs)
 
 
 def _run_count_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:

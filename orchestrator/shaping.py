@@ -4,7 +4,7 @@ building here; the SSH launcher runs them."""
 
 from __future__ import annotations
 
-from orchestrator.hosts import Link, bits_per_second
+from sixnines.orchestrator.hosts import Link, bits_per_second
 
 TBF_LATENCY = "40ms"  # how long a packet may queue before tbf drops it
 MIN_BURST = 64 * 1024

@@ -19,12 +19,11 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
-
-from drivers import registry
-from drivers.base import Driver, DriverOptions
-from orchestrator.fields import Name
-from orchestrator.problems import problems_from
-from orchestrator.recipes import RecipeError, load_recipe
+from sixnines.drivers import registry
+from sixnines.drivers.base import Driver, DriverOptions
+from sixnines.orchestrator.fields import Name
+from sixnines.orchestrator.problems import problems_from
+from sixnines.orchestrator.recipes import RecipeError, load_recipe
 
 _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
 #: Validation context key: keep invalid driver options as a dict (the loader reports them).

@@ -14,7 +14,7 @@ import math
 import re
 from fractions import Fraction
 
-from orchestrator.problems import shown
+from sixnines.orchestrator.problems import shown
 
 #: Longest value written as text ("1.5 KiB", "20k msg/s", "500 ms" need a dozen).
 MAX_TEXT = 32

@@ -20,8 +20,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
-
-from orchestrator.fields import (
+from sixnines.orchestrator.fields import (
     MAX_RATE,
     MAX_RUN_TIME_NS,
     MAX_WAIT_NS,
@@ -40,8 +39,8 @@ from orchestrator.fields import (
     Wait,
     as_list,
 )
-from orchestrator.problems import shown
-from orchestrator.yaml_source import YamlPath
+from sixnines.orchestrator.problems import shown
+from sixnines.orchestrator.yaml_source import YamlPath
 
 #: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
 WORKLOAD_FIELDS: dict[str, str] = {

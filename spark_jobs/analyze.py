@@ -1,6 +1,6 @@
 """Analyse run directories into report/summary.json, report/series.json and report/<metric>.hgrm.
 
-    python -m spark_jobs.analyze [--master local[*]] [--window M] RUN_DIR [RUN_DIR ...]
+    python -m sixnines.spark_jobs.analyze [--master local[*]] [--window M] RUN_DIR [RUN_DIR ...]
 
 All run dirs share one Spark session (its start-up costs ~10 s). Per run: one job each for
 the accounting, the rates, the clock pairs, the HDR bucket counts, the exact medians, the
@@ -19,7 +19,7 @@ manifest's checksums, cut-short or undecodable files, the hlogs parsed whole). A
 a file failing a check is refused whole: its summary.json has status `corrupt`, a problem
 line per file naming it and what is wrong, and no figure (spark_jobs.status orders the
 statuses). Spark starts only for runs that pass. Every report file is written whole or
-not at all (agents.atomic), summary.json last, and files of an earlier analysis are
+not at all (formats.atomic), summary.json last, and files of an earlier analysis are
 removed first, so no figure outlives a new verdict.
 
 Accounting: `lost` counts the deliveries expected at receivers that left data and never
@@ -125,13 +125,13 @@ from typing import Any
 
 import numpy as np
 from pyspark.sql import SparkSession
-
-from agents.atomic import WriteFailure, write_atomically
-from agents.schema import HLOG_FILE, MESSAGES_FILE
-from spark_jobs import cpu, distribution, frames, integrity, series, summarize
-from spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
-from spark_jobs.session import spark_session
-from spark_jobs.status import CORRUPT, OK, PARTIAL, worst
+from sixnines.formats import integrity
+from sixnines.formats.atomic import WriteFailure, write_atomically
+from sixnines.formats.records import HLOG_FILE, MESSAGES_FILE
+from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
+from sixnines.spark_jobs import cpu, distribution, frames, series, summarize
+from sixnines.spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
+from sixnines.spark_jobs.session import spark_session
 
 log = logging.getLogger("sixnines.analyze")
 
@@ -240,7 +240,7 @@ def _clear_report(run_dir: Path) -> None:
 
 
 def _write_report(run_dir: Path, files: dict[str, str]) -> None:
-    """All of a run's report files or none: each whole or not at all (agents.atomic),
+    """All of a run's report files or none: each whole or not at all (formats.atomic),
     summary.json last, and those written removed again when one fails (a full disk:
     WriteFailure names that file)."""
     report = run_dir / REPORT_DIR
@@ -438,8 +438,8 @@ def _window(text: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m spark_jobs.analyze", description=__doc__
-                                     .splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m sixnines.spark_jobs.analyze",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--window", type=_window, metavar="M",
                         help="messages per overhead/throughput window (default: each run's "

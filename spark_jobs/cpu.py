@@ -29,12 +29,11 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-
-from agents import hdr
-from agents.protocol import DEFAULT_CPU_SAMPLE_NS
-from agents.schema import CPU_FILE
-from spark_jobs.distribution import Detail, median_bucket
-from spark_jobs.summarize import MetricCounts, metric_summary
+from sixnines.formats import hdr
+from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
+from sixnines.formats.records import CPU_FILE
+from sixnines.spark_jobs.distribution import Detail, median_bucket
+from sixnines.spark_jobs.summarize import MetricCounts, metric_summary
 
 SIDES = {"sender": ("producer", "requester"), "receiver": ("consumer", "responder")}
 BROKER_DENOMINATORS = ("consumer", "requester")  # the first role present counts

@@ -1,6 +1,6 @@
 """Driver side of a distribution: robust centre and spread, log-binned histogram, humps, nines.
 
-Everything here works on HDR bucket counts (`agents.hdr`, at most COUNTS_LEN numbers), never
+Everything here works on HDR bucket counts (`formats.hdr`, at most COUNTS_LEN numbers), never
 on raw values, so it costs the same for a thousand messages or a billion.
 
 Lower median and robust deviation (mean |x − median|) come from the per-bucket counts and
@@ -23,8 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-
-from agents import hdr
+from sixnines.formats import hdr
 
 PER_DECADE = 20
 LOW_NS = 1_000  # the first bin starts at 1 µs and also holds anything faster

@@ -2,7 +2,7 @@
 
 Every function takes and returns DataFrames (or Columns) so each is testable on a tiny
 frame and Spark can fuse them into few scans. Raw rows never reach the driver: latencies
-leave Spark as HDR bucket counts (the same buckets as `agents.hdr`, so percentiles from
+leave Spark as HDR bucket counts (the same buckets as `formats.hdr`, so percentiles from
 the raw data and from the agents' hlogs agree to the bucket), accounting as one row.
 
 Clocks (docs/design.md rule 3): a latency subtracts the producer's timestamp from the
@@ -23,10 +23,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-
-from agents import hdr
-from agents.schema import MESSAGES, MESSAGES_FILE
-from spark_jobs.load import OPEN_LOOP, SATURATION
+from sixnines.formats import hdr
+from sixnines.formats.records import MESSAGES, MESSAGES_FILE
+from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION
 
 SCHEMA = from_arrow_schema(MESSAGES)
 ROLES = ("producer", "consumer", "requester")

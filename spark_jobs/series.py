@@ -52,13 +52,19 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-
-from agents import hdr
-from agents.schema import DEFAULT_THROUGHPUT_WINDOW
-from spark_jobs import frames
-from spark_jobs.distribution import NINES, Detail, Humps, bucket_range, median_bucket, nines
-from spark_jobs.load import HEADLINE, OPEN_LOOP, SATURATION
-from spark_jobs.summarize import MetricCounts, counts_by, metric_summary
+from sixnines.formats import hdr
+from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
+from sixnines.spark_jobs import frames
+from sixnines.spark_jobs.distribution import (
+    NINES,
+    Detail,
+    Humps,
+    bucket_range,
+    median_bucket,
+    nines,
+)
+from sixnines.spark_jobs.load import HEADLINE, OPEN_LOOP, SATURATION
+from sixnines.spark_jobs.summarize import MetricCounts, counts_by, metric_summary
 
 SENDER, RECEIVER, SCHEDULE = 0, 1, 2  # stream sides; SCHEDULE: intended times per producer
 SIDES = {SENDER: "sender", RECEIVER: "receiver"}

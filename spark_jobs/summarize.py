@@ -17,13 +17,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from agents import hdr
-from agents.atomic import write_atomically
-from agents.hlog import HlogError, measured_counts, read_hlog
-from spark_jobs.distribution import Detail, robust_centre
-from spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
-from spark_jobs.load import OPEN_LOOP, SATURATION, TAGS_BY_ROLE, load_of
+from sixnines.formats import hdr
+from sixnines.formats.atomic import write_atomically
+from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
+from sixnines.spark_jobs.distribution import Detail, robust_centre
+from sixnines.spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
+from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, TAGS_BY_ROLE, load_of
 
 METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
 #: a receiver's time minus a producer's time
@@ -131,7 +130,7 @@ def hgrm_text(metric: MetricCounts) -> str:
 
 
 def write_hgrm(path: Path, metric: MetricCounts) -> None:
-    """The .hgrm file, whole or not at all (agents.atomic: WriteFailure names it)."""
+    """The .hgrm file, whole or not at all (formats.atomic: WriteFailure names it)."""
     write_atomically(path, hgrm_text(metric))
 
 

@@ -1,12 +1,11 @@
-"""agents.atomic: whole files or none, and failures that name their file."""
+"""formats.atomic: whole files or none, and failures that name their file."""
 
 from __future__ import annotations
 
 import errno
 
 import pytest
-
-from agents.atomic import TEMP_SUFFIX, WriteFailure, atomic_path, write_atomically
+from sixnines.formats.atomic import TEMP_SUFFIX, WriteFailure, atomic_path, write_atomically
 
 
 def test_a_file_is_replaced_whole(tmp_path):

@@ -9,10 +9,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from orchestrator.catalog import catalog, find_results_dirs
-from orchestrator.cli import EXIT_BAD_INPUT, EXIT_OK, main
-from orchestrator.manifest import MANIFEST_FILE
-from orchestrator.report import SUMMARY_FILE
+from sixnines.orchestrator.catalog import catalog, find_results_dirs
+from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_OK, main
+from sixnines.orchestrator.manifest import MANIFEST_FILE
+from sixnines.orchestrator.report import SUMMARY_FILE
 
 
 def summary(run_id: str, system: str, status: str = "ok", p50: float = 70.0) -> dict:

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from agents import hdr
-from orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
-from orchestrator.compare import Tail, latency_figure
-from orchestrator.manifest import MANIFEST_FILE
-from orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
+from sixnines.formats import hdr
+from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
+from sixnines.orchestrator.compare import Tail, latency_figure
+from sixnines.orchestrator.manifest import MANIFEST_FILE
+from sixnines.orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
 
 COUNT = 20_000
 PARAMS = {"mode": "one-way", "rate": 2000.0, "duration_ns": 10_000_000_000, "seed": None}

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
-from agents.cpu import CpuSampler, ProcessTree, write_cpu
-from agents.schema import CPU
+from sixnines.agents.cpu import CpuSampler, ProcessTree, write_cpu
+from sixnines.formats.records import CPU
 
 BURN = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
 

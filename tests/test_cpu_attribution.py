@@ -6,9 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from agents.cpu import write_cpu
-from spark_jobs import cpu
+from sixnines.agents.cpu import write_cpu
+from sixnines.spark_jobs import cpu
 
 MS = 1_000_000
 WARMUP = 1000 * MS

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from orchestrator.reports import write_reports
+from sixnines.orchestrator.reports import write_reports
+
 from tests.test_html_report import series, summary
 
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from agents import hdr
-from spark_jobs import distribution as d
+from sixnines.formats import hdr
+from sixnines.spark_jobs import distribution as d
 
 
 def _buckets(values) -> tuple[np.ndarray, np.ndarray]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from orchestrator.matrix import expand
-from orchestrator.scenario import load_scenario
+from sixnines.orchestrator.matrix import expand
+from sixnines.orchestrator.scenario import load_scenario
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.yaml"))
 

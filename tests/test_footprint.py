@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from orchestrator import footprint
-from orchestrator.footprint import AGENT_BASE_BYTES, ROW_DISK_BYTES, ROW_MEMORY_BYTES
-from orchestrator.matrix import expand
-from orchestrator.scenario import parse_scenario
+from sixnines.orchestrator import footprint
+from sixnines.orchestrator.footprint import AGENT_BASE_BYTES, ROW_DISK_BYTES, ROW_MEMORY_BYTES
+from sixnines.orchestrator.matrix import expand
+from sixnines.orchestrator.scenario import parse_scenario
 
 GB = 1 << 30
 

@@ -1,4 +1,4 @@
-"""agents/hdr.py must agree with the hdrh package bucket for bucket and percentile for percentile.
+"""formats/hdr.py must agree with the hdrh package bucket for bucket and percentile for percentile.
 
 hdrh mirrors Java HdrHistogram, so agreement here is what lets our vectorised counts be
 encoded into hlogs and merged with histograms from any other HdrHistogram tool.
@@ -9,8 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
-
-from agents import hdr
+from sixnines.formats import hdr
 
 PERCENTILES = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999, 100.0]
 

@@ -9,10 +9,16 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
-
-from agents import hdr
-from agents.hlog import INTERVAL_NS, HlogError, HlogFile, measured_counts, read_hlog, write_hlog
-from agents.hlog import interval_edges as edges
+from sixnines.formats import hdr
+from sixnines.formats.hlog import (
+    INTERVAL_NS,
+    HlogError,
+    HlogFile,
+    measured_counts,
+    read_hlog,
+    write_hlog,
+)
+from sixnines.formats.hlog import interval_edges as edges
 
 S = 1_000_000_000
 START_EPOCH_S = 1_717_000_000.125

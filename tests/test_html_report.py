@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from orchestrator.reports import nines, sweeps, write_reports
-from orchestrator.reports.inputs import read_hgrm
-from orchestrator.reports.model import Axis, Figure, Line, slugify
-from orchestrator.reports.svg import AREA_H, MAX_POINTS, render
-from orchestrator.reports.ticks import logarithmic, percent, ticks
+from sixnines.orchestrator.reports import nines, sweeps, write_reports
+from sixnines.orchestrator.reports.inputs import read_hgrm
+from sixnines.orchestrator.reports.model import Axis, Figure, Line, slugify
+from sixnines.orchestrator.reports.svg import AREA_H, MAX_POINTS, render
+from sixnines.orchestrator.reports.ticks import logarithmic, percent, ticks
 
 HOSTILE = "<script>alert(1)</script>"
 KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999")

@@ -8,10 +8,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from agents.artifacts import described
-from spark_jobs import integrity
-from spark_jobs.status import rank, worst
+from sixnines.agents.artifacts import described
+from sixnines.formats import integrity
+from sixnines.formats.status import rank, worst
 
 
 def _run(tmp_path: Path, **record) -> tuple[Path, dict]:

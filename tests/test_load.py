@@ -4,12 +4,11 @@ warnings apply and which interval-log tags are checked, without Spark."""
 from __future__ import annotations
 
 import numpy as np
-
-from agents import hdr
-from agents.hlog import write_hlog
-from spark_jobs.load import OPEN_LOOP, SATURATION, load_of, saturation_warnings
-from spark_jobs.summarize import hlog_agreement, read_hlogs
-from spark_jobs.summarize import saturation_warnings as generator_warnings
+from sixnines.formats import hdr
+from sixnines.formats.hlog import write_hlog
+from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, load_of, saturation_warnings
+from sixnines.spark_jobs.summarize import hlog_agreement, read_hlogs
+from sixnines.spark_jobs.summarize import saturation_warnings as generator_warnings
 
 FLOOD = {"rate": "max", "messages": 20_000, "duration_ns": 600 * 10**9, "schedule": "fixed"}
 COUNTS = {"sent": 20_000, "warmup_sent": 0}

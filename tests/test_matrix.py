@@ -7,9 +7,8 @@ import re
 from pathlib import Path
 
 import yaml
-
-from orchestrator.matrix import CASE_KEY, expand, safe_label
-from orchestrator.scenario import CaseScenario, Mode, load_scenario, parse_scenario
+from sixnines.orchestrator.matrix import CASE_KEY, expand, safe_label
+from sixnines.orchestrator.scenario import CaseScenario, Mode, load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

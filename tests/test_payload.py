@@ -1,4 +1,4 @@
-"""The message header and the frame layouts built on it (agents/payload.py)."""
+"""The message header and the frame layouts built on it (formats/payload.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
-
-from agents.payload import HEADER, HEADER_SIZE, build_frames, frame_dtype
+from sixnines.formats.payload import HEADER, HEADER_SIZE, build_frames, frame_dtype
 
 # producer_id u32, seq u64, intended_ns i64, sent_ns i64, packed little-endian
 OFFSETS = {"producer_id": 0, "seq": 4, "intended_ns": 12, "sent_ns": 20}

@@ -5,10 +5,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-
-from agents.schedule import NS, message_count
-from orchestrator.plan import AgentPlan, plan_agents
-from orchestrator.scenario import Workload
+from sixnines.agents.schedule import NS, message_count
+from sixnines.orchestrator.plan import AgentPlan, plan_agents
+from sixnines.orchestrator.scenario import Workload
 
 
 def workload(**fields) -> Workload:

@@ -1,4 +1,4 @@
-"""The controller <-> agent control channel (agents/protocol.py)."""
+"""The controller <-> agent control channel (formats/protocol.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import threading
 import time
 
 import pytest
-
-from agents.protocol import (
+from sixnines.formats.protocol import (
     MESSAGE_TYPES,
     PROTOCOL_VERSION,
     Channel,

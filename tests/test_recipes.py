@@ -8,11 +8,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from orchestrator import recipes
-from orchestrator.brokers import BrokerError, start_recipe
-from orchestrator.launchers.local import LocalLauncher
-from orchestrator.recipes import RecipeError, load_recipe, recipe_names, render
+from sixnines.orchestrator import recipes
+from sixnines.orchestrator.brokers import BrokerError, start_recipe
+from sixnines.orchestrator.launchers.local import LocalLauncher
+from sixnines.orchestrator.recipes import RecipeError, load_recipe, recipe_names, render
 
 # a "server" that listens on the port it is given
 SERVER = ("import socket, sys, time; s = socket.create_server(('127.0.0.1', int(sys.argv[1])));"

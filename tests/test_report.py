@@ -5,8 +5,7 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
-
-from orchestrator.report import print_tables, run_table, supported
+from sixnines.orchestrator.report import print_tables, run_table, supported
 
 
 def test_a_percentile_needs_a_sample_above_it():

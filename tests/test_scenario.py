@@ -7,13 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 from pydantic import ValidationError
-
-from drivers import registry
-from drivers.base import Driver
-from drivers.tcp import TcpDriver, TcpOptions
-from drivers.zmq import ZmqOptions
-from orchestrator.recipes import recipe_names
-from orchestrator.scenario import (
+from sixnines.drivers import registry
+from sixnines.drivers.base import Driver
+from sixnines.drivers.tcp import TcpDriver, TcpOptions
+from sixnines.drivers.zmq import ZmqOptions
+from sixnines.orchestrator.recipes import recipe_names
+from sixnines.orchestrator.scenario import (
     CaseScenario,
     Mode,
     Problem,
@@ -25,7 +24,7 @@ from orchestrator.scenario import (
     load_scenario,
     parse_scenario,
 )
-from orchestrator.workload import MAX_RATE_CAP_NS
+from sixnines.orchestrator.workload import MAX_RATE_CAP_NS
 
 VALID = """\
 name: demo

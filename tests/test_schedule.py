@@ -6,8 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-
-from agents.schedule import NS, intended_offsets, message_count, touched
+from sixnines.agents.schedule import NS, intended_offsets, message_count, touched
 
 
 @pytest.mark.parametrize(

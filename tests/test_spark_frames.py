@@ -5,9 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from agents import hdr
-from spark_jobs import frames
+from sixnines.formats import hdr
+from sixnines.spark_jobs import frames
 
 pytestmark = pytest.mark.integration
 

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import agents.streams as streams
-from agents.payload import HEADER_SIZE
-from agents.protocol import PROTOCOL_VERSION, Prepare
-from agents.roles import Control, Producer
-from agents.schedule import MAX, intended_offsets
-from agents.streams import Inbox, OutStream, clock
-from drivers.base import Framing
-from drivers.tcp import TcpDriver, TcpOptions
+import sixnines.agents.streams as streams
+from sixnines.agents.roles import Control, Producer
+from sixnines.agents.schedule import MAX, intended_offsets
+from sixnines.agents.streams import Inbox, OutStream, clock
+from sixnines.drivers.base import Framing
+from sixnines.drivers.tcp import TcpDriver, TcpOptions
+from sixnines.formats.payload import HEADER_SIZE
+from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
 
 TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 
@@ -29,9 +28,9 @@ NS = 1_000_000_000
 
 @pytest.fixture(scope="module")
 def relay():
-    """`python -m orchestrator broker tcp` as a subprocess; yields its address."""
+    """`python -m sixnines broker tcp` as a subprocess; yields its address."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "broker", "tcp", "--bind", "127.0.0.1:0"],
+        [sys.executable, "-m", "sixnines", "broker", "tcp", "--bind", "127.0.0.1:0"],
         stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )
     try:

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from agents import hdr
-from agents.hlog import write_hlog
-from spark_jobs.summarize import (
+from sixnines.formats import hdr
+from sixnines.formats.hlog import write_hlog
+from sixnines.spark_jobs.summarize import (
     ClockPairs,
     MetricCounts,
     clock_pairs,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 import json
 
-from agents.hdr import PERCENTILE_KEYS
-from orchestrator.report import CSV_FILE, SUMMARY_FILE, write_results_summary
+from sixnines.formats.hdr import PERCENTILE_KEYS
+from sixnines.orchestrator.report import CSV_FILE, SUMMARY_FILE, write_results_summary
 
 FIGURES = {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 3000.0,
            "p99.999": 3500.0, "p99.9999": 3500.0, "max": 3500.0, "mean": 75.5, "count": 20_000}

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from orchestrator.units import parse_duration, parse_rate, parse_size
+from sixnines.orchestrator.units import parse_duration, parse_rate, parse_size
 
 
 @pytest.mark.parametrize(

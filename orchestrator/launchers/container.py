@@ -32,9 +32,8 @@ from docker.errors import APIError, BuildError, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.models.images import Image
 from docker.utils import socket as frames
-
-from orchestrator.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
-from orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
+from sixnines.orchestrator.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
+from sixnines.orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
 
 DOCKERFILE = PROJECT_ROOT / "deploy" / "Dockerfile"
 BASE_IMAGE_VARIABLE = "SIXNINES_BASE_IMAGE"

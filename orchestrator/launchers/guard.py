@@ -64,7 +64,7 @@ class Guard:
         with self._lock:
             if self._process is None or self._process.poll() is not None:
                 self._process = subprocess.Popen(
-                    [sys.executable, "-m", "orchestrator.launchers.guard"],
+                    [sys.executable, "-m", "sixnines.orchestrator.launchers.guard"],
                     stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                     start_new_session=True)
             self._process.stdin.write(line)

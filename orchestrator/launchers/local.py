@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.launchers.base import Completed, Launcher, Process
-from orchestrator.launchers.guard import GUARD
+from sixnines.orchestrator.launchers.base import Completed, Launcher, Process
+from sixnines.orchestrator.launchers.guard import GUARD
 
 
 def environment(extra: dict[str, str] | None) -> dict[str, str]:

@@ -24,17 +24,16 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 import paramiko
-
-from orchestrator.bundle import Bundle, BundleError, build_bundle
-from orchestrator.hosts import SshHost
-from orchestrator.launchers.base import (
+from sixnines.orchestrator.bundle import Bundle, BundleError, build_bundle
+from sixnines.orchestrator.hosts import SshHost
+from sixnines.orchestrator.launchers.base import (
     Completed,
     Launcher,
     LaunchError,
     Process,
     check_env_name,
 )
-from orchestrator.shaping import clear_command, interface_of, shape_commands
+from sixnines.orchestrator.shaping import clear_command, interface_of, shape_commands
 
 CONNECT_TIMEOUT_S = 10.0
 START_TIMEOUT_S = 60.0

@@ -12,11 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
-
-from agents.atomic import write_atomically
-from orchestrator.report import write_results_summary
-from orchestrator.reports import gnuplot, html, nines, per_run, sweeps
-from orchestrator.reports.inputs import read_run
+from sixnines.formats.atomic import write_atomically
+from sixnines.orchestrator.report import write_results_summary
+from sixnines.orchestrator.reports import gnuplot, html, nines, per_run, sweeps
+from sixnines.orchestrator.reports.inputs import read_run
 
 REPORT_DIR = "report"
 PAGE = "index.html"
@@ -67,7 +66,7 @@ def _attempt(write: Callable[[], object], console: Console) -> bool:
 def write_results(results_dir: Path, scenario: str | None, summaries: list[dict],
                   console: Console) -> bool:
     """Everything a results directory gets from an analysis: summary.json, summary.csv
-    and the report (its page printed). Each file is whole or absent (agents.atomic); one
+    and the report (its page printed). Each file is whole or absent (formats.atomic); one
     that cannot be written (a full disk) is named on the console and the next writer is
     still tried. True when every file was written."""
     summary = _attempt(lambda: write_results_summary(results_dir, scenario, summaries),

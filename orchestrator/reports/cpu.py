@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from html import escape
 
-from orchestrator.report import supported
-from orchestrator.reports.table import DIM_TITLE, count, micro
+from sixnines.orchestrator.report import supported
+from sixnines.orchestrator.reports.table import DIM_TITLE, count, micro
 
 SIDES = ("sender", "receiver", "broker")
 FIGURES = ("lower_median", "mean", "robust_deviation", "p90", "p99", "max")

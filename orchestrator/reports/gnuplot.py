@@ -12,9 +12,9 @@ import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from agents.atomic import write_atomically
-from orchestrator.reports.model import Axis, Band, Figure, Line
-from orchestrator.reports.ticks import ticks
+from sixnines.formats.atomic import write_atomically
+from sixnines.orchestrator.reports.model import Axis, Band, Figure, Line
+from sixnines.orchestrator.reports.ticks import ticks
 
 
 def _quote(text: str) -> str:

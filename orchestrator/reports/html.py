@@ -13,12 +13,12 @@ from html import escape
 from importlib.resources import files
 from urllib.parse import quote
 
-from orchestrator.reports import per_run, svg
-from orchestrator.reports.cpu import cpu_table
-from orchestrator.reports.inputs import SERIES_FILE, RunInputs
-from orchestrator.reports.model import Figure, slugify
-from orchestrator.reports.table import metrics_table, notes_list, param_text, summary_table
-from spark_jobs.status import CORRUPT
+from sixnines.formats.status import CORRUPT
+from sixnines.orchestrator.reports import per_run, svg
+from sixnines.orchestrator.reports.cpu import cpu_table
+from sixnines.orchestrator.reports.inputs import SERIES_FILE, RunInputs
+from sixnines.orchestrator.reports.model import Figure, slugify
+from sixnines.orchestrator.reports.table import metrics_table, notes_list, param_text, summary_table
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class RunSection:
 
 
 def _asset(name: str) -> str:
-    return files("orchestrator.reports").joinpath(name).read_text(encoding="utf-8")
+    return files("sixnines.orchestrator.reports").joinpath(name).read_text(encoding="utf-8")
 
 
 def _figures(figures: list[Figure]) -> str:

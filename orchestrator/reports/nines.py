@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from agents.hdr import PERCENTILE_KEYS, PERCENTILES
-from orchestrator.load import saturation
-from orchestrator.reports.inputs import RunInputs
-from orchestrator.reports.model import Axis, Figure, Line, colour
+from sixnines.formats.hdr import PERCENTILE_KEYS, PERCENTILES
+from sixnines.orchestrator.load import saturation
+from sixnines.orchestrator.reports.inputs import RunInputs
+from sixnines.orchestrator.reports.model import Axis, Figure, Line, colour
 
 #: (metric, label) plotted for each load
 METRICS = {"open-loop": (("latency", "latency"), ("service_time", "service time")),

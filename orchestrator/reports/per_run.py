@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import math
 
-from orchestrator.reports.inputs import RunInputs
-from orchestrator.reports.model import Axis, Band, Figure, Line, Marker, slugify
-from orchestrator.reports.ticks import number
+from sixnines.orchestrator.reports.inputs import RunInputs
+from sixnines.orchestrator.reports.model import Axis, Band, Figure, Line, Marker, slugify
+from sixnines.orchestrator.reports.ticks import number
 
 LATENCY, MEAN, SERVICE = "#1f77b4", "#0b3c61", "#ff7f0e"
 SENDER, RECEIVER, BROKER = "#2ca02c", "#9467bd", "#8c564b"

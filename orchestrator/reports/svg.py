@@ -13,9 +13,8 @@ from collections.abc import Sequence
 from html import escape
 
 import numpy as np
-
-from orchestrator.reports.model import Band, Figure, Line, Scale, finite
-from orchestrator.reports.ticks import ticks
+from sixnines.orchestrator.reports.model import Band, Figure, Line, Scale, finite
+from sixnines.orchestrator.reports.ticks import ticks
 
 WIDTH, HEIGHT = 900, 360
 LEFT, RIGHT, TOP, BOTTOM = 70, 34, 10, 46

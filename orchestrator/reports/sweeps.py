@@ -11,8 +11,8 @@ from collections import defaultdict
 from collections.abc import Collection
 from typing import Any
 
-from orchestrator.load import latency_of
-from orchestrator.reports.model import Axis, Figure, Line, Scale, colour, slugify
+from sixnines.orchestrator.load import latency_of
+from sixnines.orchestrator.reports.model import Axis, Figure, Line, Scale, colour, slugify
 
 AXIS_LABELS = {"message_size": "message size (bytes)", "rate": "scheduled rate (msg/s)",
                "connections": "connections per agent"}

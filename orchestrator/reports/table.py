@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from html import escape
 
-from agents.hdr import PERCENTILE_KEYS
-from orchestrator.load import latency_of, saturation
-from orchestrator.report import supported
-from orchestrator.reports.inputs import RunInputs
-from orchestrator.reports.per_run import humps_text
-from spark_jobs.status import FAILED, ORDER
+from sixnines.formats.hdr import PERCENTILE_KEYS
+from sixnines.formats.status import FAILED, ORDER
+from sixnines.orchestrator.load import latency_of, saturation
+from sixnines.orchestrator.report import supported
+from sixnines.orchestrator.reports.inputs import RunInputs
+from sixnines.orchestrator.reports.per_run import humps_text
 
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
 METRICS = (("latency_us", "latency"), ("service_time_us", "service time"),

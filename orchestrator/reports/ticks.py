@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from orchestrator.reports.model import Scale
+from sixnines.orchestrator.reports.model import Scale
 
 
 def number(value: float) -> str:

@@ -65,12 +65,12 @@ def still_alive_after(pids: set[int], seconds: float) -> dict[int, str]:
 
 
 class Sixnines:
-    """`python -m orchestrator ARGS` in `cwd`: stderr collected line by line as it comes,
+    """`python -m sixnines ARGS` in `cwd`: stderr collected line by line as it comes,
     and every descendant ever seen remembered (`tree`)."""
 
     def __init__(self, *args: str, cwd: Path, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "orchestrator", *args], cwd=cwd, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "sixnines", *args], cwd=cwd, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
         self.lines: list[str] = []
         self.tree: set[int] = set()

@@ -45,7 +45,7 @@ def edit_manifest(run_dir: Path, change) -> dict:
 
 def sixnines(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The real CLI in its own process, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "orchestrator", *map(str, args)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "sixnines", *map(str, args)], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 

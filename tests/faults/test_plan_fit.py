@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
+from sixnines.orchestrator import footprint
+from sixnines.orchestrator.matrix import expand
+from sixnines.orchestrator.scenario import load_scenario
 
-from orchestrator import footprint
-from orchestrator.matrix import expand
-from orchestrator.scenario import load_scenario
 from tests.faults.processes import Sixnines
 
 HUGE = """
@@ -26,7 +26,7 @@ workload: {message_size: 64, rate: 5M, duration: 1h}
 @pytest.mark.parametrize("command", ["validate", "run"])
 def test_a_plan_bigger_than_the_machine_is_refused_before_anything_starts(tmp_path, command):
     (tmp_path / "huge.yaml").write_text(HUGE)
-    done = subprocess.run([sys.executable, "-m", "orchestrator", command, "huge.yaml"],
+    done = subprocess.run([sys.executable, "-m", "sixnines", command, "huge.yaml"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
@@ -51,7 +51,7 @@ workload: {message_size: 64, rate: 400k, duration: 2s, warmup: 0s, drain: 2s}
     needs = {need.plan.agent_id: need
              for need in footprint.agent_needs(expand(load_scenario(tmp_path / "s.yaml"))[0])}
     controller = Sixnines("run", "s.yaml", "--output", "out", "--no-analysis", cwd=tmp_path)
-    peaks = controller.peak_memory("-m agents")
+    peaks = controller.peak_memory("-m sixnines.agents")
     controller.finish()
     manifest = json.loads(next(tmp_path.glob("out/fit/*/*/manifest.json")).read_text())
     for agent in manifest["agents"]:

@@ -4,7 +4,7 @@ nothing started.
 
 Every file is validated by one worker process under `prlimit --as` (see validate_worker), so
 an alias bomb or /dev/zero that got through would fail its test, not take the machine. A few
-cases also go through `python -m orchestrator validate` and `run` themselves.
+cases also go through `python -m sixnines validate` and `run` themselves.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sixnines.orchestrator.matrix import MAX_RUN_ID
+from sixnines.orchestrator.problems import shown
 
-from orchestrator.matrix import MAX_RUN_ID
-from orchestrator.problems import shown
 from tests.faults.validate_worker import MEMORY_CAP, ROOT, judge, validate_all
 
 MINIMAL = """\
@@ -456,11 +456,11 @@ def test_run_ids_stay_short_however_long_the_names_and_labels(validated: Validat
 
 
 def sixnines(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """`python -m orchestrator ARGS` in `cwd`, its address space capped."""
+    """`python -m sixnines ARGS` in `cwd`, its address space capped."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(["prlimit", f"--as={MEMORY_CAP}", sys.executable, "-m",
-                           "orchestrator", *args], cwd=cwd, env=env, capture_output=True,
+                           "sixnines", *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 

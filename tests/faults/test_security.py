@@ -28,18 +28,18 @@ import pika
 import pytest
 import yaml
 from rich.console import Console
+from sixnines.formats import protocol
+from sixnines.orchestrator import brokers, recipes
+from sixnines.orchestrator.brokers import BrokerError
+from sixnines.orchestrator.controller import run_scenario
+from sixnines.orchestrator.handoff import handoff_argv, handoff_line
+from sixnines.orchestrator.hosts import SshHost
+from sixnines.orchestrator.launchers.base import LaunchError
+from sixnines.orchestrator.launchers.local import LocalLauncher
+from sixnines.orchestrator.launchers.ssh import SshLauncher
+from sixnines.orchestrator.recipes import RecipeError, load_recipe
+from sixnines.orchestrator.scenario import ScenarioError, load_scenario
 
-from agents import protocol
-from orchestrator import brokers, recipes
-from orchestrator.brokers import BrokerError
-from orchestrator.controller import run_scenario
-from orchestrator.handoff import handoff_argv, handoff_line
-from orchestrator.hosts import SshHost
-from orchestrator.launchers.base import LaunchError
-from orchestrator.launchers.local import LocalLauncher
-from orchestrator.launchers.ssh import SshLauncher
-from orchestrator.recipes import RecipeError, load_recipe
-from orchestrator.scenario import ScenarioError, load_scenario
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ def evil_recipe(marker: Path, env: dict[str, str] | None = None) -> str:
 
 def sixnines(*args: str, recipe_path: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, recipes.PATH_VARIABLE: str(recipe_path)}
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "sixnines", *args], capture_output=True,
                           text=True, timeout=120, cwd=ROOT, env=env, stdin=subprocess.DEVNULL)
 
 

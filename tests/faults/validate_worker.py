@@ -45,7 +45,7 @@ def _alarm(signum: int, frame: object) -> None:
 
 def validate(path: str, seconds: float) -> dict[str, Any]:
     """The outcome of `sixnines validate path`, stopped after `seconds`."""
-    from orchestrator.cli import main
+    from sixnines.orchestrator.cli import main
 
     err, out = io.StringIO(), io.StringIO()
     code, error = None, None

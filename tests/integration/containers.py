@@ -21,9 +21,8 @@ from typing import IO
 
 import docker
 import pytest
-
-from orchestrator.bundle import PROJECT_ROOT, build_id
-from orchestrator.launchers.container import AGENT_REPOSITORY
+from sixnines.orchestrator.bundle import PROJECT_ROOT, build_id
+from sixnines.orchestrator.launchers.container import AGENT_REPOSITORY
 
 SCRIPTS = PROJECT_ROOT / "deploy" / "containers"
 BASE_IMAGE = "sixnines-base:bookworm"

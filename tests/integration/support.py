@@ -18,24 +18,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from agents.hdr import PERCENTILE_KEYS
-from agents.payload import build_frames, frame_dtype
-from orchestrator.brokers import start_recipe
-from orchestrator.fleet import Fleet
-from orchestrator.launchers.local import LocalLauncher
-from orchestrator.matrix import RunPoint, expand
-from orchestrator.progress import ProgressView
-from orchestrator.recipes import load_recipe
-from orchestrator.runner import Run, RunSettings
-from orchestrator.scenario import ScenarioError, parse_scenario
+from sixnines.formats.hdr import PERCENTILE_KEYS
+from sixnines.formats.payload import build_frames, frame_dtype
+from sixnines.orchestrator.brokers import start_recipe
+from sixnines.orchestrator.fleet import Fleet
+from sixnines.orchestrator.launchers.local import LocalLauncher
+from sixnines.orchestrator.matrix import RunPoint, expand
+from sixnines.orchestrator.progress import ProgressView
+from sixnines.orchestrator.recipes import load_recipe
+from sixnines.orchestrator.runner import Run, RunSettings
+from sixnines.orchestrator.scenario import ScenarioError, parse_scenario
 
 
 @contextmanager
 def external_broker(driver: str):
     """`sixnines broker DRIVER` as its own process; yields (process, address)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "broker", driver, "--bind", "127.0.0.1:0"],
+        [sys.executable, "-m", "sixnines", "broker", driver, "--bind", "127.0.0.1:0"],
         stdout=subprocess.PIPE, text=True,
     )
     try:
@@ -242,7 +241,7 @@ def assert_partial_with_loss_counted(spark, manifest: dict, run_dir: Path, names
     so fewer were sent than that (whether anything was in flight at the instant of the kill
     depends on timing, so the accounting is the check, not received < sent). Returns the
     summary."""
-    from spark_jobs.analyze import analyze_run  # pyspark: only where Spark is used
+    from sixnines.spark_jobs.analyze import analyze_run  # pyspark: only where Spark is used
 
     assert manifest["status"] == "partial"
     assert any(names in p for p in manifest["problems"]), manifest["problems"]
@@ -262,7 +261,7 @@ def assert_every_message_accounted(spark, manifest: dict, run_dir: Path, sent: i
     """A run checked end to end: ok, exactly `sent` messages sent and `received` received,
     none lost or duplicated, a latency for each, all positive (`label`: which run, in
     failure messages). Returns the summary."""
-    from spark_jobs.analyze import analyze_run  # pyspark: only where Spark is used
+    from sixnines.spark_jobs.analyze import analyze_run  # pyspark: only where Spark is used
 
     assert manifest["status"] == "ok", (label, manifest["problems"])
     summary = analyze_run(spark, run_dir)

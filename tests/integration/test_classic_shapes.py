@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from orchestrator.scenario import load_scenario
+from sixnines.orchestrator.scenario import load_scenario
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +42,7 @@ def _rows_per_block(dat: str) -> list[list[float]]:
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
     work = tmp_path_factory.mktemp("classic")
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "run",
+    done = subprocess.run([sys.executable, "-m", "sixnines", "run",
                            str(scaled_down(work)), "--output", str(work / "out")],
                           cwd=work, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

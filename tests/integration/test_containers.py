@@ -13,11 +13,11 @@ from pathlib import Path
 
 import docker
 import pytest
+from sixnines.formats import protocol as p
+from sixnines.orchestrator.bundle import build_id
+from sixnines.orchestrator.launchers.base import LaunchError, Process
+from sixnines.orchestrator.launchers.container import ContainerLauncher, untar
 
-from agents import protocol as p
-from orchestrator.bundle import build_id
-from orchestrator.launchers.base import LaunchError, Process
-from orchestrator.launchers.container import ContainerLauncher, untar
 from tests.integration.containers import BASE_IMAGE, podman_engine
 from tests.integration.support import external_broker
 
@@ -65,7 +65,7 @@ def test_an_agent_in_a_container_speaks_over_the_attach_stream(launcher, tmp_pat
     loopback; its answers are JSON lines demultiplexed from the attach stream."""
     log = tmp_path / "agent.log"
     with external_broker("tcp") as (_, address):
-        agent = launcher.start([launcher.python, "-m", "agents"], "consumer-0", log)
+        agent = launcher.start([launcher.python, "-m", "sixnines.agents"], "consumer-0", log)
         out_dir = launcher.workdir("scenario/stamp/r-1/agents/consumer-0", tmp_path)
         assert agent.write_line(p.encode(consumer_prepare(address, out_dir)))
         ready = p.decode(next_line(agent, log))

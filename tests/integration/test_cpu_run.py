@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from sixnines.formats.records import CPU_FILE
+from sixnines.orchestrator.runner import RunSettings
 
-from agents.schema import CPU_FILE
-from orchestrator.runner import RunSettings
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration
@@ -30,7 +30,7 @@ def _point(broker: str):
 
 
 def _analysed(spark, run_dir: Path) -> tuple[dict, dict]:
-    from spark_jobs.analyze import analyze_runs
+    from sixnines.spark_jobs.analyze import analyze_runs
 
     (summary,) = analyze_runs([run_dir])
     return summary, json.loads((run_dir / "report" / "series.json").read_text())
@@ -99,7 +99,7 @@ def test_no_broker_cpu_for_a_broker_sixnines_did_not_start(spark, tmp_path):
 
 
 class KillMonitor(RecordingView):
-    """Kills the monitor as the agents start: the controller's only `-m agents` child by
+    """Kills the monitor as the agents start: the controller's only `-m sixnines.agents` child by
     then (it is started and ready before them)."""
 
     def begin_run(self, point, plans) -> None:

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sixnines.drivers.zmq as zmq_driver
 import zmq
-
-import drivers.zmq as zmq_driver
-from agents.payload import HEADER_SIZE, build_frames, frame_dtype
-from drivers import registry
-from drivers.base import DriverError, Framing
-from drivers.tcp import ACK, HELLO, LENGTH, PUBLISH, TcpDriver, TcpOptions
-from drivers.zmq import ZmqDriver, ZmqOptions
+from sixnines.drivers import registry
+from sixnines.drivers.base import DriverError, Framing
+from sixnines.drivers.tcp import TcpDriver, TcpOptions
+from sixnines.drivers.tcp_wire import ACK, HELLO, LENGTH, PUBLISH
+from sixnines.drivers.zmq import ZmqDriver, ZmqOptions
+from sixnines.formats.payload import HEADER_SIZE, build_frames, frame_dtype
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -34,9 +34,9 @@ DRIVERS = {"tcp": (TcpDriver, TcpOptions), "zmq": (ZmqDriver, ZmqOptions)}
 
 @contextmanager
 def broker_process(name: str):
-    """`python -m orchestrator broker NAME` on a free port; yields (process, address)."""
+    """`python -m sixnines broker NAME` on a free port; yields (process, address)."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "broker", name, "--bind", "127.0.0.1:0"],
+        [sys.executable, "-m", "sixnines", "broker", name, "--bind", "127.0.0.1:0"],
         stdout=subprocess.PIPE, text=True, cwd=ROOT,
     )
     try:

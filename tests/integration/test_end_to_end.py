@@ -8,10 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from agents.hdr import PERCENTILE_KEYS
-from agents.schema import CPU_FILE, HLOG_FILE, MESSAGES_FILE
-from orchestrator.report import find_run_dirs
+from sixnines.formats.hdr import PERCENTILE_KEYS
+from sixnines.formats.records import CPU_FILE, HLOG_FILE, MESSAGES_FILE
+from sixnines.orchestrator.report import find_run_dirs
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +34,7 @@ FIGURES = {*PERCENTILE_KEYS, "max", "mean", "count"}
 
 
 def sixnines(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "sixnines", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 

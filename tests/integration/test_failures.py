@@ -17,15 +17,15 @@ import time
 from pathlib import Path
 
 import pytest
+from sixnines.spark_jobs.analyze import analyze_run
 
-from spark_jobs.analyze import analyze_run
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration
 
 
 def sixnines(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "orchestrator", *args], cwd=cwd,
+    return subprocess.Popen([sys.executable, "-m", "sixnines", *args], cwd=cwd,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             **kwargs)
 

@@ -23,13 +23,13 @@ from pathlib import Path
 import pytest
 import yaml
 from rich.console import Console
+from sixnines.orchestrator.controller import run_scenario
+from sixnines.orchestrator.hosts import Inventory, Link
+from sixnines.orchestrator.launchers.base import LaunchError
+from sixnines.orchestrator.launchers.ssh import SshLauncher
+from sixnines.orchestrator.scenario import load_scenario
+from sixnines.spark_jobs.analyze import analyze_run
 
-from orchestrator.controller import run_scenario
-from orchestrator.hosts import Inventory, Link
-from orchestrator.launchers.base import LaunchError
-from orchestrator.launchers.ssh import SshLauncher
-from orchestrator.scenario import load_scenario
-from spark_jobs.analyze import analyze_run
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
 
 pytestmark = pytest.mark.integration
@@ -126,12 +126,12 @@ def test_three_hosts_give_the_results_of_a_local_run(bed, tmp_path, spark):
 def test_ctrl_c_stops_every_remote_process_and_keeps_their_data(bed, tmp_path):
     path = scenario_file(tmp_path, bed, systems="[{name: tcp, driver: tcp}]", duration="60s",
                          placement="{broker: h1, agents: [h2, h3]}")
-    process = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", str(path),
+    process = subprocess.Popen([sys.executable, "-m", "sixnines", "run", str(path),
                                 "--no-analysis"], cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and sum(
-            "-m agents" in _cmdline(pid) for pid in processes_left(bed)) < 4:
+            "-m sixnines.agents" in _cmdline(pid) for pid in processes_left(bed)) < 4:
         time.sleep(0.2)
     time.sleep(4)  # started and sending
     process.send_signal(signal.SIGINT)
@@ -202,7 +202,7 @@ def test_an_unknown_host_key_is_a_clear_error_not_a_prompt(bed, tmp_path):
                          placement="{agents: [h2]}", known_hosts=str(empty))
     with pytest.raises(LaunchError, match=r"host h2 .*not in .*known_hosts.*ssh-keyscan"):
         run(path)
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "run", str(path)],
+    done = subprocess.run([sys.executable, "-m", "sixnines", "run", str(path)],
                           capture_output=True, text=True, timeout=120, cwd=ROOT,
                           stdin=subprocess.DEVNULL)
     assert done.returncode != 0

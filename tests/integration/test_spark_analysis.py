@@ -10,10 +10,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from agents import hdr
-from agents.hlog import write_hlog
-from agents.schema import HLOG_FILE, MESSAGES, MESSAGES_FILE
+from sixnines.formats import hdr
+from sixnines.formats.hlog import write_hlog
+from sixnines.formats.records import HLOG_FILE, MESSAGES, MESSAGES_FILE
 
 pytestmark = pytest.mark.integration
 
@@ -128,7 +127,7 @@ def one_way(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def one_way_summary(spark, one_way):
-    from spark_jobs.analyze import analyze_runs
+    from sixnines.spark_jobs.analyze import analyze_runs
 
     return analyze_runs([one_way[0]], "local[*]")[0]
 
@@ -195,7 +194,7 @@ def test_hgrm_files(one_way, one_way_summary):
 
 
 def test_tampered_hlog_disagrees(spark, one_way, tmp_path):
-    from spark_jobs.analyze import analyze_runs
+    from sixnines.spark_jobs.analyze import analyze_runs
 
     run_dir = tmp_path / "tampered"
     shutil.copytree(one_way[0], run_dir, ignore=shutil.ignore_patterns("report"))
@@ -216,7 +215,7 @@ def test_tampered_hlog_disagrees(spark, one_way, tmp_path):
 
 
 def test_round_trip_with_lost_replies(spark, tmp_path):
-    from spark_jobs.analyze import analyze_runs
+    from sixnines.spark_jobs.analyze import analyze_runs
 
     run_dir = tmp_path / "round-trip"
     rng = np.random.default_rng(5)
@@ -262,7 +261,7 @@ def test_round_trip_with_lost_replies(spark, tmp_path):
 
 
 def test_empty_metric_is_null(spark, tmp_path):
-    from spark_jobs.analyze import analyze_runs
+    from sixnines.spark_jobs.analyze import analyze_runs
 
     run_dir = tmp_path / "no-consumers"
     seq = np.arange(N, dtype=np.int64)
@@ -281,7 +280,7 @@ def test_empty_metric_is_null(spark, tmp_path):
 
 
 def test_cli_requires_manifest(tmp_path, capsys):
-    from spark_jobs.analyze import main
+    from sixnines.spark_jobs.analyze import main
 
     assert main([str(tmp_path)]) == 2
     assert "manifest.json" in capsys.readouterr().err

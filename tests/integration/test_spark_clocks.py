@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rich.console import Console
+from sixnines.formats import hdr
+from sixnines.orchestrator.report import run_table
 
-from agents import hdr
-from orchestrator.report import run_table
 from tests.integration.test_spark_analysis import PERIOD_NS, WARMUP_NS, _write_agent
 
 pytestmark = pytest.mark.integration
@@ -159,7 +159,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture(scope="module")
 def summaries(spark, runs) -> dict[str, dict]:
-    from spark_jobs.analyze import analyze_runs
+    from sixnines.spark_jobs.analyze import analyze_runs
 
     return dict(zip(runs, analyze_runs(list(runs.values()), "local[*]"), strict=True))
 

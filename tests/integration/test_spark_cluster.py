@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from sixnines.spark_jobs.analyze import analyze_run
 
-from spark_jobs.analyze import analyze_run
 from tests.integration.support import execute, free_port, points
 
 pytestmark = pytest.mark.integration
@@ -77,7 +77,7 @@ workload: {message_size: 64, rate: 2000, duration: 1s, warmup: 200ms, producers:
     assert execute(point, run_dir)["status"] == "ok"
     embedded = analyze_run(spark, run_dir)
 
-    done = subprocess.run([sys.executable, "-m", "orchestrator", "report", str(run_dir),
+    done = subprocess.run([sys.executable, "-m", "sixnines", "report", str(run_dir),
                            "--spark-master", url], capture_output=True, text=True,
                           timeout=300, check=False)
     assert done.returncode == 0, done.stderr

@@ -4,8 +4,7 @@ cannot sort one 100M-message stream for the window pass)."""
 from __future__ import annotations
 
 import pytest
-
-from spark_jobs.session import heap_given, local_heap
+from sixnines.spark_jobs.session import heap_given, local_heap
 
 
 def test_local_jvm_heap_is_sized_to_the_machine(spark):

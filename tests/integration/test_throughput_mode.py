@@ -32,7 +32,7 @@ cases:
 
 
 def sixnines(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "sixnines", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -11,7 +11,7 @@ Plain Python (streamed sha256, pyarrow), run before Spark opens a file:
 - a parquet file the analysis reads but no checksum covers (an older manifest, a
   controller that died before collecting) is decoded whole, so a damaged one is named
   here rather than deep inside a Spark job. hlogs are parsed whole before Spark starts
-  anyway (agents.hlog.read_hlog names a damaged line).
+  anyway (formats.hlog.read_hlog names a damaged line).
 - the manifest itself must parse and look like one.
 
 A run with any such problem is `corrupt` (spark_jobs.status) and refused whole: a
@@ -22,6 +22,7 @@ experiment than the one run, however plausible.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,12 +30,19 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from agents.artifacts import sha256_of
-from agents.schema import CPU_FILE, MESSAGES_FILE
+from sixnines.formats.records import CPU_FILE, MESSAGES_FILE
 
 MANIFEST = "manifest.json"
 PARQUET_FILES = (MESSAGES_FILE, CPU_FILE)  # what the analysis reads with a parquet reader
+
+
+def sha256_of(path: Path) -> str:
+    """The file's sha256, read in 1 MiB pieces (artifacts reach gigabytes)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as data:
+        while chunk := data.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 class Damaged(Exception):

@@ -17,8 +17,7 @@ from os import PathLike
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
-
-from agents import hdr
+from sixnines.formats import hdr
 
 INTERVAL_NS = 1_000_000_000
 MAX_VALUE_UNIT_RATIO = 1e6  # Interval_Max column in ms for ns values (HdrHistogram convention)

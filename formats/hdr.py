@@ -103,7 +103,7 @@ def to_hdrh(counts: np.ndarray) -> HdrHistogram:
     """An `hdrh` histogram holding exactly these counts, for encoding and interop."""
     histogram = HdrHistogram(LOWEST, HIGHEST, SIGNIFICANT_DIGITS)
     if histogram.counts_len != COUNTS_LEN:
-        raise AssertionError("HDR layout differs from hdrh's; update agents/hdr.py")
+        raise AssertionError("HDR layout differs from hdrh's; update formats/hdr.py")
     counts = np.asarray(counts, dtype=np.int64)
     nonzero = np.flatnonzero(counts)
     np.ctypeslib.as_array(histogram.counts)[nonzero] = counts[nonzero]

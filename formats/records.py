@@ -33,7 +33,7 @@ MESSAGES_FILE = "messages.parquet"
 #: unless the scenario sets `throughput_window`; the manifest records the one used.
 DEFAULT_THROUGHPUT_WINDOW = 100
 HLOG_FILE = "latency.hlog"
-#: The agent's `done` message (agents.protocol), kept beside its files (agents.artifacts).
+#: The agent's `done` message (formats.protocol), kept beside its files (agents.artifacts).
 DONE_FILE = "done.json"
 
 #: `cpu.parquet`: one row per CPU sample of an agent (its own process) or of the broker
