@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from sixnines.formats import protocol as p
 from sixnines.formats.atomic import WriteFailure, atomic_path, write_atomically
 from sixnines.formats.hlog import write_hlog

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from sixnines.agents.streams import clock
 from sixnines.formats.records import CPU
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from sixnines.agents.artifacts import keep_done, write_all, write_files
 from sixnines.agents.cpu import CpuSampler, write_cpu
 from sixnines.agents.facts import host_facts, versions
-from sixnines.agents.monitor import ROLE as MONITOR
 from sixnines.agents.monitor import serve_monitor
 from sixnines.agents.roles import Consumer, Control, Producer, Requester, Responder, Role
 from sixnines.agents.streams import clock
@@ -31,9 +30,12 @@ from sixnines.drivers import registry
 from sixnines.drivers.base import Credential, DriverError
 from sixnines.formats import protocol as p
 from sixnines.formats.records import CPU_FILE
+from sixnines.formats.vocabulary import SENDERS
+from sixnines.formats.vocabulary import Role as Kind
 
 ROLES: dict[str, type[Role]] = {
-    "producer": Producer, "consumer": Consumer, "requester": Requester, "responder": Responder,
+    Kind.PRODUCER: Producer, Kind.CONSUMER: Consumer, Kind.REQUESTER: Requester,
+    Kind.RESPONDER: Responder,
 }
 PROGRESS_INTERVAL_S = 1.0
 
@@ -81,7 +83,7 @@ def serve(channel: p.Channel) -> int:
             f"protocol version {spec.protocol} from the controller, this agent speaks "
             f"{p.PROTOCOL_VERSION}: install the same sixnines version on both sides")))
         return 2
-    if spec.role == MONITOR:
+    if spec.role == Kind.MONITOR:
         return serve_monitor(channel, spec)
     try:
         role = build_role(spec)
@@ -157,7 +159,7 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
 def _message_count(role: Role) -> Callable[[], int]:
     """The running count an agent's CPU time is attributed to: a sender's messages sent
     (a requester's requests), a receiver's messages received (a responder's relayed)."""
-    if role.spec.role in ("producer", "requester"):
+    if role.spec.role in SENDERS:
         return lambda: role.sent
     return lambda: role.received
 

@@ -22,8 +22,6 @@ from sixnines.agents.streams import clock
 from sixnines.formats import protocol as p
 from sixnines.formats.records import CPU_FILE
 
-ROLE = "monitor"
-
 
 def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
     try:

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import zmq
-from sixnines.agents.schedule import MAX, NS, intended_offsets, message_count, split
+
+from sixnines.agents.schedule import NS, intended_offsets, message_count, split
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import Driver, Receiver
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
+from sixnines.formats.vocabulary import MAX_RATE, Receive, Schedule
 
 WAIT_MS = 20  # blocking receive timeout: how often a blocked loop looks at its flags
 BLOCK_MARGIN_NS = 2_000_000  # a requester stops blocking this long before its next send
@@ -87,7 +89,7 @@ class Role(ABC):
 def _schedules(spec: Prepare) -> list[np.ndarray]:
     """One schedule per connection; connections interleave evenly within the agent's share.
     Throughput mode has none: placeholders that `OutStream.blast` fills with send times."""
-    if spec.schedule == MAX:
+    if spec.schedule == MAX_RATE:
         return [np.zeros(n, np.int64) for n in split(spec.messages, spec.connections)]
     per_connection = spec.rate / spec.connections
     count = message_count(per_connection, spec.warmup_ns + spec.duration_ns)
@@ -202,7 +204,7 @@ class Producer(Role):
             stream.arm(t0)
 
     def run(self, control: Control) -> None:
-        if self.spec.schedule == MAX:
+        if self.spec.schedule == MAX_RATE:
             end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns
             run_flat_out(self.streams, control, self.t0, end_ns)
         else:
@@ -217,7 +219,7 @@ class Producer(Role):
         return {**rows, "recv_ns": None, "consumer_id": None, "rx_index": None}
 
     def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        if self.spec.schedule == MAX:
+        if self.spec.schedule == MAX_RATE:
             return {}  # no schedule, no send lag
         rows = _rows_of_streams(self, self.streams)
         offsets = rows["intended_ns"] - self.t0
@@ -239,7 +241,7 @@ class Consumer(Role):
 
     def run(self, control: Control) -> None:
         drain(self.inbox, self.receivers, self.spec.first_id, control,
-              self.spec.receive == "busy-poll")
+              self.spec.receive == Receive.BUSY_POLL)
 
     @property
     def received(self) -> int:
@@ -263,7 +265,7 @@ class Consumer(Role):
         box, n = self.inbox, self.inbox.count
         recv, intended = box.recv[:n], box.intended[:n]
         offsets = intended - self.t0
-        if self.spec.schedule == MAX:
+        if self.spec.schedule == MAX_RATE:
             return {"saturation_latency": (offsets, recv - box.sent[:n])}
         return {
             "latency": (offsets, recv - intended),
@@ -300,8 +302,8 @@ class Requester(Role):
             stream.arm(t0)
 
     def run(self, control: Control) -> None:
-        busy = self.spec.receive == "busy-poll"
-        if self.spec.schedule == "closed":
+        busy = self.spec.receive == Receive.BUSY_POLL
+        if self.spec.schedule == Schedule.CLOSED:
             self._run_closed(control, busy)
         else:
             run_senders(self.streams, control, self.inbox, self.receivers, self.spec.first_id)
@@ -399,7 +401,7 @@ class Responder(Role):
 
     def run(self, control: Control) -> None:
         # with several connections a blocking wait on one would starve the others
-        wait = len(self.relays) == 1 and self.spec.receive != "busy-poll"
+        wait = len(self.relays) == 1 and self.spec.receive != Receive.BUSY_POLL
         timeout_ms = WAIT_MS if wait else 0
         while not control.stopping:
             for relay in self.relays:

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from sixnines.formats.vocabulary import Schedule
+
 NS = 1_000_000_000
-#: The schedule of `rate: max` (throughput mode): none. Each message's intended time is its
-#: send time, so recv − intended is saturation latency, not open-loop latency.
-MAX = "max"
 
 
 def message_count(rate: float, span_ns: int) -> int:
@@ -34,11 +33,11 @@ def intended_offsets(
     Poisson process), starting at `phase`; closed: the nominal fixed grid, which a
     closed-loop sender only uses as the earliest time for each request.
     """
-    if schedule == "poisson":
+    if schedule == Schedule.POISSON:
         gaps = np.random.default_rng(seed).exponential(NS / rate, size=count)
         gaps[0] = 0.0
         offsets = np.cumsum(gaps)
-    elif schedule in ("fixed", "closed"):
+    elif schedule in (Schedule.FIXED, Schedule.CLOSED):
         if float(rate).is_integer():  # exact: floor(i * 1e9 / rate) in integers
             return np.arange(count, dtype=np.int64) * NS // int(rate) + phase_ns
         offsets = np.arange(count, dtype=np.float64) * NS / rate

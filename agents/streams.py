@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
 from sixnines.agents.schedule import touched
 from sixnines.drivers.base import Framing, Receiver, Sender, settler
 from sixnines.formats.payload import (

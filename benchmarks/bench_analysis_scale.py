@@ -53,6 +53,7 @@ from pathlib import Path
 
 import numpy as np
 import pyspark
+
 from sixnines.agents.artifacts import write_all
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.schedule import intended_offsets

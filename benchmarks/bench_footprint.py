@@ -23,7 +23,6 @@ from sixnines.orchestrator import footprint
 from sixnines.orchestrator.matrix import expand
 from sixnines.orchestrator.scenario import load_scenario
 from sixnines.orchestrator.units import parse_rate
-
 from tests.faults.processes import Sixnines
 
 SECONDS = 4

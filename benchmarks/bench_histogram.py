@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
+
 from sixnines.formats import hdr
 from sixnines.formats.hlog import read_hlog, write_hlog
 

@@ -35,7 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.scenario import load_scenario
-
 from tests.integration.testbed import testbed
 
 PLACEMENTS = {

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import common
 import pika
+
 from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
 
 EXCHANGE = "bench"

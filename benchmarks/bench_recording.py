@@ -15,6 +15,7 @@ import argparse
 import time
 
 import numpy as np
+
 from sixnines.agents.streams import Inbox, OutStream
 from sixnines.drivers.base import Framing
 from sixnines.formats.payload import build_frames, frame_dtype

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import common
+
 from sixnines.drivers.tcp import HELLO, LENGTH, PUBLISH
 
 SIZE = 64

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from sixnines.formats.records import MESSAGES, MESSAGES_FILE
 from sixnines.orchestrator.units import parse_rate
 from sixnines.spark_jobs import frames, series, summarize

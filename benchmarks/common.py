@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+
 from sixnines.orchestrator.brokers import start_recipe
 from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.launchers.local import LocalLauncher

@@ -21,6 +21,7 @@ import socket
 from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
+
 from sixnines.drivers.base import Credential, Driver, DriverError, LoginOptions, split_address
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this

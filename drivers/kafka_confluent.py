@@ -27,6 +27,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewTopic
+
 from sixnines.drivers.base import DriverError
 from sixnines.formats.payload import HEADER_STRUCT
 

@@ -20,6 +20,7 @@ import uuid
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
+
 from sixnines.drivers.base import DriverError
 from sixnines.formats.payload import HEADER_STRUCT
 

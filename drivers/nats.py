@@ -52,6 +52,7 @@ from nats.aio.client import Client
 from nats.aio.transport import Transport
 from nats.js import api
 from pydantic import Field, field_validator, model_validator
+
 from sixnines.drivers.base import (
     Credential,
     Driver,

@@ -34,6 +34,7 @@ import time
 
 import numpy as np
 from pydantic import Field
+
 from sixnines.drivers.base import (
     Credential,
     Driver,

@@ -41,6 +41,7 @@ from redis.connection import Connection
 from redis.exceptions import AuthenticationError, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from sixnines.drivers.base import (
     Credential,
     Driver,

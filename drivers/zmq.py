@@ -13,6 +13,7 @@ import threading
 
 import zmq
 from pydantic import Field
+
 from sixnines.drivers.base import Credential, Driver, DriverError, DriverOptions, split_address
 
 WELCOME = b"sixnines-welcome"

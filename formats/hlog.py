@@ -17,6 +17,7 @@ from os import PathLike
 
 import numpy as np
 from hdrh.histogram import HdrHistogram
+
 from sixnines.formats import hdr
 
 INTERVAL_NS = 1_000_000_000

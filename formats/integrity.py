@@ -30,6 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from sixnines.formats.records import CPU_FILE, MESSAGES_FILE
 
 MANIFEST = "manifest.json"

@@ -21,6 +21,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
 from sixnines.formats.status import CORRUPT, rank
 from sixnines.orchestrator.load import SATURATION, run_load
 from sixnines.orchestrator.manifest import MANIFEST_FILE

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
+
 from sixnines.formats.atomic import WriteFailure
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2

@@ -52,6 +52,7 @@ import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
 from sixnines.formats.status import rank
 from sixnines.orchestrator.load import LATENCY, latency_of, run_load
 from sixnines.orchestrator.manifest import MANIFEST_FILE

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+
 from sixnines.formats.atomic import WriteFailure
 from sixnines.orchestrator import footprint
 from sixnines.orchestrator.fleet import Fleet

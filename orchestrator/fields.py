@@ -12,36 +12,18 @@ run that cannot start or never ends. (Whether a plan fits the machines is checke
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
+
 from sixnines.formats.payload import HEADER_SIZE
+from sixnines.formats.vocabulary import MAX_RATE
 from sixnines.orchestrator import units
-
-
-class Mode(StrEnum):
-    ONE_WAY = "one-way"
-    ROUND_TRIP = "round-trip"
-
-
-class Schedule(StrEnum):
-    FIXED = "fixed"
-    POISSON = "poisson"
-    CLOSED = "closed"
-
-
-class Receive(StrEnum):
-    BLOCKING = "blocking"
-    BUSY_POLL = "busy-poll"
-
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SECOND_NS = 1_000_000_000
 HOUR_NS = 3600 * SECOND_NS
 MIN_SAMPLE_NS = 10_000_000
-#: `rate: max`, throughput mode: no schedule, senders go as fast as the system takes.
-MAX_RATE = "max"
 
 #: Names (scenario, systems, cases, hosts) become directory and run-id parts.
 MAX_NAME_LENGTH = 64

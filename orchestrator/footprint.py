@@ -22,6 +22,7 @@ from pathlib import Path
 from sixnines.agents.schedule import NS
 from sixnines.agents.streams import INBOX_BYTES, RING_BYTES
 from sixnines.formats.atomic import human_bytes as human
+from sixnines.formats.vocabulary import Role
 from sixnines.orchestrator.hosts import LOCAL
 from sixnines.orchestrator.matrix import RunPoint
 from sixnines.orchestrator.plan import AgentPlan, plan_agents
@@ -29,7 +30,8 @@ from sixnines.orchestrator.plan import AgentPlan, plan_agents
 MiB = 1 << 20
 AGENT_BASE_BYTES = 256 * MiB  # an agent's interpreter, libraries and driver, idle
 #: Peak resident bytes per message an agent records (its rows), by role.
-ROW_MEMORY_BYTES = {"producer": 160, "consumer": 160, "requester": 320, "responder": 0}
+ROW_MEMORY_BYTES = {Role.PRODUCER: 160, Role.CONSUMER: 160, Role.REQUESTER: 320,
+                    Role.RESPONDER: 0}
 ROW_DISK_BYTES = 16  # messages.parquet per row (zstd; measured 5-7 at 64 B)
 HLOG_BYTES_PER_S = 64 * 1024  # an interval log per second of run (measured ~20 KB)
 AGENT_FILES_BYTES = 1 * MiB  # cpu.parquet, done.json, the agent's log
@@ -47,7 +49,7 @@ class AgentNeed:
 def _rows(plan: AgentPlan) -> int:
     """Messages the agent records: a consumer every delivery to each of its connections,
     a requester one row per request (replies join it)."""
-    return plan.expected if plan.role == "consumer" else plan.sends
+    return plan.expected if plan.role == Role.CONSUMER else plan.sends
 
 
 def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
@@ -71,7 +73,7 @@ def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
 def _buffers(plan: AgentPlan, size: int) -> int:
     """A sender's ring of frames per connection, a receiver's one inbox (agents.streams)."""
     sends = plan.connections * (RING_BYTES + size) if plan.sends_messages else 0
-    receives = INBOX_BYTES + 4 * size if plan.role != "producer" else 0
+    receives = INBOX_BYTES + 4 * size if plan.role != Role.PRODUCER else 0
     return sends + receives
 
 

@@ -18,6 +18,7 @@ import re
 from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
+
 from sixnines.orchestrator.fields import SECOND_NS, Name, Text
 from sixnines.orchestrator.problems import shown
 from sixnines.orchestrator.units import format_duration, parse_duration

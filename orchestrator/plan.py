@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from sixnines.agents.schedule import NS, message_count, split
-from sixnines.orchestrator.fields import MAX_RATE
+from sixnines.formats.vocabulary import MAX_RATE, SENDERS, Mode, Role
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class AgentPlan:
     @property
     def sends_messages(self) -> bool:
         """Whether it follows a schedule (the others wait to be told to finish)."""
-        return self.role in ("producer", "requester")
+        return self.role in SENDERS
 
 
 def plan_agents(workload, needs_responder: bool = False,
@@ -51,26 +51,27 @@ def plan_agents(workload, needs_responder: bool = False,
         interval_ns = NS / workload.rate
         sends = [message_count(share / connections, span_ns) * connections] * senders
     total = sum(sends)
-    sender_role = "requester" if workload.mode == "round-trip" else "producer"
+    sender_role = Role.REQUESTER if workload.mode == Mode.ROUND_TRIP else Role.PRODUCER
     plans = [
         AgentPlan(
             agent_id=f"{sender_role}-{k}", role=sender_role, rate=share,
             phase_ns=int(k * interval_ns), first_id=k * connections, sends=sends[k],
-            expected=sends[k] if sender_role == "requester" else 0,
+            expected=sends[k] if sender_role == Role.REQUESTER else 0,
             connections=connections,
         )
         for k in range(senders)
     ]
-    if sender_role == "producer":
+    if sender_role == Role.PRODUCER:
         consumers = [
-            AgentPlan(agent_id=f"consumer-{k}", role="consumer", rate=0.0, phase_ns=0,
+            AgentPlan(agent_id=f"consumer-{k}", role=Role.CONSUMER, rate=0.0, phase_ns=0,
                       first_id=k * connections, sends=0, expected=total * connections,
                       connections=connections)
             for k in range(workload.consumers)
         ]
         plans = consumers + plans
     elif needs_responder:
-        responder = AgentPlan(agent_id="responder-0", role="responder", rate=0.0, phase_ns=0,
+        responder = AgentPlan(agent_id="responder-0", role=Role.RESPONDER, rate=0.0,
+                              phase_ns=0,
                               first_id=0, sends=0, expected=total)
         plans = [responder, *plans]
     return [replace(plan, host=hosts[_index(plan) % len(hosts)]) for plan in plans]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
+
 from sixnines.orchestrator.yaml_source import Document, YamlPath
 
 # --- errors -----------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+
 from sixnines.orchestrator import units
 from sixnines.orchestrator.launchers.base import check_env_name
 

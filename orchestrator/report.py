@@ -12,6 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
 from sixnines.formats.atomic import atomic_path, write_atomically
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.integrity import unreadable

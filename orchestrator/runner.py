@@ -25,9 +25,10 @@ from pathlib import Path
 
 from sixnines.agents.artifacts import read_done
 from sixnines.agents.facts import clock_domain
-from sixnines.agents.schedule import MAX, NS
+from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
+from sixnines.formats.vocabulary import MAX_RATE, Role
 from sixnines.orchestrator.brokers import BrokerError, RunningBroker, provide_broker
 from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.hosts import Placement
@@ -35,8 +36,6 @@ from sixnines.orchestrator.interrupts import describe, held
 from sixnines.orchestrator.launchers.base import Launcher, LaunchError, Process, shutdown_all
 from sixnines.orchestrator.manifest import RUNNING, new_manifest, verified_artifacts, write_manifest
 from sixnines.orchestrator.plan import AgentPlan, plan_agents
-
-MONITOR = "monitor"
 
 READY_TIMEOUT_S = 60.0
 START_DELAY_S = 0.5  # from the start message to the first scheduled send
@@ -206,7 +205,7 @@ class Run:
             role=plan.role, driver=self.point.system.driver, address=self.broker.address,
             driver_options=self.point.system.options.model_dump(mode="json"),
             message_size=w.message_size, rate=plan.rate,
-            schedule=MAX if w.saturation else str(w.schedule),
+            schedule=MAX_RATE if w.saturation else str(w.schedule),
             messages=plan.sends if w.saturation else 0,
             duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=plan.connections,
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
@@ -221,15 +220,15 @@ class Run:
         Whatever fails here is a note: the run goes on without broker CPU."""
         if self.broker.process is None:
             return
-        plan = AgentPlan(agent_id=MONITOR, role=MONITOR, rate=0.0, phase_ns=0, first_id=0,
-                         sends=0, expected=0, host=self.placement.broker)
+        plan = AgentPlan(agent_id=Role.MONITOR, role=Role.MONITOR, rate=0.0, phase_ns=0,
+                         first_id=0, sends=0, expected=0, host=self.placement.broker)
         try:
             self.monitor = self._launch(plan, beside=self.broker.process)
             self._await_ready([self.monitor])
         except (LaunchError, RunFailure) as exc:
             self.monitor_notes.append(f"broker CPU monitor: {exc}")
             if self.monitor is not None:
-                self.agents.pop(MONITOR)
+                self.agents.pop(Role.MONITOR)
                 self.monitor.process.shutdown()
                 self.monitor = None
 
@@ -340,7 +339,8 @@ class Run:
     def _finish_consumers(self) -> None:
         """Tell the receiving agents how much was sent, so they stop once it has arrived."""
         sent = sum(a.done.sent for a in self._senders() if a.done is not None)
-        per_connection = {"consumer": sent * self.point.workload.connections, "responder": sent}
+        per_connection = {Role.CONSUMER: sent * self.point.workload.connections,
+                          Role.RESPONDER: sent}
         for agent in self._measuring():
             if not agent.plan.sends_messages and not agent.finished:
                 agent.send(p.Finish(expected=per_connection[agent.plan.role]))

@@ -18,17 +18,11 @@ from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
-from sixnines.orchestrator.fields import (
-    Messages,
-    Mode,
-    Name,
-    Receive,
-    SampleInterval,
-    Schedule,
-    Text,
-)
+from sixnines.formats.vocabulary import Mode, Receive, Schedule
+from sixnines.orchestrator.fields import Messages, Name, SampleInterval, Text
 from sixnines.orchestrator.hosts import (
     LOCAL,
     MAX_HOSTS,

@@ -19,6 +19,7 @@ from pydantic import (
     model_serializer,
     model_validator,
 )
+
 from sixnines.drivers import registry
 from sixnines.drivers.base import Driver, DriverOptions
 from sixnines.orchestrator.fields import Name

@@ -20,19 +20,17 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
+
+from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
 from sixnines.orchestrator.fields import (
-    MAX_RATE,
     MAX_RUN_TIME_NS,
     MAX_WAIT_NS,
     SECOND_NS,
     Messages,
-    Mode,
     Name,
     Parallel,
     Rate,
-    Receive,
     RunTime,
-    Schedule,
     Seed,
     Size,
     Sweep,

@@ -125,10 +125,12 @@ from typing import Any
 
 import numpy as np
 from pyspark.sql import SparkSession
+
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
 from sixnines.formats.records import HLOG_FILE, MESSAGES_FILE
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
+from sixnines.formats.vocabulary import Role
 from sixnines.spark_jobs import cpu, distribution, frames, series, summarize
 from sixnines.spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
 from sixnines.spark_jobs.session import spark_session
@@ -211,11 +213,11 @@ def _absent_notes(absent: list[dict[str, Any]], workload: dict[str, Any], sent: 
     notes = []
     for agent in absent:
         who = f"agent {agent['id']} ({agent['role']}, status {agent.get('status', 'unknown')})"
-        if agent["role"] == "consumer":
+        if agent["role"] == Role.CONSUMER:
             unknown = _connections(agent, workload) * sent
             notes.append(f"{who} left no {MESSAGES_FILE}: the {unknown:,} deliveries expected "
                          "there are unknown (not lost: nothing says whether they arrived)")
-        elif agent["role"] == "requester":
+        elif agent["role"] == Role.REQUESTER:
             notes.append(f"{who} left no {MESSAGES_FILE}: its requests and their replies are "
                          "in no count (it reported sending "
                          f"{int(agent.get('sent') or 0):,} before it stopped)")
@@ -294,9 +296,10 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
     df = frames.load_messages(spark, run_dir, manifest)
     # every connection of every consumer agent receives every message (fan-out)
     connections = int(workload.get("connections", 1))
-    consumers = connections * sum(role == "consumer" for role, _ in checked.messages.values())
+    consumers = connections * sum(role == Role.CONSUMER
+                                  for role, _ in checked.messages.values())
     silent = sum(_connections(agent, workload) for agent in absent
-                 if agent["role"] == "consumer")
+                 if agent["role"] == Role.CONSUMER)
     counts = frames.accounting(df, consumers, silent).first().asDict()
     rate = frames.rates(df).first().asDict()
     clocks = frames.RunClocks.from_manifest(manifest)

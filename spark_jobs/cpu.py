@@ -29,14 +29,16 @@ from typing import Any
 import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
 from sixnines.formats import hdr
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import CPU_FILE
+from sixnines.formats.vocabulary import SENDERS, Role
 from sixnines.spark_jobs.distribution import Detail, median_bucket
 from sixnines.spark_jobs.summarize import MetricCounts, metric_summary
 
-SIDES = {"sender": ("producer", "requester"), "receiver": ("consumer", "responder")}
-BROKER_DENOMINATORS = ("consumer", "requester")  # the first role present counts
+SIDES = {"sender": SENDERS, "receiver": (Role.CONSUMER, Role.RESPONDER)}
+BROKER_DENOMINATORS = (Role.CONSUMER, Role.REQUESTER)  # the first role present counts
 MAX_POINTS = 2000  # as series.MAX_POINTS: curves stay small
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+
 from sixnines.formats import hdr
 
 PER_DECADE = 20

@@ -23,13 +23,14 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
+
 from sixnines.formats import hdr
 from sixnines.formats.records import MESSAGES, MESSAGES_FILE
+from sixnines.formats.vocabulary import RECORDING, SENDERS, Role
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION
 
 SCHEMA = from_arrow_schema(MESSAGES)
-ROLES = ("producer", "consumer", "requester")
-SENDERS = ("producer", "requester")
+ROLES = RECORDING
 METRICS = ("latency", "service_time", "send_lag")
 DEFAULT_DOMAIN = ""  # a manifest without clock domains: every agent shares one clock
 SAME_CLOCK, CROSS_CLOCK, EXCLUDED = "same_clock", "cross_clock", "excluded"
@@ -153,8 +154,8 @@ def _is_sender() -> Column:
 
 def _is_receipt() -> Column:
     """A received message: any consumer row, or a requester row whose reply came."""
-    return (F.col("role") == "consumer") | (
-        (F.col("role") == "requester") & F.col("recv_ns").isNotNull()
+    return (F.col("role") == Role.CONSUMER.value) | (
+        (F.col("role") == Role.REQUESTER.value) & F.col("recv_ns").isNotNull()
     )
 
 
@@ -248,7 +249,7 @@ def with_clock_pairs(df: DataFrame, clocks: RunClocks) -> DataFrame:
         _clock_table(spark, "agent_index", "rx", clocks.receivers), "agent_index", "left"
     ).join(_clock_table(spark, "producer_id", "tx", clocks.producers), "producer_id", "left")
     producer_domain = F.coalesce(F.col("tx_domain"), F.lit(clocks.sole_domain).cast("string"))
-    same = (F.col("role") == "requester") | F.coalesce(
+    same = (F.col("role") == Role.REQUESTER.value) | F.coalesce(
         producer_domain == F.col("rx_domain"), F.lit(False)
     )
     correction = F.col("rx_offset") - F.col("tx_offset")
@@ -393,12 +394,12 @@ def accounting(df: DataFrame, consumers: int | None = None, absent: int = 0) -> 
     aggregates = [
         F.count(F.when(_is_sender() & ~warm, 1)).alias("sent"),
         F.count(F.when(_is_receipt() & ~warm, 1)).alias("received"),
-        F.count(F.when((F.col("role") == "requester") & ~warm, 1)).alias("requests"),
+        F.count(F.when((F.col("role") == Role.REQUESTER.value) & ~warm, 1)).alias("requests"),
         F.count(F.when(_is_sender() & warm, 1)).alias("warmup_sent"),
         F.count(F.when(_is_receipt() & warm, 1)).alias("warmup_received"),
     ]
     if consumers is None:
-        consumer_id = F.when(F.col("role") == "consumer", _receiver())
+        consumer_id = F.when(F.col("role") == Role.CONSUMER.value, _receiver())
         aggregates.append(F.count_distinct(consumer_id).alias("consumers"))
     counts = df.agg(*aggregates)
     n_consumers = F.col("consumers") if consumers is None else F.lit(consumers)

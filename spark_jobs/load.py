@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-OPEN_LOOP, SATURATION = "open-loop", "saturation"
+from sixnines.formats.vocabulary import MAX_RATE, Load, Role
+
+OPEN_LOOP, SATURATION = Load.OPEN_LOOP, Load.SATURATION
 
 #: The metrics each load measures; the other metrics of a summary stay empty (count 0).
 METRICS = {
@@ -24,16 +26,16 @@ METRICS = {
 HEADLINE = {OPEN_LOOP: "latency", SATURATION: "saturation_latency"}
 #: The hlog tags an agent of each role writes (agents.roles `metrics`).
 TAGS_BY_ROLE = {
-    OPEN_LOOP: {"producer": ("send_lag",), "consumer": ("latency", "service_time"),
-                "requester": ("latency", "service_time", "send_lag")},
-    SATURATION: {"producer": (), "consumer": ("saturation_latency",),
-                 "requester": ("saturation_latency",)},
+    OPEN_LOOP: {Role.PRODUCER: ("send_lag",), Role.CONSUMER: ("latency", "service_time"),
+                Role.REQUESTER: ("latency", "service_time", "send_lag")},
+    SATURATION: {Role.PRODUCER: (), Role.CONSUMER: ("saturation_latency",),
+                 Role.REQUESTER: ("saturation_latency",)},
 }
 
 
 def load_of(params: dict[str, Any]) -> str:
     """The load of a run from its workload parameters (the manifest's or summary's `params`)."""
-    return SATURATION if params.get("rate") == "max" else OPEN_LOOP
+    return SATURATION if params.get("rate") == MAX_RATE else OPEN_LOOP
 
 
 def saturation_warnings(counts: dict[str, int], params: dict[str, Any]) -> list[str]:

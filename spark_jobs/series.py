@@ -52,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+
 from sixnines.formats import hdr
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.spark_jobs import frames

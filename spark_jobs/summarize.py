@@ -17,9 +17,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
 from sixnines.formats import hdr
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
+from sixnines.formats.vocabulary import Schedule
 from sixnines.spark_jobs.distribution import Detail, robust_centre
 from sixnines.spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, TAGS_BY_ROLE, load_of
@@ -272,7 +274,7 @@ def saturation_warnings(figures: dict[str, Any], send_rate: float | None,
                         params: dict[str, Any]) -> list[str]:
     """Say when the generator, not the system under test, set the pace (docs/design.md rule 2):
     a large send lag, or fewer messages per second sent than the schedule asked for."""
-    if params.get("schedule") == "closed" or load_of(params) == SATURATION:
+    if params.get("schedule") == Schedule.CLOSED or load_of(params) == SATURATION:
         return []  # a closed loop waits on purpose, rate: max has no schedule to lag
     warnings = []
     lag_p99 = (figures.get("send_lag_us") or {}).get("p99")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 
 import pytest
+
 from sixnines.formats.atomic import TEMP_SUFFIX, WriteFailure, atomic_path, write_atomically
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from sixnines.orchestrator.cli import EXIT_BAD_INPUT, SPARK_MASTER_VARIABLE, parser, spark_master
 
 

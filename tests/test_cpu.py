@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from sixnines.agents.cpu import CpuSampler, ProcessTree, write_cpu
 from sixnines.formats.records import CPU
 

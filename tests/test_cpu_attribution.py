@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from sixnines.agents.cpu import write_cpu
 from sixnines.spark_jobs import cpu
 

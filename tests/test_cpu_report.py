@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 from sixnines.orchestrator.reports import write_reports
-
 from tests.test_html_report import series, summary
 
 

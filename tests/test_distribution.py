@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from sixnines.formats import hdr
 from sixnines.spark_jobs import distribution as d
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from sixnines.orchestrator.matrix import expand
 from sixnines.orchestrator.scenario import load_scenario
 

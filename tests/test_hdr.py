@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
+
 from sixnines.formats import hdr
 
 PERCENTILES = [50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999, 100.0]

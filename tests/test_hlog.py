@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hdrh.histogram import HdrHistogram
 from hdrh.log import HistogramLogReader
+
 from sixnines.formats import hdr
 from sixnines.formats.hlog import (
     INTERVAL_NS,

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from sixnines.orchestrator.reports import nines, sweeps, write_reports
 from sixnines.orchestrator.reports.inputs import read_hgrm
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, slugify

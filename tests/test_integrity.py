@@ -8,6 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from sixnines.agents.artifacts import described
 from sixnines.formats import integrity
 from sixnines.formats.status import rank, worst

@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from sixnines.orchestrator.bundle import clean_source
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,6 +4,7 @@ warnings apply and which interval-log tags are checked, without Spark."""
 from __future__ import annotations
 
 import numpy as np
+
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, load_of, saturation_warnings

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import yaml
+
 from sixnines.orchestrator.matrix import CASE_KEY, expand, safe_label
 from sixnines.orchestrator.scenario import CaseScenario, Mode, load_scenario, parse_scenario
 

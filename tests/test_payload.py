@@ -7,6 +7,7 @@ import zlib
 
 import numpy as np
 import pytest
+
 from sixnines.formats.payload import HEADER, HEADER_SIZE, build_frames, frame_dtype
 
 # producer_id u32, seq u64, intended_ns i64, sent_ns i64, packed little-endian

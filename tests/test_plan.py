@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+
 from sixnines.agents.schedule import NS, message_count
 from sixnines.orchestrator.plan import AgentPlan, plan_agents
 from sixnines.orchestrator.scenario import Workload

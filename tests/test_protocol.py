@@ -9,6 +9,7 @@ import threading
 import time
 
 import pytest
+
 from sixnines.formats.protocol import (
     MESSAGE_TYPES,
     PROTOCOL_VERSION,

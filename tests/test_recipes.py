@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from sixnines.orchestrator import recipes
 from sixnines.orchestrator.brokers import BrokerError, start_recipe
 from sixnines.orchestrator.launchers.local import LocalLauncher

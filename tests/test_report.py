@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from rich.console import Console
+
 from sixnines.orchestrator.report import print_tables, run_table, supported
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from pydantic import ValidationError
+
 from sixnines.drivers import registry
 from sixnines.drivers.base import Driver
 from sixnines.drivers.tcp import TcpDriver, TcpOptions

@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+
 from sixnines.agents.schedule import NS, intended_offsets, message_count, touched
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from sixnines.spark_jobs import frames, series, summarize
 
 pytestmark = pytest.mark.integration

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
+
 from sixnines.orchestrator.hosts import Link, bits_per_second
 from sixnines.orchestrator.shaping import burst_bytes, interface_of, shape_commands
 

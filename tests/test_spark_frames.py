@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from sixnines.formats import hdr
 from sixnines.spark_jobs import frames
 

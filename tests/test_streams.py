@@ -10,14 +10,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 import sixnines.agents.streams as streams
 from sixnines.agents.roles import Control, Producer
-from sixnines.agents.schedule import MAX, intended_offsets
+from sixnines.agents.schedule import intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import Framing
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
+from sixnines.formats.vocabulary import MAX_RATE
 
 TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 
@@ -328,7 +330,7 @@ def max_prepare(messages: int, connections: int, duration_ns: int = 60 * NS) -> 
     return Prepare(
         protocol=PROTOCOL_VERSION, run_id="r", agent_id="producer-0", role="producer",
         driver="tcp", address="", driver_options={}, message_size=SIZE, rate=0.0,
-        schedule=MAX, duration_ns=duration_ns, warmup_ns=0, connections=connections,
+        schedule=MAX_RATE, duration_ns=duration_ns, warmup_ns=0, connections=connections,
         first_id=0, phase_ns=0, receive="blocking", drain_ns=NS, seed=1, expected=0,
         out_dir="", messages=messages)
 

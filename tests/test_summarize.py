@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
 from sixnines.spark_jobs.summarize import (

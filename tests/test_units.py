@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+
 from sixnines.orchestrator.units import parse_duration, parse_rate, parse_size
 
 

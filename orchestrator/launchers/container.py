@@ -32,6 +32,7 @@ from docker.errors import APIError, BuildError, ImageNotFound, NotFound
 from docker.models.containers import Container
 from docker.models.images import Image
 from docker.utils import socket as frames
+
 from sixnines.orchestrator.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
 from sixnines.orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
 

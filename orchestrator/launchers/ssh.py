@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 import paramiko
+
 from sixnines.orchestrator.bundle import Bundle, BundleError, build_bundle
 from sixnines.orchestrator.hosts import SshHost
 from sixnines.orchestrator.launchers.base import (

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
+
 from sixnines.formats.atomic import write_atomically
 from sixnines.orchestrator.report import write_results_summary
 from sixnines.orchestrator.reports import gnuplot, html, nines, per_run, sweeps

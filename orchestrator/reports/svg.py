@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from html import escape
 
 import numpy as np
+
 from sixnines.orchestrator.reports.model import Band, Figure, Line, Scale, finite
 from sixnines.orchestrator.reports.ticks import ticks
 

@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import pytest
-from sixnines.spark_jobs.analyze import analyze_run
 
+from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.support import RecordingView, execute, points
 
 pytestmark = pytest.mark.integration

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from sixnines.formats.atomic import TEMP_SUFFIX
 
+from sixnines.formats.atomic import TEMP_SUFFIX
 from tests.faults.disks import FILLER, leave_free, small_disk
 from tests.faults.support import copy_run, failed_cleanly, line_with, record, sixnines
 

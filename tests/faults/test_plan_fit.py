@@ -10,10 +10,10 @@ import subprocess
 import sys
 
 import pytest
+
 from sixnines.orchestrator import footprint
 from sixnines.orchestrator.matrix import expand
 from sixnines.orchestrator.scenario import load_scenario
-
 from tests.faults.processes import Sixnines
 
 HUGE = """

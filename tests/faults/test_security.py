@@ -28,6 +28,7 @@ import pika
 import pytest
 import yaml
 from rich.console import Console
+
 from sixnines.formats import protocol
 from sixnines.orchestrator import brokers, recipes
 from sixnines.orchestrator.brokers import BrokerError
@@ -39,7 +40,6 @@ from sixnines.orchestrator.launchers.local import LocalLauncher
 from sixnines.orchestrator.launchers.ssh import SshLauncher
 from sixnines.orchestrator.recipes import RecipeError, load_recipe
 from sixnines.orchestrator.scenario import ScenarioError, load_scenario
-
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.brokers import start_recipe

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from sixnines.orchestrator.scenario import load_scenario
 
 pytestmark = pytest.mark.integration

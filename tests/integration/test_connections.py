@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 import pytest
-from sixnines.spark_jobs.analyze import analyze_run
 
+from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.support import execute, points
 
 pytestmark = pytest.mark.integration

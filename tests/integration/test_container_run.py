@@ -10,9 +10,9 @@ import textwrap
 import docker
 import pytest
 from rich.console import Console
+
 from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.scenario import load_scenario
-
 from tests.integration.containers import BASE_IMAGE, podman_engine
 
 pytestmark = pytest.mark.integration

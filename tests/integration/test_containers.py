@@ -13,11 +13,11 @@ from pathlib import Path
 
 import docker
 import pytest
+
 from sixnines.formats import protocol as p
 from sixnines.orchestrator.bundle import build_id
 from sixnines.orchestrator.launchers.base import LaunchError, Process
 from sixnines.orchestrator.launchers.container import ContainerLauncher, untar
-
 from tests.integration.containers import BASE_IMAGE, podman_engine
 from tests.integration.support import external_broker
 

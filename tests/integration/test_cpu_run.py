@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+
 from sixnines.formats.records import CPU_FILE
 from sixnines.orchestrator.runner import RunSettings
-
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration
@@ -99,15 +99,15 @@ def test_no_broker_cpu_for_a_broker_sixnines_did_not_start(spark, tmp_path):
 
 
 class KillMonitor(RecordingView):
-    """Kills the monitor as the agents start: the controller's only `-m sixnines.agents` child by
-    then (it is started and ready before them)."""
+    """Kills the monitor as the agents start: the controller's only `-m sixnines.agents`
+    child by then (it is started and ready before them)."""
 
     def begin_run(self, point, plans) -> None:
         super().begin_run(point, plans)
         for pid in filter(str.isdigit, os.listdir("/proc")):
             stat = Path(f"/proc/{pid}/stat").read_text()
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"agents" in cmdline:
+            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"sixnines.agents" in cmdline:
                 os.kill(int(pid), signal.SIGKILL)
 
 

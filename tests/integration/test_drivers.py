@@ -16,8 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import sixnines.drivers.zmq as zmq_driver
 import zmq
+
+import sixnines.drivers.zmq as zmq_driver
 from sixnines.drivers import registry
 from sixnines.drivers.base import DriverError, Framing
 from sixnines.drivers.tcp import TcpDriver, TcpOptions

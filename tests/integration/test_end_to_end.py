@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.records import CPU_FILE, HLOG_FILE, MESSAGES_FILE
 from sixnines.orchestrator.report import find_run_dirs

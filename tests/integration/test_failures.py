@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from sixnines.spark_jobs.analyze import analyze_run
 
+from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration

@@ -24,9 +24,9 @@ import zlib
 from pathlib import Path
 
 import pytest
+
 from sixnines.orchestrator.reports import write_reports
 from sixnines.orchestrator.reports.svg import AREA_W
-
 from tests.test_html_report import synthetic_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zmq
+
 from sixnines.drivers.base import DriverError
 from sixnines.drivers.kafka import KafkaDriver, KafkaOptions
 from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.scenario import ScenarioError
-
 from tests.integration.support import (
     SIZE,
     assert_every_message_accounted,

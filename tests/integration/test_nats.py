@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from sixnines.drivers.base import DriverError
 from sixnines.drivers.nats import NatsDriver, NatsOptions
 from sixnines.formats.payload import frame_dtype
 from sixnines.orchestrator.problems import ScenarioError
 from sixnines.orchestrator.scenario import parse_scenario
-
 from tests.integration import support
 from tests.integration.support import (
     SIZE,

@@ -12,10 +12,10 @@ from functools import partial
 
 import pika
 import pytest
+
 from sixnines.drivers.base import DriverError
 from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
 from sixnines.orchestrator.scenario import ScenarioError, Workload
-
 from tests.integration.support import (
     SIZE,
     assert_every_message_accounted,

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 import redis
+
 from sixnines.drivers.base import DriverError
 from sixnines.drivers.redis import RedisDriver, RedisOptions
 from sixnines.orchestrator.scenario import ScenarioError
-
 from tests.integration.support import (
     SIZE,
     assert_every_message_accounted,

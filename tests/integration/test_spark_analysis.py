@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
 from sixnines.formats.records import HLOG_FILE, MESSAGES, MESSAGES_FILE

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from rich.console import Console
+
 from sixnines.formats import hdr
 from sixnines.orchestrator.report import run_table
-
 from tests.integration.test_spark_analysis import PERIOD_NS, WARMUP_NS, _write_agent
 
 pytestmark = pytest.mark.integration

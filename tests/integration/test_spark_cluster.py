@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pyspark
 import pytest
-from sixnines.spark_jobs.analyze import analyze_run
 
+from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.support import execute, free_port, points
 
 pytestmark = pytest.mark.integration

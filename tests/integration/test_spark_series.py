@@ -8,11 +8,11 @@ import json
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+
 from sixnines.formats.records import MESSAGES_FILE
 from sixnines.orchestrator.runner import RunSettings
 from sixnines.spark_jobs import distribution, frames, series
 from sixnines.spark_jobs.analyze import SERIES, analyze_run, main
-
 from tests.integration.support import execute, points
 
 pytestmark = pytest.mark.integration

@@ -4,6 +4,7 @@ cannot sort one 100M-message stream for the window pass)."""
 from __future__ import annotations
 
 import pytest
+
 from sixnines.spark_jobs.session import heap_given, local_heap
 
 

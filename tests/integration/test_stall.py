@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 import pytest
-from sixnines.spark_jobs.analyze import analyze_run
 
+from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration
