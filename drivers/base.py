@@ -26,6 +26,8 @@ from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from sixnines.formats.errors import SixninesError
+
 
 class DriverOptions(BaseModel):
     """Base of every driver's options: strict, so a misspelt key is an error, not a default."""
@@ -92,7 +94,7 @@ class Framing:
         return len(self.prefix) + message_size + len(self.suffix)
 
 
-class DriverError(Exception):
+class DriverError(SixninesError):
     """A failure of the system under test (unreachable, refused, closed), already worded
     for the user: it names the system and the address."""
 

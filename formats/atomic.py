@@ -15,10 +15,12 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
+from sixnines.formats.errors import SixninesError
+
 TEMP_SUFFIX = ".partial"
 
 
-class WriteFailure(OSError):
+class WriteFailure(SixninesError, OSError):
     """A result file that could not be written; `str()` names the file and the reason."""
 
     def __init__(self, path: Path, cause: OSError) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from hdrh.histogram import HdrHistogram
 
 from sixnines.formats import hdr
+from sixnines.formats.errors import SixninesError
 
 INTERVAL_NS = 1_000_000_000
 MAX_VALUE_UNIT_RATIO = 1e6  # Interval_Max column in ms for ns values (HdrHistogram convention)
@@ -143,7 +144,7 @@ _START = re.compile(r"#\[StartTime: *([\d.]+)")
 _BASE = re.compile(r"#\[BaseTime: *([\d.]+)")
 
 
-class HlogError(ValueError):
+class HlogError(SixninesError, ValueError):
     """An interval log that cannot be read; `str()` names the file, the line and why."""
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sixnines.formats.errors import SixninesError
 from sixnines.formats.records import CPU_FILE, MESSAGES_FILE
 
 MANIFEST = "manifest.json"
@@ -46,7 +47,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-class Damaged(Exception):
+class Damaged(SixninesError):
     """Files of a run that fail their checks; `problems`: one line per file, naming it."""
 
     def __init__(self, problems: list[str]) -> None:

@@ -24,11 +24,13 @@ import threading
 from dataclasses import dataclass, field
 from typing import IO, ClassVar
 
+from sixnines.formats.errors import SixninesError
+
 PROTOCOL_VERSION = 2
 DEFAULT_CPU_SAMPLE_NS = 1_000_000_000  # as often as the interval log and the progress report
 
 
-class ProtocolError(Exception):
+class ProtocolError(SixninesError):
     pass
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import queue
 import secrets
 import shlex
@@ -22,15 +23,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sixnines.drivers.base import Credential
+from sixnines.formats.errors import SixninesError
 from sixnines.orchestrator.handoff import handoff_argv, handoff_line
 from sixnines.orchestrator.hosts import is_loopback
 from sixnines.orchestrator.launchers.base import Completed, Launcher, Process
 from sixnines.orchestrator.recipes import Auth, Recipe, RecipeError, load_recipe, render
 
+logger = logging.getLogger(__name__)
+
 READY_TIMEOUT_S = 15.0
 
 
-class BrokerError(Exception):
+class BrokerError(SixninesError):
     pass
 
 
@@ -221,6 +225,7 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         stdin = fill(auth.stdin, **login, secret=credential.password)
     broker.process = _launch(launcher, command, stdin, f"broker-{system}", log_path, env)
     broker.facts["pid"] = getattr(broker.process, "pid", None)
+    logger.info("%s: waiting for it to be ready (%s)", label, shlex.join(command))
     try:
         _await_ready(broker, fill(native.ready.tcp), fill(native.ready.command), env,
                      native.ready.timeout / 1e9, label, log_path)

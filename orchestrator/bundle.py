@@ -24,13 +24,15 @@ from pathlib import Path
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
+from sixnines.formats.errors import SixninesError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: The folders the wheel is built from (pyproject.toml maps each into `sixnines`).
 PACKAGES = ("sixnines", "formats", "agents", "drivers", "orchestrator", "spark_jobs")
 CACHE_VARIABLE = "SIXNINES_CACHE"
 
 
-class BundleError(Exception):
+class BundleError(SixninesError):
     pass
 
 
@@ -95,7 +97,7 @@ def build_bundle() -> Bundle:
 def clean_source(target: Path) -> Path:
     """A copy of just what the wheel is built from: building in the checkout would leave
     build/ and egg-info behind, and setuptools' build/ keeps modules deleted since."""
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         target.mkdir(parents=True, exist_ok=True)
         shutil.copy2(PROJECT_ROOT / name, target / name)
     for package in PACKAGES:

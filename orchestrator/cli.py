@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import sys
 from pathlib import Path
 
 from rich.console import Console
 
-from sixnines.formats.atomic import WriteFailure
+from sixnines import __version__
+from sixnines.formats.errors import SixninesError
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
 SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
@@ -36,15 +38,11 @@ def _messages(text: str) -> int:
     return int(text)
 
 
-def _load(file: str, console: Console):
-    """The scenario in `file`, or None after printing every problem with its line."""
-    from sixnines.orchestrator.scenario import ScenarioError, load_scenario
+def _load(file: str):
+    """The scenario in `file` (ScenarioError: every problem with its line)."""
+    from sixnines.orchestrator.scenario import load_scenario
 
-    try:
-        return load_scenario(file)
-    except ScenarioError as exc:  # one unwrapped line per problem, as editors parse them
-        console.print(str(exc), markup=False, highlight=False, soft_wrap=True)
-        return None
+    return load_scenario(file)
 
 
 def _footprint(file: str, points: list, scenario, output: Path) -> tuple[list[str], list[str]]:
@@ -64,9 +62,7 @@ def _footprint(file: str, points: list, scenario, output: Path) -> tuple[list[st
 def _validate(args, console: Console) -> int:
     from sixnines.orchestrator.matrix import expand
 
-    scenario = _load(args.file, console)
-    if scenario is None:
-        return EXIT_BAD_INPUT
+    scenario = _load(args.file)
     points = expand(scenario)
     estimate, problems = _footprint(args.file, points, scenario, Path(scenario.output))
     verdict = "does not fit this machine" if problems else "ok"
@@ -92,9 +88,7 @@ def _run(args, console: Console) -> int:
     from sixnines.orchestrator.launchers.base import LaunchError
     from sixnines.orchestrator.matrix import expand
 
-    scenario = _load(args.file, console)
-    if scenario is None:
-        return EXIT_BAD_INPUT
+    scenario = _load(args.file)
     output = args.output if args.output is not None else Path(scenario.output)
     _, problems = _footprint(args.file, expand(scenario), scenario, output)
     for problem in problems:
@@ -107,9 +101,7 @@ def _run(args, console: Console) -> int:
                                spark_master=None if args.no_analysis else master,
                                console=console)
     except LaunchError as exc:
-        console.print(f"cannot use the scenario's hosts: {exc}", markup=False,
-                      highlight=False)
-        return EXIT_NOT_OK
+        raise LaunchError(f"cannot use the scenario's hosts: {exc}") from None
     where = outcome.results_dir
     if outcome.unwritable is not None:
         _say(console, f"stopped: {outcome.unwritable}; every process was stopped, and what "
@@ -130,7 +122,6 @@ def _report(args, console: Console) -> int:
     from sixnines.orchestrator.interrupts import describe, exit_code
     from sixnines.orchestrator.recovery import recover
     from sixnines.orchestrator.report import (
-        AnalysisError,
         analyse,
         find_run_dirs,
         print_tables,
@@ -138,11 +129,7 @@ def _report(args, console: Console) -> int:
     )
     from sixnines.orchestrator.reports import write_results
 
-    try:
-        run_dirs = find_run_dirs(args.dir)
-    except AnalysisError as exc:
-        console.print(str(exc), markup=False)
-        return EXIT_BAD_INPUT
+    run_dirs = find_run_dirs(args.dir)
     for run_dir in run_dirs:
         if recover(run_dir):
             _say(console, f"{run_dir}: its controller stopped before the run ended; "
@@ -164,13 +151,9 @@ def _report(args, console: Console) -> int:
 
 
 def _compare(args, console: Console) -> int:
-    from sixnines.orchestrator.compare import CompareError, compare, load_side, print_comparison
+    from sixnines.orchestrator.compare import compare, load_side, print_comparison
 
-    try:
-        sides = load_side(args.run_a), load_side(args.run_b)
-    except CompareError as exc:
-        console.print(str(exc), markup=False, highlight=False)
-        return EXIT_BAD_INPUT
+    sides = load_side(args.run_a), load_side(args.run_b)
     comparison = compare(*sides, threshold_pct=args.threshold)
     if args.json:
         print(json.dumps(comparison.as_json(), indent=2))
@@ -229,6 +212,12 @@ def _broker(args, console: Console) -> int:
     return EXIT_OK
 
 
+#: -v on every command, before or after its name (`sixnines -v run` = `sixnines run -v`).
+VERBOSE = argparse.ArgumentParser(add_help=False)
+VERBOSE.add_argument("-v", "--verbose", action="count", default=argparse.SUPPRESS,
+                     help="say what is being done (-vv: and how, for debugging)")
+
+
 def _recipe_option(command: argparse.ArgumentParser) -> None:
     command.add_argument("--recipes", action="append", type=Path, default=[], metavar="DIR",
                          help="a directory of broker recipes, searched first (repeatable; "
@@ -249,9 +238,13 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="sixnines", description=(
         "Open-loop load generation for messaging systems: coordinated-omission-corrected "
         "latency to 99.9999% and the max."))
+    top.add_argument("--version", action="version", version=f"sixnines {__version__}")
+    top.add_argument("-v", "--verbose", action="count", default=0,
+                     help="say what is being done (-vv: and how, for debugging)")
     commands = top.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="run a scenario and analyse it")
+    run = commands.add_parser(
+        "run", parents=[VERBOSE], help="run a scenario and analyse it")
     run.add_argument("file", help="scenario YAML")
     _recipe_option(run)
     run.add_argument("--output", type=Path, help="results root (default: the scenario's output)")
@@ -261,12 +254,14 @@ def parser() -> argparse.ArgumentParser:
                      help="record only; analyse later with `sixnines report`")
     run.set_defaults(handler=_run)
 
-    validate = commands.add_parser("validate", help="check a scenario without running it")
+    validate = commands.add_parser(
+        "validate", parents=[VERBOSE], help="check a scenario without running it")
     validate.add_argument("file")
     _recipe_option(validate)
     validate.set_defaults(handler=_validate)
 
-    report = commands.add_parser("report", help="re-run the analysis of recorded runs")
+    report = commands.add_parser(
+        "report", parents=[VERBOSE], help="re-run the analysis of recorded runs")
     report.add_argument("dir", type=Path, help="a results directory or one run directory")
     report.add_argument("--spark-master", help=f"Spark master (default: "
                         f"${SPARK_MASTER_VARIABLE} or embedded local[*])")
@@ -276,7 +271,7 @@ def parser() -> argparse.ArgumentParser:
     report.set_defaults(handler=_report)
 
     compare = commands.add_parser(
-        "compare", help="compare two results (regressions: exit 1)",
+        "compare", parents=[VERBOSE], help="compare two results (regressions: exit 1)",
         description="Compare B against the reference A, run by run. A latency percentile is "
         "a regression when B exceeds A by more than its tolerance (the percentile's sampling "
         "uncertainty in both runs, at least --threshold) and by more than 5 µs; percentiles "
@@ -292,21 +287,39 @@ def parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print the result as JSON")
     compare.set_defaults(handler=_compare)
 
-    runs = commands.add_parser("runs", help="list past results, newest first")
+    runs = commands.add_parser(
+        "runs", parents=[VERBOSE], help="list past results, newest first")
     runs.add_argument("dir", type=Path, nargs="?", default=Path("runs"),
                       help="where results are (default: ./runs)")
     runs.add_argument("--json", action="store_true", help="print the list as JSON")
     runs.set_defaults(handler=_runs)
 
-    agent = commands.add_parser("agent", help="run an agent (driven over stdin/stdout)")
+    agent = commands.add_parser(
+        "agent", parents=[VERBOSE], help="run an agent (driven over stdin/stdout)")
     agent.set_defaults(handler=_agent)
 
-    broker = commands.add_parser("broker", help="run a builtin broker (tcp relay, zmq proxy)")
+    broker = commands.add_parser(
+        "broker", parents=[VERBOSE], help="run a builtin broker (tcp relay, zmq proxy)")
     broker.add_argument("driver", help="tcp or zmq")
     broker.add_argument("--bind", default="127.0.0.1:0",
                         help="HOST:PORT (port 0: any free port, announced on stdout)")
     broker.set_defaults(handler=_broker)
     return top
+
+
+def _log_to(console: Console, verbosity: int) -> None:
+    """Log records on the console's stream: warnings by default, -v progress (INFO),
+    -vv everything (DEBUG); third-party libraries stay at warnings."""
+    handler = logging.StreamHandler(console.file)
+    handler.set_name("sixnines")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if h.get_name() == "sixnines"]:
+        root.removeHandler(old)  # main() called again in one process (tests)
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    logging.getLogger("sixnines").setLevel(
+        (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,14 +329,15 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(file=sys.stderr)
     if not console.is_terminal:
         console.width = 132  # logs and pipes: room for the whole percentile table
-    if args.handler is not _agent:  # an agent's SIGTERM is its own (agents.main)
+    if args.handler is not _agent:  # an agent's stdio and SIGTERM are its own
         interrupts.install()
+        _log_to(console, args.verbose)
     _use_recipe_dirs(getattr(args, "recipes", []))
     try:
         return args.handler(args, console)
     except KeyboardInterrupt as exc:  # outside a run (runs handle it themselves)
         console.print(interrupts.describe(exc))
         return interrupts.exit_code(exc)
-    except WriteFailure as exc:  # a result file: named, with the room left
+    except SixninesError as exc:  # worded for the user already: no traceback
         _say(console, str(exc))
-        return EXIT_NOT_OK
+        return exc.exit_code

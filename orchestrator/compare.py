@@ -53,6 +53,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sixnines.formats.errors import BadInput
 from sixnines.formats.status import rank
 from sixnines.orchestrator.load import LATENCY, latency_of, run_load
 from sixnines.orchestrator.manifest import MANIFEST_FILE
@@ -67,7 +68,7 @@ RATES = ("send_rate", "receive_rate")
 ACCOUNTING = ("lost", "unknown", "duplicated")
 
 
-class CompareError(Exception):
+class CompareError(BadInput):
     """Bad input: a directory that is missing or holds no analysed results."""
 
 

@@ -9,6 +9,7 @@ after the run it happened in, every process stopped.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from sixnines.orchestrator.progress import ProgressView
 from sixnines.orchestrator.report import analyse, print_tables
 from sixnines.orchestrator.reports import write_results
 from sixnines.orchestrator.runner import Run, RunSettings
+
+logger = logging.getLogger(__name__)
 
 DEFAULT_SPARK_MASTER = "local[*]"
 
@@ -88,6 +91,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     results_dir.mkdir(parents=True)
     shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
     view = ProgressView(len(points), console.file)
+    logger.info("%d run(s) of %s into %s", len(points), scenario.name, results_dir)
     fleet = Fleet.for_scenario(scenario)
     settings = RunSettings.of(scenario)
     run_dirs, statuses = [], []

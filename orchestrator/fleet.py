@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from sixnines.orchestrator.bundle import BundleError, build_bundle
 from sixnines.orchestrator.hosts import LOCAL, ContainerHost, HostSpec, SshHost
 from sixnines.orchestrator.launchers.base import Launcher, LaunchError
 from sixnines.orchestrator.launchers.local import LocalLauncher
@@ -50,6 +49,9 @@ class Fleet:
         together, so one fix-and-retry cycle covers them all."""
         remote = [launcher for launcher in self.launchers.values() if launcher.host != LOCAL]
         if any(getattr(launcher, "needs_bundle", False) for launcher in remote):
+            # the bundle needs the `remote` extra (packaging), as remote hosts do
+            from sixnines.orchestrator.bundle import BundleError, build_bundle
+
             try:
                 bundle = build_bundle()  # once, before the hosts install it in parallel
             except BundleError as exc:

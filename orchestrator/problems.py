@@ -18,6 +18,7 @@ from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
+from sixnines.formats.errors import BadInput
 from sixnines.orchestrator.yaml_source import Document, YamlPath
 
 # --- errors -----------------------------------------------------------------------------
@@ -58,7 +59,7 @@ class Problem:
         return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
 
 
-class ScenarioError(Exception):
+class ScenarioError(BadInput):
     """A scenario that cannot be run; `str()` gives one `FILE:LINE: PATH: MESSAGE` per line."""
 
     def __init__(self, file: str, problems: list[Problem]) -> None:

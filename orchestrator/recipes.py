@@ -34,6 +34,7 @@ from pydantic import (
     model_validator,
 )
 
+from sixnines.formats.errors import SixninesError
 from sixnines.orchestrator import units
 from sixnines.orchestrator.launchers.base import check_env_name
 
@@ -49,7 +50,7 @@ Nanoseconds = Annotated[int, BeforeValidator(units.parse_duration)]
 EnvName = Annotated[str, AfterValidator(check_env_name)]
 
 
-class RecipeError(Exception):
+class RecipeError(SixninesError):
     pass
 
 

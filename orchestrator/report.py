@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import os
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from sixnines.formats.atomic import atomic_path, write_atomically
+from sixnines.formats.errors import BadInput
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.integrity import unreadable
 from sixnines.formats.status import CORRUPT, FAILED
@@ -35,7 +37,7 @@ CSV_FIGURES = (*FIGURE_KEYS, "mean")
 CROSS_CLOCK_METRICS = ("latency_us", "service_time_us", "saturation_latency_us")
 
 
-class AnalysisError(Exception):
+class AnalysisError(BadInput):
     pass
 
 
@@ -102,6 +104,7 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
             *map(str, run_dirs)]
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    logging.getLogger(__name__).info("analysis: %s (its log: %s)", " ".join(argv), log_path)
     with open(log_path, "ab") as log:  # an interrupt stops the job (and its JVM): see above
         _, output = run_guarded(argv, env, None, stderr=log)
     results = {}

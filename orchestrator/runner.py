@@ -18,6 +18,7 @@ manifest: its troubles are notes (`monitor.notes`), never the run's problems.
 
 from __future__ import annotations
 
+import logging
 import queue
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from sixnines.agents.artifacts import read_done
 from sixnines.agents.facts import clock_domain
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
+from sixnines.formats.errors import SixninesError
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import MAX_RATE, Role
 from sixnines.orchestrator.brokers import BrokerError, RunningBroker, provide_broker
@@ -37,6 +39,8 @@ from sixnines.orchestrator.launchers.base import Launcher, LaunchError, Process,
 from sixnines.orchestrator.manifest import RUNNING, new_manifest, verified_artifacts, write_manifest
 from sixnines.orchestrator.plan import AgentPlan, plan_agents
 
+logger = logging.getLogger(__name__)
+
 READY_TIMEOUT_S = 60.0
 START_DELAY_S = 0.5  # from the start message to the first scheduled send
 PINGS = 7
@@ -45,7 +49,7 @@ OVERRUN_S = 15.0  # past the planned end, agents are told to stop
 STOP_GRACE_S = 15.0  # after a stop, how long agents get to write their data
 
 
-class RunFailure(Exception):
+class RunFailure(SixninesError):
     pass
 
 
@@ -143,8 +147,11 @@ class Run:
         return self.manifest
 
     def _measure(self) -> None:
+        logger.info("%s: starting (%s)", self.point.run_id, self.run_dir)
         self.broker = provide_broker(self.point.system, self.fleet[self.placement.broker],
                                      self.run_dir, self.key)
+        logger.info("%s: broker (%s) at %s", self.point.run_id, self.broker.kind,
+                 self.broker.address)
         self.manifest["broker"] = self.broker.describe()
         self._record()
         self._start_monitor()
@@ -199,6 +206,8 @@ class Run:
                                                         self.inbox)
         agent = AgentHandle(plan, launcher, process, out_dir, remote_dir)
         self.agents[plan.agent_id] = agent
+        logger.info("%s: %s (%s) started on %s", self.point.run_id, plan.agent_id, plan.role,
+                 plan.host)
         w = self.point.workload
         agent.send(p.Prepare(
             protocol=p.PROTOCOL_VERSION, run_id=self.point.run_id, agent_id=plan.agent_id,
@@ -294,6 +303,7 @@ class Run:
                 agent.send(p.Start(at_ns=at + agent.clock["offset_ns"]))
         w = self.point.workload
         self.manifest["started_at_ns"] = at
+        logger.info("%s: agents start in %.1f s", self.point.run_id, START_DELAY_S)
         self.view.started(at, w.warmup_ns + w.duration_ns)
 
     def _supervise(self) -> None:
@@ -357,6 +367,7 @@ class Run:
         (until a repeated interrupt hurries us: `_collect` still finds what they wrote)."""
         for agent in self.agents.values():
             if not agent.finished:
+                logger.info("%s: stopping %s (%s)", self.point.run_id, agent.plan.agent_id, reason)
                 agent.send(p.Stop(reason=reason))
         deadline = time.monotonic() + STOP_GRACE_S
         while not self.hurry and not all(a.finished for a in self.agents.values()):
@@ -392,6 +403,8 @@ class Run:
     def _done_from_disk(self, agent: AgentHandle) -> None:
         done = read_done(agent.out_dir)
         if done is not None and done.agent_id == agent.plan.agent_id:
+            logger.info("%s: %s's results taken from its done.json", self.point.run_id,
+                     agent.plan.agent_id)
             agent.done, agent.failure = done, None
             agent.sent, agent.received = done.sent, done.received
             self.view.agent_state(agent.plan.agent_id, done.status)
@@ -459,6 +472,7 @@ class Run:
         else:
             self.manifest["status"] = "ok"
         self.manifest["ended_at"] = time.time()
+        logger.info("%s: %s", self.point.run_id, self.manifest["status"])
         self.view.end_run(self.point, self.manifest["status"], self.problems)
         self._record(final=True)
 

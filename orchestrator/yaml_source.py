@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 from yaml.events import AliasEvent, CollectionEndEvent, CollectionStartEvent, Event, ScalarEvent
 
+from sixnines.formats.errors import BadInput
+
 #: A location in the data: mapping keys and list indexes from the root, e.g.
 #: ("workload", "message_size", 1).
 YamlPath = tuple[Any, ...]
@@ -41,7 +43,7 @@ MAX_DEPTH = 32
 _TOO_LARGE = f"larger than the limit of {MAX_FILE_BYTES // 1024**2} MiB"
 
 
-class SourceError(Exception):
+class SourceError(BadInput):
     """A file that cannot be read as scenario text. `line` is 1-based when known."""
 
     def __init__(self, message: str, line: int | None = None) -> None:
@@ -50,7 +52,7 @@ class SourceError(Exception):
         self.line = line
 
 
-class YamlSyntaxError(Exception):
+class YamlSyntaxError(BadInput):
     """The text is not (single-document, safe) YAML. `line` is 1-based when known."""
 
     def __init__(self, message: str, line: int | None) -> None:

@@ -3,11 +3,19 @@ over default), and the arguments of `compare` and `runs`."""
 
 from __future__ import annotations
 
+import logging
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
-from sixnines.orchestrator.cli import EXIT_BAD_INPUT, SPARK_MASTER_VARIABLE, parser, spark_master
+from sixnines.orchestrator.cli import (
+    EXIT_BAD_INPUT,
+    SPARK_MASTER_VARIABLE,
+    main,
+    parser,
+    spark_master,
+)
 
 
 def test_the_command_line_wins(monkeypatch):
@@ -53,3 +61,29 @@ def test_a_report_window_is_a_whole_number_of_messages(window, capsys):
         parser().parse_args(["report", "runs/a", "--window", window])
     assert exit_.value.code == EXIT_BAD_INPUT
     assert "--window" in capsys.readouterr().err
+
+
+def test_version_names_the_installed_distribution(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"sixnines {version('sixnines')}"
+
+
+@pytest.mark.parametrize(("argv", "level"), [
+    (["validate", "{f}"], logging.WARNING), (["-v", "validate", "{f}"], logging.INFO),
+    (["-vv", "validate", "{f}"], logging.DEBUG), (["validate", "-v", "{f}"], logging.INFO)])
+def test_verbose_sets_how_much_sixnines_logs(tmp_path, argv, level):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("name: s\nsystems: [{name: tcp, driver: tcp}]\n"
+                        "workload: {message_size: 64, rate: 100, duration: 1s}\n")
+    assert main([word.format(f=scenario) for word in argv]) == 0
+    assert logging.getLogger("sixnines").level == level
+
+
+def test_an_anticipated_error_is_one_line_and_its_exit_code(tmp_path, capsys):
+    """Every SixninesError reaches the user as its message (here: a directory without
+    results, bad input), never as a traceback."""
+    assert main(["report", str(tmp_path)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "no run directory" in err and "Traceback" not in err

@@ -55,6 +55,10 @@ def imports(path: Path, module: str) -> set[str]:
 
 
 def part_of(module: str) -> str:
+    """The part a module belongs to; the package root itself (`sixnines`, its version)
+    imports nothing of sixnines, so every part may read it."""
+    if module == "sixnines":
+        return "formats"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[1] in PARTS else "sixnines"
 

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sixnines.formats.errors import SixninesError
+
 EOF_LINE = None
 #: What a shell takes as a variable name: anything else on an `env` line is shell code.
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -125,7 +127,7 @@ class Completed:
     output: str  # stdout and stderr together
 
 
-class LaunchError(Exception):
+class LaunchError(SixninesError):
     """A host cannot be used: unreachable, unknown host key, no Python, bootstrap failed.
     The message names the host and says what to do."""
 

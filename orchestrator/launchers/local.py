@@ -6,6 +6,7 @@ controller, even one killed with SIGKILL."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import queue
 import shutil
@@ -38,6 +39,8 @@ class LocalProcess(Process):
                 text=True, bufsize=1, start_new_session=True, env=environment(env),
             )
         self.pid = self._popen.pid
+        logging.getLogger(__name__).debug("started %s (pid %d): %s", name, self.pid,
+                                          " ".join(argv))
         GUARD.watch(self.pid)
         self._start_reader()
 

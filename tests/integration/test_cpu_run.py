@@ -107,7 +107,8 @@ class KillMonitor(RecordingView):
         for pid in filter(str.isdigit, os.listdir("/proc")):
             stat = Path(f"/proc/{pid}/stat").read_text()
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid() and b"sixnines.agents" in cmdline:
+            parent = int(stat.rsplit(")", 1)[1].split()[1])
+            if parent == os.getpid() and b"sixnines.agents" in cmdline:
                 os.kill(int(pid), signal.SIGKILL)
 
 
