@@ -6,6 +6,7 @@ import csv
 import json
 
 from sixnines.formats.hdr import PERCENTILE_KEYS
+from sixnines.formats.summary import SCHEMA_VERSION, RunSummary
 from sixnines.orchestrator.report import CSV_FILE, SUMMARY_FILE, write_results_summary
 
 FIGURES = {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 3000.0,
@@ -21,9 +22,15 @@ FAILED = {"run_id": "02-zmq-message_size=64", "system": "zmq", "status": "failed
                      "connections": 2}}
 
 
+def summaries(*runs: dict) -> list[RunSummary]:
+    return [RunSummary.model_validate(run) for run in runs]
+
+
 def written(tmp_path) -> list[dict]:
-    write_results_summary(tmp_path, "quickstart", [OK, FAILED])
-    assert json.loads((tmp_path / SUMMARY_FILE).read_text())["runs"][0] == OK
+    write_results_summary(tmp_path, "quickstart", summaries(OK, FAILED))
+    document = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert document["schema_version"] == SCHEMA_VERSION
+    assert document["runs"][0] == {"schema_version": SCHEMA_VERSION, **OK}  # as given
     with open(tmp_path / CSV_FILE, newline="", encoding="utf-8") as rows:
         return list(csv.DictReader(rows))
 
@@ -59,7 +66,7 @@ def test_a_saturation_run_has_its_load_and_saturation_columns(tmp_path):
                "params": {**OK["params"], "rate": "max", "messages": 20_000},
                "latency_us": empty, "service_time_us": empty, "send_lag_us": empty,
                "saturation_latency_us": FIGURES}
-    write_results_summary(tmp_path, "max", [OK, flooded])
+    write_results_summary(tmp_path, "max", summaries(OK, flooded))
     with open(tmp_path / CSV_FILE, newline="", encoding="utf-8") as rows:
         ok, row = list(csv.DictReader(rows))
     assert (row["load"], row["rate"], row["messages"]) == ("saturation", "max", "20000")
