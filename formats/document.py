@@ -9,6 +9,9 @@ Readers see the field's default for a key the file lacks (an older file): the de
 the fallback the project promises for it (a manifest without `throughput_window` reads as
 100). Keys a model does not know are ignored on reading (summaries) or kept (manifests,
 which hold facts other parts add).
+
+Writers give fields at construction or assign them (each assignment is validated); a
+default changed in place (appending to a `problems` the writer never gave) is not written.
 """
 
 from __future__ import annotations

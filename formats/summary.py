@@ -16,9 +16,10 @@ every figure lives here.
 `schema_version` (SCHEMA_VERSION) is in every summary object. Bump it when the shape of a
 summary changes in any way a reader can notice: a field added, removed or renamed, a type
 or a unit changed, a field becoming nullable or optional, or a figure changing meaning
-(the schema test fails on a changed shape until the version is bumped and the new shape's
-fingerprint recorded). Rewording a docstring needs no bump. Files written before the
-version existed have none; they read as version 1.
+(tests/test_schemas.py fails on a changed shape until the version is bumped and the new
+shape's fingerprint recorded there), then regenerate the schemas with `python -m
+sixnines.formats.schema docs`. Rewording a docstring needs no bump (only the regeneration).
+Files written before the version existed have none; they read as version 1.
 """
 
 from __future__ import annotations
@@ -32,10 +33,6 @@ from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
 SCHEMA_VERSION = 1
-
-#: The JSON keys of the percentiles (formats.hdr.PERCENTILE_KEYS) and their field names.
-_PERCENTILE_FIELDS = {"p50": "p50", "p90": "p90", "p99": "p99", "p99.9": "p99_9",
-                      "p99.99": "p99_99", "p99.999": "p99_999", "p99.9999": "p99_9999"}
 
 
 class Figures(Document):
@@ -72,7 +69,11 @@ class Figures(Document):
     def figure(self, key: str) -> float | None:
         """A figure by its JSON key: p50 … p99.9999 (formats.hdr.PERCENTILE_KEYS), max,
         mean, lower_median or robust_deviation."""
-        return getattr(self, _PERCENTILE_FIELDS.get(key, key))
+        return getattr(self, _FIGURE_FIELDS[key])
+
+
+#: Figures' field names by JSON key ("p99.9" → p99_9).
+_FIGURE_FIELDS = {field.alias or name: name for name, field in Figures.model_fields.items()}
 
 
 class Broker(Document):
@@ -189,19 +190,14 @@ class Cpu(Document):
 
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
-#: The fields of an analysed run (one with `sent`): the analysis writes every one.
-_ANALYSED = ("load", "broker", "sent", "received", "lost", "unknown", "duplicated",
-             "reordered", "unexpected", "warmup", "send_rate", "receive_rate", "latency_us",
-             "service_time_us", "send_lag_us", "saturation_latency_us", "out_of_range",
-             "latency_pairs", "clock_bound_ns", "hlog_agrees", "throughput", "density_us",
-             "humps", "cpu", "warnings")
 
 
-def _run_schema(schema: dict[str, Any]) -> None:
-    """What every run summary holds, and everything an analysed one (with `sent`) holds."""
+def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
+    """What every run summary holds, and that an analysed one (with `sent`) holds every
+    field: the analysis writes them all."""
     schema["required"] = list(_ALWAYS)
     schema["if"] = {"required": ["sent"]}
-    schema["then"] = {"required": list(_ANALYSED)}
+    schema["then"] = {"required": [name for name in model.model_fields if name not in _ALWAYS]}
 
 
 class RunSummary(Document):

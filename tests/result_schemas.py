@@ -15,9 +15,10 @@ import functools
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 SUMMARY, MANIFEST = "summary.schema.json", "manifest.schema.json"
@@ -31,7 +32,10 @@ def shipped(name: str) -> dict[str, Any]:
 @functools.cache
 def validator(name: str, definition: str | None = None) -> Draft202012Validator:
     """The shipped schema `name`, or its $defs entry `definition` (RunSummary: each run's
-    report/summary.json)."""
+    report/summary.json). jsonschema is imported here, by the first test that leaves a
+    result (it is in the `test` extra)."""
+    from jsonschema import Draft202012Validator
+
     schema = shipped(name)
     if definition is not None:
         schema = {"$schema": schema["$schema"], "$defs": schema["$defs"],
