@@ -58,6 +58,8 @@ from sixnines.agents.artifacts import write_all
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.schedule import intended_offsets
 from sixnines.formats.hlog import measured_counts, read_hlog
+from sixnines.formats.integrity import read_manifest
+from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock
 from sixnines.formats.records import HLOG_FILE
 from sixnines.orchestrator.hosts import Placement
 from sixnines.orchestrator.manifest import new_manifest, write_manifest
@@ -163,26 +165,26 @@ def hlog_series(role: str, columns: dict, t0_ns: int) -> dict[str, tuple]:
             "service_time": (offsets, columns["recv_ns"] - columns["sent_ns"])}
 
 
-def clock_entry(domain: str, rng: np.random.Generator) -> dict:
+def clock_entry(domain: str, rng: np.random.Generator) -> Clock:
     """An agent's clock as the controller records it for an agent on its own host."""
-    return {"domain": domain, "estimated_offset_ns": int(rng.integers(-20_000, 20_000)),
-            "uncertainty_ns": int(rng.integers(30_000, 70_000)), "pings": PINGS,
-            "offset_ns": 0, "domain_uncertainty_ns": 0, "same_clock_as_controller": True}
+    return Clock(domain=domain, estimated_offset_ns=int(rng.integers(-20_000, 20_000)),
+                 uncertainty_ns=int(rng.integers(30_000, 70_000)), pings=PINGS, offset_ns=0,
+                 domain_uncertainty_ns=0, same_clock_as_controller=True)
 
 
 def agent_entry(plan: AgentPlan, columns: dict, files: dict, out_of_range: dict,
-                t0_ns: int, domain: str, rng: np.random.Generator) -> dict:
+                t0_ns: int, domain: str, rng: np.random.Generator) -> AgentEntry:
     """The agent's manifest entry, shaped as Run._finalise writes it."""
     rows = len(columns["seq"])
-    return {"id": plan.agent_id, "role": plan.role, "host": plan.host,
-            "first_id": plan.first_id, "connections": plan.connections, "rate": plan.rate,
-            "planned_sends": plan.sends, "clock": clock_entry(domain, rng),
-            "sent": rows if plan.role == "producer" else 0,
-            "received": rows if plan.role == "consumer" else 0, "exit_code": 0,
-            "pid": int(rng.integers(1000, 99_999)), "host_facts": host_facts(),
-            "versions": versions(), "status": "ok", "t0_ns": t0_ns,
-            "artifacts": {name: {**facts, "verified": True} for name, facts in files.items()},
-            "out_of_range": out_of_range}
+    return AgentEntry(
+        id=plan.agent_id, role=plan.role, host=plan.host, first_id=plan.first_id,
+        connections=plan.connections, rate=plan.rate, planned_sends=plan.sends,
+        clock=clock_entry(domain, rng), sent=rows if plan.role == "producer" else 0,
+        received=rows if plan.role == "consumer" else 0, exit_code=0,
+        pid=int(rng.integers(1000, 99_999)), host_facts=host_facts(), versions=versions(),
+        status="ok", t0_ns=t0_ns,
+        artifacts={name: Artifact(**facts, verified=True) for name, facts in files.items()},
+        out_of_range=out_of_range)
 
 
 def write_agent(run_dir: Path, plan: AgentPlan, columns: dict, t0_ns: int, warmup_ns: int,
@@ -199,14 +201,13 @@ def write_agent(run_dir: Path, plan: AgentPlan, columns: dict, t0_ns: int, warmu
 def synthesise(run_dir: Path, scale: float, minutes: int, seed: int) -> None:
     """Write the whole run directory; manifest.json last."""
     point = expand(parse_scenario(scenario_text(scale, minutes)))[0]
-    manifest = new_manifest(point, "analysis-scale")
-    manifest.update(placement=Placement().model_dump(mode="json"), cross_host_latency=False,
-                    hosts={})
-    manifest["broker"] = {"system": "tcp", "kind": "builtin", "address": "127.0.0.1:0",
-                          "host": "local", "note": "synthesised by bench_analysis_scale.py"}
+    manifest = new_manifest(point, "analysis-scale").model_copy(update=dict(
+        placement=Placement().model_dump(mode="json"), cross_host_latency=False, hosts={},
+        broker=BrokerRecord(system="tcp", kind="builtin", address="127.0.0.1:0", host="local",
+                            note="synthesised by bench_analysis_scale.py")))
     warmup_ns = point.workload.warmup_ns
     t0_ns = time.perf_counter_ns()
-    domain = manifest["controller"]["host"]["clock_domain"]
+    domain = manifest.controller["host"]["clock_domain"]
     rng = np.random.default_rng(seed)
     plans = plan_agents(point.workload)
     producers, entries = [], {}
@@ -221,8 +222,9 @@ def synthesise(run_dir: Path, scale: float, minutes: int, seed: int) -> None:
         entries[plan.agent_id] = agent_entry(plan, columns, files, out_of_range, t0_ns,
                                              domain, rng)
         print(f"  {plan.agent_id}: {len(columns['seq']):,} rows", file=sys.stderr, end="\r")
-    manifest["agents"] = [entries[plan.agent_id] for plan in plans]  # controller's order
-    manifest.update(status="ok", started_at_ns=t0_ns, ended_at=time.time())
+    manifest = manifest.model_copy(update=dict(
+        agents=[entries[plan.agent_id] for plan in plans],  # the controller's order
+        status="ok", started_at_ns=t0_ns, ended_at=time.time()))
     write_manifest(run_dir, manifest)
 
 
@@ -241,9 +243,9 @@ def cached_run(scale: float, minutes: int, seed: int) -> Path:
 
 def run_facts(run_dir: Path) -> dict:
     """Rows, agents and bytes on disk of the run, from its manifest."""
-    agents = json.loads((run_dir / "manifest.json").read_text())["agents"]
-    return {"rows": sum(a["sent"] + a["received"] for a in agents), "agents": len(agents),
-            "bytes": sum(f["bytes"] for a in agents for f in a["artifacts"].values())}
+    agents = read_manifest(run_dir).agents
+    return {"rows": sum(a.sent + a.received for a in agents), "agents": len(agents),
+            "bytes": sum(f.bytes or 0 for a in agents for f in a.artifacts.values())}
 
 
 # -- the standalone cluster --------------------------------------------------------------

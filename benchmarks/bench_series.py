@@ -29,7 +29,6 @@ memory), and --driver-memory sets another (the JVM's heap, fixed when it starts)
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from collections.abc import Callable
@@ -39,6 +38,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sixnines.formats.integrity import read_manifest
+from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import MESSAGES, MESSAGES_FILE
 from sixnines.orchestrator.units import parse_rate
 from sixnines.spark_jobs import frames, series, summarize
@@ -98,11 +99,12 @@ def synthesise(messages: int) -> Path:
             received.write_table(_table(rows, warmup_ns, receiving=True))
     agents = [{"id": agent, "role": role, "status": "ok", "first_id": 0, "t0_ns": T0_NS}
               for agent, role in (("p", "producer"), ("c", "consumer"))]
-    manifest = {"run_id": run_dir.name, "system": "synthetic", "params": {}, "status": "ok",
-                "workload": {"warmup_ns": warmup_ns, "duration_ns": messages * PERIOD_NS,
-                             "connections": 1},
-                "agents": agents}
-    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+    manifest = Manifest.model_validate(
+        {"run_id": run_dir.name, "system": "synthetic", "params": {}, "status": "ok",
+         "workload": {"warmup_ns": warmup_ns, "duration_ns": messages * PERIOD_NS,
+                      "connections": 1},
+         "agents": agents})
+    (run_dir / "manifest.json").write_text(manifest.text())
     return run_dir
 
 
@@ -129,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"run: {run_dir} ({time.perf_counter() - began:.0f} s to have it)", flush=True)
     spark = spark_session("local[*]")
     cores = spark.sparkContext.defaultParallelism
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = read_manifest(run_dir)
     df = frames.measured(frames.load_messages(spark, run_dir, manifest))
     clocks = frames.RunClocks.from_manifest(manifest)
     values = frames.metric_values(df, clocks)

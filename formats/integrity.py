@@ -12,7 +12,7 @@ Plain Python (streamed sha256, pyarrow), run before Spark opens a file:
   controller that died before collecting) is decoded whole, so a damaged one is named
   here rather than deep inside a Spark job. hlogs are parsed whole before Spark starts
   anyway (formats.hlog.read_hlog names a damaged line).
-- the manifest itself must parse and look like one.
+- the manifest itself must parse and fit its model (formats.manifest).
 
 A run with any such problem is `corrupt` (spark_jobs.status) and refused whole: a
 damaged consumer file left out would turn its deliveries into lost or unknown ones, a
@@ -26,12 +26,14 @@ import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import ValidationError
 
+from sixnines.formats.document import first_error
 from sixnines.formats.errors import SixninesError
+from sixnines.formats.manifest import AgentEntry, Artifact, Manifest
 from sixnines.formats.records import CPU_FILE, MESSAGES_FILE
 
 MANIFEST = "manifest.json"
@@ -67,77 +69,64 @@ def unreadable(path: Path, error: Exception) -> str:
     return f"{path}: not valid JSON ({first_line(str(error))}): cut short or edited"
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any]:
-    """The run's manifest, or Damaged naming it and what is wrong."""
+def read_manifest(run_dir: Path) -> Manifest:
+    """The run's manifest, or Damaged naming it and what is wrong (not JSON, or not a
+    manifest: formats.manifest says what one holds)."""
     path = Path(run_dir) / MANIFEST
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        body = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise Damaged([unreadable(path, error)]) from error
-    why = _not_a_manifest(manifest)
-    if why:
-        raise Damaged([f"{path}: not a sixnines manifest ({why}): edited or damaged"])
-    return manifest
+    try:
+        return Manifest.model_validate(body)
+    except ValidationError as error:
+        why = "not a JSON object" if not isinstance(body, dict) else first_error(error)
+        raise Damaged([f"{path}: not a sixnines manifest ({why}): edited or damaged"]) from error
 
 
-def _not_a_manifest(manifest: Any) -> str | None:
-    """What makes valid JSON unusable as a manifest (the fields the analysis indexes)."""
-    if not isinstance(manifest, dict):
-        return "not a JSON object"
-    agents = manifest.get("agents", [])
-    if not isinstance(agents, list) or not all(
-            isinstance(agent, dict) and isinstance(agent.get("id"), str) for agent in agents):
-        return "`agents` is not a list of entries with an id"
-    if not all(isinstance(entry.get("artifacts", {}), dict) for entry in _entries(manifest)):
-        return "an agent's `artifacts` is not a mapping"
-    return None
-
-
-def _entries(manifest: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _entries(manifest: Manifest) -> Iterator[AgentEntry]:
     """The manifest entries whose files the analysis reads: every agent, and the broker
     monitor when it ran (its cpu.parquet)."""
-    yield from manifest.get("agents", [])
-    monitor = manifest.get("monitor")
-    if isinstance(monitor, dict) and isinstance(monitor.get("id"), str):
-        yield monitor
+    yield from manifest.agents
+    if manifest.monitor is not None and manifest.monitor.id is not None:
+        yield manifest.monitor
 
 
-def problems(run_dir: Path, manifest: dict[str, Any]) -> list[str]:
+def problems(run_dir: Path, manifest: Manifest) -> list[str]:
     """One line per file of the run that fails its check (the module docstring lists
     them); empty when every file may be read."""
     found = []
     for entry in _entries(manifest):
-        folder = Path(run_dir) / "agents" / entry["id"]
-        listed = entry.get("artifacts", {})
-        for name, recorded in listed.items():
+        folder = Path(run_dir) / "agents" / entry.id
+        for name, recorded in entry.artifacts.items():
             found.append(_against_record(folder / name, recorded))
         for name in PARQUET_FILES:
-            if name not in listed and (folder / name).is_file():
+            if name not in entry.artifacts and (folder / name).is_file():
                 found.append(_undecodable(folder / name))
     return [problem for problem in found if problem]
 
 
-def _against_record(path: Path, recorded: Any) -> str | None:
+def _against_record(path: Path, recorded: Artifact) -> str | None:
     """Whether a listed file is still the one its agent wrote (None: it is)."""
-    if not isinstance(recorded, dict) or not isinstance(recorded.get("sha256"), str):
+    if recorded.sha256 is None:
         return f"{path}: its manifest entry has no sha256 (the manifest was edited)"
-    if recorded.get("verified") is False:
+    if recorded.verified is False:
         return None if not path.exists() else (
             f"{path}: did not match its checksum when the controller collected it "
             "(verified: false in the manifest)")
     if not path.is_file():
         return f"{path}: missing, though the manifest lists it: deleted since the run"
-    size, expected = path.stat().st_size, recorded.get("bytes")
-    if isinstance(expected, int) and size != expected:
+    size, expected = path.stat().st_size, recorded.bytes
+    if expected is not None and size != expected:
         return (f"{path}: {size:,} bytes where the manifest records {expected:,}: cut short "
                 "or changed since the run")
     try:
         digest = sha256_of(path)
     except OSError as error:
         return f"{path}: cannot be read ({error.strerror or error})"
-    if digest != recorded["sha256"]:
+    if digest != recorded.sha256:
         return (f"{path}: content does not match its sha256 in the manifest ({digest[:12]}… "
-                f"where {recorded['sha256'][:12]}… was recorded): changed since the run")
+                f"where {recorded.sha256[:12]}… was recorded): changed since the run")
     return None
 
 

@@ -10,19 +10,22 @@ analyses them.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TypedDict
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import CORRUPT, rank
+from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
 from sixnines.orchestrator.load import SATURATION, run_load
 from sixnines.orchestrator.manifest import MANIFEST_FILE
 from sixnines.orchestrator.report import STATUS_COLOUR, SUMMARY_FILE, manifest_or_problem
@@ -33,6 +36,18 @@ STAMP = re.compile(r"^(\d{8}-\d{6})(?:-\d+)?$")
 HEADLINE = ("p50", "p99", "max")  # latency figures shown per run
 
 
+class Headline(TypedDict):
+    """What a reader scans a catalog for, per run (`--json`: one object each)."""
+    run_id: str | None
+    system: str | None
+    status: str | None
+    load: str
+    p50_us: float | None
+    p99_us: float | None
+    max_us: float | None
+    receive_rate: float | None
+
+
 @dataclass
 class Entry:
     """One results directory."""
@@ -41,7 +56,7 @@ class Entry:
     when: datetime
     analysed: bool
     statuses: Counter = field(default_factory=Counter)
-    headlines: list[dict] = field(default_factory=list)  # one per run
+    headlines: list[Headline] = field(default_factory=list)  # one per run
 
     def as_json(self) -> dict:
         body = {"path": str(self.path), "scenario": self.scenario,
@@ -89,58 +104,54 @@ def find_results_dirs(root: Path) -> list[Path]:
 def entry_for(path: Path) -> Entry:
     """The summary's view when analysed, the manifests' otherwise."""
     manifests = _manifests(path)
+    readable = [manifest for manifest in manifests if manifest is not None]
     summary = _summary(path)
-    scenario = ((summary or {}).get("scenario")
-                or next((m.get("scenario") for m in manifests if m.get("scenario")), None)
+    scenario = ((summary.scenario if summary is not None else None)
+                or next((m.scenario for m in readable if m.scenario), None)
                 or path.parent.name)
-    entry = Entry(path, scenario, _when(path, manifests), analysed=summary is not None)
-    runs = manifests if summary is None else summary.get("runs") or []
-    entry.statuses = Counter(run.get("status") or "unknown" for run in runs)
+    entry = Entry(path, scenario, _when(path, readable), analysed=summary is not None)
+    statuses = ([CORRUPT if m is None else m.status for m in manifests] if summary is None
+                else [run.status for run in summary.runs])
+    entry.statuses = Counter(status or "unknown" for status in statuses)
     if summary is not None:
-        entry.headlines = [headline(run) for run in runs]
+        entry.headlines = [headline(run) for run in summary.runs]
     return entry
 
 
-def _summary(path: Path) -> dict | None:
+def _summary(path: Path) -> ResultsSummary | None:
     """summary.json, or None when missing or unreadable (listed as not analysed)."""
     try:
-        body = json.loads((path / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return ResultsSummary.model_validate_json(
+            (path / SUMMARY_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValidationError):
         return None
-    return body if isinstance(body, dict) else None
 
 
-def _manifests(path: Path) -> list[dict]:
-    """The run directories' manifests; one that cannot be read stands as a corrupt run."""
-    manifests = []
-    for child in sorted(_subdirs(path)):
-        if (child / MANIFEST_FILE).is_file():
-            manifest, unusable = manifest_or_problem(child)
-            manifests.append({"run_id": child.name, "status": CORRUPT} if unusable
-                             else manifest)
-    return manifests
+def _manifests(path: Path) -> list[Manifest | None]:
+    """The run directories' manifests; None for one that cannot be read (a corrupt run)."""
+    return [manifest_or_problem(child)[0] for child in sorted(_subdirs(path))
+            if (child / MANIFEST_FILE).is_file()]
 
 
-def _when(path: Path, manifests: list[dict]) -> datetime:
+def _when(path: Path, manifests: list[Manifest]) -> datetime:
     """When the results were recorded: the stamp in the directory's name (the controller's
     local time), else the first run's creation, else the directory's modification time."""
     stamp = STAMP.match(path.name)
     if stamp:
         return datetime.strptime(stamp.group(1), "%Y%m%d-%H%M%S")
-    created = [m["created_at"] for m in manifests if isinstance(m.get("created_at"), int | float)]
+    created = [m.created_at for m in manifests if m.created_at is not None]
     return datetime.fromtimestamp(min(created) if created else path.stat().st_mtime)
 
 
-def headline(run: dict) -> dict:
+def headline(run: RunSummary) -> Headline:
     """The figures a reader scans a catalog for: latency and receive rate; of a
     throughput-mode run (load saturation) its receive rate alone, the msg/s the system
     took (its saturation latency would read as latency beside the open-loop runs)."""
     load = run_load(run)
-    latency = run.get("latency_us") or {} if load != SATURATION else {}
-    return {"run_id": run.get("run_id"), "system": run.get("system"),
-            "status": run.get("status"), "load": load,
-            **{f"{key}_us": latency.get(key) for key in HEADLINE},
-            "receive_rate": run.get("receive_rate")}
+    latency = run.figures("latency_us") if load != SATURATION else Figures()
+    return Headline(run_id=run.run_id, system=run.system, status=run.status, load=str(load),
+                    p50_us=latency.p50, p99_us=latency.p99, max_us=latency.max,
+                    receive_rate=run.receive_rate)
 
 
 def catalog(root: Path) -> list[Entry]:
@@ -181,15 +192,15 @@ def catalog_table(entries: list[Entry], root: Path) -> Table:
     return table
 
 
-def _run_cells(run: dict) -> list[str]:
-    status = run.get("status") or "unknown"
-    rate = _number(run.get("receive_rate"))
-    saturated = run.get("load") == SATURATION
-    return [f"  {escape(str(run.get('run_id')))}"
+def _run_cells(run: Headline) -> list[str]:
+    status = run["status"] or "unknown"
+    rate = _number(run["receive_rate"])
+    saturated = run["load"] == SATURATION
+    return [f"  {escape(str(run['run_id']))}"
             + (" [dim](rate: max, headline msg/s)[/]" if saturated else ""),
-            escape(str(run.get("system"))),
+            escape(str(run["system"])),
             f"[{STATUS_COLOUR.get(status, 'red')}]{escape(status)}[/]", "",
-            *(_number(run.get(f"{key}_us")) for key in HEADLINE),
+            *(_number(value) for value in (run["p50_us"], run["p99_us"], run["max_us"])),
             f"[bold]{rate}[/]" if saturated else rate]
 
 

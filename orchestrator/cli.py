@@ -146,7 +146,7 @@ def _report(args, console: Console) -> int:
     written = single or write_results(results_dir, scenario_of(run_dirs), summaries, console)
     print_tables(summaries, console)
     print(args.dir)
-    all_ok = all(s.get("status") == "ok" for s in summaries)
+    all_ok = all(s.status == "ok" for s in summaries)
     return EXIT_OK if all_ok and written else EXIT_NOT_OK
 
 

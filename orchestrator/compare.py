@@ -47,14 +47,18 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
+from pydantic import BaseModel, ValidationError
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from sixnines.formats.document import first_error
 from sixnines.formats.errors import BadInput
 from sixnines.formats.status import rank
+from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
 from sixnines.orchestrator.load import LATENCY, latency_of, run_load
 from sixnines.orchestrator.manifest import MANIFEST_FILE
 from sixnines.orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
@@ -87,11 +91,11 @@ class Tail:
     coarse: bool = False  # the summary's ladder, not a .hgrm
 
     @classmethod
-    def from_figures(cls, figures: dict) -> Tail:
-        count = figures.get("count") or 0
+    def from_figures(cls, figures: Figures) -> Tail:
+        count = figures.count
         floor = 1 / count if count else 1.0
         points = [(max(tail_samples(key, count) / count, floor) if count else 1.0,
-                   figures.get(key)) for key in FIGURE_KEYS]
+                   figures.figure(key)) for key in FIGURE_KEYS]
         return cls(count, [(t, v) for t, v in points if v is not None and v > 0], coarse=True)
 
     @classmethod
@@ -155,18 +159,18 @@ class Side:
     """One argument of `compare`: where it is, its runs' summaries, and whether it was a
     single run directory."""
     path: Path
-    runs: list[dict]
+    runs: list[RunSummary]
     single: bool
-    tails: dict[str, Tail] = field(default_factory=dict)  # by run id, from .hgrm files
+    tails: dict[str | None, Tail] = field(default_factory=dict)  # by run id, from .hgrm files
 
-    def tail(self, run: dict) -> Tail:
+    def tail(self, run: RunSummary) -> Tail:
         """The run's fine-grained distribution when its .hgrm holds the same samples as its
         summary, else the summary's ladder."""
-        figures = run.get(latency_of(run)[0]) or {}
-        tail = self.tails.get(run.get("run_id"))
-        if tail is not None and tail.count == figures.get("count"):
+        figures = run.metric(latency_of(run)[0])
+        tail = self.tails.get(run.run_id)
+        if tail is not None and figures is not None and tail.count == figures.count:
             return tail
-        return Tail.from_figures(figures)
+        return Tail.from_figures(figures or Figures())
 
 
 @dataclass
@@ -203,8 +207,8 @@ class Comparison:
     b: str
     threshold_pct: float
     pairs: list[Pair]
-    only_in_a: list[dict]
-    only_in_b: list[dict]
+    only_in_a: list[dict[str, Any]]
+    only_in_b: list[dict[str, Any]]
 
     @property
     def regression(self) -> bool:
@@ -224,12 +228,12 @@ def load_side(path: Path) -> Side:
     if not path.is_dir():
         raise CompareError(f"{path}: no such directory")
     if (path / SUMMARY_FILE).is_file():
-        runs = _read(path / SUMMARY_FILE).get("runs") or []
+        runs = _read(path / SUMMARY_FILE, ResultsSummary).runs
         return Side(path, runs, single=False, tails=_tails(
-            {run.get("run_id"): (run, path / str(run.get("run_id"))) for run in runs}))
+            {run.run_id: (run, path / str(run.run_id)) for run in runs}))
     if (path / "report" / SUMMARY_FILE).is_file():
-        run = _read(path / "report" / SUMMARY_FILE)
-        return Side(path, [run], single=True, tails=_tails({run.get("run_id"): (run, path)}))
+        run = _read(path / "report" / SUMMARY_FILE, RunSummary)
+        return Side(path, [run], single=True, tails=_tails({run.run_id: (run, path)}))
     recorded = (path / MANIFEST_FILE).is_file() or any(
         (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
     hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
@@ -237,7 +241,7 @@ def load_side(path: Path) -> Side:
     raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
 
 
-def _tails(run_dirs: dict[str, tuple[dict, Path]]) -> dict[str, Tail]:
+def _tails(run_dirs: dict[str | None, tuple[RunSummary, Path]]) -> dict[str | None, Tail]:
     """Each run's distribution from the .hgrm of its latency (saturation latency in
     throughput mode), by run id."""
     tails = {run_id: Tail.from_hgrm(run_dir / "report" / hgrm_name(run))
@@ -245,27 +249,32 @@ def _tails(run_dirs: dict[str, tuple[dict, Path]]) -> dict[str, Tail]:
     return {run_id: tail for run_id, tail in tails.items() if tail is not None}
 
 
-def _read(path: Path) -> dict:
+Summary = TypeVar("Summary", bound=BaseModel)
+
+
+def _read(path: Path, model: type[Summary]) -> Summary:
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise CompareError(f"{path}: unreadable: {exc}") from exc
-    if not isinstance(body, dict):
-        raise CompareError(f"{path}: not a sixnines summary")
-    return body
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        why = "" if not isinstance(body, dict) else f" ({first_error(exc)})"
+        raise CompareError(f"{path}: not a sixnines summary{why}") from exc
 
 
-def swept_keys(*sides: list[dict]) -> list[str]:
+def swept_keys(*sides: list[RunSummary]) -> list[str]:
     """The parameters that vary between the runs of either side: what tells runs apart."""
     swept = set()
     for runs in sides:
-        names = {name for run in runs for name in run.get("params", {})}
+        names = {name for run in runs for name in run.params}
         swept |= {name for name in names
-                  if len({_canonical(run.get("params", {}).get(name)) for run in runs}) > 1}
+                  if len({_canonical(run.params.get(name)) for run in runs}) > 1}
     return sorted(swept)
 
 
-def hgrm_name(run: dict) -> str:
+def hgrm_name(run: RunSummary) -> str:
     """latency.hgrm, or saturation_latency.hgrm for a throughput-mode run."""
     return f"{latency_of(run)[0].removesuffix('_us')}.hgrm"
 
@@ -274,17 +283,17 @@ def _canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def match_runs(a: list[dict], b: list[dict], swept: list[str]
-               ) -> tuple[list[tuple[dict, dict]], list[dict], list[dict]]:
+def match_runs(a: list[RunSummary], b: list[RunSummary], swept: list[str]
+               ) -> tuple[list[tuple[RunSummary, RunSummary]], list[RunSummary],
+                          list[RunSummary]]:
     """Pairs of runs with one system, one load (saturation latency is never compared with
     open-loop latency) and the same values of the `swept` parameters, and the runs left on
     each side. Runs sharing a key on one side pair up in order."""
-    def key(run: dict) -> str:
-        params = run.get("params", {})
-        return _canonical([run.get("system"), run_load(run),
-                           {name: params.get(name) for name in swept}])
+    def key(run: RunSummary) -> str:
+        return _canonical([run.system, run_load(run),
+                           {name: run.params.get(name) for name in swept}])
 
-    waiting: dict[str, list[dict]] = {}
+    waiting: dict[str, list[RunSummary]] = {}
     for run in b:
         waiting.setdefault(key(run), []).append(run)
     pairs, only_a = [], []
@@ -298,15 +307,15 @@ def match_runs(a: list[dict], b: list[dict], swept: list[str]
     return pairs, only_a, only_b
 
 
-def latency_figure(a: dict, b: dict, key: str, threshold_pct: float,
+def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
                    tails: tuple[Tail, Tail] | None = None,
                    metric: str = "latency_us") -> Figure:
     """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
     `tails` (of A and B) default to the summaries' ladders."""
-    value_a, value_b = a.get(key), b.get(key)
+    value_a, value_b = a.figure(key), b.figure(key)
     comparable = (value_a is not None and value_b is not None and value_a > 0 and value_b > 0
-                  and min(tail_samples(key, a.get("count") or 0),
-                          tail_samples(key, b.get("count") or 0)) >= MIN_TAIL_SAMPLES)
+                  and min(tail_samples(key, a.count),
+                          tail_samples(key, b.count)) >= MIN_TAIL_SAMPLES)
     if not comparable:
         return Figure(metric, key, value_a, value_b, _change(value_a, value_b), None,
                       "not comparable")
@@ -323,9 +332,10 @@ def latency_figure(a: dict, b: dict, key: str, threshold_pct: float,
                   100 * math.expm1(tolerance), verdict)
 
 
-def rate_figure(a: dict, b: dict, key: str, threshold_pct: float) -> Figure:
-    """A throughput figure: a drop beyond the relative floor is a regression."""
-    value_a, value_b = a.get(key), b.get(key)
+def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float) -> Figure:
+    """A throughput figure (send_rate or receive_rate): a drop beyond the relative floor is
+    a regression."""
+    value_a, value_b = getattr(a, key), getattr(b, key)
     change = _change(value_a, value_b)
     if change is None:
         return Figure(key, key, value_a, value_b, None, None, "not comparable")
@@ -339,13 +349,12 @@ def _change(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or a <= 0 else 100 * (b - a) / a
 
 
-def compare_pair(a: dict, b: dict, swept: list[str], threshold_pct: float,
+def compare_pair(a: RunSummary, b: RunSummary, swept: list[str], threshold_pct: float,
                  tails: tuple[Tail, Tail] | None = None) -> Pair:
-    params = a.get("params", {})
-    pair = Pair(a.get("system"), {name: params.get(name) for name in swept}, a.get("run_id"),
-                b.get("run_id"), a.get("status"), b.get("status"))
+    pair = Pair(a.system, {name: a.params.get(name) for name in swept}, a.run_id, b.run_id,
+                a.status, b.status)
     metric = latency_of(a)[0]  # matched runs share their load
-    latency_a, latency_b = a.get(metric) or {}, b.get(metric) or {}
+    latency_a, latency_b = a.figures(metric), b.figures(metric)
     pair.figures = [latency_figure(latency_a, latency_b, key, threshold_pct, tails, metric)
                     for key in FIGURE_KEYS]
     pair.figures += [rate_figure(a, b, key, threshold_pct) for key in RATES]
@@ -361,11 +370,11 @@ def _status_findings(pair: Pair) -> list[str]:
     return []
 
 
-def _accounting_findings(a: dict, b: dict) -> list[str]:
+def _accounting_findings(a: RunSummary, b: RunSummary) -> list[str]:
     """More messages lost, unknown or duplicated: every message must be accounted for, so
     no tolerance."""
-    return [f"{name} {a.get(name) or 0:,} → {b.get(name) or 0:,}" for name in ACCOUNTING
-            if (b.get(name) or 0) > (a.get(name) or 0)]
+    counts = [(name, getattr(a, name) or 0, getattr(b, name) or 0) for name in ACCOUNTING]
+    return [f"{name} {in_a:,} → {in_b:,}" for name, in_a, in_b in counts if in_b > in_a]
 
 
 def _label(figure: Figure) -> str:
@@ -380,19 +389,19 @@ def _figure_finding(figure: Figure) -> str:
             f"tolerance {figure.tolerance_pct:.0f}%)")
 
 
-def _notes(a: dict, b: dict, pair: Pair) -> list[str]:
+def _notes(a: RunSummary, b: RunSummary, pair: Pair) -> list[str]:
     """What a reader should know but a nightly job should not fail on."""
     notes = []
     if rank(pair.status_b) < rank(pair.status_a):
         notes.append(f"status {pair.status_a} → {pair.status_b}")
-    if a.get("system") != b.get("system"):
-        notes.append(f"system {a.get('system')} → {b.get('system')}")
-    params_a, params_b = a.get("params", {}), b.get("params", {})
+    if a.system != b.system:
+        notes.append(f"system {a.system} → {b.system}")
+    params_a, params_b = a.params, b.params
     notes += [f"{name} {params_a.get(name)} → {params_b.get(name)}"
               for name in sorted({*params_a, *params_b})
               if _canonical(params_a.get(name)) != _canonical(params_b.get(name))]
-    known = {_kind(warning) for warning in a.get("warnings", [])}
-    notes += [f"new warning: {warning}" for warning in b.get("warnings", [])
+    known = {_kind(warning) for warning in a.warnings}
+    notes += [f"new warning: {warning}" for warning in b.warnings
               if _kind(warning) not in known]
     return notes
 
@@ -417,8 +426,10 @@ def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
                       [_identity(run) for run in only_a], [_identity(run) for run in only_b])
 
 
-def _identity(run: dict) -> dict:
-    return {key: run.get(key) for key in ("run_id", "system", "params", "status")}
+def _identity(run: RunSummary) -> dict[str, Any]:
+    """A run in the comparison's JSON (`only_in_a`, `only_in_b`)."""
+    return {"run_id": run.run_id, "system": run.system, "params": run.params,
+            "status": run.status}
 
 
 def _number(value: float | None) -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from sixnines.formats.atomic import WriteFailure
+from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator import footprint
 from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.interrupts import held
@@ -36,7 +37,7 @@ DEFAULT_SPARK_MASTER = "local[*]"
 @dataclass
 class Outcome:
     results_dir: Path
-    summaries: list[dict]
+    summaries: list[RunSummary]
 
     statuses: list[str]  # of the runs, from their manifests
     interrupted: KeyboardInterrupt | None = None  # Ctrl-C, or SIGTERM (`Terminated`)
@@ -99,9 +100,10 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
         _prepare(fleet, points, scenario.placement.agents, console)
         for point in points:
             run_dir = results_dir / point.run_id
-            manifest = Run(point, run_dir, fleet, view, settings).execute()
+            run = Run(point, run_dir, fleet, view, settings)
+            run.execute()
             run_dirs.append(run_dir)
-            statuses.append(manifest["status"])
+            statuses.append(run.manifest.status)
     except KeyboardInterrupt as exc:
         return Outcome(results_dir, [], statuses, interrupted=exc)
     except WriteFailure as exc:
@@ -118,5 +120,5 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
         return Outcome(results_dir, [], statuses, interrupted=exc, during_analysis=True)
     written = write_results(results_dir, scenario.name, summaries, console)
     print_tables(summaries, console)
-    return Outcome(results_dir, summaries, [s.get("status", "failed") for s in summaries],
+    return Outcome(results_dir, summaries, [s.status or "failed" for s in summaries],
                    results_written=written)

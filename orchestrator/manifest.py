@@ -1,15 +1,16 @@
-"""The run manifest: what was run, where, with what, and how it went. Written atomically so a
-reader never sees half a file, and rewritten as the run progresses."""
+"""The run manifest (formats.manifest): what was run, where, with what, and how it went.
+Written atomically so a reader never sees half a file, and rewritten as the run
+progresses."""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 from sixnines.agents.facts import host_facts, versions
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.integrity import sha256_of
+from sixnines.formats.manifest import Artifact, BrokerRecord, Manifest, Sixnines, Workload
 from sixnines.formats.protocol import PROTOCOL_VERSION
 
 MANIFEST_FILE = "manifest.json"
@@ -18,39 +19,25 @@ MANIFEST_FILE = "manifest.json"
 RUNNING = "running"
 
 
-def new_manifest(point, scenario: str) -> dict:
+def new_manifest(point, scenario: str) -> Manifest:
     system = point.system
-    return {
-        "sixnines": {"version": versions().get("sixnines"), "protocol": PROTOCOL_VERSION},
-        "scenario": scenario,
-        "run_id": point.run_id,
-        "system": system.name,
-        "driver": system.driver,
-        "driver_options": system.options.model_dump(mode="json"),
-        "broker": {"kind": system.broker.kind},
-        "params": point.params,
-        "swept": point.swept,
-        "workload": point.params,
-        "controller": {"host": host_facts(), "versions": versions()},
-        "status": RUNNING,
-        "problems": [],
-        "agents": [],
-        "created_at": time.time(),
-    }
+    return Manifest(
+        sixnines=Sixnines(version=versions().get("sixnines"), protocol=PROTOCOL_VERSION),
+        scenario=scenario, run_id=point.run_id, system=system.name, driver=system.driver,
+        driver_options=system.options.model_dump(mode="json"),
+        broker=BrokerRecord(kind=system.broker.kind), params=point.params,
+        swept=point.swept, workload=Workload.model_validate(point.params),
+        controller={"host": host_facts(), "versions": versions()}, status=RUNNING,
+        problems=[], agents=[], created_at=time.time())
 
 
-def write_manifest(run_dir: Path, manifest: dict) -> Path:
+def write_manifest(run_dir: Path, manifest: Manifest) -> Path:
     """Replace the manifest whole (formats.atomic), or raise WriteFailure naming it."""
-    return write_atomically(run_dir / MANIFEST_FILE,
-                            json.dumps(manifest, indent=2, sort_keys=False) + "\n")
-
-
-def read_manifest(run_dir: Path) -> dict:
-    return json.loads((run_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+    return write_atomically(run_dir / MANIFEST_FILE, manifest.text(allow_nan=True))
 
 
 def verified_artifacts(agent_id: str, out_dir: Path, announced: dict
-                       ) -> tuple[dict, list[str]]:
+                       ) -> tuple[dict[str, Artifact], list[str]]:
     """An agent's files as it announced them ({name: {sha256, bytes}}), each checked
     against the file in `out_dir` ("verified"), and a problem for each that fails."""
     files, problems = {}, []
@@ -59,5 +46,5 @@ def verified_artifacts(agent_id: str, out_dir: Path, announced: dict
         verified = path.is_file() and sha256_of(path) == facts["sha256"]
         if not verified:
             problems.append(f"{agent_id}: {name} is missing or does not match its checksum")
-        files[name] = {**facts, "verified": verified}
+        files[name] = Artifact(**facts, verified=verified)
     return files, problems

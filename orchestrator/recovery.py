@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TypeVar
 
 from sixnines.agents.artifacts import read_done
-from sixnines.orchestrator.manifest import (
-    RUNNING,
-    read_manifest,
-    verified_artifacts,
-    write_manifest,
-)
+from sixnines.formats.integrity import Damaged, read_manifest
+from sixnines.formats.manifest import AgentEntry
+from sixnines.orchestrator.manifest import RUNNING, verified_artifacts, write_manifest
 
 CONTROLLER_DIED = ("the controller stopped before the run ended (killed, or its machine "
                    "went down); `sixnines report` recovered the run from the files its "
@@ -32,33 +30,41 @@ def recover(run_dir: Path) -> bool:
     did. The manifest is rewritten whole, so this is done once."""
     try:
         manifest = read_manifest(run_dir)
-    except (OSError, ValueError):  # unreadable: the analysis refuses it, naming the file
+    except Damaged:  # unreadable: the analysis refuses it, naming the file
         return False
-    if not isinstance(manifest, dict) or manifest.get("status") != RUNNING:
+    if manifest.status != RUNNING:
         return False
-    problems = manifest.setdefault("problems", [])
-    problems.append(CONTROLLER_DIED)
-    for entry in manifest.get("agents", []):
-        problems += _recover_agent(run_dir, entry)
-    monitor = manifest.get("monitor")
-    if monitor and "id" in monitor:
-        monitor.setdefault("notes", []).extend(_recover_agent(run_dir, monitor))
-    recorded = any(entry.get("artifacts") for entry in manifest.get("agents", []))
-    manifest["status"] = "partial" if recorded else "failed"
-    manifest["recovered_at"] = time.time()
+    problems = [*manifest.problems, CONTROLLER_DIED]
+    agents = []
+    for entry in manifest.agents:
+        recovered, found = _recover_agent(run_dir, entry)
+        agents.append(recovered)
+        problems += found
+    if manifest.monitor is not None and manifest.monitor.id is not None:
+        monitor, notes = _recover_agent(run_dir, manifest.monitor)
+        manifest.monitor = monitor.model_copy(update={"notes": [*monitor.notes, *notes]})
+    recorded = any(entry.artifacts for entry in agents)
+    manifest.agents, manifest.problems = agents, problems
+    manifest.status = "partial" if recorded else "failed"
+    manifest.recovered_at = time.time()
     write_manifest(run_dir, manifest)
     return True
 
 
-def _recover_agent(run_dir: Path, entry: dict) -> list[str]:
-    """Fill `entry` from the agent's done.json; the problems to record."""
-    out_dir = run_dir / "agents" / entry["id"]
+Entry = TypeVar("Entry", bound=AgentEntry)
+
+
+def _recover_agent(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
+    """`entry` filled from the agent's done.json, and the problems to record."""
+    out_dir = run_dir / "agents" / entry.id
     done = read_done(out_dir)
-    if done is None or done.agent_id != entry["id"]:
-        entry["status"] = "missing"
-        return [f"{entry['id']} on host {entry.get('host')}: left no results (stopped before "
-                "it could write them)"]
-    entry.update(status=done.status, t0_ns=done.t0_ns, sent=done.sent,
-                 received=done.received, **done.extra)
-    entry["artifacts"], unverified = verified_artifacts(entry["id"], out_dir, done.artifacts)
-    return [*done.problems, *unverified]
+    if done is None or done.agent_id != entry.id:
+        return entry.model_copy(update={"status": "missing"}), [
+            f"{entry.id} on host {entry.host}: left no results (stopped before it could "
+            "write them)"]
+    artifacts, unverified = verified_artifacts(entry.id, out_dir, done.artifacts)
+    recovered = type(entry).model_validate({
+        **entry.as_json(), "status": done.status, "t0_ns": done.t0_ns, "sent": done.sent,
+        "received": done.received, **done.extra,
+        "artifacts": {name: a.as_json() for name, a in artifacts.items()}})
+    return recovered, [*done.problems, *unverified]

@@ -1,5 +1,6 @@
 """Handing the recorded runs to the Spark analysis and presenting what comes back: the
-results-level summary.json (the output contract in the README) and the console tables."""
+results-level summary.json (formats.summary; the output contract in the README) and the
+console tables."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,11 +19,13 @@ from rich.table import Table
 from sixnines.formats.atomic import atomic_path, write_atomically
 from sixnines.formats.errors import BadInput
 from sixnines.formats.hdr import PERCENTILE_KEYS
-from sixnines.formats.integrity import unreadable
+from sixnines.formats.integrity import Damaged, read_manifest
+from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import CORRUPT, FAILED
+from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
 from sixnines.orchestrator.launchers.local import run_guarded
 from sixnines.orchestrator.load import latency_of, run_load, saturation
-from sixnines.orchestrator.manifest import MANIFEST_FILE, read_manifest
+from sixnines.orchestrator.manifest import MANIFEST_FILE
 
 SUMMARY_FILE = "summary.json"
 CSV_FILE = "summary.csv"
@@ -53,7 +57,7 @@ def find_run_dirs(path: Path) -> list[Path]:
 
 
 def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
-            window: int | None = None) -> list[dict]:
+            window: int | None = None) -> list[RunSummary]:
     """Run the Spark job over the runs (one session for all) and return their summaries.
 
     The job runs in its own process: a JVM crash or memory blow-up there cannot take the
@@ -63,13 +67,14 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
     summarised from their manifests. A manifest that cannot be read goes to the job too,
     which refuses it in one line (status corrupt, spark_jobs.integrity).
     """
-    recorded = [d for d in run_dirs if manifest_or_problem(d)[0].get("status") != FAILED]
+    recorded = [d for d in run_dirs if _recorded(d)]
     results = _run_spark_job(recorded, spark_master, log_path, window) if recorded else {}
     summaries = []
     for run_dir in run_dirs:
         result = results.get(run_dir, {})
         if "summary" in result:
-            summaries.append(json.loads(Path(result["summary"]).read_text(encoding="utf-8")))
+            summaries.append(RunSummary.model_validate_json(
+                Path(result["summary"]).read_text(encoding="utf-8")))
         elif run_dir not in recorded:
             summaries.append(_unanalysed(run_dir, None))
         else:
@@ -78,22 +83,26 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
     return summaries
 
 
-def manifest_or_problem(run_dir: Path) -> tuple[dict, str | None]:
-    """The run's manifest, or ({}, one line naming it and what is wrong)."""
-    path = run_dir / MANIFEST_FILE
+def _recorded(run_dir: Path) -> bool:
+    """Whether the run is the analysis's to look at: anything but a run its manifest says
+    failed (one that cannot be read goes too: the analysis refuses it in one line)."""
+    manifest, _ = manifest_or_problem(run_dir)
+    return manifest is None or manifest.status != FAILED
+
+
+def manifest_or_problem(run_dir: Path) -> tuple[Manifest | None, str | None]:
+    """The run's manifest, or (None, one line naming it and what is wrong:
+    formats.integrity)."""
     try:
-        manifest = read_manifest(run_dir)
-    except (OSError, ValueError) as error:
-        return {}, unreadable(path, error)
-    if not isinstance(manifest, dict):
-        return {}, f"{path}: not a sixnines manifest (not a JSON object)"
-    return manifest, None
+        return read_manifest(run_dir), None
+    except Damaged as damaged:
+        return None, damaged.problems[0]
 
 
 def scenario_of(run_dirs: list[Path]) -> str | None:
     """The scenario the runs belong to, from the first manifest that can be read."""
     manifests = (manifest_or_problem(run_dir)[0] for run_dir in run_dirs)
-    return next((m["scenario"] for m in manifests if m.get("scenario")), None)
+    return next((m.scenario for m in manifests if m is not None and m.scenario), None)
 
 
 def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
@@ -117,31 +126,31 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
     return results
 
 
-def _unanalysed(run_dir: Path, problem: str | None) -> dict:
+def _unanalysed(run_dir: Path, problem: str | None) -> RunSummary:
     """A run without an analysis: failed, or corrupt when its manifest cannot be read."""
     manifest, unusable = manifest_or_problem(run_dir)
-    return {"run_id": manifest.get("run_id", run_dir.name), "system": manifest.get("system"),
-            "params": manifest.get("params", {}), "status": CORRUPT if unusable else FAILED,
-            "problems": [*manifest.get("problems", []),
-                         *(line for line in (unusable, problem) if line)]}
+    manifest = manifest or Manifest()
+    return RunSummary(run_id=manifest.run_id or run_dir.name, system=manifest.system,
+                      params=manifest.params, status=CORRUPT if unusable else FAILED,
+                      problems=[*manifest.problems,
+                                *(line for line in (unusable, problem) if line)])
 
 
-def write_results_summary(results_dir: Path, scenario: str | None, summaries: list[dict]
-                          ) -> Path:
+def write_results_summary(results_dir: Path, scenario: str | None,
+                          summaries: list[RunSummary]) -> Path:
     """summary.json and summary.csv, each whole or not at all (WriteFailure names it)."""
     path = results_dir / SUMMARY_FILE
-    body = {"scenario": scenario, "runs": summaries}
-    write_atomically(path, json.dumps(body, indent=2) + "\n")
+    write_atomically(path, ResultsSummary(scenario=scenario, runs=summaries).text())
     write_results_csv(results_dir / CSV_FILE, summaries)
     return path
 
 
-def write_results_csv(path: Path, summaries: list[dict]) -> Path:
+def write_results_csv(path: Path, summaries: list[RunSummary]) -> Path:
     """summary.csv: the summary flattened to one row per run for spreadsheets and pandas.
     `load` says open-loop or saturation (`rate: max`, whose latency is only in the
     saturation_latency columns); parameters get a column each (in the order they first
     appear); empty cells are figures a run does not have (a failed run has no latency)."""
-    params = list(dict.fromkeys(name for s in summaries for name in s.get("params", {})))
+    params = list(dict.fromkeys(name for s in summaries for name in s.params))
     header = ["run_id", "system", "status", "load", *params, *CSV_COUNTS,
               *(f"{label}_{key}_us" for _, label in CSV_METRICS for key in CSV_FIGURES),
               *(f"{label}_count" for _, label in CSV_METRICS)]
@@ -153,17 +162,18 @@ def write_results_csv(path: Path, summaries: list[dict]) -> Path:
     return path
 
 
-def _csv_row(summary: dict, params: list[str]) -> list:
-    run_params = summary.get("params", {})
-    return [summary.get("run_id"), summary.get("system"), summary.get("status"),
-            run_load(summary), *(run_params.get(name) for name in params),
-            *(summary.get(name) for name in CSV_COUNTS),
-            *((summary.get(field) or {}).get(key) for field, _ in CSV_METRICS
+def _csv_row(summary: RunSummary, params: list[str]) -> list:
+    """Empty cells for what the run lacks: figures of a run never analysed."""
+    metrics = [summary.metric(field) for field, _ in CSV_METRICS]
+    return [summary.run_id, summary.system, summary.status, run_load(summary),
+            *(summary.params.get(name) for name in params),
+            *(getattr(summary, name) for name in CSV_COUNTS),
+            *(None if figures is None else figures.figure(key) for figures in metrics
               for key in CSV_FIGURES),
-            *((summary.get(field) or {}).get("count") for field, _ in CSV_METRICS)]
+            *(None if figures is None else figures.count for figures in metrics)]
 
 
-def _csv_cell(value) -> str | int | float:
+def _csv_cell(value: Any) -> str | int | float:
     """Numbers and text as they are; nothing as an empty cell; structures as JSON."""
     if value is None:
         return ""
@@ -186,14 +196,14 @@ def supported(key: str, count: int) -> bool:
     return count * (1 - float(key[1:]) / 100) >= 1
 
 
-def _cell(figures: dict, key: str) -> str:
-    text = _us(figures.get(key))
-    return text if supported(key, figures.get("count") or 0) else f"[dim]{text}[/]"
+def _cell(figures: Figures, key: str) -> str:
+    text = _us(figures.figure(key))
+    return text if supported(key, figures.count) else f"[dim]{text}[/]"
 
 
-def _clock_bound_us(summary: dict) -> float | None:
+def _clock_bound_us(summary: RunSummary) -> float | None:
     """The clock bound of cross-host figures, µs; None when every figure is on one clock."""
-    bound = summary.get("clock_bound_ns")
+    bound = summary.clock_bound_ns
     return None if bound is None else bound / 1000
 
 
@@ -204,24 +214,24 @@ def _clock_cells(field: str, bound: float | None) -> list[str]:
     return [_us(bound) if field in CROSS_CLOCK_METRICS else ""]
 
 
-def _metrics(summary: dict) -> tuple[tuple[str, str], ...]:
+def _metrics(summary: RunSummary) -> tuple[tuple[str, str], ...]:
     """The (field, label) rows a run's table shows: its saturation latency alone in
     throughput mode (no schedule: no open-loop latency, service time or send lag)."""
     return (latency_of(summary),) if saturation(summary) else METRICS
 
 
-def _captions(summary: dict) -> list[str]:
+def _captions(summary: RunSummary) -> list[str]:
     """Footnotes: dim percentiles, and what the ± clock column means (docs/design.md rule 3)."""
     captions = []
     if saturation(summary):
         captions.append("throughput mode (rate: max): saturation latency = receive − send "
                         "with the system flooded, not open-loop latency")
-    if any(not supported(key, (summary.get(field) or {}).get("count") or 0)
+    if any(not supported(key, summary.figures(field).count)
            for field, _ in _metrics(summary) for key in FIGURE_KEYS):
         captions.append("dim: too few samples for that percentile (fewer than 1/(1-p))")
     bound = _clock_bound_us(summary)
     if bound is not None:
-        cross = (summary.get("latency_pairs") or {}).get("cross_clock", 0)
+        cross = summary.latency_pairs.cross_clock
         captions.append(f"± clock: {cross:,} deliveries timed across hosts, both ends put on "
                         f"the controller's clock; figures may be off by up to {_us(bound)} µs")
     return captions
@@ -230,36 +240,36 @@ def _captions(summary: dict) -> list[str]:
 STATUS_COLOUR = {"ok": "green", "partial": "yellow", CORRUPT: "bold red"}  # else red
 
 
-def _status_text(summary: dict) -> str:
-    status = summary.get("status")
+def _status_text(summary: RunSummary) -> str:
+    status = summary.status
     return f"[{STATUS_COLOUR.get(status, 'red')}]{escape(str(status))}[/]"
 
 
-def _counts(summary: dict) -> str:
+def _counts(summary: RunSummary) -> str:
     """The accounting line; `unknown` only when receivers died without leaving data."""
-    unknown = summary.get("unknown") or 0
-    return (f"sent {summary.get('sent', 0):,}  received {summary.get('received', 0):,}  "
-            f"lost {summary.get('lost', 0):,}  "
+    unknown = summary.unknown or 0
+    return (f"sent {summary.sent or 0:,}  received {summary.received or 0:,}  "
+            f"lost {summary.lost or 0:,}  "
             + (f"[yellow]unknown {unknown:,}[/]  " if unknown else "")
-            + f"duplicated {summary.get('duplicated', 0):,}  "
-            f"reordered {summary.get('reordered', 0):,}")
+            + f"duplicated {summary.duplicated or 0:,}  "
+            f"reordered {summary.reordered or 0:,}")
 
 
-def run_table(summary: dict) -> Table:
+def run_table(summary: RunSummary) -> Table:
     """One run: accounting and throughput in the title, the latency distribution below;
     figures timed across hosts carry their clock bound in a "± clock" column."""
-    rates = (f"send {summary.get('send_rate') or 0:,.0f} msg/s  "
-             f"receive {summary.get('receive_rate') or 0:,.0f} msg/s")
-    table = Table(title=f"{escape(str(summary['run_id']))}  {_status_text(summary)}\n"
+    rates = (f"send {summary.send_rate or 0:,.0f} msg/s  "
+             f"receive {summary.receive_rate or 0:,.0f} msg/s")
+    table = Table(title=f"{escape(str(summary.run_id))}  {_status_text(summary)}\n"
                         f"{_counts(summary)}\n{rates}", title_justify="left")
     table.add_column("µs", justify="left")
     bound = _clock_bound_us(summary)
     for key in (*FIGURE_KEYS, *(["± clock"] if bound is not None else []), "count"):
         table.add_column(key, justify="right")
     for field, label in _metrics(summary):
-        figures = summary.get(field) or {}
+        figures = summary.figures(field)
         table.add_row(label, *(_cell(figures, key) for key in FIGURE_KEYS),
-                      *_clock_cells(field, bound), f"{figures.get('count') or 0:,}")
+                      *_clock_cells(field, bound), f"{figures.count:,}")
     captions = _captions(summary)
     if captions:
         table.caption = "\n".join(captions)
@@ -267,19 +277,19 @@ def run_table(summary: dict) -> Table:
     return table
 
 
-def print_tables(summaries: list[dict], console: Console) -> None:
+def print_tables(summaries: list[RunSummary], console: Console) -> None:
     """Each run's table, then its problems and warnings; a corrupt run has no figures, so
     a line saying so stands in for its table."""
     for summary in summaries:
-        if summary.get("status") == CORRUPT:
-            console.print(f"{escape(str(summary['run_id']))}  {_status_text(summary)}: its "
+        if summary.status == CORRUPT:
+            console.print(f"{escape(str(summary.run_id))}  {_status_text(summary)}: its "
                           "files fail their checks, no figures")
         else:
             console.print(run_table(summary))
-        for problem in summary.get("problems", []):
+        for problem in summary.problems:
             console.print(f"  [yellow]! {escape(str(problem))}[/]", soft_wrap=True)
-        for warning in summary.get("warnings", []):
+        for warning in summary.warnings:
             console.print(f"  [yellow]! {escape(str(warning))}[/]", soft_wrap=True)
-        note = (summary.get("broker") or {}).get("note")
+        note = summary.broker.note
         if note:
             console.print(f"  note: {escape(str(note))}", soft_wrap=True)

@@ -29,6 +29,7 @@ from sixnines.agents.facts import clock_domain
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.errors import SixninesError
+from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock, MonitorEntry
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import MAX_RATE, Role
 from sixnines.orchestrator.brokers import BrokerError, RunningBroker, provide_broker
@@ -65,8 +66,8 @@ class AgentHandle:
     ready: p.Ready | None = None
     done: p.Done | None = None
     failure: str | None = None
-    clock: dict = field(default_factory=dict)
-    artifacts: dict = field(default_factory=dict)  # as announced, with "verified"
+    clock: Clock | None = None  # None until it answered the clock pings
+    artifacts: dict[str, Artifact] = field(default_factory=dict)  # as announced, verified
     sent: int = 0
     received: int = 0
 
@@ -112,18 +113,18 @@ class Run:
         self.cpu_sample_ns = settings.cpu_sample_ns
         self.monitor: AgentHandle | None = None  # samples the broker's CPU (agents.monitor)
         self.monitor_notes: list[str] = []  # its troubles: never the run's problems
-        self.manifest = new_manifest(point, settings.scenario)
-        self.manifest.update(placement=self.placement.model_dump(mode="json"),
-                             cross_host_latency=self.placement.cross_host_latency,
-                             hosts=fleet.facts, cpu_sample_ns=self.cpu_sample_ns,
-                             throughput_window=settings.throughput_window)
-        self.problems: list[str] = self.manifest["problems"]
+        self.manifest = new_manifest(point, settings.scenario).model_copy(update=dict(
+            placement=self.placement.model_dump(mode="json"),
+            cross_host_latency=self.placement.cross_host_latency, hosts=fleet.facts,
+            cpu_sample_ns=self.cpu_sample_ns, throughput_window=settings.throughput_window))
+        self.problems: list[str] = self.manifest.problems
         self.stop_reason = ""  # why the agents were told to stop early, if they were
         self.hurry = False  # a repeated interrupt: wait no longer than needed
 
     # -- lifecycle -----------------------------------------------------------------------
     def execute(self) -> dict:
-        """Run and return the manifest (on disk from the start, rewritten as the run goes).
+        """Run and return the manifest as written, its JSON object (`self.manifest` is the
+        model; on disk from the start, rewritten as the run goes).
         An interrupt (Ctrl-C, SIGTERM) winds the run down like any failure and is then
         raised again, so the caller stops the scenario; interrupts during the wind-down
         only hurry it (orchestrator.interrupts)."""
@@ -144,7 +145,7 @@ class Run:
                 self._wind_down()
         if interruption is not None or later.first is not None:
             raise interruption or later.first
-        return self.manifest
+        return self.manifest.as_json()
 
     def _measure(self) -> None:
         logger.info("%s: starting (%s)", self.point.run_id, self.run_dir)
@@ -152,7 +153,7 @@ class Run:
                                      self.run_dir, self.key)
         logger.info("%s: broker (%s) at %s", self.point.run_id, self.broker.kind,
                  self.broker.address)
-        self.manifest["broker"] = self.broker.describe()
+        self.manifest.broker = BrokerRecord.model_validate(self.broker.describe())
         self._record()
         self._start_monitor()
         self._start_agents()
@@ -173,7 +174,7 @@ class Run:
                 self._finalise()
             finally:
                 if self.broker is not None:
-                    self.broker.stop(keep_data=self.manifest["status"] != "ok")
+                    self.broker.stop(keep_data=self.manifest.status != "ok")
 
     def _hurry(self) -> None:
         """Another interrupt while winding down: stop waiting for agents to report (their
@@ -281,28 +282,27 @@ class Run:
                 continue
             if best is None:
                 raise RunFailure(f"{agent.plan.agent_id} did not answer clock pings")
-            agent.clock = {"domain": agent.ready.host.get("clock_domain"),
-                           "estimated_offset_ns": best[1], "uncertainty_ns": best[0] // 2,
-                           "pings": PINGS}
+            agent.clock = Clock(domain=agent.ready.host.get("clock_domain"),
+                                estimated_offset_ns=best[1], uncertainty_ns=best[0] // 2,
+                                pings=PINGS)
         ours = clock_domain()
-        clocked = [a for a in self.agents.values() if a.clock]
+        clocked = [a for a in self.agents.values() if a.clock is not None]
         for agent in clocked:
-            domain = agent.clock["domain"]
+            domain = agent.clock.domain
             same_clock = domain == ours
-            best = min((a for a in clocked if a.clock["domain"] == domain),
-                       key=lambda a: a.clock["uncertainty_ns"])
-            agent.clock.update(
-                offset_ns=0 if same_clock else best.clock["estimated_offset_ns"],
-                domain_uncertainty_ns=0 if same_clock else best.clock["uncertainty_ns"],
-                same_clock_as_controller=same_clock)
+            best = min((a.clock for a in clocked if a.clock.domain == domain),
+                       key=lambda clock: clock.uncertainty_ns)
+            agent.clock.offset_ns = 0 if same_clock else best.estimated_offset_ns
+            agent.clock.domain_uncertainty_ns = 0 if same_clock else best.uncertainty_ns
+            agent.clock.same_clock_as_controller = same_clock
 
     def _start(self) -> None:
         at = time.perf_counter_ns() + int(START_DELAY_S * NS)
         for agent in self.agents.values():
-            if agent.clock:  # all but a monitor that died
-                agent.send(p.Start(at_ns=at + agent.clock["offset_ns"]))
+            if agent.clock is not None:  # all but a monitor that died
+                agent.send(p.Start(at_ns=at + agent.clock.offset_ns))
         w = self.point.workload
-        self.manifest["started_at_ns"] = at
+        self.manifest.started_at_ns = at
         logger.info("%s: agents start in %.1f s", self.point.run_id, START_DELAY_S)
         self.view.started(at, w.warmup_ns + w.duration_ns)
 
@@ -357,8 +357,8 @@ class Run:
 
     def _check_broker(self) -> None:
         code = self.broker.exited() if self.broker else None
-        if code is not None and not self.manifest.get("broker_exit"):
-            self.manifest["broker_exit"] = code
+        if code is not None and not self.manifest.broker_exit:
+            self.manifest.broker_exit = code
             self.problems.append(f"{self.point.system.name}: the broker exited (code {code}) "
                                  "during the run")
 
@@ -397,7 +397,7 @@ class Run:
                         f"{agent.plan.agent_id}: could not fetch its files from host "
                         f"{agent.plan.host}: {exc}")
             agent.artifacts = self._verified(agent)
-            if remote and all(a["verified"] for a in agent.artifacts.values()):
+            if remote and all(a.verified for a in agent.artifacts.values()):
                 agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
 
     def _done_from_disk(self, agent: AgentHandle) -> None:
@@ -449,11 +449,11 @@ class Run:
     def _record(self, final: bool = False) -> None:
         """Write the manifest as things stand: agents not yet finished are `running` (or,
         once the run is over, `missing`)."""
-        entries = [self._entry(agent, final) for agent in self._measuring()]
-        self.manifest["agents"] = entries
+        self.manifest.agents = [AgentEntry(**self._entry(agent, final))
+                                for agent in self._measuring()]
         monitor = self._entry(self.monitor, final) if self.monitor else {"status": "failed"}
-        self.manifest["monitor"] = ({**monitor, "notes": self.monitor_notes}
-                                    if self.monitor or self.monitor_notes else None)
+        self.manifest.monitor = (MonitorEntry(**monitor, notes=self.monitor_notes)
+                                 if self.monitor or self.monitor_notes else None)
         write_manifest(self.run_dir, self.manifest)
 
     def _finalise(self) -> None:
@@ -466,42 +466,36 @@ class Run:
                                 f"{agent.failure}")
         statuses = {self._entry(agent, final=True)["status"] for agent in self._measuring()}
         if not statuses or statuses <= {"failed", "missing"}:
-            self.manifest["status"] = "failed"
+            self.manifest.status = "failed"
         elif self.problems or statuses != {"ok"}:
-            self.manifest["status"] = "partial"
+            self.manifest.status = "partial"
         else:
-            self.manifest["status"] = "ok"
-        self.manifest["ended_at"] = time.time()
-        logger.info("%s: %s", self.point.run_id, self.manifest["status"])
-        self.view.end_run(self.point, self.manifest["status"], self.problems)
+            self.manifest.status = "ok"
+        self.manifest.ended_at = time.time()
+        logger.info("%s: %s", self.point.run_id, self.manifest.status)
+        self.view.end_run(self.point, self.manifest.status, self.problems)
         self._record(final=True)
 
     def _entry(self, agent: AgentHandle, final: bool) -> dict:
-        """An agent's manifest entry (its problems: `_finalise`)."""
-        entry = {
-            "id": agent.plan.agent_id, "role": agent.plan.role,
-            "host": agent.plan.host, "first_id": agent.plan.first_id,
-            "connections": agent.plan.connections,
-            "rate": agent.plan.rate, "planned_sends": agent.plan.sends,
-            "clock": agent.clock, "sent": agent.sent, "received": agent.received,
-            "exit_code": agent.process.poll(),
-        }
-        if agent.ready is not None:
-            entry.update(pid=agent.ready.pid, host_facts=agent.ready.host,
-                         versions=agent.ready.versions)
-        if agent.done is not None:
-            entry.update(status=agent.done.status, t0_ns=agent.done.t0_ns,
-                         artifacts=agent.artifacts, **agent.done.extra)
-        else:
-            entry["status"] = ("failed" if agent.failure else "missing" if final
-                               else RUNNING)
-        return entry
+        """The fields of an agent's manifest entry (formats.manifest.AgentEntry; its
+        problems: `_finalise`)."""
+        plan, ready, done = agent.plan, agent.ready, agent.done
+        return dict(
+            id=plan.agent_id, role=plan.role, host=plan.host, first_id=plan.first_id,
+            connections=plan.connections, rate=plan.rate, planned_sends=plan.sends,
+            clock=agent.clock or Clock(), sent=agent.sent, received=agent.received,
+            exit_code=agent.process.poll(),
+            **({} if ready is None else dict(pid=ready.pid, host_facts=ready.host,
+                                             versions=ready.versions)),
+            **(dict(status=done.status, t0_ns=done.t0_ns, artifacts=agent.artifacts,
+                    **done.extra) if done is not None else
+               dict(status="failed" if agent.failure else "missing" if final else RUNNING)))
 
     def _problems_of(self, agent: AgentHandle) -> list[str]:
         """Where an agent's troubles are recorded: the monitor's never fail the run."""
         return self.monitor_notes if agent is self.monitor else self.problems
 
-    def _verified(self, agent: AgentHandle) -> dict:
+    def _verified(self, agent: AgentHandle) -> dict[str, Artifact]:
         """Artifacts as announced, each checked against the file on disk."""
         files, problems = verified_artifacts(agent.plan.agent_id, agent.out_dir,
                                              agent.done.artifacts)

@@ -22,43 +22,12 @@ statuses). Spark starts only for runs that pass. Every report file is written wh
 not at all (formats.atomic), summary.json last, and files of an earlier analysis are
 removed first, so no figure outlives a new verdict.
 
-Accounting: `lost` counts the deliveries expected at receivers that left data and never
-made there; `unknown` the deliveries expected at consumers that left no messages.parquet
-(killed: every one of their connections expected every message sent), with a problem line
-naming each. Deliveries of unknown fate, or hlogs disagreeing with the raw records
-(`hlog_agrees` false), make the run at least `partial`.
-
-`load` in summary.json (spark_jobs.load): "open-loop" for a run on a schedule, "saturation"
-for throughput mode (`rate: max`: no schedule, a message count sent as fast as the system
-takes). A saturation run's headline is throughput (`send_rate`, `receive_rate`,
-`throughput`, `density_us`); its intended times are its send times, so its only latency is
-`saturation_latency_us` = recv − sent, and `latency_us`, `service_time_us` and
-`send_lag_us` stay empty (count 0), as `saturation_latency_us` does in an open-loop run.
-Only the run's own metrics get a .hgrm (saturation: saturation_latency.hgrm), and its
-warnings say when the time cap (`duration`) ended sending before every message went out.
-
-Per-metric fields of summary.json (`latency_us`, `service_time_us`, `send_lag_us`,
-`saturation_latency_us`, in µs): p50 … p99.9999 and max (HdrHistogram's figures, never
-above the exact max), `mean`, `lower_median` (the ⌈n/2⌉-th smallest value, a sample),
-`robust_deviation` (mean |x − lower_median|), both exact while the median is below ~134 ms
-(HDR resolution beyond, see distribution.robust_centre), and `count`; all null with count 0
-when nothing was timed.
-
-Per-message fields (spark_jobs.series for the definitions):
-
-- `throughput`: {"window": M, "sender_msg_s": {...}, "receiver_msg_s": {...},
-  "bytes_per_s": {"sender": x, "receiver": y}, "zero_span_windows": {"sender": n, ...}}.
-  sender_msg_s / receiver_msg_s hold the per-metric figures above, in msg/s, of
-  ST_n = M / (O_n − O_{n−M}) over every sender stream and RT_n likewise over every receiver
-  stream (percentiles and lower median at 3 significant digits). zero_span_windows: windows
-  left out because their M messages carry one timestamp (batches stamped once), so count
-  = messages − M per stream − these. bytes_per_s: each stream's message rate times its mean
-  size, summed.
-- `density_us`: the mean interval between consecutive receipts of a receiver stream, over
-  all of them; null with no stream of two receipts.
-- `humps`: {"count": modes, "modes_us": [...]}: the distinct modes of the latency
-  distribution (distribution.humps gives the rule); count > 1 adds the warning "latency is
-  multi-modal: modes at … µs".
+summary.json: formats.summary documents every field (its JSON Schema is
+docs/summary.schema.json). Deliveries of unknown fate (`unknown`: consumers that left no
+messages.parquet), or hlogs disagreeing with the raw records (`hlog_agrees` false), make
+the run at least `partial`. A saturation run (`load`, spark_jobs.load: `rate: max`) gets
+the .hgrm of its own metric only (saturation_latency.hgrm), and its warnings say when the
+time cap (`duration`) ended sending before every message went out.
 
 report/series.json, every list at most 2,000 long:
 
@@ -78,36 +47,6 @@ report/series.json, every list at most 2,000 long:
   the other load's metrics).
 - `cpu`: {side: {"t_s", "us_per_message"}} for each side with samples: CPU µs per message
   over the run (bins of the sample interval, after the warm-up).
-
-CPU fields of summary.json (spark_jobs.cpu has the definitions, agents.cpu the sampling):
-
-- `cpu`: {"sender": {...}, "receiver": {...}, "broker": {...} or null, "interval_ms": the
-  sample interval, "notes": [...]}. Each side holds `us_per_message` (the per-metric
-  figures above, in µs of CPU per message: one value per measured sample interval of one
-  process, Δcpu / Δmessages), `cores` (CPU seconds per wall-clock second over the measured
-  intervals, summed over the side's agents) and `empty_intervals` (measured intervals
-  without messages, left out of us_per_message). sender: producers and requesters (per
-  message sent; a requester's per request, reply included); receiver: consumers and
-  responders; null without such agents. broker: the broker's process tree sampled on its
-  host by the monitor, per message received by all consumers in the interval (each fan-out
-  delivery; in round trip, per request); null when sixnines did not start the broker or
-  its monitor left no samples. `notes` says why, and holds the monitor's troubles, which
-  never make a run partial.
-
-Clock fields of summary.json (docs/design.md rule 3, see frames.with_clock_pairs):
-
-- `latency_pairs`: {"same_clock": n, "cross_clock": n, "excluded": n}, the measured
-  deliveries by how their producer's and receiver's clocks pair up. same_clock: one clock
-  domain (a requester is its own receiver), timed as recorded. cross_clock: different
-  domains, included only when the manifest says `cross_host_latency: true`, each end moved
-  onto the controller's clock by its host's measured offset. excluded: not in latency or
-  service time (a warning says how many and how to opt in), still in the accounting
-  (received, lost, duplicated, reordered). same_clock + cross_clock = latency_us.count.
-- `clock_bound_ns`: how far any cross-clock latency or service time may be off: the largest
-  producer + receiver offset uncertainty among the cross_clock deliveries; null when none.
-- `hlog_agrees` compares only the hlog tags holding what Spark computed: a receiver with
-  cross_clock or excluded deliveries logged them raw, so its latency and service_time tags
-  are not compared, and a problem line says so (null when nothing was compared).
 """
 
 from __future__ import annotations
@@ -128,8 +67,10 @@ from pyspark.sql import SparkSession
 
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
+from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.records import HLOG_FILE, MESSAGES_FILE
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
+from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
 from sixnines.formats.vocabulary import Role
 from sixnines.spark_jobs import cpu, distribution, frames, series, summarize
 from sixnines.spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
@@ -157,18 +98,18 @@ class Checked:
     """
 
     run_dir: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     damaged: list[str] = field(default_factory=list)
-    messages: dict[str, tuple[str, Path]] = field(default_factory=dict)
+    messages: dict[str, tuple[Role, Path]] = field(default_factory=dict)
     hlogs: dict[str, tuple[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
-def _hlog_paths(messages: dict[str, tuple[str, Path]], run_dir: Path
-                ) -> tuple[list[str], dict[str, tuple[str, Path]]]:
+def _hlog_paths(messages: dict[str, tuple[Role, Path]], run_dir: Path
+                ) -> tuple[list[str], dict[str, tuple[Role, Path]]]:
     """The hlogs of the agents with messages, and a note for each such agent without one."""
     notes: list[str] = []
-    hlogs: dict[str, tuple[str, Path]] = {}
+    hlogs: dict[str, tuple[Role, Path]] = {}
     for agent_id, (role, _) in messages.items():
         hlog = run_dir / "agents" / agent_id / HLOG_FILE
         if hlog.is_file():
@@ -185,54 +126,50 @@ def check_run(run_dir: Path) -> Checked:
     try:
         manifest = integrity.read_manifest(run_dir)
     except integrity.Damaged as damaged:
-        return Checked(run_dir, {}, damaged.problems)
+        return Checked(run_dir, Manifest(), damaged.problems)
     damaged = integrity.problems(run_dir, manifest)
     if damaged:
         return Checked(run_dir, manifest, damaged)
     messages = frames.message_paths(run_dir, manifest)
     notes, paths = _hlog_paths(messages, run_dir)
-    warmup_s = int(manifest.get("workload", {}).get("warmup_ns", 0)) / 1e9
+    warmup_s = manifest.workload.warmup_ns / 1e9
     hlogs, damaged = summarize.read_hlogs(paths, warmup_s)
     return Checked(run_dir, manifest, damaged, messages, hlogs, notes)
 
 
-def _absent(manifest: dict[str, Any], messages: dict[str, tuple[str, Path]]
-            ) -> list[dict[str, Any]]:
+def _absent(manifest: Manifest, messages: dict[str, tuple[Role, Path]]) -> list[AgentEntry]:
     """Manifest entries of sending or receiving agents that left no messages.parquet."""
-    return [agent for agent in manifest.get("agents", [])
-            if agent.get("role") in frames.ROLES and agent["id"] not in messages]
+    return [agent for agent in manifest.agents
+            if agent.role in frames.ROLES and agent.id not in messages]
 
 
-def _connections(agent: dict[str, Any], workload: dict[str, Any]) -> int:
-    return int(agent.get("connections") or workload.get("connections", 1))
+def _connections(agent: AgentEntry, workload: Workload) -> int:
+    return agent.connections or workload.connections
 
 
-def _absent_notes(absent: list[dict[str, Any]], workload: dict[str, Any], sent: int
-                  ) -> list[str]:
+def _absent_notes(absent: list[AgentEntry], workload: Workload, sent: int) -> list[str]:
     """Why the messages of agents without data are in no count, or are `unknown`."""
     notes = []
     for agent in absent:
-        who = f"agent {agent['id']} ({agent['role']}, status {agent.get('status', 'unknown')})"
-        if agent["role"] == Role.CONSUMER:
+        who = f"agent {agent.id} ({agent.role}, status {agent.status or 'unknown'})"
+        if agent.role == Role.CONSUMER:
             unknown = _connections(agent, workload) * sent
             notes.append(f"{who} left no {MESSAGES_FILE}: the {unknown:,} deliveries expected "
                          "there are unknown (not lost: nothing says whether they arrived)")
-        elif agent["role"] == Role.REQUESTER:
+        elif agent.role == Role.REQUESTER:
             notes.append(f"{who} left no {MESSAGES_FILE}: its requests and their replies are "
-                         "in no count (it reported sending "
-                         f"{int(agent.get('sent') or 0):,} before it stopped)")
+                         f"in no count (it reported sending {agent.sent:,} before it stopped)")
         else:
             notes.append(f"{who} left no {MESSAGES_FILE}: its messages are in no count; "
                          "what consumers got from it is counted as unexpected")
     return notes
 
 
-def _status(manifest: dict[str, Any], counts: dict[str, Any], agrees: bool | None
-            ) -> str | None:
+def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None) -> str | None:
     """The manifest's status, made partial when the data show more than the run knew:
     deliveries of unknown fate, or hlogs that disagree with the raw records."""
     doubtful = counts["unknown"] > 0 or agrees is False
-    return worst(manifest.get("status"), PARTIAL if doubtful else OK)
+    return worst(manifest.status, PARTIAL if doubtful else OK)
 
 
 def _clear_report(run_dir: Path) -> None:
@@ -258,48 +195,43 @@ def _write_report(run_dir: Path, files: dict[str, str]) -> None:
         raise
 
 
-def refused(checked: Checked) -> dict[str, Any]:
+def _broker(manifest: Manifest) -> Broker:
+    """The broker as summary.json tells it (of all the manifest records)."""
+    record = manifest.broker
+    return Broker(kind=record.kind, recipe=record.recipe, version=record.version,
+                  note=record.note)
+
+
+def refused(checked: Checked) -> RunSummary:
     """The summary of a run whose files fail their checks: status corrupt, the files and
     what is wrong with each in its problems, no figure."""
     manifest = checked.manifest
-    params = manifest.get("params", {})
-    summary = {
-        "run_id": manifest.get("run_id", checked.run_dir.name),
-        "system": manifest.get("system"),
-        "params": params,
-        "load": load_of(params),
-        "broker": {key: manifest.get("broker", {}).get(key)
-                   for key in ("kind", "recipe", "version", "note")},
-        "status": CORRUPT,
-        "problems": [*manifest.get("problems", []), *checked.damaged, NOT_ANALYSED],
-        "warnings": [],
-    }
-    _write_report(checked.run_dir, {SUMMARY: _json(summary)})
+    summary = RunSummary(
+        run_id=manifest.run_id or checked.run_dir.name, system=manifest.system,
+        params=manifest.params, load=load_of(manifest.params), broker=_broker(manifest),
+        status=CORRUPT, problems=[*manifest.problems, *checked.damaged, NOT_ANALYSED],
+        warnings=[])
+    _write_report(checked.run_dir, {SUMMARY: summary.text()})
     return summary
 
 
-def _json(document: dict[str, Any], indent: int | None = 2) -> str:
-    return json.dumps(document, indent=indent, allow_nan=False) + "\n"
-
-
 def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = None
-                    ) -> dict[str, Any]:
+                    ) -> RunSummary:
     """Analyse a run dir whose files passed their checks, write its report files and
     return the summary (window: M, the messages a stream's overhead and throughput are
     taken over; None: the manifest's)."""
     run_dir, manifest = checked.run_dir, checked.manifest
-    window = window or manifest.get("throughput_window", series.DEFAULT_WINDOW)
-    workload = manifest.get("workload", {})
-    load = load_of(manifest.get("params", {}))
+    window = window or manifest.throughput_window
+    workload = manifest.workload
+    load = load_of(manifest.params)
     absent = _absent(manifest, checked.messages)
 
     df = frames.load_messages(spark, run_dir, manifest)
     # every connection of every consumer agent receives every message (fan-out)
-    connections = int(workload.get("connections", 1))
-    consumers = connections * sum(role == Role.CONSUMER
-                                  for role, _ in checked.messages.values())
+    consumers = workload.connections * sum(role == Role.CONSUMER
+                                           for role, _ in checked.messages.values())
     silent = sum(_connections(agent, workload) for agent in absent
-                 if agent["role"] == Role.CONSUMER)
+                 if agent.role == Role.CONSUMER)
     counts = frames.accounting(df, consumers, silent).first().asDict()
     rate = frames.rates(df).first().asDict()
     clocks = frames.RunClocks.from_manifest(manifest)
@@ -330,43 +262,39 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
         notes.append(f"{counts['unexpected']} received messages match no sent message")
 
     figures = summarize.summary_figures(metrics)
-    summary: dict[str, Any] = {
-        "run_id": manifest.get("run_id"),
-        "system": manifest.get("system"),
-        "params": manifest.get("params", {}),
-        "load": load,
-        "broker": {key: manifest.get("broker", {}).get(key)
-                   for key in ("kind", "recipe", "version", "note")},
-        "status": _status(manifest, counts, agrees),
-        "problems": [*manifest.get("problems", []), *notes],
+    summary = RunSummary(
+        run_id=manifest.run_id, system=manifest.system, params=manifest.params, load=load,
+        broker=_broker(manifest), status=_status(manifest, counts, agrees),
+        problems=[*manifest.problems, *notes],
         **{key: int(counts[key]) for key in
            ("sent", "received", "lost", "unknown", "duplicated", "reordered", "unexpected")},
-        "warmup": {"sent": int(counts["warmup_sent"]),
-                   "received": int(counts["warmup_received"])},
-        "send_rate": rate["send_rate"],
-        "receive_rate": rate["receive_rate"],
-        **figures,
-        "latency_pairs": pairs.totals,
-        "clock_bound_ns": pairs.bound_ns,
-        "hlog_agrees": agrees,
+        warmup=Warmup(sent=int(counts["warmup_sent"]),
+                      received=int(counts["warmup_received"])),
+        send_rate=rate["send_rate"], receive_rate=rate["receive_rate"],
+        **figures, out_of_range=summarize.out_of_range(metrics),
+        latency_pairs=LatencyPairs(**pairs.totals), clock_bound_ns=pairs.bound_ns,
+        hlog_agrees=agrees,
         **series.summary_fields(per_message, humps),
-        "cpu": usage.summary(),
-        "warnings": [*summarize.saturation_warnings(figures, rate["send_rate"],
-                                                    manifest.get("params", {})),
-                     *saturation_warnings(counts, manifest.get("params", {})),
-                     *summarize.clock_warnings(pairs, clocks.cross_host),
-                     *series.humps_warnings(humps, load)],
-    }
+        cpu=usage.summary(),
+        warnings=[*summarize.saturation_warnings(figures["send_lag_us"], rate["send_rate"],
+                                                 manifest.params),
+                  *saturation_warnings(counts, manifest.params),
+                  *summarize.clock_warnings(pairs, clocks.cross_host),
+                  *series.humps_warnings(humps, load)])
     document = {**series.series_json(per_message, metrics, histogram, humps),
                 "cpu": usage.series()}
     _write_report(run_dir, {  # the other load's metrics are empty: no .hgrm for them
         **{f"{name}.hgrm": summarize.hgrm_text(metrics[name]) for name in METRICS[load]},
-        SERIES: _json(document, indent=None), SUMMARY: _json(summary)})
+        SERIES: _json(document), SUMMARY: summary.text()})
     return summary
 
 
+def _json(document: dict[str, Any]) -> str:
+    return json.dumps(document, allow_nan=False) + "\n"
+
+
 def _analyze(session: Callable[[], SparkSession], run_dir: Path, window: int | None
-             ) -> dict[str, Any]:
+             ) -> RunSummary:
     """Check, then analyse or refuse, one run dir; Spark starts only for a run that passed
     its checks (`session` gives the shared session)."""
     _clear_report(Path(run_dir))
@@ -378,9 +306,10 @@ def _analyze(session: Callable[[], SparkSession], run_dir: Path, window: int | N
 
 def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
                 ) -> dict[str, Any]:
-    """Analyse one run dir, write its report files and return the summary (status
-    corrupt, without figures, when its files fail their checks)."""
-    return _analyze(lambda: spark, run_dir, window)
+    """Analyse one run dir, write its report files and return the summary as written,
+    its JSON object (status corrupt, without figures, when its files fail their
+    checks)."""
+    return _analyze(lambda: spark, run_dir, window).as_json()
 
 
 def _check(run_dirs: list[Path]) -> None:
@@ -390,12 +319,12 @@ def _check(run_dirs: list[Path]) -> None:
 
 
 def _analyze_logged(session: Callable[[], SparkSession], run_dir: Path, window: int | None
-                    ) -> dict[str, Any]:
+                    ) -> RunSummary:
     began = time.monotonic()
     log.info("analysing %s", run_dir)
     summary = _analyze(session, run_dir, window)
-    if summary["status"] == CORRUPT:
-        log.error("%s: not analysed: %s", run_dir, "; ".join(summary["problems"]))
+    if summary.status == CORRUPT:
+        log.error("%s: not analysed: %s", run_dir, "; ".join(summary.problems))
     log.info("%s done in %.1f s", run_dir, time.monotonic() - began)
     return summary
 
@@ -403,11 +332,11 @@ def _analyze_logged(session: Callable[[], SparkSession], run_dir: Path, window: 
 def analyze_runs(run_dirs: list[Path], master: str = "local[*]",
                  window: int | None = None) -> list[dict[str, Any]]:
     """Analyse each run dir in one Spark session (an active one is reused, not stopped;
-    none is started when no run passes its checks)."""
+    none is started when no run passes its checks); their summaries as written."""
     run_dirs = [Path(d) for d in run_dirs]
     _check(run_dirs)
     session = functools.cache(lambda: spark_session(master))
-    return [_analyze_logged(session, run_dir, window) for run_dir in run_dirs]
+    return [_analyze_logged(session, run_dir, window).as_json() for run_dir in run_dirs]
 
 
 def _error_line(error: Exception) -> str:
@@ -430,7 +359,7 @@ def _result(run_dir: Path, session: Callable[[], SparkSession], window: int | No
         log.exception("%s: analysis failed", run_dir)
         return {"run_dir": str(run_dir), "error": _error_line(error)}
     return {"run_dir": str(run_dir), "summary": str(run_dir / REPORT_DIR / SUMMARY),
-            "status": summary["status"]}
+            "status": summary.status}
 
 
 def _window(text: str) -> int:

@@ -31,8 +31,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sixnines.formats import hdr
-from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
+from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.records import CPU_FILE
+from sixnines.formats.summary import Cpu, CpuSide
 from sixnines.formats.vocabulary import SENDERS, Role
 from sixnines.spark_jobs.distribution import Detail, median_bucket
 from sixnines.spark_jobs.summarize import MetricCounts, metric_summary
@@ -109,12 +110,12 @@ def value_counts(values_ns: np.ndarray) -> MetricCounts:
     return merged
 
 
-def figures(measured: Intervals) -> dict[str, Any]:
+def figures(measured: Intervals) -> CpuSide:
     """A side's summary.json figures (the module doc defines them)."""
     busy = measured.messages > 0
     per_message = measured.cpu_ns[busy] / measured.messages[busy]
-    return {"us_per_message": metric_summary(value_counts(per_message)),
-            "cores": _cores(measured), "empty_intervals": int((~busy).sum())}
+    return CpuSide(us_per_message=metric_summary(value_counts(per_message)),
+                   cores=_cores(measured), empty_intervals=int((~busy).sum()))
 
 
 def _cores(measured: Intervals) -> float | None:
@@ -145,11 +146,11 @@ class CpuResult:
     sides: dict[str, Intervals | None]  # sender, receiver, broker; None: no samples
     notes: list[str]
 
-    def summary(self) -> dict[str, Any]:
-        """summary.json `cpu` (documented in spark_jobs.analyze)."""
-        return {**{name: None if measured is None else figures(measured)
-                   for name, measured in self.sides.items()},
-                "interval_ms": self.interval_ns / 1e6, "notes": self.notes}
+    def summary(self) -> Cpu:
+        """summary.json `cpu` (formats.summary.Cpu)."""
+        return Cpu(**{name: None if measured is None else figures(measured)
+                      for name, measured in self.sides.items()},
+                   interval_ms=self.interval_ns / 1e6, notes=self.notes)
 
     def series(self) -> dict[str, Any]:
         """series.json `cpu`."""
@@ -157,45 +158,45 @@ class CpuResult:
                 for name, measured in self.sides.items() if measured is not None}
 
 
-def _samples(run_dir: Path, entry: dict[str, Any], notes: list[str]) -> Samples | None:
-    path = run_dir / "agents" / str(entry.get("id")) / CPU_FILE
-    if path.is_file() and "t0_ns" in entry:
-        return Samples.read(path, entry["t0_ns"])
-    notes.append(f"{entry.get('id')} ({entry.get('role')}, status {entry.get('status')}): "
+def _samples(run_dir: Path, entry: AgentEntry, notes: list[str]) -> Samples | None:
+    path = run_dir / "agents" / str(entry.id) / CPU_FILE
+    if path.is_file() and entry.t0_ns is not None:
+        return Samples.read(path, entry.t0_ns)
+    notes.append(f"{entry.id} ({entry.role}, status {entry.status}): "
                  f"{CPU_FILE} missing; its CPU is not counted")
     return None
 
 
-def analyse(run_dir: Path, manifest: dict[str, Any]) -> CpuResult:
+def analyse(run_dir: Path, manifest: Manifest) -> CpuResult:
     """CPU per message of one run directory."""
     run_dir = Path(run_dir)
-    warmup_ns = int(manifest.get("workload", {}).get("warmup_ns", 0))
+    warmup_ns = manifest.workload.warmup_ns
     notes: list[str] = []
-    by_role: dict[str, list[Samples]] = {}
-    for entry in manifest.get("agents", []):
+    by_role: dict[Role | None, list[Samples]] = {}
+    for entry in manifest.agents:
         if (samples := _samples(run_dir, entry, notes)) is not None:
-            by_role.setdefault(entry.get("role"), []).append(samples)
+            by_role.setdefault(entry.role, []).append(samples)
     sides: dict[str, Intervals | None] = {}
     for side, roles in SIDES.items():
         mine = [s for role in roles for s in by_role.get(role, [])]
         sides[side] = Intervals.join([intervals(s, warmup_ns) for s in mine]) if mine else None
     sides["broker"] = _broker(run_dir, manifest, by_role, warmup_ns, notes)
-    return CpuResult(int(manifest.get("cpu_sample_ns", DEFAULT_CPU_SAMPLE_NS)), sides, notes)
+    return CpuResult(manifest.cpu_sample_ns, sides, notes)
 
 
-def _broker(run_dir: Path, manifest: dict[str, Any], by_role: dict[str, list[Samples]],
+def _broker(run_dir: Path, manifest: Manifest, by_role: dict[Role | None, list[Samples]],
             warmup_ns: int, notes: list[str]) -> Intervals | None:
     """The broker's measured intervals, or None with a note saying why there are none."""
-    monitor = manifest.get("monitor")
-    if manifest.get("broker", {}).get("kind") == "external":
+    monitor = manifest.monitor
+    if manifest.broker.kind == "external":
         notes.append("no broker CPU: the broker is external (not started by sixnines, so "
                      "nothing samples it)")
         return None
     if monitor is None:
         notes.append("no broker CPU: no monitor ran in this run")
         return None
-    notes.extend(monitor.get("notes", []))
-    broker = _samples(run_dir, monitor, notes) if "id" in monitor else None  # else: never ran
+    notes.extend(monitor.notes)
+    broker = _samples(run_dir, monitor, notes) if monitor.id is not None else None  # never ran
     receivers = next((by_role[role] for role in BROKER_DENOMINATORS if role in by_role), None)
     if broker is None or receivers is None:
         return None

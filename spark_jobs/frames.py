@@ -18,13 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from sixnines.formats import hdr
+from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.records import MESSAGES, MESSAGES_FILE
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Role
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION
@@ -79,13 +79,13 @@ def bucket_index(value: Column) -> Column:
     return (first + sub_bucket - hdr.SUB_BUCKET_HALF_COUNT).cast("int")
 
 
-def message_paths(run_dir: Path, manifest: dict[str, Any]) -> dict[str, tuple[str, Path]]:
+def message_paths(run_dir: Path, manifest: Manifest) -> dict[str, tuple[Role, Path]]:
     """{agent_id: (role, messages.parquet)} for the manifest's agents whose file exists."""
     found = {}
-    for agent in manifest.get("agents", []):
-        path = Path(run_dir) / "agents" / agent["id"] / MESSAGES_FILE
-        if agent.get("role") in ROLES and path.is_file():
-            found[agent["id"]] = (agent["role"], path)
+    for agent in manifest.agents:
+        path = Path(run_dir) / "agents" / agent.id / MESSAGES_FILE
+        if agent.role in ROLES and path.is_file():
+            found[agent.id] = (agent.role, path)
     return found
 
 
@@ -94,11 +94,11 @@ def _tag(df: DataFrame, agent_id: str, index: int, role: str) -> DataFrame:
         "*",
         F.lit(agent_id).alias("agent_id"),
         F.lit(index).cast("int").alias("agent_index"),
-        F.lit(role).alias("role"),
+        F.lit(str(role)).alias("role"),
     )
 
 
-def load_messages(spark: SparkSession, run_dir: Path, manifest: dict[str, Any]) -> DataFrame:
+def load_messages(spark: SparkSession, run_dir: Path, manifest: Manifest) -> DataFrame:
     """All agents' message rows plus `agent_id`, `agent_index` and `role`.
 
     Agents without a file are skipped. Ids and roles come from the manifest, not from the
@@ -106,7 +106,7 @@ def load_messages(spark: SparkSession, run_dir: Path, manifest: dict[str, Any]) 
     `agent_index` (the agent's position in the manifest) is the key the shuffles use:
     an int hashes and moves much faster than a string.
     """
-    ids = [agent["id"] for agent in manifest.get("agents", [])]
+    ids = [agent.id for agent in manifest.agents]
     frames = [
         _tag(spark.read.schema(SCHEMA).parquet(str(path)), agent_id, ids.index(agent_id), role)
         for agent_id, (role, path) in message_paths(run_dir, manifest).items()
@@ -116,8 +116,7 @@ def load_messages(spark: SparkSession, run_dir: Path, manifest: dict[str, Any]) 
     return _warmup_by_schedule(spark, reduce(DataFrame.unionByName, frames), manifest)
 
 
-def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: dict[str, Any]
-                        ) -> DataFrame:
+def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: Manifest) -> DataFrame:
     """The warm-up flag of each receipt, taken from its producer's schedule.
 
     A receiving agent flags warm-up against its own start instant, but the intended time
@@ -127,11 +126,10 @@ def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: dict[str, 
     flag is recomputed from that; receipts from a sender the manifest does not place
     keep the agent's flag (same clock in a one-host run).
     """
-    warmup_ns = int(manifest.get("workload", {}).get("warmup_ns", 0))
-    connections = int(manifest.get("workload", {}).get("connections", 1))
-    starts = [(producer_id, agent["t0_ns"]) for agent in manifest.get("agents", [])
-              if agent.get("role") in SENDERS and "t0_ns" in agent and "first_id" in agent
-              for producer_id in range(agent["first_id"], agent["first_id"] + connections)]
+    warmup_ns, connections = manifest.workload.warmup_ns, manifest.workload.connections
+    starts = [(producer_id, agent.t0_ns) for agent in manifest.agents
+              if agent.role in SENDERS and agent.t0_ns is not None and agent.first_id is not None
+              for producer_id in range(agent.first_id, agent.first_id + connections)]
     if not starts:
         return df
     table = F.broadcast(spark.createDataFrame(starts, "producer_id int, sender_t0 long"))
@@ -164,17 +162,15 @@ def _timed_receipt() -> Column:
     return _is_receipt() & F.col("recv_ns").isNotNull()
 
 
-def _clock_row(key: int, agent: dict[str, Any]) -> ClockRow:
+def _clock_row(key: int, agent: AgentEntry) -> ClockRow:
     """An agent's clock. A missing or null domain is the shared default one. offset_ns is
     its domain's offset, taken from one agent's estimate, so what bounds it is that
-    estimate's uncertainty (domain_uncertainty_ns; 0 in the controller's own domain), not
-    the agent's own ping (uncertainty_ns, the bound in manifests without the former)."""
-    clock = agent.get("clock") or {}
-    return (key, clock.get("domain") or DEFAULT_DOMAIN, clock.get("offset_ns"),
-            clock.get("domain_uncertainty_ns", clock.get("uncertainty_ns")))
+    estimate's uncertainty (formats.manifest.Clock.bound_ns), not the agent's own ping."""
+    clock = agent.clock
+    return key, clock.domain or DEFAULT_DOMAIN, clock.offset_ns, clock.bound_ns
 
 
-def _producer_rows(agents: list[dict[str, Any]], connections: int) -> list[ClockRow]:
+def _producer_rows(agents: list[AgentEntry], connections: int) -> list[ClockRow]:
     """One clock row per producer id: a sender's ids are [first_id, first_id + connections).
 
     Senders without first_id (older manifests) place no ids. Two senders claiming one id
@@ -183,13 +179,13 @@ def _producer_rows(agents: list[dict[str, Any]], connections: int) -> list[Clock
     owners: dict[int, str] = {}
     rows = []
     for agent in agents:
-        if agent.get("role") not in SENDERS or "first_id" not in agent:
+        if agent.role not in SENDERS or agent.first_id is None:
             continue
-        for producer_id in range(agent["first_id"], agent["first_id"] + connections):
+        for producer_id in range(agent.first_id, agent.first_id + connections):
             if producer_id in owners:
                 raise ValueError(f"producer id {producer_id} claimed by agents "
-                                 f"{owners[producer_id]} and {agent['id']}")
-            owners[producer_id] = agent["id"]
+                                 f"{owners[producer_id]} and {agent.id}")
+            owners[producer_id] = agent.id
             rows.append(_clock_row(producer_id, agent))
     return rows
 
@@ -209,13 +205,12 @@ class RunClocks:
     cross_host: bool = False
 
     @classmethod
-    def from_manifest(cls, manifest: dict[str, Any]) -> RunClocks:
-        agents = manifest.get("agents", [])
-        connections = int(manifest.get("workload", {}).get("connections", 1))
+    def from_manifest(cls, manifest: Manifest) -> RunClocks:
+        agents = manifest.agents
         return cls(receivers=tuple(_clock_row(index, agent) for index, agent
-                                   in enumerate(agents) if agent.get("role") in ROLES),
-                   producers=tuple(_producer_rows(agents, connections)),
-                   cross_host=bool(manifest.get("cross_host_latency", False)))
+                                   in enumerate(agents) if agent.role in ROLES),
+                   producers=tuple(_producer_rows(agents, manifest.workload.connections)),
+                   cross_host=manifest.cross_host_latency)
 
     @property
     def sole_domain(self) -> str | None:

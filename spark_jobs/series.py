@@ -53,7 +53,8 @@ import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from sixnines.formats import hdr
+from sixnines.formats import hdr, summary
+from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.spark_jobs import frames
 from sixnines.spark_jobs.distribution import (
@@ -416,12 +417,12 @@ class PerMessage:
     bytes_per_s: dict[str, float | None]  # by side name
 
 
-def per_message(df: DataFrame, clocks: frames.RunClocks, manifest: dict[str, Any],
+def per_message(df: DataFrame, clocks: frames.RunClocks, manifest: Manifest,
                 window: int = DEFAULT_WINDOW, load: str = OPEN_LOOP) -> PerMessage:
     """Series of the measured rows df: three Spark jobs (stream extents, the latency curve,
     the throughput window pass)."""
-    starts = {index: agent["t0_ns"] for index, agent in enumerate(manifest.get("agents", []))
-              if "t0_ns" in agent}
+    starts = {index: agent.t0_ns for index, agent in enumerate(manifest.agents)
+              if agent.t0_ns is not None}
     streams = Streams.of(extents(df).toArrow().to_pylist(), starts)
     axis = streams.axis(SCHEDULE, MAX_POINTS)
     curve = None if axis is None else latency_curve(latency_rows(df, clocks), streams,
@@ -460,18 +461,18 @@ def _modes_us(humps: Humps) -> list[float]:
 
 
 def summary_fields(result: PerMessage, humps: Humps) -> dict[str, Any]:
-    """The summary.json fields of the series (documented in spark_jobs.analyze)."""
+    """The summary.json fields of the series (formats.summary: throughput, density_us,
+    humps)."""
     return {
-        "throughput": {
-            "window": result.window,
+        "throughput": summary.Throughput(
+            window=result.window,
             **{f"{name}_msg_s": metric_summary(_side_counts(result, name), MILLI)
                for name in SIDES.values()},
-            "bytes_per_s": result.bytes_per_s,
-            "zero_span_windows": {name: side.zero_span
-                                  for name, side in result.throughput.items()},
-        },
+            bytes_per_s=summary.BytesPerSecond(**result.bytes_per_s),
+            zero_span_windows={name: side.zero_span
+                               for name, side in result.throughput.items()}),
         "density_us": _us(result.density_ns),
-        "humps": {"count": humps.count, "modes_us": _modes_us(humps)},
+        "humps": summary.Humps(count=humps.count, modes_us=_modes_us(humps)),
     }
 
 

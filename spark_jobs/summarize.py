@@ -21,6 +21,7 @@ import pyarrow as pa
 from sixnines.formats import hdr
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
+from sixnines.formats.summary import Figures, OutOfRange
 from sixnines.formats.vocabulary import Schedule
 from sixnines.spark_jobs.distribution import Detail, robust_centre
 from sixnines.spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
@@ -100,19 +101,20 @@ def counts_by(rows: pa.Table, key: str) -> dict[str, MetricCounts]:
     return {str(value): _merged(col, col[key] == value) for value in np.unique(col[key])}
 
 
-def metric_summary(metric: MetricCounts, unit: float = NS_PER_US) -> dict[str, float | int | None]:
+def metric_summary(metric: MetricCounts, unit: float = NS_PER_US) -> Figures:
     """Percentiles, max, mean, lower median and robust deviation (mean |x − lower median|),
     in values / unit (ns → µs by default), and the count; no percentile exceeds the exact
     max."""
     keys = (*hdr.PERCENTILE_KEYS, "max", "mean", "lower_median", "robust_deviation")
     if metric.count == 0 or metric.max is None:
-        return {**dict.fromkeys(keys), "count": 0}
+        return Figures.model_validate({**dict.fromkeys(keys), "count": 0})
     values = np.minimum(hdr.percentile_values(metric.counts), metric.max)
     median, deviation = robust_centre(metric.counts, metric.sums, metric.detail)
     figures = [*(int(value) for value in values), metric.max, metric.total / metric.count,
                median, deviation]
-    return {**{key: value / unit for key, value in zip(keys, figures, strict=True)},
-            "count": metric.count}
+    return Figures.model_validate(
+        {**{key: value / unit for key, value in zip(keys, figures, strict=True)},
+         "count": metric.count})
 
 
 def hgrm_text(metric: MetricCounts) -> str:
@@ -222,20 +224,22 @@ def out_of_range_notes(metrics: dict[str, MetricCounts]) -> list[str]:
     return notes
 
 
-def summary_figures(metrics: dict[str, MetricCounts]) -> dict[str, Any]:
-    """The per-metric part of summary.json."""
-    figures: dict[str, Any] = {f"{name}_us": metric_summary(m) for name, m in metrics.items()}
-    figures["out_of_range"] = {
-        name: {"negative": m.negative, "too_large": m.too_large} for name, m in metrics.items()
-    }
-    return figures
+def summary_figures(metrics: dict[str, MetricCounts]) -> dict[str, Figures]:
+    """The figures of each metric, by summary.json field (latency_us …)."""
+    return {f"{name}_us": metric_summary(m) for name, m in metrics.items()}
+
+
+def out_of_range(metrics: dict[str, MetricCounts]) -> dict[str, OutOfRange]:
+    """summary.json `out_of_range`: values clipped into the histogram, per metric."""
+    return {name: OutOfRange(negative=m.negative, too_large=m.too_large)
+            for name, m in metrics.items()}
 
 
 @dataclass(frozen=True)
 class ClockPairs:
     """How the producer and receiver clocks of a run's timed deliveries paired up."""
 
-    totals: dict[str, int]  # summary "latency_pairs": same_clock, cross_clock, excluded
+    totals: dict[str, int]  # same_clock, cross_clock, excluded (summary "latency_pairs")
     bound_ns: int | None  # summary "clock_bound_ns": widest bound of a cross-clock delivery
     off_clock: dict[str, int]  # agent_id → its deliveries excluded or offset-corrected
 
@@ -270,14 +274,14 @@ SATURATED_LAG_P99_US = 1000.0
 SATURATED_RATE_SHARE = 0.95
 
 
-def saturation_warnings(figures: dict[str, Any], send_rate: float | None,
+def saturation_warnings(send_lag: Figures, send_rate: float | None,
                         params: dict[str, Any]) -> list[str]:
     """Say when the generator, not the system under test, set the pace (docs/design.md rule 2):
     a large send lag, or fewer messages per second sent than the schedule asked for."""
     if params.get("schedule") == Schedule.CLOSED or load_of(params) == SATURATION:
         return []  # a closed loop waits on purpose, rate: max has no schedule to lag
     warnings = []
-    lag_p99 = (figures.get("send_lag_us") or {}).get("p99")
+    lag_p99 = send_lag.p99
     if lag_p99 is not None and lag_p99 > SATURATED_LAG_P99_US:
         warnings.append(f"generator saturated: send lag p99 is {lag_p99:,.0f} µs (over "
                         f"{SATURATED_LAG_P99_US:,.0f} µs); latency includes that wait")

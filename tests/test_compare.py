@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from sixnines.formats import hdr
+from sixnines.formats.summary import Figures
 from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
 from sixnines.orchestrator.compare import Tail, latency_figure
 from sixnines.orchestrator.manifest import MANIFEST_FILE
@@ -122,7 +123,8 @@ def test_no_false_flags_across_many_pairs_of_one_distribution(shape, source):
         if source == "hgrm":
             tails = tuple(_tail(values) for values in (a, b))
         for key in FIGURE_KEYS:
-            figure = latency_figure(figures(a), figures(b), key, 10.0, tails)
+            figure = latency_figure(Figures.model_validate(figures(a)),
+                                    Figures.model_validate(figures(b)), key, 10.0, tails)
             if figure.verdict in ("regression", "improved"):
                 flagged.append((seed, key, figure.change_pct, figure.tolerance_pct))
     assert flagged == []

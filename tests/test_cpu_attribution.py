@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sixnines.agents.cpu import write_cpu
+from sixnines.formats.manifest import Manifest
 from sixnines.spark_jobs import cpu
 
 MS = 1_000_000
@@ -22,11 +23,11 @@ def _write(run_dir: Path, agent: str, t0_ns: int, rows: list[tuple[int, int, int
               [(t0_ns + t * MS, c * MS, m) for t, c, m in rows])
 
 
-def _manifest(broker: str = "builtin", monitor: dict | None = None) -> dict:
-    return {"workload": {"warmup_ns": WARMUP}, "cpu_sample_ns": 100 * MS,
+def _manifest(broker: str = "builtin", monitor: dict | None = None) -> Manifest:
+    return Manifest.model_validate({"workload": {"warmup_ns": WARMUP}, "cpu_sample_ns": 100 * MS,
             "broker": {"kind": broker}, "monitor": monitor,
             "agents": [{"id": "producer-0", "role": "producer", "t0_ns": 7_000 * MS},
-                       {"id": "consumer-0", "role": "consumer", "t0_ns": 50_000 * MS}]}
+                       {"id": "consumer-0", "role": "consumer", "t0_ns": 50_000 * MS}]})
 
 
 @pytest.fixture
@@ -43,21 +44,21 @@ def run_dir(tmp_path: Path) -> Path:
 
 def test_agents_cpu_per_message_over_measured_intervals(run_dir: Path) -> None:
     result = cpu.analyse(run_dir, _manifest(broker="external"))
-    sender = result.summary()["sender"]
+    sender = result.summary().as_json()["sender"]
     figures = sender["us_per_message"]
     assert figures["count"] == 2
     assert figures["lower_median"] == 1000.0 and figures["max"] == 3000.0
     assert figures["mean"] == 2000.0
     assert sender["empty_intervals"] == 1
     assert sender["cores"] == pytest.approx(45 / 300)
-    receiver = result.summary()["receiver"]
+    receiver = result.summary().as_json()["receiver"]
     assert receiver["us_per_message"]["count"] == 2  # [1.0, 1.1] and [1.1, 1.2]
     assert receiver["us_per_message"]["mean"] == 250.0  # 5 ms / 20 messages
     assert receiver["empty_intervals"] == 0  # [0.9, 1.0] is warm-up
 
 
 def test_external_broker_has_no_cpu_and_says_so(run_dir: Path) -> None:
-    summary = cpu.analyse(run_dir, _manifest(broker="external")).summary()
+    summary = cpu.analyse(run_dir, _manifest(broker="external")).summary().as_json()
     assert summary["broker"] is None
     assert any("external" in note for note in summary["notes"])
 
@@ -67,12 +68,12 @@ def test_broker_cpu_over_the_consumers_messages(run_dir: Path) -> None:
     _write(run_dir, "monitor", 90_000 * MS, [(950, 0, None), (1050, 10, None), (1150, 30, None)])
     monitor = {"id": "monitor", "role": "monitor", "t0_ns": 90_000 * MS, "notes": ["slow"]}
     result = cpu.analyse(run_dir, _manifest(monitor=monitor))
-    broker = result.summary()["broker"]
+    broker = result.summary().as_json()["broker"]
     # [0.95, 1.05] is warm-up; [1.05, 1.15]: 20 ms over the consumer's 10 → 30 messages
     assert broker["us_per_message"]["count"] == 1
     assert broker["us_per_message"]["mean"] == pytest.approx(20 * 1000 / 20)
     assert broker["cores"] == pytest.approx(0.2)
-    assert result.summary()["notes"] == ["slow"]
+    assert result.summary().as_json()["notes"] == ["slow"]
     series = result.series()
     assert series["broker"]["t_s"] == [pytest.approx(1.1)]
     assert series["sender"]["us_per_message"] == [pytest.approx(1000), pytest.approx(3000)]
@@ -80,5 +81,5 @@ def test_broker_cpu_over_the_consumers_messages(run_dir: Path) -> None:
 
 def test_a_monitor_that_never_started_leaves_its_note(run_dir: Path) -> None:
     monitor = {"status": "failed", "notes": ["broker CPU monitor: not ready"]}
-    summary = cpu.analyse(run_dir, _manifest(monitor=monitor)).summary()
+    summary = cpu.analyse(run_dir, _manifest(monitor=monitor)).summary().as_json()
     assert summary["broker"] is None and summary["notes"] == ["broker CPU monitor: not ready"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.reports import write_reports
 from tests.test_html_report import series, summary
 
@@ -27,7 +28,7 @@ def test_cpu_table_and_plot(tmp_path: Path) -> None:
               "receiver": {"t_s": [1.05, 1.15], "us_per_message": [12.0, 12.5]}}
     (results / "01-tcp" / "report" / "series.json").write_text(
         json.dumps({**series(1, 100, bimodal=False), "cpu": curves}))
-    page = write_reports(results, [run]).read_text(encoding="utf-8")
+    page = write_reports(results, [RunSummary.model_validate(run)]).read_text(encoding="utf-8")
     assert "CPU µs per message" in page and "501.5" in page and "1.003" in page
     assert "12.2" in page  # receiver mean, one decimal like every µs figure
     assert "no samples" in page  # the broker row

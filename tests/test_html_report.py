@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.reports import nines, sweeps, write_reports
 from sixnines.orchestrator.reports.inputs import read_hgrm
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, slugify
@@ -48,6 +49,11 @@ def summary(run_id: str, system: str, size: int, p50: float, **extra) -> dict:
     }
     body.update(extra)
     return body
+
+
+def parsed(summaries: list[dict]) -> list[RunSummary]:
+    """The summaries as the reports take them."""
+    return [RunSummary.model_validate(summary) for summary in summaries]
 
 
 def series(seed: int, windows: int, bimodal: bool) -> dict:
@@ -136,7 +142,7 @@ def synthetic_results(base: Path) -> tuple[Path, list[dict]]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> tuple[Path, str, list[dict]]:
     results, summaries = synthetic_results(tmp_path_factory.mktemp("results"))
-    page = write_reports(results, summaries)
+    page = write_reports(results, parsed(summaries))
     return page, page.read_text(encoding="utf-8"), summaries
 
 
@@ -278,7 +284,8 @@ def test_nines_labels_and_ticks():
 
 
 def test_a_curve_stops_where_the_sample_count_does():
-    run = nines.RunInputs(summary("01", "tcp", 64, 70.0))  # summary only: 7 percentiles
+    run = nines.RunInputs(RunSummary.model_validate(summary("01", "tcp", 64, 70.0)))  # only
+    # the summary: its 7 percentiles
     xs, ys, source = nines.curve(run, "latency")
     assert source == "summary"
     assert xs[:4] == pytest.approx([math.log10(2), 1, 2, 3])
@@ -297,8 +304,8 @@ def test_only_numeric_swept_parameters_get_plots():
     runs = [summary(f"0{i}", system, size, 70.0) for i, (system, size) in
             enumerate([("tcp", 64), ("tcp", 1024), ("zmq", 64), ("zmq", 1024)])]
     runs[0]["params"]["schedule"] = "poisson"
-    assert sweeps.swept(runs) == ["message_size", "schedule"]
-    plots = sweeps.figures(runs)
+    assert sweeps.swept(parsed(runs)) == ["message_size", "schedule"]
+    plots = sweeps.figures(parsed(runs))
     assert list(plots) == ["message_size"]
     log_plot = plots["message_size"][0]
     assert log_plot.x.scale == "log" and log_plot.y.scale == "log"
@@ -319,7 +326,7 @@ def _size_sweep(mode: str) -> list[dict]:
 
 
 def test_a_size_sweep_plots_measured_bytes_and_density():
-    plots = {f.slug: f for f in sweeps.figures(_size_sweep("one-way"))["message_size"]}
+    plots = {f.slug: f for f in sweeps.figures(parsed(_size_sweep("one-way")))["message_size"]}
     volume = plots["sweep-message_size-bytes"]
     assert [line.ys for line in volume.lines] == [[0.0, 900.0], [0.0, 1000.0],
                                                   [1800.0, 2700.0], [2000.0, 3000.0]]
@@ -335,21 +342,21 @@ def test_bytes_fall_back_to_rate_times_size_and_density_is_optional():
     runs = _size_sweep("one-way")
     for run in runs:
         del run["throughput"], run["density_us"]
-    plots = {f.slug: f for f in sweeps.figures(runs)["message_size"]}
+    plots = {f.slug: f for f in sweeps.figures(parsed(runs))["message_size"]}
     assert plots["sweep-message_size-bytes"].lines[0].ys == [1999.9 * 64, 1999.9 * 1024]
     assert "message size × messages/s" in plots["sweep-message_size-bytes"].caption
     assert "sweep-message_size-density" not in plots
 
 
 def test_a_round_trip_sweep_says_round_trip_latency():
-    plots = sweeps.figures(_size_sweep("round-trip"))["message_size"]
+    plots = sweeps.figures(parsed(_size_sweep("round-trip")))["message_size"]
     for figure in plots[:2]:  # log and linear axes
         assert "Round-trip latency (p50, p99)" in figure.title
         assert figure.y.label == "round-trip latency (µs)"
     mixed = _size_sweep("round-trip")
     for run in mixed[:2]:  # tcp one way, zmq round trip: curves "tcp, mode=one-way" …
         run["params"]["mode"] = "one-way"
-    assert sweeps.figures(mixed)["message_size"][0].y.label == "latency (µs)"
+    assert sweeps.figures(parsed(mixed))["message_size"][0].y.label == "latency (µs)"
 
 
 def _saturated(run: dict) -> dict:
@@ -364,7 +371,7 @@ def test_saturation_latency_is_plotted_apart_from_open_loop_latency():
     runs = _size_sweep("one-way")
     for run in runs[:2]:  # tcp in throughput mode, zmq open loop: curves "tcp, rate=max" …
         _saturated(run)
-    plots = {f.slug: f for f in sweeps.figures(runs)["message_size"]}
+    plots = {f.slug: f for f in sweeps.figures(parsed(runs))["message_size"]}
     saturation = plots["sweep-message_size-saturation_latency-log"]
     assert saturation.y.label == "saturation latency (µs)"
     assert [line.name for line in saturation.lines] == ["tcp, rate=max p50", "tcp, rate=max p99"]

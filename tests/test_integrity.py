@@ -11,17 +11,19 @@ import pytest
 
 from sixnines.agents.artifacts import described
 from sixnines.formats import integrity
+from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import rank, worst
 
 
-def _run(tmp_path: Path, **record) -> tuple[Path, dict]:
+def _run(tmp_path: Path, **record) -> tuple[Path, Manifest]:
     """A run dir with one consumer's messages.parquet, listed as its agent announced it."""
     folder = tmp_path / "agents" / "c"
     folder.mkdir(parents=True)
     pq.write_table(pa.table({"seq": list(range(1000))}), folder / "messages.parquet")
     artifacts = {name: {**entry, "verified": True, **record}
                  for name, entry in described(folder, ("messages.parquet",)).items()}
-    return tmp_path, {"agents": [{"id": "c", "role": "consumer", "artifacts": artifacts}]}
+    return tmp_path, Manifest.model_validate(
+        {"agents": [{"id": "c", "role": "consumer", "artifacts": artifacts}]})
 
 
 def test_an_untouched_run_passes(tmp_path):
@@ -61,7 +63,7 @@ def test_a_listed_file_deleted_since_the_run_is_damage(tmp_path):
 
 def test_without_a_checksum_a_parquet_file_must_decode(tmp_path):
     run_dir, manifest = _run(tmp_path)
-    del manifest["agents"][0]["artifacts"]
+    manifest.agents[0].artifacts = {}
     assert integrity.problems(run_dir, manifest) == []
     path = run_dir / "agents" / "c" / "messages.parquet"
     path.write_bytes(path.read_bytes()[:-10])
@@ -73,8 +75,12 @@ def test_without_a_checksum_a_parquet_file_must_decode(tmp_path):
 @pytest.mark.parametrize(("text", "finding"), [
     ('{"run_id": "x", "agents": [', "not valid JSON (Expecting value: line 1 column 28"),
     ("[1, 2]", "not a sixnines manifest (not a JSON object)"),
-    ('{"agents": [{"role": "consumer"}]}', "not a sixnines manifest (`agents` is not a list"),
-    ('{"agents": [{"id": "c", "artifacts": []}]}', "an agent's `artifacts` is not a mapping"),
+    ('{"agents": [{"role": "consumer"}]}', "not a sixnines manifest (`agents[0].id`: Field "
+     "required)"),
+    ('{"agents": [{"id": "c", "artifacts": []}]}', "(`agents[0].artifacts`: Input should be a "
+     "valid dictionary)"),
+    ('{"agents": [], "throughput_window": "many"}', "(`throughput_window`: Input should be a "
+     "valid integer"),
 ])
 def test_an_unusable_manifest_is_named(tmp_path, text, finding):
     (tmp_path / "manifest.json").write_text(text)

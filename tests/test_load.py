@@ -7,6 +7,7 @@ import numpy as np
 
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
+from sixnines.formats.summary import Figures
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, load_of, saturation_warnings
 from sixnines.spark_jobs.summarize import hlog_agreement, read_hlogs
 from sixnines.spark_jobs.summarize import saturation_warnings as generator_warnings
@@ -30,7 +31,7 @@ def test_a_saturation_run_warns_about_the_cap_and_an_all_warm_up_run_only():
 
 
 def test_no_generator_saturation_warning_without_a_schedule():
-    lagging = {"send_lag_us": {"p99": 5000.0}}
+    lagging = Figures(p99=5000.0)
     assert generator_warnings(lagging, 10.0, FLOOD) == []
     assert len(generator_warnings(lagging, 10.0, {"rate": 2000.0})) == 2
 

@@ -6,6 +6,7 @@ import io
 
 from rich.console import Console
 
+from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.report import print_tables, run_table, supported
 
 
@@ -27,7 +28,7 @@ SUMMARY = {"run_id": "01-tcp", "status": "ok", "sent": 20_000, "received": 20_00
 
 def rendered(summary: dict) -> str:
     out = io.StringIO()
-    Console(file=out, width=160).print(run_table(summary))
+    Console(file=out, width=160).print(run_table(RunSummary.model_validate(summary)))
     return out.getvalue()
 
 
@@ -58,7 +59,7 @@ def test_cross_host_figures_carry_their_clock_bound():
 
 def printed(summary: dict) -> str:
     out = io.StringIO()
-    print_tables([summary], Console(file=out, width=100))
+    print_tables([RunSummary.model_validate(summary)], Console(file=out, width=100))
     return out.getvalue()
 
 

@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from sixnines.formats.manifest import Manifest
 from sixnines.spark_jobs import frames, series, summarize
 
 pytestmark = pytest.mark.integration
@@ -41,7 +42,7 @@ def _df(spark, rows):
 
 def _clocks(n_agents: int) -> frames.RunClocks:
     agents = [{"id": f"a{i}", "role": "consumer"} for i in range(n_agents)]
-    return frames.RunClocks.from_manifest({"agents": agents})
+    return frames.RunClocks.from_manifest(Manifest(agents=agents))
 
 
 def _spans(spark, rows, window: int) -> dict[int, list]:
@@ -160,10 +161,10 @@ def test_throughput_aggregates_by_hand(spark):
     result = series.throughput(series.stream_rows(df), _streams(spark, _sent(0, 1, sent, sent)),
                                window=1)
     figures = summarize.metric_summary(result["sender"].counts, series.MILLI)
-    assert figures["count"] == 4
-    assert figures["lower_median"] == 1000 and figures["mean"] == 2000
-    assert figures["robust_deviation"] == 1000
-    assert figures["max"] == 4000 and figures["p50"] == pytest.approx(1000, rel=1e-3)
+    assert figures.count == 4
+    assert figures.lower_median == 1000 and figures.mean == 2000
+    assert figures.robust_deviation == 1000
+    assert figures.max == 4000 and figures.p50 == pytest.approx(1000, rel=1e-3)
     assert result["sender"].zero_span == 0 and "receiver" not in result
 
 
@@ -184,7 +185,7 @@ def test_throughput_curves_add_up_the_streams(spark):
     assert sender.msg_s[1:] == pytest.approx([1.5e6] * (len(sender.msg_s) - 1), rel=1e-6)
     # receipts come in pairs every 2 µs, so 100 of them span 66 µs or 67: ±1 %
     assert receiver.msg_s == pytest.approx([1.5e6] * len(receiver.msg_s), rel=0.011)
-    assert summarize.metric_summary(sender.counts, series.MILLI)["count"] == 1900 + 900
+    assert summarize.metric_summary(sender.counts, series.MILLI).count == 1900 + 900
 
 
 def test_window_pass_spills_to_disk_alike(spark, monkeypatch):
@@ -231,8 +232,8 @@ def test_exact_lower_median_through_spark(spark):
     merged, _ = summarize.gather(frames.bucket_counts(table, ("agent_id", "metric")).toArrow())
     exact = series.with_median_detail(table, merged)
     latency = summarize.metric_summary(exact["latency"])
-    assert latency["lower_median"] == 20.009
-    assert latency["robust_deviation"] == pytest.approx((9 + 6 + 0 + 6 + 69_991) / 5 / 1000)
+    assert latency.lower_median == 20.009
+    assert latency.robust_deviation == pytest.approx((9 + 6 + 0 + 6 + 69_991) / 5 / 1000)
     assert exact["send_lag"].detail.values.tolist() == [7]
     assert exact["service_time"].detail is None and exact["service_time"].count == 0
 
@@ -245,8 +246,8 @@ def test_median_detail_skips_wide_buckets(spark):
 
 
 def test_per_message_of_one_stream(spark):
-    manifest = {"agents": [{"id": "a0", "role": "producer", "t0_ns": 0},
-                           {"id": "a1", "role": "consumer", "t0_ns": 0}]}
+    manifest = Manifest.model_validate({"agents": [{"id": "a0", "role": "producer", "t0_ns": 0},
+                                                   {"id": "a1", "role": "consumer", "t0_ns": 0}]})
     result = series.per_message(_df(spark, ONE_STREAM), _clocks(2), manifest, window=2)
     assert result.window == 2
     assert result.latency["latency"]["n"] == list(range(6))
@@ -255,16 +256,16 @@ def test_per_message_of_one_stream(spark):
     assert series.notes(result) == []
     humps = series.Humps(2, (50_000.0, 2_000_123.0))
     fields = series.summary_fields(result, humps)
-    assert fields["humps"] == {"count": 2, "modes_us": [50.0, 2000.0]}
+    assert fields["humps"].as_json() == {"count": 2, "modes_us": [50.0, 2000.0]}
     assert series.humps_warnings(humps) == ["latency is multi-modal: modes at 50, 2,000 µs"]
-    assert fields["throughput"]["sender_msg_s"]["count"] == 4
-    assert set(fields["throughput"]["bytes_per_s"]) == {"sender", "receiver"}
+    assert fields["throughput"].sender_msg_s.count == 4
+    assert set(fields["throughput"].bytes_per_s.as_json()) == {"sender", "receiver"}
 
 
 def test_empty_run_has_empty_series(spark):
-    result = series.per_message(_df(spark, []), _clocks(0), {"agents": []})
+    result = series.per_message(_df(spark, []), _clocks(0), Manifest())
     assert result.throughput == {} and result.density_ns is None
     fields = series.summary_fields(result, series.Humps(0, ()))
-    assert fields["throughput"]["receiver_msg_s"]["count"] == 0
+    assert fields["throughput"].receiver_msg_s.count == 0
     empty = pa.table({"bucket": pa.array([], pa.int32())})
     assert summarize.counts_by(empty, "bucket") == {}

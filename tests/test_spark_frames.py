@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 from sixnines.formats import hdr
+from sixnines.formats.manifest import Manifest
 from sixnines.spark_jobs import frames
 
 pytestmark = pytest.mark.integration
@@ -116,7 +117,7 @@ def _tiny_clocks(clocks: dict[str, dict] | None = None, **manifest) -> frames.Ru
     for agent in agents:
         if clocks and agent["id"] in clocks:
             agent["clock"] = clocks[agent["id"]]
-    return frames.RunClocks.from_manifest({"agents": agents, **manifest})
+    return frames.RunClocks.from_manifest(Manifest.model_validate({"agents": agents, **manifest}))
 
 
 def _by_metric(values) -> dict[str, list[int]]:
@@ -159,13 +160,14 @@ def test_run_clocks_from_manifest():
              "clock": {**clock, "domain_uncertainty_ns": 2}},
         ],
     }
-    clocks = frames.RunClocks.from_manifest(manifest)
+    clocks = frames.RunClocks.from_manifest(Manifest.model_validate(manifest))
     assert clocks.receivers == ((0, "h1", 7, 3), (2, "h1", 7, 3), (3, "", None, None),
                                 (4, "", None, None), (5, "h1", 7, 2))
     assert clocks.producers == ((0, "h1", 7, 3), (1, "h1", 7, 3), (2, "", None, None),
                                 (3, "", None, None), (4, "h1", 7, 2), (5, "h1", 7, 2))
     assert clocks.cross_host and clocks.sole_domain is None
-    older = frames.RunClocks.from_manifest({"agents": manifest["agents"][3:5]})
+    older = frames.RunClocks.from_manifest(
+        Manifest.model_validate({"agents": manifest["agents"][3:5]}))
     assert older.sole_domain == frames.DEFAULT_DOMAIN and not older.cross_host
 
 
@@ -173,7 +175,8 @@ def test_overlapping_producer_ids_are_refused():
     agents = [{"id": "p0", "role": "producer", "first_id": 0},
               {"id": "p1", "role": "requester", "first_id": 1}]
     with pytest.raises(ValueError, match="producer id 1 claimed by agents p0 and p1"):
-        frames.RunClocks.from_manifest({"agents": agents, "workload": {"connections": 2}})
+        frames.RunClocks.from_manifest(
+            Manifest.model_validate({"agents": agents, "workload": {"connections": 2}}))
 
 
 def test_one_domain_times_as_recorded(spark):
@@ -235,7 +238,7 @@ def test_a_requester_is_its_own_receiver(spark):
     rows.append(("c", "consumer", 5, 0, 0, 1, 9, 0, False))
     agents = [{"id": "c", "role": "consumer", "clock": {"domain": "h2"}},
               {"id": "r", "role": "requester", "clock": {"domain": "h1"}}]
-    clocks = frames.RunClocks.from_manifest({"agents": agents})
+    clocks = frames.RunClocks.from_manifest(Manifest.model_validate({"agents": agents}))
     pairs = _pairs(_frame(spark, rows), clocks)
     assert pairs["r"]["same_clock"] == 3 and pairs["c"]["excluded"] == 1
 

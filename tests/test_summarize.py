@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
+from sixnines.formats.summary import Figures
 from sixnines.spark_jobs.summarize import (
     ClockPairs,
     MetricCounts,
@@ -20,8 +21,8 @@ from sixnines.spark_jobs.summarize import (
 )
 
 
-def figures(lag_p99_us: float) -> dict:
-    return {"send_lag_us": {"p99": lag_p99_us}}
+def figures(lag_p99_us: float) -> Figures:
+    return Figures(p99=lag_p99_us)
 
 
 def test_a_large_send_lag_is_flagged():

@@ -6,24 +6,35 @@ import csv
 import json
 
 from sixnines.formats.hdr import PERCENTILE_KEYS
+from sixnines.formats.summary import SCHEMA_VERSION, Figures, RunSummary
 from sixnines.orchestrator.report import CSV_FILE, SUMMARY_FILE, write_results_summary
 
-FIGURES = {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 3000.0,
-           "p99.999": 3500.0, "p99.9999": 3500.0, "max": 3500.0, "mean": 75.5, "count": 20_000}
+FIGURES = Figures.model_validate(
+    {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 3000.0,
+     "p99.999": 3500.0, "p99.9999": 3500.0, "max": 3500.0, "mean": 75.5, "lower_median": 70.0,
+     "robust_deviation": 4.0, "count": 20_000}).model_dump(mode="json")
 OK = {"run_id": "01-tcp-message_size=64", "system": "tcp", "status": "ok", "problems": [],
       "params": {"mode": "one-way", "message_size": 64, "rate": 2000.0, "seed": None},
       "sent": 20_000, "received": 20_000, "lost": 0, "duplicated": 0, "reordered": 3,
       "send_rate": 2000.0, "receive_rate": 1999.5, "latency_us": FIGURES,
       "service_time_us": {**FIGURES, "p50": 69.0}, "send_lag_us": {**FIGURES, "p50": 1.1}}
+#: An analysed run holds every field (the shipped schema requires them): the rest at defaults.
+OK = RunSummary.model_validate(OK).model_dump(mode="json")
 FAILED = {"run_id": "02-zmq-message_size=64", "system": "zmq", "status": "failed",
           "problems": ["broker did not start"],
           "params": {"mode": "one-way", "message_size": 64, "rate": 2000.0, "seed": None,
                      "connections": 2}}
 
 
+def summaries(*runs: dict) -> list[RunSummary]:
+    return [RunSummary.model_validate(run) for run in runs]
+
+
 def written(tmp_path) -> list[dict]:
-    write_results_summary(tmp_path, "quickstart", [OK, FAILED])
-    assert json.loads((tmp_path / SUMMARY_FILE).read_text())["runs"][0] == OK
+    write_results_summary(tmp_path, "quickstart", summaries(OK, FAILED))
+    document = json.loads((tmp_path / SUMMARY_FILE).read_text())
+    assert document["schema_version"] == SCHEMA_VERSION
+    assert document["runs"][0] == {"schema_version": SCHEMA_VERSION, **OK}  # as given
     with open(tmp_path / CSV_FILE, newline="", encoding="utf-8") as rows:
         return list(csv.DictReader(rows))
 
@@ -54,12 +65,12 @@ def test_a_failed_run_has_empty_figures(tmp_path):
 
 
 def test_a_saturation_run_has_its_load_and_saturation_columns(tmp_path):
-    empty = dict.fromkeys((*PERCENTILE_KEYS, "max", "mean")) | {"count": 0}
+    empty = Figures().model_dump(mode="json")
     flooded = {**OK, "run_id": "03-tcp", "load": "saturation",
                "params": {**OK["params"], "rate": "max", "messages": 20_000},
                "latency_us": empty, "service_time_us": empty, "send_lag_us": empty,
                "saturation_latency_us": FIGURES}
-    write_results_summary(tmp_path, "max", [OK, flooded])
+    write_results_summary(tmp_path, "max", summaries(OK, flooded))
     with open(tmp_path / CSV_FILE, newline="", encoding="utf-8") as rows:
         ok, row = list(csv.DictReader(rows))
     assert (row["load"], row["rate"], row["messages"]) == ("saturation", "max", "20000")

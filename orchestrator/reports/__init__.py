@@ -7,13 +7,14 @@ analysis left in `<run-id>/report/` (series.json, *.hgrm) when present.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import ValidationError
 from rich.console import Console
 
 from sixnines.formats.atomic import write_atomically
+from sixnines.formats.summary import ResultsSummary, RunSummary
 from sixnines.orchestrator.report import write_results_summary
 from sixnines.orchestrator.reports import gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
@@ -26,14 +27,15 @@ HGRM_METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
 def _title(results_dir: Path) -> str:
     """'<scenario> / <timestamp>': the scenario from summary.json when it is there."""
     try:
-        scenario = json.loads((results_dir / "summary.json").read_text(encoding="utf-8"))
-        name = str(scenario["scenario"])
-    except (OSError, ValueError, KeyError, TypeError):
-        name = results_dir.parent.name
+        scenario = ResultsSummary.model_validate_json(
+            (results_dir / "summary.json").read_text(encoding="utf-8")).scenario
+    except (OSError, ValidationError):
+        scenario = None
+    name = results_dir.parent.name if scenario is None else scenario
     return f"{name} / {results_dir.name}"
 
 
-def write_reports(results_dir: Path, summaries: list[dict]) -> Path:
+def write_reports(results_dir: Path, summaries: list[RunSummary]) -> Path:
     """Write the page and the gnuplot files for these runs; return the page's path."""
     out = results_dir / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
@@ -64,7 +66,7 @@ def _attempt(write: Callable[[], object], console: Console) -> bool:
     return True
 
 
-def write_results(results_dir: Path, scenario: str | None, summaries: list[dict],
+def write_results(results_dir: Path, scenario: str | None, summaries: list[RunSummary],
                   console: Console) -> bool:
     """Everything a results directory gets from an analysis: summary.json, summary.csv
     and the report (its page printed). Each file is whole or absent (formats.atomic); one

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from html import escape
 
+from sixnines.formats.summary import CpuSide, Figures, RunSummary
 from sixnines.orchestrator.report import supported
 from sixnines.orchestrator.reports.table import DIM_TITLE, count, micro
 
@@ -15,34 +16,33 @@ HEAD = ("CPU µs per message", "median", "mean", "robust dev.", "p90", "p99", "m
         "intervals", "cores", "empty intervals")
 
 
-def _cell(figures: dict, key: str) -> str:
-    if key.startswith("p") and not supported(key, figures.get("count") or 0):
-        return f'<td class="dim" title="{DIM_TITLE}">{micro(figures.get(key))}</td>'
-    return f"<td>{micro(figures.get(key))}</td>"
+def _cell(figures: Figures, key: str) -> str:
+    if key.startswith("p") and not supported(key, figures.count):
+        return f'<td class="dim" title="{DIM_TITLE}">{micro(figures.figure(key))}</td>'
+    return f"<td>{micro(figures.figure(key))}</td>"
 
 
-def _row(side: str, figures: dict | None) -> str:
-    if not isinstance(figures, dict):
+def _row(side: str, figures: CpuSide | None) -> str:
+    if figures is None:
         return (f'<tr><td class="text">{side}</td>'
                 f'<td colspan="{len(HEAD) - 1}" class="text">no samples</td></tr>')
-    per_message = figures.get("us_per_message") or {}
-    cores = figures.get("cores")
+    per_message, cores = figures.us_per_message, figures.cores
     return (f'<tr><td class="text">{side}</td>'
             + "".join(_cell(per_message, key) for key in FIGURES)
-            + f"<td>{count(per_message.get('count'))}</td>"
-            + f"<td>{f'{cores:.3f}' if isinstance(cores, int | float) else '–'}</td>"
-            + f"<td>{count(figures.get('empty_intervals'))}</td></tr>")
+            + f"<td>{count(per_message.count)}</td>"
+            + f"<td>{'–' if cores is None else f'{cores:.3f}'}</td>"
+            + f"<td>{count(figures.empty_intervals)}</td></tr>")
 
 
-def cpu_table(summary: dict) -> str:
+def cpu_table(summary: RunSummary) -> str:
     """The table, or "" for a summary without CPU figures (older analyses)."""
-    usage = summary.get("cpu")
-    if not isinstance(usage, dict):
+    usage = summary.cpu
+    if usage is None:
         return ""
     head = "".join(f'<th class="text">{escape(h)}</th>' if i == 0 else f"<th>{escape(h)}</th>"
                    for i, h in enumerate(HEAD))
-    rows = "".join(_row(side, usage.get(side)) for side in SIDES)
-    notes = "".join(f"<li>{escape(str(note))}</li>" for note in usage.get("notes") or [])
+    rows = "".join(_row(side, getattr(usage, side)) for side in SIDES)
+    notes = "".join(f"<li>{escape(str(note))}</li>" for note in usage.notes)
     return (f'<div class="scroll"><table class="figures"><thead><tr>{head}</tr></thead>'
             f"<tbody>{rows}</tbody></table></div>"
             + (f'<ul class="note">{notes}</ul>' if notes else ""))

@@ -38,10 +38,10 @@ def _figures(figures: list[Figure]) -> str:
 
 def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
     run, s = section.run, section.run.summary
-    params = param_text(s.get("params") or {})
+    params = param_text(s.params)
     links = " ".join(f'<a href="../{quote(run.run_id)}/report/{m}.hgrm">{m}.hgrm</a>'
                      for m in hgrm_metrics if m in run.hgrm)
-    if s.get("status") == CORRUPT:
+    if s.status == CORRUPT:
         plots = ('<p class="bad">Not analysed: files of this run fail their checks (listed '
                  "above), and a damaged file never feeds a figure.</p>")
     elif run.series is None:
@@ -56,7 +56,7 @@ def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
             "their data.</p>")
         plots = _figures(section.figures) + missing
     return (f'<article id="{section.anchor}"><h3>{escape(run.run_id)}</h3>'
-            f'<p class="note">system {escape(str(s.get("system", "?")))} · '
+            f'<p class="note">system {escape(str(s.system or "?"))} · '
             f'{escape(params)}</p>{notes_list(run)}{metrics_table(s)}{cpu_table(s)}'
             + (f'<p class="note">HdrHistogram plotter files: {links}</p>' if links else "")
             + f"{plots}</article>")

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sixnines.formats.summary import RunSummary
+
 SERIES_FILE = "series.json"
 
 
@@ -26,14 +28,14 @@ class Distribution:
 
 @dataclass(frozen=True)
 class RunInputs:
-    summary: dict
+    summary: RunSummary
     series: dict | None = None
     series_problem: str | None = None  # the file exists but cannot be used
     hgrm: dict[str, Distribution] = field(default_factory=dict)  # by metric name
 
     @property
     def run_id(self) -> str:
-        return str(self.summary.get("run_id", "?"))
+        return str(self.summary.run_id or "?")
 
 
 def read_hgrm(path: Path) -> Distribution | None:
@@ -71,10 +73,10 @@ def read_series(path: Path) -> tuple[dict | None, str | None]:
     return series, None
 
 
-def read_run(results_dir: Path, summary: dict, metrics: tuple[str, ...]) -> RunInputs:
+def read_run(results_dir: Path, summary: RunSummary, metrics: tuple[str, ...]) -> RunInputs:
     """Everything the report uses for one run. The run id names a directory, so one that
     could step outside the results directory is not followed."""
-    run_id = str(summary.get("run_id", ""))
+    run_id = summary.run_id or ""
     if not run_id or "/" in run_id or "\\" in run_id or run_id in (".", ".."):
         return RunInputs(summary)
     report = results_dir / run_id / "report"

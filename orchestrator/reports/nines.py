@@ -13,6 +13,7 @@ import math
 from collections.abc import Sequence
 
 from sixnines.formats.hdr import PERCENTILE_KEYS, PERCENTILES
+from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.load import saturation
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, colour
@@ -32,16 +33,17 @@ def _source(run: RunInputs, metric: str) -> tuple[Sequence[float], Sequence[floa
     ps, values = nines.get("p"), nines.get(f"{metric}_us")
     if isinstance(ps, list) and isinstance(values, list) and len(ps) == len(values):
         return ps, values, "series.json"
-    figures = run.summary.get(f"{metric}_us") or {}
-    pairs = [(p / 100, figures.get(k)) for p, k in zip(PERCENTILES, PERCENTILE_KEYS, strict=True)]
+    figures = run.summary.figures(f"{metric}_us")
+    pairs = [(p / 100, figures.figure(k))
+             for p, k in zip(PERCENTILES, PERCENTILE_KEYS, strict=True)]
     return [p for p, _ in pairs], [v for _, v in pairs], "summary"
 
 
 def curve(run: RunInputs, metric: str) -> tuple[list[float], list[float], str] | None:
     """(nines, µs, source) for one run, or None when the run measured nothing."""
-    figures = run.summary.get(f"{metric}_us") or {}
-    count, top_value = figures.get("count") or 0, figures.get("max")
-    if count <= 0 or not isinstance(top_value, int | float):
+    figures = run.summary.figures(f"{metric}_us")
+    count, top_value = figures.count, figures.max
+    if count <= 0 or top_value is None:
         return None
     top = math.log10(count)  # the max sample's place: p = 1 − 1/count
     percentiles, values, source = _source(run, metric)
@@ -58,10 +60,10 @@ def curve(run: RunInputs, metric: str) -> tuple[list[float], list[float], str] |
     return xs, ys, source
 
 
-def legend_name(summary: dict) -> str:
+def legend_name(summary: RunSummary) -> str:
     """Run id, with the clock bound when figures were timed across hosts (rule 3)."""
-    bound = summary.get("clock_bound_ns")
-    name = str(summary.get("run_id", "?"))
+    bound = summary.clock_bound_ns
+    name = str(summary.run_id or "?")
     return name if bound is None else f"{name} (± {bound / 1000:,.1f} µs clock)"
 
 

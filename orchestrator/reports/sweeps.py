@@ -8,9 +8,9 @@ categorical one (schedule, receive mode, `rate: max`) has no axis to plot along.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Callable, Collection
 
+from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.load import latency_of
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, Scale, colour, slugify
 
@@ -22,40 +22,35 @@ def _numeric(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _number(value: Any) -> float | None:
-    return float(value) if _numeric(value) else None
-
-
-def swept(summaries: list[dict]) -> list[str]:
+def swept(summaries: list[RunSummary]) -> list[str]:
     """Parameters with more than one value across the runs, in scenario order."""
     values: dict[str, list] = defaultdict(list)
     for summary in summaries:
-        for key, value in (summary.get("params") or {}).items():
+        for key, value in summary.params.items():
             values[key].append(value)
     return [key for key, seen in values.items()
             if len({repr(v) for v in seen}) > 1]
 
 
-def _measured(summary: dict) -> bool:
+def _measured(summary: RunSummary) -> bool:
     """Not failed, and the run's own latency (open-loop or saturation) was timed."""
     field, _ = latency_of(summary)
-    return summary.get("status") != "failed" and bool((summary.get(field) or {}).get("count"))
+    return summary.status != "failed" and bool(summary.figures(field).count)
 
 
-def _groups(summaries: list[dict], param: str) -> dict[str, list[dict]]:
+def _groups(summaries: list[RunSummary], param: str) -> dict[str, list[RunSummary]]:
     """Runs by curve name (system and the other parameters that vary among the plotted
     runs), sorted along `param`."""
-    plotted = [s for s in summaries
-               if _measured(s) and _numeric((s.get("params") or {}).get(param))]
+    plotted = [s for s in summaries if _measured(s) and _numeric(s.params.get(param))]
     others = [key for key in swept(plotted) if key != param]
-    groups: dict[str, list[dict]] = defaultdict(list)
+    groups: dict[str, list[RunSummary]] = defaultdict(list)
     for summary in plotted:
-        params = summary["params"]
-        name = ", ".join([str(summary.get("system", "?")),
+        params = summary.params
+        name = ", ".join([str(summary.system or "?"),
                           *(f"{k}={params.get(k)}" for k in others)])
         groups[name].append(summary)
-    return {name: sorted(runs, key=lambda s: s["params"][param])
-            for name, runs in groups.items() if len({s["params"][param] for s in runs}) > 1}
+    return {name: sorted(runs, key=lambda s: s.params[param])
+            for name, runs in groups.items() if len({s.params[param] for s in runs}) > 1}
 
 
 def _span_scale(values: list) -> Scale:
@@ -65,11 +60,11 @@ def _span_scale(values: list) -> Scale:
             else "linear")
 
 
-def _x_scale(groups: dict[str, list[dict]], param: str) -> Scale:
-    return _span_scale([s["params"][param] for s in _plotted(groups)])
+def _x_scale(groups: dict[str, list[RunSummary]], param: str) -> Scale:
+    return _span_scale([s.params[param] for s in _plotted(groups)])
 
 
-def _lines(groups: dict[str, list[dict]], param: str, figures: tuple,
+def _lines(groups: dict[str, list[RunSummary]], param: str, figures: tuple,
            names: Collection[str] | None = None) -> tuple[Line, ...]:
     """`figures`: (suffix, dashed, value of a run) per curve of each group (of those in
     `names`, when given; a group keeps its colour either way); an empty suffix names the
@@ -78,7 +73,7 @@ def _lines(groups: dict[str, list[dict]], param: str, figures: tuple,
     for index, (name, runs) in enumerate(groups.items()):
         if names is not None and name not in names:
             continue
-        xs = [s["params"][param] for s in runs]
+        xs = [s.params[param] for s in runs]
         for suffix, dashed, value in figures:
             lines.append(Line(f"{name} {suffix}".rstrip(), xs, [value(s) for s in runs],
                               colour(index), style="points", dashed=dashed))
@@ -89,11 +84,11 @@ def _ys(lines: tuple[Line, ...]) -> list:
     return [y for line in lines for y in line.ys if y is not None]
 
 
-def _plotted(groups: dict[str, list[dict]]) -> list[dict]:
+def _plotted(groups: dict[str, list[RunSummary]]) -> list[RunSummary]:
     return [s for runs in groups.values() for s in runs]
 
 
-def _by_latency(groups: dict[str, list[dict]]) -> dict[tuple[str, str], list[str]]:
+def _by_latency(groups: dict[str, list[RunSummary]]) -> dict[tuple[str, str], list[str]]:
     """Curve names by the latency their runs measured, (summary field, label) as in
     orchestrator.load: open-loop and saturation latency never share a plot. The runs of one
     curve share a load (a rate that differs names the curve)."""
@@ -104,16 +99,17 @@ def _by_latency(groups: dict[str, list[dict]]) -> dict[tuple[str, str], list[str
 
 
 def _p(field: str, key: str):
-    return lambda s: (s.get(field) or {}).get(key)
+    return lambda s: s.figures(field).figure(key)
 
 
-def _latency_figures(groups: dict[str, list[dict]], param: str, label: str, scale: Scale,
+def _latency_figures(groups: dict[str, list[RunSummary]], param: str, label: str,
+                     scale: Scale,
                      slug: str) -> list[Figure]:
     """p50 and p99 on log and on linear axes, per kind of latency; the axis says "round
     trip" when every curve is one, so nobody reads it as one-way latency."""
     out = []
     for (field, kind), names in _by_latency(groups).items():
-        if all(s["params"].get("mode") == "round-trip" for n in names for s in groups[n]):
+        if all(s.params.get("mode") == "round-trip" for n in names for s in groups[n]):
             kind = f"round-trip {kind}"
         lines = _lines(groups, param, (("p50", False, _p(field, "p50")),
                                        ("p99", True, _p(field, "p99"))), names)
@@ -125,25 +121,26 @@ def _latency_figures(groups: dict[str, list[dict]], param: str, label: str, scal
     return out
 
 
-def _measured_bytes(summary: dict, side: str) -> float | None:
+def _measured_bytes(summary: RunSummary, side: str) -> float | None:
     """The analysis's bytes/s at `side` (sender or receiver): each stream's rate times its
     mean size, summed."""
-    return _number(((summary.get("throughput") or {}).get("bytes_per_s") or {}).get(side))
+    throughput = summary.throughput
+    return None if throughput is None else getattr(throughput.bytes_per_s, side)
 
 
-def _bytes(side: str, rate_key: str):
+def _bytes(side: str, rate: Callable[[RunSummary], float | None]):
     """Bytes/s at `side` as measured, else (summaries from before the per-message
-    analysis) the run's message rate times the swept message size."""
-    def per_second(summary: dict) -> float | None:
+    analysis) the run's message `rate` times the swept message size."""
+    def per_second(summary: RunSummary) -> float | None:
         measured = _measured_bytes(summary, side)
         if measured is not None:
             return measured
-        rate, size = summary.get(rate_key), (summary.get("params") or {}).get("message_size")
-        return rate * size if _numeric(rate) and _numeric(size) else None
+        messages, size = rate(summary), summary.params.get("message_size")
+        return messages * size if _numeric(messages) and _numeric(size) else None
     return per_second
 
 
-def _bytes_caption(groups: dict[str, list[dict]]) -> str:
+def _bytes_caption(groups: dict[str, list[RunSummary]]) -> str:
     how = ("As measured by the analysis" if all(
         _measured_bytes(s, side) is not None
         for s in _plotted(groups) for side in ("sender", "receiver"))
@@ -151,27 +148,34 @@ def _bytes_caption(groups: dict[str, list[dict]]) -> str:
     return f"{how}; solid: received, dashed: sent."
 
 
-def _density(summary: dict) -> float | None:
-    return _number(summary.get("density_us"))
+def _density(summary: RunSummary) -> float | None:
+    return summary.density_us
 
 
-def figures_for(summaries: list[dict], param: str) -> list[Figure]:
+def _received(summary: RunSummary) -> float | None:
+    return summary.receive_rate
+
+
+def _sent(summary: RunSummary) -> float | None:
+    return summary.send_rate
+
+
+def figures_for(summaries: list[RunSummary], param: str) -> list[Figure]:
     groups = _groups(summaries, param)
     if not groups:
         return []
     label = AXIS_LABELS.get(param, param)
     scale = _x_scale(groups, param)
     slug = f"sweep-{slugify(param)}"
-    rates = _lines(groups, param, (("received", False, lambda s: s.get("receive_rate")),
-                                   ("sent", True, lambda s: s.get("send_rate"))))
+    rates = _lines(groups, param, (("received", False, _received), ("sent", True, _sent)))
     out = [
         *_latency_figures(groups, param, label, scale, slug),
         Figure(f"{slug}-throughput", f"Throughput (messages/s) vs {label}",
                Axis(label, scale), Axis("messages/s"), lines=rates, zoomable=False,
                caption="Solid: at the receivers; dashed: at the senders."),
     ]
-    volume = _lines(groups, param, (("received", False, _bytes("receiver", "receive_rate")),
-                                    ("sent", True, _bytes("sender", "send_rate"))))
+    volume = _lines(groups, param, (("received", False, _bytes("receiver", _received)),
+                                    ("sent", True, _bytes("sender", _sent))))
     if _ys(volume):
         out.append(Figure(f"{slug}-bytes", f"Throughput (bytes/s) vs {label}",
                           Axis(label, scale), Axis("bytes/s"), lines=volume, zoomable=False,
@@ -186,7 +190,7 @@ def figures_for(summaries: list[dict], param: str) -> list[Figure]:
     return out
 
 
-def figures(summaries: list[dict]) -> dict[str, list[Figure]]:
+def figures(summaries: list[RunSummary]) -> dict[str, list[Figure]]:
     """Per swept numeric parameter, its plots (none for a categorical parameter)."""
     out = {}
     for param in swept(summaries):

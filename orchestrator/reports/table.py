@@ -12,6 +12,7 @@ from html import escape
 
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.status import FAILED, ORDER
+from sixnines.formats.summary import Figures, RunSummary
 from sixnines.orchestrator.load import latency_of, saturation
 from sixnines.orchestrator.report import supported
 from sixnines.orchestrator.reports.inputs import RunInputs
@@ -34,30 +35,36 @@ def count(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else "–"
 
 
+def _count(summary: RunSummary, field: str) -> str:
+    """The count behind a metric's figures; "–" when the run has none (not analysed)."""
+    figures = summary.metric(field)
+    return count(None if figures is None else figures.count)
+
+
 def rate(value: object) -> str:
     return f"{value:,.0f}" if isinstance(value, int | float) else "–"
 
 
-def _percentile_cells(figures: dict) -> str:
-    samples = figures.get("count") or 0
+def _percentile_cells(figures: Figures) -> str:
     cells = []
     for key in FIGURE_KEYS:
-        if supported(key, samples):
-            cells.append(f"<td>{micro(figures.get(key))}</td>")
+        value = micro(figures.figure(key))
+        if supported(key, figures.count):
+            cells.append(f"<td>{value}</td>")
         else:
-            cells.append(f'<td class="dim" title="{DIM_TITLE}">{micro(figures.get(key))}</td>')
+            cells.append(f'<td class="dim" title="{DIM_TITLE}">{value}</td>')
     return "".join(cells)
 
 
-def _status(summary: dict) -> str:
-    status = str(summary.get("status", FAILED))
+def _status(summary: RunSummary) -> str:
+    status = str(summary.status or FAILED)
     css = status if status in ORDER else FAILED
     return f'<span class="status-{css}">{escape(status)}</span>'
 
 
-def clock_bound_us(summary: dict) -> float | None:
-    bound = summary.get("clock_bound_ns")
-    return bound / 1000 if isinstance(bound, int | float) else None
+def clock_bound_us(summary: RunSummary) -> float | None:
+    bound = summary.clock_bound_ns
+    return None if bound is None else bound / 1000
 
 
 def notes(run: RunInputs) -> list[tuple[str, str]]:
@@ -65,25 +72,26 @@ def notes(run: RunInputs) -> list[tuple[str, str]]:
     figures: problems, warnings (generator saturated …), losses, clock bound, broker note,
     multi-modal latency."""
     s = run.summary
-    out = [("bad", escape(str(p))) for p in s.get("problems") or []]
-    out += [("warn", escape(str(w))) for w in s.get("warnings") or []]
-    for key, css in (("lost", "bad"), ("duplicated", "warn"), ("reordered", "warn"),
-                     ("unexpected", "warn")):
-        if isinstance(s.get(key), int) and s[key] > 0:
-            out.append((css, f"{s[key]:,} messages {key}"))
-    if isinstance(s.get("unknown"), int) and s["unknown"] > 0:
-        out.append(("bad", f"{s['unknown']:,} deliveries unknown: expected at receivers that "
+    out = [("bad", escape(str(p))) for p in s.problems]
+    out += [("warn", escape(str(w))) for w in s.warnings]
+    for key, css, found in (("lost", "bad", s.lost), ("duplicated", "warn", s.duplicated),
+                            ("reordered", "warn", s.reordered),
+                            ("unexpected", "warn", s.unexpected)):
+        if found:
+            out.append((css, f"{found:,} messages {key}"))
+    if s.unknown:
+        out.append(("bad", f"{s.unknown:,} deliveries unknown: expected at receivers that "
                            "left no data"))
     bound = clock_bound_us(s)
     if bound is not None:
-        cross = (s.get("latency_pairs") or {}).get("cross_clock", 0)
-        out.append(("warn", f"{count(cross)} deliveries timed across hosts: latency and "
-                            f"service time may be off by up to {micro(bound)} µs"))
-    if s.get("hlog_agrees") is False:
+        out.append(("warn", f"{count(s.latency_pairs.cross_clock)} deliveries timed across "
+                            f"hosts: latency and service time may be off by up to "
+                            f"{micro(bound)} µs"))
+    if s.hlog_agrees is False:
         out.append(("warn", "the agents' interval logs disagree with the raw timestamps"))
     if saturation(s):
         out.append(("note", "throughput mode: latency here is saturation latency"))
-    note = (s.get("broker") or {}).get("note")
+    note = s.broker.note
     if note:
         out.append(("note", escape(f"broker: {note}")))
     humps = (run.series or {}).get("humps")
@@ -105,8 +113,8 @@ def param_text(params: dict, keys: list[str] | None = None) -> str:
                      if k in params)
 
 
-def _params(summary: dict, keys: list[str]) -> str:
-    params = summary.get("params") or {}
+def _params(summary: RunSummary, keys: list[str]) -> str:
+    params = summary.params
     shown = param_text(params, keys)
     full = json.dumps(params, sort_keys=True, default=str)
     return f'<td class="text" title="{escape(full)}">{escape(shown)}</td>'
@@ -149,20 +157,20 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
             "received", "lost", "unknown", "dup", "reord"]
     rows = []
     for run, anchor in members:
-        s, figures = run.summary, run.summary.get(field) or {}
+        s, figures = run.summary, run.summary.figures(field)
         bound = clock_bound_us(s)
         cells = [f'<td class="text"><a href="#{anchor}">{escape(run.run_id)}</a></td>',
-                 f'<td class="text">{escape(str(s.get("system", "?")))}</td>',
+                 f'<td class="text">{escape(str(s.system or "?"))}</td>',
                  *([_params(s, swept)] if swept else []),
                  f'<td class="text">{_status(s)}</td>',
                  _percentile_cells(figures),
                  *([f"<td>{'' if bound is None else micro(bound)}</td>"] if bounds else []),
-                 f"<td>{count(figures.get('count'))}</td>",
-                 f"<td>{rate(s.get('receive_rate'))}</td><td>{rate(s.get('send_rate'))}</td>",
-                 f"<td>{count(s.get('sent'))}</td><td>{count(s.get('received'))}</td>",
-                 *(f'<td class="{"bad" if isinstance(n, int) and n else ""}">{count(n)}</td>'
-                   for n in (s.get("lost"), s.get("unknown"))),
-                 f"<td>{count(s.get('duplicated'))}</td><td>{count(s.get('reordered'))}</td>"]
+                 f"<td>{_count(s, field)}</td>",
+                 f"<td>{rate(s.receive_rate)}</td><td>{rate(s.send_rate)}</td>",
+                 f"<td>{count(s.sent)}</td><td>{count(s.received)}</td>",
+                 *(f'<td class="{"bad" if n else ""}">{count(n)}</td>'
+                   for n in (s.lost, s.unknown)),
+                 f"<td>{count(s.duplicated)}</td><td>{count(s.reordered)}</td>"]
         rows.append(f"<tr>{''.join(cells)}</tr>")
         listed = notes_list(run)
         if listed:
@@ -176,18 +184,18 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
             + "</p>")
 
 
-def metrics_table(summary: dict) -> str:
+def metrics_table(summary: RunSummary) -> str:
     """One run: latency, service time and send lag (a throughput-mode run: its saturation
     latency alone), every percentile and the count."""
     bound = clock_bound_us(summary)
     head = ["µs", *FIGURE_KEYS, "mean", *(["± clock"] if bound is not None else []), "count"]
     rows = []
     for key, label in (latency_of(summary),) if saturation(summary) else METRICS:
-        figures = summary.get(key) or {}
+        figures = summary.figures(key)
         clock = [] if bound is None else [micro(bound) if key != "send_lag_us" else ""]
         rows.append(f'<tr><td class="text">{label}</td>{_percentile_cells(figures)}'
-                    f"<td>{micro(figures.get('mean'))}</td>"
+                    f"<td>{micro(figures.mean)}</td>"
                     + "".join(f"<td>{c}</td>" for c in clock)
-                    + f"<td>{count(figures.get('count'))}</td></tr>")
+                    + f"<td>{_count(summary, key)}</td></tr>")
     return (f'<div class="scroll"><table class="figures">{_header(head)}'
             f'<tbody>{"".join(rows)}</tbody></table></div>')

@@ -17,6 +17,7 @@ import pytest
 from rich.console import Console
 
 from sixnines.formats import hdr
+from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.report import run_table
 from tests.integration.test_spark_analysis import PERIOD_NS, WARMUP_NS, _write_agent
 
@@ -207,7 +208,7 @@ def test_summary_file_and_table_carry_the_bound(runs, summaries):
     written = json.loads((runs["cross-host"] / "report" / "summary.json").read_text())
     assert written == json.loads(json.dumps(s))
     out = io.StringIO()
-    Console(file=out, width=160).print(run_table(s))
+    Console(file=out, width=160).print(run_table(RunSummary.model_validate(s)))
     text = " ".join(out.getvalue().split())
     assert "± clock" in text and "figures may be off by up to 0.5 µs" in text
 

@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import MESSAGES_FILE
 from sixnines.orchestrator.runner import RunSettings
 from sixnines.spark_jobs import distribution, frames, series
@@ -68,7 +69,7 @@ def test_overhead_identity_on_real_timestamps(spark, run):
     assert np.array_equal(sent["seq"], got["seq"])  # nothing lost, nothing extra
     assert np.all(np.diff(got["recv_ns"]) >= 0) and np.all(np.diff(sent["sent_ns"]) >= 0)
 
-    df = frames.measured(frames.load_messages(spark, run_dir, manifest))
+    df = frames.measured(frames.load_messages(spark, run_dir, Manifest.model_validate(manifest)))
     table = (series.windowed(series.stream_rows(df), WINDOW).orderBy("side", "ts")
              .select("side", "span").toArrow())
     side = table["side"].to_numpy()

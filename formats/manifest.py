@@ -1,0 +1,215 @@
+"""manifest.json: what a run was, where it ran, with what, and how it went.
+
+The controller writes it when the run starts and rewrites it as the run goes
+(orchestrator.runner; status `running` until the end); `sixnines report` rewrites it once
+more for a run whose controller died (orchestrator.recovery). The analysis and the
+reports read it. docs/manifest.schema.json is its JSON Schema, generated from these models
+(`python -m sixnines.formats.schema`).
+
+Every field has the default an older manifest without it reads as (no
+`throughput_window`: 100; no clock domain: every agent on one clock; no `first_id`: a
+sender placing no producer ids), and keys no model names are kept when the manifest is
+rewritten. A manifest that does not fit these models (an agent without an id, an
+`artifacts` that is not a mapping, a count that is text) was edited or damaged:
+formats.integrity refuses it, and the run is `corrupt`.
+
+`schema_version` (SCHEMA_VERSION) says which shape a manifest has; bump it when a field is
+added, removed, renamed or retyped, or changes meaning. Manifests written before it
+existed have none and read as version 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict, Field
+
+from sixnines.formats.document import Document
+from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
+from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
+from sixnines.formats.vocabulary import Role
+
+SCHEMA_VERSION = 1
+
+
+class Open(Document):
+    """A part of the manifest: keys no model names (facts other parts add) are kept when
+    it is rewritten, and the schema requires only what even the oldest manifest has."""
+
+    model_config = ConfigDict(extra="allow", json_schema_serialization_defaults_required=False)
+
+
+class Artifact(Open):
+    """One file an agent wrote, as it announced it, and whether the copy the controller
+    holds matched (formats.integrity checks it again before anything reads it)."""
+
+    sha256: str | None = None
+    """The agent's checksum of the file (absent: the manifest was edited)."""
+    bytes: int | None = None
+    """Its size."""
+    verified: bool | None = None
+    """Whether the controller's copy matched when it collected it; false and absent is a
+    file it never got (missing data), false and present one that changed on the way."""
+
+
+class Clock(Open):
+    """An agent's clock (docs/design.md rule 3): which monotonic clock it reads, and how
+    it relates to the controller's, from the ping with the shortest round trip. Empty for
+    an agent that never answered pings."""
+
+    domain: str | None = None
+    """Its clock domain (one kernel boot); agents in one domain share a clock. Absent
+    (older manifests): every agent is in one domain."""
+    estimated_offset_ns: int | None = None
+    """This agent's own estimate of its clock minus the controller's."""
+    uncertainty_ns: int | None = None
+    """Half that ping's round trip."""
+    pings: int | None = None
+    offset_ns: int | None = None
+    """The offset used for its whole domain (0 in the controller's own domain, else the
+    domain's most certain estimate): what the start instant and cross-clock latency use."""
+    domain_uncertainty_ns: int | None = None
+    """The uncertainty of offset_ns (0 in the controller's domain)."""
+    same_clock_as_controller: bool | None = None
+
+    @property
+    def bound_ns(self) -> int | None:
+        """How far offset_ns may be off: its domain's estimate's uncertainty, or (older
+        manifests without that) the agent's own."""
+        return (self.domain_uncertainty_ns if self.domain_uncertainty_ns is not None
+                else self.uncertainty_ns)
+
+
+class AgentEntry(Open):
+    """One agent of the run as the controller saw it: its plan, its process, its clock,
+    and, once it reported (`done`), its status, start instant and files."""
+
+    id: str
+    """The agent's id, also its directory under agents/ ("producer-0")."""
+    role: Role | None = None
+    host: str | None = None
+    """The placement's name of the host it ran on."""
+    first_id: int | None = None
+    """A sender's first producer id: its connections are first_id, first_id + 1, …"""
+    connections: int | None = None
+    """Its connections (absent: the workload's)."""
+    rate: float | None = None
+    """Its share of the scheduled rate, msg/s."""
+    planned_sends: int | None = None
+    clock: Clock = Field(default_factory=Clock)
+    sent: int = 0
+    """Messages it said it sent (progress or done)."""
+    received: int = 0
+    exit_code: int | None = None
+    pid: int | None = None
+    host_facts: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, Any] = Field(default_factory=dict)
+    status: str | None = None
+    """ok or partial (it reported), failed, missing (no report when the run ended),
+    running (while the run goes)."""
+    t0_ns: int | None = None
+    """The start instant on its own clock: where its schedule began."""
+    artifacts: dict[str, Artifact] = Field(default_factory=dict)
+    """Its files by name (messages.parquet, latency.hlog, cpu.parquet)."""
+    out_of_range: dict[str, Any] | None = None
+    """Values its interval log clipped, per tag."""
+    duplicate_replies: int | None = None
+    """A requester's replies received twice."""
+    unexpected_replies: int | None = None
+    """A requester's replies to no request it sent."""
+
+
+class MonitorEntry(AgentEntry):
+    """The broker's CPU monitor (agents.monitor), outside `agents`: its troubles are notes,
+    never the run's problems. Only a status and notes when it could not start."""
+
+    id: str | None = None  # type: ignore[assignment]
+    notes: list[str] = Field(default_factory=list)
+
+
+class BrokerRecord(Open):
+    """The broker as the run provided it (orchestrator.brokers), with the facts its start
+    gathered."""
+
+    system: str | None = None
+    kind: str | None = None
+    """builtin, recipe or external (not started by sixnines: no CPU monitor)."""
+    address: str | None = None
+    host: str | None = None
+    recipe: str | None = None
+    version: str | None = None
+    note: str | None = None
+
+
+class Workload(Open):
+    """The workload point (the scenario's Workload fields; sizes in bytes, times in ns)."""
+
+    warmup_ns: int = 0
+    connections: int = 1
+    """Connections per agent; each consumer connection receives every message."""
+
+
+class Sixnines(Open):
+    version: str | None = None
+    protocol: int | None = None
+    """The control protocol version (formats.protocol)."""
+
+
+#: What the controller writes from the start (its first write, before any agent starts).
+_WRITTEN = ("schema_version", "sixnines", "scenario", "run_id", "system", "driver",
+            "driver_options", "broker", "params", "swept", "workload", "controller", "status",
+            "problems", "agents", "created_at", "placement", "cross_host_latency", "hosts",
+            "cpu_sample_ns", "throughput_window", "monitor")
+
+
+class Manifest(Open):
+    """A run's manifest.json. The controller's first write holds every field but
+    started_at_ns (once the agents start), broker_exit (a broker that exited during the
+    run), ended_at (the end recorded) and recovered_at."""
+
+    model_config = ConfigDict(json_schema_extra={"required": list(_WRITTEN)})
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version",)
+
+    schema_version: int = SCHEMA_VERSION
+    """The shape of this manifest (formats.manifest.SCHEMA_VERSION when it was written)."""
+    sixnines: Sixnines = Field(default_factory=Sixnines)
+    scenario: str | None = None
+    run_id: str | None = None
+    system: str | None = None
+    """The system under test's name in the scenario."""
+    driver: str | None = None
+    driver_options: dict[str, Any] = Field(default_factory=dict)
+    broker: BrokerRecord = Field(default_factory=BrokerRecord)
+    params: dict[str, Any] = Field(default_factory=dict)
+    """The workload point as JSON (summary.json copies it)."""
+    swept: dict[str, Any] = Field(default_factory=dict)
+    """The swept fields of the point, as the scenario wrote them."""
+    workload: Workload = Field(default_factory=Workload)
+    controller: dict[str, Any] = Field(default_factory=dict)
+    """The controller's host facts and versions."""
+    status: str | None = None
+    """running while the run goes, then ok, partial or failed (formats.status)."""
+    problems: list[str] = Field(default_factory=list)
+    agents: list[AgentEntry] = Field(default_factory=list)
+    """Every agent that sends or receives, in the controller's order (the analysis keys
+    agents by their position here)."""
+    created_at: float | None = None
+    """Unix time the run started."""
+    placement: dict[str, Any] = Field(default_factory=dict)
+    cross_host_latency: bool = False
+    """Whether latencies across clock domains are put on the controller's clock by the
+    measured offsets (else left out)."""
+    hosts: dict[str, Any] = Field(default_factory=dict)
+    """Each remote host's facts."""
+    cpu_sample_ns: int = DEFAULT_CPU_SAMPLE_NS
+    throughput_window: int = DEFAULT_THROUGHPUT_WINDOW
+    """M, the messages a stream's throughput is taken over by default (100 for manifests
+    without it)."""
+    monitor: MonitorEntry | None = None
+    started_at_ns: int | None = None
+    """The start instant on the controller's clock."""
+    broker_exit: int | None = None
+    """The broker's exit code when it exited during the run."""
+    ended_at: float | None = None
+    recovered_at: float | None = None
+    """When `sixnines report` recovered a run whose controller died."""

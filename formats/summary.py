@@ -1,0 +1,322 @@
+"""summary.json: what the analysis found, the file users' own tools read.
+
+Two files share these models:
+
+- `<run-id>/report/summary.json`, one `RunSummary`, written by the analysis
+  (spark_jobs.analyze) for each run it checked;
+- `<results>/summary.json`, a `ResultsSummary` {schema_version, scenario, runs}, written by
+  the controller (`sixnines run`, `sixnines report`): each run's summary, and one built
+  from its manifest for a run the analysis never saw (failed, or its manifest unreadable).
+
+docs/summary.schema.json is the JSON Schema of the results file, generated from these
+models (`python -m sixnines.formats.schema`; a test fails while it is stale), with
+`RunSummary` in its `$defs`. Field docstrings below are its descriptions: the meaning of
+every figure lives here.
+
+`schema_version` (SCHEMA_VERSION) is in every summary object. Bump it when the shape of a
+summary changes in any way a reader can notice: a field added, removed or renamed, a type
+or a unit changed, a field becoming nullable or optional, or a figure changing meaning
+(tests/test_schemas.py fails on a changed shape until the version is bumped and the new
+shape's fingerprint recorded there), then regenerate the schemas with `python -m
+sixnines.formats.schema docs`. Rewording a docstring needs no bump (only the regeneration).
+Files written before the version existed have none; they read as version 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import ConfigDict, Field
+
+from sixnines.formats.document import Document
+from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
+from sixnines.formats.vocabulary import Load
+
+SCHEMA_VERSION = 1
+
+
+class Figures(Document):
+    """One metric's distribution: HdrHistogram percentiles (the highest equivalent value of
+    the bucket, never above the exact max), the exact max and mean, the lower median and
+    robust deviation, and the count behind them. Units are the metric's (µs for latencies,
+    msg/s for throughput, CPU µs per message for CPU); every figure is null, with count 0,
+    when nothing was measured."""
+
+    p50: float | None = None
+    """The median (HdrHistogram's value)."""
+    p90: float | None = None
+    p99: float | None = None
+    p99_9: float | None = Field(None, alias="p99.9")
+    p99_99: float | None = Field(None, alias="p99.99")
+    p99_999: float | None = Field(None, alias="p99.999")
+    p99_9999: float | None = Field(None, alias="p99.9999")
+    """A percentile fewer than 1/(1 − p) samples support equals the max; the reports dim
+    it."""
+    max: float | None = None
+    """The exact largest value."""
+    mean: float | None = None
+    """The exact mean."""
+    lower_median: float | None = None
+    """The ⌈n/2⌉-th smallest value, a real sample; exact while the median is below ~134 ms
+    (HDR resolution beyond, see spark_jobs.distribution.robust_centre). Throughput: at 3
+    significant digits."""
+    robust_deviation: float | None = None
+    """Mean |x − lower_median|: a spread a few stalls sway far less than a standard
+    deviation; exact as lower_median is."""
+    count: int = 0
+    """How many values the figures rest on."""
+
+    def figure(self, key: str) -> float | None:
+        """A figure by its JSON key: p50 … p99.9999 (formats.hdr.PERCENTILE_KEYS), max,
+        mean, lower_median or robust_deviation."""
+        return getattr(self, _FIGURE_FIELDS[key])
+
+
+#: Figures' field names by JSON key ("p99.9" → p99_9).
+_FIGURE_FIELDS = {field.alias or name: name for name, field in Figures.model_fields.items()}
+
+
+class Broker(Document):
+    """The system under test's broker, as the run's manifest records it."""
+
+    kind: str | None = None
+    """builtin, recipe or external (not started by sixnines)."""
+    recipe: str | None = None
+    """The broker recipe's name (deploy/recipes/NAME.yaml), for kind recipe."""
+    version: str | None = None
+    """The version the recipe's version command printed."""
+    note: str | None = None
+    """What a reader should know about the broker (the recipe's note)."""
+
+
+class Warmup(Document):
+    """What happened during the warm-up, which no other figure includes."""
+
+    sent: int = 0
+    received: int = 0
+
+
+class OutOfRange(Document):
+    """Values clipped into the histogram's range (1 ns … 1 h): a problem line says so."""
+
+    negative: int = 0
+    """Below 0, counted as 0 (timestamps from different clocks?)."""
+    too_large: int = 0
+    """Above 1 h, counted as 1 h."""
+
+
+class LatencyPairs(Document):
+    """The measured deliveries by how their producer's and receiver's clocks pair up
+    (docs/design.md rule 3, spark_jobs.frames.with_clock_pairs); same_clock + cross_clock
+    = latency_us.count."""
+
+    same_clock: int = 0
+    """One clock domain (a requester is its own receiver): timed as recorded."""
+    cross_clock: int = 0
+    """Different domains, included only when the manifest says `cross_host_latency:
+    true`, each end moved onto the controller's clock by its host's measured offset."""
+    excluded: int = 0
+    """Left out of latency and service time (a warning says how many and how to opt in);
+    still in the accounting (received, lost, duplicated, reordered)."""
+
+
+class BytesPerSecond(Document):
+    """Each stream's message rate times its mean size, summed over the side's streams;
+    null without such a stream."""
+
+    sender: float | None = None
+    receiver: float | None = None
+
+
+class Throughput(Document):
+    """Throughput per window of M consecutive messages of a stream (spark_jobs.series has
+    the definitions): ST_n = M / (O_n − O_{n−M}) over every sender stream, RT_n likewise
+    over every receiver stream."""
+
+    window: int = DEFAULT_THROUGHPUT_WINDOW
+    """M: the messages each figure is taken over (the scenario's `throughput_window`, 100
+    by default; `sixnines report --window M` analyses again with another)."""
+    sender_msg_s: Figures = Field(default_factory=Figures)
+    """ST_n's figures in msg/s (percentiles and lower median at 3 significant digits)."""
+    receiver_msg_s: Figures = Field(default_factory=Figures)
+    """RT_n's figures in msg/s."""
+    bytes_per_s: BytesPerSecond = Field(default_factory=BytesPerSecond)
+    zero_span_windows: dict[str, int] = Field(default_factory=dict)
+    """Windows left out per side (sender, receiver) because their M messages carry one
+    timestamp (batches stamped once), so count = messages − M per stream − these."""
+
+
+class Humps(Document):
+    """The distinct modes of the run's latency distribution (saturation latency in a
+    saturation run; spark_jobs.distribution.humps gives the rule). count > 1 adds the
+    warning "latency is multi-modal: modes at … µs"."""
+
+    count: int
+    modes_us: list[float]
+
+
+class CpuSide(Document):
+    """CPU used by one side's processes, attributed to the messages of each sample
+    interval (spark_jobs.cpu has the definitions, agents.cpu the sampling)."""
+
+    us_per_message: Figures
+    """CPU µs per message: one value per measured sample interval of one process,
+    Δcpu / Δmessages."""
+    cores: float | None
+    """CPU seconds per wall-clock second over the measured intervals, summed over the
+    side's processes; null without a measured interval."""
+    empty_intervals: int
+    """Measured intervals without messages, left out of us_per_message."""
+
+
+class Cpu(Document):
+    """CPU per message of the run: only intervals after the warm-up count."""
+
+    sender: CpuSide | None
+    """Producers and requesters (per message sent; a requester's per request, reply
+    included); null without such agents' samples."""
+    receiver: CpuSide | None
+    """Consumers and responders (per message received); null without such samples."""
+    broker: CpuSide | None
+    """The broker's process tree sampled on its host by the monitor, per message received
+    by all consumers in the interval (each fan-out delivery; in round trip, per request);
+    null when sixnines did not start the broker or its monitor left no samples."""
+    interval_ms: float
+    """The sample interval (the scenario's `cpu_sample`)."""
+    notes: list[str]
+    """Why a side has no figures, and the monitor's troubles (which never make a run
+    partial)."""
+
+
+#: The fields every run summary holds, analysed or not.
+_ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
+
+
+def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
+    """What every run summary holds, and that an analysed one (with `sent`) holds every
+    field: the analysis writes them all."""
+    schema["required"] = list(_ALWAYS)
+    schema["if"] = {"required": ["sent"]}
+    schema["then"] = {"required": [name for name in model.model_fields if name not in _ALWAYS]}
+
+
+class RunSummary(Document):
+    """One run's figures. The analysis writes every field; a run it never analysed
+    (failed: nothing recorded; its manifest unreadable: corrupt) has only schema_version,
+    run_id, system, params, status and problems, and a run whose files fail their checks
+    (corrupt: not analysed, spark_jobs.integrity) adds load, broker and warnings.
+
+    Counts and figures exclude the warm-up (the warm-up is excluded by time: messages
+    intended before t0 + warmup). A throughput-mode run (load `saturation`, `rate: max`)
+    measures only `saturation_latency_us`; its other latency metrics stay empty (count 0),
+    as `saturation_latency_us` does in an open-loop run."""
+
+    model_config = ConfigDict(json_schema_extra=_run_schema)
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version",)
+
+    schema_version: int = SCHEMA_VERSION
+    """The shape of this object (formats.summary.SCHEMA_VERSION when it was written)."""
+    run_id: str | None = None
+    """The run's directory name: its number, system and swept values
+    ("01-tcp-message_size=64")."""
+    system: str | None = None
+    """The system under test's name in the scenario."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """The workload point the run ran, as its manifest records it: the scenario's workload
+    fields (mode, message_size in bytes, rate in msg/s or "max", messages, schedule,
+    duration_ns, warmup_ns, producers, consumers, connections, receive, drain_ns,
+    seed)."""
+    load: Load | None = None
+    """open-loop: senders on a schedule, latency measured from each message's intended
+    send time. saturation: throughput mode (`rate: max`: no schedule, a message count sent
+    as fast as the system takes); its headline is throughput (send_rate, receive_rate,
+    throughput, density_us) and its only latency saturation_latency_us."""
+    broker: Broker = Field(default_factory=Broker)
+    status: str | None = None
+    """ok (every agent finished, every message accounted for), partial (figures exist;
+    something is missing or doubtful: an agent died, deliveries of unknown fate, hlogs
+    disagreeing with the raw records), failed (nothing to analyse), corrupt (a file of the
+    run fails its checks: no figure at all). Another word (`running`) is a manifest's that
+    no controller finished; it ranks as failed (formats.status)."""
+    problems: list[str] = Field(default_factory=list)
+    """What went wrong, one line each: the run's own problems (from its manifest), then
+    the analysis's (files failing their checks, agents without data, hlog disagreements,
+    values out of range)."""
+    sent: int | None = None
+    """Messages (requests in round trip) sent after the warm-up."""
+    received: int | None = None
+    """Deliveries received after the warm-up (each fan-out delivery counts; replies in
+    round trip)."""
+    lost: int | None = None
+    """Deliveries expected at receivers that left data and never made it there."""
+    unknown: int | None = None
+    """Deliveries expected at consumers that left no messages.parquet (killed: each of
+    their connections expected every message sent): not lost, nothing says whether they
+    arrived; a problem line names each such agent, and the run is at least partial."""
+    duplicated: int | None = None
+    """Deliveries received more than once (each extra copy)."""
+    reordered: int | None = None
+    """Deliveries received after a later message of the same producer."""
+    unexpected: int | None = None
+    """Received messages matching no sent message."""
+    warmup: Warmup = Field(default_factory=Warmup)
+    send_rate: float | None = None
+    """Messages per second measured at the senders (each agent's rate, summed)."""
+    receive_rate: float | None = None
+    """Deliveries per second measured at the receivers, apart from the senders'."""
+    latency_us: Figures | None = None
+    """recv − intended, µs: what a user of the system sees, free of coordinated
+    omission. This and the other latency metrics are absent (null when read) only in a
+    run that was not analysed."""
+    service_time_us: Figures | None = None
+    """recv − sent, µs."""
+    send_lag_us: Figures | None = None
+    """sent − intended, µs: the generator's own delay."""
+    saturation_latency_us: Figures | None = None
+    """recv − sent under saturation (throughput mode), µs: never compared with open-loop
+    latency."""
+    out_of_range: dict[str, OutOfRange] = Field(default_factory=dict)
+    """Per metric (latency, service_time, send_lag, saturation_latency)."""
+    latency_pairs: LatencyPairs = Field(default_factory=LatencyPairs)
+    clock_bound_ns: int | None = None
+    """How far any cross-clock latency or service time may be off: the largest producer +
+    receiver offset uncertainty among the cross_clock deliveries; null when none."""
+    hlog_agrees: bool | None = None
+    """Whether the agents' interval logs reduce to the same HDR bucket counts as the raw
+    records, compared on the hlog tags holding what the analysis computed (a receiver with
+    cross_clock or excluded deliveries logged them raw, so its latency and service_time
+    tags are not compared, and a problem line says so); null when nothing was compared.
+    false makes the run at least partial."""
+    throughput: Throughput | None = None
+    density_us: float | None = None
+    """The mean interval between consecutive receipts of a receiver stream, over all of
+    them; null without a stream of two receipts."""
+    humps: Humps | None = None
+    cpu: Cpu | None = None
+    warnings: list[str] = Field(default_factory=list)
+    """What to know before trusting the figures: "generator saturated" (send-lag p99 over
+    1 ms, or under 95% of the scheduled rate sent: the generator, not the system, set the
+    pace), deliveries left out of latency for their clocks, multi-modal latency, "time cap
+    reached" (throughput mode: `duration` ended sending early)."""
+
+    def metric(self, field: str) -> Figures | None:
+        """A latency field by its name (latency_us … saturation_latency_us, as
+        orchestrator.load names the latency of each load); None when the run has none."""
+        return getattr(self, field)
+
+    def figures(self, field: str) -> Figures:
+        """The figures of a latency field, empty (count 0) when the run has none."""
+        return self.metric(field) or Figures()
+
+
+class ResultsSummary(Document):
+    """A scenario's results (`<results>/summary.json`): every run's summary, in run
+    order."""
+
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version",)
+
+    schema_version: int = SCHEMA_VERSION
+    """The shape of this file (formats.summary.SCHEMA_VERSION when it was written)."""
+    scenario: str | None
+    """The scenario's name."""
+    runs: list[RunSummary]
