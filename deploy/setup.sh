@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up sixnines in ./.venv on a fresh Debian/Ubuntu machine (or reuse what is there).
-#   deploy/setup.sh          the controller: sixnines + Spark (and Java 17+ if absent)
+#   deploy/setup.sh          the controller: sixnines, every system's client, Spark (and
+#                            Java 17+ if absent)
 #   deploy/setup.sh --test   the same plus the test tools and the servers the tests run
 #                            (redis-server, rabbitmq-server, sshd, podman, chromium and
 #                            gnuplot for the report tests, from apt;
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="analysis,remote"
+extras="analysis,remote,systems"
 [[ "${1:-}" == "--test" ]] && extras="test"
 
 say() { printf 'setup: %s\n' "$*" >&2; }

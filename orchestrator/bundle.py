@@ -30,6 +30,8 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: The folders the wheel is built from (pyproject.toml maps each into `sixnines`).
 PACKAGES = ("sixnines", "formats", "agents", "drivers", "orchestrator", "spark_jobs")
 CACHE_VARIABLE = "SIXNINES_CACHE"
+#: What an agent host gets: every system's client, so one bundle serves any scenario.
+EXTRAS = "systems"
 
 
 class BundleError(SixninesError):
@@ -75,13 +77,14 @@ def build_bundle() -> Bundle:
     python, machine = controller_target()
     ident = build_id()
     directory = cache_root() / "bundles" / f"{ident}-py{python}-{machine}"
-    bundle = Bundle(directory, ident, f"sixnines=={version('sixnines')}", python, machine)
+    bundle = Bundle(directory, ident, f"sixnines[{EXTRAS}]=={version('sixnines')}", python,
+                    machine)
     if (directory / "COMPLETE").is_file():
         return bundle
     directory.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{ident}-", dir=directory.parent))
     try:
-        _pip_wheel(staging, str(clean_source(staging / "source")))
+        _pip_wheel(staging, f"{clean_source(staging / 'source')}[{EXTRAS}]")
         shutil.rmtree(staging / "source")
         older = _older_patch_requirements(staging, python)
         if older:
