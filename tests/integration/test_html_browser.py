@@ -27,7 +27,7 @@ import pytest
 
 from sixnines.orchestrator.reports import write_reports
 from sixnines.orchestrator.reports.svg import AREA_W
-from tests.test_html_report import synthetic_results
+from tests.test_html_report import parsed, synthetic_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TIMEOUT_S = 60
@@ -230,7 +230,7 @@ def browser(tmp_path_factory):
     """Chromium with the report page loaded; the module's tests share it, in order."""
     base = tmp_path_factory.mktemp("browser")
     results, summaries = synthetic_results(base)
-    page = write_reports(results, summaries)
+    page = write_reports(results, parsed(summaries))
     devtools = DevTools(base / "profile", base / "chromium.log")
     try:
         devtools.page("Page.navigate", url=page.as_uri())
