@@ -85,27 +85,38 @@ start() {
     echo "DOCKER_HOST=unix://$socket"
     return
   fi
+  local attempt
+  for attempt in 1 2 3; do  # a first start on a fresh host has been seen to exit at once
+    launch && return
+    say "attempt $attempt: podman system service did not come up"
+  done
+  exit 1
+}
+
+launch() {  # one start of the service; prints its address once it answers
   stop_service
   write_config
   rm -f "$socket"
+  local log_start
+  log_start=$(($(stat -c %s "$dir/service.log" 2>/dev/null || echo 0) + 1))
   setsid podman system service --time=0 "unix://$socket" \
     </dev/null >>"$dir/service.log" 2>&1 9>&- &
   echo $! >"$pidfile"
   for _ in $(seq 300); do  # up to 30 s; it answers in well under a second
     if answers; then
       echo "DOCKER_HOST=unix://$socket"
-      return
+      return 0
     fi
     if [[ -z "$(service_pid)" ]]; then
-      say "podman system service exited; last lines of $dir/service.log:"
-      tail -n 20 "$dir/service.log" >&2
-      exit 1
+      say "podman system service exited; what it logged ($dir/service.log):"
+      tail -c "+$log_start" "$dir/service.log" | tail -n 20 >&2
+      return 1
     fi
     sleep 0.1
   done
   say "podman system service does not answer on $socket; see $dir/service.log"
   stop_service
-  exit 1
+  return 1
 }
 
 stop_service() {  # by PID only: other podman services on this machine are not ours
