@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -15,13 +16,22 @@ from sixnines.formats.hlog import (
     INTERVAL_NS,
     HlogError,
     HlogFile,
+    IntervalLog,
     measured_counts,
     read_hlog,
     write_hlog,
 )
-from sixnines.formats.hlog import interval_edges as edges
 
 S = 1_000_000_000
+
+
+def edges(warmup_ns: int, end_ns: int, interval_ns: int = S) -> np.ndarray:
+    """Interval boundaries (ns since t0) up to the first at or past `end_ns`."""
+    log = IntervalLog(os.devnull, start_epoch_s=0.0, warmup_ns=warmup_ns,
+                      interval_ns=interval_ns)
+    last = int(log.interval_of(np.array([max(end_ns, 1) - 1]))[0])
+    log.close()
+    return np.array([log.span(k)[0] for k in range(last + 1)] + [sum(log.span(last))])
 START_EPOCH_S = 1_717_000_000.125
 WARMUP_NS = 2_500_000_000
 

@@ -9,14 +9,17 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 import sixnines.agents.streams as streams
+from sixnines.agents.recording import PiecePool
 from sixnines.agents.roles import Control, Producer
 from sixnines.agents.schedule import intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import Framing
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
+from sixnines.formats.chunks import message_files
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
 from sixnines.formats.vocabulary import MAX_RATE
@@ -75,10 +78,27 @@ class RecordingSender:
         self.inner.close()
 
 
+class Given:
+    """A schedule given whole (as `Pieces` would make it)."""
+
+    def __init__(self, offsets: np.ndarray) -> None:
+        self.offsets, self.count, self.made = offsets, len(offsets), 0
+
+    def fill(self, out: np.ndarray) -> int:
+        n = min(len(out), self.count - self.made)
+        out[:n] = self.offsets[self.made : self.made + n]
+        self.made += n
+        return n
+
+
+def whole(offsets: np.ndarray, producer_id: int = 3) -> PiecePool:
+    """One piece holding the whole schedule, recorded by nobody (as a requester's)."""
+    return PiecePool(Given(offsets), max(len(offsets), 1), producer_id, None)
+
+
 def make_stream(driver, sender, offsets, producer_id=3, seed=1) -> OutStream:
-    # a copy: OutStream keeps a contiguous int64 schedule without copying, and arm() adds t0
-    # to it in place
-    return OutStream(sender, driver.framing(SIZE), SIZE, offsets.copy(), producer_id, seed)
+    return OutStream(sender, driver.framing(SIZE), SIZE, whole(offsets, producer_id),
+                     producer_id, seed)
 
 
 def take_all(inbox: Inbox, receiver, count: int, consumer_id: int = 0) -> None:
@@ -319,35 +339,38 @@ def test_blast_sends_batches_at_once_stamped_with_their_send_time(driver, pair, 
 
 def test_a_large_message_blasts_a_few_at_a_time(driver):
     stream = OutStream(driver.sender(32 << 10, 0), driver.framing(32 << 10), 32 << 10,
-                       np.zeros(10, np.int64), 0, 1)
+                       whole(np.zeros(10, np.int64), 0), 0, 1)
     try:
         assert stream.batch == 1  # 64 KB per call at most: one 32 KB frame (+ its length)
     finally:
         stream.sender.close()
 
 
-def max_prepare(messages: int, connections: int, duration_ns: int = 60 * NS) -> Prepare:
+def max_prepare(messages: int, connections: int, duration_ns: int = 60 * NS,
+                out_dir: Path = Path("unused")) -> Prepare:
     return Prepare(
         protocol=PROTOCOL_VERSION, run_id="r", agent_id="producer-0", role="producer",
         driver="tcp", address="", driver_options={}, message_size=SIZE, rate=0.0,
         schedule=MAX_RATE, duration_ns=duration_ns, warmup_ns=0, connections=connections,
         first_id=0, phase_ns=0, receive="blocking", drain_ns=NS, seed=1, expected=0,
-        out_dir="", messages=messages)
+        out_dir=str(out_dir), messages=messages)
 
 
-def test_a_max_mode_producer_sends_exactly_its_messages(driver):
+def test_a_max_mode_producer_sends_exactly_its_messages(driver, tmp_path):
     receiver = driver.receiver(SIZE, 0)
-    producer = Producer(max_prepare(2001, connections=3), driver)
+    producer = Producer(max_prepare(2001, connections=3, out_dir=tmp_path), driver)
     try:
         assert [s.count for s in producer.streams] == [667, 667, 667]
         t0 = clock() + NS // 100
         producer.arm(t0)
         producer.run(Control())
         assert producer.sent == 2001
-        rows = producer.columns()
-        assert len(rows["seq"]) == 2001 and rows["sent_ns"].min() >= t0
-        assert np.array_equal(rows["intended_ns"], rows["sent_ns"])
-        assert producer.metrics() == {}  # no schedule: no send lag in the interval log
+        files, out_of_range, problems = producer.results()
+        assert problems == [] and out_of_range == {}  # no schedule: no send lag in the hlog
+        rows = pq.read_table(message_files(tmp_path)).to_pandas()
+        assert len(rows) == 2001 and rows.sent_ns.min() >= t0
+        assert (rows.intended_ns == rows.sent_ns).all()
+        assert {"latency.hlog", "chunks.jsonl"} < files.keys()
         inbox = Inbox(2001, TCP_FRAMING, SIZE)
         take_all(inbox, receiver, 2001)
         pairs = set(zip(inbox.producer_id.tolist(), inbox.seq.tolist(), strict=True))
@@ -357,8 +380,9 @@ def test_a_max_mode_producer_sends_exactly_its_messages(driver):
         receiver.close()
 
 
-def test_the_time_cap_ends_a_max_mode_run_early(driver):
-    producer = Producer(max_prepare(10**6, connections=1, duration_ns=NS // 50), driver)
+def test_the_time_cap_ends_a_max_mode_run_early(driver, tmp_path):
+    producer = Producer(max_prepare(10**6, connections=1, duration_ns=NS // 50,
+                                    out_dir=tmp_path), driver)
     try:
         producer.arm(clock())
         began = clock()

@@ -83,7 +83,8 @@ def test_a_dead_consumer_s_deliveries_are_unknown_not_lost(tmp_path, spark):
     assert summary["unknown"] == 2 * sent  # both connections of consumer-1 expected all
     assert summary["received"] + summary["lost"] == 2 * sent  # consumer-0's connections
     assert summary["lost"] == 0
-    assert (f"agent consumer-1 (consumer, status failed) left no messages.parquet: the "
+    assert (f"agent consumer-1 (consumer, status failed) left no per-message records it "
+            f"reported: the "
             f"{2 * sent:,} deliveries expected there are unknown") in " ".join(
                 summary["problems"])
 
@@ -97,5 +98,6 @@ def test_a_dead_requester_takes_its_requests_with_it(tmp_path, spark):
     assert (summary["received"], summary["lost"], summary["unknown"]) == (
         survivor["received"], 0, 0)
     assert any(problem.startswith("agent requester-1 (requester, status failed) left no "
-                                  "messages.parquet: its requests and their replies are in "
-                                  "no count") for problem in summary["problems"])
+                                  "per-message records it reported: its requests and "
+                                  "their replies are in no count")
+               for problem in summary["problems"])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from sixnines.formats.chunks import CHUNK_INDEX, read_index
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.records import CPU_FILE, HLOG_FILE, MESSAGES_FILE
 from sixnines.orchestrator.report import find_run_dirs
@@ -96,7 +97,13 @@ def test_each_run_directory_holds_verified_artifacts(results):
         assert roles == (["consumer"] * 2 + ["producer"] * 2 if mode == "one-way"
                          else ["requester"] * 2)
         for agent in manifest["agents"]:
-            assert set(agent["artifacts"]) == {MESSAGES_FILE, HLOG_FILE, CPU_FILE}
+            files = set(agent["artifacts"])
+            if agent["role"] == "requester":  # round trip: recorded whole, written at the end
+                assert files == {MESSAGES_FILE, HLOG_FILE, CPU_FILE}
+            else:  # one-way: chunks of about a second each, every one listed and verified
+                chunks = read_index(run_dir / "agents" / agent["id"])
+                assert len(chunks) >= 2
+                assert files == {HLOG_FILE, CPU_FILE, CHUNK_INDEX, *(c["file"] for c in chunks)}
             assert all(file["verified"] for file in agent["artifacts"].values())
             assert agent["clock"]["uncertainty_ns"] >= 0
             assert agent["versions"]["sixnines"]
