@@ -5,8 +5,8 @@ turns `finish`/`stop` (and end of input: the controller has gone) into flags on 
 a progress thread reports counters once a second; a sampler thread records CPU time
 (agents.cpu); producers and consumers have a writer thread that puts closed chunks on
 disk while the run goes (agents.recording). Whatever happens in the loop, the data
-recorded so far is written and announced in `done`, marked partial when incomplete. The `monitor` role (agents.monitor)
-runs no loop and is served apart.
+recorded so far is written and announced in `done`, marked partial when incomplete. The
+`monitor` role (agents.monitor) runs no loop and is served apart.
 """
 
 from __future__ import annotations

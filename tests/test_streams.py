@@ -13,13 +13,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import sixnines.agents.streams as streams
-from sixnines.agents.recording import PiecePool
+from sixnines.agents.recording import PiecePool, Recorder
 from sixnines.agents.roles import Control, Producer
-from sixnines.agents.schedule import intended_offsets
+from sixnines.agents.schedule import Pieces, intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import Framing
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
-from sixnines.formats.chunks import message_files
+from sixnines.formats.chunks import chunk_name, message_files, read_index
+from sixnines.formats.integrity import sha256_of
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
 from sixnines.formats.vocabulary import MAX_RATE
@@ -391,3 +392,95 @@ def test_the_time_cap_ends_a_max_mode_run_early(driver, tmp_path):
         assert 0 < producer.sent < 10**6
     finally:
         producer.close()
+
+
+# --- chunked recording (agents.recording) ---------------------------------------------------
+
+
+def describe(chunk) -> tuple[dict, dict]:
+    """A receiver's chunk as the consumer describes it, without hlog series."""
+    n = chunk.rows
+    return {"producer_id": chunk.producer_id[:n], "seq": chunk.seq[:n],
+            "size": np.full(n, SIZE, np.int32), "intended_ns": chunk.intended[:n],
+            "sent_ns": chunk.sent[:n], "recv_ns": chunk.recv[:n],
+            "consumer_id": chunk.consumer_id[:n],
+            "rx_index": np.arange(chunk.first, chunk.first + n, dtype=np.int64),
+            "warmup": np.zeros(n, bool)}, {}
+
+
+def test_an_inbox_records_chunk_after_chunk_each_listed_with_its_checksum(driver, pair,
+                                                                            tmp_path):
+    sender, receiver = pair
+    count = 5_000
+    stream = make_stream(driver, sender, intended_offsets("fixed", 1e6, count))
+    stream.arm(clock() - NS)
+    while stream.next < count:
+        stream.pump(clock())
+    recorder = Recorder(tmp_path, describe, 0, "test", lambda: 0)
+    recorder.start(clock())
+    inbox = Inbox(300, TCP_FRAMING, SIZE, recorder)  # batches straddle chunks
+    take_all(inbox, receiver, count)
+    inbox.close()
+    files, out_of_range, problems = recorder.finish()
+    assert (inbox.count, inbox.overflow, problems, out_of_range) == (count, 0, [], {})
+    chunks = read_index(tmp_path)
+    assert [c["file"] for c in chunks] == [chunk_name(k) for k in range(1, len(chunks) + 1)]
+    assert len(chunks) >= count // 300 and sum(c["rows"] for c in chunks) == count
+    for chunk in chunks:
+        assert files[chunk["file"]] == {"sha256": sha256_of(tmp_path / chunk["file"]),
+                                        "bytes": chunk["bytes"]}
+        assert chunk["sha256"] == files[chunk["file"]]["sha256"]
+    rows = pq.read_table(message_files(tmp_path)).to_pandas()
+    assert rows.seq.tolist() == list(range(count))
+    assert rows.rx_index.tolist() == list(range(count))
+    assert np.array_equal(rows.sent_ns, stream.sent[:count])
+
+
+def test_an_inbox_closes_a_chunk_after_a_second_without_arrivals(driver, pair, tmp_path):
+    sender, receiver = pair
+    stream = make_stream(driver, sender, intended_offsets("fixed", 1000.0, 3))
+    stream.arm(clock() - NS)
+    stream.pump(clock())
+    recorder = Recorder(tmp_path, describe, 0, "test", lambda: 0)
+    recorder.start(clock())
+    inbox = Inbox(1000, TCP_FRAMING, SIZE, recorder)
+    inbox.arm(clock())
+    take_all(inbox, receiver, 3)
+    assert read_index(tmp_path) == []  # open: less than a second old
+    deadline = time.monotonic() + 5
+    while not read_index(tmp_path):  # idle: the time check of an empty receive closes it
+        assert time.monotonic() < deadline
+        inbox.take(receiver, 0, 20)
+    assert read_index(tmp_path)[0]["rows"] == 3
+    recorder.finish()
+
+
+def test_a_producer_s_schedule_is_made_and_recorded_piece_by_piece(driver, pair, tmp_path):
+    """Pieces of 64 rows refilled by the writer while the stream sends: the recorded
+    intended times are the whole run's schedule, every send stamped, every row once."""
+    sender, receiver = pair
+    count = 3_000
+    recorder = Recorder(tmp_path, lambda piece: ({
+        "producer_id": np.full(piece.rows, 3, np.int32),
+        "seq": np.arange(piece.base, piece.base + piece.rows, dtype=np.int64),
+        "size": np.full(piece.rows, SIZE, np.int32),
+        "intended_ns": piece.intended[: piece.rows], "sent_ns": piece.sent[: piece.rows],
+        "recv_ns": None, "consumer_id": None, "rx_index": None,
+        "warmup": np.zeros(piece.rows, bool)}, {}), 0, "test", lambda: 0)
+    pool = PiecePool(Pieces("poisson", 200_000.0, count, 11, seed=4), 64, 3, recorder)
+    stream = OutStream(sender, driver.framing(SIZE), SIZE, pool, 3, seed=1)
+    t0 = clock()
+    stream.arm(t0)
+    recorder.start(t0)
+    while stream.next < count:
+        stream.pump(clock())
+    stream.close()
+    recorder.finish()
+    rows = pq.read_table(message_files(tmp_path)).to_pandas().sort_values("seq")
+    assert rows.seq.tolist() == list(range(count))
+    assert np.array_equal(rows.intended_ns,
+                          intended_offsets("poisson", 200_000.0, count, 11, seed=4) + t0)
+    assert (rows.sent_ns >= rows.intended_ns).all()
+    inbox = Inbox(count, TCP_FRAMING, SIZE)
+    take_all(inbox, receiver, count)
+    assert np.array_equal(inbox.sent, rows.sent_ns.to_numpy())
