@@ -25,7 +25,15 @@ from sixnines.agents.artifacts import keep_done, write_files
 from sixnines.agents.cpu import CpuSampler, write_cpu
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.monitor import serve_monitor
-from sixnines.agents.roles import Consumer, Control, Producer, Requester, Responder, Role
+from sixnines.agents.roles import (
+    Chunked,
+    Consumer,
+    Control,
+    Producer,
+    Requester,
+    Responder,
+    Role,
+)
 from sixnines.agents.streams import clock
 from sixnines.drivers import registry
 from sixnines.drivers.base import Credential, DriverError
@@ -145,6 +153,8 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
                                                                                    samples)})
     problems += [f"{spec.agent_id}: {problem}" for problem in (*unwritten, *cpu_unwritten)]
     extra = {"out_of_range": out_of_range}
+    if isinstance(role, Chunked):
+        extra["recording"] = role.recorder.summary()
     for name in ("duplicate_replies", "unexpected_replies"):
         if hasattr(role, name):
             extra[name] = getattr(role, name)

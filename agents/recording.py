@@ -8,13 +8,14 @@ its pool. The recorder's writer thread writes each chunk as its own parquet file
 (formats.chunks: whole through formats.atomic, listed in the fsynced `chunks.jsonl`),
 appends the intervals it completes to `latency.hlog`, and gives the buffer back: a
 receiver's to its free list, a sender's refilled with the next piece of its schedule.
-Parquet, zstd, hashing and numpy's large loops release the GIL; what the thread holds it
-for is a few hundred microseconds per chunk, like the once-a-second progress report.
+Parquet, zstd, hashing and numpy's large loops release the GIL; the thread holds it for
+short Python steps between them (SWITCH_INTERVAL_S says how soon it gets it back).
 
-When no buffer is free (the disk fell that far behind) the loop never waits: the pool
-grows by one buffer, allocated in the loop (a visible stall) and kept, and the agent's
-`done` says so. Dropping records instead would turn a slow disk into messages the
-analysis counts as lost.
+When no buffer is free (the writer fell that far behind: a slow disk, a starved CPU) the
+loop never waits: the pool grows by one buffer, allocated in the loop (a stall the send
+lag shows) and kept, and the agent's log and manifest entry say so (`recording`).
+Dropping records instead would turn a slow disk into messages the analysis counts as lost;
+growing keeps every record and bounds memory by how far the writer lags, not the run.
 
 `SIXNINES_CHUNK_ROWS` sets the largest chunk (rows); 0 records the whole run in one chunk
 written at the end (the in-memory path, kept to measure against).
@@ -22,6 +23,7 @@ written at the end (the in-memory path, kept to measure against).
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import queue
@@ -35,7 +37,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sixnines.agents.artifacts import described, write_messages
+from sixnines.agents.artifacts import described, encoded_messages
 from sixnines.agents.schedule import NS, Pieces, touched
 from sixnines.formats.atomic import WriteFailure, atomic_path
 from sixnines.formats.chunks import CHUNK_INDEX, append_entry, chunk_name
@@ -44,7 +46,11 @@ from sixnines.formats.records import HLOG_FILE
 
 CHUNK_ROWS = int(os.environ.get("SIXNINES_CHUNK_ROWS", 1 << 19))
 CHUNK_NS = NS  # a chunk is closed after about a second at most
-BUFFERS = 3 if CHUNK_ROWS else 1  # per pool: one filling, one being written, one ready
+BUFFERS = 4 if CHUNK_ROWS else 1  # per pool: one filling, one being written, two ready
+#: How long a thread waiting for the GIL waits before the busy loop must hand it over
+#: (CPython's default is 5 ms): the writer takes it tens of times per chunk, and at 5 ms a
+#: turn it fell behind 8 chunks a second. Each handover costs the loop the same either way.
+SWITCH_INTERVAL_S = 0.0002
 RECEIPT_ROWS = 1 << 14  # a receiver's buffers hold at least this many rows (bursts)
 HLOG_LATENESS_NS = 5 * NS  # an interval is written once records 5 s past its end are in
 NEVER = 1 << 62
@@ -265,6 +271,7 @@ class Recorder:
                                    lateness_ns=HLOG_LATENESS_NS)
         except OSError as exc:
             self.failures.append(str(WriteFailure.of(self.out_dir / CHUNK_INDEX, exc)))
+        sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.thread.start()
 
     def put(self, chunk: Chunk) -> None:
@@ -284,11 +291,14 @@ class Recorder:
         if self.index >= 0:
             os.close(self.index)
         kept = [name for name in (HLOG_FILE, CHUNK_INDEX) if (self.out_dir / name).is_file()]
-        problems = list(self.failures)
         if self.grown():
-            problems.append(f"the disk fell behind: {self.grown()} buffer(s) added during the "
-                            "run (allocated in the measuring loop)")
-        return self.files | described(self.out_dir, tuple(kept)), out_of_range, problems
+            print(f"warning: the writer fell behind; {self.grown()} buffer(s) were added during "
+                  "the run (allocated in the measuring loop)", file=sys.stderr)
+        return self.files | described(self.out_dir, tuple(kept)), out_of_range, self.failures
+
+    def summary(self) -> dict:
+        """For the agent's manifest entry: chunks written, buffers added during the run."""
+        return {"chunks": self.chunks, "grown_buffers": self.grown()}
 
     def _work(self) -> None:
         while (chunk := self.queue.get()) is not None:
@@ -303,10 +313,11 @@ class Recorder:
         self.chunks += 1
         name = chunk_name(self.chunks)
         path = self.out_dir / name
+        data = encoded_messages(columns)  # in memory: hashed and written in one piece each
+        facts = {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": data.size}}
         try:
             with atomic_path(path) as temp:
-                write_messages(temp, columns)
-            facts = described(self.out_dir, (name,))
+                temp.write_bytes(data)
             append_entry(self.index, {"file": name, "rows": chunk.rows, **facts[name]})
         except OSError as exc:
             failure = WriteFailure.of(path, exc)
