@@ -23,10 +23,12 @@ written at the end (the in-memory path, kept to measure against).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import os
 import queue
+import shutil
 import sys
 import threading
 import time
@@ -54,6 +56,10 @@ SWITCH_INTERVAL_S = 0.0002
 RECEIPT_ROWS = 1 << 14  # a receiver's buffers hold at least this many rows (bursts)
 HLOG_LATENESS_NS = 5 * NS  # an interval is written once records 5 s past its end are in
 NEVER = 1 << 62
+#: Left free on the agent's filesystem: chunks are the bulk of what an agent writes, and a
+#: full disk must cost records, never the account of the run (done.json, the rest of the
+#: interval log, the controller's manifest).
+RESERVE_BYTES = 1 << 20
 
 
 def chunk_rows(count: int, per_second: float | None, least: int = 1) -> int:
@@ -254,6 +260,7 @@ class Recorder:
         self.thread = threading.Thread(target=self._work, name="recorder", daemon=True)
         self.files: dict[str, dict] = {}
         self.failures: list[str] = []
+        self.unwritten: list[str] = []  # one line per chunk that could not be written
         self.chunks = 0
         self.log: IntervalLog | None = None
         self.index = -1
@@ -294,7 +301,12 @@ class Recorder:
         if self.grown():
             print(f"warning: the writer fell behind; {self.grown()} buffer(s) were added during "
                   "the run (allocated in the measuring loop)", file=sys.stderr)
-        return self.files | described(self.out_dir, tuple(kept)), out_of_range, self.failures
+        problems = list(self.failures)
+        if self.unwritten:
+            problems.append(f"{self.unwritten[0]}" + (
+                f"; {len(self.unwritten):,} chunks not written in all" if len(self.unwritten) > 1
+                else ""))
+        return self.files | described(self.out_dir, tuple(kept)), out_of_range, problems
 
     def summary(self) -> dict:
         """For the agent's manifest entry: chunks written, buffers added during the run."""
@@ -316,12 +328,14 @@ class Recorder:
         data = encoded_messages(columns)  # in memory: hashed and written in one piece each
         facts = {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": data.size}}
         try:
+            if shutil.disk_usage(self.out_dir).free < data.size + RESERVE_BYTES:
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
             with atomic_path(path) as temp:
                 temp.write_bytes(data)
             append_entry(self.index, {"file": name, "rows": chunk.rows, **facts[name]})
         except OSError as exc:
             failure = WriteFailure.of(path, exc)
-            self.failures.append(f"{failure} ({chunk.rows:,} records lost)")
+            self.unwritten.append(f"{failure} ({chunk.rows:,} records lost)")
             print(failure, file=sys.stderr)
             return
         self.files |= facts
