@@ -72,7 +72,7 @@ def test_agents_are_counted_on_the_hosts_they_are_placed_on():
 def test_a_plan_too_big_for_the_host_is_refused_with_the_numbers_and_the_knobs():
     found = footprint.estimate(points("{message_size: 64, rate: 5M, duration: 1h}"))
     memory, disk = footprint.problems(found, {"local": GB // 2}, 100 * GB, "runs")
-    assert "run 01-tcp needs about 748.0 MB of memory on host local" in memory
+    assert "run 01-tcp needs about 776.0 MB of memory on host local" in memory
     assert "18,005,000,000 messages" in memory and "512.0 MB is available" in memory
     assert "lower rate, duration or messages" in memory
     assert "537.3 GB under runs, but 100.0 GB is free" in disk
