@@ -44,7 +44,7 @@ from sixnines.agents.schedule import NS, Pieces, touched
 from sixnines.formats.atomic import WriteFailure, atomic_path
 from sixnines.formats.chunks import CHUNK_INDEX, append_entry, chunk_name
 from sixnines.formats.hlog import IntervalLog
-from sixnines.formats.records import HLOG_FILE
+from sixnines.formats.records import HLOG_FILE, MESSAGES
 
 CHUNK_ROWS = int(os.environ.get("SIXNINES_CHUNK_ROWS", 1 << 19))
 CHUNK_NS = NS  # a chunk is closed after about a second at most
@@ -264,6 +264,20 @@ class Recorder:
         self.chunks = 0
         self.log: IntervalLog | None = None
         self.index = -1
+        self._warm()
+
+    @staticmethod
+    def _warm() -> None:
+        """Take every path a chunk takes once, before `ready`: the first parquet write in a
+        process spends ~200 ms initialising pyarrow, which in the writer thread stalled
+        the loop ~90 ms just after the first chunk closed."""
+        none = dict.fromkeys(MESSAGES.names)
+        hashlib.sha256(encoded_messages(none | {"seq": np.zeros(1, np.int64)} | {
+            name: np.zeros(1, MESSAGES.field(name).type.to_pandas_dtype())
+            for name in ("producer_id", "size", "intended_ns", "sent_ns", "warmup")}))
+        log = IntervalLog(os.devnull, start_epoch_s=0.0, warmup_ns=0)
+        log.add({"latency": (np.zeros(1, np.int64), np.ones(1, np.int64))})
+        log.close()
 
     def start(self, t0_ns: int) -> None:
         """Open the index and the interval log (stamped from t0) and start writing."""
