@@ -18,8 +18,8 @@ logs in takes `LoginOptions`, whose password is a reference read when connecting
 from __future__ import annotations
 
 import os
-from abc import ABC, abstractmethod
 import select
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,7 +115,7 @@ class Sender(ABC):
     def send(self, frames: memoryview, count: int) -> None:
         """Send `count` messages laid end to end in `frames` (each framed by `framing`)."""
 
-    def settle(self) -> None:
+    def settle(self) -> None:  # noqa: B027 (a default, not a forgotten abstract method)
         """Wait until everything sent so far is acknowledged, raising `DriverError` on a
         refusal or a timeout. Throughput mode (`rate: max`) calls it after every batch, so
         its rates count what the system accepted, not what sat in a client buffer. The
