@@ -114,11 +114,17 @@ def test_confirms_are_counted_and_nacks_closes_and_cancels_raised():
         payload = class_id.to_bytes(2, "big") + method_id.to_bytes(2, "big") + args
         return b"\x01\x00\x01" + len(payload).to_bytes(4, "big") + payload + END
 
-    reader = Reader(1, "r", 4096, method(60, 80, (3).to_bytes(8, "big") + b"\x01")
-                    + method(60, 80, (5).to_bytes(8, "big") + b"\x00"))
+    acks = [method(60, 80, (3).to_bytes(8, "big") + b"\x01"),  # up to 3 (multiple)
+            method(60, 80, (5).to_bytes(8, "big") + b"\x00"),  # 5 alone
+            method(60, 80, (4).to_bytes(8, "big") + b"\x00")]  # 4 alone
+    reader = Reader(1, "r", 4096, acks[0] + acks[1])
     reader.published = 5
     assert reader.next_delivery() is None
     assert reader.confirmed == 3  # 5 is confirmed alone; 4 is not yet
+    reader = Reader(1, "r", 4096, b"".join(acks))
+    reader.published = 5
+    assert reader.next_delivery() is None
+    assert reader.confirmed == 5
     reader = Reader(1, "r", 4096, method(60, 120, (4).to_bytes(8, "big") + b"\x00"))
     with pytest.raises(DriverError, match="refused publish 4"):
         reader.next_delivery()
