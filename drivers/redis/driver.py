@@ -13,7 +13,7 @@ reads what comes back itself:
   the rest, so the server has processed every command before the socket goes.
 * Pub/sub receivers read pushes straight off the socket. A push of a fixed-size message on
   one channel is a fixed-length frame (`*3 message <channel> <payload>`), so one-way
-  receivers `recv_into` the caller's buffer in place, as drivers/tcp.py does.
+  receivers read into the caller's buffer in place (drivers/sockets.py FrameStream).
 * Stream readers keep one blocking XREAD (or XREADGROUP) outstanding and parse its reply
   into the caller's buffer; every receiver starts from the entry that was last when it was
   created, so each receiver sees every entry (fan-out).
