@@ -23,7 +23,7 @@ def method_id(class_id: int, method: int) -> int:
 
 
 DELIVER, CONSUME_OK, CANCEL = method_id(60, 60), method_id(60, 21), method_id(60, 30)
-ACK, NACK, RETURN = method_id(60, 80), method_id(60, 120), method_id(60, 50)
+ACK, NACK = method_id(60, 80), method_id(60, 120)
 CONNECTION_CLOSE, CONNECTION_CLOSE_OK = method_id(10, 50), method_id(10, 51)
 CHANNEL_CLOSE = method_id(20, 40)
 DELIVERY_MODE_FLAG, REPLY_TO_FLAG = 1 << 12, 1 << 9
