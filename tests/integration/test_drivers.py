@@ -16,13 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zmq
 
-import sixnines.drivers.zmq as zmq_driver
+import sixnines.drivers.zmq.connection as zmq_connection
 from sixnines.drivers import registry
 from sixnines.drivers.base import DriverError, Framing
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
-from sixnines.drivers.tcp_wire import ACK, HELLO, LENGTH, PUBLISH
+from sixnines.drivers.tcp.wire import ACK, HELLO, LENGTH, PUBLISH
 from sixnines.drivers.zmq import ZmqDriver, ZmqOptions
 from sixnines.formats.payload import HEADER_SIZE, build_frames, frame_dtype
 
@@ -211,12 +210,21 @@ def test_receive_with_zero_timeout_returns_at_once_when_idle(driver, closing):
     assert echo.receive(out, stride, 0) == 0
 
 
-def test_receivers_expose_something_pollable(driver, closing):
-    receiver = driver.receiver(SIZE, 0)
-    closing(receiver)
-    poller = zmq.Poller()
-    poller.register(receiver.pollable, zmq.POLLIN)
-    assert poller.poll(0) == []
+def test_the_driver_waiter_waits_on_its_receivers(driver, closing):
+    receivers = [driver.receiver(SIZE, c) for c in range(2)]
+    for receiver in receivers:
+        closing(receiver)
+    waiter = driver.waiter(receivers)
+    assert waiter.wait(0) == []
+    sender = driver.sender(SIZE, 0)
+    closing(sender)
+    buf, _ = frames_of(driver, 1, 1)
+    sender.send(memoryview(buf), 1)
+    woken: set[int] = set()
+    deadline = time.monotonic() + 10
+    while woken != {0, 1} and time.monotonic() < deadline:
+        woken |= set(waiter.wait(1000))
+    assert woken == {0, 1}
 
 
 # --- the tcp relay ----------------------------------------------------------------------
@@ -378,7 +386,7 @@ def test_tcp_unreachable_address_names_it():
 
 
 def test_zmq_unreachable_address_names_it(monkeypatch):
-    monkeypatch.setattr(zmq_driver, "READY_TIMEOUT_MS", 300)
+    monkeypatch.setattr(zmq_connection, "READY_TIMEOUT_MS", 300)
     address = f"127.0.0.1:{closed_port()}"
     driver = ZmqDriver(address, ZmqOptions())
     with pytest.raises(DriverError, match=re.escape(address)):
