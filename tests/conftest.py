@@ -13,8 +13,10 @@ are small, and on a 2-core machine that saves seconds per JVM."""
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
+import tempfile
 from itertools import pairwise
 from pathlib import Path
 
@@ -67,28 +69,37 @@ def _audit(event: str, args) -> None:
 sys.addaudithook(_audit)
 
 
-@pytest.fixture(scope="session")
-def _refusing_java_home(tmp_path_factory) -> Path:
-    home = tmp_path_factory.mktemp("no-jvm")
-    java = home / "bin" / "java"
-    java.parent.mkdir()
-    java.write_text(REFUSE_JVM)
-    java.chmod(java.stat().st_mode | stat.S_IXUSR)
-    return home
+def _refusing_java_home(config) -> str:
+    """A JAVA_HOME whose bin/java refuses to start, made once per test session."""
+    if not hasattr(config, "_refusing_java_home"):
+        home = Path(tempfile.mkdtemp(prefix="sixnines-no-jvm-"))
+        java = home / "bin" / "java"
+        java.parent.mkdir()
+        java.write_text(REFUSE_JVM)
+        java.chmod(java.stat().st_mode | stat.S_IXUSR)
+        config._refusing_java_home = home
+        config.add_cleanup(lambda: shutil.rmtree(home, ignore_errors=True))
+    return str(config._refusing_java_home)
 
 
-@pytest.fixture(autouse=True)
-def _fast_tier_starts_no_server(request, monkeypatch):
-    """A test without the `integration` mark starts no JVM and no server (see above)."""
-    if request.node.get_closest_marker("integration") is not None:
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test without the `integration` mark starts no JVM and no server (see above), nor
+    do the fixtures set up or torn down with it (module- and session-scoped ones too)."""
+    if item.get_closest_marker("integration") is not None:
         yield
         return
-    monkeypatch.setenv("JAVA_HOME", str(request.getfixturevalue("_refusing_java_home")))
-    _unmarked_test[:] = [request.node.nodeid]
+    before = os.environ.get("JAVA_HOME")
+    os.environ["JAVA_HOME"] = _refusing_java_home(item.config)
+    _unmarked_test[:] = [item.nodeid]
     try:
         yield
     finally:
         _unmarked_test.clear()
+        if before is None:
+            os.environ.pop("JAVA_HOME", None)
+        else:
+            os.environ["JAVA_HOME"] = before
 
 
 @pytest.fixture(scope="session")
