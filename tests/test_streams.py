@@ -23,6 +23,8 @@ from sixnines.formats.vocabulary import MAX_RATE
 
 TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 
+pytestmark = pytest.mark.integration  # the relay is a server in its own process
+
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 64
 NS = 1_000_000_000
