@@ -1,0 +1,31 @@
+"""Builtin brokers for the suite: `sixnines broker NAME` in a process of its own."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def builtin_broker(name: str) -> Iterator[tuple[str, Callable[[], None]]]:
+    """The builtin broker of driver `name` on a free loopback port; yields its address and a
+    function that kills it (a `Target.doomed` for drivers with `has_builtin_broker`)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sixnines", "broker", name, "--bind", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the {name} broker exited before announcing itself "
+                               f"(exit status {process.wait(10)})")
+        yield json.loads(line)["listening"], process.kill
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGCONT)  # in case a test left it stopped
+            process.terminate()
+        process.wait(10)
+        process.stdout.close()
