@@ -33,7 +33,7 @@ def parse_option(text: str) -> tuple[str, object]:
 def sixnines_target(request: pytest.FixtureRequest) -> Iterator[object]:
     """A `Target` from the command line's --sixnines-* options."""
     from sixnines.drivers import registry
-    from sixnines.testing.brokers import builtin_broker
+    from sixnines.testing.brokers import builtin_broker, doomed_builtin
     from sixnines.testing.conformance import Target
 
     config = request.config
@@ -43,11 +43,11 @@ def sixnines_target(request: pytest.FixtureRequest) -> Iterator[object]:
     driver = registry.load(name)
     options = dict(parse_option(text) for text in config.getoption("--sixnines-option"))
     address = config.getoption("--sixnines-broker")
-    doomed = (lambda: builtin_broker(name)) if driver.has_builtin_broker else None
+    doomed = (lambda: doomed_builtin(name)) if driver.has_builtin_broker else None
     if address is not None:
         yield Target(driver, address, options, doomed=doomed)
         return
     if doomed is None:
         raise pytest.UsageError(f"driver {name!r} has no builtin broker: give --sixnines-broker")
-    with builtin_broker(name) as (address, _):
-        yield Target(driver, address, options, doomed=doomed)
+    with builtin_broker(name) as broker:
+        yield Target(driver, broker.address, options, doomed=doomed)

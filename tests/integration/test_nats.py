@@ -6,11 +6,8 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
 import threading
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +19,8 @@ from sixnines.orchestrator.problems import ScenarioError
 from sixnines.orchestrator.scenario import parse_scenario
 from tests.integration import support
 from tests.integration.support import (
+    NATS_AUTH_CONFIG,
+    NATS_PASSWORD,
     SIZE,
     assert_every_message_accounted,
     assert_partial_with_loss_counted,
@@ -30,6 +29,7 @@ from tests.integration.support import (
     execute,
     external,
     free_port,
+    nats_server,
     one_system,
     parse_options,
     points,
@@ -43,8 +43,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 closing = closing_fixture  # the shared fixture, under its name here
 
-NATS_SERVER = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "nats-server"
-PASSWORD = "wonder-land-7"
+PASSWORD = NATS_PASSWORD
 TOKEN = "s3cret-token"
 
 
@@ -260,49 +259,9 @@ def test_jetstream_on_a_server_without_it_is_named(closing):
 
 # --- servers of our own: credentials, pings, permissions ---------------------------------
 
-AUTH_CONFIG = """
-listen: 127.0.0.1:{port}
-ping_interval: "100ms"
-ping_max: 2
-authorization {{
-  users = [
-    {{user: alice, password: "{password}"}}
-    {{user: limited, password: "{password}", permissions: {{publish: "other", subscribe: ">"}}}}
-  ]
-}}
-"""
-
-
-@contextmanager
-def nats_server(*args: str, config: str = ""):
-    """A throwaway nats-server on a free loopback port; yields its address."""
-    port = free_port()
-    argv = [str(NATS_SERVER), "-a", "127.0.0.1", "-p", str(port), *args]
-    if config:
-        path = Path(f"/tmp/sixnines-nats-test-{os.getpid()}-{port}.conf")
-        path.write_text(config.format(port=port, password=PASSWORD))
-        argv = [str(NATS_SERVER), "-c", str(path)]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, "no server"
-                time.sleep(0.02)
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(10)
-        if config:
-            path.unlink(missing_ok=True)
-
-
 @pytest.fixture(scope="module")
 def auth_server():
-    with nats_server(config=AUTH_CONFIG) as address:
+    with nats_server(config=NATS_AUTH_CONFIG) as address:
         yield address
 
 

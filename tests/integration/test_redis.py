@@ -5,13 +5,9 @@ XREADGROUP), at the driver level and end to end through runs and the Spark analy
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
 import time
 import uuid
-from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
 
 import pytest
 import redis
@@ -34,6 +30,7 @@ from tests.integration.support import (
     payloads,
     points,
     recipe_server,
+    redis_with_password,
     run_with_broker_killed,
     send_in_batches,
     seqs_by_producer,
@@ -216,31 +213,9 @@ def test_unreachable_server_names_it():
         assert f"redis at {address}" in str(error.value)
 
 
-@contextmanager
-def server_with_password(work: Path, password: str):
-    port = free_port()
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(work), "--requirepass", password],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline
-                time.sleep(0.02)
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(10)
-
-
 def test_authentication(tmp_path, monkeypatch, closing):
     secret = "s3cret-" + uuid.uuid4().hex
-    with server_with_password(tmp_path, secret) as address:
+    with redis_with_password(tmp_path, secret) as address:
         monkeypatch.setenv("SIXNINES_TEST_REDIS_PASSWORD", "wrong-" + secret)
         bad = RedisDriver(address, RedisOptions(password_env="SIXNINES_TEST_REDIS_PASSWORD"))
         for connect in (bad.sender, bad.receiver):
