@@ -48,12 +48,27 @@ class Variant:
     large_size: int = 100_000
     recipe: str | None = None  # None: the driver's builtin broker
     login: str | None = None  # the session fixture giving a WrongLogin
+    connect_s: float = 15.0
     known_failures: dict = field(default_factory=dict)
 
 
-def _redis(**options) -> Variant:
+STREAMS_HOLD_BACK = (
+    "redis streams: receive() keeps the entries of an XREAD reply that do not fit the "
+    "caller's buffer in its own buffer, where the pollable (the socket) cannot signal them, "
+    "so waiting on pollables (an agent with several connections) stalls with them held back")
+STREAMS_FAILURES = {
+    "fan_out": STREAMS_HOLD_BACK,
+    "several_connections": STREAMS_HOLD_BACK,
+    "round_trip_several_requesters": STREAMS_HOLD_BACK,
+    "message_of_another_size": "redis streams: an entry of another size is neither handed "
+    "over nor refused: receive() returns 0 from then on (entries of the right size sent "
+    "after it are not delivered either)",
+}
+
+
+def _redis(known_failures: dict, **options) -> Variant:
     return Variant("redis", options, lambda: {"channel": fresh()}, {"mode": "queue"},
-                   recipe="redis", login="redis_login")
+                   recipe="redis", login="redis_login", known_failures=known_failures)
 
 
 def _nats(mode: str) -> Variant:
@@ -74,7 +89,7 @@ def _rabbitmq(**options) -> Variant:
 def _kafka(client: str, group: bool = False) -> Variant:
     return Variant("kafka", {"client": client, "group": group, "partitions": 2},
                    lambda: {"topic": fresh("t-")}, {"acks": 2}, recipe="kafka-noida",
-                   login="kafka_login")
+                   login="kafka_login", connect_s=10.0)
 
 
 VARIANTS = {
@@ -85,9 +100,12 @@ VARIANTS = {
         "broker_killed": "zmq: sockets reconnect silently and XPUB drops what no subscriber "
         "takes, so no send, receive or close ever reports the dead broker",
     }),
-    "redis-pubsub": _redis(),
-    "redis-streams": _redis(mode="streams"),
-    "redis-streams-group": _redis(mode="streams", group=True),
+    "redis-pubsub": _redis({
+        "message_of_another_size": "redis pubsub: a message shorter than the receiver's "
+        "size is not refused when it arrives: the parser waits for the bytes it lacks, so "
+        "the error comes with the next message, and never if none follows"}),
+    "redis-streams": _redis(STREAMS_FAILURES, mode="streams"),
+    "redis-streams-group": _redis(STREAMS_FAILURES, mode="streams", group=True),
     "nats-core": _nats("core"),
     "nats-jetstream": _nats("jetstream"),
     "rabbitmq-fanout": _rabbitmq(),
@@ -181,4 +199,5 @@ class TestConformance(DriverConformance):
         login = request.getfixturevalue(variant.login) if variant.login else None
         return Target(driver, address, variant.options, isolate=variant.isolate,
                       doomed=doomed, wrong_login=login, invalid_options=variant.invalid,
-                      large_size=variant.large_size, known_failures=variant.known_failures)
+                      large_size=variant.large_size, connect_s=variant.connect_s,
+                      known_failures=variant.known_failures)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from sixnines.orchestrator.matrix import RunPoint, expand
 from sixnines.orchestrator.progress import ProgressView
 from sixnines.orchestrator.recipes import load_recipe
 from sixnines.orchestrator.runner import Run, RunSettings
-from sixnines.orchestrator.scenario import ScenarioError, parse_scenario
+from sixnines.orchestrator.scenario import parse_scenario
 
 
 @contextmanager
@@ -255,13 +254,6 @@ def parse_options(driver: str, options: str, workload: str = "message_size: 64",
     return parse_scenario(one_system(driver, f"{{recipe: {recipe or driver}}}",
                                      f"{{{workload}, rate: 100, duration: 1s}}", options,
                                      name="opts"))
-
-
-def assert_unknown_option_refused(driver: str, misspelt: str, value: str = "x",
-                                  recipe: str | None = None) -> None:
-    """A misspelt option is refused, named by its path (not silently ignored)."""
-    with pytest.raises(ScenarioError, match=re.escape(f"systems[0].options.{misspelt}")):
-        parse_options(driver, f"{{{misspelt}: {value}}}", recipe=recipe)
 
 
 SHORT_RUN = "{message_size: 64, rate: 100, duration: 1s, warmup: 0s}"

@@ -228,20 +228,6 @@ def test_a_dead_subscriber_does_not_cost_the_others_messages(closing):
 # --- zmq specifics ----------------------------------------------------------------------
 
 
-def test_zmq_receiver_refuses_a_frame_of_the_wrong_size(zmq_address, closing):
-    driver = ZmqDriver(zmq_address, ZmqOptions())
-    receiver = driver.receiver(SIZE + 8, 0)
-    closing(receiver)
-    sender = driver.sender(SIZE, 0)
-    closing(sender)
-    buf, _ = frames_of(driver, 1, 1)
-    sender.send(memoryview(buf), 1)
-    out = memoryview(bytearray(4 * (SIZE + 8)))
-    with pytest.raises(DriverError, match=f"{SIZE}-byte"):
-        for _ in range(100):
-            receiver.receive(out, SIZE + 8, 100)
-
-
 # --- unreachable ------------------------------------------------------------------------
 
 
