@@ -1,4 +1,6 @@
-"""The builtin drivers against their builtin brokers, each broker in its own process."""
+"""The builtin drivers against their builtin brokers, each broker in its own process: what
+is their own (the tcp relay's wire, addresses, the registry). What every driver must do is
+the conformance suite's (tests/conformance)."""
 
 from __future__ import annotations
 
@@ -98,7 +100,7 @@ def header(frame: bytes, prefix_len: int) -> tuple[int, int]:
     return int(fields["producer_id"]), int(fields["seq"])
 
 
-# --- delivery ---------------------------------------------------------------------------
+# --- pollables (delivery, round trips and the rest: the conformance suite) ---------------
 
 
 def test_receivers_expose_something_pollable(driver, closing):
@@ -225,10 +227,7 @@ def test_a_dead_subscriber_does_not_cost_the_others_messages(closing):
         assert got == split(buf, stride) + split(later, stride)
 
 
-# --- zmq specifics ----------------------------------------------------------------------
-
-
-# --- unreachable ------------------------------------------------------------------------
+# --- addresses --------------------------------------------------------------------------
 
 
 def test_tcp_something_else_listening_is_not_a_relay():
