@@ -93,7 +93,15 @@ def _kafka(client: str, group: bool = False) -> Variant:
 
 
 VARIANTS = {
-    "tcp": Variant("tcp", invalid={"nodelay": "maybe"}),
+    "tcp": Variant("tcp", invalid={"nodelay": "maybe"}, known_failures={
+        "round_trip_large_messages": "tcp: FrameStream keeps a receiver's partial frame in "
+        "the caller's buffer (moved to its front on the next call), so receivers sharing one "
+        "buffer, as an agent's connections share its inbox, overwrite each other's partial "
+        "frames: requester 0 is handed requester 1's messages",
+        "message_of_another_size": "tcp: receivers never check the length words: a message "
+        "of another size is not refused, and what follows it is cut at the receiver's "
+        "stride (misaligned)",
+    }),
     "zmq": Variant("zmq", invalid={"hwm": -1}, known_failures={
         "unreachable[requester]": "zmq requester(): a DEALER connects lazily, so an "
         "unreachable address raises nothing, then or later (receives just stay empty)",
