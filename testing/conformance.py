@@ -143,7 +143,8 @@ def collect(driver: Driver, receivers: Sequence[Receiver], expect: int, size: in
     """What each receiver hands over until each has `expect` messages (or nothing came for
     STALL_S, or DELIVERY_S passed), and for QUIET_S after: what arrives then is counted too
     (duplicates). Receives as an agent does: one receiver with a timeout, several after
-    waiting on their pollables; through one small buffer of `room` frames for all of them,
+    waiting on their pollables (each once when none signals: `test_pollable_signals_held_messages`
+    checks the pollables); through one small buffer of `room` frames for all of them,
     as an agent's (many calls, partial frames carried over), relaying through `responders`
     in between."""
     framing = driver.receive_framing(size)
@@ -162,8 +163,9 @@ def collect(driver: Driver, receivers: Sequence[Receiver], expect: int, size: in
             responder.relay(0)
         if len(receivers) == 1:
             ready = [(receivers[0], wait_ms)]
-        else:
-            ready = [(receiver, 0) for receiver in wait_readable(receivers, wait_ms)]
+        else:  # all of them when none signals: that their pollables do is a case of its own
+            ready = [(receiver, 0) for receiver in wait_readable(receivers, wait_ms)
+                     or receivers]
         for receiver, timeout_ms in ready:
             n = receiver.receive(out, stride, timeout_ms)
             if n:
@@ -344,6 +346,30 @@ class DriverConformance:
         """Two requesters, one buffer of 2.5 messages for both (as an agent has one for all
         its connections): each call leaves a partial message with its receiver."""
         self._round_trip(target, closing, 2, 6, target.large_size, room=2.5)
+
+    def test_pollable_signals_held_messages(self, target: Target, closing) -> None:
+        """Messages wait at the receiver, more than one call takes: its pollable stays
+        readable until every one is received (an agent with several connections waits on
+        the pollables, then receives without waiting)."""
+        driver = target.make()
+        receiver = driver.receiver(SIZE, 10)
+        sender = driver.sender(SIZE, 1)
+        closing(receiver, sender)
+        out = outgoing(driver, 1, 300)
+        send_all(sender, out)
+        time.sleep(0.3)  # all of them at the receiver's end
+        stride = driver.receive_framing(SIZE).stride(SIZE)
+        at = len(driver.receive_framing(SIZE).prefix)
+        inbox = memoryview(bytearray(10 * stride))
+        got: list[bytes] = []
+        deadline = time.monotonic() + DELIVERY_S
+        while len(got) < 300 and time.monotonic() < deadline:
+            if not wait_readable([receiver], 1000):
+                pytest.fail(f"the pollable stayed quiet for 1 s with {len(got)} of 300 "
+                            "messages received")
+            n = receiver.receive(inbox, stride, 0)
+            got.extend(bytes(inbox[k * stride + at : k * stride + at + SIZE]) for k in range(n))
+        assert_exactly_once([got], [out])
 
     def test_idle_receive_returns(self, target: Target, closing) -> None:
         """Nothing to receive: a zero timeout returns at once, a short one soon."""

@@ -57,9 +57,7 @@ STREAMS_HOLD_BACK = (
     "caller's buffer in its own buffer, where the pollable (the socket) cannot signal them, "
     "so waiting on pollables (an agent with several connections) stalls with them held back")
 STREAMS_FAILURES = {
-    "fan_out": STREAMS_HOLD_BACK,
-    "several_connections": STREAMS_HOLD_BACK,
-    "round_trip_several_requesters": STREAMS_HOLD_BACK,
+    "pollable_signals_held_messages": STREAMS_HOLD_BACK,
     "message_of_another_size": "redis streams: an entry of another size is neither handed "
     "over nor refused: receive() returns 0 from then on (entries of the right size sent "
     "after it are not delivered either)",
