@@ -15,7 +15,7 @@ import time
 import numpy as np
 
 from sixnines.agents.schedule import touched
-from sixnines.drivers.base import Framing, Receiver, Sender, settler
+from sixnines.drivers.base import Framing, Receiver, Sender
 from sixnines.formats.payload import (
     HEADER_STRUCT,
     STAMP_OFFSET,
@@ -69,7 +69,7 @@ class OutStream:
         self.sent_at = memoryview(self.sent)
         self.next = 0  # index of the next message to send
         self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // self.stride))
-        self.settle = settler(sender)
+        self.settle = sender.settle  # bound once: called after every batch in throughput mode
 
     def arm(self, t0: int) -> None:
         """Make the schedule absolute: called once, before the start instant arrives."""

@@ -23,10 +23,9 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
-import zmq
 from pydantic import ValidationError
 
-from sixnines.drivers.base import Driver, DriverError, Receiver, Responder, Sender, settler
+from sixnines.drivers.base import Driver, DriverError, Receiver, Responder, Sender
 from sixnines.formats.payload import build_frames, frame_dtype
 
 SIZE = 64  # the message size of the cases that do not choose another
@@ -86,17 +85,11 @@ class Target:
 # --- waiting, sending, receiving -------------------------------------------------------
 
 
-def wait_readable(receivers: Sequence[Receiver], timeout_ms: int) -> list[Receiver]:
-    """The receivers whose `pollable` is readable, waiting up to `timeout_ms` as a
-    multi-connection agent does; the one place the suite waits on pollables."""
-    poller = zmq.Poller()
-    by_key = {}
-    for receiver in receivers:
-        pollable = receiver.pollable
-        poller.register(pollable, zmq.POLLIN)
-        key = pollable if isinstance(pollable, zmq.Socket | int) else pollable.fileno()
-        by_key[key] = receiver
-    return [by_key[key] for key, _ in poller.poll(timeout_ms)]
+def wait_readable(driver: Driver, receivers: Sequence[Receiver],
+                  timeout_ms: int) -> list[Receiver]:
+    """The receivers the driver's `Waiter` reports readable within `timeout_ms`, as a
+    multi-connection agent waits; the one place the suite waits on receivers."""
+    return [receivers[k] for k in driver.waiter(receivers).wait(timeout_ms)]
 
 
 @dataclass
@@ -135,7 +128,7 @@ def send_all(sender: Sender, out: Outgoing, batches: Sequence[int] = (1, 7, 50, 
         sender.send(wire[i * out.stride : (i + n) * out.stride], n)
         i += n
         k += 1
-    settler(sender)()
+    sender.settle()
 
 
 def collect(driver: Driver, receivers: Sequence[Receiver], expect: int, size: int = SIZE,
@@ -164,7 +157,7 @@ def collect(driver: Driver, receivers: Sequence[Receiver], expect: int, size: in
         if len(receivers) == 1:
             ready = [(receivers[0], wait_ms)]
         else:  # all of them when none signals: that their pollables do is a case of its own
-            ready = [(receiver, 0) for receiver in wait_readable(receivers, wait_ms)
+            ready = [(receiver, 0) for receiver in wait_readable(driver, receivers, wait_ms)
                      or receivers]
         for receiver, timeout_ms in ready:
             n = receiver.receive(out, stride, timeout_ms)
@@ -294,7 +287,7 @@ class DriverConformance:
             for sender, out in zip(senders, sent, strict=True):
                 sender.send(memoryview(out.buf)[k * out.stride : (k + 20) * out.stride], 20)
         for sender in senders:
-            settler(sender)()
+            sender.settle()
         assert_exactly_once(collect(driver, receivers, 600), sent)
 
     def test_one_large_batch(self, target: Target, closing) -> None:
@@ -305,7 +298,7 @@ class DriverConformance:
         closing(receiver, sender)
         out = outgoing(driver, 1, 5000)
         sender.send(memoryview(out.buf), 5000)
-        settler(sender)()
+        sender.settle()
         assert_exactly_once(collect(driver, [receiver], 5000), [out])
 
     def test_large_messages(self, target: Target, closing) -> None:
@@ -364,7 +357,7 @@ class DriverConformance:
         got: list[bytes] = []
         deadline = time.monotonic() + DELIVERY_S
         while len(got) < 300 and time.monotonic() < deadline:
-            if not wait_readable([receiver], 1000):
+            if not wait_readable(driver, [receiver], 1000):
                 pytest.fail(f"the pollable stayed quiet for 1 s with {len(got)} of 300 "
                             "messages received")
             n = receiver.receive(inbox, stride, 0)
@@ -388,7 +381,7 @@ class DriverConformance:
         assert receiver.receive(out, stride, 50) == 0
         took = time.monotonic() - started
         assert 0.02 < took < 1.0, f"a 50 ms receive returned after {took:.3f} s"
-        wait_readable([receiver, replies], 0)  # the pollables can be waited on
+        wait_readable(driver, [receiver, replies], 0)  # the pollables can be waited on
 
     def test_message_of_another_size(self, target: Target, closing) -> None:
         """A message of another size than the receiver's is an error, not garbage."""
@@ -455,7 +448,7 @@ class DriverConformance:
             more = outgoing(driver, 1, 10)
             stride = driver.receive_framing(SIZE).stride(SIZE)
             inbox = memoryview(bytearray(8 * stride))
-            settle = settler(sender)
+            settle = sender.settle
             sent = received = None
             deadline = time.monotonic() + FAULT_S
             while sent is None and time.monotonic() < deadline:

@@ -15,7 +15,7 @@ import sixnines.agents.streams as streams
 from sixnines.agents.roles import Control, Producer
 from sixnines.agents.schedule import intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
-from sixnines.drivers.base import Framing
+from sixnines.drivers.base import Framing, Sender
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
@@ -60,7 +60,7 @@ def pair(driver):
     receiver.close()
 
 
-class RecordingSender:
+class RecordingSender(Sender):
     """A spy around a real sender: remembers each call, then delegates to the socket."""
 
     def __init__(self, inner) -> None:

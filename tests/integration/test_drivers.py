@@ -13,12 +13,11 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-import zmq
 
 from sixnines.drivers import registry
 from sixnines.drivers.base import DriverError, Framing
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
-from sixnines.drivers.tcp_wire import ACK, HELLO, LENGTH, PUBLISH
+from sixnines.drivers.tcp.wire import ACK, HELLO, LENGTH, PUBLISH
 from sixnines.drivers.zmq import ZmqDriver, ZmqOptions
 from sixnines.formats.payload import HEADER_SIZE, build_frames, frame_dtype
 from sixnines.testing.brokers import builtin_broker
@@ -103,12 +102,21 @@ def header(frame: bytes, prefix_len: int) -> tuple[int, int]:
 # --- pollables (delivery, round trips and the rest: the conformance suite) ---------------
 
 
-def test_receivers_expose_something_pollable(driver, closing):
-    receiver = driver.receiver(SIZE, 0)
-    closing(receiver)
-    poller = zmq.Poller()
-    poller.register(receiver.pollable, zmq.POLLIN)
-    assert poller.poll(0) == []
+def test_the_driver_waiter_waits_on_its_receivers(driver, closing):
+    receivers = [driver.receiver(SIZE, c) for c in range(2)]
+    for receiver in receivers:
+        closing(receiver)
+    waiter = driver.waiter(receivers)
+    assert waiter.wait(0) == []
+    sender = driver.sender(SIZE, 0)
+    closing(sender)
+    buf, _ = frames_of(driver, 1, 1)
+    sender.send(memoryview(buf), 1)
+    woken: set[int] = set()
+    deadline = time.monotonic() + 10
+    while woken != {0, 1} and time.monotonic() < deadline:
+        woken |= set(waiter.wait(1000))
+    assert woken == {0, 1}
 
 
 # --- the tcp relay ----------------------------------------------------------------------

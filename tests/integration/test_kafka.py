@@ -16,9 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import zmq
 
-from sixnines.drivers.base import DriverError
+from sixnines.drivers.base import DriverError, Waiter
 from sixnines.drivers.kafka import KafkaDriver, KafkaOptions
 from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.scenario import ScenarioError
@@ -142,47 +141,56 @@ def test_messages_over_the_default_1mb_record_limit_arrive(manual_driver, closin
     assert collect(receiver, size, 5) == split(buf, size)
 
 
-def settles(poller: zmq.Poller, receivers, out: memoryview, tries: int = 5) -> bool:
-    """The poller goes quiet once what woke it is read. librdkafka also signals its queue
+def settles(waiter: Waiter, receivers, out: memoryview, tries: int = 5) -> bool:
+    """The waiter goes quiet once what woke it is read. librdkafka also signals its queue
     for non-message events, so a wake-up with nothing to receive may come first: it costs
     the agent one empty poll, and is read away here."""
     for _ in range(tries):
-        if poller.poll(200) == []:
+        if waiter.wait(200) == []:
             return True
         for receiver in receivers:
             assert receiver.receive(out, SIZE, 0) == 0
     return False
 
 
-def test_the_confluent_pollable_wakes_a_poller_when_messages_arrive(server, closing):
-    """A multi-connection agent sleeps in zmq.Poller until a receiver has something."""
+def test_the_confluent_pollable_wakes_a_waiter_when_messages_arrive(server, closing):
+    """A multi-connection agent sleeps in the driver's Waiter until a receiver has
+    something."""
     driver = make_driver(server.address, "confluent")
     receivers = [driver.receiver(SIZE, c) for c in range(2)]
     sender = driver.sender(SIZE, 1)
     for thing in [*receivers, sender]:
         closing(thing)
-    poller = zmq.Poller()
-    for receiver in receivers:
-        poller.register(receiver.pollable, zmq.POLLIN)
+    waiter = driver.waiter(receivers)
     out = memoryview(bytearray(100 * SIZE))
-    assert settles(poller, receivers, out)  # idle: the agent sleeps
+    assert settles(waiter, receivers, out)  # idle: the agent sleeps
     sender.send(memoryview(frames_of(1, 3)), 3)
     woken: set = set()
     deadline = time.monotonic() + 10
     while len(woken) < 2 and time.monotonic() < deadline:
-        woken |= {pollable for pollable, _ in poller.poll(1000)}
-    assert woken == {r.pollable for r in receivers}
+        woken |= set(waiter.wait(1000))
+    assert woken == {0, 1}
     for receiver in receivers:
         assert receiver.receive(out, SIZE, 0) == 3
-    assert settles(poller, receivers, out)
+    assert settles(waiter, receivers, out)
     # more queued than one call takes: the pollable stays readable for the rest
     sender.send(memoryview(frames_of(1, 50)), 50)
     small = memoryview(bytearray(10 * SIZE))
     got = 0
     while got < 50:
-        assert poller.poll(2000), f"not woken with {50 - got} messages queued"
+        assert waiter.wait(2000), f"not woken with {50 - got} messages queued"
         got += receivers[0].receive(small, SIZE, 0)
         receivers[1].receive(out, SIZE, 0)
+
+
+def test_a_message_of_another_size_is_an_error_not_garbage(manual_driver, closing):
+    receiver, sender = connected(manual_driver, closing, 1)
+    sender.send(memoryview(frames_of(1, 1)), 1)
+    out = memoryview(bytearray(10 * 2 * SIZE))
+    with pytest.raises(DriverError, match="64-byte message, expected 128"):
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            receiver.receive(out, 2 * SIZE, 100)
 
 
 @pytest.mark.parametrize(("client", "codec"), [("confluent", "zstd"), ("confluent", "lz4"),

@@ -1,11 +1,20 @@
-"""The hub's sixnines driver: the contract of sixnines.drivers.base in about 100 lines."""
+"""The hub's sixnines driver: the contract of sixnines.drivers.base (the Sender and Receiver
+ABCs, a Driver whose default Waiter polls the sockets) in about 100 lines."""
 
 from __future__ import annotations
 
 import select
 import socket
 
-from sixnines.drivers.base import Driver, DriverError, Framing, LoginOptions, split_address
+from sixnines.drivers.base import (
+    Driver,
+    DriverError,
+    Framing,
+    LoginOptions,
+    Receiver,
+    Sender,
+    split_address,
+)
 
 from sixnines_hub.wire import ECHO, HELLO, LENGTH, MAGIC, PUBLISH, SUBSCRIBE, WELCOME
 
@@ -16,7 +25,7 @@ class HubOptions(LoginOptions):
     connect_timeout_s: float = 5.0
 
 
-class HubSender:
+class HubSender(Sender):
     def __init__(self, sock: socket.socket, label: str) -> None:
         self._sock, self._label = sock, label
 
@@ -30,7 +39,7 @@ class HubSender:
         self._sock.close()
 
 
-class HubReceiver:
+class HubReceiver(Receiver):
     """Whole frames into the caller's buffer; a partial one waits for the next call."""
 
     def __init__(self, sock: socket.socket, label: str, message_size: int) -> None:

@@ -1,6 +1,6 @@
 """Raw TCP through the sixnines relay: the brokerless baseline every system is held to.
 
-The wire format is drivers/tcp_wire.py; the relay (drivers/tcp_relay.py) answers the hello
+The wire format is drivers/tcp/wire.py; the relay (drivers/tcp/relay.py) answers the hello
 once the connection is registered, so a receiver is subscribed by the time `receiver()`
 returns.
 """
@@ -9,34 +9,25 @@ from __future__ import annotations
 
 import socket
 
-from sixnines.drivers.base import Driver, DriverError, DriverOptions, Framing, split_address
-from sixnines.drivers.frame_stream import FrameStream
-from sixnines.drivers.tcp_wire import ACK, ECHO, HELLO, LENGTH, MAGIC, PUBLISH, SUBSCRIBE
-
-CONNECT_TIMEOUT_S = 10.0
-
-
-class TcpOptions(DriverOptions):
-    nodelay: bool = True
-    """TCP_NODELAY on every connection (Nagle off), as latency benchmarks expect."""
+from sixnines.drivers.base import Driver, Framing, Receiver, Sender, split_address
+from sixnines.drivers.sockets import FrameStream, SocketIO
+from sixnines.drivers.tcp.connection import connect
+from sixnines.drivers.tcp.options import TcpOptions
+from sixnines.drivers.tcp.wire import ECHO, LENGTH, PUBLISH, SUBSCRIBE, frame_prefix
 
 
-class TcpSender:
+class TcpSender(Sender):
     def __init__(self, sock: socket.socket, label: str) -> None:
-        self._sock = sock
-        self._label = label
+        self._io = SocketIO(sock, label)
 
     def send(self, frames: memoryview, count: int) -> None:
-        try:
-            self._sock.sendall(frames)
-        except OSError as exc:
-            raise DriverError(f"{self._label}: connection lost ({exc})") from exc
+        self._io.write(frames)
 
     def close(self) -> None:
-        self._sock.close()
+        self._io.close()
 
 
-class TcpReceiver:
+class TcpReceiver(Receiver):
     """Frames land in the caller's buffer as they came off the socket (FrameStream)."""
 
     def __init__(self, sock: socket.socket, label: str) -> None:
@@ -47,7 +38,7 @@ class TcpReceiver:
         return self._stream.frames(out, stride, timeout_ms)
 
     def close(self) -> None:
-        self._stream.sock.close()
+        self._stream.close()
 
 
 class TcpDriver(Driver):
@@ -56,22 +47,12 @@ class TcpDriver(Driver):
     has_builtin_broker = True
 
     def framing(self, message_size: int) -> Framing:
-        return Framing(prefix=LENGTH.pack(message_size))
+        return Framing(prefix=frame_prefix(message_size))
 
     def _connect(self, role: bytes, message_size: int) -> socket.socket:
         host, port = split_address(self.address, self.name)
-        label = self._label
-        try:
-            sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
-            if self.options.nodelay:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.sendall(HELLO.pack(MAGIC, role, LENGTH.size + message_size))
-            if sock.recv(1) != ACK:
-                raise DriverError(f"{label}: not a sixnines relay (no hello acknowledgement)")
-            sock.settimeout(None)
-        except OSError as exc:
-            raise DriverError(f"{label}: cannot connect ({exc})") from exc
-        return sock
+        return connect(host, port, role, LENGTH.size + message_size, self.options.nodelay,
+                       self._label)
 
     @property
     def _label(self) -> str:
@@ -89,6 +70,6 @@ class TcpDriver(Driver):
 
     @classmethod
     def serve_broker(cls, host: str, port: int, announce) -> None:
-        from sixnines.drivers.tcp_relay import Relay
+        from sixnines.drivers.tcp.relay import Relay
 
         Relay(host, port).serve(announce)

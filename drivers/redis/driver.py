@@ -13,7 +13,7 @@ reads what comes back itself:
   the rest, so the server has processed every command before the socket goes.
 * Pub/sub receivers read pushes straight off the socket. A push of a fixed-size message on
   one channel is a fixed-length frame (`*3 message <channel> <payload>`), so one-way
-  receivers `recv_into` the caller's buffer in place, as drivers/tcp.py does.
+  receivers read into the caller's buffer in place (drivers/sockets.py FrameStream).
 * Stream readers keep one blocking XREAD (or XREADGROUP) outstanding and parse its reply
   into the caller's buffer; every receiver starts from the entry that was last when it was
   created, so each receiver sees every entry (fan-out).
@@ -28,33 +28,45 @@ path (append, XREAD wake-up) in both directions rather than half streams, half p
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
-import select
 import socket
-from typing import Literal
 
 import numpy as np
-from pydantic import Field, model_validator
 from redis.connection import Connection
-from redis.exceptions import AuthenticationError, RedisError, ResponseError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
     Framing,
-    LoginOptions,
+    Receiver,
+    Responder,
+    Sender,
     split_address,
 )
-from sixnines.drivers.frame_stream import FrameStream
+from sixnines.drivers.redis.connection import (
+    call,
+    connect,
+    run_quietly,
+    socket_of,
+    subscribe,
+)
+from sixnines.drivers.redis.options import RedisOptions
+from sixnines.drivers.redis.wire import (
+    CRLF,
+    NEWLINE,
+    StreamReplies,
+    error_at,
+    error_line,
+    publish_head,
+    push_head,
+    reply_key,
+    xadd_head,
+)
+from sixnines.drivers.sockets import FrameStream, SocketIO
 from sixnines.formats.payload import HEADER_STRUCT
 
-CRLF = b"\r\n"
-DASH, NEWLINE = ord("-"), ord("\n")
 REPLY_SCRATCH = 1 << 16  # bytes of replies discarded per recv on a writer
 DISCARD_EVERY = 64  # messages sent between two looks at the replies (a recv costs ~1.5 µs)
 READ_BYTES = 1 << 20  # what one XREAD reply may carry (bounds COUNT)
@@ -63,71 +75,16 @@ MAX_BULK = 512 << 20  # Redis' proto-max-bulk-len default
 CLOSE_TIMEOUT_S = 5.0
 RELAY_BYTES = 1 << 20  # a responder's receive buffer
 SCALAR_COPY = 4  # up to this many frames, slice copies beat numpy's call overhead
-FIELD = b"m"  # the one field of every stream entry
 
 
-class RedisOptions(LoginOptions):
-    """`username` is an ACL user (Redis 6+); without it AUTH uses the default user."""
-
-    mode: Literal["pubsub", "streams"] = "pubsub"
-    """pubsub: PUBLISH/SUBSCRIBE (nothing stored, a slow subscriber is disconnected by the
-    server's client-output-buffer-limit). streams: XADD to a stream, XREAD/XREADGROUP."""
-    channel: str = Field("sixnines", min_length=1)
-    """The pub/sub channel, or the stream key in streams mode. Replies of round trips use
-    `<channel>.reply.<producer id>`."""
-    db: int = Field(0, ge=0)
-    """Database for stream keys (pub/sub channels are global to the server)."""
-    stream_maxlen: int = Field(1_000_000, ge=1)
-    """streams: XADD trims to about this many entries (MAXLEN ~), so memory stays bounded.
-    A reader more than this many entries behind loses messages (counted as lost)."""
-    group: bool = False
-    """streams: read with XREADGROUP through a consumer group of its own per receiver
-    connection and XACK each batch (the group is destroyed at close), instead of XREAD."""
-    connect_timeout_s: float = Field(10.0, gt=0)
-    """Limit on connecting and on each setup command (not on the measured traffic)."""
-
-    @model_validator(mode="after")
-    def _consistent(self) -> RedisOptions:
-        if self.mode == "pubsub":  # by value: agents receive every field, defaults included
-            defaults = type(self).model_fields
-            misplaced = [name for name in ("group", "stream_maxlen")
-                         if getattr(self, name) != defaults[name].default]
-            if misplaced:
-                raise ValueError(f"{', '.join(misplaced)} only apply to mode streams")
-        return self
-
-
-def _bulk(value: bytes) -> bytes:
-    return b"$%d\r\n%s\r\n" % (len(value), value)
-
-
-def _head(*args: bytes, size: int) -> bytes:
-    """A RESP array of `args` and one more bulk string of `size` bytes, up to that string's
-    content: the prefix of a pre-encoded command (or of a push) carrying a message."""
-    return b"*%d\r\n%s$%d\r\n" % (len(args) + 1, b"".join(map(_bulk, args)), size)
-
-
-def _reply_key(channel: str, producer_id: int) -> bytes:
-    return f"{channel}.reply.{producer_id}".encode()
-
-
-def _error_line(data: bytearray, start: int, end: int) -> str:
-    stop = data.find(CRLF, start, end)
-    line = bytes(data[start + 1 : stop if stop >= 0 else end])
-    return line.decode("utf-8", "replace")[:300]
-
-
-class RespWriter:
+class RespWriter(Sender):
     """Writes pre-encoded commands to a connection and discards their replies without ever
-    waiting for them (looking every DISCARD_EVERY messages, and at close). Replies start
-    after a newline, and `-` after a newline can only start an error (PUBLISH answers
-    integers, XADD entry ids that have a `-` between digits), so errors are found with one
-    `find` per read."""
+    waiting for them (looking every DISCARD_EVERY messages, and at close); an error reply
+    raises (found with `wire.error_at`)."""
 
     def __init__(self, conn: Connection, label: str) -> None:
         self._conn = conn  # owns the socket: kept alive as long as we use it
-        self._sock: socket.socket = conn._sock
-        self._sock.settimeout(None)
+        self._io = SocketIO(socket_of(conn), label)
         self._label = label
         self._scratch = bytearray(REPLY_SCRATCH)
         self._view = memoryview(self._scratch)
@@ -135,46 +92,32 @@ class RespWriter:
         self._unchecked = 0  # messages sent since the replies were last read
 
     def send(self, frames, count: int) -> None:
-        try:
-            self._sock.sendall(frames)
-        except OSError as exc:
-            raise DriverError(f"{self._label}: connection lost ({exc})") from exc
+        self._io.write(frames)
         self._unchecked += count
         if self._unchecked >= DISCARD_EVERY:
             self._unchecked = 0
             self._discard_replies()
 
     def _discard_replies(self) -> None:
-        sock, scratch, view = self._sock, self._scratch, self._view
-        while True:
-            try:
-                got = sock.recv_into(view, 0, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                return
-            except OSError as exc:
-                raise DriverError(f"{self._label}: connection lost ({exc})") from exc
-            if got == 0:
-                raise DriverError(f"{self._label}: connection closed by the server")
+        read, view = self._io.read, self._view
+        while got := read(view):
             self._check(got)
-            if got < len(scratch):
+            if got < len(view):
                 return
 
     def _check(self, got: int) -> None:
         scratch = self._scratch
-        at = 0 if scratch[0] == DASH and self._last == NEWLINE else -1
-        if at < 0:
-            at = scratch.find(b"\n-", 0, got)
-            at = at + 1 if at >= 0 else -1
+        at = error_at(scratch, got, self._last)
         if at >= 0:
             raise DriverError(f"{self._label}: the server refused a command: "
-                              f"{_error_line(scratch, at, got)}")
+                              f"{error_line(scratch, at, got)}")
         self._last = scratch[got - 1]
 
     def close(self) -> None:
         """Half-close and read the remaining replies until the server closes: closing
         with replies unread would send a reset, which can discard commands the server has
         not read yet (the last messages)."""
-        sock = self._sock
+        sock = self._io.sock
         error: DriverError | None = None
         try:
             sock.shutdown(socket.SHUT_WR)
@@ -191,18 +134,16 @@ class RespWriter:
             raise error
 
 
-class PushReceiver:
+class PushReceiver(Receiver):
     """Reads pub/sub pushes off a subscribed connection. When the caller's frame layout is
-    the push itself (one-way: `receive_framing`), frames land in place and a trailing
-    partial frame is moved to the front on the next call, as in drivers/tcp.py (the caller
-    passes the same buffer each time); otherwise (replies on a longer channel name) whole
-    pushes are read into a buffer of ours and their payloads copied out."""
+    the push itself (one-way: `receive_framing`), frames land in place (FrameStream);
+    otherwise (replies on a longer channel name) whole pushes are read into a buffer of
+    ours and their payloads copied out."""
 
     def __init__(self, conn: Connection, label: str, head: bytes, size: int,
                  out_prefix: int) -> None:
         self._conn = conn
-        self._sock: socket.socket = conn._sock
-        self._sock.settimeout(None)
+        sock = socket_of(conn)
         self._label = label
         self._head = head
         self._head_len = len(head)
@@ -210,11 +151,11 @@ class PushReceiver:
         self._wire = len(head) + size + len(CRLF)
         self._out_prefix = out_prefix
         self._stream = FrameStream(
-            self._sock, label, "connection closed by the server (it stopped, or dropped a "
+            sock, label, "connection closed by the server (it stopped, or dropped a "
             "subscriber too far behind: client-output-buffer-limit pubsub)")
         self._raw = bytearray()
         self._raw_len = 0
-        self.pollable = self._sock
+        self.pollable = sock
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         if stride == self._wire and self._out_prefix == self._head_len:
@@ -241,7 +182,7 @@ class PushReceiver:
         if not self._stream.readable(timeout_ms):
             return 0
         raw, partial = self._raw, self._raw_len
-        total = partial + self._stream.recv(memoryview(raw)[partial:want])
+        total = partial + self._stream.read(memoryview(raw)[partial:want])
         count = total // wire
         if count:
             self._copy_out(out, stride, count)
@@ -275,157 +216,67 @@ class PushReceiver:
         self._conn.disconnect()
 
 
-class StreamReceiver:
+class StreamReceiver(Receiver):
     """Reads a stream with one blocking XREAD (XREADGROUP) always outstanding: the server
     answers as soon as entries arrive, and the socket is what a poller waits on. The reply
-    is parsed here; only the payloads are copied into the caller's buffer. A reply that
-    does not fit in the caller's buffer stays here for the next call."""
+    is parsed by `wire.StreamReplies`; only the payloads are copied into the caller's
+    buffer. A reply that does not fit in the caller's buffer stays for the next call."""
 
-    def __init__(self, conn: Connection, label: str, key: bytes, size: int, out_prefix: int,
+    def __init__(self, conn: Connection, label: str, key: bytes, size: int,
                  last_id: bytes, group: bytes | None, cleanup) -> None:
         self._conn = conn
-        self._sock: socket.socket = conn._sock
-        self._sock.settimeout(None)
-        self._label = label
+        sock = socket_of(conn)
+        self._io = SocketIO(sock, label)
         self._key = key
-        self._size = size
-        self._out_prefix = out_prefix
-        self._last_id = last_id
         self._group = group
         self._cleanup = cleanup
         self._count = max(1, min(1024, READ_BYTES // (size + ENTRY_OVERHEAD)))
-        self._header = b"*1\r\n*2\r\n" + _bulk(key) + b"*"
-        self._middle = CRLF + b"*2\r\n" + _bulk(FIELD) + b"$%d\r\n" % size
-        self._buf = bytearray(self._count * (size + ENTRY_OVERHEAD) + 1024 + 2 * len(key))
-        self._view = memoryview(self._buf)
-        self._pos = 0
-        self._end = 0
-        self._left = 0  # entries of the current reply not parsed yet
-        self._acks: list[bytes] = []
+        self._replies = StreamReplies(key, size, self._count, ENTRY_OVERHEAD, label, last_id,
+                                      group is not None)
         if group is not None:
             self._read_group = b"".join(conn.pack_command(
                 "XREADGROUP", "GROUP", group, "c", "COUNT", self._count, "BLOCK", 0,
                 "STREAMS", key, ">"))
-        self._poll = select.poll()
-        self._poll.register(self._sock, select.POLLIN)
-        self.pollable = self._sock
+        self.pollable = sock
         self._request()
 
     def _request(self) -> None:
         """Ask for the next entries (acknowledging the last batch first in a group)."""
+        replies = self._replies
+        replies.ask = False
         if self._group is None:
             command = b"".join(self._conn.pack_command(
                 "XREAD", "COUNT", self._count, "BLOCK", 0, "STREAMS", self._key,
-                self._last_id))
-        elif self._acks:
+                replies.last_id))
+        elif replies.acks:
             command = b"".join(self._conn.pack_command(
-                "XACK", self._key, self._group, *self._acks)) + self._read_group
-            self._acks.clear()
+                "XACK", self._key, self._group, *replies.acks)) + self._read_group
+            replies.acks.clear()
         else:
             command = self._read_group
-        try:
-            self._sock.sendall(command)
-        except OSError as exc:
-            raise DriverError(f"{self._label}: connection lost ({exc})") from exc
+        self._io.write(command)
+
+    def _parse(self, out: memoryview, stride: int) -> int:
+        n = self._replies.parse(out, stride)
+        if self._replies.ask:
+            self._request()
+        return n
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         n = self._parse(out, stride)
         if n:
             return n
-        if timeout_ms and not self._poll.poll(timeout_ms):
+        if not self._io.readable(timeout_ms):
             return 0
-        self._fill()
+        self._replies.filled(self._io.read(self._replies.room()))
         return self._parse(out, stride)
-
-    def _fill(self) -> None:
-        pos, end, buf = self._pos, self._end, self._buf
-        if pos == end:
-            pos = end = 0
-        elif pos:
-            buf[: end - pos] = buf[pos:end]
-            pos, end = 0, end - pos
-        self._pos, self._end = pos, end
-        if end == len(buf):
-            raise DriverError(f"{self._label}: a stream reply larger than expected")
-        try:
-            got = self._sock.recv_into(self._view[end:], 0, socket.MSG_DONTWAIT)
-        except BlockingIOError:
-            return
-        except OSError as exc:
-            raise DriverError(f"{self._label}: connection lost ({exc})") from exc
-        if got == 0:
-            raise DriverError(f"{self._label}: connection closed by the server")
-        self._end = end + got
-
-    def _parse(self, out: memoryview, stride: int) -> int:
-        buf, view, pos, end = self._buf, self._view, self._pos, self._end
-        size, at, middle = self._size, self._out_prefix, self._middle
-        room = len(out) // stride
-        n = 0
-        try:
-            while n < room and pos < end:
-                if not self._left:  # the start of a reply
-                    first = buf[pos]
-                    if first == DASH:
-                        raise DriverError(f"{self._label}: the server refused a read: "
-                                          f"{_error_line(buf, pos, end)}")
-                    stop = buf.find(CRLF, pos, end)
-                    if stop < 0:
-                        break
-                    if first == ord(":"):  # XACK's count
-                        pos = stop + 2
-                        continue
-                    if buf.startswith(b"*-1\r\n", pos):  # nothing (a timed-out read)
-                        pos = stop + 2
-                        self._request()
-                        continue
-                    header = self._header
-                    stop = buf.find(CRLF, pos + len(header), end)
-                    if stop < 0:
-                        break
-                    if not buf.startswith(header, pos):
-                        raise self._unexpected()
-                    self._left = int(buf[pos + len(header) : stop])
-                    pos = stop + 2
-                    if not self._left:
-                        self._request()
-                    continue
-                stop = buf.find(CRLF, pos + 5, end)  # an entry: *2 $<id length> <id> ...
-                if stop < 0:
-                    break
-                if not buf.startswith(b"*2\r\n$", pos):
-                    raise self._unexpected()
-                id_at = stop + 2
-                id_end = id_at + int(buf[pos + 5 : stop])
-                data_at = id_end + len(middle)
-                if data_at + size + 2 > end:
-                    break
-                if not buf.startswith(middle, id_end):
-                    raise self._unexpected()
-                o = n * stride + at
-                out[o : o + size] = view[data_at : data_at + size]
-                n += 1
-                pos = data_at + size + 2
-                self._left -= 1
-                if self._group is not None:
-                    self._acks.append(bytes(buf[id_at:id_end]))
-                if not self._left:
-                    self._last_id = bytes(buf[id_at:id_end])
-                    self._request()
-        finally:
-            self._pos = pos
-        return n
-
-    def _unexpected(self) -> DriverError:
-        return DriverError(f"{self._label}: unexpected entry in the stream (not one "
-                           f"{self._size}-byte field {FIELD.decode()!r}: another writer?)")
 
     def close(self) -> None:
         self._conn.disconnect()
         self._cleanup()
 
 
-class RedisResponder:
+class RedisResponder(Responder):
     """The far end of round trips: each request read from `channel` (pushes, or stream
     entries) is sent to its requester's reply channel (stream) with a pre-encoded PUBLISH
     (XADD) per producer id; the replies to one batch of requests go out in one write."""
@@ -480,18 +331,17 @@ class RedisDriver(Driver):
     # --- framing ------------------------------------------------------------------------
 
     def _xadd_head(self, key: bytes, size: int) -> bytes:
-        maxlen = str(self.options.stream_maxlen).encode()
-        return _head(b"XADD", key, b"MAXLEN", b"~", maxlen, b"*", FIELD, size=size)
+        return xadd_head(key, self.options.stream_maxlen, size)
 
     def framing(self, message_size: int) -> Framing:
         if self.options.mode == "streams":
             return Framing(self._xadd_head(self._channel, message_size), CRLF)
-        return Framing(_head(b"PUBLISH", self._channel, size=message_size), CRLF)
+        return Framing(publish_head(self._channel, message_size), CRLF)
 
     def receive_framing(self, message_size: int) -> Framing:
         if self.options.mode == "streams":
             return Framing()  # payloads are copied out of XREAD replies
-        return Framing(_head(b"message", self._channel, size=message_size), CRLF)
+        return Framing(push_head(self._channel, message_size), CRLF)
 
     @classmethod
     def workload_problems(cls, options: RedisOptions, workload) -> list[str]:
@@ -503,73 +353,16 @@ class RedisDriver(Driver):
     # --- connections --------------------------------------------------------------------
 
     def _connect(self) -> Connection:
-        """A connection redis-py opened, authenticated and checked with a PING (so a
-        server wanting a password says so here, not in the middle of the run)."""
         host, port = split_address(self.address, self.name)
-        options = self.options
-        username, password = self.login()
-        conn = Connection(
-            host=host, port=port, db=options.db, username=username, password=password,
-            protocol=2,
-            socket_connect_timeout=options.connect_timeout_s,
-            socket_timeout=options.connect_timeout_s,
-        )
-        try:
-            conn.connect()
-            conn.send_command("PING", check_health=False)
-            conn.read_response()
-        except AuthenticationError as exc:
-            conn.disconnect()
-            raise DriverError(f"{self._label}: authentication failed ({exc})") from None
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            conn.disconnect()
-            raise DriverError(f"{self._label}: cannot connect ({exc})") from None
-        except RedisError as exc:
-            conn.disconnect()
-            raise DriverError(f"{self._label}: {exc}") from None
-        return conn
-
-    def _call(self, conn: Connection, *args):
-        """One setup command through redis-py, its error worded for the user."""
-        try:
-            conn.send_command(*args, check_health=False)
-            return conn.read_response()
-        except ResponseError as exc:
-            conn.disconnect()
-            raise DriverError(f"{self._label}: {args[0]} refused ({exc})") from None
-        except RedisError as exc:
-            conn.disconnect()
-            raise DriverError(f"{self._label}: {args[0]} failed ({exc})") from None
+        return connect(host, port, self.options, self.login(), self._label)
 
     def _writer(self) -> RespWriter:
         return RespWriter(self._connect(), self._label)
 
     def _subscriber(self, channel: bytes, size: int, out_prefix: int) -> PushReceiver:
-        """Subscribed, with the confirmation read here byte for byte: redis-py's parser
-        never reads from the socket after SUBSCRIBE, so no push can be left in its buffer
-        when the receiver takes over."""
         conn = self._connect()
-        confirmation = b"*3\r\n" + _bulk(b"subscribe") + _bulk(channel) + b":1\r\n"
-        sock = conn._sock
-        got = b""
-        try:
-            conn.send_command("SUBSCRIBE", channel, check_health=False)
-            while len(got) < len(confirmation):
-                chunk = sock.recv(len(confirmation) - len(got))
-                if not chunk:
-                    raise OSError("connection closed by the server")
-                got += chunk
-                if got[:1] == b"-" and got.endswith(CRLF):
-                    break
-        except (OSError, RedisError) as exc:
-            conn.disconnect()
-            raise DriverError(f"{self._label}: SUBSCRIBE failed ({exc})") from None
-        if got != confirmation:
-            conn.disconnect()
-            reply = got.decode("utf-8", "replace").strip()
-            raise DriverError(f"{self._label}: SUBSCRIBE refused ({reply[:300]})")
-        head = _head(b"message", channel, size=size)
-        return PushReceiver(conn, self._label, head, size, out_prefix)
+        subscribe(conn, channel, self._label)
+        return PushReceiver(conn, self._label, push_head(channel, size), size, out_prefix)
 
     def _stream_reader(self, key: bytes, size: int, connection_id: int,
                        delete: bool = False) -> StreamReceiver:
@@ -580,30 +373,17 @@ class RedisDriver(Driver):
         if self.options.group:
             # a group of its own, at the stream's end: this receiver sees every new entry
             group = f"sixnines.{connection_id}.{os.getpid()}.{secrets.token_hex(4)}".encode()
-            self._call(conn, "XGROUP", "CREATE", key, group, "$", "MKSTREAM")
+            call(conn, self._label, "XGROUP", "CREATE", key, group, "$", "MKSTREAM")
             last_id = b">"
         else:
-            last = self._call(conn, "XREVRANGE", key, "+", "-", "COUNT", 1)
+            last = call(conn, self._label, "XREVRANGE", key, "+", "-", "COUNT", 1)
             last_id = last[0][0] if last else b"0-0"
-        return StreamReceiver(conn, self._label, key, size, 0, last_id, group,
-                              lambda: self._forget(key, group, delete))
-
-    def _forget(self, key: bytes, group: bytes | None, delete: bool) -> None:
-        """Best effort after a stream reader closes: drop its consumer group, and its key
-        when asked to."""
-        commands = [("XGROUP", "DESTROY", key, group)] if group is not None else []
+        # after the reader closes: drop its consumer group, and its key when asked to
+        forget = [("XGROUP", "DESTROY", key, group)] if group is not None else []
         if delete:
-            commands.append(("DEL", key))
-        if not commands:
-            return
-        with contextlib.suppress(DriverError, RedisError, OSError):
-            conn = self._connect()
-            try:
-                for command in commands:
-                    conn.send_command(*command, check_health=False)
-                    conn.read_response()
-            finally:
-                conn.disconnect()
+            forget.append(("DEL", key))
+        return StreamReceiver(conn, self._label, key, size, last_id, group,
+                              lambda: run_quietly(self._connect, forget))
 
     # --- roles --------------------------------------------------------------------------
 
@@ -617,7 +397,7 @@ class RedisDriver(Driver):
         return self._subscriber(self._channel, message_size, prefix)
 
     def requester(self, message_size: int, connection_id: int):
-        reply = _reply_key(self.options.channel, connection_id)
+        reply = reply_key(self.options.channel, connection_id)
         if self.options.mode == "streams":
             receiver = self._stream_reader(reply, message_size, connection_id, delete=True)
         else:
@@ -635,14 +415,14 @@ class RedisDriver(Driver):
             receiver = self._stream_reader(self._channel, message_size, connection_id)
 
             def reply_head(producer_id: int) -> bytes:
-                return self._xadd_head(_reply_key(channel, producer_id), message_size)
+                return self._xadd_head(reply_key(channel, producer_id), message_size)
             stride, payload_at = message_size, 0
         else:
             framing = self.receive_framing(message_size)
             receiver = self._subscriber(self._channel, message_size, len(framing.prefix))
 
             def reply_head(producer_id: int) -> bytes:
-                return _head(b"PUBLISH", _reply_key(channel, producer_id), size=message_size)
+                return publish_head(reply_key(channel, producer_id), message_size)
             stride, payload_at = framing.stride(message_size), len(framing.prefix)
         try:
             writer = self._writer()
