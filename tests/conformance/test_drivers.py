@@ -91,25 +91,14 @@ def _kafka(client: str, group: bool = False) -> Variant:
 
 
 VARIANTS = {
-    "tcp": Variant("tcp", invalid={"nodelay": "maybe"}, known_failures={
-        "round_trip_large_messages": "tcp: FrameStream keeps a receiver's partial frame in "
-        "the caller's buffer (moved to its front on the next call), so receivers sharing one "
-        "buffer, as an agent's connections share its inbox, overwrite each other's partial "
-        "frames: requester 0 is handed requester 1's messages",
-        "message_of_another_size": "tcp: receivers never check the length words: a message "
-        "of another size is not refused, and what follows it is cut at the receiver's "
-        "stride (misaligned)",
-    }),
+    "tcp": Variant("tcp", invalid={"nodelay": "maybe"}),
     "zmq": Variant("zmq", invalid={"hwm": -1}, known_failures={
         "unreachable[requester]": "zmq requester(): a DEALER connects lazily, so an "
         "unreachable address raises nothing, then or later (receives just stay empty)",
         "broker_killed": "zmq: sockets reconnect silently and XPUB drops what no subscriber "
         "takes, so no send, receive or close ever reports the dead broker",
     }),
-    "redis-pubsub": _redis({
-        "message_of_another_size": "redis pubsub: a message shorter than the receiver's "
-        "size is not refused when it arrives: the parser waits for the bytes it lacks, so "
-        "the error comes with the next message, and never if none follows"}),
+    "redis-pubsub": _redis({}),
     "redis-streams": _redis(STREAMS_FAILURES, mode="streams"),
     "redis-streams-group": _redis(STREAMS_FAILURES, mode="streams", group=True),
     "nats-core": _nats("core"),
