@@ -150,10 +150,12 @@ class StreamReplies:
                 id_at = stop + 2
                 id_end = id_at + int(buf[pos + 5 : stop])
                 data_at = id_end + len(middle)
+                if data_at > end:
+                    break
+                if not buf.startswith(middle, id_end):  # another size: refused on arrival
+                    raise self._unexpected()
                 if data_at + size + 2 > end:
                     break
-                if not buf.startswith(middle, id_end):
-                    raise self._unexpected()
                 o = n * stride
                 out[o : o + size] = view[data_at : data_at + size]
                 n += 1

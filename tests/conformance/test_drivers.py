@@ -58,9 +58,6 @@ STREAMS_HOLD_BACK = (
     "so waiting on pollables (an agent with several connections) stalls with them held back")
 STREAMS_FAILURES = {
     "pollable_signals_held_messages": STREAMS_HOLD_BACK,
-    "message_of_another_size": "redis streams: an entry of another size is neither handed "
-    "over nor refused: receive() returns 0 from then on (entries of the right size sent "
-    "after it are not delivered either)",
 }
 
 

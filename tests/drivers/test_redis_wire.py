@@ -96,6 +96,15 @@ def test_a_full_buffer_leaves_entries_for_the_next_call():
     assert parser.parse(out, 4) == 1 and bytes(out) == b"BBBB"
 
 
+def test_an_entry_of_another_size_is_refused_as_soon_as_its_length_arrives():
+    parser = replies()
+    short = (b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n"
+             b"*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nm\r\n$2\r\nAA\r\n")
+    feed(parser, short)  # shorter than 4 bytes: no more bytes will complete it
+    with pytest.raises(DriverError, match="unexpected entry"):
+        parser.parse(memoryview(bytearray(8)), 4)
+
+
 def test_a_group_reader_collects_the_ids_to_acknowledge_and_skips_xack_counts():
     parser = replies(group=True)
     feed(parser, b":2\r\n" + REPLY)
