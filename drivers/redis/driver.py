@@ -218,7 +218,10 @@ class StreamReceiver(Receiver):
     """Reads a stream with one blocking XREAD (XREADGROUP) always outstanding: the server
     answers as soon as entries arrive, and the socket is what a poller waits on. The reply
     is parsed by `wire.StreamReplies`; only the payloads are copied into the caller's
-    buffer. A reply that does not fit in the caller's buffer stays for the next call."""
+    buffer. A reply that does not fit in the caller's buffer stays for the next call, and
+    `held()` tells waiters about it (the socket cannot)."""
+
+    holds = True
 
     def __init__(self, conn: Connection, label: str, key: bytes, size: int,
                  last_id: bytes, group: bytes | None, cleanup) -> None:
@@ -259,6 +262,9 @@ class StreamReceiver(Receiver):
         if self._replies.ask:
             self._request()
         return n
+
+    def held(self) -> bool:
+        return self._replies.held
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         n = self._parse(out, stride)

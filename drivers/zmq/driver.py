@@ -76,13 +76,14 @@ class ZmqWaiter(Waiter):
     "messages waiting", so only libzmq's poll can wait on zmq sockets."""
 
     def __init__(self, receivers: Sequence[Receiver]) -> None:
+        super().__init__(receivers)
         self._poller = zmq.Poller()
         self._index: dict[object, int] = {}
         for index, receiver in enumerate(receivers):
             self._poller.register(receiver.pollable, zmq.POLLIN)
             self._index[receiver.pollable] = index
 
-    def wait(self, timeout_ms: int) -> list[int]:
+    def poll(self, timeout_ms: int) -> list[int]:
         index = self._index
         return [index[sock] for sock, _ in self._poller.poll(timeout_ms)]
 

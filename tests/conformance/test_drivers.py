@@ -52,18 +52,9 @@ class Variant:
     known_failures: dict = field(default_factory=dict)
 
 
-STREAMS_HOLD_BACK = (
-    "redis streams: receive() keeps the entries of an XREAD reply that do not fit the "
-    "caller's buffer in its own buffer, where the pollable (the socket) cannot signal them, "
-    "so waiting on pollables (an agent with several connections) stalls with them held back")
-STREAMS_FAILURES = {
-    "pollable_signals_held_messages": STREAMS_HOLD_BACK,
-}
-
-
-def _redis(known_failures: dict, **options) -> Variant:
+def _redis(**options) -> Variant:
     return Variant("redis", options, lambda: {"channel": fresh()}, {"mode": "queue"},
-                   recipe="redis", login="redis_login", known_failures=known_failures)
+                   recipe="redis", login="redis_login")
 
 
 def _nats(mode: str) -> Variant:
@@ -95,9 +86,9 @@ VARIANTS = {
         "broker_killed": "zmq: sockets reconnect silently and XPUB drops what no subscriber "
         "takes, so no send, receive or close ever reports the dead broker",
     }),
-    "redis-pubsub": _redis({}),
-    "redis-streams": _redis(STREAMS_FAILURES, mode="streams"),
-    "redis-streams-group": _redis(STREAMS_FAILURES, mode="streams", group=True),
+    "redis-pubsub": _redis(),
+    "redis-streams": _redis(mode="streams"),
+    "redis-streams-group": _redis(mode="streams", group=True),
     "nats-core": _nats("core"),
     "nats-jetstream": _nats("jetstream"),
     "rabbitmq-fanout": _rabbitmq(),
