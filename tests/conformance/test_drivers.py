@@ -1,7 +1,7 @@
 """Every driver sixnines ships, in each of its modes, through the conformance suite
 (sixnines.testing) against its real server: one server per system for the whole session,
-and one of its own for each kill case. What a driver fails is listed in KNOWN_FAILURES
-(strict xfails: a fixed driver must drop its entry)."""
+and one of its own for each kill case. What a driver fails goes in its variant's
+`known_failures` (strict xfails: a fixed driver must drop its entry); none today."""
 
 from __future__ import annotations
 
