@@ -139,6 +139,14 @@ class Receiver(ABC):
     #: Readable when `receive` may have something (it may also be readable when it has
     #: not: a receiver must cope with a call that finds nothing). Set by the constructor.
     pollable: Pollable
+    #: True for a receiver that may hold whole messages it read but did not hand over (more
+    #: than one call's `out` took), which its `pollable` cannot signal: waiters then ask
+    #: `held()` before they sleep. False promises that the pollable alone tells.
+    holds: ClassVar[bool] = False
+
+    def held(self) -> bool:
+        """True when messages already read wait to be handed over (asked when `holds`)."""
+        return False
 
     @abstractmethod
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
@@ -166,18 +174,33 @@ class Responder(ABC):
 
 class Waiter(ABC):
     """Waits until some of an agent's receivers are readable, so an agent holding several
-    connections blocks on all of them at once (`Driver.waiter` makes it)."""
+    connections blocks on all of them at once (`Driver.waiter` makes it). A receiver that
+    holds messages (`Receiver.held`) is ready without waiting: its pollable cannot say so.
+    A driver's own waiter implements `poll`."""
 
-    @abstractmethod
+    def __init__(self, receivers: Sequence[Receiver]) -> None:
+        self._holding = [(index, receiver) for index, receiver in enumerate(receivers)
+                         if receiver.holds]
+
     def wait(self, timeout_ms: int) -> list[int]:
         """Indexes (into the receivers it was made for) of those readable within
-        `timeout_ms` (-1: until one is)."""
+        `timeout_ms` (-1: until one is), at once when one holds messages."""
+        if self._holding:
+            held = [index for index, receiver in self._holding if receiver.held()]
+            if held:
+                return sorted(set(held).union(self.poll(0)))
+        return self.poll(timeout_ms)
+
+    @abstractmethod
+    def poll(self, timeout_ms: int) -> list[int]:
+        """Indexes of the receivers whose pollable is readable within `timeout_ms`."""
 
 
 class PollWaiter(Waiter):
     """select.poll on the receivers' `pollable` descriptors."""
 
     def __init__(self, receivers: Sequence[Receiver]) -> None:
+        super().__init__(receivers)
         self._poller = select.poll()
         self._index: dict[int, int] = {}  # descriptor -> receiver
         for index, receiver in enumerate(receivers):
@@ -186,7 +209,7 @@ class PollWaiter(Waiter):
             self._poller.register(fd, select.POLLIN)
             self._index[fd] = index
 
-    def wait(self, timeout_ms: int) -> list[int]:
+    def poll(self, timeout_ms: int) -> list[int]:
         index = self._index
         return [index[fd] for fd, _ in self._poller.poll(timeout_ms)]
 

@@ -16,6 +16,7 @@ import ssl
 
 from sixnines.drivers.base import DriverError
 
+TAIL_CHECKED = 8  # bytes of a frame's head compared in every frame (the length ends it)
 WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
 
@@ -87,27 +88,68 @@ class SocketIO:
 class FrameStream(SocketIO):
     """Whole fixed-size frames read straight into the caller's buffer, for drivers whose
     receive layout is exactly what arrives on the wire (the tcp relay's length-framed
-    messages, Redis pub/sub pushes): no copy, and one read per call.
+    messages, Redis pub/sub pushes): no copy of whole frames, and one read per call.
 
-    The caller passes the same buffer each call; a trailing partial frame is moved to the
-    front on the next one (it is shorter than a frame, so the move never overlaps)."""
+    An agent passes one buffer to all its connections, so a trailing partial frame cannot
+    wait in it: it goes to this stream's own carry buffer (one frame, allocated once) and
+    back to the front of `out` before the next read.
 
-    def __init__(self, sock: socket.socket, label: str, closed: str) -> None:
+    Every frame starts with `head` (a length word, a push's header ending in the length):
+    the whole head is compared in the first and last frame of a call, its last
+    TAIL_CHECKED bytes in every frame, and a partial frame's as far as it arrived, so a
+    message of another size is refused when it arrives, not handed over misaligned."""
+
+    def __init__(self, sock: socket.socket, label: str, closed: str, head: bytes,
+                 stride: int, refusal: str) -> None:
         super().__init__(sock, label, closed)
-        self._partial_at = 0
-        self._partial_len = 0
+        self.stride = stride
+        self._head = head
+        self._refusal = refusal  # what a frame without `head` is, for the error
+        self._carry = memoryview(bytearray(stride))
+        self._carried = 0
+        # (offset in head, that byte repeated once per frame of the largest call so far)
+        self._columns: list[tuple[int, memoryview]] = []
 
-    def frames(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        """Whole frames now at the start of `out`."""
-        partial = self._partial_len
-        if partial:
-            start = self._partial_at
-            out[:partial] = out[start : start + partial]
+    def frames(self, out: memoryview, timeout_ms: int) -> int:
+        """Whole frames (of `stride` bytes) now at the start of `out`."""
         if not self.readable(timeout_ms):
-            self._partial_at = 0
             return 0
-        total = partial + self.read(out[partial:])
-        count = total // stride
-        self._partial_at = count * stride
-        self._partial_len = total - self._partial_at
+        carried = self._carried
+        if carried:
+            out[:carried] = self._carry[:carried]
+        got = self.read(out[carried:])
+        if not got:
+            return 0
+        total = carried + got
+        count = total // self.stride
+        whole = count * self.stride
+        if self._head:
+            self._check(out, count, whole, total)
+        partial = total - whole
+        if partial:
+            self._carry[:partial] = out[whole:total]
+        self._carried = partial
         return count
+
+    def _check(self, out: memoryview, count: int, whole: int, total: int) -> None:
+        head, stride = self._head, self.stride
+        h = len(head)
+        if count:
+            last = whole - stride
+            if out[:h] != head or out[last : last + h] != head:
+                raise self._refused()
+            if count > 2:
+                columns = self._columns
+                if not columns or count > len(columns[0][1]):
+                    columns = self._columns = [
+                        (at, memoryview(head[at : at + 1] * (len(out) // stride)))
+                        for at in range(max(0, h - TAIL_CHECKED), h)]
+                for at, column in columns:
+                    if out[at:whole:stride] != column[:count]:
+                        raise self._refused()
+        partial = min(total - whole, h)
+        if partial and out[whole : whole + partial] != head[:partial]:
+            raise self._refused()
+
+    def _refused(self) -> DriverError:
+        return DriverError(f"{self.label}: {self._refusal}")

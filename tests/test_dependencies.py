@@ -31,7 +31,7 @@ EXTRAS_OF = {
     "sixnines.orchestrator.bundle": {"remote"},
     "sixnines.orchestrator.launchers.ssh": {"remote"},
     "sixnines.orchestrator.launchers.container": {"remote"},
-    "sixnines.testing": {"test"},
+    "sixnines.testing": {"testing"},
 }
 
 

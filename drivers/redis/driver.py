@@ -152,24 +152,16 @@ class PushReceiver(Receiver):
         self._out_prefix = out_prefix
         self._stream = FrameStream(
             sock, label, "connection closed by the server (it stopped, or dropped a "
-            "subscriber too far behind: client-output-buffer-limit pubsub)")
+            "subscriber too far behind: client-output-buffer-limit pubsub)", head,
+            self._wire, self._refusal())
         self._raw = bytearray()
         self._raw_len = 0
         self.pollable = sock
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         if stride == self._wire and self._out_prefix == self._head_len:
-            return self._in_place(out, stride, timeout_ms)
+            return self._stream.frames(out, timeout_ms)  # heads checked there
         return self._copied(out, stride, timeout_ms)
-
-    def _in_place(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        count = self._stream.frames(out, stride, timeout_ms)
-        if count:
-            head, h = self._head, self._head_len
-            last = (count - 1) * stride
-            if out[:h] != head or out[last : last + h] != head:
-                raise self._unexpected()
-        return count
 
     def _copied(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         room = len(out) // stride
@@ -189,6 +181,9 @@ class PushReceiver(Receiver):
         rest = total - count * wire
         raw[:rest] = raw[count * wire : total]
         self._raw_len = rest
+        arrived = min(rest, self._head_len)  # a short message is refused when it arrives
+        if arrived and raw[:arrived] != self._head[:arrived]:
+            raise self._unexpected()
         return count
 
     def _copy_out(self, out: memoryview, stride: int, count: int) -> None:
@@ -208,9 +203,12 @@ class PushReceiver(Receiver):
         dst = np.frombuffer(out, np.uint8, count * stride).reshape(count, stride)
         dst[:, at : at + size] = src[:, h : h + size]
 
+    def _refusal(self) -> str:
+        return (f"unexpected data on the subscription (a message of another size than "
+                f"{self._size} bytes on the channel?)")
+
     def _unexpected(self) -> DriverError:
-        return DriverError(f"{self._label}: unexpected data on the subscription (a message "
-                           f"of another size than {self._size} bytes on the channel?)")
+        return DriverError(f"{self._label}: {self._refusal()}")
 
     def close(self) -> None:
         self._conn.disconnect()
@@ -220,7 +218,10 @@ class StreamReceiver(Receiver):
     """Reads a stream with one blocking XREAD (XREADGROUP) always outstanding: the server
     answers as soon as entries arrive, and the socket is what a poller waits on. The reply
     is parsed by `wire.StreamReplies`; only the payloads are copied into the caller's
-    buffer. A reply that does not fit in the caller's buffer stays for the next call."""
+    buffer. A reply that does not fit in the caller's buffer stays for the next call, and
+    `held()` tells waiters about it (the socket cannot)."""
+
+    holds = True
 
     def __init__(self, conn: Connection, label: str, key: bytes, size: int,
                  last_id: bytes, group: bytes | None, cleanup) -> None:
@@ -261,6 +262,9 @@ class StreamReceiver(Receiver):
         if self._replies.ask:
             self._request()
         return n
+
+    def held(self) -> bool:
+        return self._replies.held
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         n = self._parse(out, stride)

@@ -72,7 +72,8 @@ class StreamReplies:
     """Parses replies to XREAD (XREADGROUP, and XACK's counts) on one stream `key` whose
     entries hold one `size`-byte field FIELD, copying the payloads into the caller's
     buffer. Bytes arrive through `room()`/`filled()`; a reply not yet whole stays for the
-    next `parse`. `ask` turns True when the outstanding read has been answered (the next
+    next `parse`, and `held` says when entries may be waiting in the buffer (the socket
+    cannot signal them). `ask` turns True when the outstanding read has been answered (the next
     one goes out with `last_id`, and in a group the ids in `acks` are acknowledged)."""
 
     def __init__(self, key: bytes, size: int, count: int, overhead: int, label: str,
@@ -90,6 +91,7 @@ class StreamReplies:
         self.group = group
         self.acks: list[bytes] = []
         self.ask = False
+        self.held = False  # the last parse filled `out` with bytes left: entries may wait
 
     def room(self) -> memoryview:
         """Where the next bytes go (the unparsed rest moved to the front first)."""
@@ -150,10 +152,12 @@ class StreamReplies:
                 id_at = stop + 2
                 id_end = id_at + int(buf[pos + 5 : stop])
                 data_at = id_end + len(middle)
+                if data_at > end:
+                    break
+                if not buf.startswith(middle, id_end):  # another size: refused on arrival
+                    raise self._unexpected()
                 if data_at + size + 2 > end:
                     break
-                if not buf.startswith(middle, id_end):
-                    raise self._unexpected()
                 o = n * stride
                 out[o : o + size] = view[data_at : data_at + size]
                 n += 1
@@ -166,6 +170,7 @@ class StreamReplies:
                     self.ask = True
         finally:
             self.pos = pos
+            self.held = n == room and pos < end
         return n
 
     def _unexpected(self) -> DriverError:

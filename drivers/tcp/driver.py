@@ -28,14 +28,18 @@ class TcpSender(Sender):
 
 
 class TcpReceiver(Receiver):
-    """Frames land in the caller's buffer as they came off the socket (FrameStream)."""
+    """Frames land in the caller's buffer as they came off the socket (FrameStream), each
+    length word checked: a message of another size is refused."""
 
-    def __init__(self, sock: socket.socket, label: str) -> None:
-        self._stream = FrameStream(sock, label, "connection closed by the relay")
+    def __init__(self, sock: socket.socket, label: str, message_size: int) -> None:
+        self._stream = FrameStream(
+            sock, label, "connection closed by the relay", frame_prefix(message_size),
+            LENGTH.size + message_size,
+            f"a message of another size than {message_size} bytes (its length word differs)")
         self.pollable = sock
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        return self._stream.frames(out, stride, timeout_ms)
+        return self._stream.frames(out, timeout_ms)
 
     def close(self) -> None:
         self._stream.close()
@@ -62,11 +66,11 @@ class TcpDriver(Driver):
         return TcpSender(self._connect(PUBLISH, message_size), self._label)
 
     def receiver(self, message_size: int, connection_id: int) -> TcpReceiver:
-        return TcpReceiver(self._connect(SUBSCRIBE, message_size), self._label)
+        return TcpReceiver(self._connect(SUBSCRIBE, message_size), self._label, message_size)
 
     def requester(self, message_size: int, connection_id: int) -> tuple[TcpSender, TcpReceiver]:
         sock = self._connect(ECHO, message_size)
-        return TcpSender(sock, self._label), TcpReceiver(sock, self._label)
+        return TcpSender(sock, self._label), TcpReceiver(sock, self._label, message_size)
 
     @classmethod
     def serve_broker(cls, host: str, port: int, announce) -> None:

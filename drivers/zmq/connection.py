@@ -3,7 +3,10 @@ broker's own sockets bound on three consecutive ports."""
 
 from __future__ import annotations
 
+import time
+
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from sixnines.drivers.base import DriverError
 from sixnines.drivers.zmq.wire import WELCOME, endpoint
@@ -12,20 +15,61 @@ READY_TIMEOUT_MS = 10_000
 BIND_ATTEMPTS = 20
 
 
+#: What a connection's monitor reports (`lost`, `await_connected`).
+MONITORED = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED
+
+
 def client_socket(context: zmq.Context, kind: int, host: str, port: int,
                   hwm: int) -> zmq.Socket:
+    """A socket connecting to the broker's `port`, monitored from before it connects (its
+    `get_monitor_socket()`): ZeroMQ connects and reconnects silently, only the monitor
+    tells."""
     sock = context.socket(kind)
     sock.setsockopt(zmq.SNDHWM, hwm)
     sock.setsockopt(zmq.RCVHWM, hwm)
     sock.setsockopt(zmq.LINGER, 0)
+    sock.get_monitor_socket(MONITORED)
     sock.connect(endpoint(host, port))
     return sock
+
+
+def close(sock: zmq.Socket) -> None:
+    """Close a client socket and its monitor (again: nothing)."""
+    if sock.closed:
+        return
+    monitor = sock.get_monitor_socket()
+    sock.disable_monitor()
+    monitor.close(linger=0)
+    sock.close(linger=0)
+
+
+def lost(sock: zmq.Socket) -> bool:
+    """Whether the connection dropped since the last look (reading the monitor's events,
+    without waiting)."""
+    monitor = sock.get_monitor_socket()
+    while monitor.poll(0):
+        if recv_monitor_message(monitor)["event"] == zmq.EVENT_DISCONNECTED:
+            return True
+    return False
+
+
+def await_connected(sock: zmq.Socket, label: str) -> None:
+    """Wait until the connection's handshake is done (a DEALER has no first message to wait
+    for, and would otherwise queue requests for nobody, forever)."""
+    monitor = sock.get_monitor_socket()
+    deadline = time.monotonic() + READY_TIMEOUT_MS / 1000
+    while monitor.poll(max(0, int((deadline - time.monotonic()) * 1000))):
+        if recv_monitor_message(monitor)["event"] == zmq.EVENT_HANDSHAKE_SUCCEEDED:
+            return
+    close(sock)
+    raise DriverError(f"{label}: no connection within {READY_TIMEOUT_MS // 1000} s (is a "
+                      "sixnines zmq broker listening there?)")
 
 
 def await_first(sock: zmq.Socket, what: str, label: str) -> bytes:
     """The first message on `sock` (proof that the subscription got through)."""
     if not sock.poll(READY_TIMEOUT_MS):
-        sock.close(linger=0)
+        close(sock)
         raise DriverError(f"{label}: no {what} within {READY_TIMEOUT_MS // 1000} s (is a "
                           "sixnines zmq broker listening there?)")
     return sock.recv()

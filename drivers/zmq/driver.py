@@ -22,23 +22,46 @@ from sixnines.drivers.base import (
     Waiter,
     split_address,
 )
-from sixnines.drivers.zmq.connection import await_first, bind_broker, client_socket
+from sixnines.drivers.zmq.connection import (
+    await_connected,
+    await_first,
+    bind_broker,
+    client_socket,
+    close,
+    lost,
+)
 from sixnines.drivers.zmq.options import ZmqOptions
 from sixnines.drivers.zmq.wire import ECHO, PUBLISHERS, SUBSCRIBERS, WELCOME, broker_address
 
+CHECK_EVERY = 64  # sends between two looks at the connection's monitor (a look: ~1 µs)
+
 
 class ZmqSender(Sender):
-    def __init__(self, sock: zmq.Socket) -> None:
+    """Sends each frame as a message. ZeroMQ reconnects silently, so the connection's
+    monitor is read every CHECK_EVERY sends and at each `settle`: a dropped connection
+    (the broker gone) is a `DriverError`."""
+
+    def __init__(self, sock: zmq.Socket, label: str) -> None:
         self._sock = sock
+        self._label = label
+        self._unchecked = 0
 
     def send(self, frames: memoryview, count: int) -> None:
         stride = len(frames) // count
         send = self._sock.send
         for offset in range(0, len(frames), stride):
             send(frames[offset : offset + stride])
+        self._unchecked += 1
+        if self._unchecked >= CHECK_EVERY:
+            self.settle()
+
+    def settle(self) -> None:
+        self._unchecked = 0
+        if lost(self._sock):
+            raise DriverError(f"{self._label}: connection lost (the broker went away)")
 
     def close(self) -> None:
-        self._sock.close(linger=0)
+        close(self._sock)
 
 
 class ZmqReceiver(Receiver):
@@ -68,7 +91,7 @@ class ZmqReceiver(Receiver):
         return count
 
     def close(self) -> None:
-        self._sock.close(linger=0)
+        close(self._sock)
 
 
 class ZmqWaiter(Waiter):
@@ -76,13 +99,14 @@ class ZmqWaiter(Waiter):
     "messages waiting", so only libzmq's poll can wait on zmq sockets."""
 
     def __init__(self, receivers: Sequence[Receiver]) -> None:
+        super().__init__(receivers)
         self._poller = zmq.Poller()
         self._index: dict[object, int] = {}
         for index, receiver in enumerate(receivers):
             self._poller.register(receiver.pollable, zmq.POLLIN)
             self._index[receiver.pollable] = index
 
-    def wait(self, timeout_ms: int) -> list[int]:
+    def poll(self, timeout_ms: int) -> list[int]:
         index = self._index
         return [index[sock] for sock, _ in self._poller.poll(timeout_ms)]
 
@@ -108,21 +132,24 @@ class ZmqDriver(Driver):
     def sender(self, message_size: int, connection_id: int) -> ZmqSender:
         sock = self._socket(zmq.XPUB, PUBLISHERS)
         sock.setsockopt(zmq.XPUB_NODROP, 1)  # block at the high-water mark, never drop
-        await_first(sock, "subscription from the broker", f"zmq broker at {self.address}")
-        return ZmqSender(sock)
+        label = f"zmq broker at {self.address}"
+        await_first(sock, "subscription from the broker", label)
+        return ZmqSender(sock, label)
 
     def receiver(self, message_size: int, connection_id: int) -> ZmqReceiver:
         sock = self._socket(zmq.SUB, SUBSCRIBERS)
         sock.setsockopt(zmq.SUBSCRIBE, b"")
         label = f"zmq broker at {self.address}"
         if await_first(sock, "welcome message", label) != WELCOME:
-            sock.close(linger=0)
+            close(sock)
             raise DriverError(f"{label}: unexpected first message")
         return ZmqReceiver(sock, label)
 
     def requester(self, message_size: int, connection_id: int) -> tuple[ZmqSender, ZmqReceiver]:
         sock = self._socket(zmq.DEALER, ECHO)
-        return ZmqSender(sock), ZmqReceiver(sock, f"zmq echo at {self.address}")
+        label = f"zmq echo at {self.address}"
+        await_connected(sock, label)
+        return ZmqSender(sock, label), ZmqReceiver(sock, label)
 
     @classmethod
     def serve_broker(cls, host: str, port: int, announce) -> None:

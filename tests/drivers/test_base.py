@@ -3,6 +3,7 @@ contract's defaults, and the refusal of a driver whose client is not installed."
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -10,7 +11,7 @@ import textwrap
 import pytest
 from pydantic import ValidationError
 
-from sixnines.drivers.base import DriverError, Sender, secret
+from sixnines.drivers.base import DriverError, PollWaiter, Receiver, Sender, secret
 from sixnines.drivers.rabbitmq import RabbitmqOptions
 
 LABEL = "redis at h:1"
@@ -90,3 +91,34 @@ def test_a_driver_whose_client_is_missing_is_refused_naming_its_extra():
         assert line == (f"driver {name!r} needs the Python package {CLIENTS[name]!r}, which is "
                         f"not installed: pip install 'sixnines[{name}]' (or "
                         "'sixnines[systems]' for every system)")
+
+
+class Holding(Receiver):
+    """A receiver whose messages wait in the driver, where its descriptor cannot signal."""
+
+    holds = True
+
+    def __init__(self, fd: int) -> None:
+        self.pollable = fd
+        self.waiting = 0
+
+    def held(self) -> bool:
+        return self.waiting > 0
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        return 0
+
+    def close(self) -> None: ...
+
+
+def test_a_waiter_reports_held_messages_at_once_and_polls_the_rest():
+    quiet, quiet_writer = os.pipe()
+    ready, writer = os.pipe()
+    os.write(writer, b"x")
+    receivers = [Holding(quiet), Holding(ready)]
+    waiter = PollWaiter(receivers)
+    assert waiter.wait(0) == [1]
+    receivers[0].waiting = 3
+    assert waiter.wait(-1) == [0, 1]  # no sleep: receiver 0 holds messages
+    for fd in (quiet, quiet_writer, ready, writer):
+        os.close(fd)

@@ -88,12 +88,23 @@ def test_a_reply_in_pieces_is_parsed_as_it_completes():
     assert bytes(out[:4]) == b"BBBB" and parser.ask
 
 
-def test_a_full_buffer_leaves_entries_for_the_next_call():
+def test_a_full_buffer_leaves_entries_for_the_next_call_and_says_it_holds_them():
     parser = replies()
     feed(parser, REPLY)
     out = memoryview(bytearray(4))
     assert parser.parse(out, 4) == 1 and bytes(out) == b"AAAA"
+    assert parser.held  # the socket cannot signal ENTRY_B: the waiter must ask
     assert parser.parse(out, 4) == 1 and bytes(out) == b"BBBB"
+    assert not parser.held
+
+
+def test_an_entry_of_another_size_is_refused_as_soon_as_its_length_arrives():
+    parser = replies()
+    short = (b"*1\r\n*2\r\n$1\r\ns\r\n*1\r\n"
+             b"*2\r\n$3\r\n1-0\r\n*2\r\n$1\r\nm\r\n$2\r\nAA\r\n")
+    feed(parser, short)  # shorter than 4 bytes: no more bytes will complete it
+    with pytest.raises(DriverError, match="unexpected entry"):
+        parser.parse(memoryview(bytearray(8)), 4)
 
 
 def test_a_group_reader_collects_the_ids_to_acknowledge_and_skips_xack_counts():

@@ -147,13 +147,54 @@ def test_a_plain_read_never_blocks_and_a_close_is_worded():
 
 def test_frames_are_whole_and_a_partial_one_is_kept_for_the_next_call():
     near, far = socket.socketpair()
-    stream = FrameStream(near, "test", "closed")
+    stream = FrameStream(near, "test", "closed", b"", 4, "not a frame")
     out = memoryview(bytearray(40))
     far.sendall(b"aaaabbbbcc")
-    assert stream.frames(out, 4, 1000) == 2
+    assert stream.frames(out, 1000) == 2
     assert bytes(out[:8]) == b"aaaabbbb"
     far.sendall(b"ccdddd")
-    assert stream.frames(out, 4, 1000) == 2
+    assert stream.frames(out, 1000) == 2
     assert bytes(out[:8]) == b"ccccdddd"
+    near.close()
+    far.close()
+
+
+def test_streams_sharing_one_buffer_keep_their_partial_frames_apart():
+    """An agent's connections share its inbox: a partial frame must not wait in it."""
+    pairs = [socket.socketpair() for _ in range(2)]
+    streams = [FrameStream(near, "test", "closed", b"", 4, "not a frame") for near, _ in pairs]
+    out = memoryview(bytearray(8))
+    pairs[0][1].sendall(b"aaaaa")
+    pairs[1][1].sendall(b"bbbbbb")
+    assert streams[0].frames(out, 1000) == 1 and bytes(out[:4]) == b"aaaa"
+    assert streams[1].frames(out, 1000) == 1 and bytes(out[:4]) == b"bbbb"
+    pairs[0][1].sendall(b"aaa")
+    pairs[1][1].sendall(b"bb")
+    assert streams[0].frames(out, 1000) == 1 and bytes(out[:4]) == b"aaaa"
+    assert streams[1].frames(out, 1000) == 1 and bytes(out[:4]) == b"bbbb"
+    for near, far in pairs:
+        near.close()
+        far.close()
+
+
+def frame(length: int, fill: bytes) -> bytes:
+    return length.to_bytes(2, "little") + fill * length
+
+
+@pytest.mark.parametrize("pieces", [
+    # in the middle of a batch, the stream back in step after it
+    [frame(4, b"a") * 2 + frame(6, b"y") + frame(2, b"z") + frame(4, b"b") * 2],
+    [frame(4, b"a") * 3, frame(2, b"z")],  # alone, shorter: nothing will complete it
+    [frame(4, b"a"), frame(6, b"z")[:3]],  # its length word, before the rest
+])
+def test_a_frame_with_another_head_is_refused_when_it_arrives(pieces):
+    near, far = socket.socketpair()
+    stream = FrameStream(near, "tcp relay at test", "closed", b"\x04\x00", 6,
+                         "a message of another size")
+    out = memoryview(bytearray(60))
+    with pytest.raises(DriverError, match="tcp relay at test: a message of another size"):
+        for piece in pieces:
+            far.sendall(piece)
+            stream.frames(out, 1000)
     near.close()
     far.close()
