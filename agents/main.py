@@ -26,7 +26,6 @@ from sixnines.agents.cpu import CpuSampler, write_cpu
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.monitor import serve_monitor
 from sixnines.agents.roles import (
-    Chunked,
     Consumer,
     Control,
     Producer,
@@ -141,7 +140,7 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
     samples = sampler.finish()
     if control.stopping:
         problems.append(f"{spec.agent_id}: stopped early ({control.stop_reason})")
-    overflow = getattr(getattr(role, "inbox", None), "overflow", 0)
+    overflow = role.overflow
     if overflow:
         problems.append(f"{spec.agent_id}: {overflow} messages beyond the expected count "
                         "were not recorded")
@@ -152,12 +151,7 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
     cpu_files, cpu_unwritten = write_files(out_dir, {CPU_FILE: lambda path: write_cpu(path,
                                                                                    samples)})
     problems += [f"{spec.agent_id}: {problem}" for problem in (*unwritten, *cpu_unwritten)]
-    extra = {"out_of_range": out_of_range}
-    if isinstance(role, Chunked):
-        extra["recording"] = role.recorder.summary()
-    for name in ("duplicate_replies", "unexpected_replies"):
-        if hasattr(role, name):
-            extra[name] = getattr(role, name)
+    extra = {"out_of_range": out_of_range, **role.extra()}
     done = p.Done(agent_id=spec.agent_id, status="partial" if problems else "ok",
                   sent=role.sent, received=role.received, t0_ns=at_ns,
                   artifacts=files | cpu_files, problems=problems, extra=extra)

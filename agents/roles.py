@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import zmq
 
 from sixnines.agents.artifacts import write_all
 from sixnines.agents.recording import (
@@ -34,7 +33,7 @@ from sixnines.agents.recording import (
 )
 from sixnines.agents.schedule import NS, Pieces, message_count, split
 from sixnines.agents.streams import Inbox, OutStream, clock
-from sixnines.drivers.base import Driver, Receiver
+from sixnines.drivers.base import Driver, Receiver, Waiter
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import MAX_RATE, Receive, Schedule
@@ -84,6 +83,16 @@ class Role(ABC):
     def received(self) -> int:
         return 0
 
+    @property
+    def overflow(self) -> int:
+        """Arrivals beyond the expected count: counted, reported, not recorded."""
+        return 0
+
+    def extra(self) -> dict[str, object]:
+        """What `done` carries of this role's own besides sent and received: counts, the
+        recording's account (read after the results are written)."""
+        return {}
+
     @abstractmethod
     def results(self) -> tuple[dict, dict, list[str]]:
         """After the run: write what is left to write; returns ({file: {sha256, bytes}},
@@ -131,6 +140,9 @@ class Chunked(Role):
     def results(self) -> tuple[dict, dict, list[str]]:
         self._close_chunks()
         return self.recorder.finish()
+
+    def extra(self) -> dict[str, object]:
+        return {"recording": self.recorder.summary()}
 
     @abstractmethod
     def _describe(self, chunk) -> tuple[dict, dict]:
@@ -214,19 +226,13 @@ def run_flat_out(streams: list[OutStream], control: Control, t0: int, end_ns: in
                 live += 1
 
 
-def drain(inbox: Inbox, receivers: list[Receiver], first_id: int, control: Control,
-          busy: bool) -> None:
+def drain(inbox: Inbox, receivers: list[Receiver], waiter: Waiter, first_id: int,
+          control: Control, busy: bool) -> None:
     """Receive until the control thread says enough: finished and complete, finished and
-    past the drain deadline, or stopped. Several connections are waited on together."""
+    past the drain deadline, or stopped. Several connections are waited on together
+    (`waiter`, the driver's)."""
     timeout_ms = 0 if busy else WAIT_MS
     ids = [first_id + c for c in range(len(receivers))]
-    poller = zmq.Poller()
-    by_pollable = {}  # zmq.Poller answers with the zmq socket, or the fd of anything else
-    for receiver, consumer_id in zip(receivers, ids, strict=True):
-        pollable = receiver.pollable
-        poller.register(pollable, zmq.POLLIN)
-        key = pollable if isinstance(pollable, zmq.Socket | int) else pollable.fileno()
-        by_pollable[key] = (receiver, consumer_id)
     single = len(receivers) == 1
     while not control.stopping:
         if single:
@@ -235,9 +241,8 @@ def drain(inbox: Inbox, receivers: list[Receiver], first_id: int, control: Contr
             for receiver, consumer_id in zip(receivers, ids, strict=True):
                 inbox.take(receiver, consumer_id, 0)
         else:
-            for pollable, _ in poller.poll(timeout_ms):
-                receiver, consumer_id = by_pollable[pollable]
-                inbox.take(receiver, consumer_id, 0)
+            for index in waiter.wait(timeout_ms):
+                inbox.take(receivers[index], ids[index], 0)
         if control.finishing and (
             inbox.count >= control.expected or clock() >= control.deadline_ns
         ):
@@ -305,6 +310,7 @@ class Consumer(Chunked):
         super().__init__(spec, driver)
         self.receivers = [driver.receiver(spec.message_size, spec.first_id + c)
                           for c in range(spec.connections)]
+        self.waiter = driver.waiter(self.receivers)
         rows = receipt_rows(spec.expected, spec.warmup_ns + spec.duration_ns)
         self.inbox = Inbox(rows,
                            driver.receive_framing(spec.message_size), spec.message_size,
@@ -315,12 +321,16 @@ class Consumer(Chunked):
         self.inbox.arm(t0)
 
     def run(self, control: Control) -> None:
-        drain(self.inbox, self.receivers, self.spec.first_id, control,
+        drain(self.inbox, self.receivers, self.waiter, self.spec.first_id, control,
               self.spec.receive == Receive.BUSY_POLL)
 
     @property
     def received(self) -> int:
         return self.inbox.count
+
+    @property
+    def overflow(self) -> int:
+        return self.inbox.overflow
 
     def _describe(self, chunk: Receipts) -> tuple[dict, dict]:
         n = chunk.rows
@@ -363,6 +373,9 @@ class Requester(WholeRun):
         pairs = [driver.requester(spec.message_size, spec.first_id + c)
                  for c in range(spec.connections)]
         self.receivers = [receiver for _, receiver in pairs]
+        self.waiter = driver.waiter(self.receivers)
+        self.duplicate_replies = 0  # set by _joined, after the run
+        self.unexpected_replies = 0
         self.streams = [
             OutStream(sender, framing, spec.message_size,
                       PiecePool(schedule, schedule.count, spec.first_id + c, None),
@@ -386,7 +399,7 @@ class Requester(WholeRun):
         else:
             run_senders(self.streams, control, self.inbox, self.receivers, self.spec.first_id)
         control.finish(self.sent, self.spec.drain_ns)
-        drain(self.inbox, self.receivers, self.spec.first_id, control, busy)
+        drain(self.inbox, self.receivers, self.waiter, self.spec.first_id, control, busy)
 
     def _run_closed(self, control: Control, busy: bool) -> None:
         """One request in flight: wait for its nominal time, send, wait for the reply; the
@@ -421,6 +434,10 @@ class Requester(WholeRun):
     def received(self) -> int:
         return self.inbox.count
 
+    @property
+    def overflow(self) -> int:
+        return self.inbox.overflow
+
     def _joined(self) -> dict[str, np.ndarray]:
         """One row per request, with its first reply's receive time and order (-1: none)."""
         rows = _rows_of_streams(self, self.streams)
@@ -441,6 +458,10 @@ class Requester(WholeRun):
         self.duplicate_replies = int(len(arrival) - len(target))
         self.unexpected_replies = int(n - len(arrival))
         return {**rows, "recv_ns": recv, "rx_index": rx_index}
+
+    def extra(self) -> dict[str, int]:
+        return {"duplicate_replies": self.duplicate_replies,
+                "unexpected_replies": self.unexpected_replies}
 
     def columns(self) -> dict[str, np.ndarray | None]:
         rows = self._joined()

@@ -17,13 +17,13 @@ import time
 import numpy as np
 
 from sixnines.agents.streams import Inbox, OutStream
-from sixnines.drivers.base import Framing
+from sixnines.drivers.base import Framing, Sender
 from sixnines.formats.payload import build_frames, frame_dtype
 
 TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 
 
-class DiscardingSender:
+class DiscardingSender(Sender):
     def send(self, frames: memoryview, count: int) -> None:
         pass
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import common
 
-from sixnines.drivers.tcp import HELLO, LENGTH, PUBLISH
+from sixnines.drivers.tcp.wire import HELLO, LENGTH, PUBLISH
 
 SIZE = 64
 

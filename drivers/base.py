@@ -18,8 +18,9 @@ logs in takes `LoginOptions`, whose password is a reference read when connecting
 from __future__ import annotations
 
 import os
+import select
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
@@ -53,23 +54,31 @@ class LoginOptions(DriverOptions):
 
     def password(self, label: str) -> str | None:
         """The password the options point to, read now (None: they name none)."""
-        if self.password_env is not None:
-            return secret_from_env(self.password_env, "password_env", label)
-        if self.password_file is None:
-            return None
-        try:
-            return self.password_file.read_text(encoding="utf-8").rstrip("\r\n")
-        except OSError as exc:
-            raise DriverError(f"{label}: cannot read password_file {self.password_file} "
-                              f"({exc.strerror or exc})") from None
+        return secret(label, "password_env", self.password_env, "password_file",
+                      self.password_file)
 
 
-def secret_from_env(variable: str, option: str, label: str) -> str:
-    """The value of the agent's environment variable an option names."""
-    value = os.environ.get(variable)
-    if value is None:
-        raise DriverError(f"{label}: {option} {variable} is not set in the agent's environment")
-    return value
+def secret(label: str, env_option: str, variable: str | None, file_option: str = "",
+           path: Path | None = None) -> str | None:
+    """The secret an option names, read now: the agent's environment variable `variable`
+    (option `env_option`), else the file `path` (option `file_option`) minus exactly one
+    trailing line break (the one an editor or `echo` adds; anything else is the secret's).
+    None when neither is given: what that means is the caller's to say, never a default
+    password. Errors name the option, so the user knows which line of the scenario to fix."""
+    if variable is not None:
+        value = os.environ.get(variable)
+        if value is None:
+            raise DriverError(f"{label}: {env_option} {variable} is not set in the agent's "
+                              "environment")
+        return value
+    if path is None:
+        return None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DriverError(f"{label}: cannot read {file_option} {path} "
+                          f"({exc.strerror or exc})") from None
+    return text.removesuffix("\n").removesuffix("\r") if text.endswith("\n") else text
 
 
 @dataclass(frozen=True)
@@ -99,33 +108,47 @@ class DriverError(SixninesError):
     for the user: it names the system and the address."""
 
 
-class Sender(Protocol):
-    """Sends batches. A sender whose system acknowledges publishes (publisher acks or
-    confirms) also has `settle()`: wait until everything sent so far is acknowledged,
-    raising `DriverError` on a refusal or a timeout. Throughput mode (`rate: max`) calls it
-    after every batch, so its rates count what the system accepted, not what sat in a
-    client buffer; see `settler`."""
+class Sender(ABC):
+    """One publishing connection."""
 
+    @abstractmethod
     def send(self, frames: memoryview, count: int) -> None:
         """Send `count` messages laid end to end in `frames` (each framed by `framing`)."""
 
+    def settle(self) -> None:  # noqa: B027 (a default, not a forgotten abstract method)
+        """Wait until everything sent so far is acknowledged, raising `DriverError` on a
+        refusal or a timeout. Throughput mode (`rate: max`) calls it after every batch, so
+        its rates count what the system accepted, not what sat in a client buffer. The
+        default is for systems that acknowledge nothing: there is nothing to wait for."""
+
+    @abstractmethod
     def close(self) -> None: ...
 
 
-def settler(sender: Sender) -> Callable[[], None]:
-    """The sender's `settle`, or a no-op where the system acknowledges nothing."""
-    return getattr(sender, "settle", _nothing_to_settle)
+class HasFileno(Protocol):
+    def fileno(self) -> int: ...
 
 
-def _nothing_to_settle() -> None:
-    pass
+#: What a `Waiter` waits on: a file descriptor, or an object whose `fileno()` is one.
+Pollable = int | HasFileno
 
 
-class Receiver(Protocol):
-    #: What `zmq.Poller` can wait on (a zmq socket or anything with `fileno()`), so an agent
-    #: holding several connections can block on all of them at once.
-    pollable: object
+class Receiver(ABC):
+    """One subscribing connection."""
 
+    #: Readable when `receive` may have something (it may also be readable when it has
+    #: not: a receiver must cope with a call that finds nothing). Set by the constructor.
+    pollable: Pollable
+    #: True for a receiver that may hold whole messages it read but did not hand over (more
+    #: than one call's `out` took), which its `pollable` cannot signal: waiters then ask
+    #: `held()` before they sleep. False promises that the pollable alone tells.
+    holds: ClassVar[bool] = False
+
+    def held(self) -> bool:
+        """True when messages already read wait to be handed over (asked when `holds`)."""
+        return False
+
+    @abstractmethod
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         """Write whole received frames (`receive_framing`) end to end from `out[0]`;
         return how many.
@@ -135,15 +158,60 @@ class Receiver(Protocol):
         next call. Raises `DriverError` when the connection is lost.
         """
 
+    @abstractmethod
     def close(self) -> None: ...
 
 
-class Responder(Protocol):
+class Responder(ABC):
+    @abstractmethod
     def relay(self, timeout_ms: int) -> int:
         """Send every request that has arrived back to its requester, unchanged (waiting up
         to `timeout_ms` as `Receiver.receive` does); return how many."""
 
+    @abstractmethod
     def close(self) -> None: ...
+
+
+class Waiter(ABC):
+    """Waits until some of an agent's receivers are readable, so an agent holding several
+    connections blocks on all of them at once (`Driver.waiter` makes it). A receiver that
+    holds messages (`Receiver.held`) is ready without waiting: its pollable cannot say so.
+    A driver's own waiter implements `poll`."""
+
+    def __init__(self, receivers: Sequence[Receiver]) -> None:
+        self._holding = [(index, receiver) for index, receiver in enumerate(receivers)
+                         if receiver.holds]
+
+    def wait(self, timeout_ms: int) -> list[int]:
+        """Indexes (into the receivers it was made for) of those readable within
+        `timeout_ms` (-1: until one is), at once when one holds messages."""
+        if self._holding:
+            held = [index for index, receiver in self._holding if receiver.held()]
+            if held:
+                return sorted(set(held).union(self.poll(0)))
+        return self.poll(timeout_ms)
+
+    @abstractmethod
+    def poll(self, timeout_ms: int) -> list[int]:
+        """Indexes of the receivers whose pollable is readable within `timeout_ms`."""
+
+
+class PollWaiter(Waiter):
+    """select.poll on the receivers' `pollable` descriptors."""
+
+    def __init__(self, receivers: Sequence[Receiver]) -> None:
+        super().__init__(receivers)
+        self._poller = select.poll()
+        self._index: dict[int, int] = {}  # descriptor -> receiver
+        for index, receiver in enumerate(receivers):
+            pollable = receiver.pollable
+            fd = pollable if isinstance(pollable, int) else pollable.fileno()
+            self._poller.register(fd, select.POLLIN)
+            self._index[fd] = index
+
+    def poll(self, timeout_ms: int) -> list[int]:
+        index = self._index
+        return [index[fd] for fd, _ in self._poller.poll(timeout_ms)]
 
 
 class Driver(ABC):
@@ -180,6 +248,11 @@ class Driver(ABC):
         if isinstance(self.options, LoginOptions):
             return self.options.username, self.options.password(f"{self.name} at {self.address}")
         return None, None
+
+    def waiter(self, receivers: Sequence[Receiver]) -> Waiter:
+        """What the agent waits on its receivers with (more than one: with one, it calls
+        `receive` with a timeout)."""
+        return PollWaiter(receivers)
 
     def framing(self, message_size: int) -> Framing:
         """How outgoing messages are framed in a batch handed to `Sender.send`."""

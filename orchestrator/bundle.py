@@ -28,7 +28,7 @@ from sixnines.formats.errors import SixninesError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 #: The folders the wheel is built from (pyproject.toml maps each into `sixnines`).
-PACKAGES = ("sixnines", "formats", "agents", "drivers", "orchestrator", "spark_jobs")
+PACKAGES = ("sixnines", "formats", "agents", "drivers", "orchestrator", "spark_jobs", "testing")
 CACHE_VARIABLE = "SIXNINES_CACHE"
 #: What an agent host gets: every system's client, so one bundle serves any scenario.
 EXTRAS = "systems"

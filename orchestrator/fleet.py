@@ -48,7 +48,7 @@ class Fleet:
         """Check and bootstrap every host at once; every host's problem is reported
         together, so one fix-and-retry cycle covers them all."""
         remote = [launcher for launcher in self.launchers.values() if launcher.host != LOCAL]
-        if any(getattr(launcher, "needs_bundle", False) for launcher in remote):
+        if any(launcher.needs_bundle for launcher in remote):
             # the bundle needs the `remote` extra (packaging), as remote hosts do
             from sixnines.orchestrator.bundle import BundleError, build_bundle
 

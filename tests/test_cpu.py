@@ -33,6 +33,7 @@ def _end(child: subprocess.Popen) -> None:
     child.wait(10)
 
 
+@pytest.mark.integration  # starts processes
 def test_reads_the_cpu_time_a_process_burnt() -> None:
     child = _parent(BURN)
     try:
@@ -47,6 +48,7 @@ def test_reads_the_cpu_time_a_process_burnt() -> None:
         ProcessTree(child.pid)
 
 
+@pytest.mark.integration  # starts processes
 def test_counts_live_descendants_and_reaped_children() -> None:
     """A grandchild still running (in the group) and one already reaped (its time moved to
     the parent's cutime) both count: 0.6 s in all, none of it the parent's own."""
@@ -67,6 +69,7 @@ def test_counts_live_descendants_and_reaped_children() -> None:
     assert used >= 0.5e9
 
 
+@pytest.mark.integration  # starts processes
 def test_a_child_started_between_scans_is_counted_from_the_next_scan() -> None:
     """Between full scans only the known members are read; a helper the broker starts
     later is found at the next scan with all its CPU time (cumulative: nothing lost)."""
@@ -110,6 +113,7 @@ def test_sampler_takes_first_periodic_and_last_samples(tmp_path: Path) -> None:
     assert table.schema == CPU and table.column("messages").to_pylist() == list(messages)
 
 
+@pytest.mark.integration  # starts processes
 def test_sampler_keeps_what_it_had_when_the_process_goes() -> None:
     child = _parent("")
     sampler = CpuSampler(ProcessTree(child.pid).cpu_ns, lambda: None, 10_000_000)

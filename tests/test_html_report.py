@@ -248,6 +248,7 @@ def test_the_per_run_data_files_keep_every_point(written):
     assert "with steps" in histogram and "mode 1.3k µs" in histogram
 
 
+@pytest.mark.integration  # runs gnuplot
 @pytest.mark.skipif(shutil.which("gnuplot") is None, reason="gnuplot is not installed")
 def test_gnuplot_draws_every_script_from_any_directory(written, tmp_path):
     page, _, _ = written

@@ -1,9 +1,9 @@
 """The package's shape: one import name, and imports that read as layers.
 
 - Everything installed is importable under `sixnines.` only (the wheel's top level).
-- Layers, bottom up: `formats` (the ground floor every part shares) < `drivers` < `agents`
-  and `spark_jobs` < `orchestrator`; a module imports its own part and those below, never
-  one above (docs/design.md, "Layers").
+- Layers, bottom up: `formats` (the ground floor every part shares) < `drivers` < `agents`,
+  `spark_jobs` and `testing` (the driver conformance suite) < `orchestrator`; a module
+  imports its own part and those below, never one above (docs/design.md, "Layers").
 - No import cycle between modules, lazy imports inside functions included.
 """
 
@@ -20,8 +20,8 @@ import pytest
 from sixnines.orchestrator.bundle import clean_source
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = {"formats": 0, "drivers": 1, "agents": 2, "spark_jobs": 2, "orchestrator": 3,
-         "sixnines": 4}
+PARTS = {"formats": 0, "drivers": 1, "agents": 2, "spark_jobs": 2, "testing": 2,
+         "orchestrator": 3, "sixnines": 4}
 FOLDERS = {part: ROOT / part for part in PARTS}
 
 

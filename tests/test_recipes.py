@@ -75,6 +75,7 @@ def test_an_unknown_recipe_lists_the_known_ones(recipe_dir):
         load_recipe("nosuch")
 
 
+@pytest.mark.integration  # starts processes
 def test_a_recipe_starts_reports_its_version_and_stops(recipe_dir, tmp_path, monkeypatch):
     command = f'["{sys.executable}", -c, "{SERVER}", "{{port.client}}"]'
     marker = tmp_path / "stopped"
@@ -101,6 +102,7 @@ def test_a_recipe_starts_reports_its_version_and_stops(recipe_dir, tmp_path, mon
     assert not (tmp_path / "run/broker").exists()
 
 
+@pytest.mark.integration  # starts processes
 def test_a_server_that_exits_at_once_is_reported_with_its_log(recipe_dir, tmp_path):
     crash = "import sys; print('no licence', file=sys.stderr); sys.exit(3)"
     command = f'["{sys.executable}", -c, "{crash}"]'
@@ -111,6 +113,7 @@ def test_a_server_that_exits_at_once_is_reported_with_its_log(recipe_dir, tmp_pa
     assert (tmp_path / "run/broker").exists()  # kept for a look after a failure
 
 
+@pytest.mark.integration  # starts processes
 def test_a_server_never_ready_times_out_and_is_stopped(recipe_dir, tmp_path):
     command = f'["{sys.executable}", -c, "import time; time.sleep(600)"]'
     write(recipe_dir, "mute", recipe_text("mute", command,
@@ -119,6 +122,7 @@ def test_a_server_never_ready_times_out_and_is_stopped(recipe_dir, tmp_path):
         start_recipe("sys", load_recipe("mute"), LocalLauncher(), tmp_path / "run")
 
 
+@pytest.mark.integration  # starts processes
 def test_a_failing_prepare_step_stops_the_start(recipe_dir, tmp_path):
     command = f'["{sys.executable}", -c, "{SERVER}", "{{port.client}}"]'
     write(recipe_dir, "unprepared", recipe_text(

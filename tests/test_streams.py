@@ -17,7 +17,7 @@ from sixnines.agents.recording import PiecePool, Recorder
 from sixnines.agents.roles import Control, Producer
 from sixnines.agents.schedule import Pieces, intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
-from sixnines.drivers.base import Framing
+from sixnines.drivers.base import Framing, Sender
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
 from sixnines.formats.chunks import chunk_name, message_files, read_index
 from sixnines.formats.integrity import sha256_of
@@ -26,6 +26,8 @@ from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
 from sixnines.formats.vocabulary import MAX_RATE
 
 TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
+
+pytestmark = pytest.mark.integration  # the relay is a server in its own process
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 64
@@ -64,7 +66,7 @@ def pair(driver):
     receiver.close()
 
 
-class RecordingSender:
+class RecordingSender(Sender):
     """A spy around a real sender: remembers each call, then delegates to the socket."""
 
     def __init__(self, inner) -> None:

@@ -18,8 +18,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sixnines.formats.errors import SixninesError
+
+if TYPE_CHECKING:  # bundle.py needs the `remote` extra, which local runs do without
+    from sixnines.orchestrator.bundle import Bundle
 
 EOF_LINE = None
 #: What a shell takes as a variable name: anything else on an `env` line is shell code.
@@ -138,6 +142,14 @@ class Launcher(ABC):
     host: str  # the host's name in the scenario ("local": the controller's machine)
     address: str  # where servers on this host listen and are reached by the others
     python: str  # an interpreter on the host with sixnines installed
+    #: The agent bundle `prepare` installs, when `needs_bundle`: the fleet builds it once
+    #: and hands it to every such host before they prepare in parallel.
+    bundle: Bundle | None = None
+
+    @property
+    def needs_bundle(self) -> bool:
+        """Whether `prepare` installs this checkout's bundle (`bundle`) on the host."""
+        return False
 
     def prepare(self) -> dict:
         """Check the host and make it ready (install sixnines where needed); the facts

@@ -13,15 +13,9 @@ from rich.console import Console
 
 from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.scenario import load_scenario
-from tests.integration.containers import BASE_IMAGE, podman_engine
+from tests.integration.containers import BASE_IMAGE
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def docker_host():
-    with podman_engine() as url:
-        yield url
 
 
 def test_broker_and_agents_in_containers(docker_host, tmp_path):

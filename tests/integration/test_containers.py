@@ -18,17 +18,11 @@ from sixnines.formats import protocol as p
 from sixnines.orchestrator.bundle import build_id
 from sixnines.orchestrator.launchers.base import LaunchError, Process
 from sixnines.orchestrator.launchers.container import ContainerLauncher, untar
-from tests.integration.containers import BASE_IMAGE, podman_engine
+from tests.integration.containers import BASE_IMAGE
 from tests.integration.support import external_broker
 
 # the first session on a machine builds the base image and the agent image (~2-3 min)
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
-
-
-@pytest.fixture(scope="session")
-def docker_host():
-    with podman_engine() as url:
-        yield url
 
 
 @pytest.fixture

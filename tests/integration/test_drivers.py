@@ -1,34 +1,29 @@
-"""The builtin drivers against their builtin brokers, each broker in its own process."""
+"""The builtin drivers against their builtin brokers, each broker in its own process: what
+is their own (the tcp relay's wire, addresses, the registry). What every driver must do is
+the conformance suite's (tests/conformance)."""
 
 from __future__ import annotations
 
-import json
-import re
 import signal
 import socket
 import struct
-import subprocess
-import sys
 import threading
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import numpy as np
 import pytest
-import zmq
 
-import sixnines.drivers.zmq as zmq_driver
 from sixnines.drivers import registry
 from sixnines.drivers.base import DriverError, Framing
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
-from sixnines.drivers.tcp_wire import ACK, HELLO, LENGTH, PUBLISH
+from sixnines.drivers.tcp.wire import ACK, HELLO, LENGTH, PUBLISH
 from sixnines.drivers.zmq import ZmqDriver, ZmqOptions
 from sixnines.formats.payload import HEADER_SIZE, build_frames, frame_dtype
+from sixnines.testing.brokers import builtin_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
-ROOT = Path(__file__).resolve().parents[2]
 SIZE = 64
 DRIVERS = {"tcp": (TcpDriver, TcpOptions), "zmq": (ZmqDriver, ZmqOptions)}
 
@@ -36,20 +31,8 @@ DRIVERS = {"tcp": (TcpDriver, TcpOptions), "zmq": (ZmqDriver, ZmqOptions)}
 @contextmanager
 def broker_process(name: str):
     """`python -m sixnines broker NAME` on a free port; yields (process, address)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "sixnines", "broker", name, "--bind", "127.0.0.1:0"],
-        stdout=subprocess.PIPE, text=True, cwd=ROOT,
-    )
-    try:
-        line = process.stdout.readline()
-        assert line, f"the {name} broker exited before announcing itself (rc {process.poll()})"
-        yield process, json.loads(line)["listening"]
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGCONT)  # in case a test left it stopped
-            process.terminate()
-        process.wait(10)
-        process.stdout.close()
+    with builtin_broker(name) as broker:
+        yield broker.process, broker.address
 
 
 @pytest.fixture(scope="module")
@@ -93,19 +76,6 @@ def frames_of(driver, producer_id: int, count: int, size: int = SIZE, seed: int 
     return buf, len(prefix) + size
 
 
-def send_in_batches(sender, buf: np.ndarray, stride: int, batches=(1, 7, 50, 13)) -> None:
-    """Send every frame of `buf`, cycling through batch sizes (coalesced sends)."""
-    wire = memoryview(buf)
-    count = buf.nbytes // stride
-    i = 0
-    k = 0
-    while i < count:
-        n = min(batches[k % len(batches)], count - i)
-        sender.send(wire[i * stride : (i + n) * stride], n)
-        i += n
-        k += 1
-
-
 def collect(receiver, stride: int, count: int, timeout_s: float = 20.0) -> list[bytes]:
     """Receive exactly `count` whole frames (one buffer reused across calls, as agents do)."""
     out = memoryview(bytearray(37 * stride))  # small: many calls, partial frames carried over
@@ -129,94 +99,24 @@ def header(frame: bytes, prefix_len: int) -> tuple[int, int]:
     return int(fields["producer_id"]), int(fields["seq"])
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+# --- pollables (delivery, round trips and the rest: the conformance suite) ---------------
 
 
-# --- delivery ---------------------------------------------------------------------------
-
-
-def test_fan_out_delivers_every_frame_to_every_receiver(driver, closing):
-    receivers = [driver.receiver(SIZE, 0) for _ in range(2)]
-    senders = [driver.sender(SIZE, 0) for _ in range(2)]
-    for thing in receivers + senders:
-        closing(thing)
-    count = 300
-    sent = {}
-    for producer_id, sender in enumerate(senders, start=1):
-        buf, stride = frames_of(driver, producer_id, count)
-        sent[producer_id] = split(buf, stride)
-        send_in_batches(sender, buf, stride)
-    prefix_len = len(driver.framing(SIZE).prefix)
+def test_the_driver_waiter_waits_on_its_receivers(driver, closing):
+    receivers = [driver.receiver(SIZE, c) for c in range(2)]
     for receiver in receivers:
-        got = collect(receiver, stride, 2 * count)
-        by_producer: dict[int, list[bytes]] = {1: [], 2: []}
-        for frame in got:
-            producer_id, _ = header(frame, prefix_len)
-            by_producer[producer_id].append(frame)
-        # every frame of each sender, byte for byte, in that sender's order
-        for producer_id in (1, 2):
-            frames = by_producer[producer_id]
-            assert [header(f, prefix_len)[1] for f in frames] == list(range(count))
-            assert frames == sent[producer_id]
-        assert receiver.receive(memoryview(bytearray(4 * stride)), stride, 0) == 0
-
-
-def test_requester_gets_every_frame_back_unchanged(driver, closing):
-    sender, receiver = driver.requester(SIZE, 0)
-    closing(sender)
-    closing(receiver)
-    count = 500
-    buf, stride = frames_of(driver, 9, count, seed=3)
-    send_in_batches(sender, buf, stride, batches=(1, 2, 100, 33))
-    assert collect(receiver, stride, count) == split(buf, stride)
-
-
-def test_two_requesters_get_only_their_own_echoes(driver, closing):
-    pairs = [driver.requester(SIZE, 0) for _ in range(2)]
-    for sender, receiver in pairs:
-        closing(sender)
         closing(receiver)
-    sent = []
-    for producer_id, (sender, _) in enumerate(pairs):
-        buf, stride = frames_of(driver, producer_id, 100, seed=producer_id)
-        sent.append(split(buf, stride))
-        send_in_batches(sender, buf, stride)
-    for (_, receiver), frames in zip(pairs, sent, strict=True):
-        assert collect(receiver, stride, 100) == frames
-
-
-def test_larger_messages_round_trip(driver, closing):
-    size = 100_000
-    sender, receiver = driver.requester(size, 0)
+    waiter = driver.waiter(receivers)
+    assert waiter.wait(0) == []
+    sender = driver.sender(SIZE, 0)
     closing(sender)
-    closing(receiver)
-    buf, stride = frames_of(driver, 1, 20, size=size)
-    send_in_batches(sender, buf, stride, batches=(1, 5, 14))
-    assert collect(receiver, stride, 20) == split(buf, stride)
-
-
-def test_receive_with_zero_timeout_returns_at_once_when_idle(driver, closing):
-    receiver = driver.receiver(SIZE, 0)
-    closing(receiver)
-    stride = len(driver.framing(SIZE).prefix) + SIZE
-    out = memoryview(bytearray(8 * stride))
-    for _ in range(100):
-        assert receiver.receive(out, stride, 0) == 0
-    assert receiver.receive(out, stride, 30) == 0  # a short wait ends empty, too
-    _, echo = driver.requester(SIZE, 0)
-    closing(echo)
-    assert echo.receive(out, stride, 0) == 0
-
-
-def test_receivers_expose_something_pollable(driver, closing):
-    receiver = driver.receiver(SIZE, 0)
-    closing(receiver)
-    poller = zmq.Poller()
-    poller.register(receiver.pollable, zmq.POLLIN)
-    assert poller.poll(0) == []
+    buf, _ = frames_of(driver, 1, 1)
+    sender.send(memoryview(buf), 1)
+    woken: set[int] = set()
+    deadline = time.monotonic() + 10
+    while woken != {0, 1} and time.monotonic() < deadline:
+        woken |= set(waiter.wait(1000))
+    assert woken == {0, 1}
 
 
 # --- the tcp relay ----------------------------------------------------------------------
@@ -304,20 +204,6 @@ def test_a_receiver_sees_the_relay_go(closing):
         assert address in str(error.value)
 
 
-def test_a_sender_sees_the_relay_go(closing):
-    with broker_process("tcp") as (process, address):
-        driver = TcpDriver(address, TcpOptions())
-        sender = driver.sender(SIZE, 0)
-        closing(sender)
-        process.terminate()
-        process.wait(10)
-        buf, _ = frames_of(driver, 1, 10)
-        with pytest.raises(DriverError, match=re.escape(address)):
-            for _ in range(200):
-                sender.send(memoryview(buf), 10)
-                time.sleep(0.01)
-
-
 def test_a_dead_subscriber_does_not_cost_the_others_messages(closing):
     with broker_process("tcp") as (process, address):
         driver = TcpDriver(address, TcpOptions())
@@ -349,42 +235,7 @@ def test_a_dead_subscriber_does_not_cost_the_others_messages(closing):
         assert got == split(buf, stride) + split(later, stride)
 
 
-# --- zmq specifics ----------------------------------------------------------------------
-
-
-def test_zmq_receiver_refuses_a_frame_of_the_wrong_size(zmq_address, closing):
-    driver = ZmqDriver(zmq_address, ZmqOptions())
-    receiver = driver.receiver(SIZE + 8, 0)
-    closing(receiver)
-    sender = driver.sender(SIZE, 0)
-    closing(sender)
-    buf, _ = frames_of(driver, 1, 1)
-    sender.send(memoryview(buf), 1)
-    out = memoryview(bytearray(4 * (SIZE + 8)))
-    with pytest.raises(DriverError, match=f"{SIZE}-byte"):
-        for _ in range(100):
-            receiver.receive(out, SIZE + 8, 100)
-
-
-# --- unreachable ------------------------------------------------------------------------
-
-
-def test_tcp_unreachable_address_names_it():
-    address = f"127.0.0.1:{closed_port()}"
-    driver = TcpDriver(address, TcpOptions())
-    for connect in (driver.receiver, driver.sender, driver.requester):
-        with pytest.raises(DriverError, match=re.escape(address)):
-            connect(SIZE, 0)
-
-
-def test_zmq_unreachable_address_names_it(monkeypatch):
-    monkeypatch.setattr(zmq_driver, "READY_TIMEOUT_MS", 300)
-    address = f"127.0.0.1:{closed_port()}"
-    driver = ZmqDriver(address, ZmqOptions())
-    with pytest.raises(DriverError, match=re.escape(address)):
-        driver.receiver(SIZE, 0)
-    with pytest.raises(DriverError, match=re.escape(address)):
-        driver.sender(SIZE, 0)
+# --- addresses --------------------------------------------------------------------------
 
 
 def test_tcp_something_else_listening_is_not_a_relay():

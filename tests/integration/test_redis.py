@@ -1,17 +1,15 @@
 """The redis driver against real redis-servers started from deploy/recipes/redis.yaml (and,
-for authentication, one started here with --requirepass): pub/sub and streams (XREAD and
-XREADGROUP), at the driver level and end to end through runs and the Spark analysis."""
+for authentication, one started here with --requirepass): what is Redis's own (foreign
+messages, error replies, stream groups and trimming, logins), and runs end to end through
+the Spark analysis. What every driver must do is the conformance suite's
+(tests/conformance), for pub/sub and both ways of reading streams."""
 
 from __future__ import annotations
 
 import shutil
-import socket
-import subprocess
 import time
 import uuid
-from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
 
 import pytest
 import redis
@@ -23,20 +21,17 @@ from tests.integration.support import (
     SIZE,
     assert_every_message_accounted,
     assert_partial_with_loss_counted,
-    assert_unknown_option_refused,
     assert_unreachable_run_fails,
     collect,
     execute,
     external,
     frames_of,
-    free_port,
     parse_options,
     payloads,
     points,
     recipe_server,
+    redis_with_password,
     run_with_broker_killed,
-    send_in_batches,
-    seqs_by_producer,
 )
 from tests.integration.support import closing as closing_fixture
 
@@ -47,13 +42,6 @@ pytestmark = [
 ]
 
 closing = closing_fixture  # the shared fixture, under its name here
-
-MODES = {
-    "pubsub": {},
-    "streams": {"mode": "streams"},
-    "streams-group": {"mode": "streams", "group": True},
-}
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
@@ -66,80 +54,7 @@ def fresh_channel() -> str:
     return f"t-{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture(params=list(MODES))
-def driver(request, server) -> RedisDriver:
-    options = RedisOptions(channel=fresh_channel(), **MODES[request.param])
-    return RedisDriver(server.address, options)
-
-
 # --- driver level -----------------------------------------------------------------------
-
-
-def test_fan_out_delivers_every_message_to_every_receiver(driver, closing):
-    receivers = [driver.receiver(SIZE, c) for c in range(2)]
-    senders = [driver.sender(SIZE, p) for p in (1, 2)]
-    for thing in receivers + senders:
-        closing(thing)
-    count = 300
-    sent = {}
-    for producer_id, sender in zip((1, 2), senders, strict=True):
-        buf, stride = frames_of(driver, producer_id, count)
-        sent[producer_id] = payloads(driver, buf)
-        send_in_batches(sender, buf, stride)
-    idle = memoryview(bytearray(4 * driver.receive_framing(SIZE).stride(SIZE)))
-    for receiver in receivers:
-        got = collect(driver, receiver, 2 * count)
-        assert seqs_by_producer(got) == {1: list(range(count)), 2: list(range(count))}
-        for producer_id in (1, 2):  # byte for byte, in each sender's order
-            assert [f for f in got if f[0] == producer_id] == sent[producer_id]
-        assert receiver.receive(idle, len(idle) // 4, 0) == 0
-
-
-def test_one_large_batch_arrives_complete(driver, closing):
-    receiver = driver.receiver(SIZE, 0)
-    sender = driver.sender(SIZE, 1)
-    closing(receiver)
-    closing(sender)
-    buf, _ = frames_of(driver, 1, 5000)
-    sender.send(memoryview(buf), 5000)
-    assert collect(driver, receiver, 5000) == payloads(driver, buf)
-
-
-def test_large_messages_arrive_intact(driver, closing):
-    size = 100_000
-    receiver = driver.receiver(size, 0)
-    sender = driver.sender(size, 1)
-    closing(receiver)
-    closing(sender)
-    buf, stride = frames_of(driver, 1, 12, size=size)
-    send_in_batches(sender, buf, stride, batches=(1, 5, 6))
-    assert collect(driver, receiver, 12, size=size) == payloads(driver, buf, size)
-
-
-def test_receive_returns_at_once_when_idle(driver, closing):
-    receiver = driver.receiver(SIZE, 0)
-    closing(receiver)
-    stride = driver.receive_framing(SIZE).stride(SIZE)
-    out = memoryview(bytearray(8 * stride))
-    for _ in range(100):
-        assert receiver.receive(out, stride, 0) == 0
-    assert receiver.receive(out, stride, 30) == 0
-
-
-def test_round_trip_returns_each_request_to_its_requester(driver, closing):
-    requesters = [driver.requester(SIZE, producer_id) for producer_id in (3, 4)]
-    responder = driver.responder(SIZE, 0)
-    for sender, receiver in requesters:
-        closing(sender)
-        closing(receiver)
-    closing(responder)
-    sent = []
-    for producer_id, (sender, _) in zip((3, 4), requesters, strict=True):
-        buf, stride = frames_of(driver, producer_id, 200)
-        sent.append(payloads(driver, buf))
-        send_in_batches(sender, buf, stride)
-    for (_, receiver), mine in zip(requesters, sent, strict=True):
-        assert collect(driver, receiver, 200, relay=responder) == mine
 
 
 def test_a_message_of_another_size_is_an_error_not_garbage(server, closing):
@@ -207,46 +122,10 @@ def test_streams_are_trimmed_to_about_stream_maxlen(server, closing):
 # --- errors -----------------------------------------------------------------------------
 
 
-def test_unreachable_server_names_it():
-    address = f"127.0.0.1:{free_port()}"
-    driver = RedisDriver(address, RedisOptions())
-    for connect in (driver.sender, driver.receiver, driver.requester, driver.responder):
-        with pytest.raises(DriverError, match="cannot connect") as error:
-            connect(SIZE, 0)
-        assert f"redis at {address}" in str(error.value)
-
-
-@contextmanager
-def server_with_password(work: Path, password: str):
-    port = free_port()
-    process = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(work), "--requirepass", password],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline
-                time.sleep(0.02)
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(10)
-
-
 def test_authentication(tmp_path, monkeypatch, closing):
     secret = "s3cret-" + uuid.uuid4().hex
-    with server_with_password(tmp_path, secret) as address:
-        monkeypatch.setenv("SIXNINES_TEST_REDIS_PASSWORD", "wrong-" + secret)
-        bad = RedisDriver(address, RedisOptions(password_env="SIXNINES_TEST_REDIS_PASSWORD"))
-        for connect in (bad.sender, bad.receiver):
-            with pytest.raises(DriverError, match="authentication failed") as error:
-                connect(SIZE, 0)
-            assert address in str(error.value) and secret not in str(error.value)
+    with redis_with_password(tmp_path, secret) as address:
+        # a wrong password: the conformance suite (tests/conformance)
         with pytest.raises(DriverError, match="authentication failed"):
             RedisDriver(address, RedisOptions()).sender(SIZE, 0)  # no password at all
         with pytest.raises(DriverError, match="password_env NOT_SET_ANYWHERE"):
@@ -323,10 +202,6 @@ def test_a_server_dying_mid_run_leaves_partial_data_with_the_loss_counted(tmp_pa
 # --- options ----------------------------------------------------------------------------
 
 parse = partial(parse_options, "redis")
-
-
-def test_an_unknown_option_is_refused_by_name():
-    assert_unknown_option_refused("redis", "chanel")
 
 
 @pytest.mark.parametrize(("options", "message"), [

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -23,10 +24,17 @@ pytestmark = pytest.mark.integration
 
 SPARK_HOME = Path(pyspark.__file__).parent
 DEPLOY = "org.apache.spark.deploy"
+SUBMIT_ARGS = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")  # pyspark's default
+
+
+def jvm_options() -> str:
+    """The test session's JVM flags (tests/conftest.py) for the cluster's own JVMs too."""
+    return os.environ.get("SPARK_SUBMIT_OPTS", "")
 
 
 def start(args: list[str], log: Path) -> subprocess.Popen:
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1",
+           "SPARK_DAEMON_JAVA_OPTS": jvm_options()}
     with open(log, "wb") as out:
         # pip installs spark-class without its executable bit: run it through bash
         return subprocess.Popen(["bash", str(SPARK_HOME / "bin" / "spark-class"), *args], env=env,
@@ -77,9 +85,13 @@ workload: {message_size: 64, rate: 2000, duration: 1s, warmup: 200ms, producers:
     assert execute(point, run_dir)["status"] == "ok"
     embedded = analyze_run(spark, run_dir)
 
+    # the executor the worker starts takes the session's JVM flags as a cluster's
+    # spark-defaults would give them
+    executor = f"--conf {shlex.quote('spark.executor.extraJavaOptions=' + jvm_options())}"
     done = subprocess.run([sys.executable, "-m", "sixnines", "report", str(run_dir),
                            "--spark-master", url], capture_output=True, text=True,
-                          timeout=300, check=False)
+                          timeout=300, check=False,
+                          env={**os.environ, "PYSPARK_SUBMIT_ARGS": f"{executor} {SUBMIT_ARGS}"})
     assert done.returncode == 0, done.stderr
     on_cluster = json.loads((run_dir / "report" / "summary.json").read_text())
     assert on_cluster == embedded

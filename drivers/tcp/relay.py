@@ -17,7 +17,15 @@ import selectors
 import socket
 import threading
 
-from sixnines.drivers.tcp_wire import ACK, ECHO, HELLO, MAGIC, PUBLISH, SUBSCRIBE
+from sixnines.drivers.tcp.wire import (
+    ACK,
+    ECHO,
+    HELLO,
+    PUBLISH,
+    SUBSCRIBE,
+    parse_hello,
+    whole_frames,
+)
 
 RECV_BYTES = 1 << 18
 HIGH_WATER = 64 << 20
@@ -91,13 +99,14 @@ class Relay:
         peer.inbox += data
         if len(peer.inbox) < HELLO.size:
             return
-        magic, role, stride = HELLO.unpack_from(peer.inbox)
+        hello = parse_hello(peer.inbox)
         rest = bytes(peer.inbox[HELLO.size :])
         peer.inbox.clear()
-        if magic != MAGIC or role not in (PUBLISH, SUBSCRIBE, ECHO) or stride == 0:
+        if hello is None:
             self._drop(peer)
             return
-        peer.role, peer.stride = role, stride
+        role, peer.stride = hello
+        peer.role = role
         if role == ECHO:
             self._selector.unregister(peer.sock)
             peer.events = 0
@@ -115,7 +124,7 @@ class Relay:
             peer.inbox += data
             data = bytes(peer.inbox)
             peer.inbox.clear()
-        whole = len(data) - len(data) % peer.stride
+        whole = whole_frames(len(data), peer.stride)
         if whole < len(data):
             peer.inbox += data[whole:]
             data = data[:whole]

@@ -28,8 +28,8 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from sixnines.drivers.base import DriverError
-from sixnines.formats.payload import HEADER_STRUCT
+from sixnines.drivers.base import DriverError, Receiver, Responder, Sender
+from sixnines.drivers.kafka.wire import producer_id
 
 LIVENESS_TIMEOUT_S = 2.0  # a metadata request that cannot be answered in this: broker gone
 OUTAGE_GRACE_S = 1.0  # how long a possible outage is ridden out before it is checked
@@ -41,7 +41,6 @@ RELAY_BATCH = 1024
 FETCH_BYTES = 52_428_800  # librdkafka's default fetch.max.bytes
 MAYBE_GONE = {KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT, KafkaError._RESOLVE,
               KafkaError._TIMED_OUT}
-unpack_header = HEADER_STRUCT.unpack_from
 
 
 def _reason(error: KafkaError | KafkaException | Exception) -> str:
@@ -191,7 +190,7 @@ class _Alarms:
         self.trouble = self.suspect is not None
 
 
-class ConfluentSender(_Alarms):
+class ConfluentSender(_Alarms, Sender):
     def __init__(self, backend: Backend, topic: str, partition: int) -> None:
         super().__init__(backend)
         self.topic = topic
@@ -239,11 +238,9 @@ class ConfluentSender(_Alarms):
             raise DriverError(f"{self.label}: delivery failed ({self.failed.str()})")
 
 
-class ConfluentReceiver(_Alarms):
-    """A consumer over every partition of a topic; `pollable` becomes readable when
-    librdkafka queues something for it (see Doorbell). It is the descriptor itself, one per
-    receiver: zmq.Poller reports a non-zmq pollable by its descriptor, and agents look the
-    reported pollable up among the registered ones."""
+class ConfluentReceiver(_Alarms, Receiver):
+    """A consumer over every partition of a topic; `pollable` (a descriptor, one per
+    receiver) becomes readable when librdkafka queues something for it (see Doorbell)."""
 
     def __init__(self, backend: Backend, topic: str, partitions: int) -> None:
         super().__init__(backend)
@@ -367,7 +364,7 @@ class ConfluentReceiver(_Alarms):
         self.bell.close()
 
 
-class ConfluentResponder:
+class ConfluentResponder(Responder):
     """Requests from `<topic>` produced back, unchanged, to `<prefix><producer id>`."""
 
     def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
@@ -386,10 +383,10 @@ class ConfluentResponder:
                 self.receiver.skip(message)
                 continue
             value = message.value()
-            producer_id = unpack_header(value)[0]
-            topic = replies.get(producer_id)
+            sender_id = producer_id(value)
+            topic = replies.get(sender_id)
             if topic is None:
-                topic = replies[producer_id] = f"{self.prefix}{producer_id}"
+                topic = replies[sender_id] = f"{self.prefix}{sender_id}"
             try:
                 produce(topic, value, None, 0)
             except BufferError:

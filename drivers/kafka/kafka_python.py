@@ -4,7 +4,7 @@ kafka-python 3 runs its network I/O on a background thread and retries a lost br
 forever; a receiver that has seen nothing for a second probes the broker's port, so a
 broker that died becomes a DriverError instead of an endless empty wait. Its receivers
 offer no descriptor that turns readable when records arrive, so `pollable` is an
-always-readable pipe (its descriptor, one per receiver, as zmq.Poller reports it): an agent
+always-readable pipe (its descriptor, one per receiver): an agent
 with several connections polls them in turn instead of sleeping.
 """
 
@@ -21,8 +21,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from sixnines.drivers.base import DriverError
-from sixnines.formats.payload import HEADER_STRUCT
+from sixnines.drivers.base import DriverError, Receiver, Responder, Sender
+from sixnines.drivers.kafka.wire import producer_id
 
 FETCH_BYTES = 52_428_800  # kafka-python's default fetch_max_bytes
 PROBE_AFTER_S = 1.0  # idle this long: check the broker's port still accepts connections
@@ -33,7 +33,6 @@ DELIVERY_TIMEOUT_MS = 30_000  # must exceed linger + request timeout (kafka-pyth
 REQUEST_TIMEOUT_MS = 10_000
 WAIT_SLICE_MS = 1000
 RELAY_BATCH = 1024
-unpack_header = HEADER_STRUCT.unpack_from
 
 
 def _reason(exc: Exception) -> str:
@@ -145,7 +144,7 @@ class Backend:
         return PythonResponder(self, topic, partitions, reply_prefix)
 
 
-class PythonSender:
+class PythonSender(Sender):
     def __init__(self, backend: Backend, topic: str, partition: int) -> None:
         self.label = backend.label
         self.topic = topic
@@ -192,7 +191,7 @@ class PythonSender:
         self.check()
 
 
-class PythonReceiver:
+class PythonReceiver(Receiver):
     def __init__(self, backend: Backend, topic: str, partitions: int) -> None:
         self.label = backend.label
         self.address = backend.address
@@ -282,7 +281,7 @@ class PythonReceiver:
             os.close(self.pollable)
 
 
-class PythonResponder:
+class PythonResponder(Responder):
     def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
         self.receiver = PythonReceiver(backend, topic, partitions)
         self.sender = PythonSender(backend, "", 0)
@@ -297,10 +296,10 @@ class PythonResponder:
         for records in self.receiver.take(RELAY_BATCH, timeout_ms):
             for record in records:
                 value = record.value
-                producer_id = unpack_header(value)[0]
-                topic = replies.get(producer_id)
+                sender_id = producer_id(value)
+                topic = replies.get(sender_id)
                 if topic is None:
-                    topic = replies[producer_id] = f"{self.prefix}{producer_id}"
+                    topic = replies[sender_id] = f"{self.prefix}{sender_id}"
                 send(topic, value, partition=0).add_errback(failure)
                 count += 1
         return count

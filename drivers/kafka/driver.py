@@ -1,0 +1,110 @@
+"""Kafka protocol: topics on a Kafka-compatible broker, through confluent-kafka or kafka-python.
+
+One-way mode is fan-out without consumer-group rebalances: every receiver is assigned all
+partitions of the topic itself, starting at the end offsets it looked up when it was created
+(`group: true` instead gives each receiver connection a consumer group of its own). A sender
+writes to partition `connection_id % partitions`, so each sender's messages stay in order.
+
+Round trip: requests go to `<topic>.req`, replies to `<topic>.reply.<requester id>` (created
+by the requester before it sends); the responder reads the requests topic and produces each
+request, unchanged, to the reply topic named by the producer id in its header.
+
+The clients live in drivers/kafka/confluent.py and drivers/kafka/kafka_python.py; both
+are imported with this module, so a host without the `kafka` extra is refused when a
+scenario is validated, as for every other system. Every figure measured here comes from
+whatever Kafka-protocol broker the run used (the recipe's note says which): the driver
+speaks the protocol, it does not make a broker Apache Kafka.
+"""
+
+from __future__ import annotations
+
+import socket
+from typing import ClassVar
+
+from sixnines.drivers.base import Credential, Driver, DriverError, split_address
+from sixnines.drivers.kafka import confluent, kafka_python
+from sixnines.drivers.kafka.options import KafkaOptions
+from sixnines.drivers.kafka.wire import (
+    MAX_MESSAGE_BYTES,
+    record_bytes,
+    reply_prefix,
+    requests_topic,
+)
+
+CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
+
+
+class KafkaDriver(Driver):
+    name = "kafka"
+    Options: ClassVar[type[KafkaOptions]] = KafkaOptions
+    needs_responder = True
+
+    def __init__(self, address: str, options: KafkaOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
+        self.host, self.port = split_address(address, self.name)
+        self.label = f"kafka at {address}"
+        self.partitions: dict[str, int] = {}  # topics known to exist: partition count
+        self.record_bytes = record_bytes(0)
+        self._backend = None
+
+    @classmethod
+    def workload_problems(cls, options: KafkaOptions, workload) -> list[str]:
+        if workload.message_size > MAX_MESSAGE_BYTES:
+            return [f"kafka: {workload.message_size}-byte messages exceed the "
+                    f"{MAX_MESSAGE_BYTES}-byte limit this driver configures"]
+        return []
+
+    def _size_for(self, message_size: int) -> None:
+        """Records above Kafka's default 1 MB limit need it raised on the topics the driver
+        creates, the producers and the consumers alike (an existing topic keeps its own)."""
+        self.record_bytes = record_bytes(message_size)
+
+    # -- connecting ------------------------------------------------------------------------
+
+    @property
+    def backend(self):
+        """The chosen client's module-level `Backend`, connected on first use: a refused
+        port fails at once, anything else within CONNECT_TIMEOUT_S."""
+        if self._backend is None:
+            try:
+                socket.create_connection((self.host, self.port), CONNECT_TIMEOUT_S).close()
+            except OSError as exc:
+                reason = exc.strerror or str(exc) or type(exc).__name__
+                raise DriverError(f"{self.label}: cannot connect ({reason})") from None
+            backend = confluent if self.options.client == "confluent" else kafka_python
+            self._backend = backend.Backend(self, CONNECT_TIMEOUT_S)
+        return self._backend
+
+    def topic(self, name: str) -> int:
+        """Create `name` unless it exists; its partition count."""
+        if name not in self.partitions:
+            self.partitions[name] = self.backend.ensure_topic(name)
+        return self.partitions[name]
+
+    # -- connections ------------------------------------------------------------------------
+
+    def sender(self, message_size: int, connection_id: int):
+        """Messages are handed to the client's producer one by one (it batches them into
+        produce requests itself): `sent_ns` is when a message was handed to the client."""
+        self._size_for(message_size)
+        topic = self.options.topic
+        return self.backend.sender(topic, connection_id % self.topic(topic))
+
+    def receiver(self, message_size: int, connection_id: int):
+        self._size_for(message_size)
+        topic = self.options.topic
+        return self.backend.receiver(topic, self.topic(topic), message_size)
+
+    def requester(self, message_size: int, connection_id: int):
+        self._size_for(message_size)
+        requests = requests_topic(self.options.topic)
+        replies = f"{reply_prefix(self.options.topic)}{connection_id}"
+        receiver = self.backend.receiver(replies, self.topic(replies), message_size)
+        return self.backend.sender(requests, connection_id % self.topic(requests)), receiver
+
+    def responder(self, message_size: int, connection_id: int):
+        self._size_for(message_size)
+        requests = requests_topic(self.options.topic)
+        return self.backend.responder(requests, self.topic(requests), message_size,
+                                      reply_prefix(self.options.topic))

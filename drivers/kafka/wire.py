@@ -1,0 +1,36 @@
+"""What the kafka driver decides about the wire itself: the topics of a round trip, whose
+reply topic a request goes to (by the producer id in the framework's message header), and
+how large records may be. Records and record batches are the client library's to encode
+(confluent-kafka or kafka-python); every Kafka record value is one of the framework's
+messages, unchanged, with no key.
+"""
+
+from __future__ import annotations
+
+from sixnines.formats.payload import HEADER_STRUCT
+
+DEFAULT_RECORD_BYTES = 1_000_000  # the clients' and brokers' default record size limit
+RECORD_HEADROOM = 64 << 10  # record and batch framing above the payload
+MAX_MESSAGE_BYTES = 64 << 20  # brokers refuse requests over ~100 MB by default
+_producer_id = HEADER_STRUCT.unpack_from
+
+
+def requests_topic(topic: str) -> str:
+    """Where requesters send and responders read."""
+    return f"{topic}.req"
+
+
+def reply_prefix(topic: str) -> str:
+    """The reply topics' common prefix: `<prefix><requester id>`."""
+    return f"{topic}.reply."
+
+
+def producer_id(value: bytes | memoryview) -> int:
+    """The producer id in a message's header: whose reply topic its echo goes to."""
+    return _producer_id(value)[0]
+
+
+def record_bytes(message_size: int) -> int:
+    """The record size limit for `message_size`-byte messages: Kafka's default 1 MB, or
+    more for larger messages (topics, producers and consumers alike)."""
+    return max(DEFAULT_RECORD_BYTES, message_size + RECORD_HEADROOM)

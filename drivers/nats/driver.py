@@ -1,0 +1,306 @@
+"""NATS: core publish/subscribe and JetStream, with request/response round trips.
+
+nats-py runs each connection's handshake, and JetStream management (streams, consumers)
+on a short-lived connection of its own (drivers/nats/connection.py). The hot path speaks
+the text protocol directly (drivers/nats/wire.py): frames are pre-encoded
+`PUB <subject> [reply] <size>\\r\\n` + message + `\\r\\n` (the `Framing`), so a batch goes
+out in one write; receivers parse `MSG` lines and copy payloads out.
+
+One framing serves every connection of an agent, producer and requester alike (the
+framework asks for it once, before it opens connections), so the PUB line cannot name a
+per-connection reply subject. Requests therefore go to the same subject S as one-way
+messages, and the responder sends each back to `S.reply.<producer id>`, the id read from
+the message header; requester connection N subscribes to `S.reply.N`.
+
+- core one-way: `PUB S`, every receiver subscribes to S (fan-out).
+- core round trip: the responder subscribes to S in the queue group `sixnines` (responders
+  could be scaled) and publishes each request to `S.reply.<id>`.
+- JetStream: publishes carry the agent's ack inbox as reply subject (`PUB S <inbox>`); the
+  agent's connections subscribe to it in one queue group, so each ack reaches exactly one
+  of them; acks are counted without blocking the send loop, an error ack is a DriverError.
+  Receivers each own a pull consumer (filter S, deliver new, no acks), so every receiver
+  sees every message published after it was created. A responder agent's connections
+  share one such consumer (as core responders share a queue group) and answer over core
+  NATS. Pull requests ask for `batch` messages; the next goes out when half have come.
+- The server's PINGs are answered on every connection (a sender looks about once a
+  millisecond, without blocking); -ERR is a DriverError.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+
+from nats.js import api
+
+from sixnines.drivers.base import (
+    Credential,
+    Driver,
+    DriverError,
+    Framing,
+    Receiver,
+    Responder,
+    Sender,
+    split_address,
+)
+from sixnines.drivers.nats.connection import (
+    Link,
+    client_arguments,
+    ensure_stream,
+    handshake,
+    manage,
+)
+from sixnines.drivers.nats.options import NatsOptions
+from sixnines.drivers.nats.wire import msg_line, pub_line, pull_request
+
+SERVICE_NS = 1_000_000  # how often a sender looks for PING, -ERR and acks (it never blocks)
+PULL_EXPIRES_NS = 30_000_000_000  # a pull request's lifetime; renewed when it ends
+CONSUMER_INACTIVE_S = 600.0  # a consumer left behind by a crashed receiver goes after this
+RESPONDERS_GROUP = b"sixnines"  # core responders share requests in this queue group
+MAX_PAYLOAD_LIMIT = 64 << 20  # the largest max_payload a server can be configured with
+DATA_SID, ACK_SID = b"1", b"2"  # our subscriptions: messages (or pull deliveries), acks
+CRLF = b"\r\n"
+clock = time.perf_counter_ns
+Release = Callable[[], bytes] | None  # what to send before closing a subscriber
+
+
+class NatsSender(Sender):
+    """Publishes pre-framed batches with one `sendall`. About every millisecond it reads
+    what the server sent, without blocking: PINGs are answered (a client that ignores two
+    is dropped), -ERR raises, JetStream acks are counted. A requester's sender leaves the
+    reading to its receiver, which the send loop polls anyway."""
+
+    def __init__(self, link: Link, reads: bool) -> None:
+        self.link = link
+        self._write = link.io.write
+        self._reads = reads
+        self._next_read = clock() + SERVICE_NS
+
+    @property
+    def acked(self) -> int:
+        """JetStream publish acks this connection took (its agent's acks are spread over
+        its connections: the sum over them is what counts)."""
+        return self.link.acked
+
+    def send(self, frames: memoryview, count: int) -> None:
+        # before the write: a DriverError must mean these frames were not sent
+        if self._reads and clock() >= self._next_read:
+            self.service()
+        self._write(frames)
+
+    def service(self) -> None:
+        """Handle what the server sent (PING, -ERR, acks) without blocking."""
+        self._next_read = clock() + SERVICE_NS
+        link = self.link
+        while link.fill(len(link.buf)):
+            link.parse(None, 0, 0)
+
+    def close(self) -> None:
+        self.link.close()
+
+
+class NatsReceiver(Receiver):
+    def __init__(self, link: Link, release: Release = None) -> None:
+        self.link = link
+        self.pollable = link.sock
+        self._release = release
+        self._wire_min = link.size + len(b"MSG a 1 \r\n\r\n") + len(str(link.size))
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        link = self.link
+        room = len(out) // stride
+        if link.more:  # whole messages buffered (by the subscription's sync, or a full out)
+            return link.parse(out, stride, room)
+        if timeout_ms and not link.wait(timeout_ms):
+            return 0
+        # Read no more than `out` can take, so that no whole message stays buffered where a
+        # poller waiting on the socket cannot see it: every message takes at least
+        # `_wire_min` bytes, and a buffered partial one at least one byte more than it has.
+        partial = link.end - link.start
+        limit = max(room * self._wire_min - partial, 1 + (room - 1) * self._wire_min)
+        if not link.fill(limit):
+            return 0
+        n = link.parse(out, stride, room)
+        # TLS may hold decrypted bytes that no poller sees: take them while `out` has room
+        while link.io.tls and n < room and link.sock.pending():
+            left = room - n
+            link.fill(max(left * self._wire_min - (link.end - link.start), 1))
+            n += link.parse(out[n * stride :], stride, left)
+        return n
+
+    def close(self) -> None:
+        _close(self.link, self._release)
+
+
+class NatsResponder(Responder):
+    def __init__(self, link: Link, reply_prefix: bytes, release: Release = None) -> None:
+        self.link = link
+        self._release = release
+        link.replies = bytearray()
+        link.reply_prefix = reply_prefix
+
+    def relay(self, timeout_ms: int) -> int:
+        link = self.link
+        if not link.more:  # (whole requests may be buffered since the subscription's sync)
+            if timeout_ms and not link.wait(timeout_ms):
+                return 0
+            if not link.fill(len(link.buf)):
+                return 0
+        n = link.parse(None, 0, 1 << 62)
+        if link.replies:
+            link.write(link.replies)
+            link.replies.clear()
+        return n
+
+    def close(self) -> None:
+        _close(self.link, self._release)
+
+
+def _close(link: Link, release: Release) -> None:
+    """Close a subscriber, deleting its JetStream consumer if it was the last user."""
+    if link.closed:
+        return
+    cleanup = release() if release else b""
+    if cleanup:
+        with contextlib.suppress(DriverError):
+            link.write(cleanup)
+    link.close()
+
+
+class NatsDriver(Driver):
+    name = "nats"
+    Options = NatsOptions
+    needs_responder = True
+
+    def __init__(self, address: str, options: NatsOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
+        self._label = f"nats at {address}"
+        self._host, self._port = split_address(address, "nats")
+        self._js = options.mode == "jetstream"
+        self._token = os.urandom(8).hex()  # names this agent's inbox and consumers
+        self._acks = f"_INBOX.{self._token}"
+        self._stream_ready = False
+        self._consumers: dict[str, int] = {}  # JetStream consumers made here: connections
+
+    def framing(self, message_size: int) -> Framing:
+        reply = self._acks if self._js else ""
+        return Framing(prefix=pub_line(self.options.subject, message_size, reply),
+                       suffix=CRLF)
+
+    def receive_framing(self, message_size: int) -> Framing:
+        return Framing()  # payloads are copied out end to end
+
+    @classmethod
+    def workload_problems(cls, options: NatsOptions, workload) -> list[str]:
+        if workload.message_size > MAX_PAYLOAD_LIMIT:
+            return [f"message_size {workload.message_size} is above 64 MiB, the largest "
+                    "max_payload a NATS server accepts"]
+        return []
+
+    # connections
+
+    def _arguments(self) -> dict:
+        """nats-py's connect arguments, the login looked up now."""
+        return client_arguments(self.options, self.login(), self._label)
+
+    def _open(self, size: int, consumer: str = "") -> Link:
+        """A connection after the handshake; in JetStream mode the stream exists (and the
+        pull consumer `consumer`, when named) before it returns."""
+        if self._js and (consumer or not self._stream_ready):
+            manage(self._host, self._port, self._arguments(), self._label,
+                    lambda jsm: self._prepare(jsm, consumer))
+            self._stream_ready = True
+        sock, leftover, info = handshake(self._host, self._port, self._arguments(),
+                                          self._label)
+        link = Link(sock, leftover, info, size, self._label)
+        if size > link.max_payload:
+            link.close()
+            raise DriverError(f"{self._label}: {size}-byte messages exceed the server's "
+                              f"max_payload of {link.max_payload} bytes")
+        return link
+
+    async def _prepare(self, jsm, consumer: str) -> None:
+        if not self._stream_ready:
+            await ensure_stream(jsm, self.options, self._label)
+        if consumer:
+            await jsm.add_consumer(self.options.stream, api.ConsumerConfig(
+                name=consumer, deliver_policy=api.DeliverPolicy.NEW,
+                ack_policy=api.AckPolicy.NONE, filter_subject=self.options.subject,
+                inactive_threshold=CONSUMER_INACTIVE_S))
+
+    def _publisher(self, link: Link, reads: bool) -> NatsSender:
+        if self._js:
+            link.ack_sid = ACK_SID
+            link.subscribe(self._acks, ACK_SID, b"acks")
+        return NatsSender(link, reads)
+
+    def _subscriber(self, size: int, name: str, queue: bytes = b"") -> tuple[Link, Release]:
+        """A connection subscribed to the one-way subject, in JetStream mode by pulling
+        from the consumer `sixnines-<agent token>-<name>` (created by the first connection
+        that names it, deleted when the last one closes); returns it with the release."""
+        if not self._js:
+            link = self._open(size)
+            link.data_sid = DATA_SID
+            link.subscribe(self.options.subject, DATA_SID, queue)
+            link.fast = msg_line(self.options.subject, DATA_SID, size)
+            return link, None
+        consumer = f"sixnines-{self._token}-{name}"
+        link = self._open(size, consumer="" if consumer in self._consumers else consumer)
+        self._consumers[consumer] = self._consumers.get(consumer, 0) + 1
+        inbox = f"{self._acks}.pull.{os.urandom(6).hex()}"
+        link.data_sid = DATA_SID
+        link.subscribe(inbox, DATA_SID)
+        endpoint = f"$JS.API.CONSUMER.%s.{self.options.stream}.{consumer}"
+        link.pull = pull_request(endpoint % "MSG.NEXT", inbox, self.options.batch,
+                                 PULL_EXPIRES_NS)
+        link.batch = self.options.batch
+        link.request_more()
+        link.flush()
+
+        def release() -> bytes:
+            self._consumers[consumer] -= 1
+            if self._consumers[consumer]:
+                return b""
+            return f"PUB {endpoint % 'DELETE'} 0\r\n\r\n".encode()  # no reply wanted
+
+        return link, release
+
+    @staticmethod
+    def _ready(link: Link, release: Release = None) -> None:
+        """Wait until the server has taken the subscriptions; close the link if not."""
+        try:
+            link.sync()
+        except DriverError:
+            _close(link, release)
+            raise
+
+    def sender(self, message_size: int, connection_id: int) -> NatsSender:
+        link = self._open(message_size)
+        sender = self._publisher(link, reads=True)
+        self._ready(link)
+        return sender
+
+    def receiver(self, message_size: int, connection_id: int) -> NatsReceiver:
+        link, release = self._subscriber(message_size, f"receiver-{connection_id}")
+        self._ready(link, release)
+        return NatsReceiver(link, release)
+
+    def requester(self, message_size: int,
+                  connection_id: int) -> tuple[NatsSender, NatsReceiver]:
+        link = self._open(message_size)
+        reply = f"{self.options.subject}.reply.{connection_id}"
+        link.data_sid = DATA_SID
+        link.subscribe(reply, DATA_SID)
+        link.fast = msg_line(reply, DATA_SID, message_size)
+        sender = self._publisher(link, reads=False)
+        self._ready(link)
+        return sender, NatsReceiver(link)
+
+    def responder(self, message_size: int, connection_id: int) -> NatsResponder:
+        # core: one queue group; JetStream: one consumer shared by the agent's connections
+        link, release = self._subscriber(message_size, "responders", RESPONDERS_GROUP)
+        self._ready(link, release)
+        return NatsResponder(link, f"{self.options.subject}.reply.".encode(), release)

@@ -1,0 +1,386 @@
+"""RabbitMQ (AMQP 0-9-1): pika sets each connection up, the hot path speaks frames itself.
+
+pika connects, authenticates, opens channel 1, declares the exchange and queues and sets
+basic.qos and confirm mode (drivers/rabbitmq/connection.py). The driver then takes pika's
+connected socket and speaks the few frames the hot path needs on it (drivers/rabbitmq/
+wire.py; pika is not used on that connection again):
+
+- Publish: pika's `basic_publish` cost 70-90 µs a message here (BlockingConnection flushes
+  and polls per call); the same Basic.Publish + content header + body frame, pre-encoded as
+  the `Framing` prefix with the 0xCE frame end as suffix, cost ~2 µs, and a coalesced batch
+  is one write. That holds while a body fits one frame (`FRAME_MAX` − 8); larger bodies and
+  requests (whose reply_to differs per requester) are copied into per-connection templates
+  whose frame headers are pre-encoded, so the frame layout stays the driver's alone.
+- Consume: pika's consumer cost 13-15 µs of CPU a 256-byte message, a frame parser over a
+  read buffer ~3 µs; on 2 cores the broker needs that CPU. Acks are batched: one
+  Basic.Ack(multiple) per `receive` call covering everything it returned (at-least-once
+  as a real consumer does, prefetch bounding what is in flight), or none with `auto_ack`.
+- Publisher confirms are counted without blocking: each `send` looks (one poll(0)) for
+  frames from the broker, which also surfaces a channel or connection closed under us;
+  a nack is a DriverError.
+
+Delivery: with a named exchange (fanout) every receiver connection gets its own exclusive
+auto-delete queue bound to it (fan-out); with `exchange: ""` everything goes through one
+named queue (work-sharing, so one receiver connection at most). Round trip always uses the
+default exchange: requests to "<queue>.requests", each carrying reply_to = the requester's
+exclusive server-named queue; the responder publishes each body back to its reply_to.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pika.exceptions as errors
+
+from sixnines.drivers.base import (
+    Credential,
+    Driver,
+    DriverError,
+    Framing,
+    Receiver,
+    Responder,
+    Sender,
+    split_address,
+)
+from sixnines.drivers.rabbitmq.connection import CONFIRM_WAIT_S, Link, connect, reason
+from sixnines.drivers.rabbitmq.options import RabbitmqOptions
+from sixnines.drivers.rabbitmq.wire import (
+    BODY_FRAME,
+    END,
+    FRAME,
+    fits_one_frame,
+    publish_head,
+)
+
+MAX_MESSAGE = 128 << 20  # RabbitMQ's default max_message_size
+READ_BYTES = 4 << 20
+SCALAR_BATCH = 4  # up to this many messages, slice copies beat numpy's call overhead
+
+
+class _Publisher(Sender):
+    def __init__(self, link: Link, confirms: bool) -> None:
+        self._link = link
+        self._confirms = confirms
+
+    @property
+    def unconfirmed(self) -> int:
+        """Publishes the broker has not confirmed yet (0 without confirms)."""
+        return self._link.published - self._link.confirmed if self._confirms else 0
+
+    def settle(self) -> None:
+        """With `confirms`: wait until the broker has confirmed every publish so far."""
+        if self._confirms and not self._link.await_confirms(CONFIRM_WAIT_S):
+            raise DriverError(f"{self._link.label}: {self.unconfirmed} publishes not "
+                              f"confirmed within {CONFIRM_WAIT_S:.0f} s")
+
+    def close(self) -> None:
+        self._link.close(self._confirms)
+
+
+class DirectSender(_Publisher):
+    """Frames arrive pre-encoded (Framing prefix/suffix): a batch is one write."""
+
+    def send(self, frames: memoryview, count: int) -> None:
+        link = self._link
+        link.write(frames)
+        link.published += count
+        link.check()
+
+
+class TemplateSender(_Publisher):
+    """Copies each message into a per-connection template of pre-encoded frames: for a
+    head the shared Framing cannot hold (a requester's reply_to) or a body spread over
+    several frames. The templates are laid out once, end to end, and reused."""
+
+    def __init__(self, link: Link, head: bytes, message_size: int, offset: int,
+                 confirms: bool) -> None:
+        super().__init__(link, confirms)
+        self._offset = offset  # where the message starts in each incoming frame
+        chunk = link.frame_max - 8
+        template = bytearray(head)
+        self._chunks = []  # (where in the template, where in the message, length)
+        for start in range(0, message_size, chunk):
+            size = min(chunk, message_size - start)
+            template += FRAME.pack(BODY_FRAME, link.channel, size)
+            self._chunks.append((len(template), start, size))
+            template += bytes(size) + END
+        self._template = bytes(template)
+        self._ring = np.empty(0, np.uint8)
+        self._room(max(1, min(64, (1 << 20) // len(template))))  # grows for larger batches
+
+    def _room(self, count: int) -> None:
+        slot = len(self._template)
+        if len(self._ring) < count * slot:
+            self._ring = np.frombuffer(self._template * count, np.uint8).copy()
+            self._wire = memoryview(self._ring)
+
+    def send(self, frames: memoryview, count: int) -> None:
+        self._room(count)
+        slot, wire, offset = len(self._template), self._wire, self._offset
+        stride = len(frames) // count
+        if count <= SCALAR_BATCH:
+            for k in range(count):
+                for at, start, size in self._chunks:
+                    source = k * stride + offset + start
+                    wire[k * slot + at : k * slot + at + size] = frames[source : source + size]
+        else:
+            into = self._ring[: count * slot].reshape(count, slot)
+            source = np.frombuffer(frames, np.uint8).reshape(count, stride)
+            for at, start, size in self._chunks:
+                into[:, at : at + size] = source[:, offset + start : offset + start + size]
+        link = self._link
+        link.write(wire[: count * slot])
+        link.published += count
+        link.check()
+
+
+class RabbitmqReceiver(Receiver):
+    """Copies delivered bodies into the caller's buffer and acks them in one frame."""
+
+    def __init__(self, link: Link, message_size: int, auto_ack: bool) -> None:
+        self._link = link
+        self._size = message_size
+        self._ack = not auto_ack
+        self.pollable = link.sock
+
+    def _take(self, out: memoryview, stride: int, room: int) -> int:
+        next_delivery, size = self._link.next_delivery, self._size
+        n = at = 0
+        while n < room:
+            body = next_delivery()
+            if body is None:
+                break
+            if len(body) != size:
+                raise DriverError(f"{self._link.label}: got a {len(body)}-byte message, "
+                                  f"expected {size}")
+            out[at : at + size] = body
+            n += 1
+            at += stride
+        return n
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        link = self._link
+        room = len(out) // stride
+        n = self._take(out, stride, room)
+        if not n:
+            # read no more than `room` messages could fill: each takes more wire than stride
+            link.fill(timeout_ms, room * stride)
+            n = self._take(out, stride, room)
+        if n and self._ack:
+            link.write(link.ack_frame(link.tag))
+        return n
+
+    def close(self) -> None:
+        self._link.close()
+
+
+class RabbitmqResponder(Responder):
+    """Publishes each request's body to its reply_to through the default exchange, then
+    acks the requests, all in one write per batch."""
+
+    def __init__(self, link: Link, message_size: int, options: RabbitmqOptions) -> None:
+        self._link = link
+        self._size = message_size
+        self._options = options
+        self._heads: dict[bytes, bytes] = {}  # reply_to -> encoded publish head
+        self._out = bytearray()
+
+    def _head(self, reply_to: bytes) -> bytes:
+        link, size = self._link, self._size
+        head = publish_head(link.channel, "", reply_to, size, self._options.persistent)
+        if fits_one_frame(size, link.frame_max):
+            head += FRAME.pack(BODY_FRAME, link.channel, size)
+        self._heads[reply_to] = head
+        return head
+
+    def _take(self) -> int:
+        link, out, heads = self._link, self._out, self._heads
+        chunk = link.frame_max - 8
+        n = 0
+        while (body := link.next_delivery()) is not None:
+            reply_to = link.reply_to()
+            head = heads.get(reply_to) or self._head(reply_to)
+            out += head
+            if len(body) <= chunk:
+                out += body
+                out += END
+            else:
+                for start in range(0, len(body), chunk):
+                    piece = body[start : start + chunk]
+                    out += FRAME.pack(BODY_FRAME, link.channel, len(piece))
+                    out += piece
+                    out += END
+            n += 1
+        return n
+
+    def relay(self, timeout_ms: int) -> int:
+        link = self._link
+        n = self._take()
+        if not n:
+            link.fill(timeout_ms, len(link.buf))
+            n = self._take()
+        if n:
+            if not self._options.auto_ack:
+                self._out += link.ack_frame(link.tag)
+            link.write(self._out)
+            self._out.clear()
+            link.published += n
+        return n
+
+    def close(self) -> None:
+        self._link.close(self._options.confirms)
+
+
+class RabbitmqDriver(Driver):
+    name = "rabbitmq"
+    Options = RabbitmqOptions
+    needs_responder = True
+
+    def __init__(self, address: str, options: RabbitmqOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
+        self._host, self._port = split_address(address, self.name)
+        self._label = f"rabbitmq at {address}"
+
+    @property
+    def _requests(self) -> str:
+        return f"{self.options.queue}.requests"
+
+    def framing(self, message_size: int) -> Framing:
+        """The whole Basic.Publish up to the body, when the body fits one frame (channel 1:
+        pika opens it first on every connection)."""
+        if not fits_one_frame(message_size):
+            return Framing()
+        options = self.options
+        head = publish_head(1, options.exchange, "" if options.exchange else options.queue,
+                             message_size, options.persistent)
+        return Framing(prefix=head + FRAME.pack(BODY_FRAME, 1, message_size), suffix=END)
+
+    def receive_framing(self, message_size: int) -> Framing:
+        return Framing()  # bare bodies, end to end
+
+    @classmethod
+    def workload_problems(cls, options: RabbitmqOptions, workload) -> list[str]:
+        if not isinstance(options, RabbitmqOptions):
+            return []  # invalid options (still a dict): the scenario loader reports them
+        problems = []
+        receivers = workload.consumers * workload.connections
+        if str(workload.mode) == "one-way" and not options.exchange and receivers > 1:
+            problems.append(
+                f"exchange \"\" (the default exchange) shares queue {options.queue!r} among "
+                f"its consumers, each message going to one of them, but this workload has "
+                f"{receivers} receiver connections and sixnines measures fan-out (every "
+                "receiver gets every message): name a fanout exchange (option exchange) or "
+                "use one consumer with one connection")
+        if workload.message_size > MAX_MESSAGE:
+            problems.append(f"message_size {workload.message_size} is above RabbitMQ's "
+                            f"default max_message_size ({MAX_MESSAGE} bytes)")
+        return problems
+
+    # --- connections ----------------------------------------------------------------
+
+    def _setup(self, role: str, connection_id: int, prepare, read_bytes: int = 1 << 16):
+        """Connect, let `prepare(channel)` declare what the role needs (returning a value
+        passed back), and hand the connection over to a Link."""
+        connection, channel = connect(self._host, self._port, self.options, self.login(),
+                                      f"sixnines {role} {connection_id}", self._label)
+        try:
+            value = prepare(channel)
+            if self.options.confirms and role in ("producer", "requester", "responder"):
+                channel.confirm_delivery()
+        except errors.AMQPError as exc:
+            if connection.is_open:
+                connection.close()
+            raise DriverError(f"{self._label}: setting up the {role} failed "
+                              f"({reason(exc)})") from exc
+        return Link(connection, channel, self._label, read_bytes), value
+
+    def _consumer(self, channel, queue: str = "") -> str:
+        """The queue a consumer reads, with its prefetch: a named queue is deleted and
+        declared afresh (nothing stale from an earlier run is counted, and a sweep of
+        `persistent` may change its durability); "" declares an exclusive server-named one.
+        Publishers never declare queues: the consumer side owns them."""
+        options = self.options
+        if not options.auto_ack:
+            channel.basic_qos(prefetch_count=options.prefetch)
+        if queue:
+            channel.queue_delete(queue)
+            channel.queue_declare(queue, durable=options.persistent)
+            return queue
+        return channel.queue_declare("", durable=options.persistent, exclusive=True,
+                                     auto_delete=True).method.queue
+
+    def _publisher(self, link: Link, message_size: int, head: bytes, framed: bool):
+        confirms = self.options.confirms
+        if framed and fits_one_frame(message_size):
+            if link.channel != 1 or link.frame_max < message_size + 8:
+                link.close()
+                raise DriverError(f"{self._label}: the broker offers frame_max "
+                                  f"{link.frame_max} on channel {link.channel}; pre-encoded "
+                                  f"publishing needs {message_size + 8} on channel 1")
+            return DirectSender(link, confirms)
+        offset = len(self.framing(message_size).prefix)
+        return TemplateSender(link, head, message_size, offset, confirms)
+
+    def sender(self, message_size: int, connection_id: int):
+        options = self.options
+
+        def prepare(channel) -> None:
+            if options.exchange:
+                channel.exchange_declare(options.exchange, "fanout", durable=True)
+
+        link, _ = self._setup("producer", connection_id, prepare)
+        head = publish_head(link.channel, options.exchange,
+                             "" if options.exchange else options.queue, message_size,
+                             options.persistent)
+        return self._publisher(link, message_size, head, framed=True)
+
+    def receiver(self, message_size: int, connection_id: int) -> RabbitmqReceiver:
+        options = self.options
+
+        def prepare(channel) -> str:
+            if not options.exchange:
+                return self._consumer(channel, options.queue)
+            channel.exchange_declare(options.exchange, "fanout", durable=True)
+            queue = self._consumer(channel)
+            channel.queue_bind(queue, options.exchange)
+            return queue
+
+        return self._subscribe("consumer", connection_id, prepare, message_size)[0]
+
+    def _subscribe(self, role: str, connection_id: int, prepare,
+                   message_size: int) -> tuple[RabbitmqReceiver, str]:
+        read_bytes = max(READ_BYTES, 4 * (message_size + 512))
+        link, queue = self._setup(role, connection_id, prepare, read_bytes)
+        try:
+            link.consume(queue, self.options.auto_ack)
+        except DriverError:
+            link.close()
+            raise
+        return RabbitmqReceiver(link, message_size, self.options.auto_ack), queue
+
+    def requester(self, message_size: int, connection_id: int):
+        options = self.options
+        replies, reply_to = self._subscribe(
+            "requester", connection_id,
+            self._consumer, message_size)
+
+        try:
+            link, _ = self._setup("requester", connection_id, lambda channel: None)
+        except DriverError:
+            replies.close()
+            raise
+        head = publish_head(link.channel, "", self._requests, message_size,
+                             options.persistent, reply_to)
+        return self._publisher(link, message_size, head, framed=False), replies
+
+    def responder(self, message_size: int, connection_id: int) -> RabbitmqResponder:
+        read_bytes = max(READ_BYTES, 4 * (message_size + 512))
+        link, queue = self._setup(
+            "responder", connection_id,
+            lambda channel: self._consumer(channel, self._requests), read_bytes)
+        try:
+            link.consume(queue, self.options.auto_ack)
+        except DriverError:
+            link.close()
+            raise
+        return RabbitmqResponder(link, message_size, self.options)

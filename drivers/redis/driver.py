@@ -1,0 +1,436 @@
+"""Redis: pub/sub (PUBLISH/SUBSCRIBE) or streams (XADD, XREAD / XREADGROUP + XACK).
+
+redis-py owns everything but the hot path: it connects, authenticates (AUTH with a
+username and a password: `Driver.login`), speaks RESP2 for the setup commands and maps
+the server's errors. Its per-call overhead (~60k PUBLISH/s pipelined) would cap the
+generator, so once a connection is set up the driver writes pre-encoded commands to its
+socket (one `sendall` per batch: the framework lays `framing()` around every message) and
+reads what comes back itself:
+
+* Writers (publishers, XADD producers, the responder's reply side) never wait for replies:
+  every 64 messages they take whatever replies have arrived without blocking, discard them
+  and turn an error reply (`-...`) into `DriverError`; at close they half-close and read
+  the rest, so the server has processed every command before the socket goes.
+* Pub/sub receivers read pushes straight off the socket. A push of a fixed-size message on
+  one channel is a fixed-length frame (`*3 message <channel> <payload>`), so one-way
+  receivers read into the caller's buffer in place (drivers/sockets.py FrameStream).
+* Stream readers keep one blocking XREAD (or XREADGROUP) outstanding and parse its reply
+  into the caller's buffer; every receiver starts from the entry that was last when it was
+  created, so each receiver sees every entry (fan-out).
+
+Round trip: a RESP2 subscriber cannot publish, so a requester has two connections. Framing
+is per driver, not per role, so requests are published exactly like one-way messages (on
+`channel`, or XADDed to the `channel` stream); the responder subscribes to (reads) that and
+sends each request to `<channel>.reply.<producer id from the header>`. In streams mode the
+replies go to per-requester reply *streams*, so the whole round trip measures the streams
+path (append, XREAD wake-up) in both directions rather than half streams, half pub/sub.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+
+import numpy as np
+from redis.connection import Connection
+
+from sixnines.drivers.base import (
+    Credential,
+    Driver,
+    DriverError,
+    Framing,
+    Receiver,
+    Responder,
+    Sender,
+    split_address,
+)
+from sixnines.drivers.redis.connection import (
+    call,
+    connect,
+    run_quietly,
+    socket_of,
+    subscribe,
+)
+from sixnines.drivers.redis.options import RedisOptions
+from sixnines.drivers.redis.wire import (
+    CRLF,
+    NEWLINE,
+    StreamReplies,
+    error_at,
+    error_line,
+    publish_head,
+    push_head,
+    reply_key,
+    xadd_head,
+)
+from sixnines.drivers.sockets import FrameStream, SocketIO
+from sixnines.formats.payload import HEADER_STRUCT
+
+REPLY_SCRATCH = 1 << 16  # bytes of replies discarded per recv on a writer
+DISCARD_EVERY = 64  # messages sent between two looks at the replies (a recv costs ~1.5 µs)
+READ_BYTES = 1 << 20  # what one XREAD reply may carry (bounds COUNT)
+ENTRY_OVERHEAD = 128  # RESP bytes around one stream entry's payload, at most
+MAX_BULK = 512 << 20  # Redis' proto-max-bulk-len default
+CLOSE_TIMEOUT_S = 5.0
+RELAY_BYTES = 1 << 20  # a responder's receive buffer
+SCALAR_COPY = 4  # up to this many frames, slice copies beat numpy's call overhead
+
+
+class RespWriter(Sender):
+    """Writes pre-encoded commands to a connection and discards their replies without ever
+    waiting for them (looking every DISCARD_EVERY messages, and at close); an error reply
+    raises (found with `wire.error_at`)."""
+
+    def __init__(self, conn: Connection, label: str) -> None:
+        self._conn = conn  # owns the socket: kept alive as long as we use it
+        self._io = SocketIO(socket_of(conn), label)
+        self._label = label
+        self._scratch = bytearray(REPLY_SCRATCH)
+        self._view = memoryview(self._scratch)
+        self._last = NEWLINE  # the last reply byte seen: the next byte starts a reply
+        self._unchecked = 0  # messages sent since the replies were last read
+
+    def send(self, frames, count: int) -> None:
+        self._io.write(frames)
+        self._unchecked += count
+        if self._unchecked >= DISCARD_EVERY:
+            self._unchecked = 0
+            self._discard_replies()
+
+    def _discard_replies(self) -> None:
+        read, view = self._io.read, self._view
+        while got := read(view):
+            self._check(got)
+            if got < len(view):
+                return
+
+    def _check(self, got: int) -> None:
+        scratch = self._scratch
+        at = error_at(scratch, got, self._last)
+        if at >= 0:
+            raise DriverError(f"{self._label}: the server refused a command: "
+                              f"{error_line(scratch, at, got)}")
+        self._last = scratch[got - 1]
+
+    def close(self) -> None:
+        """Half-close and read the remaining replies until the server closes: closing
+        with replies unread would send a reset, which can discard commands the server has
+        not read yet (the last messages)."""
+        sock = self._io.sock
+        error: DriverError | None = None
+        try:
+            sock.shutdown(socket.SHUT_WR)
+            sock.settimeout(CLOSE_TIMEOUT_S)
+            while got := sock.recv_into(self._view):
+                self._check(got)
+        except DriverError as exc:
+            error = exc
+        except OSError:
+            pass
+        finally:
+            self._conn.disconnect()
+        if error is not None:
+            raise error
+
+
+class PushReceiver(Receiver):
+    """Reads pub/sub pushes off a subscribed connection. When the caller's frame layout is
+    the push itself (one-way: `receive_framing`), frames land in place (FrameStream);
+    otherwise (replies on a longer channel name) whole pushes are read into a buffer of
+    ours and their payloads copied out."""
+
+    def __init__(self, conn: Connection, label: str, head: bytes, size: int,
+                 out_prefix: int) -> None:
+        self._conn = conn
+        sock = socket_of(conn)
+        self._label = label
+        self._head = head
+        self._head_len = len(head)
+        self._size = size
+        self._wire = len(head) + size + len(CRLF)
+        self._out_prefix = out_prefix
+        self._stream = FrameStream(
+            sock, label, "connection closed by the server (it stopped, or dropped a "
+            "subscriber too far behind: client-output-buffer-limit pubsub)", head,
+            self._wire, self._refusal())
+        self._raw = bytearray()
+        self._raw_len = 0
+        self.pollable = sock
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        if stride == self._wire and self._out_prefix == self._head_len:
+            return self._stream.frames(out, timeout_ms)  # heads checked there
+        return self._copied(out, stride, timeout_ms)
+
+    def _copied(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        room = len(out) // stride
+        if not room:
+            return 0
+        wire = self._wire
+        want = room * wire
+        if len(self._raw) < want:
+            self._raw.extend(bytes(want - len(self._raw)))
+        if not self._stream.readable(timeout_ms):
+            return 0
+        raw, partial = self._raw, self._raw_len
+        total = partial + self._stream.read(memoryview(raw)[partial:want])
+        count = total // wire
+        if count:
+            self._copy_out(out, stride, count)
+        rest = total - count * wire
+        raw[:rest] = raw[count * wire : total]
+        self._raw_len = rest
+        arrived = min(rest, self._head_len)  # a short message is refused when it arrives
+        if arrived and raw[:arrived] != self._head[:arrived]:
+            raise self._unexpected()
+        return count
+
+    def _copy_out(self, out: memoryview, stride: int, count: int) -> None:
+        raw, h, size, wire, at = self._raw, self._head_len, self._size, self._wire, \
+            self._out_prefix
+        if count <= SCALAR_COPY:
+            for k in range(count):
+                src = k * wire
+                if raw[src : src + h] != self._head:
+                    raise self._unexpected()
+                dst = k * stride + at
+                out[dst : dst + size] = raw[src + h : src + h + size]
+            return
+        src = np.frombuffer(raw, np.uint8, count * wire).reshape(count, wire)
+        if not (src[:, :h] == np.frombuffer(self._head, np.uint8)).all():
+            raise self._unexpected()
+        dst = np.frombuffer(out, np.uint8, count * stride).reshape(count, stride)
+        dst[:, at : at + size] = src[:, h : h + size]
+
+    def _refusal(self) -> str:
+        return (f"unexpected data on the subscription (a message of another size than "
+                f"{self._size} bytes on the channel?)")
+
+    def _unexpected(self) -> DriverError:
+        return DriverError(f"{self._label}: {self._refusal()}")
+
+    def close(self) -> None:
+        self._conn.disconnect()
+
+
+class StreamReceiver(Receiver):
+    """Reads a stream with one blocking XREAD (XREADGROUP) always outstanding: the server
+    answers as soon as entries arrive, and the socket is what a poller waits on. The reply
+    is parsed by `wire.StreamReplies`; only the payloads are copied into the caller's
+    buffer. A reply that does not fit in the caller's buffer stays for the next call, and
+    `held()` tells waiters about it (the socket cannot)."""
+
+    holds = True
+
+    def __init__(self, conn: Connection, label: str, key: bytes, size: int,
+                 last_id: bytes, group: bytes | None, cleanup) -> None:
+        self._conn = conn
+        sock = socket_of(conn)
+        self._io = SocketIO(sock, label)
+        self._key = key
+        self._group = group
+        self._cleanup = cleanup
+        self._count = max(1, min(1024, READ_BYTES // (size + ENTRY_OVERHEAD)))
+        self._replies = StreamReplies(key, size, self._count, ENTRY_OVERHEAD, label, last_id,
+                                      group is not None)
+        if group is not None:
+            self._read_group = b"".join(conn.pack_command(
+                "XREADGROUP", "GROUP", group, "c", "COUNT", self._count, "BLOCK", 0,
+                "STREAMS", key, ">"))
+        self.pollable = sock
+        self._request()
+
+    def _request(self) -> None:
+        """Ask for the next entries (acknowledging the last batch first in a group)."""
+        replies = self._replies
+        replies.ask = False
+        if self._group is None:
+            command = b"".join(self._conn.pack_command(
+                "XREAD", "COUNT", self._count, "BLOCK", 0, "STREAMS", self._key,
+                replies.last_id))
+        elif replies.acks:
+            command = b"".join(self._conn.pack_command(
+                "XACK", self._key, self._group, *replies.acks)) + self._read_group
+            replies.acks.clear()
+        else:
+            command = self._read_group
+        self._io.write(command)
+
+    def _parse(self, out: memoryview, stride: int) -> int:
+        n = self._replies.parse(out, stride)
+        if self._replies.ask:
+            self._request()
+        return n
+
+    def held(self) -> bool:
+        return self._replies.held
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        n = self._parse(out, stride)
+        if n:
+            return n
+        if not self._io.readable(timeout_ms):
+            return 0
+        self._replies.filled(self._io.read(self._replies.room()))
+        return self._parse(out, stride)
+
+    def close(self) -> None:
+        self._conn.disconnect()
+        self._cleanup()
+
+
+class RedisResponder(Responder):
+    """The far end of round trips: each request read from `channel` (pushes, or stream
+    entries) is sent to its requester's reply channel (stream) with a pre-encoded PUBLISH
+    (XADD) per producer id; the replies to one batch of requests go out in one write."""
+
+    def __init__(self, receiver, writer: RespWriter, reply_head, size: int, stride: int,
+                 payload_at: int) -> None:
+        self._receiver = receiver
+        self._writer = writer
+        self._reply_head = reply_head  # producer id -> command prefix
+        self._heads: dict[int, bytes] = {}
+        self._size = size
+        self._stride = stride
+        self._payload_at = payload_at
+        self._buf = bytearray(max(stride, RELAY_BYTES // stride * stride))
+        self._view = memoryview(self._buf)
+
+    def relay(self, timeout_ms: int) -> int:
+        n = self._receiver.receive(self._view, self._stride, timeout_ms)
+        if not n:
+            return 0
+        view, heads, size = self._view, self._heads, self._size
+        parts = []
+        at = self._payload_at
+        for _ in range(n):
+            producer_id = HEADER_STRUCT.unpack_from(self._buf, at)[0]
+            head = heads.get(producer_id)
+            if head is None:
+                head = heads[producer_id] = self._reply_head(producer_id)
+            parts += (head, view[at : at + size], CRLF)
+            at += self._stride
+        self._writer.send(b"".join(parts), n)
+        return n
+
+    def close(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self._receiver.close()
+
+
+class RedisDriver(Driver):
+    name = "redis"
+    Options = RedisOptions
+    needs_responder = True
+
+    def __init__(self, address: str, options: RedisOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
+        self._label = f"redis at {address}"
+        self._channel = options.channel.encode()
+
+    # --- framing ------------------------------------------------------------------------
+
+    def _xadd_head(self, key: bytes, size: int) -> bytes:
+        return xadd_head(key, self.options.stream_maxlen, size)
+
+    def framing(self, message_size: int) -> Framing:
+        if self.options.mode == "streams":
+            return Framing(self._xadd_head(self._channel, message_size), CRLF)
+        return Framing(publish_head(self._channel, message_size), CRLF)
+
+    def receive_framing(self, message_size: int) -> Framing:
+        if self.options.mode == "streams":
+            return Framing()  # payloads are copied out of XREAD replies
+        return Framing(push_head(self._channel, message_size), CRLF)
+
+    @classmethod
+    def workload_problems(cls, options: RedisOptions, workload) -> list[str]:
+        if workload.message_size > MAX_BULK:
+            return [f"message_size {workload.message_size} is above Redis' largest string "
+                    f"({MAX_BULK} bytes, proto-max-bulk-len)"]
+        return []
+
+    # --- connections --------------------------------------------------------------------
+
+    def _connect(self) -> Connection:
+        host, port = split_address(self.address, self.name)
+        return connect(host, port, self.options, self.login(), self._label)
+
+    def _writer(self) -> RespWriter:
+        return RespWriter(self._connect(), self._label)
+
+    def _subscriber(self, channel: bytes, size: int, out_prefix: int) -> PushReceiver:
+        conn = self._connect()
+        subscribe(conn, channel, self._label)
+        return PushReceiver(conn, self._label, push_head(channel, size), size, out_prefix)
+
+    def _stream_reader(self, key: bytes, size: int, connection_id: int,
+                       delete: bool = False) -> StreamReceiver:
+        """A reader of `key` from its current end; `delete`: drop the key at close (a
+        requester's reply stream: nothing reads it after its requester has gone)."""
+        conn = self._connect()
+        group = None
+        if self.options.group:
+            # a group of its own, at the stream's end: this receiver sees every new entry
+            group = f"sixnines.{connection_id}.{os.getpid()}.{secrets.token_hex(4)}".encode()
+            call(conn, self._label, "XGROUP", "CREATE", key, group, "$", "MKSTREAM")
+            last_id = b">"
+        else:
+            last = call(conn, self._label, "XREVRANGE", key, "+", "-", "COUNT", 1)
+            last_id = last[0][0] if last else b"0-0"
+        # after the reader closes: drop its consumer group, and its key when asked to
+        forget = [("XGROUP", "DESTROY", key, group)] if group is not None else []
+        if delete:
+            forget.append(("DEL", key))
+        return StreamReceiver(conn, self._label, key, size, last_id, group,
+                              lambda: run_quietly(self._connect, forget))
+
+    # --- roles --------------------------------------------------------------------------
+
+    def sender(self, message_size: int, connection_id: int) -> RespWriter:
+        return self._writer()
+
+    def receiver(self, message_size: int, connection_id: int):
+        if self.options.mode == "streams":
+            return self._stream_reader(self._channel, message_size, connection_id)
+        prefix = len(self.receive_framing(message_size).prefix)
+        return self._subscriber(self._channel, message_size, prefix)
+
+    def requester(self, message_size: int, connection_id: int):
+        reply = reply_key(self.options.channel, connection_id)
+        if self.options.mode == "streams":
+            receiver = self._stream_reader(reply, message_size, connection_id, delete=True)
+        else:
+            prefix = len(self.receive_framing(message_size).prefix)
+            receiver = self._subscriber(reply, message_size, prefix)
+        try:
+            return self._writer(), receiver
+        except DriverError:
+            receiver.close()
+            raise
+
+    def responder(self, message_size: int, connection_id: int) -> RedisResponder:
+        channel = self.options.channel
+        if self.options.mode == "streams":
+            receiver = self._stream_reader(self._channel, message_size, connection_id)
+
+            def reply_head(producer_id: int) -> bytes:
+                return self._xadd_head(reply_key(channel, producer_id), message_size)
+            stride, payload_at = message_size, 0
+        else:
+            framing = self.receive_framing(message_size)
+            receiver = self._subscriber(self._channel, message_size, len(framing.prefix))
+
+            def reply_head(producer_id: int) -> bytes:
+                return publish_head(reply_key(channel, producer_id), message_size)
+            stride, payload_at = framing.stride(message_size), len(framing.prefix)
+        try:
+            writer = self._writer()
+        except DriverError:
+            receiver.close()
+            raise
+        return RedisResponder(receiver, writer, reply_head, message_size, stride, payload_at)

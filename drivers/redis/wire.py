@@ -1,0 +1,178 @@
+"""RESP2 as the redis driver speaks it on the hot path: pre-encoded commands and pushes,
+error replies found in a stream of replies, and XREAD replies parsed into the caller's
+buffer. Pure functions and a parser over bytes; the sockets are drivers/redis/driver.py's.
+"""
+
+from __future__ import annotations
+
+from sixnines.drivers.base import DriverError
+
+CRLF = b"\r\n"
+DASH, NEWLINE, COLON = ord("-"), ord("\n"), ord(":")
+FIELD = b"m"  # the one field of every stream entry
+ENTRY_START = b"*2\r\n$"  # a stream entry: [id, [field, value]]
+NIL_ARRAY = b"*-1\r\n"  # a blocking read that timed out
+
+
+def bulk(value: bytes) -> bytes:
+    """A RESP bulk string."""
+    return b"$%d\r\n%s\r\n" % (len(value), value)
+
+
+def head(*args: bytes, size: int) -> bytes:
+    """A RESP array of `args` and one more bulk string of `size` bytes, up to that string's
+    content: the prefix of a pre-encoded command (or of a push) carrying a message; CRLF
+    follows the message."""
+    return b"*%d\r\n%s$%d\r\n" % (len(args) + 1, b"".join(map(bulk, args)), size)
+
+
+def publish_head(channel: bytes, size: int) -> bytes:
+    return head(b"PUBLISH", channel, size=size)
+
+
+def push_head(channel: bytes, size: int) -> bytes:
+    """What precedes a message the server pushes to a subscriber of `channel`."""
+    return head(b"message", channel, size=size)
+
+
+def xadd_head(key: bytes, maxlen: int, size: int) -> bytes:
+    """XADD to `key`, trimmed to about `maxlen` entries, with a server-made id."""
+    return head(b"XADD", key, b"MAXLEN", b"~", b"%d" % maxlen, b"*", FIELD, size=size)
+
+
+def subscribed(channel: bytes) -> bytes:
+    """The server's confirmation of SUBSCRIBE to `channel` (the connection's first)."""
+    return b"*3\r\n" + bulk(b"subscribe") + bulk(channel) + b":1\r\n"
+
+
+def reply_key(channel: str, producer_id: int) -> bytes:
+    """Where a round trip's replies to producer `producer_id` go."""
+    return f"{channel}.reply.{producer_id}".encode()
+
+
+def error_line(data: bytes | bytearray, start: int, end: int) -> str:
+    """The text of the error reply at `start` (its `-` dropped), at most 300 characters."""
+    stop = data.find(CRLF, start, end)
+    line = bytes(data[start + 1 : stop if stop >= 0 else end])
+    return line.decode("utf-8", "replace")[:300]
+
+
+def error_at(data: bytes | bytearray, got: int, last: int) -> int:
+    """Where an error reply starts in `data[:got]`, the next bytes of a stream of replies
+    whose previous byte was `last` (NEWLINE at the start); -1 when none does. Replies start
+    after a newline, and `-` after a newline can only start an error (PUBLISH answers
+    integers, XADD entry ids have a `-` between digits), so one `find` does."""
+    if data[0] == DASH and last == NEWLINE:
+        return 0
+    at = data.find(b"\n-", 0, got)
+    return at + 1 if at >= 0 else -1
+
+
+class StreamReplies:
+    """Parses replies to XREAD (XREADGROUP, and XACK's counts) on one stream `key` whose
+    entries hold one `size`-byte field FIELD, copying the payloads into the caller's
+    buffer. Bytes arrive through `room()`/`filled()`; a reply not yet whole stays for the
+    next `parse`, and `held` says when entries may be waiting in the buffer (the socket
+    cannot signal them). `ask` turns True when the outstanding read has been answered (the next
+    one goes out with `last_id`, and in a group the ids in `acks` are acknowledged)."""
+
+    def __init__(self, key: bytes, size: int, count: int, overhead: int, label: str,
+                 last_id: bytes, group: bool) -> None:
+        self.label = label
+        self.size = size
+        self.header = b"*1\r\n*2\r\n" + bulk(key) + b"*"
+        self.middle = CRLF + b"*2\r\n" + bulk(FIELD) + b"$%d\r\n" % size
+        self.buf = bytearray(count * (size + overhead) + 1024 + 2 * len(key))
+        self.view = memoryview(self.buf)
+        self.pos = 0
+        self.end = 0
+        self.left = 0  # entries of the current reply not parsed yet
+        self.last_id = last_id
+        self.group = group
+        self.acks: list[bytes] = []
+        self.ask = False
+        self.held = False  # the last parse filled `out` with bytes left: entries may wait
+
+    def room(self) -> memoryview:
+        """Where the next bytes go (the unparsed rest moved to the front first)."""
+        pos, end, buf = self.pos, self.end, self.buf
+        if pos == end:
+            pos = end = 0
+        elif pos:
+            buf[: end - pos] = buf[pos:end]
+            pos, end = 0, end - pos
+        self.pos, self.end = pos, end
+        if end == len(buf):
+            raise DriverError(f"{self.label}: a stream reply larger than expected")
+        return self.view[end:]
+
+    def filled(self, got: int) -> None:
+        self.end += got
+
+    def parse(self, out: memoryview, stride: int) -> int:
+        """Copy up to `len(out) // stride` payloads, `stride` apart; return how many.
+        Raises DriverError on an error reply or anything but the entries expected."""
+        buf, view, pos, end = self.buf, self.view, self.pos, self.end
+        size, middle = self.size, self.middle
+        room = len(out) // stride
+        n = 0
+        try:
+            while n < room and pos < end:
+                if not self.left:  # the start of a reply
+                    first = buf[pos]
+                    if first == DASH:
+                        raise DriverError(f"{self.label}: the server refused a read: "
+                                         f"{error_line(buf, pos, end)}")
+                    stop = buf.find(CRLF, pos, end)
+                    if stop < 0:
+                        break
+                    if first == COLON:  # XACK's count
+                        pos = stop + 2
+                        continue
+                    if buf.startswith(NIL_ARRAY, pos):  # nothing (a timed-out read)
+                        pos = stop + 2
+                        self.ask = True
+                        continue
+                    header = self.header
+                    stop = buf.find(CRLF, pos + len(header), end)
+                    if stop < 0:
+                        break
+                    if not buf.startswith(header, pos):
+                        raise self._unexpected()
+                    self.left = int(buf[pos + len(header) : stop])
+                    pos = stop + 2
+                    if not self.left:
+                        self.ask = True
+                    continue
+                stop = buf.find(CRLF, pos + 5, end)  # an entry: *2 $<id length> <id> ...
+                if stop < 0:
+                    break
+                if not buf.startswith(ENTRY_START, pos):
+                    raise self._unexpected()
+                id_at = stop + 2
+                id_end = id_at + int(buf[pos + 5 : stop])
+                data_at = id_end + len(middle)
+                if data_at > end:
+                    break
+                if not buf.startswith(middle, id_end):  # another size: refused on arrival
+                    raise self._unexpected()
+                if data_at + size + 2 > end:
+                    break
+                o = n * stride
+                out[o : o + size] = view[data_at : data_at + size]
+                n += 1
+                pos = data_at + size + 2
+                self.left -= 1
+                if self.group:
+                    self.acks.append(bytes(buf[id_at:id_end]))
+                if not self.left:
+                    self.last_id = bytes(buf[id_at:id_end])
+                    self.ask = True
+        finally:
+            self.pos = pos
+            self.held = n == room and pos < end
+        return n
+
+    def _unexpected(self) -> DriverError:
+        return DriverError(f"{self.label}: unexpected entry in the stream (not one "
+                          f"{self.size}-byte field {FIELD.decode()!r}: another writer?)")

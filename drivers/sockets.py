@@ -1,0 +1,155 @@
+"""A connection's socket as the hot path uses it: reads that never block, writes that
+finish, and failures worded as `DriverError` naming the system.
+
+Plain sockets stay blocking (so a write finishes in one `sendall`) and read with
+MSG_DONTWAIT. A TLS socket cannot take MSG_DONTWAIT, and a blocking read of it blocks
+until a whole TLS record is in, even when poll said readable after its first bytes: so a
+TLS socket is made non-blocking, reads treat "want more" as nothing yet, writes wait for
+room, and decrypted bytes the kernel no longer shows (`pending()`) count as readable.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import ssl
+
+from sixnines.drivers.base import DriverError
+
+TAIL_CHECKED = 8  # bytes of a frame's head compared in every frame (the length ends it)
+WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
+
+
+class SocketIO:
+    """The reads and writes of one connected stream socket (see the module docstring)."""
+
+    def __init__(self, sock: socket.socket, label: str,
+                 closed: str = "connection closed by the server") -> None:
+        self.sock = sock
+        self.label = label
+        self.closed = closed  # what to say when the peer closes the connection
+        self.tls = isinstance(sock, ssl.SSLSocket)
+        sock.setblocking(not self.tls)
+        self.poller = select.poll()
+        self.poller.register(sock, select.POLLIN)
+        self.read = self._read_tls if self.tls else self._read
+
+    def _read(self, into: memoryview) -> int:
+        """Bytes read into `into` without blocking (0 when none are there)."""
+        try:
+            got = self.sock.recv_into(into, 0, socket.MSG_DONTWAIT)
+        except WOULD_BLOCK:
+            return 0
+        except OSError as exc:
+            raise DriverError(f"{self.label}: connection lost ({exc})") from None
+        if got == 0:
+            raise DriverError(f"{self.label}: {self.closed}")
+        return got
+
+    def _read_tls(self, into: memoryview) -> int:
+        try:
+            got = self.sock.recv_into(into)
+        except WOULD_BLOCK:  # a TLS record not yet whole, or a renegotiation under way
+            return 0
+        except OSError as exc:
+            raise DriverError(f"{self.label}: connection lost ({exc})") from None
+        if got == 0:
+            raise DriverError(f"{self.label}: {self.closed}")
+        return got
+
+    def readable(self, timeout_ms: int) -> bool:
+        """Wait up to `timeout_ms` (0: don't wait, -1: as long as it takes) for something
+        to read; True without waiting when `timeout_ms` is 0, where the read will tell."""
+        if not timeout_ms:
+            return True
+        if self.tls and self.sock.pending():
+            return True
+        return bool(self.poller.poll(timeout_ms))
+
+    def write(self, data) -> None:
+        """Write all of `data`, waiting for room as long as it takes."""
+        try:
+            if not self.tls:
+                self.sock.sendall(data)
+                return
+            view, sent = memoryview(data).cast("B"), 0
+            while sent < len(view):
+                try:
+                    sent += self.sock.send(view[sent:])
+                except WOULD_BLOCK:
+                    select.select([], [self.sock], [])
+        except OSError as exc:
+            raise DriverError(f"{self.label}: connection lost ({exc})") from None
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+class FrameStream(SocketIO):
+    """Whole fixed-size frames read straight into the caller's buffer, for drivers whose
+    receive layout is exactly what arrives on the wire (the tcp relay's length-framed
+    messages, Redis pub/sub pushes): no copy of whole frames, and one read per call.
+
+    An agent passes one buffer to all its connections, so a trailing partial frame cannot
+    wait in it: it goes to this stream's own carry buffer (one frame, allocated once) and
+    back to the front of `out` before the next read.
+
+    Every frame starts with `head` (a length word, a push's header ending in the length):
+    the whole head is compared in the first and last frame of a call, its last
+    TAIL_CHECKED bytes in every frame, and a partial frame's as far as it arrived, so a
+    message of another size is refused when it arrives, not handed over misaligned."""
+
+    def __init__(self, sock: socket.socket, label: str, closed: str, head: bytes,
+                 stride: int, refusal: str) -> None:
+        super().__init__(sock, label, closed)
+        self.stride = stride
+        self._head = head
+        self._refusal = refusal  # what a frame without `head` is, for the error
+        self._carry = memoryview(bytearray(stride))
+        self._carried = 0
+        # (offset in head, that byte repeated once per frame of the largest call so far)
+        self._columns: list[tuple[int, memoryview]] = []
+
+    def frames(self, out: memoryview, timeout_ms: int) -> int:
+        """Whole frames (of `stride` bytes) now at the start of `out`."""
+        if not self.readable(timeout_ms):
+            return 0
+        carried = self._carried
+        if carried:
+            out[:carried] = self._carry[:carried]
+        got = self.read(out[carried:])
+        if not got:
+            return 0
+        total = carried + got
+        count = total // self.stride
+        whole = count * self.stride
+        if self._head:
+            self._check(out, count, whole, total)
+        partial = total - whole
+        if partial:
+            self._carry[:partial] = out[whole:total]
+        self._carried = partial
+        return count
+
+    def _check(self, out: memoryview, count: int, whole: int, total: int) -> None:
+        head, stride = self._head, self.stride
+        h = len(head)
+        if count:
+            last = whole - stride
+            if out[:h] != head or out[last : last + h] != head:
+                raise self._refused()
+            if count > 2:
+                columns = self._columns
+                if not columns or count > len(columns[0][1]):
+                    columns = self._columns = [
+                        (at, memoryview(head[at : at + 1] * (len(out) // stride)))
+                        for at in range(max(0, h - TAIL_CHECKED), h)]
+                for at, column in columns:
+                    if out[at:whole:stride] != column[:count]:
+                        raise self._refused()
+        partial = min(total - whole, h)
+        if partial and out[whole : whole + partial] != head[:partial]:
+            raise self._refused()
+
+    def _refused(self) -> DriverError:
+        return DriverError(f"{self.label}: {self._refusal}")

@@ -1,0 +1,79 @@
+"""Raw TCP through the sixnines relay: the brokerless baseline every system is held to.
+
+The wire format is drivers/tcp/wire.py; the relay (drivers/tcp/relay.py) answers the hello
+once the connection is registered, so a receiver is subscribed by the time `receiver()`
+returns.
+"""
+
+from __future__ import annotations
+
+import socket
+
+from sixnines.drivers.base import Driver, Framing, Receiver, Sender, split_address
+from sixnines.drivers.sockets import FrameStream, SocketIO
+from sixnines.drivers.tcp.connection import connect
+from sixnines.drivers.tcp.options import TcpOptions
+from sixnines.drivers.tcp.wire import ECHO, LENGTH, PUBLISH, SUBSCRIBE, frame_prefix
+
+
+class TcpSender(Sender):
+    def __init__(self, sock: socket.socket, label: str) -> None:
+        self._io = SocketIO(sock, label)
+
+    def send(self, frames: memoryview, count: int) -> None:
+        self._io.write(frames)
+
+    def close(self) -> None:
+        self._io.close()
+
+
+class TcpReceiver(Receiver):
+    """Frames land in the caller's buffer as they came off the socket (FrameStream), each
+    length word checked: a message of another size is refused."""
+
+    def __init__(self, sock: socket.socket, label: str, message_size: int) -> None:
+        self._stream = FrameStream(
+            sock, label, "connection closed by the relay", frame_prefix(message_size),
+            LENGTH.size + message_size,
+            f"a message of another size than {message_size} bytes (its length word differs)")
+        self.pollable = sock
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        return self._stream.frames(out, timeout_ms)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class TcpDriver(Driver):
+    name = "tcp"
+    Options = TcpOptions
+    has_builtin_broker = True
+
+    def framing(self, message_size: int) -> Framing:
+        return Framing(prefix=frame_prefix(message_size))
+
+    def _connect(self, role: bytes, message_size: int) -> socket.socket:
+        host, port = split_address(self.address, self.name)
+        return connect(host, port, role, LENGTH.size + message_size, self.options.nodelay,
+                       self._label)
+
+    @property
+    def _label(self) -> str:
+        return f"tcp relay at {self.address}"
+
+    def sender(self, message_size: int, connection_id: int) -> TcpSender:
+        return TcpSender(self._connect(PUBLISH, message_size), self._label)
+
+    def receiver(self, message_size: int, connection_id: int) -> TcpReceiver:
+        return TcpReceiver(self._connect(SUBSCRIBE, message_size), self._label, message_size)
+
+    def requester(self, message_size: int, connection_id: int) -> tuple[TcpSender, TcpReceiver]:
+        sock = self._connect(ECHO, message_size)
+        return TcpSender(sock, self._label), TcpReceiver(sock, self._label, message_size)
+
+    @classmethod
+    def serve_broker(cls, host: str, port: int, announce) -> None:
+        from sixnines.drivers.tcp.relay import Relay
+
+        Relay(host, port).serve(announce)

@@ -1,0 +1,161 @@
+"""ZeroMQ: PUB/SUB through a `zmq.proxy` broker (one-way), DEALER to a ROUTER echo (round trip).
+
+ZeroMQ subscriptions propagate asynchronously ("slow joiner"), and a PUB socket silently
+drops what nobody is subscribed to yet, so both ends wait for proof before reporting
+ready: the broker's XPUB sends a welcome message to each new subscriber, and publishers
+use an XPUB socket that sees the subscription arrive. The ports are drivers/zmq/wire.py's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import zmq
+
+from sixnines.drivers.base import (
+    Credential,
+    Driver,
+    DriverError,
+    Receiver,
+    Sender,
+    Waiter,
+    split_address,
+)
+from sixnines.drivers.zmq.connection import (
+    await_connected,
+    await_first,
+    bind_broker,
+    client_socket,
+    close,
+    lost,
+)
+from sixnines.drivers.zmq.options import ZmqOptions
+from sixnines.drivers.zmq.wire import ECHO, PUBLISHERS, SUBSCRIBERS, WELCOME, broker_address
+
+CHECK_EVERY = 64  # sends between two looks at the connection's monitor (a look: ~1 µs)
+
+
+class ZmqSender(Sender):
+    """Sends each frame as a message. ZeroMQ reconnects silently, so the connection's
+    monitor is read every CHECK_EVERY sends and at each `settle`: a dropped connection
+    (the broker gone) is a `DriverError`."""
+
+    def __init__(self, sock: zmq.Socket, label: str) -> None:
+        self._sock = sock
+        self._label = label
+        self._unchecked = 0
+
+    def send(self, frames: memoryview, count: int) -> None:
+        stride = len(frames) // count
+        send = self._sock.send
+        for offset in range(0, len(frames), stride):
+            send(frames[offset : offset + stride])
+        self._unchecked += 1
+        if self._unchecked >= CHECK_EVERY:
+            self.settle()
+
+    def settle(self) -> None:
+        self._unchecked = 0
+        if lost(self._sock):
+            raise DriverError(f"{self._label}: connection lost (the broker went away)")
+
+    def close(self) -> None:
+        close(self._sock)
+
+
+class ZmqReceiver(Receiver):
+    def __init__(self, sock: zmq.Socket, label: str) -> None:
+        self._sock = sock
+        self._label = label
+        self.pollable = sock  # a zmq socket's FD is edge-triggered: ZmqWaiter polls it
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        sock = self._sock
+        if timeout_ms and not sock.poll(None if timeout_ms < 0 else timeout_ms):
+            return 0
+        count = 0
+        room = len(out) // stride
+        offset = 0
+        while count < room:
+            try:
+                got = sock.recv_into(out[offset : offset + stride], flags=zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            except zmq.ZMQError as exc:
+                raise DriverError(f"{self._label}: receive failed ({exc})") from exc
+            if got != stride:
+                raise DriverError(f"{self._label}: got a {got}-byte message, expected {stride}")
+            count += 1
+            offset += stride
+        return count
+
+    def close(self) -> None:
+        close(self._sock)
+
+
+class ZmqWaiter(Waiter):
+    """zmq.Poller: a zmq socket's descriptor signals edges of its own state machine, not
+    "messages waiting", so only libzmq's poll can wait on zmq sockets."""
+
+    def __init__(self, receivers: Sequence[Receiver]) -> None:
+        super().__init__(receivers)
+        self._poller = zmq.Poller()
+        self._index: dict[object, int] = {}
+        for index, receiver in enumerate(receivers):
+            self._poller.register(receiver.pollable, zmq.POLLIN)
+            self._index[receiver.pollable] = index
+
+    def poll(self, timeout_ms: int) -> list[int]:
+        index = self._index
+        return [index[sock] for sock, _ in self._poller.poll(timeout_ms)]
+
+
+class ZmqDriver(Driver):
+    name = "zmq"
+    Options = ZmqOptions
+    has_builtin_broker = True
+
+    def __init__(self, address: str, options: ZmqOptions,
+                 credential: Credential | None = None) -> None:
+        super().__init__(address, options, credential)
+        self._host, self._port = split_address(address, self.name)
+        self._context = zmq.Context.instance()
+
+    def _socket(self, kind: int, port_offset: int) -> zmq.Socket:
+        return client_socket(self._context, kind, self._host, self._port + port_offset,
+                             self.options.hwm)
+
+    def waiter(self, receivers: Sequence[Receiver]) -> ZmqWaiter:
+        return ZmqWaiter(receivers)
+
+    def sender(self, message_size: int, connection_id: int) -> ZmqSender:
+        sock = self._socket(zmq.XPUB, PUBLISHERS)
+        sock.setsockopt(zmq.XPUB_NODROP, 1)  # block at the high-water mark, never drop
+        label = f"zmq broker at {self.address}"
+        await_first(sock, "subscription from the broker", label)
+        return ZmqSender(sock, label)
+
+    def receiver(self, message_size: int, connection_id: int) -> ZmqReceiver:
+        sock = self._socket(zmq.SUB, SUBSCRIBERS)
+        sock.setsockopt(zmq.SUBSCRIBE, b"")
+        label = f"zmq broker at {self.address}"
+        if await_first(sock, "welcome message", label) != WELCOME:
+            close(sock)
+            raise DriverError(f"{label}: unexpected first message")
+        return ZmqReceiver(sock, label)
+
+    def requester(self, message_size: int, connection_id: int) -> tuple[ZmqSender, ZmqReceiver]:
+        sock = self._socket(zmq.DEALER, ECHO)
+        label = f"zmq echo at {self.address}"
+        await_connected(sock, label)
+        return ZmqSender(sock, label), ZmqReceiver(sock, label)
+
+    @classmethod
+    def serve_broker(cls, host: str, port: int, announce) -> None:
+        context = zmq.Context.instance()
+        frontend, backend, echo, port = bind_broker(context, host, port)
+        # ROUTER proxied onto itself: each request is routed back to the identity it came from
+        threading.Thread(target=zmq.proxy, args=(echo, echo), daemon=True).start()
+        announce(broker_address(host, port))
+        zmq.proxy(frontend, backend)
