@@ -17,8 +17,11 @@ lag shows) and kept, and the agent's log and manifest entry say so (`recording`)
 Dropping records instead would turn a slow disk into messages the analysis counts as lost;
 growing keeps every record and bounds memory by how far the writer lags, not the run.
 
-`SIXNINES_CHUNK_ROWS` sets the largest chunk (rows); 0 records the whole run in one chunk
-written at the end (the in-memory path, kept to measure against).
+`SIXNINES_CHUNK_ROWS` sets the largest chunk (rows); 0, the default, records the whole run
+in one chunk written at the end (the in-memory path); 524288 streams about a second per chunk
+at 500k msg/s. Streaming stays opt-in until it passes
+the hot-path A/B (docs/performance.md, "Streaming recording"): on a quiet machine the
+writer thread raised send-lag p99 at 1M msg/s from ~50-110 us to 2-4 ms.
 """
 
 from __future__ import annotations
@@ -46,9 +49,9 @@ from sixnines.formats.chunks import CHUNK_INDEX, append_entry, chunk_name
 from sixnines.formats.hlog import IntervalLog
 from sixnines.formats.records import HLOG_FILE, MESSAGES
 
-CHUNK_ROWS = int(os.environ.get("SIXNINES_CHUNK_ROWS", 1 << 19))
+CHUNK_ROWS = int(os.environ.get("SIXNINES_CHUNK_ROWS", 0))
 CHUNK_NS = NS  # a chunk is closed after about a second at most
-BUFFERS = 4 if CHUNK_ROWS else 1  # per pool: one filling, one being written, two ready
+POOL_BUFFERS = 4  # per pool when streaming: one filling, one being written, two ready
 #: How long a thread waiting for the GIL waits before the busy loop must hand it over
 #: (CPython's default is 5 ms): the writer takes it tens of times per chunk, and at 5 ms a
 #: turn it fell behind 8 chunks a second. Each handover costs the loop the same either way.
@@ -60,6 +63,11 @@ NEVER = 1 << 62
 #: full disk must cost records, never the account of the run (done.json, the rest of the
 #: interval log, the controller's manifest).
 RESERVE_BYTES = 1 << 20
+
+
+def pool_buffers() -> int:
+    """Buffers per pool: one holding the whole run unless chunks stream."""
+    return POOL_BUFFERS if CHUNK_ROWS else 1
 
 
 def chunk_rows(count: int, per_second: float | None, least: int = 1) -> int:
@@ -125,7 +133,7 @@ class PiecePool:
         self.recorder = recorder
         self.t0 = 0
         self.lock = threading.Lock()  # the schedule is made in order by one thread at a time
-        self.pieces = [Piece(self, rows) for _ in range(BUFFERS if recorder else 1)]
+        self.pieces = [Piece(self, rows) for _ in range(pool_buffers() if recorder else 1)]
         self.ready = deque(piece for piece in self.pieces if self._fill(piece))
         self.grown = 0
 
@@ -216,7 +224,8 @@ class ReceiptPool:
     def __init__(self, capacity: int, recorder: Recorder | None) -> None:
         self.capacity = capacity
         self.recorder = recorder
-        self.free = deque(Receipts(self, capacity) for _ in range(BUFFERS if recorder else 1))
+        buffers = pool_buffers() if recorder else 1
+        self.free = deque(Receipts(self, capacity) for _ in range(buffers))
         self.grown = 0
 
     def first(self) -> Receipts:
@@ -292,7 +301,8 @@ class Recorder:
                                    lateness_ns=HLOG_LATENESS_NS)
         except OSError as exc:
             self.failures.append(str(WriteFailure.of(self.out_dir / CHUNK_INDEX, exc)))
-        sys.setswitchinterval(SWITCH_INTERVAL_S)
+        if CHUNK_ROWS:  # only a streaming writer needs the GIL promptly
+            sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.thread.start()
 
     def put(self, chunk: Chunk) -> None:

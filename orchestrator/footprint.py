@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sixnines.agents.recording import (
-    BUFFERS,
     CHUNK_NS,
+    pool_buffers,
     producer_rows,
     receipt_rows,
 )
@@ -89,10 +89,10 @@ def _recording(plan: AgentPlan, span_ns: int) -> tuple[int, int]:
     if plan.role == Role.PRODUCER:
         sends = -(-plan.sends // plan.connections)
         rows = producer_rows(sends, plan.rate / plan.connections if plan.rate else None)
-        buffers, chunks = plan.connections * BUFFERS, plan.connections * -(-sends // rows)
+        buffers, chunks = plan.connections * pool_buffers(), plan.connections * -(-sends // rows)
     else:
         rows = receipt_rows(plan.expected, span_ns)
-        buffers, chunks = BUFFERS, max(-(-plan.expected // rows), span_ns // CHUNK_NS)
+        buffers, chunks = pool_buffers(), max(-(-plan.expected // rows), span_ns // CHUNK_NS)
     per_row = buffers * CHUNK_ROW_BYTES[plan.role] + WRITER_ROW_BYTES
     return rows * per_row + HLOG_OPEN_BYTES, chunks
 

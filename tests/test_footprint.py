@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from sixnines.agents.recording import BUFFERS
+import pytest
+
+from sixnines.agents import recording
 from sixnines.orchestrator import footprint
 from sixnines.orchestrator.footprint import (
     AGENT_BASE_BYTES,
@@ -26,7 +28,13 @@ workload: {workload}
 """))
 
 
-def test_memory_stays_the_same_however_long_the_run_and_disk_grows():
+@pytest.fixture
+def streaming(monkeypatch):
+    """Records streamed in chunks (SIXNINES_CHUNK_ROWS, off by default)."""
+    monkeypatch.setattr(recording, "CHUNK_ROWS", 1 << 19)
+
+
+def test_memory_stays_the_same_however_long_the_run_and_disk_grows(streaming):
     short, long = (footprint.estimate(points(f"{{message_size: 64, rate: 101k, "
                                              f"duration: {duration}, warmup: 0s}}"))
                    for duration in ("10s", "1h"))
@@ -44,11 +52,11 @@ def test_a_requester_keeps_its_whole_run_in_memory():
     assert grown == 1_000_000 * ROW_MEMORY_BYTES["requester"]
 
 
-def test_a_consumer_s_buffers_hold_a_second_of_every_connection_s_deliveries():
+def test_a_consumer_s_buffers_hold_a_second_of_every_connection_s_deliveries(streaming):
     one, four = ({need.plan.role: need for need in footprint.agent_needs(points(
         f"{{message_size: 64, rate: 100k, duration: 10s, warmup: 0s, connections: {c}}}")[0])}
         for c in (1, 4))
-    per_row = BUFFERS * CHUNK_ROW_BYTES["consumer"] + WRITER_ROW_BYTES
+    per_row = recording.pool_buffers() * CHUNK_ROW_BYTES["consumer"] + WRITER_ROW_BYTES
     # a second's deliveries: 100,000 on one connection, 400,000 on four
     assert four["consumer"].memory - one["consumer"].memory == 300_000 * per_row
 
@@ -69,7 +77,7 @@ def test_agents_are_counted_on_the_hosts_they_are_placed_on():
     assert {a.plan.agent_id for a in found.memory["h1"][2]} == {"producer-0", "consumer-0"}
 
 
-def test_a_plan_too_big_for_the_host_is_refused_with_the_numbers_and_the_knobs():
+def test_a_plan_too_big_for_the_host_is_refused_with_the_numbers_and_the_knobs(streaming):
     found = footprint.estimate(points("{message_size: 64, rate: 5M, duration: 1h}"))
     memory, disk = footprint.problems(found, {"local": GB // 2}, 100 * GB, "runs")
     assert "run 01-tcp needs about 776.0 MB of memory on host local" in memory
