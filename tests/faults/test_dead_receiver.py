@@ -78,7 +78,8 @@ def entry(manifest: dict, agent: str) -> dict:
     return next(a for a in manifest["agents"] if a["id"] == agent)
 
 
-def test_a_dead_consumer_s_deliveries_are_unknown_not_lost(tmp_path, spark):
+def test_a_dead_consumer_s_deliveries_are_unknown_not_lost(tmp_path, spark, monkeypatch):
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", str(1 << 19))  # agents stream their chunks
     manifest, pid, killed_ns = run_killing(ONE_WAY, "consumer-1", tmp_path / "run", 2.5)
     dead = entry(manifest, "consumer-1")
     assert (dead["pid"], dead["status"]) == (pid, "failed")

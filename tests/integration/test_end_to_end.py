@@ -101,9 +101,9 @@ def test_each_run_directory_holds_verified_artifacts(results):
             files = set(agent["artifacts"])
             if agent["role"] == "requester":  # round trip: recorded whole, written at the end
                 assert files == {MESSAGES_FILE, HLOG_FILE, CPU_FILE}
-            else:  # one-way: chunks of about a second each, every one listed and verified
+            else:  # one-way: chunks (one by default: streaming is opt-in), each listed
                 chunks = read_index(run_dir / "agents" / agent["id"])
-                assert len(chunks) >= 2
+                assert chunks
                 assert files == {HLOG_FILE, CPU_FILE, CHUNK_INDEX, *(c["file"] for c in chunks)}
             assert all(file["verified"] for file in agent["artifacts"].values())
             assert agent["clock"]["uncertainty_ns"] >= 0
