@@ -1,8 +1,9 @@
 """How much memory and disk a scenario's runs need, against what the hosts have.
 
-Producers and consumers write their records in chunks while the run goes
-(agents.recording): their memory is a few buffers of about a second's records each, the
-same for a minute or a day, while their files grow with the messages. Requesters keep the
+When chunks stream (agents.recording, opt-in via SIXNINES_CHUNK_ROWS), producers and
+consumers hold a few buffers of about a second's records each, the same for a minute or a
+day, while their files grow with the messages; by default they hold the whole run, and the
+estimate follows whichever the controller's environment chooses. Requesters keep the
 whole run in memory (replies join requests at the end), so theirs grows with the run.
 Every run's files stay in the results directory. A plan that cannot fit is refused before
 anything starts, with the numbers and the knobs that change them, instead of failing in
