@@ -26,6 +26,9 @@ from sixnines.formats.hlog import write_hlog
 from sixnines.formats.integrity import sha256_of
 from sixnines.formats.records import DONE_FILE, HLOG_FILE, MESSAGES, MESSAGES_FILE
 
+DELTA_COLUMNS = ("seq", "intended_ns", "sent_ns", "recv_ns", "rx_index")
+DICTIONARY_COLUMNS = ("producer_id", "size", "consumer_id", "warmup")
+
 
 def _column(values: np.ndarray | None, field: pa.Field, rows: int) -> pa.Array:
     if values is None:
@@ -35,11 +38,23 @@ def _column(values: np.ndarray | None, field: pa.Field, rows: int) -> pa.Array:
     return pa.array(values, type=field.type)
 
 
-def write_messages(path: Path, columns: dict[str, np.ndarray | None]) -> None:
-    """One row per message; a column may be None (all null) or masked (null where masked)."""
+def encoded_messages(columns: dict[str, np.ndarray | None]) -> pa.Buffer:
+    """One row per message as parquet bytes; a column may be None (all null) or masked
+    (null where masked). Timestamps and counters are delta-encoded, the few-valued columns
+    dictionary-encoded, then zstd at its fastest level: 3.6 bytes a producer row and 6.1 a
+    consumer row at ~40-50 ns each, where zstd alone took 7-12 bytes at 130-170 ns."""
     rows = len(columns["seq"])
     arrays = [_column(columns[field.name], field, rows) for field in MESSAGES]
-    pq.write_table(pa.Table.from_arrays(arrays, schema=MESSAGES), path, compression="zstd")
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_arrays(arrays, schema=MESSAGES), sink, compression="zstd",
+                   compression_level=1, use_dictionary=list(DICTIONARY_COLUMNS),
+                   column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"))
+    return sink.getvalue()
+
+
+def write_messages(path: Path, columns: dict[str, np.ndarray | None]) -> None:
+    """messages.parquet (or a chunk of it) at `path`: see `encoded_messages`."""
+    path.write_bytes(encoded_messages(columns))
 
 
 def write_files(out_dir: Path, writers: dict[str, Callable[[Path], object]]

@@ -1,11 +1,12 @@
 """The agent process (`sixnines agent`): one role, driven over stdin/stdout JSON lines.
 
-Four threads, each with one job: the main thread runs the role's loop; a reader thread
+Five threads, each with one job: the main thread runs the role's loop; a reader thread
 turns `finish`/`stop` (and end of input: the controller has gone) into flags on `Control`;
 a progress thread reports counters once a second; a sampler thread records CPU time
-(agents.cpu). Whatever happens in the loop, the data recorded so far is written and
-announced in `done`, marked partial when incomplete. The `monitor` role (agents.monitor)
-runs no loop and is served apart.
+(agents.cpu); producers and consumers have a writer thread that puts closed chunks on
+disk while the run goes (agents.recording). Whatever happens in the loop, the data
+recorded so far is written and announced in `done`, marked partial when incomplete. The
+`monitor` role (agents.monitor) runs no loop and is served apart.
 """
 
 from __future__ import annotations
@@ -20,11 +21,18 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from sixnines.agents.artifacts import keep_done, write_all, write_files
+from sixnines.agents.artifacts import keep_done, write_files
 from sixnines.agents.cpu import CpuSampler, write_cpu
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.monitor import serve_monitor
-from sixnines.agents.roles import Consumer, Control, Producer, Requester, Responder, Role
+from sixnines.agents.roles import (
+    Consumer,
+    Control,
+    Producer,
+    Requester,
+    Responder,
+    Role,
+)
 from sixnines.agents.streams import clock
 from sixnines.drivers import registry
 from sixnines.drivers.base import Credential, DriverError
@@ -139,9 +147,7 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
     with contextlib.suppress(OSError, DriverError):
         role.close()
     out_dir = Path(spec.out_dir)
-    files, out_of_range, unwritten = write_all(
-        out_dir, role.columns(), role.metrics(), t0_ns=at_ns,
-        warmup_ns=spec.warmup_ns, label=f"{spec.run_id} {spec.agent_id} ({spec.role})")
+    files, out_of_range, unwritten = role.results()
     cpu_files, cpu_unwritten = write_files(out_dir, {CPU_FILE: lambda path: write_cpu(path,
                                                                                    samples)})
     problems += [f"{spec.agent_id}: {problem}" for problem in (*unwritten, *cpu_unwritten)]

@@ -2,7 +2,11 @@
 
 Each role connects and allocates in `__init__` (before `ready`), runs its loop in `run`
 (the measuring part: pace, stamp, send, receive, stamp — nothing else), and afterwards
-turns its arrays into rows (`columns`) and histogram inputs (`metrics`).
+writes what is left (`results`). Producers and consumers record in chunks while the run
+goes (agents.recording): each closed chunk is described as rows and histogram inputs
+(`_describe`) by the writer thread. Requesters and responders keep the whole run in
+memory and turn it into rows (`columns`) and histogram inputs (`metrics`) at the end: a
+requester's replies join its requests, which chunks of requests would cut apart.
 
 Throughput mode (schedule `max`, from `rate: max`): producers send their `messages` as fast
 as the system takes them, with no schedule (`run_flat_out`); their intended times are their
@@ -14,10 +18,20 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
-from sixnines.agents.schedule import NS, intended_offsets, message_count, split
+from sixnines.agents.artifacts import write_all
+from sixnines.agents.recording import (
+    Piece,
+    PiecePool,
+    Receipts,
+    Recorder,
+    producer_rows,
+    receipt_rows,
+)
+from sixnines.agents.schedule import NS, Pieces, message_count, split
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import Driver, Receiver, Waiter
 from sixnines.formats.protocol import Prepare
@@ -74,10 +88,33 @@ class Role(ABC):
         """Arrivals beyond the expected count: counted, reported, not recorded."""
         return 0
 
-    def extra(self) -> dict[str, int]:
-        """Counts of this role's own that `done` carries besides sent and received (read
-        after `columns`)."""
+    def extra(self) -> dict[str, object]:
+        """What `done` carries of this role's own besides sent and received: counts, the
+        recording's account (read after the results are written)."""
         return {}
+
+    @abstractmethod
+    def results(self) -> tuple[dict, dict, list[str]]:
+        """After the run: write what is left to write; returns ({file: {sha256, bytes}},
+        out-of-range values per hlog tag, a problem per file that could not be written)."""
+
+    def warmup(self, intended: np.ndarray) -> np.ndarray:
+        return intended < self.t0 + self.spec.warmup_ns
+
+    def label(self) -> str:
+        return f"{self.spec.run_id} {self.spec.agent_id} ({self.spec.role})"
+
+    @abstractmethod
+    def close(self) -> None:
+        """Close connections (after the run)."""
+
+
+class WholeRun(Role):
+    """A role that keeps its records until the run ends and writes them then."""
+
+    def results(self) -> tuple[dict, dict, list[str]]:
+        return write_all(Path(self.spec.out_dir), self.columns(), self.metrics(),
+                         t0_ns=self.t0, warmup_ns=self.spec.warmup_ns, label=self.label())
 
     @abstractmethod
     def columns(self) -> dict[str, np.ndarray | None]:
@@ -87,27 +124,50 @@ class Role(ABC):
     def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """{tag: (intended time − t0, values)} for the interval log."""
 
-    def warmup(self, intended: np.ndarray) -> np.ndarray:
-        return intended < self.t0 + self.spec.warmup_ns
+
+class Chunked(Role):
+    """A role that records in chunks while the run goes (agents.recording)."""
+
+    def __init__(self, spec: Prepare, driver: Driver) -> None:
+        super().__init__(spec, driver)
+        self.recorder = Recorder(Path(spec.out_dir), self._describe, spec.warmup_ns,
+                                 self.label(), self._grown)
+
+    def arm(self, t0: int) -> None:
+        super().arm(t0)
+        self.recorder.start(t0)
+
+    def results(self) -> tuple[dict, dict, list[str]]:
+        self._close_chunks()
+        return self.recorder.finish()
+
+    def extra(self) -> dict[str, object]:
+        return {"recording": self.recorder.summary()}
 
     @abstractmethod
-    def close(self) -> None:
-        """Close connections (after the run)."""
+    def _describe(self, chunk) -> tuple[dict, dict]:
+        """One closed chunk as message columns (None: all null) and hlog series."""
+
+    @abstractmethod
+    def _close_chunks(self) -> None:
+        """Hand the buffers being filled to the recorder (the loop is over)."""
+
+    @abstractmethod
+    def _grown(self) -> int:
+        """Buffers the pools had to add during the run."""
 
 
-def _schedules(spec: Prepare) -> list[np.ndarray]:
+def _schedules(spec: Prepare) -> list[Pieces]:
     """One schedule per connection; connections interleave evenly within the agent's share.
     Throughput mode has none: placeholders that `OutStream.blast` fills with send times."""
     if spec.schedule == MAX_RATE:
-        return [np.zeros(n, np.int64) for n in split(spec.messages, spec.connections)]
+        return [Pieces(MAX_RATE, 0.0, n) for n in split(spec.messages, spec.connections)]
     per_connection = spec.rate / spec.connections
     count = message_count(per_connection, spec.warmup_ns + spec.duration_ns)
     interval_ns = NS / spec.rate
     return [
-        intended_offsets(
-            spec.schedule, per_connection, count, spec.phase_ns + int(c * interval_ns),
-            seed=spec.seed * 1000 + spec.first_id + c,
-        )
+        Pieces(spec.schedule, per_connection, count, spec.phase_ns + int(c * interval_ns),
+               seed=spec.seed * 1000 + spec.first_id + c)
         for c in range(spec.connections)
     ]
 
@@ -189,15 +249,18 @@ def drain(inbox: Inbox, receivers: list[Receiver], waiter: Waiter, first_id: int
             return
 
 
-class Producer(Role):
+class Producer(Chunked):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
         framing = driver.framing(spec.message_size)
+        rate = None if spec.schedule == MAX_RATE else spec.rate / spec.connections
         self.streams = [
             OutStream(driver.sender(spec.message_size, spec.first_id + c), framing,
-                      spec.message_size, offsets,
+                      spec.message_size,
+                      PiecePool(schedule, producer_rows(schedule.count, rate),
+                                spec.first_id + c, self.recorder),
                       spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
-            for c, offsets in enumerate(_schedules(spec))
+            for c, schedule in enumerate(_schedules(spec))
         ]
 
     def arm(self, t0: int) -> None:
@@ -216,31 +279,46 @@ class Producer(Role):
     def sent(self) -> int:
         return sum(s.next for s in self.streams)
 
-    def columns(self) -> dict[str, np.ndarray | None]:
-        rows = _rows_of_streams(self, self.streams)
-        return {**rows, "recv_ns": None, "consumer_id": None, "rx_index": None}
-
-    def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    def _describe(self, chunk: Piece) -> tuple[dict, dict]:
+        n = chunk.rows
+        intended, sent = chunk.intended[:n], chunk.sent[:n]
+        columns = {
+            "producer_id": np.full(n, chunk.pool.producer_id, np.int32),
+            "seq": np.arange(chunk.base, chunk.base + n, dtype=np.int64),
+            "size": np.full(n, self.spec.message_size, np.int32),
+            "intended_ns": intended, "sent_ns": sent, "warmup": self.warmup(intended),
+            "recv_ns": None, "consumer_id": None, "rx_index": None,
+        }
         if self.spec.schedule == MAX_RATE:
-            return {}  # no schedule, no send lag
-        rows = _rows_of_streams(self, self.streams)
-        offsets = rows["intended_ns"] - self.t0
-        return {"send_lag": (offsets, rows["sent_ns"] - rows["intended_ns"])}
+            return columns, {}  # no schedule, no send lag
+        return columns, {"send_lag": (intended - self.t0, sent - intended)}
+
+    def _close_chunks(self) -> None:
+        for stream in self.streams:
+            stream.close()
+
+    def _grown(self) -> int:
+        return sum(stream.pool.grown for stream in self.streams)
 
     def close(self) -> None:
         for stream in self.streams:
             stream.sender.close()
 
 
-class Consumer(Role):
+class Consumer(Chunked):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
         self.receivers = [driver.receiver(spec.message_size, spec.first_id + c)
                           for c in range(spec.connections)]
         self.waiter = driver.waiter(self.receivers)
-        capacity = int(spec.expected * 1.05) + 1024  # expected counts every connection
-        self.inbox = Inbox(capacity, driver.receive_framing(spec.message_size),
-                           spec.message_size)
+        rows = receipt_rows(spec.expected, spec.warmup_ns + spec.duration_ns)
+        self.inbox = Inbox(rows,
+                           driver.receive_framing(spec.message_size), spec.message_size,
+                           self.recorder)
+
+    def arm(self, t0: int) -> None:
+        super().arm(t0)
+        self.inbox.arm(t0)
 
     def run(self, control: Control) -> None:
         drain(self.inbox, self.receivers, self.waiter, self.spec.first_id, control,
@@ -254,37 +332,38 @@ class Consumer(Role):
     def overflow(self) -> int:
         return self.inbox.overflow
 
-    def columns(self) -> dict[str, np.ndarray | None]:
-        box, n = self.inbox, self.inbox.count
-        return {
-            "producer_id": box.producer_id[:n],
-            "seq": box.seq[:n],
+    def _describe(self, chunk: Receipts) -> tuple[dict, dict]:
+        n = chunk.rows
+        intended, sent, recv = chunk.intended[:n], chunk.sent[:n], chunk.recv[:n]
+        columns = {
+            "producer_id": chunk.producer_id[:n],
+            "seq": chunk.seq[:n],
             "size": np.full(n, self.spec.message_size, np.int32),
-            "intended_ns": box.intended[:n],
-            "sent_ns": box.sent[:n],
-            "recv_ns": box.recv[:n],
-            "consumer_id": box.consumer_id[:n],
-            "rx_index": np.arange(n, dtype=np.int64),
-            "warmup": self.warmup(box.intended[:n]),
+            "intended_ns": intended,
+            "sent_ns": sent,
+            "recv_ns": recv,
+            "consumer_id": chunk.consumer_id[:n],
+            "rx_index": np.arange(chunk.first, chunk.first + n, dtype=np.int64),
+            "warmup": self.warmup(intended),
         }
-
-    def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        box, n = self.inbox, self.inbox.count
-        recv, intended = box.recv[:n], box.intended[:n]
         offsets = intended - self.t0
         if self.spec.schedule == MAX_RATE:
-            return {"saturation_latency": (offsets, recv - box.sent[:n])}
-        return {
-            "latency": (offsets, recv - intended),
-            "service_time": (offsets, recv - box.sent[:n]),
-        }
+            return columns, {"saturation_latency": (offsets, recv - sent)}
+        return columns, {"latency": (offsets, recv - intended),
+                         "service_time": (offsets, recv - sent)}
+
+    def _close_chunks(self) -> None:
+        self.inbox.close()
+
+    def _grown(self) -> int:
+        return self.inbox.pool.grown
 
     def close(self) -> None:
         for receiver in self.receivers:
             receiver.close()
 
 
-class Requester(Role):
+class Requester(WholeRun):
     """Round trip: sends on schedule and takes the echoes on the same connections. Open loop
     (fixed, poisson) by default; `closed` waits for each reply before the next request."""
 
@@ -298,9 +377,11 @@ class Requester(Role):
         self.duplicate_replies = 0  # set by _joined, after the run
         self.unexpected_replies = 0
         self.streams = [
-            OutStream(sender, framing, spec.message_size, offsets, spec.first_id + c,
-                      seed=spec.seed * 1000 + spec.first_id + c)
-            for c, ((sender, _), offsets) in enumerate(zip(pairs, _schedules(spec), strict=True))
+            OutStream(sender, framing, spec.message_size,
+                      PiecePool(schedule, schedule.count, spec.first_id + c, None),
+                      spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
+            for c, ((sender, _), schedule) in enumerate(zip(pairs, _schedules(spec),
+                                                            strict=True))
         ]
         capacity = int(sum(s.count for s in self.streams) * 1.05) + 1024
         self.inbox = Inbox(capacity, driver.receive_framing(spec.message_size),
@@ -334,7 +415,7 @@ class Requester(Role):
             turn = (turn + 1) % len(turns)
             if stream.next >= stream.count:
                 return
-            due = stream.intended_at[stream.next]
+            due = stream.due()
             while (now := clock()) < due and not control.stopping:
                 pass
             if now >= end_ns:
@@ -406,7 +487,7 @@ class Requester(Role):
             stream.sender.close()
 
 
-class Responder(Role):
+class Responder(WholeRun):
     """The far end of a round trip through a broker: sends every request back to its
     requester. It records nothing per message (the requester measures) and stops once it
     has relayed every request the requesters sent, or its drain time has passed."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sixnines.formats.vocabulary import Schedule
+from sixnines.formats.vocabulary import MAX_RATE, Schedule
 
 NS = 1_000_000_000
 
@@ -24,26 +24,61 @@ def split(total: int, parts: int) -> list[int]:
     return [total // parts + (k < total % parts) for k in range(parts)]
 
 
+class Pieces:
+    """A schedule made piece by piece, in order, each piece into a buffer the caller owns:
+    a run of any length holds only the pieces in hand (agents.recording). Concatenated,
+    the pieces are exactly `intended_offsets` of the same arguments.
+
+    fixed: `phase + i / rate`; poisson: exponential gaps of mean `1 / rate` (arrivals of a
+    Poisson process), starting at `phase`, drawn from one generator piece after piece and
+    summed on from the last time (a running sum is sequential, so the pieces add up to the
+    whole run's sum bit for bit); closed: the nominal fixed grid, which a closed-loop sender
+    only uses as the earliest time for each request; max (`rate: max`): zeros, which
+    `OutStream.blast` replaces with send times.
+    """
+
+    def __init__(self, schedule: str, rate: float, count: int, phase_ns: int = 0,
+                 seed: int = 0) -> None:
+        if schedule not in (Schedule.POISSON, Schedule.FIXED, Schedule.CLOSED, MAX_RATE):
+            raise ValueError(f"unknown schedule {schedule!r}")
+        self.schedule, self.rate, self.count, self.phase_ns = schedule, rate, count, phase_ns
+        self.rng = np.random.default_rng(seed)
+        self.made = 0  # messages already given out
+        self.last = 0.0  # poisson: the running sum of gaps so far
+
+    def fill(self, out: np.ndarray) -> int:
+        """Write the next piece (at most len(out) offsets, int64 ns) into `out`; returns
+        how many (0: the schedule is done)."""
+        n = min(len(out), self.count - self.made)
+        if n <= 0:
+            return 0
+        first, piece = self.made, out[:n]
+        if self.schedule == Schedule.POISSON:
+            gaps = self.rng.exponential(NS / self.rate, size=n)
+            gaps[0] = 0.0 if first == 0 else self.last + gaps[0]
+            offsets = np.cumsum(gaps)
+            self.last = float(offsets[-1])
+            np.add(offsets.astype(np.int64), self.phase_ns, out=piece)
+        elif self.schedule == MAX_RATE:
+            piece.fill(0)
+        elif float(self.rate).is_integer():  # exact: floor(i * 1e9 / rate) in integers
+            numbers = np.arange(first, first + n, dtype=np.int64)
+            np.add(numbers * NS // int(self.rate), self.phase_ns, out=piece)
+        else:
+            numbers = np.arange(first, first + n, dtype=np.float64)
+            np.add((numbers * NS / self.rate).astype(np.int64), self.phase_ns, out=piece)
+        self.made += n
+        return n
+
+
 def intended_offsets(
     schedule: str, rate: float, count: int, phase_ns: int = 0, seed: int = 0
 ) -> np.ndarray:
-    """Intended send times in ns relative to the start instant, as int64.
-
-    fixed: `phase + i / rate`; poisson: exponential gaps of mean `1 / rate` (arrivals of a
-    Poisson process), starting at `phase`; closed: the nominal fixed grid, which a
-    closed-loop sender only uses as the earliest time for each request.
-    """
-    if schedule == Schedule.POISSON:
-        gaps = np.random.default_rng(seed).exponential(NS / rate, size=count)
-        gaps[0] = 0.0
-        offsets = np.cumsum(gaps)
-    elif schedule in (Schedule.FIXED, Schedule.CLOSED):
-        if float(rate).is_integer():  # exact: floor(i * 1e9 / rate) in integers
-            return np.arange(count, dtype=np.int64) * NS // int(rate) + phase_ns
-        offsets = np.arange(count, dtype=np.float64) * NS / rate
-    else:
-        raise ValueError(f"unknown schedule {schedule!r}")
-    return offsets.astype(np.int64) + phase_ns
+    """Intended send times in ns relative to the start instant, as int64, all at once
+    (`Pieces` says how each schedule is made)."""
+    offsets = np.empty(count, dtype=np.int64)
+    Pieces(schedule, rate, count, phase_ns, seed).fill(offsets)
+    return offsets
 
 
 def touched(count: int, dtype=np.int64, fill=0) -> np.ndarray:

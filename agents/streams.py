@@ -5,7 +5,9 @@ Nothing here allocates per message, logs, or computes statistics (docs/design.md
 header fields into it; every message already due goes out in one `send` (coalescing), or,
 in throughput mode (`rate: max`), the next batch goes out at once (`blast`). An
 `Inbox` copies the headers of whatever arrived together into preallocated columns with a
-handful of numpy slice copies, stamped with one receive time.
+handful of numpy slice copies, stamped with one receive time. Both record into buffers
+from a pool (agents.recording): once a chunk, a buffer is handed over and the next taken,
+an attribute swap, never a wait.
 """
 
 from __future__ import annotations
@@ -14,7 +16,16 @@ import time
 
 import numpy as np
 
-from sixnines.agents.schedule import touched
+from sixnines.agents.recording import (
+    CHUNK_NS,
+    CHUNK_ROWS,
+    NEVER,
+    Piece,
+    PiecePool,
+    ReceiptPool,
+    Receipts,
+    Recorder,
+)
 from sixnines.drivers.base import Framing, Receiver, Sender
 from sixnines.formats.payload import (
     HEADER_STRUCT,
@@ -36,14 +47,18 @@ unpack_header = HEADER_STRUCT.unpack_from
 
 
 class OutStream:
-    """One connection's share of a schedule, with its ring of frames."""
+    """One connection's share of a schedule, with its ring of frames.
+
+    The schedule comes in pieces (agents.recording.PiecePool): `next` counts messages
+    sent, `base` is the first of the current piece, whose rows the loop indexes; when a
+    piece is sent it goes to the recorder and the next, already made, takes its place."""
 
     def __init__(
         self,
         sender: Sender,
         framing: Framing,
         message_size: int,
-        offsets: np.ndarray,
+        pool: PiecePool,
         producer_id: int,
         seed: int,
     ) -> None:
@@ -51,7 +66,7 @@ class OutStream:
         self.producer_id = producer_id
         prefix_len = len(framing.prefix)
         self.stride = framing.stride(message_size)
-        self.count = len(offsets)
+        self.count = pool.count
         self.slots = max(1, min(self.count, RING_BYTES // self.stride))
         self.frames = build_frames(framing.prefix, message_size, self.slots, seed,
                                    framing.suffix)
@@ -63,48 +78,65 @@ class OutStream:
         self.slot_numbers = np.arange(self.slots, dtype=np.uint64)
         self.wire = memoryview(self.frames)
         self.stamp_at = prefix_len + STAMP_OFFSET  # seq/intended/sent within a frame
-        self.intended = np.array(offsets, dtype=np.int64)  # ours: arm() shifts it in place
-        self.intended_at = memoryview(self.intended)  # scalar reads without numpy overhead
-        self.sent = touched(self.count)
-        self.sent_at = memoryview(self.sent)
+        self.pool = pool
+        self._use(pool.first())
         self.next = 0  # index of the next message to send
         self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // self.stride))
         self.settle = sender.settle  # bound once: called after every batch in throughput mode
 
+    def _use(self, piece: Piece) -> None:
+        self.piece = piece
+        self.intended, self.sent = piece.intended, piece.sent
+        self.intended_at, self.sent_at = piece.intended_at, piece.sent_at
+        self.base, self.length = piece.base, piece.length
+
+    def _turn(self) -> None:
+        """The piece is sent: the pool takes it and gives the next (once per chunk)."""
+        piece = self.pool.turn(self.piece, self.length)
+        if piece is not None:
+            self._use(piece)
+
+    def close(self) -> None:
+        """After the loop: hand over what was sent of the current piece."""
+        self.pool.close(self.piece, self.next - self.base)
+
     def arm(self, t0: int) -> None:
         """Make the schedule absolute: called once, before the start instant arrives."""
-        self.intended += t0
+        self.pool.arm(t0)
 
     def pump(self, now: int) -> None:
-        """Send every message due at `now` in one write (up to the end of the ring)."""
+        """Send every message due at `now` in one write (up to the end of the ring or of
+        the piece)."""
         i = self.next
+        r = i - self.base
         intended = self.intended_at
-        if i >= self.count or intended[i] > now:
+        if r >= self.length or intended[r] > now:
             return
         k0 = i % self.slots
-        limit = min(self.count, i + self.slots - k0)
-        j = i + 1
-        while j < limit and intended[j] <= now:
-            j += 1
-        k1 = k0 + j - i
-        if j - i <= SCALAR_BATCH:  # the usual case below saturation: no numpy calls
+        limit = min(self.length, r + self.slots - k0)
+        s = r + 1
+        while s < limit and intended[s] <= now:
+            s += 1
+        k1 = k0 + s - r
+        if s - r <= SCALAR_BATCH:  # the usual case below saturation: no numpy calls
             wire, stride, sent_at = self.wire, self.stride, self.sent_at
             sent_ns = clock()
             at = k0 * stride + self.stamp_at
-            for n in range(i, j):
-                pack_stamp(wire, at, n, intended[n], sent_ns)
-                sent_at[n] = sent_ns
+            for row in range(r, s):
+                pack_stamp(wire, at, i, intended[row], sent_ns)
+                sent_at[row] = sent_ns
+                i += 1
                 at += stride
-            self.sender.send(wire[k0 * stride : k1 * stride], j - i)
-            self.next = j
-            return
-        np.add(self.slot_numbers[k0:k1], i - k0, out=self.ring_seq[k0:k1])
-        self.ring_intended[k0:k1] = self.intended[i:j]
-        sent_ns = clock()
-        self.ring_sent[k0:k1] = sent_ns
-        self.sent[i:j] = sent_ns
-        self.sender.send(self.wire[k0 * self.stride : k1 * self.stride], j - i)
-        self.next = j
+        else:
+            np.add(self.slot_numbers[k0:k1], i - k0, out=self.ring_seq[k0:k1])
+            self.ring_intended[k0:k1] = self.intended[r:s]
+            sent_ns = clock()
+            self.ring_sent[k0:k1] = sent_ns
+            self.sent[r:s] = sent_ns
+        self.sender.send(self.wire[k0 * self.stride : k1 * self.stride], s - r)
+        self.next = self.base + s
+        if s == self.length:
+            self._turn()
 
     def blast(self) -> None:
         """Throughput mode: send the next batch now (up to the end of the ring) and wait
@@ -114,85 +146,137 @@ class OutStream:
         receiver's recv − intended is saturation latency. One stamp per batch, as `pump`
         stamps a coalesced write; batches stay below the analysis' throughput window."""
         i = self.next
+        r = i - self.base
         k0 = i % self.slots
-        j = min(self.count, i + self.batch, i + self.slots - k0)
-        k1 = k0 + j - i
+        s = min(self.length, r + self.batch, r + self.slots - k0)
+        k1 = k0 + s - r
         np.add(self.slot_numbers[k0:k1], i - k0, out=self.ring_seq[k0:k1])
         sent_ns = clock()
         self.ring_intended[k0:k1] = sent_ns
         self.ring_sent[k0:k1] = sent_ns
-        self.intended[i:j] = sent_ns
-        self.sent[i:j] = sent_ns
-        self.sender.send(self.wire[k0 * self.stride : k1 * self.stride], j - i)
-        self.next = j
+        self.intended[r:s] = sent_ns
+        self.sent[r:s] = sent_ns
+        self.sender.send(self.wire[k0 * self.stride : k1 * self.stride], s - r)
+        self.next = self.base + s
+        if s == self.length:
+            self._turn()
         self.settle()
 
     def send_next_now(self) -> None:
         """Closed loop: send the next message now and measure it from now, as a closed-loop
         tool does (kept only to show the coordinated-omission error next to open loop)."""
         i = self.next
+        r = i - self.base
         start = (i % self.slots) * self.stride
         sent_ns = clock()
         pack_stamp(self.wire, start + self.stamp_at, i, sent_ns, sent_ns)
-        self.intended_at[i] = sent_ns
-        self.sent_at[i] = sent_ns
+        self.intended_at[r] = sent_ns
+        self.sent_at[r] = sent_ns
         self.sender.send(self.wire[start : start + self.stride], 1)
         self.next = i + 1
+        if r + 1 == self.length:
+            self._turn()
+
+    def due(self) -> int:
+        """The next message's intended time."""
+        return self.intended_at[self.next - self.base]
 
 
 class Inbox:
-    """Preallocated columns for received messages, filled one arrival batch at a time."""
+    """Column buffers for received messages, filled one arrival batch at a time; a full
+    buffer (or, when chunks are recorded, one open for CHUNK_NS) goes to the recorder and
+    the next free one takes its place (agents.recording.ReceiptPool)."""
 
-    def __init__(self, capacity: int, framing: Framing, message_size: int) -> None:
+    def __init__(self, capacity: int, framing: Framing, message_size: int,
+                 recorder: Recorder | None = None) -> None:
         prefix_len = len(framing.prefix)
         self.stride = framing.stride(message_size)
         self.frame = frame_dtype(prefix_len, message_size, len(framing.suffix))
         self.buffer = bytearray(max(INBOX_BYTES, 4 * self.stride))
         self.out = memoryview(self.buffer)
-        self.capacity = capacity
-        self.producer_id = touched(capacity, np.int32)
-        self.seq = touched(capacity)
-        self.intended = touched(capacity)
-        self.sent = touched(capacity)
-        self.recv = touched(capacity)
-        self.consumer_id = touched(capacity, np.int32)
-        self.columns_at = [memoryview(column) for column in (
-            self.producer_id, self.seq, self.intended, self.sent, self.recv, self.consumer_id)]
         self.prefix_len = prefix_len
-        self.count = 0
+        self.pool = ReceiptPool(capacity, recorder)
+        self.timed = recorder is not None and CHUNK_ROWS > 0  # chunks closed by time too
+        self.deadline = NEVER
+        self.count = 0  # recorded in all
         self.overflow = 0  # arrivals beyond capacity: counted, reported, never silently lost
+        self._use(self.pool.first())
+
+    def _use(self, box: Receipts) -> None:
+        self.box = box
+        self.producer_id, self.seq, self.intended = box.producer_id, box.seq, box.intended
+        self.sent, self.recv, self.consumer_id = box.sent, box.recv, box.consumer_id
+        self.columns_at = box.views
+        self.capacity = box.capacity
+        box.first = self.count
+        self.rows = 0  # in this buffer
+
+    def arm(self, t0: int) -> None:
+        """The first chunk closes by time CHUNK_NS after the start."""
+        if self.timed:
+            self.deadline = t0 + CHUNK_NS
+
+    def _turn(self, now: int) -> bool:
+        """Close the buffer and take a free one (False: there is none to take)."""
+        box = self.pool.turn(self.box, self.rows)
+        if box is None:
+            return False
+        self._use(box)
+        self.deadline = now + CHUNK_NS
+        return True
+
+    def close(self) -> None:
+        """After the loop: hand over the last buffer's rows."""
+        self.pool.close(self.box, self.rows)
 
     def take(self, receiver: Receiver, consumer_id: int, timeout_ms: int) -> int:
         """Receive one batch from `receiver` and record it; returns how many arrived."""
         n = receiver.receive(self.out, self.stride, timeout_ms)
         if n:
             recv_ns = clock()
-            k = self.count
-            room = self.capacity - k
-            if n > room:
-                self.overflow += n - room
-                n = room
-            if n <= SCALAR_BATCH:
-                self._record_few(n, k, recv_ns, consumer_id)
-                return n
-            frames = np.frombuffer(self.buffer, dtype=self.frame, count=n)
-            end = k + n
-            self.producer_id[k:end] = frames["producer_id"]
-            self.seq[k:end] = frames["seq"]
-            self.intended[k:end] = frames["intended_ns"]
-            self.sent[k:end] = frames["sent_ns"]
-            self.recv[k:end] = recv_ns
-            self.consumer_id[k:end] = consumer_id
-            self.count = end
+            if n <= SCALAR_BATCH and self.rows + n <= self.capacity:
+                self._record_few(n, recv_ns, consumer_id)
+            else:
+                self._record_many(n, recv_ns, consumer_id)
+            if recv_ns >= self.deadline:
+                self._turn(recv_ns)
+        elif self.timed and self.rows and (now := clock()) >= self.deadline:
+            self._turn(now)
         return n
 
-    def _record_few(self, n: int, k: int, recv_ns: int, consumer_id: int) -> None:
+    def _record_many(self, n: int, recv_ns: int, consumer_id: int) -> None:
+        """Record a batch with numpy slice copies, across buffers when it fills one."""
+        frames = np.frombuffer(self.buffer, dtype=self.frame, count=n)
+        done = 0
+        while True:
+            k = self.rows
+            m = min(n - done, self.capacity - k)
+            end = k + m
+            part = frames[done : done + m]
+            self.producer_id[k:end] = part["producer_id"]
+            self.seq[k:end] = part["seq"]
+            self.intended[k:end] = part["intended_ns"]
+            self.sent[k:end] = part["sent_ns"]
+            self.recv[k:end] = recv_ns
+            self.consumer_id[k:end] = consumer_id
+            self.rows = end
+            self.count += m
+            done += m
+            if done == n:
+                return
+            if not self._turn(recv_ns):
+                self.overflow += n - done
+                return
+
+    def _record_few(self, n: int, recv_ns: int, consumer_id: int) -> None:
         producer_ids, seqs, intended, sent, recv, consumers = self.columns_at
         offset = self.prefix_len
+        k = self.rows
         for row in range(k, k + n):
             producer_ids[row], seqs[row], intended[row], sent[row] = unpack_header(
                 self.buffer, offset)
             recv[row] = recv_ns
             consumers[row] = consumer_id
             offset += self.stride
-        self.count = k + n
+        self.rows = k + n
+        self.count += n

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from sixnines.formats.chunks import message_files
 from sixnines.orchestrator.brokers import start_recipe
 from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.launchers.local import LocalLauncher
@@ -78,10 +79,11 @@ def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
 
 
 def agent_messages(run_dir: Path, role: str, columns: list[str] | None = None):
-    """The message rows of the run's first `role` agent (producer, consumer), or None where
-    it wrote none."""
-    found = sorted(run_dir.glob(f"agents/{role}-*/messages.parquet"))
-    return pq.read_table(found[0], columns=columns).to_pandas() if found else None
+    """The message rows of the run's first `role` agent (producer, consumer): all its
+    chunks, or its messages.parquet; None where it wrote none."""
+    found = sorted(run_dir.glob(f"agents/{role}-*"))
+    paths = message_files(found[0]) if found else []
+    return pq.read_table(paths, columns=columns).to_pandas() if paths else None
 
 
 def send_figures(run_dir: Path) -> dict:

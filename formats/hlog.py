@@ -10,6 +10,7 @@ per group of intervals), never `record_value` per message.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,24 +26,6 @@ INTERVAL_NS = 1_000_000_000
 MAX_VALUE_UNIT_RATIO = 1e6  # Interval_Max column in ms for ns values (HdrHistogram convention)
 LEGEND = '"StartTimestamp","Interval_Length","Interval_Max","Interval_Compressed_Histogram"'
 _TAG = re.compile(r"[A-Za-z0-9_]+")
-_CHUNK_BINS = 1 << 22  # bincount bins per pass: bounds memory for hour-long runs (32 MB)
-
-
-def interval_edges(warmup_ns: int, end_ns: int, interval_ns: int = INTERVAL_NS) -> np.ndarray:
-    """Interval boundaries (ns since t0) with the warm-up end always one of them.
-
-    0, every interval_ns below warmup_ns, warmup_ns, then warmup_ns + k * interval_ns up to
-    and including the first edge >= end_ns (at least one interval), so a reader can drop
-    the warm-up exactly by whole intervals.
-    """
-    if interval_ns <= 0 or warmup_ns < 0:
-        raise ValueError("interval_ns must be > 0 and warmup_ns >= 0")
-    end_ns = max(int(end_ns), 1)
-    before = np.arange(0, warmup_ns, interval_ns, dtype=np.int64)
-    after_count = max(-(-(end_ns - warmup_ns) // interval_ns), 0) + 1
-    after = warmup_ns + interval_ns * np.arange(after_count, dtype=np.int64)
-    edges = np.concatenate([before, after])
-    return edges[: int(np.searchsorted(edges, end_ns, side="left")) + 1]
 
 
 def _check_tag(tag: str) -> str:
@@ -51,78 +34,153 @@ def _check_tag(tag: str) -> str:
     return tag
 
 
+class IntervalLog:
+    """An interval log written as the run goes: each `add` (one closed chunk's values)
+    appends the intervals that are complete, so memory holds only the last few intervals'
+    counts whatever the run's length.
+
+    An interval is complete once values `lateness_ns` past its end have been added (a
+    receiver's messages arrive roughly in intended order, not exactly). A value that comes
+    later still, for an interval already written, goes into an extra line for that
+    interval at once: readers that merge intervals (ours sums them per tag) count it, and
+    no line is ever rewritten. Values outside 1 ns .. 1 h are clipped and counted
+    (`out_of_range`, which the caller must report).
+    """
+
+    def __init__(self, path: str | PathLike, *, start_epoch_s: float, warmup_ns: int,
+                 interval_ns: int = INTERVAL_NS, comment: str | None = None,
+                 lateness_ns: int = 0) -> None:
+        if interval_ns <= 0 or warmup_ns < 0:
+            raise ValueError("interval_ns must be > 0 and warmup_ns >= 0")
+        if comment is not None and ("\n" in comment or "\r" in comment):
+            raise ValueError("hlog comment must be a single line")
+        self.warmup_ns, self.interval_ns, self.lateness_ns = warmup_ns, interval_ns, lateness_ns
+        self.before = -(-warmup_ns // interval_ns)  # intervals that start inside the warm-up
+        self.open: dict[int, dict[str, np.ndarray]] = {}  # interval -> tag -> counts
+        self.written = 0  # intervals below this one are in the file
+        self.out_of_range: dict[str, dict[str, int]] = {}
+        start = datetime.fromtimestamp(start_epoch_s, tz=UTC).isoformat(timespec="milliseconds")
+        lines = [
+            "#[Histogram log format version 1.3]",
+            f"#[StartTime: {start_epoch_s:.3f} (seconds since epoch), {start}]",
+            f"#[BaseTime: {start_epoch_s:.3f} (seconds since epoch)]",
+        ]
+        if comment is not None:
+            lines.append(f"#[{comment}]")
+        lines += [f"#[Values in nanoseconds; warm-up ends at {warmup_ns / 1e9:.3f} s after "
+                  "StartTime]", LEGEND]
+        self.file = open(path, "w", encoding="ascii", newline="\n")  # noqa: SIM115
+        self._write(lines)
+
+    def interval_of(self, offsets: np.ndarray) -> np.ndarray:
+        """The interval of each offset (ns since t0; earlier ones go to the first), as
+        cut so that the warm-up's end is always an interval boundary: whole intervals up
+        to it, the last one shortened, then whole intervals from it (a reader drops the
+        warm-up exactly by whole intervals)."""
+        inside = offsets // self.interval_ns
+        after = self.before + (offsets - self.warmup_ns) // self.interval_ns
+        return np.maximum(np.where(offsets < self.warmup_ns, inside, after), 0)
+
+    def span(self, interval: int) -> tuple[int, int]:
+        """(start, length) of an interval in ns since t0."""
+        if interval < self.before:
+            start = interval * self.interval_ns
+            return start, min(start + self.interval_ns, self.warmup_ns) - start
+        return self.warmup_ns + (interval - self.before) * self.interval_ns, self.interval_ns
+
+    def add(self, series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Count one chunk's values: {tag: (offsets, values)}, per message its intended
+        time minus t0 and its int64 ns value (tags may cover different messages); then
+        write what is complete. Intervals are taken in order and written as soon as the
+        chunk shows them complete, so a whole run added at once holds one at a time."""
+        located: dict[str, dict[int, np.ndarray]] = {}
+        latest = None
+        for tag in sorted(series):
+            offsets = np.asarray(series[tag][0], dtype=np.int64)
+            values = np.asarray(series[tag][1], dtype=np.int64)
+            if values.shape != offsets.shape:
+                raise ValueError(f"metric {_check_tag(tag)!r}: {values.shape} values, "
+                                 f"{offsets.shape} offsets")
+            values, negative, too_large = hdr.clip(values)
+            report = self.out_of_range.setdefault(_check_tag(tag),
+                                                  {"negative": 0, "too_large": 0})
+            report["negative"] += negative
+            report["too_large"] += too_large
+            if not len(offsets):
+                continue
+            latest = max(int(offsets.max()), -1 if latest is None else latest)
+            intervals = self.interval_of(offsets)
+            if np.any(intervals[1:] < intervals[:-1]):  # schedule order is usual; sort if not
+                order = np.argsort(intervals, kind="stable")
+                intervals, values = intervals[order], values[order]
+            found, first = np.unique(intervals, return_index=True)
+            ends = [*first[1:].tolist(), len(values)]
+            located[tag] = {k: values[lo:hi] for k, lo, hi in zip(
+                found.tolist(), first.tolist(), ends, strict=True)}
+        if latest is None:
+            return
+        complete = int(self.interval_of(np.array([latest - self.lateness_ns]))[0])
+        lines: list[str] = []
+        for k in sorted(set().union(*located.values())):
+            for tag, by_interval in located.items():
+                if k not in by_interval:
+                    continue
+                counts = np.bincount(hdr.bucket_indices(by_interval[k]),
+                                     minlength=hdr.COUNTS_LEN)
+                if k < self.written:  # later than its interval's line: a line of its own
+                    lines.append(self._line(tag, k, counts))
+                elif tag in (held := self.open.setdefault(k, {})):
+                    held[tag] += counts
+                else:
+                    held[tag] = counts
+            lines += self._flush(min(k, complete))
+        lines += self._flush(complete)
+        self._write(lines)
+
+    def close(self) -> dict[str, dict[str, int]]:
+        """Write every interval still open and close the file; returns the out-of-range
+        report per tag ({"negative", "too_large"})."""
+        self._write(self._flush(max(self.open, default=-1) + 1))
+        self.file.close()
+        return self.out_of_range
+
+    def sync(self) -> None:
+        """Make what is written durable (a kill of the process alone loses nothing written)."""
+        os.fsync(self.file.fileno())
+
+    def _flush(self, below: int) -> list[str]:
+        lines = []
+        for k in sorted(k for k in self.open if k < below):
+            held = self.open.pop(k)
+            lines += [self._line(tag, k, held[tag]) for tag in sorted(held)]
+        self.written = max(self.written, below)
+        return lines
+
+    def _line(self, tag: str, interval: int, counts: np.ndarray) -> str:
+        start_ns, length_ns = self.span(interval)
+        max_ms = int(hdr.highest_equivalent(hdr.max_index(counts))) / MAX_VALUE_UNIT_RATIO
+        payload = hdr.to_hdrh(counts).encode().decode("ascii")
+        return f"Tag={tag},{start_ns / 1e9:.3f},{length_ns / 1e9:.3f},{max_ms:.3f},{payload}"
+
+    def _write(self, lines: list[str]) -> None:
+        if lines:
+            self.file.write("\n".join(lines) + "\n")
+            self.file.flush()
+
+
 def write_hlog(path: str | PathLike, *, start_epoch_s: float,
                series: dict[str, tuple[np.ndarray, np.ndarray]], warmup_ns: int,
                interval_ns: int = INTERVAL_NS, comment: str | None = None
                ) -> dict[str, dict[str, int]]:
-    """Write one tagged interval histogram per (interval, metric) with at least one value.
-
-    `series` maps a tag to (offsets, values): per message, its intended send time minus t0
-    (earlier ones go to the first interval) and its int64 ns value. Tags may cover different
-    messages (a request without a reply has a send lag but no latency). Values outside
-    1 h / below 0 are clipped into range and counted; the returned
-    {tag: {"negative", "too_large"}} must be reported by the caller.
-    BaseTime = StartTime = start_epoch_s, so stamps are seconds since t0.
-    """
-    tags = sorted(_check_tag(tag) for tag in series)
-    if comment is not None and ("\n" in comment or "\r" in comment):
-        raise ValueError("hlog comment must be a single line")
-    report: dict[str, dict[str, int]] = {}
-    prepared: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    end_ns = 1
-    for tag in tags:
-        offsets = np.asarray(series[tag][0], dtype=np.int64)
-        values = np.asarray(series[tag][1], dtype=np.int64)
-        if values.shape != offsets.shape:
-            raise ValueError(f"metric {tag!r}: {values.shape} values, {offsets.shape} offsets")
-        values, negative, too_large = hdr.clip(values)
-        report[tag] = {"negative": negative, "too_large": too_large}
-        if len(offsets) > 1 and np.any(offsets[1:] < offsets[:-1]):
-            order = np.argsort(offsets, kind="stable")  # schedule order is usual; sort if not
-            offsets, values = offsets[order], values[order]
-        prepared[tag] = (offsets, values)
-        if len(offsets):
-            end_ns = max(end_ns, int(offsets[-1]) + 1)
-
-    edges = interval_edges(warmup_ns, end_ns, interval_ns)
-    n_intervals = len(edges) - 1
-    located: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for tag, (offsets, values) in prepared.items():
-        interval = np.maximum(np.searchsorted(edges, offsets, side="right") - 1, 0)
-        bounds = np.searchsorted(interval, np.arange(n_intervals + 1), side="left")
-        located[tag] = (interval, values, bounds)
-
-    start = datetime.fromtimestamp(start_epoch_s, tz=UTC).isoformat(timespec="milliseconds")
-    lines = [
-        "#[Histogram log format version 1.3]",
-        f"#[StartTime: {start_epoch_s:.3f} (seconds since epoch), {start}]",
-        f"#[BaseTime: {start_epoch_s:.3f} (seconds since epoch)]",
-    ]
-    if comment is not None:
-        lines.append(f"#[{comment}]")
-    lines += [f"#[Values in nanoseconds; warm-up ends at {warmup_ns / 1e9:.3f} s after StartTime]",
-              LEGEND]
-    per_pass = max(_CHUNK_BINS // hdr.COUNTS_LEN, 1)
-    for first in range(0, n_intervals, per_pass):
-        last = min(first + per_pass, n_intervals)
-        pass_counts = {}
-        for tag, (interval, values, bounds) in located.items():
-            lo, hi = int(bounds[first]), int(bounds[last])
-            keys = (interval[lo:hi] - first) * hdr.COUNTS_LEN + hdr.bucket_indices(values[lo:hi])
-            pass_counts[tag] = np.bincount(keys, minlength=(last - first) * hdr.COUNTS_LEN
-                                           ).reshape(last - first, hdr.COUNTS_LEN)
-        for i in range(first, last):
-            start_s, length_s = edges[i] / 1e9, (edges[i + 1] - edges[i]) / 1e9
-            for tag in tags:
-                bounds = located[tag][2]
-                if bounds[i] == bounds[i + 1]:
-                    continue
-                counts = pass_counts[tag][i - first]
-                max_ms = int(hdr.highest_equivalent(hdr.max_index(counts))) / MAX_VALUE_UNIT_RATIO
-                payload = hdr.to_hdrh(counts).encode().decode("ascii")
-                lines.append(f"Tag={tag},{start_s:.3f},{length_s:.3f},{max_ms:.3f},{payload}")
-    with open(path, "w", encoding="ascii", newline="\n") as out:
-        out.write("\n".join(lines) + "\n")
+    """A whole interval log at once: one tagged interval histogram per (interval, metric)
+    with at least one value (`IntervalLog` says how values are cut and clipped).
+    BaseTime = StartTime = start_epoch_s, so stamps are seconds since t0."""
+    log = IntervalLog(path, start_epoch_s=start_epoch_s, warmup_ns=warmup_ns,
+                      interval_ns=interval_ns, comment=comment)
+    try:
+        log.add(series)
+    finally:
+        report = log.close()
     return report
 
 
@@ -217,7 +275,7 @@ def measured_counts(hlog: HlogFile, warmup_s: float) -> dict[str, np.ndarray]:
     """Counts per tag summed over the intervals after the warm-up (zeros if none).
 
     An interval counts when its midpoint is past warmup_s: stamps carry 1 ms precision,
-    and interval_edges puts the warm-up end on a boundary, so this is exact.
+    and IntervalLog puts the warm-up end on a boundary, so this is exact.
     """
     totals: dict[str, np.ndarray] = {}
     for item in hlog.intervals:

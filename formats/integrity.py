@@ -8,7 +8,8 @@ Plain Python (streamed sha256, pyarrow), run before Spark opens a file:
   one the controller already found not matching when it collected it (`verified: false`)
   is not trusted either, and one listed but gone was deleted since the run. A file the
   controller never got (`verified: false` and absent) is missing data, not damage.
-- a parquet file the analysis reads but no checksum covers (an older manifest, a
+- a parquet file the analysis reads (messages.parquet or a chunk of messages, cpu.parquet)
+  but no checksum covers (an older manifest, a
   controller that died before collecting) is decoded whole, so a damaged one is named
   here rather than deep inside a Spark job. hlogs are parsed whole before Spark starts
   anyway (formats.hlog.read_hlog names a damaged line).
@@ -31,13 +32,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
+from sixnines.formats.chunks import message_files
 from sixnines.formats.document import first_error
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.manifest import AgentEntry, Artifact, Manifest
-from sixnines.formats.records import CPU_FILE, MESSAGES_FILE
+from sixnines.formats.records import CPU_FILE
 
 MANIFEST = "manifest.json"
-PARQUET_FILES = (MESSAGES_FILE, CPU_FILE)  # what the analysis reads with a parquet reader
 
 
 def sha256_of(path: Path) -> str:
@@ -100,9 +101,9 @@ def problems(run_dir: Path, manifest: Manifest) -> list[str]:
         folder = Path(run_dir) / "agents" / entry.id
         for name, recorded in entry.artifacts.items():
             found.append(_against_record(folder / name, recorded))
-        for name in PARQUET_FILES:
-            if name not in entry.artifacts and (folder / name).is_file():
-                found.append(_undecodable(folder / name))
+        for path in (*message_files(folder), folder / CPU_FILE):  # read with a parquet reader
+            if path.name not in entry.artifacts and path.is_file():
+                found.append(_undecodable(path))
     return [problem for problem in found if problem]
 
 

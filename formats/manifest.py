@@ -110,7 +110,8 @@ class AgentEntry(Open):
     t0_ns: int | None = None
     """The start instant on its own clock: where its schedule began."""
     artifacts: dict[str, Artifact] = Field(default_factory=dict)
-    """Its files by name (messages.parquet, latency.hlog, cpu.parquet)."""
+    """Its files by name (latency.hlog, cpu.parquet, and messages.parquet or its chunks
+    messages-NNNNNN.parquet with chunks.jsonl)."""
     out_of_range: dict[str, Any] | None = None
     """Values its interval log clipped, per tag."""
     duplicate_replies: int | None = None

@@ -250,7 +250,7 @@ class RunSummary(Document):
     lost: int | None = None
     """Deliveries expected at receivers that left data and never made it there."""
     unknown: int | None = None
-    """Deliveries expected at consumers that left no messages.parquet (killed: each of
+    """Deliveries expected at consumers that left no records they reported (killed: each of
     their connections expected every message sent): not lost, nothing says whether they
     arrived; a problem line names each such agent, and the run is at least partial."""
     duplicated: int | None = None

@@ -1,14 +1,15 @@
 """How much memory and disk a scenario's runs need, against what the hosts have.
 
-Agents keep every message's timestamps in memory until their run ends (docs/design.md rule 4:
-nothing but stamping in the loop) and then write them, so a run's memory grows with its
-messages, and every run's files stay in the results directory. A plan that cannot fit is
-refused before anything starts, with the numbers and the knobs that change them, instead
-of failing in an agent's log minutes later (or being killed by the kernel).
+When chunks stream (agents.recording, opt-in via SIXNINES_CHUNK_ROWS), producers and
+consumers hold a few buffers of about a second's records each, the same for a minute or a
+day, while their files grow with the messages; by default they hold the whole run, and the
+estimate follows whichever the controller's environment chooses. Requesters keep the
+whole run in memory (replies join requests at the end), so theirs grows with the run.
+Every run's files stay in the results directory. A plan that cannot fit is refused before
+anything starts, with the numbers and the knobs that change them, instead of failing in
+an agent's log minutes later (or being killed by the kernel).
 
-The per-message figures are measured peaks (docs/performance.md, "Footprint"), rounded up:
-a producer peaked at ~131 bytes of resident memory per message and a consumer at ~115
-while writing their files; their per-message files took 5-7 bytes a message at 64 B.
+The figures are measured peaks (docs/performance.md, "Footprint"), rounded up.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sixnines.agents.recording import (
+    CHUNK_NS,
+    pool_buffers,
+    producer_rows,
+    receipt_rows,
+)
 from sixnines.agents.schedule import NS
 from sixnines.agents.streams import INBOX_BYTES, RING_BYTES
 from sixnines.formats.atomic import human_bytes as human
@@ -29,10 +36,15 @@ from sixnines.orchestrator.plan import AgentPlan, plan_agents
 
 MiB = 1 << 20
 AGENT_BASE_BYTES = 256 * MiB  # an agent's interpreter, libraries and driver, idle
-#: Peak resident bytes per message an agent records (its rows), by role.
-ROW_MEMORY_BYTES = {Role.PRODUCER: 160, Role.CONSUMER: 160, Role.REQUESTER: 320,
-                    Role.RESPONDER: 0}
-ROW_DISK_BYTES = 16  # messages.parquet per row (zstd; measured 5-7 at 64 B)
+#: Peak resident bytes per message of the roles that keep the whole run (their rows).
+ROW_MEMORY_BYTES = {Role.REQUESTER: 320, Role.RESPONDER: 0}
+#: Bytes per row of one chunk buffer: a producer's intended and sent times, a consumer's
+#: six columns (agents.recording.Piece, Receipts).
+CHUNK_ROW_BYTES = {Role.PRODUCER: 16, Role.CONSUMER: 40}
+WRITER_ROW_BYTES = 112  # per row of the chunk being written: its columns, parquet's buffers
+HLOG_OPEN_BYTES = 16 * MiB  # the intervals the interval log holds open (5 s, 3 tags)
+ROW_DISK_BYTES = 16  # per message on disk (zstd parquet; measured 5-7 at 64 B)
+CHUNK_FILE_BYTES = 4096  # per chunk file: parquet footer and its line in chunks.jsonl
 HLOG_BYTES_PER_S = 64 * 1024  # an interval log per second of run (measured ~20 KB)
 AGENT_FILES_BYTES = 1 * MiB  # cpu.parquet, done.json, the agent's log
 KNOBS = ("lower rate, duration or messages, or spread producers and consumers over more "
@@ -63,11 +75,27 @@ def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
     needs = []
     for plan in plans:
         rows = _rows(plan)
-        buffers = _buffers(plan, workload.message_size)
-        memory = AGENT_BASE_BYTES + rows * ROW_MEMORY_BYTES[plan.role] + buffers
-        disk = rows * ROW_DISK_BYTES + int(HLOG_BYTES_PER_S * span_s) + AGENT_FILES_BYTES
+        recording, chunks = _recording(plan, workload.warmup_ns + workload.duration_ns)
+        memory = AGENT_BASE_BYTES + recording + _buffers(plan, workload.message_size)
+        disk = (rows * ROW_DISK_BYTES + chunks * CHUNK_FILE_BYTES
+                + int(HLOG_BYTES_PER_S * span_s) + AGENT_FILES_BYTES)
         needs.append(AgentNeed(plan, memory, disk))
     return needs
+
+
+def _recording(plan: AgentPlan, span_ns: int) -> tuple[int, int]:
+    """The memory an agent records into, and how many chunk files it writes."""
+    if plan.role in ROW_MEMORY_BYTES:
+        return _rows(plan) * ROW_MEMORY_BYTES[plan.role], 0
+    if plan.role == Role.PRODUCER:
+        sends = -(-plan.sends // plan.connections)
+        rows = producer_rows(sends, plan.rate / plan.connections if plan.rate else None)
+        buffers, chunks = plan.connections * pool_buffers(), plan.connections * -(-sends // rows)
+    else:
+        rows = receipt_rows(plan.expected, span_ns)
+        buffers, chunks = pool_buffers(), max(-(-plan.expected // rows), span_ns // CHUNK_NS)
+    per_row = buffers * CHUNK_ROW_BYTES[plan.role] + WRITER_ROW_BYTES
+    return rows * per_row + HLOG_OPEN_BYTES, chunks
 
 
 def _buffers(plan: AgentPlan, size: int) -> int:

@@ -24,7 +24,7 @@ removed first, so no figure outlives a new verdict.
 
 summary.json: formats.summary documents every field (its JSON Schema is
 docs/summary.schema.json). Deliveries of unknown fate (`unknown`: consumers that left no
-messages.parquet), or hlogs disagreeing with the raw records (`hlog_agrees` false), make
+records they reported), or hlogs disagreeing with the raw records (`hlog_agrees` false), make
 the run at least `partial`. A saturation run (`load`, spark_jobs.load: `rate: max`) gets
 the .hgrm of its own metric only (saturation_latency.hgrm), and its warnings say when the
 time cap (`duration`) ended sending before every message went out.
@@ -68,7 +68,7 @@ from pyspark.sql import SparkSession
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
 from sixnines.formats.manifest import AgentEntry, Manifest, Workload
-from sixnines.formats.records import HLOG_FILE, MESSAGES_FILE
+from sixnines.formats.records import HLOG_FILE
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
 from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
 from sixnines.formats.vocabulary import Role
@@ -84,6 +84,7 @@ SUMMARY = "summary.json"
 SERIES = "series.json"
 
 
+RECORDS = "per-message records it reported"  # what an absent agent left none of
 NOT_ANALYSED = ("not analysed: a file that fails its check never feeds a figure; restore it "
                 "from a copy, or run again")
 
@@ -93,19 +94,19 @@ class Checked:
     """A run dir after the checks made before Spark reads anything (spark_jobs.integrity).
 
     damaged: one line per file failing them; the run is then refused whole and the other
-    fields stay empty. Otherwise messages (agent_id → (role, messages.parquet)), the hlogs'
+    fields stay empty. Otherwise messages (agent_id → (role, its message files)), the hlogs'
     measured counts (agent_id → (role, counts per tag)) and notes on missing hlogs.
     """
 
     run_dir: Path
     manifest: Manifest
     damaged: list[str] = field(default_factory=list)
-    messages: dict[str, tuple[Role, Path]] = field(default_factory=dict)
+    messages: dict[str, tuple[Role, list[Path]]] = field(default_factory=dict)
     hlogs: dict[str, tuple[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
 
-def _hlog_paths(messages: dict[str, tuple[Role, Path]], run_dir: Path
+def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
                 ) -> tuple[list[str], dict[str, tuple[Role, Path]]]:
     """The hlogs of the agents with messages, and a note for each such agent without one."""
     notes: list[str] = []
@@ -137,8 +138,10 @@ def check_run(run_dir: Path) -> Checked:
     return Checked(run_dir, manifest, damaged, messages, hlogs, notes)
 
 
-def _absent(manifest: Manifest, messages: dict[str, tuple[Role, Path]]) -> list[AgentEntry]:
-    """Manifest entries of sending or receiving agents that left no messages.parquet."""
+def _absent(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
+            ) -> list[AgentEntry]:
+    """Manifest entries of sending or receiving agents whose records are not analysed: they
+    left none, or never reported (killed: their closed chunks stay on disk)."""
     return [agent for agent in manifest.agents
             if agent.role in frames.ROLES and agent.id not in messages]
 
@@ -154,13 +157,13 @@ def _absent_notes(absent: list[AgentEntry], workload: Workload, sent: int) -> li
         who = f"agent {agent.id} ({agent.role}, status {agent.status or 'unknown'})"
         if agent.role == Role.CONSUMER:
             unknown = _connections(agent, workload) * sent
-            notes.append(f"{who} left no {MESSAGES_FILE}: the {unknown:,} deliveries expected "
+            notes.append(f"{who} left no {RECORDS}: the {unknown:,} deliveries expected "
                          "there are unknown (not lost: nothing says whether they arrived)")
         elif agent.role == Role.REQUESTER:
-            notes.append(f"{who} left no {MESSAGES_FILE}: its requests and their replies are "
+            notes.append(f"{who} left no {RECORDS}: its requests and their replies are "
                          f"in no count (it reported sending {agent.sent:,} before it stopped)")
         else:
-            notes.append(f"{who} left no {MESSAGES_FILE}: its messages are in no count; "
+            notes.append(f"{who} left no {RECORDS}: its messages are in no count; "
                          "what consumers got from it is counted as unexpected")
     return notes
 

@@ -24,8 +24,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from sixnines.formats import hdr
+from sixnines.formats.chunks import message_files
 from sixnines.formats.manifest import AgentEntry, Manifest
-from sixnines.formats.records import MESSAGES, MESSAGES_FILE
+from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Role
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION
 
@@ -36,6 +37,7 @@ DEFAULT_DOMAIN = ""  # a manifest without clock domains: every agent shares one 
 SAME_CLOCK, CROSS_CLOCK, EXCLUDED = "same_clock", "cross_clock", "excluded"
 PAIRS = (SAME_CLOCK, CROSS_CLOCK, EXCLUDED)  # clock_pair values, also the summary field names
 
+UNREPORTED = ("failed", "missing")  # manifest statuses of agents that sent no `done`
 ClockRow = tuple[int, str, int | None, int | None]  # key, domain, offset_ns, uncertainty_ns
 
 
@@ -79,13 +81,16 @@ def bucket_index(value: Column) -> Column:
     return (first + sub_bucket - hdr.SUB_BUCKET_HALF_COUNT).cast("int")
 
 
-def message_paths(run_dir: Path, manifest: Manifest) -> dict[str, tuple[Role, Path]]:
-    """{agent_id: (role, messages.parquet)} for the manifest's agents whose file exists."""
+def message_paths(run_dir: Path, manifest: Manifest) -> dict[str, tuple[Role, list[Path]]]:
+    """{agent_id: (role, its per-message files)} for the manifest's agents that left any:
+    its chunks in order, or its messages.parquet (formats.chunks). An agent that never
+    reported (failed, missing: killed mid-run) is left out: what became of the messages
+    after its last chunk is unknown, so its deliveries stay unknown, not lost."""
     found = {}
     for agent in manifest.agents:
-        path = Path(run_dir) / "agents" / agent.id / MESSAGES_FILE
-        if agent.role in ROLES and path.is_file():
-            found[agent.id] = (agent.role, path)
+        paths = message_files(Path(run_dir) / "agents" / agent.id)
+        if agent.role in ROLES and paths and agent.status not in UNREPORTED:
+            found[agent.id] = (agent.role, paths)
     return found
 
 
@@ -108,8 +113,9 @@ def load_messages(spark: SparkSession, run_dir: Path, manifest: Manifest) -> Dat
     """
     ids = [agent.id for agent in manifest.agents]
     frames = [
-        _tag(spark.read.schema(SCHEMA).parquet(str(path)), agent_id, ids.index(agent_id), role)
-        for agent_id, (role, path) in message_paths(run_dir, manifest).items()
+        _tag(spark.read.schema(SCHEMA).parquet(*map(str, paths)), agent_id,
+             ids.index(agent_id), role)
+        for agent_id, (role, paths) in message_paths(run_dir, manifest).items()
     ]
     if not frames:
         return _tag(spark.createDataFrame([], SCHEMA), "", -1, "")

@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import pytest
+
+from sixnines.agents import recording
 from sixnines.orchestrator import footprint
-from sixnines.orchestrator.footprint import AGENT_BASE_BYTES, ROW_DISK_BYTES, ROW_MEMORY_BYTES
+from sixnines.orchestrator.footprint import (
+    AGENT_BASE_BYTES,
+    CHUNK_ROW_BYTES,
+    ROW_DISK_BYTES,
+    ROW_MEMORY_BYTES,
+    WRITER_ROW_BYTES,
+)
 from sixnines.orchestrator.matrix import expand
 from sixnines.orchestrator.scenario import parse_scenario
 
@@ -19,25 +28,37 @@ workload: {workload}
 """))
 
 
-def test_memory_grows_with_the_messages_each_agent_records():
-    small, large = (footprint.estimate(points(f"{{message_size: 64, rate: {rate}, "
-                                              "duration: 10s, warmup: 0s}"))
-                    for rate in ("1k", "101k"))
-    grown = large.memory["local"][0] - small.memory["local"][0]
-    # 1,000,000 more messages, recorded by the producer and by the consumer
-    assert grown == 1_000_000 * (ROW_MEMORY_BYTES["producer"] + ROW_MEMORY_BYTES["consumer"])
-    assert large.disk - small.disk == 2 * 1_000_000 * ROW_DISK_BYTES
-    assert small.memory["local"][0] > 2 * AGENT_BASE_BYTES
+@pytest.fixture
+def streaming(monkeypatch):
+    """Records streamed in chunks (SIXNINES_CHUNK_ROWS, off by default)."""
+    monkeypatch.setattr(recording, "CHUNK_ROWS", 1 << 19)
 
 
-def test_a_consumer_records_every_connection_s_deliveries():
-    one, four = (footprint.agent_needs(points(f"{{message_size: 64, rate: 10k, duration: 10s, "
-                                              f"warmup: 0s, connections: {c}}}")[0])
-                 for c in (1, 4))
-    consumer = {need.plan.role: need for need in four}["consumer"]
-    alone = {n.plan.role: n for n in one}["consumer"]
-    # three more connections, each receiving all 100,000 messages
-    assert consumer.memory - alone.memory == 3 * 100_000 * ROW_MEMORY_BYTES["consumer"]
+def test_memory_stays_the_same_however_long_the_run_and_disk_grows(streaming):
+    short, long = (footprint.estimate(points(f"{{message_size: 64, rate: 101k, "
+                                             f"duration: {duration}, warmup: 0s}}"))
+                   for duration in ("10s", "1h"))
+    assert short.memory["local"][0] == long.memory["local"][0]  # chunks, not the run
+    assert short.memory["local"][0] > 2 * AGENT_BASE_BYTES
+    messages = 101_000 * 3590  # more sent and received
+    assert long.disk - short.disk > 2 * messages * ROW_DISK_BYTES
+
+
+def test_a_requester_keeps_its_whole_run_in_memory():
+    small, large = (footprint.agent_needs(points(
+        f"{{mode: round-trip, message_size: 64, rate: {rate}, duration: 10s, warmup: 0s}}")[0])
+        for rate in ("1k", "101k"))
+    grown = large[0].memory - small[0].memory
+    assert grown == 1_000_000 * ROW_MEMORY_BYTES["requester"]
+
+
+def test_a_consumer_s_buffers_hold_a_second_of_every_connection_s_deliveries(streaming):
+    one, four = ({need.plan.role: need for need in footprint.agent_needs(points(
+        f"{{message_size: 64, rate: 100k, duration: 10s, warmup: 0s, connections: {c}}}")[0])}
+        for c in (1, 4))
+    per_row = recording.pool_buffers() * CHUNK_ROW_BYTES["consumer"] + WRITER_ROW_BYTES
+    # a second's deliveries: 100,000 on one connection, 400,000 on four
+    assert four["consumer"].memory - one["consumer"].memory == 300_000 * per_row
 
 
 def test_the_largest_run_counts_for_memory_and_every_run_for_disk():
@@ -56,14 +77,15 @@ def test_agents_are_counted_on_the_hosts_they_are_placed_on():
     assert {a.plan.agent_id for a in found.memory["h1"][2]} == {"producer-0", "consumer-0"}
 
 
-def test_a_plan_too_big_for_the_host_is_refused_with_the_numbers_and_the_knobs():
+def test_a_plan_too_big_for_the_host_is_refused_with_the_numbers_and_the_knobs(streaming):
     found = footprint.estimate(points("{message_size: 64, rate: 5M, duration: 1h}"))
-    problems = footprint.problems(found, {"local": 16 * GB}, 100 * GB, "runs")
-    memory, disk = problems
-    assert "run 01-tcp needs about 5.2 TB of memory on host local" in memory
-    assert "18,005,000,000 messages" in memory and "16.0 GB is available" in memory
+    memory, disk = footprint.problems(found, {"local": GB // 2}, 100 * GB, "runs")
+    assert "run 01-tcp needs about 776.0 MB of memory on host local" in memory
+    assert "18,005,000,000 messages" in memory and "512.0 MB is available" in memory
     assert "lower rate, duration or messages" in memory
-    assert "537.0 GB under runs, but 100.0 GB is free" in disk
+    assert "537.3 GB under runs, but 100.0 GB is free" in disk
+    # chunks: an hour at 5M msg/s fits a 16 GB machine's memory, not its disk
+    assert footprint.problems(found, {"local": 16 * GB}, 100 * GB, "runs") == [disk]
     assert footprint.problems(found, {"local": None}, None, "runs") == []  # unknown: passes
 
 

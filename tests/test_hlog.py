@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -15,13 +16,22 @@ from sixnines.formats.hlog import (
     INTERVAL_NS,
     HlogError,
     HlogFile,
+    IntervalLog,
     measured_counts,
     read_hlog,
     write_hlog,
 )
-from sixnines.formats.hlog import interval_edges as edges
 
 S = 1_000_000_000
+
+
+def edges(warmup_ns: int, end_ns: int, interval_ns: int = S) -> np.ndarray:
+    """Interval boundaries (ns since t0) up to the first at or past `end_ns`."""
+    log = IntervalLog(os.devnull, start_epoch_s=0.0, warmup_ns=warmup_ns,
+                      interval_ns=interval_ns)
+    last = int(log.interval_of(np.array([max(end_ns, 1) - 1]))[0])
+    log.close()
+    return np.array([log.span(k)[0] for k in range(last + 1)] + [sum(log.span(last))])
 START_EPOCH_S = 1_717_000_000.125
 WARMUP_NS = 2_500_000_000
 
@@ -231,3 +241,31 @@ def test_a_damaged_log_names_its_file_and_line(written: tuple[Path, dict], tmp_p
         where = re.escape(f"{tmp_path / name}: line {len(lines)}: damaged interval")
         with pytest.raises(HlogError, match=f"^{where}"):
             read_hlog(tmp_path / name)
+
+
+def test_a_log_appended_chunk_by_chunk_is_the_whole_run_s_log(run, tmp_path) -> None:
+    """Chunks of a run in send order give the same file, line for line, as the whole run
+    written at once: an interval is written once a chunk 5 s past it has come."""
+    order = np.argsort(run["offsets"], kind="stable")
+    series = {tag: (run["offsets"][order], values[order]) for tag, values in run["metrics"].items()}
+    whole = tmp_path / "whole.hlog"
+    write_hlog(whole, start_epoch_s=START_EPOCH_S, series=series, warmup_ns=WARMUP_NS)
+    log = IntervalLog(tmp_path / "chunked.hlog", start_epoch_s=START_EPOCH_S,
+                      warmup_ns=WARMUP_NS, lateness_ns=5 * S)
+    for lo in range(0, len(order), 7_000):
+        log.add({tag: (o[lo : lo + 7_000], v[lo : lo + 7_000]) for tag, (o, v) in series.items()})
+    log.close()
+    assert (tmp_path / "chunked.hlog").read_text() == whole.read_text()
+
+
+def test_a_value_later_than_its_interval_s_line_gets_a_line_of_its_own(tmp_path) -> None:
+    path = tmp_path / "late.hlog"
+    log = IntervalLog(path, start_epoch_s=START_EPOCH_S, warmup_ns=0, lateness_ns=S)
+    log.add({"latency": (np.array([100, 2 * S + 5]), np.array([1_000, 2_000]))})
+    log.add({"latency": (np.array([200]), np.array([3_000]))})  # interval 0, already written
+    log.add({"latency": (np.array([-5]), np.array([-1]))})  # before t0: the first interval
+    assert log.close() == {"latency": {"negative": 1, "too_large": 0}}
+    intervals = read_hlog(path).intervals
+    assert [(i.start_s, int(i.counts.sum())) for i in intervals] == [
+        (0.0, 1), (0.0, 1), (0.0, 1), (2.0, 1)]
+    assert int(measured_counts(read_hlog(path), 0.0)["latency"].sum()) == 4

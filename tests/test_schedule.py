@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sixnines.agents.schedule import NS, intended_offsets, message_count, touched
+from sixnines.agents.schedule import NS, Pieces, intended_offsets, message_count, touched
 
 
 @pytest.mark.parametrize(
@@ -106,3 +106,28 @@ def test_touched_is_filled():
     assert (array == -7).all()
     assert (touched(10) == 0).all()
     assert touched(10).dtype == np.int64
+
+
+def whole_run(schedule: str, rate: float, count: int, phase_ns: int, seed: int) -> np.ndarray:
+    """The schedule as agents made it whole before recording went piecewise."""
+    if schedule == "poisson":
+        gaps = np.random.default_rng(seed).exponential(NS / rate, size=count)
+        gaps[0] = 0.0
+        return np.cumsum(gaps).astype(np.int64) + phase_ns
+    if float(rate).is_integer():
+        return np.arange(count, dtype=np.int64) * NS // int(rate) + phase_ns
+    return (np.arange(count, dtype=np.float64) * NS / rate).astype(np.int64) + phase_ns
+
+
+@pytest.mark.parametrize(("schedule", "rate"), [
+    ("fixed", 1_000_000.0), ("fixed", 333_333.3), ("poisson", 1_000_000.0), ("poisson", 77.7)])
+def test_pieces_make_exactly_the_whole_run_s_schedule(schedule, rate):
+    count, piece = 3_000_017, 100_003  # a long schedule in uneven pieces
+    pieces = Pieces(schedule, rate, count, phase_ns=17, seed=5)
+    buffer = np.empty(piece, np.int64)
+    made = []
+    while n := pieces.fill(buffer):
+        made.append(buffer[:n].copy())
+    assert [len(m) for m in made[:-1]] == [piece] * (len(made) - 1)
+    assert np.array_equal(np.concatenate(made), whole_run(schedule, rate, count, 17, 5))
+    assert pieces.fill(buffer) == 0  # done

@@ -9,14 +9,18 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 import sixnines.agents.streams as streams
+from sixnines.agents.recording import PiecePool, Recorder
 from sixnines.agents.roles import Control, Producer
-from sixnines.agents.schedule import intended_offsets
+from sixnines.agents.schedule import Pieces, intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import Framing, Sender
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
+from sixnines.formats.chunks import chunk_name, message_files, read_index
+from sixnines.formats.integrity import sha256_of
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
 from sixnines.formats.vocabulary import MAX_RATE
@@ -77,10 +81,27 @@ class RecordingSender(Sender):
         self.inner.close()
 
 
+class Given:
+    """A schedule given whole (as `Pieces` would make it)."""
+
+    def __init__(self, offsets: np.ndarray) -> None:
+        self.offsets, self.count, self.made = offsets, len(offsets), 0
+
+    def fill(self, out: np.ndarray) -> int:
+        n = min(len(out), self.count - self.made)
+        out[:n] = self.offsets[self.made : self.made + n]
+        self.made += n
+        return n
+
+
+def whole(offsets: np.ndarray, producer_id: int = 3) -> PiecePool:
+    """One piece holding the whole schedule, recorded by nobody (as a requester's)."""
+    return PiecePool(Given(offsets), max(len(offsets), 1), producer_id, None)
+
+
 def make_stream(driver, sender, offsets, producer_id=3, seed=1) -> OutStream:
-    # a copy: OutStream keeps a contiguous int64 schedule without copying, and arm() adds t0
-    # to it in place
-    return OutStream(sender, driver.framing(SIZE), SIZE, offsets.copy(), producer_id, seed)
+    return OutStream(sender, driver.framing(SIZE), SIZE, whole(offsets, producer_id),
+                     producer_id, seed)
 
 
 def take_all(inbox: Inbox, receiver, count: int, consumer_id: int = 0) -> None:
@@ -321,35 +342,38 @@ def test_blast_sends_batches_at_once_stamped_with_their_send_time(driver, pair, 
 
 def test_a_large_message_blasts_a_few_at_a_time(driver):
     stream = OutStream(driver.sender(32 << 10, 0), driver.framing(32 << 10), 32 << 10,
-                       np.zeros(10, np.int64), 0, 1)
+                       whole(np.zeros(10, np.int64), 0), 0, 1)
     try:
         assert stream.batch == 1  # 64 KB per call at most: one 32 KB frame (+ its length)
     finally:
         stream.sender.close()
 
 
-def max_prepare(messages: int, connections: int, duration_ns: int = 60 * NS) -> Prepare:
+def max_prepare(messages: int, connections: int, duration_ns: int = 60 * NS,
+                out_dir: Path = Path("unused")) -> Prepare:
     return Prepare(
         protocol=PROTOCOL_VERSION, run_id="r", agent_id="producer-0", role="producer",
         driver="tcp", address="", driver_options={}, message_size=SIZE, rate=0.0,
         schedule=MAX_RATE, duration_ns=duration_ns, warmup_ns=0, connections=connections,
         first_id=0, phase_ns=0, receive="blocking", drain_ns=NS, seed=1, expected=0,
-        out_dir="", messages=messages)
+        out_dir=str(out_dir), messages=messages)
 
 
-def test_a_max_mode_producer_sends_exactly_its_messages(driver):
+def test_a_max_mode_producer_sends_exactly_its_messages(driver, tmp_path):
     receiver = driver.receiver(SIZE, 0)
-    producer = Producer(max_prepare(2001, connections=3), driver)
+    producer = Producer(max_prepare(2001, connections=3, out_dir=tmp_path), driver)
     try:
         assert [s.count for s in producer.streams] == [667, 667, 667]
         t0 = clock() + NS // 100
         producer.arm(t0)
         producer.run(Control())
         assert producer.sent == 2001
-        rows = producer.columns()
-        assert len(rows["seq"]) == 2001 and rows["sent_ns"].min() >= t0
-        assert np.array_equal(rows["intended_ns"], rows["sent_ns"])
-        assert producer.metrics() == {}  # no schedule: no send lag in the interval log
+        files, out_of_range, problems = producer.results()
+        assert problems == [] and out_of_range == {}  # no schedule: no send lag in the hlog
+        rows = pq.read_table(message_files(tmp_path)).to_pandas()
+        assert len(rows) == 2001 and rows.sent_ns.min() >= t0
+        assert (rows.intended_ns == rows.sent_ns).all()
+        assert {"latency.hlog", "chunks.jsonl"} < files.keys()
         inbox = Inbox(2001, TCP_FRAMING, SIZE)
         take_all(inbox, receiver, 2001)
         pairs = set(zip(inbox.producer_id.tolist(), inbox.seq.tolist(), strict=True))
@@ -359,8 +383,9 @@ def test_a_max_mode_producer_sends_exactly_its_messages(driver):
         receiver.close()
 
 
-def test_the_time_cap_ends_a_max_mode_run_early(driver):
-    producer = Producer(max_prepare(10**6, connections=1, duration_ns=NS // 50), driver)
+def test_the_time_cap_ends_a_max_mode_run_early(driver, tmp_path):
+    producer = Producer(max_prepare(10**6, connections=1, duration_ns=NS // 50,
+                                    out_dir=tmp_path), driver)
     try:
         producer.arm(clock())
         began = clock()
@@ -369,3 +394,95 @@ def test_the_time_cap_ends_a_max_mode_run_early(driver):
         assert 0 < producer.sent < 10**6
     finally:
         producer.close()
+
+
+# --- chunked recording (agents.recording) ---------------------------------------------------
+
+
+def describe(chunk) -> tuple[dict, dict]:
+    """A receiver's chunk as the consumer describes it, without hlog series."""
+    n = chunk.rows
+    return {"producer_id": chunk.producer_id[:n], "seq": chunk.seq[:n],
+            "size": np.full(n, SIZE, np.int32), "intended_ns": chunk.intended[:n],
+            "sent_ns": chunk.sent[:n], "recv_ns": chunk.recv[:n],
+            "consumer_id": chunk.consumer_id[:n],
+            "rx_index": np.arange(chunk.first, chunk.first + n, dtype=np.int64),
+            "warmup": np.zeros(n, bool)}, {}
+
+
+def test_an_inbox_records_chunk_after_chunk_each_listed_with_its_checksum(driver, pair,
+                                                                            tmp_path):
+    sender, receiver = pair
+    count = 5_000
+    stream = make_stream(driver, sender, intended_offsets("fixed", 1e6, count))
+    stream.arm(clock() - NS)
+    while stream.next < count:
+        stream.pump(clock())
+    recorder = Recorder(tmp_path, describe, 0, "test", lambda: 0)
+    recorder.start(clock())
+    inbox = Inbox(300, TCP_FRAMING, SIZE, recorder)  # batches straddle chunks
+    take_all(inbox, receiver, count)
+    inbox.close()
+    files, out_of_range, problems = recorder.finish()
+    assert (inbox.count, inbox.overflow, problems, out_of_range) == (count, 0, [], {})
+    chunks = read_index(tmp_path)
+    assert [c["file"] for c in chunks] == [chunk_name(k) for k in range(1, len(chunks) + 1)]
+    assert len(chunks) >= count // 300 and sum(c["rows"] for c in chunks) == count
+    for chunk in chunks:
+        assert files[chunk["file"]] == {"sha256": sha256_of(tmp_path / chunk["file"]),
+                                        "bytes": chunk["bytes"]}
+        assert chunk["sha256"] == files[chunk["file"]]["sha256"]
+    rows = pq.read_table(message_files(tmp_path)).to_pandas()
+    assert rows.seq.tolist() == list(range(count))
+    assert rows.rx_index.tolist() == list(range(count))
+    assert np.array_equal(rows.sent_ns, stream.sent[:count])
+
+
+def test_an_inbox_closes_a_chunk_after_a_second_without_arrivals(driver, pair, tmp_path):
+    sender, receiver = pair
+    stream = make_stream(driver, sender, intended_offsets("fixed", 1000.0, 3))
+    stream.arm(clock() - NS)
+    stream.pump(clock())
+    recorder = Recorder(tmp_path, describe, 0, "test", lambda: 0)
+    recorder.start(clock())
+    inbox = Inbox(1000, TCP_FRAMING, SIZE, recorder)
+    inbox.arm(clock())
+    take_all(inbox, receiver, 3)
+    assert read_index(tmp_path) == []  # open: less than a second old
+    deadline = time.monotonic() + 5
+    while not read_index(tmp_path):  # idle: the time check of an empty receive closes it
+        assert time.monotonic() < deadline
+        inbox.take(receiver, 0, 20)
+    assert read_index(tmp_path)[0]["rows"] == 3
+    recorder.finish()
+
+
+def test_a_producer_s_schedule_is_made_and_recorded_piece_by_piece(driver, pair, tmp_path):
+    """Pieces of 64 rows refilled by the writer while the stream sends: the recorded
+    intended times are the whole run's schedule, every send stamped, every row once."""
+    sender, receiver = pair
+    count = 3_000
+    recorder = Recorder(tmp_path, lambda piece: ({
+        "producer_id": np.full(piece.rows, 3, np.int32),
+        "seq": np.arange(piece.base, piece.base + piece.rows, dtype=np.int64),
+        "size": np.full(piece.rows, SIZE, np.int32),
+        "intended_ns": piece.intended[: piece.rows], "sent_ns": piece.sent[: piece.rows],
+        "recv_ns": None, "consumer_id": None, "rx_index": None,
+        "warmup": np.zeros(piece.rows, bool)}, {}), 0, "test", lambda: 0)
+    pool = PiecePool(Pieces("poisson", 200_000.0, count, 11, seed=4), 64, 3, recorder)
+    stream = OutStream(sender, driver.framing(SIZE), SIZE, pool, 3, seed=1)
+    t0 = clock()
+    stream.arm(t0)
+    recorder.start(t0)
+    while stream.next < count:
+        stream.pump(clock())
+    stream.close()
+    recorder.finish()
+    rows = pq.read_table(message_files(tmp_path)).to_pandas().sort_values("seq")
+    assert rows.seq.tolist() == list(range(count))
+    assert np.array_equal(rows.intended_ns,
+                          intended_offsets("poisson", 200_000.0, count, 11, seed=4) + t0)
+    assert (rows.sent_ns >= rows.intended_ns).all()
+    inbox = Inbox(count, TCP_FRAMING, SIZE)
+    take_all(inbox, receiver, count)
+    assert np.array_equal(inbox.sent, rows.sent_ns.to_numpy())

@@ -29,7 +29,7 @@ from tests.faults.support import (
 
 pytestmark = pytest.mark.integration
 
-MESSAGES = "agents/consumer-0/messages.parquet"
+MESSAGES = "agents/consumer-0/messages-000001.parquet"  # the consumer's first chunk
 HLOG = "agents/consumer-0/latency.hlog"
 CHANGED = "changed since the run"  # the end of every checksum and size finding
 SHIFT_NS = 5_000_000
@@ -105,7 +105,7 @@ def recorded_unverified(run_dir: Path) -> None:
     """The controller found the consumer's file not matching its checksum on collection."""
     def unverify(manifest: dict) -> None:
         consumer = next(a for a in manifest["agents"] if a["id"] == "consumer-0")
-        consumer["artifacts"]["messages.parquet"]["verified"] = False
+        consumer["artifacts"][Path(MESSAGES).name]["verified"] = False
     edit_manifest(run_dir, unverify)
 
 

@@ -4,10 +4,13 @@ filesystem, what fits is kept, nothing is left running, no half file is left any
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
+from sixnines.formats.chunks import message_files
 from tests.faults.disks import leave_free, small_disk
 from tests.faults.processes import Sixnines, still_alive_after
 from tests.faults.test_interrupts import manifest_of, started
@@ -36,7 +39,8 @@ def half_files(disk: Path) -> list[Path]:
 def test_an_agent_that_cannot_write_its_messages_keeps_its_histogram_and_says_where(
         tmp_path):
     """Room for the small files (interval logs, done.json, the manifest) but not for the
-    per-message files: each agent keeps what fits and the console names the file."""
+    per-message chunks: each agent keeps the chunks it wrote before, leaves a reserve for
+    its account of the run, and the console names the first chunk it could not write."""
     with small_disk(tmp_path / "disk") as disk:
         controller, run_dir = start_run(tmp_path, disk)
         tree = controller.snapshot()
@@ -45,15 +49,16 @@ def test_an_agent_that_cannot_write_its_messages_keeps_its_histogram_and_says_wh
         assert still_alive_after(tree, 2) == {}
         assert code == 1, err
         assert "Traceback" not in err
-        assert f"{run_dir}/agents/consumer-0/messages.parquet: {NO_SPACE} (" in err
-        assert f"free on {disk})" in err
+        assert re.search(rf"{run_dir}/agents/consumer-0/messages-\d{{6}}\.parquet: {NO_SPACE} "
+                         rf"\([\d.,]+ [KMG]?B free on {disk}\) \([\d,]+ records lost\)", err), err
         manifest = manifest_of(run_dir)
         assert manifest["status"] == "partial"
         consumer = next(e for e in manifest["agents"] if e["role"] == "consumer")
         assert consumer["received"] > 50_000  # counted, though its rows could not be kept
-        assert "messages.parquet" not in consumer["artifacts"]
+        kept = message_files(run_dir / "agents" / "consumer-0")
+        assert sum(pq.read_metadata(path).num_rows for path in kept) < consumer["received"]
+        assert all(consumer["artifacts"][path.name]["verified"] for path in kept)
         assert consumer["artifacts"]["latency.hlog"]["verified"]
-        assert not (run_dir / "agents" / "consumer-0" / "messages.parquet").exists()
         assert half_files(disk) == []
 
 

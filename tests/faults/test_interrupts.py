@@ -14,6 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from sixnines.formats.chunks import message_files
 from tests.faults.processes import Sixnines, command_line, still_alive_after
 
 pytestmark = pytest.mark.integration
@@ -69,12 +70,12 @@ def assert_data_on_disk_accounted(run_dir: Path) -> None:
     with the counts its files hold."""
     manifest = manifest_of(run_dir)
     for entry in manifest["agents"]:
-        messages = run_dir / "agents" / entry["id"] / "messages.parquet"
-        if not messages.is_file():
+        messages = message_files(run_dir / "agents" / entry["id"])
+        if not messages:
             continue
         assert entry["status"] in ("ok", "partial"), entry
-        assert entry["artifacts"]["messages.parquet"]["verified"], entry
-        count = rows(messages)
+        assert all(entry["artifacts"][path.name]["verified"] for path in messages), entry
+        count = sum(rows(path) for path in messages)
         assert count > 0
         assert count == (entry["sent"] if entry["role"] == "producer" else entry["received"])
 

@@ -254,7 +254,8 @@ def test_round_trip_with_lost_replies(spark, tmp_path):
     assert summary["latency_us"]["count"] == len(latency)
     assert summary["latency_us"]["max"] == latency.max() / 1000
     assert summary["hlog_agrees"] is True
-    assert any(p.startswith("agent r2 (requester, status ok) left no messages.parquet: "
+    assert any(p.startswith("agent r2 (requester, status ok) left no per-message records it "
+                            "reported: "
                             "its requests and their replies are in no count")
                for p in summary["problems"])
     r = recv[post & replied]
