@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import ssl
-import subprocess
 import threading
 import time
 
@@ -16,18 +15,12 @@ import pytest
 
 from sixnines.drivers.base import DriverError
 from sixnines.drivers.sockets import FrameStream, SocketIO
+from tests.drivers.certs import self_signed
 
 
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory) -> tuple[str, str]:
-    folder = tmp_path_factory.mktemp("tls")
-    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=localhost", "-addext",
-                    "subjectAltName=DNS:localhost"], check=True, capture_output=True,
-                   timeout=60)
-    return cert, key
+    return self_signed(tmp_path_factory.mktemp("tls"), "localhost", "DNS:localhost")
 
 
 class TlsPeer:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import socket
-import subprocess
 import threading
 import time
 
@@ -20,6 +19,7 @@ from sixnines.drivers.nats import NatsDriver, NatsOptions
 from sixnines.formats.payload import frame_dtype
 from sixnines.orchestrator.problems import ScenarioError
 from sixnines.orchestrator.scenario import parse_scenario
+from tests.drivers.certs import self_signed
 from tests.integration import support
 from tests.integration.support import (
     NATS_AUTH_CONFIG,
@@ -381,13 +381,7 @@ workload: {message_size: 1KiB, rate: 100, duration: 1s, consumers: 3, connection
 @pytest.fixture(scope="module")
 def tls_server(tmp_path_factory):
     """A nats-server that requires TLS, with a certificate made for the test."""
-    folder = tmp_path_factory.mktemp("nats-tls")
-    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
-                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-                    "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True,
-                   timeout=60)
+    cert, key = self_signed(tmp_path_factory.mktemp("nats-tls"), "127.0.0.1", "IP:127.0.0.1")
     with nats_server("--tls", "--tlscert", cert, "--tlskey", key) as address:
         yield address, cert
 
