@@ -65,16 +65,22 @@ NEVER = 1 << 62
 RESERVE_BYTES = 1 << 20
 
 
+def streaming() -> bool:
+    """Whether records go to disk chunk by chunk while the run goes (SIXNINES_CHUNK_ROWS);
+    read at each call so a test can switch it on by setting CHUNK_ROWS."""
+    return CHUNK_ROWS > 0
+
+
 def pool_buffers() -> int:
     """Buffers per pool: one holding the whole run unless chunks stream."""
-    return POOL_BUFFERS if CHUNK_ROWS else 1
+    return POOL_BUFFERS if streaming() else 1
 
 
 def chunk_rows(count: int, per_second: float | None, least: int = 1) -> int:
     """Rows per buffer for `count` records coming at `per_second` (None: unknown): about
     a second's worth but at least `least`, at most CHUNK_ROWS; the whole run when
     CHUNK_ROWS is 0."""
-    if CHUNK_ROWS == 0:
+    if not streaming():
         return max(count, 1)
     second = CHUNK_ROWS if per_second is None else math.ceil(per_second * CHUNK_NS / NS)
     return max(1, min(count, CHUNK_ROWS, max(least, second)))
@@ -301,7 +307,7 @@ class Recorder:
                                    lateness_ns=HLOG_LATENESS_NS)
         except OSError as exc:
             self.failures.append(str(WriteFailure.of(self.out_dir / CHUNK_INDEX, exc)))
-        if CHUNK_ROWS:  # only a streaming writer needs the GIL promptly
+        if streaming():  # only a streaming writer needs the GIL promptly
             sys.setswitchinterval(SWITCH_INTERVAL_S)
         self.thread.start()
 

@@ -18,13 +18,13 @@ import numpy as np
 
 from sixnines.agents.recording import (
     CHUNK_NS,
-    CHUNK_ROWS,
     NEVER,
     Piece,
     PiecePool,
     ReceiptPool,
     Receipts,
     Recorder,
+    streaming,
 )
 from sixnines.drivers.base import Framing, Receiver, Sender
 from sixnines.formats.payload import (
@@ -196,7 +196,7 @@ class Inbox:
         self.out = memoryview(self.buffer)
         self.prefix_len = prefix_len
         self.pool = ReceiptPool(capacity, recorder)
-        self.timed = recorder is not None and CHUNK_ROWS > 0  # chunks closed by time too
+        self.timed = recorder is not None and streaming()  # chunks closed by time too
         self.deadline = NEVER
         self.count = 0  # recorded in all
         self.overflow = 0  # arrivals beyond capacity: counted, reported, never silently lost

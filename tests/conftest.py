@@ -125,3 +125,11 @@ def _results_follow_their_schemas(request, tmp_path_factory):
         if problems:
             pytest.fail("results that break their shipped JSON Schema:\n"
                         + "\n".join(problems), pytrace=False)
+
+
+@pytest.fixture
+def streaming(monkeypatch):
+    """Records streamed in chunks while the run goes (SIXNINES_CHUNK_ROWS, off by default)."""
+    from sixnines.agents import recording
+
+    monkeypatch.setattr(recording, "CHUNK_ROWS", 1 << 19)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from sixnines.agents import recording
 from sixnines.orchestrator import footprint
 from sixnines.orchestrator.footprint import (
@@ -26,12 +24,6 @@ systems: [{{name: tcp, driver: tcp}}]
 workload: {workload}
 {placement}
 """))
-
-
-@pytest.fixture
-def streaming(monkeypatch):
-    """Records streamed in chunks (SIXNINES_CHUNK_ROWS, off by default)."""
-    monkeypatch.setattr(recording, "CHUNK_ROWS", 1 << 19)
 
 
 def test_memory_stays_the_same_however_long_the_run_and_disk_grows(streaming):

@@ -438,7 +438,8 @@ def test_an_inbox_records_chunk_after_chunk_each_listed_with_its_checksum(driver
     assert np.array_equal(rows.sent_ns, stream.sent[:count])
 
 
-def test_an_inbox_closes_a_chunk_after_a_second_without_arrivals(driver, pair, tmp_path):
+def test_an_inbox_closes_a_chunk_after_a_second_without_arrivals(driver, pair, tmp_path,
+                                                                streaming):
     sender, receiver = pair
     stream = make_stream(driver, sender, intended_offsets("fixed", 1000.0, 3))
     stream.arm(clock() - NS)

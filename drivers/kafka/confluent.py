@@ -15,6 +15,8 @@ import ctypes
 import os
 import time
 import uuid
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 import confluent_kafka
@@ -126,9 +128,9 @@ class Backend:
             "acks": str(opts.acks), "linger.ms": opts.linger_ms,
             "compression.type": opts.compression,
             "message.timeout.ms": DELIVERY_TIMEOUT_MS,
-            "delivery.report.only.error": True, "on_delivery": owner.delivered,
+            "delivery.report.only.error": True, "on_delivery": weakly(owner.delivered),
             "message.max.bytes": self.driver.record_bytes,
-            "error_cb": owner.alarm,
+            "error_cb": weakly(owner.alarm),
         })
         if opts.batch_size is not None:
             conf["batch.size"] = opts.batch_size
@@ -146,6 +148,22 @@ class Backend:
     def responder(self, topic: str, partitions: int, message_size: int,
                   reply_prefix: str) -> ConfluentResponder:
         return ConfluentResponder(self, topic, partitions, reply_prefix)
+
+
+def weakly(method: Callable) -> Callable:
+    """`method` as a client callback that does not keep its object alive. A client holds
+    its callbacks, and a callback holding the sender that holds the client is a cycle the
+    garbage collector cannot break through the C handle: a producer never closed (a
+    failed set-up, an exception) would then retry its gone broker for the rest of the
+    process."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args) -> None:
+        bound = ref()
+        if bound is not None:
+            bound(*args)
+
+    return call
 
 
 class _Alarms:
@@ -233,7 +251,11 @@ class ConfluentSender(_Alarms, Sender):
                 pass
 
     def close(self) -> None:
-        self.producer.flush(FLUSH_TIMEOUT_S)
+        """Flush; what is still queued after FLUSH_TIMEOUT_S (a gone broker) is purged,
+        so the client has nothing left to retry."""
+        if self.producer.flush(FLUSH_TIMEOUT_S):
+            self.producer.purge()
+            self.producer.flush(0)
         if self.failed is not None:
             raise DriverError(f"{self.label}: delivery failed ({self.failed.str()})")
 
@@ -254,7 +276,7 @@ class ConfluentReceiver(_Alarms, Receiver):
                 "message.max.bytes": backend.driver.record_bytes,
                 "max.partition.fetch.bytes": backend.driver.record_bytes,
                 "fetch.max.bytes": max(FETCH_BYTES, backend.driver.record_bytes),
-                "error_cb": self.alarm}
+                "error_cb": weakly(self.alarm)}
         try:
             self.consumer = Consumer(conf)
         except KafkaException as exc:

@@ -184,8 +184,13 @@ class PythonSender(Sender):
         self.check()
 
     def close(self) -> None:
-        with contextlib.suppress(KafkaError):  # a broker gone: what is queued is lost
+        """Flush; with a broker gone, what is queued is lost and its retries are stopped
+        (the client's own close waits for a flush first, so its sending thread would
+        outlive us, retrying, until the process ends)."""
+        try:
             self.producer.flush(FLUSH_TIMEOUT_S)
+        except KafkaError:
+            self.producer._sender.force_close()  # fails what is queued; checked privately
         with contextlib.suppress(KafkaError):
             self.producer.close(timeout=1)
         self.check()

@@ -84,3 +84,15 @@ def test_confluent_kafka_lets_the_doorbell_reach_librdkafkas_queue():
             bell.close()
     finally:
         consumer.close()
+
+
+def test_kafka_python_can_stop_a_producer_that_cannot_flush():
+    """A producer whose broker is gone cannot be closed through the public API (close
+    flushes first); drivers/kafka/kafka_python.py force-closes its sending thread."""
+    from kafka import KafkaProducer
+    from kafka.producer.sender import Sender
+
+    assert callable(getattr(Sender, "force_close", None)), changed(
+        "kafka-python", "Sender.force_close", "drivers/kafka/kafka_python.py")
+    assert "self._sender" in inspect.getsource(KafkaProducer.__init__), changed(
+        "kafka-python", "KafkaProducer._sender", "drivers/kafka/kafka_python.py")

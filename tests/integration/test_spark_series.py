@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from sixnines.formats.chunks import message_files
 from sixnines.formats.manifest import Manifest
-from sixnines.formats.records import MESSAGES_FILE
 from sixnines.orchestrator.runner import RunSettings
 from sixnines.spark_jobs import distribution, frames, series
 from sixnines.spark_jobs.analyze import SERIES, analyze_run, main
@@ -50,7 +50,7 @@ def _measured_by_seq(run_dir, manifest, role: str) -> dict[str, np.ndarray]:
     """The measured rows of the agent holding `role`, by seq (warm-up as Spark judges it:
     from the producer's schedule, the same instant on both agents)."""
     agent = next(a for a in manifest["agents"] if a["role"] == role)
-    table = pq.read_table(run_dir / "agents" / agent["id"] / MESSAGES_FILE).to_pydict()
+    table = pq.read_table(message_files(run_dir / "agents" / agent["id"])).to_pydict()
     start = next(a["t0_ns"] for a in manifest["agents"] if a["role"] == "producer")
     intended = np.array(table["intended_ns"])
     keep = intended >= start + manifest["workload"]["warmup_ns"]
