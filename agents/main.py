@@ -23,6 +23,7 @@ from pathlib import Path
 
 from sixnines.agents.artifacts import keep_done, write_files
 from sixnines.agents.cpu import CpuSampler, write_cpu
+from sixnines.agents.disk import DiskGauge
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.monitor import serve_monitor
 from sixnines.agents.roles import (
@@ -74,9 +75,11 @@ def _listen(channel: p.Channel, control: Control, drain_ns: int) -> None:
 
 
 def _report_progress(channel: p.Channel, role: Role, agent_id: str, done: threading.Event) -> None:
+    gauge = DiskGauge(Path(role.spec.out_dir))
     while not done.wait(PROGRESS_INTERVAL_S):
         if not channel.send(p.Progress(agent_id=agent_id, sent=role.sent,
-                                       received=role.received)):
+                                       received=role.received, disk_written=gauge.written(),
+                                       disk_free=gauge.free())):
             return
 
 
@@ -121,11 +124,11 @@ def _await_start(channel: p.Channel) -> p.Start | None:
 def _run(channel: p.Channel, spec: p.Prepare, role: Role, at_ns: int) -> int:
     control = Control()
     signal.signal(signal.SIGTERM, lambda *_: control.stop("terminated (SIGTERM)"))
+    role.arm(at_ns)  # before any thread starts: arming may fork the recorder's writer
     threading.Thread(target=_listen, args=(channel, control, spec.drain_ns), daemon=True).start()
     finished = threading.Event()
     threading.Thread(target=_report_progress, args=(channel, role, spec.agent_id, finished),
                      daemon=True).start()
-    role.arm(at_ns)
     sampler = CpuSampler(time.process_time_ns, _message_count(role), spec.cpu_sample_ns)
     sampler.start()
     problems = []

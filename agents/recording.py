@@ -3,66 +3,57 @@ memory is bounded by its buffers whatever the run's length (docs/design.md, "Fil
 
 The loops (agents.streams) fill column buffers preallocated and touched before the start.
 A full buffer — or, for a receiver, one open for `CHUNK_NS` — is a closed chunk: the loop
-hands it to the agent's `Recorder` (one queue put) and goes on in the next free buffer of
-its pool. The recorder's writer thread writes each chunk as its own parquet file
-(formats.chunks: whole through formats.atomic, listed in the fsynced `chunks.jsonl`),
-appends the intervals it completes to `latency.hlog`, and gives the buffer back: a
-receiver's to its free list, a sender's refilled with the next piece of its schedule.
-Parquet, zstd, hashing and numpy's large loops release the GIL; the thread holds it for
-short Python steps between them (SWITCH_INTERVAL_S says how soon it gets it back).
+hands it to the agent's `Recorder` (one small message on a socket) and goes on in the next
+free buffer of its pool. The buffers are shared memory; the recorder's writer process
+(agents.chunk_writer) writes each chunk as its own file and gives the buffer back: a
+receiver's to its free list, a sender's refilled with the next piece of its schedule (the
+writer owns the schedules from the fork on). A process, not a thread: a writer thread took
+the GIL from the loop tens of times per chunk, and send-lag p99 at 1M msg/s went from
+~0.1 ms to 2-4 ms (docs/performance.md, "Streaming recording").
 
-When no buffer is free (the writer fell that far behind: a slow disk, a starved CPU) the
-loop never waits: the pool grows by one buffer, allocated in the loop (a stall the send
-lag shows) and kept, and the agent's log and manifest entry say so (`recording`).
-Dropping records instead would turn a slow disk into messages the analysis counts as lost;
-growing keeps every record and bounds memory by how far the writer lags, not the run.
+When a receiver has no free buffer (the writer fell that far behind: a slow disk, a
+starved CPU) its pool grows by one, allocated in the loop (a stall the receive times show)
+and kept; a sender with no piece ready waits for the writer to make one (a stall its send
+lag shows). Either way the agent's log and manifest entry say so (`recording.behind`).
+Dropping records instead would turn a slow disk into messages the analysis counts as lost.
 
-`SIXNINES_CHUNK_ROWS` sets the largest chunk (rows); 0, the default, records the whole run
-in one chunk written at the end (the in-memory path); 524288 streams about a second per chunk
-at 500k msg/s. Streaming stays opt-in until it passes
-the hot-path A/B (docs/performance.md, "Streaming recording"): on a quiet machine the
-writer thread raised send-lag p99 at 1M msg/s from ~50-110 us to 2-4 ms.
+`SIXNINES_CHUNK_ROWS` sets the largest chunk (rows); 0 records the whole run in one chunk
+written after the loop (the in-memory path, kept for the A/B).
 """
 
 from __future__ import annotations
 
-import errno
-import hashlib
+import json
 import math
+import mmap
 import os
-import queue
-import shutil
+import socket
 import sys
-import threading
-import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
-from sixnines.agents.artifacts import described, encoded_messages
+from sixnines.agents.artifacts import described
+from sixnines.agents.chunk_writer import (
+    HANDOFF,
+    RECYCLED,
+    REPLY,
+    ChunkWriter,
+    Describe,
+    fork_writer,
+    start_epoch,
+)
 from sixnines.agents.schedule import NS, Pieces, touched
-from sixnines.formats.atomic import WriteFailure, atomic_path
-from sixnines.formats.chunks import CHUNK_INDEX, append_entry, chunk_name
-from sixnines.formats.hlog import IntervalLog
-from sixnines.formats.records import HLOG_FILE, MESSAGES
+from sixnines.formats.chunks import CHUNK_INDEX, read_index
+from sixnines.formats.records import HLOG_FILE
 
 CHUNK_ROWS = int(os.environ.get("SIXNINES_CHUNK_ROWS", 0))
 CHUNK_NS = NS  # a chunk is closed after about a second at most
 POOL_BUFFERS = 4  # per pool when streaming: one filling, one being written, two ready
-#: How long a thread waiting for the GIL waits before the busy loop must hand it over
-#: (CPython's default is 5 ms): the writer takes it tens of times per chunk, and at 5 ms a
-#: turn it fell behind 8 chunks a second. Each handover costs the loop the same either way.
-SWITCH_INTERVAL_S = 0.0002
 RECEIPT_ROWS = 1 << 14  # a receiver's buffers hold at least this many rows (bursts)
-HLOG_LATENESS_NS = 5 * NS  # an interval is written once records 5 s past its end are in
 NEVER = 1 << 62
-#: Left free on the agent's filesystem: chunks are the bulk of what an agent writes, and a
-#: full disk must cost records, never the account of the run (done.json, the rest of the
-#: interval log, the controller's manifest).
-RESERVE_BYTES = 1 << 20
 
 
 def streaming() -> bool:
@@ -100,36 +91,57 @@ def receipt_rows(expected: int, span_ns: int) -> int:
                       RECEIPT_ROWS)
 
 
-class Chunk(Protocol):
-    rows: int  # rows to write
-    pool: Pool
+class Columns:
+    """A buffer's columns, `capacity` rows each: in memory of its own shared with the writer
+    process (a memfd, handed over once) when chunks stream, plain arrays otherwise."""
 
-
-class Pool(Protocol):
-    def recycle(self, chunk: Chunk) -> None: ...
-
-
-Describe = Callable[[Chunk], tuple[dict, dict]]  # chunk -> (message columns, hlog series)
-
+    def __init__(self, capacity: int, dtypes: tuple[type, ...], shared: bool,
+                 fd: int = -1) -> None:
+        self.fd = -1
+        if not shared or capacity == 0:
+            self.arrays = [touched(capacity, dtype) for dtype in dtypes]
+            return
+        sizes = [capacity * np.dtype(dtype).itemsize for dtype in dtypes]
+        total = max(sum(sizes), 1)
+        if fd < 0:  # the agent's side: new memory, touched now (not in the loop)
+            fd = os.memfd_create("sixnines-chunk", os.MFD_CLOEXEC)
+            os.ftruncate(fd, total)
+            self.fd = fd
+        memory = mmap.mmap(fd, total)
+        self.arrays, at = [], 0
+        for dtype, size in zip(dtypes, sizes, strict=True):
+            self.arrays.append(np.frombuffer(memory, dtype, capacity, at))
+            at += size
+        if self.fd >= 0:
+            for array in self.arrays:
+                array.fill(0)
 
 class Piece:
     """One buffer of a sender's schedule: intended times filled ahead, send times stamped
-    by the loop; rows `base` .. `base + length` of its stream."""
+    by the loop; rows `start` .. `start + length` of its stream."""
 
-    def __init__(self, pool: PiecePool, capacity: int) -> None:
+    def __init__(self, pool: PiecePool, capacity: int, fd: int = -1,
+                 chunk_id: int | None = None) -> None:
         self.pool = pool
-        self.intended = touched(capacity)
-        self.sent = touched(capacity)
+        self.columns = Columns(capacity, (np.int64, np.int64), pool.shared, fd)
+        self.intended, self.sent = self.columns.arrays
         self.intended_at = memoryview(self.intended)  # scalar access without numpy overhead
         self.sent_at = memoryview(self.sent)
-        self.base = 0
+        if chunk_id is None:
+            chunk_id = pool.recorder.track(self) if pool.recorder is not None else -1
+        self.id = chunk_id
+        self.start = 0
         self.length = 0  # filled from the schedule
         self.rows = 0  # sent, when handed over
 
 
 class PiecePool:
     """A sender's schedule in buffers reused in turn (one holding the whole schedule when
-    nothing records it piecewise: a requester, whose replies join its requests)."""
+    nothing records it piecewise: a requester, whose replies join its requests).
+
+    Until the writer process is forked the agent fills pieces; from then on the writer
+    does (its copy of the schedule is the one that goes on) and the agent takes them as
+    they come back (`returned`)."""
 
     def __init__(self, schedule: Pieces, rows: int, producer_id: int,
                  recorder: Recorder | None) -> None:
@@ -137,36 +149,43 @@ class PiecePool:
         self.rows = rows
         self.producer_id = producer_id
         self.recorder = recorder
+        self.shared = recorder is not None and streaming()
+        self.id = recorder.register(self) if recorder is not None else -1
         self.t0 = 0
-        self.lock = threading.Lock()  # the schedule is made in order by one thread at a time
         self.pieces = [Piece(self, rows) for _ in range(pool_buffers() if recorder else 1)]
-        self.ready = deque(piece for piece in self.pieces if self._fill(piece))
-        self.grown = 0
+        self.ready = deque(piece for piece in self.pieces if self.refill(piece))
+        self.behind = 0  # times the loop waited for the writer to make a piece
 
     @property
     def count(self) -> int:
         return self.schedule.count
 
     def first(self) -> Piece:
-        return self.ready.popleft() if self.ready else self._end()
+        return self.ready.popleft() if self.ready else self._end(0)
 
     def arm(self, t0: int) -> None:
         """Make the filled pieces absolute; later ones are made so (before the start)."""
-        with self.lock:
-            self.t0 = t0
-            for piece in self.pieces:
-                piece.intended[: piece.length] += t0
+        self.t0 = t0
+        for piece in self.pieces:
+            piece.intended[: piece.length] += t0
 
     def turn(self, piece: Piece, rows: int) -> Piece | None:
         """Hand a sent piece to the recorder and return the next (an empty one when the
         schedule is done); None when nothing records pieces (keep the whole one)."""
-        if self.recorder is None:
+        recorder = self.recorder
+        if recorder is None:
             return None
         self.close(piece, rows)
-        try:
-            return self.ready.popleft()
-        except IndexError:
-            return self._grow()
+        end = piece.start + piece.length
+        if end >= self.count:
+            return self._end(end)
+        if not self.ready:  # only when streaming: otherwise one piece holds the schedule
+            recorder.collect()
+            if not self.ready:
+                self.behind += 1
+                while not self.ready:
+                    recorder.collect(wait=True)
+        return self.ready.popleft()
 
     def close(self, piece: Piece, rows: int) -> None:
         """Hand over what was sent of `piece` (at the end, or when it is done)."""
@@ -174,52 +193,48 @@ class PiecePool:
             piece.rows = rows
             self.recorder.put(piece)
 
-    def recycle(self, chunk: Chunk) -> None:
-        """The writer's part once a piece is on disk: fill it with the next piece."""
-        with self.lock:
-            if self._fill(chunk):
-                self.ready.append(chunk)
+    def returned(self, piece: Piece, start: int, length: int) -> None:
+        """The writer gave `piece` back, filled with rows `start` .. `start + length`."""
+        piece.start, piece.length, piece.rows = start, length, 0
+        if length:
+            self.ready.append(piece)
 
-    def _grow(self) -> Piece:
-        with self.lock:
-            if self.ready:  # filled meanwhile
-                return self.ready.popleft()
-            piece = Piece(self, self.rows)
-            if not self._fill(piece):
-                return self._end()
-            self.pieces.append(piece)
-            self.grown += 1
-            return piece
+    def mirror(self, chunk_id: int, fd: int) -> Piece:
+        return Piece(self, self.rows, fd, chunk_id)
 
-    def _end(self) -> Piece:
-        """An empty piece past the schedule's end (the stream has nothing left to send)."""
-        piece = Piece(self, 0)
-        piece.base = self.schedule.made
-        return piece
-
-    def _fill(self, piece: Piece) -> bool:
+    def refill(self, piece: Piece) -> int:
+        """Fill `piece` with the schedule's next rows; how many (0: the schedule is done)."""
         n = self.schedule.fill(piece.intended)
+        piece.start, piece.length, piece.rows = self.schedule.made - n, n, 0
         if n:
             piece.intended[:n] += self.t0
-            piece.base, piece.length, piece.rows = self.schedule.made - n, n, 0
-        return n > 0
+        return n
+
+    def _end(self, at: int) -> Piece:
+        """An empty piece past the schedule's end (the stream has nothing left to send)."""
+        piece = Piece(self, 0, chunk_id=-1)
+        piece.start = at
+        return piece
+
+
+RECEIPT_DTYPES = (np.int32, np.int64, np.int64, np.int64, np.int64, np.int32)
 
 
 class Receipts:
-    """One buffer of a receiver's columns; its rows are receipts `first` .. of the agent."""
+    """One buffer of a receiver's columns; its rows are receipts `start` .. of the agent."""
 
-    def __init__(self, pool: ReceiptPool, capacity: int) -> None:
+    def __init__(self, pool: ReceiptPool, capacity: int, fd: int = -1,
+                 chunk_id: int | None = None) -> None:
         self.pool = pool
         self.capacity = capacity
-        self.producer_id = touched(capacity, np.int32)
-        self.seq = touched(capacity)
-        self.intended = touched(capacity)
-        self.sent = touched(capacity)
-        self.recv = touched(capacity)
-        self.consumer_id = touched(capacity, np.int32)
-        self.views = [memoryview(column) for column in (
-            self.producer_id, self.seq, self.intended, self.sent, self.recv, self.consumer_id)]
-        self.first = 0
+        self.columns = Columns(capacity, RECEIPT_DTYPES, pool.shared, fd)
+        (self.producer_id, self.seq, self.intended, self.sent, self.recv,
+         self.consumer_id) = self.columns.arrays
+        self.views = [memoryview(column) for column in self.columns.arrays]
+        if chunk_id is None:
+            chunk_id = pool.recorder.track(self) if pool.recorder is not None else -1
+        self.id = chunk_id
+        self.start = 0
         self.rows = 0
 
 
@@ -230,9 +245,11 @@ class ReceiptPool:
     def __init__(self, capacity: int, recorder: Recorder | None) -> None:
         self.capacity = capacity
         self.recorder = recorder
+        self.shared = recorder is not None and streaming()
+        self.id = recorder.register(self) if recorder is not None else -1
         buffers = pool_buffers() if recorder else 1
         self.free = deque(Receipts(self, capacity) for _ in range(buffers))
-        self.grown = 0
+        self.behind = 0  # buffers added because none was free
 
     def first(self) -> Receipts:
         return self.free.popleft()
@@ -243,10 +260,12 @@ class ReceiptPool:
         if self.recorder is None:
             return None
         self.close(box, rows)
+        if not self.free and self.shared:
+            self.recorder.collect()
         try:
             return self.free.popleft()
         except IndexError:
-            self.grown += 1
+            self.behind += 1
             return Receipts(self, self.capacity)
 
     def close(self, box: Receipts, rows: int) -> None:
@@ -254,126 +273,149 @@ class ReceiptPool:
             box.rows = rows
             self.recorder.put(box)
 
-    def recycle(self, chunk: Chunk) -> None:
-        self.free.append(chunk)
+    def returned(self, box: Receipts, start: int, length: int) -> None:
+        self.free.append(box)
+
+    def mirror(self, chunk_id: int, fd: int) -> Receipts:
+        return Receipts(self, self.capacity, fd, chunk_id)
+
+    def refill(self, box: Receipts) -> int:
+        return 0
+
+
+class WriterGone(RuntimeError):
+    """The writer process ended during the run: nothing more can be recorded."""
 
 
 class Recorder:
-    """An agent's writer thread: closed chunks to files, the index and the interval log.
+    """An agent's recording: closed chunks to the writer process when they stream (or kept
+    and written after the loop), and the account of it for the agent's results.
 
     `describe` turns a chunk into its message columns and hlog series (the role knows
-    what its rows mean); `grown` reports how many buffers the pools had to add."""
+    what its rows mean); `behind` says how often the pools had no buffer ready."""
 
     def __init__(self, out_dir: Path, describe: Describe, warmup_ns: int, label: str,
-                 grown: Callable[[], int]) -> None:
+                 behind: Callable[[], int]) -> None:
         self.out_dir = Path(out_dir)
-        self.describe = describe
-        self.warmup_ns = warmup_ns
-        self.label = label
-        self.grown = grown
-        self.queue: queue.SimpleQueue[Chunk | None] = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._work, name="recorder", daemon=True)
-        self.files: dict[str, dict] = {}
-        self.failures: list[str] = []
-        self.unwritten: list[str] = []  # one line per chunk that could not be written
-        self.chunks = 0
-        self.log: IntervalLog | None = None
-        self.index = -1
-        self._warm()
+        self.writer = ChunkWriter(self.out_dir, describe, warmup_ns, label)
+        self.behind = behind
+        self.pools: list[PiecePool | ReceiptPool] = []
+        self.buffers: list[Piece | Receipts] = []
+        self.kept: list[Piece | Receipts] = []  # the in-memory path's chunks
+        self.link: socket.socket | None = None
+        self.pid = 0
+        self.problems: list[str] = []
+        self.report: dict = {}
+        if streaming():
+            ChunkWriter.warm()  # inherited by the writer process
 
-    @staticmethod
-    def _warm() -> None:
-        """Take every path a chunk takes once, before `ready`: the first parquet write in a
-        process spends ~200 ms initialising pyarrow, which in the writer thread stalled
-        the loop ~90 ms just after the first chunk closed."""
-        none = dict.fromkeys(MESSAGES.names)
-        hashlib.sha256(encoded_messages(none | {"seq": np.zeros(1, np.int64)} | {
-            name: np.zeros(1, MESSAGES.field(name).type.to_pandas_dtype())
-            for name in ("producer_id", "size", "intended_ns", "sent_ns", "warmup")}))
-        log = IntervalLog(os.devnull, start_epoch_s=0.0, warmup_ns=0)
-        log.add({"latency": (np.zeros(1, np.int64), np.ones(1, np.int64))})
-        log.close()
+    def register(self, pool: PiecePool | ReceiptPool) -> int:
+        """A pool whose buffers this records (before `start`: the writer takes copies)."""
+        if self.link is not None:
+            raise RuntimeError("a pool registered after the recorder started")
+        self.pools.append(pool)
+        return len(self.pools) - 1
+
+    def track(self, buffer: Piece | Receipts) -> int:
+        self.buffers.append(buffer)
+        return len(self.buffers) - 1
 
     def start(self, t0_ns: int) -> None:
-        """Open the index and the interval log (stamped from t0) and start writing."""
-        # the hlog's StartTime is the wall-clock instant of t0 on this host
-        start_epoch_s = (time.time_ns() - (time.perf_counter_ns() - t0_ns)) / 1e9
-        try:
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            self.index = os.open(self.out_dir / CHUNK_INDEX,
-                                 os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-            self.log = IntervalLog(self.out_dir / HLOG_FILE, start_epoch_s=start_epoch_s,
-                                   warmup_ns=self.warmup_ns, comment=f"sixnines {self.label}",
-                                   lateness_ns=HLOG_LATENESS_NS)
-        except OSError as exc:
-            self.failures.append(str(WriteFailure.of(self.out_dir / CHUNK_INDEX, exc)))
-        if streaming():  # only a streaming writer needs the GIL promptly
-            sys.setswitchinterval(SWITCH_INTERVAL_S)
-        self.thread.start()
+        """Start recording from t0: fork the writer process when chunks stream (call it
+        before any other thread of the agent starts)."""
+        if streaming():
+            self.link, self.pid = fork_writer(self.writer, self.pools, t0_ns)
+        else:
+            self.writer.open(start_epoch(t0_ns))
 
-    def put(self, chunk: Chunk) -> None:
-        self.queue.put(chunk)
+    def put(self, chunk: Piece | Receipts) -> None:
+        """A closed chunk: to the writer now when chunks stream, after the loop otherwise."""
+        if self.link is None:
+            self.kept.append(chunk)
+            return
+        fds = [chunk.columns.fd] if chunk.columns.fd >= 0 else []
+        try:
+            socket.send_fds(self.link, [HANDOFF.pack(chunk.pool.id, chunk.id, chunk.rows,
+                                                     chunk.start)], fds)
+        except OSError as exc:
+            self._gone(exc)
+            return
+        if fds:  # the writer has it now
+            os.close(chunk.columns.fd)
+            chunk.columns.fd = -1
+
+    def collect(self, wait: bool = False) -> None:
+        """Take back the buffers the writer has written (without waiting, or at least one)."""
+        flags = 0 if wait else socket.MSG_DONTWAIT
+        while True:
+            try:
+                data = self.link.recv(REPLY.size, flags)
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                data = b""
+                self._gone(exc)
+            if not data:
+                raise WriterGone("the writer process ended during the run; records from "
+                                 "then on are not kept")
+            _, chunk_id, start, length = REPLY.unpack(data)
+            buffer = self.buffers[chunk_id]
+            buffer.pool.returned(buffer, start, length)
+            if wait:
+                return
 
     def finish(self) -> tuple[dict, dict, list[str]]:
-        """After the loop (its last chunks handed over): write what is queued, close the
-        log; returns ({file: {sha256, bytes}}, out-of-range per tag, problems)."""
-        self.queue.put(None)
-        self.thread.join()
-        out_of_range: dict = {}
-        if self.log is not None:
-            try:
-                out_of_range = self.log.close()
-            except OSError as exc:
-                self.failures.append(str(WriteFailure.of(self.out_dir / HLOG_FILE, exc)))
-        if self.index >= 0:
-            os.close(self.index)
+        """After the loop (its last chunks handed over): everything written, the log
+        closed; returns ({file: {sha256, bytes}}, out-of-range per tag, problems)."""
+        if self.link is None:
+            for chunk in self.kept:
+                self.writer.write(chunk)
+            self.report = self.writer.close()
+        else:
+            self.report = self._end_writer()
+        if self.behind():
+            print(f"warning: the writer fell behind {self.behind()} time(s) during the run "
+                  "(buffers added or waited for in the measuring loop)", file=sys.stderr)
+        files = {entry["file"]: {"sha256": entry["sha256"], "bytes": entry["bytes"]}
+                 for entry in read_index(self.out_dir)}
         kept = [name for name in (HLOG_FILE, CHUNK_INDEX) if (self.out_dir / name).is_file()]
-        if self.grown():
-            print(f"warning: the writer fell behind; {self.grown()} buffer(s) were added during "
-                  "the run (allocated in the measuring loop)", file=sys.stderr)
-        problems = list(self.failures)
-        if self.unwritten:
-            problems.append(f"{self.unwritten[0]}" + (
-                f"; {len(self.unwritten):,} chunks not written in all" if len(self.unwritten) > 1
-                else ""))
-        return self.files | described(self.out_dir, tuple(kept)), out_of_range, problems
+        return (files | described(self.out_dir, tuple(kept)),
+                self.report.get("out_of_range", {}),
+                self.problems + self.report.get("problems", []))
 
     def summary(self) -> dict:
-        """For the agent's manifest entry: chunks written, buffers added during the run."""
-        return {"chunks": self.chunks, "grown_buffers": self.grown()}
+        """For the agent's manifest entry: chunks written, times the writer was behind."""
+        return {"chunks": self.report.get("chunks", 0), "behind": self.behind()}
 
-    def _work(self) -> None:
-        while (chunk := self.queue.get()) is not None:
-            try:
-                self._write(chunk)
-            except Exception as exc:  # a bug here must not silently stop the recording
-                self.failures.append(f"recording a chunk failed: {type(exc).__name__}: {exc}")
-            chunk.pool.recycle(chunk)
-
-    def _write(self, chunk: Chunk) -> None:
-        columns, series = self.describe(chunk)
-        self.chunks += 1
-        name = chunk_name(self.chunks)
-        path = self.out_dir / name
-        data = encoded_messages(columns)  # in memory: hashed and written in one piece each
-        facts = {name: {"sha256": hashlib.sha256(data).hexdigest(), "bytes": data.size}}
+    def _end_writer(self) -> dict:
+        """Tell the writer the run is over and wait for its report (buffers it still gives
+        back are ignored)."""
+        link = self.link
+        link.setblocking(True)
+        report: dict = {}
         try:
-            if shutil.disk_usage(self.out_dir).free < data.size + RESERVE_BYTES:
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-            with atomic_path(path) as temp:
-                temp.write_bytes(data)
-            append_entry(self.index, {"file": name, "rows": chunk.rows, **facts[name]})
+            link.send(HANDOFF.pack(-1, -1, 0, 0))
+            while data := link.recv(1 << 20):
+                if data[:1] != RECYCLED:
+                    report = json.loads(data[REPLY.size:])
+                    break
         except OSError as exc:
-            failure = WriteFailure.of(path, exc)
-            self.unwritten.append(f"{failure} ({chunk.rows:,} records lost)")
-            print(failure, file=sys.stderr)
-            return
-        self.files |= facts
-        if self.log is not None:
-            try:
-                self.log.add(series)
-                self.log.sync()
-            except OSError as exc:
-                self.failures.append(str(WriteFailure.of(self.out_dir / HLOG_FILE, exc)))
-                self.log = None
+            self._gone(exc)
+        link.close()
+        _, status = os.waitpid(self.pid, 0)
+        if not report:
+            self.problems.append(f"the writer process ended without its report "
+                                 f"({_exit_status(status)}): chunks it had not written "
+                                 "are lost")
+        return report
 
+    def _gone(self, exc: OSError) -> None:
+        if not self.problems:
+            self.problems.append(f"the writer process is gone ({exc}): chunks from then "
+                                 "on are not written")
+
+
+def _exit_status(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit code {os.waitstatus_to_exitcode(status)}"

@@ -131,10 +131,12 @@ class Chunked(Role):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
         self.recorder = Recorder(Path(spec.out_dir), self._describe, spec.warmup_ns,
-                                 self.label(), self._grown)
+                                 self.label(), self._behind)
 
     def arm(self, t0: int) -> None:
+        """Buffers armed first: the recorder's writer process starts from them."""
         super().arm(t0)
+        self._arm_buffers(t0)
         self.recorder.start(t0)
 
     def results(self) -> tuple[dict, dict, list[str]]:
@@ -145,6 +147,10 @@ class Chunked(Role):
         return {"recording": self.recorder.summary()}
 
     @abstractmethod
+    def _arm_buffers(self, t0: int) -> None:
+        """Make the buffers' schedules absolute from t0."""
+
+    @abstractmethod
     def _describe(self, chunk) -> tuple[dict, dict]:
         """One closed chunk as message columns (None: all null) and hlog series."""
 
@@ -153,8 +159,8 @@ class Chunked(Role):
         """Hand the buffers being filled to the recorder (the loop is over)."""
 
     @abstractmethod
-    def _grown(self) -> int:
-        """Buffers the pools had to add during the run."""
+    def _behind(self) -> int:
+        """Times the pools had no buffer ready during the run."""
 
 
 def _schedules(spec: Prepare) -> list[Pieces]:
@@ -263,8 +269,7 @@ class Producer(Chunked):
             for c, schedule in enumerate(_schedules(spec))
         ]
 
-    def arm(self, t0: int) -> None:
-        super().arm(t0)
+    def _arm_buffers(self, t0: int) -> None:
         for stream in self.streams:
             stream.arm(t0)
 
@@ -284,7 +289,7 @@ class Producer(Chunked):
         intended, sent = chunk.intended[:n], chunk.sent[:n]
         columns = {
             "producer_id": np.full(n, chunk.pool.producer_id, np.int32),
-            "seq": np.arange(chunk.base, chunk.base + n, dtype=np.int64),
+            "seq": np.arange(chunk.start, chunk.start + n, dtype=np.int64),
             "size": np.full(n, self.spec.message_size, np.int32),
             "intended_ns": intended, "sent_ns": sent, "warmup": self.warmup(intended),
             "recv_ns": None, "consumer_id": None, "rx_index": None,
@@ -297,8 +302,8 @@ class Producer(Chunked):
         for stream in self.streams:
             stream.close()
 
-    def _grown(self) -> int:
-        return sum(stream.pool.grown for stream in self.streams)
+    def _behind(self) -> int:
+        return sum(stream.pool.behind for stream in self.streams)
 
     def close(self) -> None:
         for stream in self.streams:
@@ -316,8 +321,7 @@ class Consumer(Chunked):
                            driver.receive_framing(spec.message_size), spec.message_size,
                            self.recorder)
 
-    def arm(self, t0: int) -> None:
-        super().arm(t0)
+    def _arm_buffers(self, t0: int) -> None:
         self.inbox.arm(t0)
 
     def run(self, control: Control) -> None:
@@ -343,7 +347,7 @@ class Consumer(Chunked):
             "sent_ns": sent,
             "recv_ns": recv,
             "consumer_id": chunk.consumer_id[:n],
-            "rx_index": np.arange(chunk.first, chunk.first + n, dtype=np.int64),
+            "rx_index": np.arange(chunk.start, chunk.start + n, dtype=np.int64),
             "warmup": self.warmup(intended),
         }
         offsets = intended - self.t0
@@ -355,8 +359,8 @@ class Consumer(Chunked):
     def _close_chunks(self) -> None:
         self.inbox.close()
 
-    def _grown(self) -> int:
-        return self.inbox.pool.grown
+    def _behind(self) -> int:
+        return self.inbox.pool.behind
 
     def close(self) -> None:
         for receiver in self.receivers:

@@ -88,7 +88,7 @@ class OutStream:
         self.piece = piece
         self.intended, self.sent = piece.intended, piece.sent
         self.intended_at, self.sent_at = piece.intended_at, piece.sent_at
-        self.base, self.length = piece.base, piece.length
+        self.base, self.length = piece.start, piece.length
 
     def _turn(self) -> None:
         """The piece is sent: the pool takes it and gives the next (once per chunk)."""
@@ -208,7 +208,7 @@ class Inbox:
         self.sent, self.recv, self.consumer_id = box.sent, box.recv, box.consumer_id
         self.columns_at = box.views
         self.capacity = box.capacity
-        box.first = self.count
+        box.start = self.count
         self.rows = 0  # in this buffer
 
     def arm(self, t0: int) -> None:

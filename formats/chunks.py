@@ -48,12 +48,15 @@ def read_index(folder: Path) -> list[dict]:
         text = (folder / CHUNK_INDEX).read_text(encoding="ascii")
     except (OSError, UnicodeDecodeError):
         return []
-    entries = []
-    for line in text.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(entry, dict) and {"file", "rows", "sha256", "bytes"} <= entry.keys():
-            entries.append(entry)
-    return entries
+    return [entry for line in text.splitlines() if (entry := index_entry(line)) is not None]
+
+
+def index_entry(line: str | bytes) -> dict | None:
+    """One line of the index as its entry; None for a line that names no chunk (cut short)."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    if isinstance(entry, dict) and {"file", "rows", "sha256", "bytes"} <= entry.keys():
+        return entry
+    return None

@@ -26,7 +26,7 @@ from typing import IO, ClassVar
 
 from sixnines.formats.errors import SixninesError
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3  # 3: progress carries disk written and free
 DEFAULT_CPU_SAMPLE_NS = 1_000_000_000  # as often as the interval log and the progress report
 
 
@@ -120,6 +120,8 @@ class Progress(Message):
     agent_id: str
     sent: int
     received: int
+    disk_written: int = 0  # bytes of records on disk so far (agents.disk)
+    disk_free: int = -1  # bytes left on the agent's filesystem; -1: unknown
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,6 @@
-"""The live view while runs proceed: per agent, what it has sent and received so far.
+"""The live view while runs proceed: per agent, what it has sent and received so far, and
+per host the disk written and left, with a warning when a host will run out before the
+run ends (at the rate its agents have been writing).
 
 On a terminal it is a live-updating table (rich); elsewhere (CI logs, pipes) one plain
 line per event, so logs stay readable. Everything goes to stderr: stdout carries only the
@@ -14,6 +16,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from sixnines.formats.atomic import human_bytes
+
 
 class ProgressView:
     def __init__(self, total_runs: int, stream=None) -> None:
@@ -24,15 +28,17 @@ class ProgressView:
         self.rows: dict[str, dict] = {}
         self.started_mono = 0.0
         self.span_s = 0.0
+        self.warned: set[str] = set()  # hosts warned about in this run
 
     # -- events from the runner -----------------------------------------------------------
     def begin_run(self, point, plans) -> None:
         self.point = point
         self.rows = {plan.agent_id: {"role": plan.role, "host": plan.host, "sent": 0,
                                      "received": 0, "state": "starting",
-                                     "planned": plan.sends}
+                                     "planned": plan.sends, "written": 0, "free": -1}
                      for plan in plans}
         self.started_mono = 0.0
+        self.warned = set()
         self.console.print(f"[bold]run {point.index}/{self.total_runs}[/] {point.run_id}")
         if self.console.is_terminal:
             self.live = Live(self._table(), console=self.console, refresh_per_second=4,
@@ -46,11 +52,36 @@ class ProgressView:
             row["state"] = "running"
         self._refresh()
 
-    def progress(self, agent_id: str, sent: int, received: int) -> None:
+    def progress(self, agent_id: str, sent: int, received: int, disk_written: int = 0,
+                 disk_free: int = -1) -> None:
         row = self.rows.get(agent_id)
         if row is not None:
             row["sent"], row["received"] = sent, received
+            row["written"], row["free"] = disk_written, disk_free
+            self._warn_of_full_disks()
             self._refresh()
+
+    def disks(self) -> dict[str, tuple[int, int]]:
+        """Per host: (bytes its agents have written, bytes left; -1 unknown). Agents on one
+        host are taken to share a filesystem: the least any of them reports is left."""
+        hosts: dict[str, tuple[int, int]] = {}
+        for row in self.rows.values():
+            written, free = hosts.get(row["host"], (0, -1))
+            if row["free"] >= 0:
+                free = row["free"] if free < 0 else min(free, row["free"])
+            hosts[row["host"]] = (written + row["written"], free)
+        return hosts
+
+    def _warn_of_full_disks(self) -> None:
+        elapsed = time.monotonic() - self.started_mono if self.started_mono else 0.0
+        for host, (written, free) in self.disks().items():
+            left_s = seconds_until_full(written, free, elapsed, self.span_s)
+            if left_s is not None and host not in self.warned:
+                self.warned.add(host)
+                self.console.print(
+                    f"  [red]warning:[/] {host} will run out of disk in about {left_s:.0f} s, "
+                    f"before the run ends ({human_bytes(written)} written in {elapsed:.0f} s, "
+                    f"{human_bytes(free)} left)")
 
     def agent_state(self, agent_id: str, state: str) -> None:
         row = self.rows.get(agent_id)
@@ -85,4 +116,18 @@ class ProgressView:
             sent = f"{row['sent']:,}/{row['planned']:,}" if row["planned"] else "-"
             received = f"{row['received']:,}" if row["role"] != "producer" else "-"
             table.add_row(agent_id, row["role"], row["host"], sent, received, row["state"])
+        table.caption = "disk: " + "; ".join(
+            f"{host} {human_bytes(written)} written, {human_bytes(free) if free >= 0 else '?'} left"
+            for host, (written, free) in self.disks().items())
+        table.caption_justify = "left"
         return table
+
+
+def seconds_until_full(written: int, free: int, elapsed_s: float, span_s: float) -> float | None:
+    """When a host writing at its rate so far fills its disk, if that is before the run's
+    end; None otherwise (or before a second of the run has told the rate)."""
+    if free < 0 or elapsed_s < 1.0 or written <= 0:
+        return None
+    left_s = free / (written / elapsed_s)
+    return left_s if left_s < span_s - elapsed_s else None
+

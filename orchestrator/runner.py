@@ -315,7 +315,8 @@ class Run:
             message, agent = self._next(time.monotonic() + SUPERVISE_TICK_S)
             if isinstance(message, p.Progress):
                 agent.sent, agent.received = message.sent, message.received
-                self.view.progress(agent.plan.agent_id, message.sent, message.received)
+                self.view.progress(agent.plan.agent_id, message.sent, message.received,
+                                   message.disk_written, message.disk_free)
             self._check_broker()
             if not finish_sent and all(a.finished for a in self._senders()):
                 self._finish_consumers()

@@ -406,12 +406,13 @@ def describe(chunk) -> tuple[dict, dict]:
             "size": np.full(n, SIZE, np.int32), "intended_ns": chunk.intended[:n],
             "sent_ns": chunk.sent[:n], "recv_ns": chunk.recv[:n],
             "consumer_id": chunk.consumer_id[:n],
-            "rx_index": np.arange(chunk.first, chunk.first + n, dtype=np.int64),
+            "rx_index": np.arange(chunk.start, chunk.start + n, dtype=np.int64),
             "warmup": np.zeros(n, bool)}, {}
 
 
 def test_an_inbox_records_chunk_after_chunk_each_listed_with_its_checksum(driver, pair,
-                                                                            tmp_path):
+                                                                            tmp_path,
+                                                                            streaming):
     sender, receiver = pair
     count = 5_000
     stream = make_stream(driver, sender, intended_offsets("fixed", 1e6, count))
@@ -419,8 +420,8 @@ def test_an_inbox_records_chunk_after_chunk_each_listed_with_its_checksum(driver
     while stream.next < count:
         stream.pump(clock())
     recorder = Recorder(tmp_path, describe, 0, "test", lambda: 0)
-    recorder.start(clock())
     inbox = Inbox(300, TCP_FRAMING, SIZE, recorder)  # batches straddle chunks
+    recorder.start(clock())
     take_all(inbox, receiver, count)
     inbox.close()
     files, out_of_range, problems = recorder.finish()
@@ -445,9 +446,9 @@ def test_an_inbox_closes_a_chunk_after_a_second_without_arrivals(driver, pair, t
     stream.arm(clock() - NS)
     stream.pump(clock())
     recorder = Recorder(tmp_path, describe, 0, "test", lambda: 0)
-    recorder.start(clock())
     inbox = Inbox(1000, TCP_FRAMING, SIZE, recorder)
     inbox.arm(clock())
+    recorder.start(clock())
     take_all(inbox, receiver, 3)
     assert read_index(tmp_path) == []  # open: less than a second old
     deadline = time.monotonic() + 5
@@ -458,14 +459,15 @@ def test_an_inbox_closes_a_chunk_after_a_second_without_arrivals(driver, pair, t
     recorder.finish()
 
 
-def test_a_producer_s_schedule_is_made_and_recorded_piece_by_piece(driver, pair, tmp_path):
+def test_a_producer_s_schedule_is_made_and_recorded_piece_by_piece(driver, pair, tmp_path,
+                                                                    streaming):
     """Pieces of 64 rows refilled by the writer while the stream sends: the recorded
     intended times are the whole run's schedule, every send stamped, every row once."""
     sender, receiver = pair
     count = 3_000
     recorder = Recorder(tmp_path, lambda piece: ({
         "producer_id": np.full(piece.rows, 3, np.int32),
-        "seq": np.arange(piece.base, piece.base + piece.rows, dtype=np.int64),
+        "seq": np.arange(piece.start, piece.start + piece.rows, dtype=np.int64),
         "size": np.full(piece.rows, SIZE, np.int32),
         "intended_ns": piece.intended[: piece.rows], "sent_ns": piece.sent[: piece.rows],
         "recv_ns": None, "consumer_id": None, "rx_index": None,

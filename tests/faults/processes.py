@@ -16,7 +16,7 @@ from pathlib import Path
 SCAN_S = 0.1
 
 
-def _parents() -> dict[int, int]:
+def parents() -> dict[int, int]:
     """pid -> parent pid of every process now."""
     found = {}
     for entry in os.listdir("/proc"):
@@ -30,10 +30,10 @@ def _parents() -> dict[int, int]:
 
 
 def descendants(pid: int) -> set[int]:
-    parents = _parents()
+    parent_of = parents()
     found, frontier = set(), {pid}
     while frontier:
-        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        frontier = {child for child, parent in parent_of.items() if parent in frontier} - found
         found |= frontier
     return found
 

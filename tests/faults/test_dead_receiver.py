@@ -22,6 +22,7 @@ import pytest
 from sixnines.formats.chunks import read_index
 from sixnines.formats.integrity import sha256_of
 from sixnines.spark_jobs.analyze import analyze_run
+from tests.faults.processes import parents
 from tests.integration.support import RecordingView, execute, points
 
 pytestmark = pytest.mark.integration
@@ -42,14 +43,18 @@ workload: {mode: round-trip, message_size: 64, rate: 1000, duration: 3s, warmup:
 
 
 def pid_logging_to(log: Path) -> int | None:
-    """The process whose stderr is `log` (each agent's goes to its agent.log)."""
+    """The agent whose stderr is `log` (each agent's goes to its agent.log), not its
+    recorder's writer process, which shares it: the one whose parent does not."""
+    pids = set()
     for stderr in Path("/proc").glob("[0-9]*/fd/2"):
         try:
             if os.readlink(stderr) == str(log):
-                return int(stderr.parent.parent.name)
+                pids.add(int(stderr.parent.parent.name))
         except OSError:  # gone meanwhile, or not ours to read
             continue
-    return None
+    parent = parents()
+    agents = [pid for pid in pids if parent.get(pid) not in pids]
+    return agents[0] if agents else None
 
 
 def run_killing(scenario: str, agent: str, run_dir: Path, after_s: float = KILL_AFTER_S
