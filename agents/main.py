@@ -3,7 +3,8 @@
 Five threads, each with one job: the main thread runs the role's loop; a reader thread
 turns `finish`/`stop` (and end of input: the controller has gone) into flags on `Control`;
 a progress thread reports counters once a second; a sampler thread records CPU time
-(agents.cpu); producers and consumers have a writer thread that puts closed chunks on
+(agents.cpu). When chunks stream, producers and consumers also have a writer process,
+forked when the role is armed (before the other threads start), that puts closed chunks on
 disk while the run goes (agents.recording). Whatever happens in the loop, the data
 recorded so far is written and announced in `done`, marked partial when incomplete. The
 `monitor` role (agents.monitor) runs no loop and is served apart.

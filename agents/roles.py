@@ -4,7 +4,7 @@ Each role connects and allocates in `__init__` (before `ready`), runs its loop i
 (the measuring part: pace, stamp, send, receive, stamp — nothing else), and afterwards
 writes what is left (`results`). Producers and consumers record in chunks while the run
 goes (agents.recording): each closed chunk is described as rows and histogram inputs
-(`_describe`) by the writer thread. Requesters and responders keep the whole run in
+(`_describe`) by the recorder's writer. Requesters and responders keep the whole run in
 memory and turn it into rows (`columns`) and histogram inputs (`metrics`) at the end: a
 requester's replies join its requests, which chunks of requests would cut apart.
 
