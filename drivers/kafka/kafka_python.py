@@ -69,7 +69,7 @@ class Backend:
                             "sasl_plain_username": username, "sasl_plain_password": password}
         with _logged() as logged:
             try:
-                self.admin = KafkaAdminClient(**self.conf(request_timeout_ms=self.timeout_ms))
+                self._new_admin().close()  # reach the broker now, to say what went wrong
             except KafkaError as exc:
                 failure = _reason(exc)
             else:
@@ -85,24 +85,31 @@ class Backend:
     def conf(self, **extra) -> dict:
         return {**self.common, "client_id": f"sixnines-{uuid.uuid4().hex[:12]}", **extra}
 
+    def _new_admin(self) -> KafkaAdminClient:
+        """An admin client for one task, closed after it: one kept open keeps its network
+        thread retrying a broker that died for as long as the process lives."""
+        return KafkaAdminClient(**self.conf(request_timeout_ms=self.timeout_ms))
+
     def ensure_topic(self, name: str) -> int:
         opts = self.options
         try:
-            if name not in self.admin.list_topics():
-                with contextlib.suppress(TopicAlreadyExistsError):
-                    self.admin.create_topics(
-                        [NewTopic(name, opts.partitions, opts.replication,
-                                  topic_configs={"max.message.bytes":
-                                                 str(self.driver.record_bytes)})],
-                        timeout_ms=self.timeout_ms)
-            deadline = time.monotonic() + self.timeout_ms / 1000
-            while True:
-                described = self.admin.describe_topics([name])
-                if described and described[0]["error_code"] == 0 and described[0]["partitions"]:
-                    return len(described[0]["partitions"])
-                if time.monotonic() >= deadline:
-                    raise DriverError(f"{self.label}: topic {name!r} has no partitions")
-                time.sleep(0.05)
+            with contextlib.closing(self._new_admin()) as admin:
+                if name not in admin.list_topics():
+                    with contextlib.suppress(TopicAlreadyExistsError):
+                        admin.create_topics(
+                            [NewTopic(name, opts.partitions, opts.replication,
+                                      topic_configs={"max.message.bytes":
+                                                     str(self.driver.record_bytes)})],
+                            timeout_ms=self.timeout_ms)
+                deadline = time.monotonic() + self.timeout_ms / 1000
+                while True:
+                    described = admin.describe_topics([name])
+                    if (described and described[0]["error_code"] == 0
+                            and described[0]["partitions"]):
+                        return len(described[0]["partitions"])
+                    if time.monotonic() >= deadline:
+                        raise DriverError(f"{self.label}: topic {name!r} has no partitions")
+                    time.sleep(0.05)
         except KafkaError as exc:
             raise DriverError(f"{self.label}: cannot create topic {name!r} "
                               f"({_reason(exc)})") from None
