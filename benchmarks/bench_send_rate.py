@@ -1,12 +1,17 @@
 """Highest open-loop rate one agent process sustains: 64-byte raw-TCP messages, send-lag
 p99 ≤ 100 µs and no loss, through the sixnines relay to one consumer.
 
-Each step is a real run (relay, consumer and producer processes; `Run` as `sixnines run`
-drives it) at a higher rate; the figures come straight from the agents' parquet files. The
-baseline, measured in the same script against the same relay, is the naive generator: a
-Python loop doing one `send()` per message as fast as it can (no pacing, no stamping).
+Each step is `sixnines run` of the builtin tcp relay at a higher rate, as a user runs it
+(a subprocess, its live view on a pseudo-terminal, the relay and its CPU monitor started by
+the run); the figures come straight from the agents' parquet files. The baseline, measured
+in the same script against a relay of its own, is the naive generator: a Python loop
+doing one `send()` per message as fast as it can (no pacing, no stamping).
 
-    .venv/bin/python benchmarks/bench_send_rate.py [--rates 100k,250k,500k,750k,1M,1.25M]
+`--ab` runs each rate three ways, interleaved, to show what each part `sixnines run` adds
+around the agents costs: as users get it; without the live view (stderr a pipe, as in
+CI); with the relay started by this script instead of the run (so no broker monitor).
+
+    .venv/bin/python benchmarks/bench_send_rate.py [--rates 100k,250k,500k,750k,1M,1.25M] [--ab]
 """
 
 from __future__ import annotations
@@ -53,30 +58,46 @@ def naive_rate(address: str, seconds: float = 2.0) -> float:
     return rate
 
 
-def step(address: str, rate: float, seconds: int, work: Path) -> dict:
-    system = common.external_system("tcp", "tcp", address)
-    return common.measure_step("rate", system, SIZE, rate, seconds, work / f"rate-{int(rate)}")
+#: name -> (the relay the run uses: builtin or this script's, live view on a terminal)
+VARIANTS = {"as users run it": (True, True), "no live view": (True, False),
+            "no broker monitor": (False, True)}
+
+
+def step(rate: float, seconds: int, work: Path, builtin: bool, tty: bool,
+         address: str) -> dict:
+    system = ("{name: tcp, driver: tcp, broker: builtin}" if builtin
+              else common.external_system("tcp", "tcp", address))
+    return common.measure_step("rate", system, SIZE, rate, seconds, work, tty=tty)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="100k,250k,500k,750k,1M,1.25M")
     parser.add_argument("--seconds", type=int, default=3)
+    parser.add_argument("--ab", action="store_true",
+                        help="each rate also without the live view and without the monitor")
     args = parser.parse_args()
     rates = common.parse_rates(args.rates)
+    variants = VARIANTS if args.ab else dict(list(VARIANTS.items())[:1])
     relay, address = start_relay()
     try:
         baseline = naive_rate(address)
         print(f"baseline: naive one-send-per-message loop = {baseline:,.0f} msg/s")
-        print(common.ladder_header("x naive", 8))
-        best = 0.0
+        rows: dict[str, list[str]] = {name: [] for name in variants}
+        best = dict.fromkeys(variants, 0.0)
         with tempfile.TemporaryDirectory() as tmp:
             for rate in rates:
-                r = step(address, rate, args.seconds, Path(tmp))
-                best = max(best, r["achieved"]) if common.held(r) else best
-                print(common.ladder_row(rate, r, baseline, 8))
-        print(f"highest sustained (send-lag p99 <= {common.LAG_P99_LIMIT_US:.0f} us, no loss): "
-              f"{best:,.0f} msg/s = {best / baseline:.1f}x the naive loop")
+                for k, (name, (builtin, tty)) in enumerate(variants.items()):
+                    r = step(rate, args.seconds, Path(tmp) / f"{int(rate)}-{k}", builtin, tty,
+                             address)
+                    best[name] = max(best[name], r["achieved"]) if common.held(r) else best[name]
+                    rows[name].append(common.ladder_row(rate, r, baseline, 8))
+                    print(f"{name}: {rows[name][-1]}", file=sys.stderr)
+        for name in variants:
+            print(f"\n{name}\n{common.ladder_header('x naive', 8)}")
+            print("\n".join(rows[name]))
+            print(f"highest sustained (send-lag p99 <= {common.LAG_P99_LIMIT_US:.0f} us, no "
+                  f"loss): {best[name]:,.0f} msg/s = {best[name] / baseline:.1f}x the naive loop")
     finally:
         relay.terminate()
         relay.wait(10)

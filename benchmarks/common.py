@@ -1,12 +1,18 @@
 """What the rate benchmarks share: a broker from its recipe, one real run per offered rate
-(`Run`, as `sixnines run` drives it) and the send-side figures read straight from the
-agents' parquet files, so every script measures a step the same way.
+through `sixnines run` itself (a subprocess, its live view on a pseudo-terminal as on a
+laptop, unless asked otherwise) and the send-side figures read straight from the agents'
+parquet files, so every script measures a step the same way, and as users get it.
 
 Imported as `common`: the scripts run as files, with this folder first on sys.path."""
 
 from __future__ import annotations
 
-import io
+import json
+import os
+import pty
+import subprocess
+import sys
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,13 +22,9 @@ import pyarrow.parquet as pq
 
 from sixnines.formats.chunks import message_files
 from sixnines.orchestrator.brokers import start_recipe
-from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.launchers.local import LocalLauncher
-from sixnines.orchestrator.matrix import expand
-from sixnines.orchestrator.progress import ProgressView
 from sixnines.orchestrator.recipes import load_recipe
-from sixnines.orchestrator.runner import Run, RunSettings
-from sixnines.orchestrator.scenario import parse_scenario
+from sixnines.orchestrator.report import find_run_dirs
 from sixnines.orchestrator.units import parse_rate
 
 LAG_P99_LIMIT_US = 100.0  # a rate counts as held when send-lag p99 stays under this
@@ -66,16 +68,61 @@ workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s
 
 
 def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
-                 run_dir: Path, stop_on_failure: bool = False) -> dict:
-    """One step run (see step_scenario) into `run_dir` and measured: rate, run status and
+                 run_dir: Path, stop_on_failure: bool = False, tty: bool = True) -> dict:
+    """One step run (see step_scenario) in `run_dir` and measured: rate, run status and
     send_figures. `stop_on_failure`: end the script, naming the run's problems, when the
     run failed outright (it leaves no figures to read)."""
-    point = expand(parse_scenario(step_scenario(name, system, size, rate, seconds)))[0]
-    manifest = Run(point, run_dir, Fleet.local(), ProgressView(1, io.StringIO()),
-                   RunSettings("bench")).execute()
+    run = sixnines_run(step_scenario(name, system, size, rate, seconds), run_dir, tty)
+    manifest = json.loads((run / "manifest.json").read_text())
     if stop_on_failure and manifest["status"] == "failed":
         raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")
-    return {"rate": rate, "status": manifest["status"], **send_figures(run_dir)}
+    return {"rate": rate, "status": manifest["status"], **send_figures(run)}
+
+
+def sixnines_run(scenario: str, work: Path, tty: bool = True) -> Path:
+    """`sixnines run --no-analysis` of `scenario` in a process of its own, as a user starts
+    it: with `tty` its stderr is a pseudo-terminal, so the live view renders (and costs) as
+    on a laptop; otherwise a pipe (as in CI: one plain line per event). Returns the run
+    directory."""
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "scenario.yaml").write_text(scenario)
+    argv = [sys.executable, "-m", "sixnines", "run", str(work / "scenario.yaml"),
+            "--output", str(work / "out"), "--no-analysis"]
+    if not tty:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=600)
+        return _run_dir(done.stdout, done.stderr)
+    leader, follower = pty.openpty()
+    screen: list[bytes] = []
+    reader = threading.Thread(target=_read_all, args=(leader, screen), daemon=True)
+    reader.start()
+    try:
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=follower, text=True, timeout=600)
+    finally:
+        os.close(follower)
+        reader.join(10)
+        os.close(leader)
+    return _run_dir(done.stdout, b"".join(screen).decode(errors="replace"))
+
+
+def _read_all(fd: int, into: list[bytes]) -> None:
+    """Keep a terminal's output drained (a full pseudo-terminal would block the writer)."""
+    while True:
+        try:
+            data = os.read(fd, 1 << 16)
+        except OSError:  # EIO: the other end is closed
+            return
+        if not data:
+            return
+        into.append(data)
+
+
+def _run_dir(stdout: str, stderr: str) -> Path:
+    lines = stdout.strip().splitlines()
+    if not lines:
+        raise SystemExit(f"sixnines run printed no results directory:\n{stderr[-2000:]}")
+    return find_run_dirs(Path(lines[-1]))[0]
 
 
 def agent_messages(run_dir: Path, role: str, columns: list[str] | None = None):

@@ -74,6 +74,7 @@ class Sixnines:
             stderr=subprocess.PIPE, text=True, env={**os.environ, **(env or {})})
         self.lines: list[str] = []
         self.tree: set[int] = set()
+        self.parent_of: dict[int, int] = {}  # pid -> parent, as seen while watching
         self._stderr = threading.Thread(target=self._read, daemon=True)
         self._stderr.start()
         self._scanner = threading.Thread(target=self._scan, daemon=True)
@@ -113,9 +114,10 @@ class Sixnines:
 
     def peak_memory(self, word: str) -> dict[int, int]:
         """pid -> peak resident bytes (VmHWM) of each descendant whose command line holds
-        `word`, watched until the process exits."""
+        `word`, watched until the process exits (their parents are kept in `parent_of`)."""
         peaks: dict[int, int] = {}
         while self.process.poll() is None:
+            self.parent_of |= parents()
             for pid in descendants(self.process.pid):
                 if word not in command_line(pid):
                     continue
