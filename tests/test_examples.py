@@ -19,5 +19,5 @@ def test_example_is_valid(path):
 
 def test_there_are_examples():
     names = {"quickstart", "classic", "size-sweep", "brokerless-vs-brokered",
-             "size-latency", "size-throughput", "streams", "commit-log"}
+             "size-latency", "size-throughput", "streams", "commit-log", "soak"}
     assert names <= {p.stem for p in EXAMPLES}
