@@ -23,11 +23,13 @@ not at all (formats.atomic), summary.json last, and files of an earlier analysis
 removed first, so no figure outlives a new verdict.
 
 summary.json: formats.summary documents every field (its JSON Schema is
-docs/summary.schema.json). Deliveries of unknown fate (`unknown`: consumers that left no
-records they reported), or hlogs disagreeing with the raw records (`hlog_agrees` false), make
-the run at least `partial`. A saturation run (`load`, spark_jobs.load: `rate: max`) gets
-the .hgrm of its own metric only (saturation_latency.hgrm), and its warnings say when the
-time cap (`duration`) ended sending before every message went out.
+docs/summary.schema.json). An agent that died is analysed from the chunks its index lists
+(spark_jobs.delivery says what they count for). Deliveries of unknown fate (`unknown`:
+at consumers that died, after their last chunk or without one), or hlogs disagreeing with
+the raw records (`hlog_agrees` false), make the run at least `partial`. A saturation run
+(`load`, spark_jobs.load: `rate: max`) gets the .hgrm of its own metric only
+(saturation_latency.hgrm), and its warnings say when the time cap (`duration`) ended
+sending before every message went out.
 
 report/series.json, every list at most 2,000 long:
 
@@ -67,12 +69,13 @@ from pyspark.sql import SparkSession
 
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
+from sixnines.formats.chunks import kept_chunks
 from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.records import HLOG_FILE
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
 from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
 from sixnines.formats.vocabulary import Role
-from sixnines.spark_jobs import cpu, distribution, frames, series, summarize
+from sixnines.spark_jobs import cpu, delivery, distribution, frames, series, summarize
 from sixnines.spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
 from sixnines.spark_jobs.session import spark_session
 
@@ -121,6 +124,38 @@ def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
     return notes, hlogs
 
 
+#: What the kept chunks of an agent that died mean, by role (spark_jobs.delivery).
+DIED_MEANING = {
+    Role.CONSUMER: "deliveries it misses that may have come after its last chunk are "
+                   "unknown, older ones lost",
+    Role.PRODUCER: "what receivers got from it after its last chunk counts as sent; what it "
+                   "sent after that and nobody received is in no count",
+}
+
+
+def _died_notes(run_dir: Path, manifest: Manifest,
+                messages: dict[str, tuple[Role, list[Path]]]) -> list[str]:
+    """What is read of each sending or receiving agent that died, and what is not: the
+    chunks its index lists are analysed (its hlog is not compared: it stops at its last
+    complete interval, seconds behind them); chunk files the index does not list are
+    named and ignored."""
+    notes = []
+    for agent in manifest.agents:
+        if not (agent.died and agent.role in frames.ROLES):
+            continue
+        kept = kept_chunks(run_dir / "agents" / agent.id)
+        if agent.id in messages:
+            rows = sum(line["rows"] for _, line in kept.listed)
+            meaning = DIED_MEANING.get(agent.role)
+            notes.append(f"agent {agent.id} ({agent.role}, status {agent.status}) died "
+                         f"mid-run: the {len(kept.listed):,} chunks its index lists are "
+                         f"analysed ({rows:,} records; its {HLOG_FILE} is not compared)"
+                         + (f": {meaning}" if meaning else ""))
+        notes += [f"agent {agent.id}: {path.name} is not in its chunk index (closed as it "
+                  "died): not analysed" for path in kept.unlisted]
+    return notes
+
+
 def check_run(run_dir: Path) -> Checked:
     """Check a run dir's manifest and files, and read its hlogs (plain Python)."""
     run_dir = Path(run_dir)
@@ -132,7 +167,10 @@ def check_run(run_dir: Path) -> Checked:
     if damaged:
         return Checked(run_dir, manifest, damaged)
     messages = frames.message_paths(run_dir, manifest)
-    notes, paths = _hlog_paths(messages, run_dir)
+    died = {agent.id for agent in manifest.agents if agent.died}
+    notes, paths = _hlog_paths({agent_id: files for agent_id, files in messages.items()
+                                if agent_id not in died}, run_dir)
+    notes = _died_notes(run_dir, manifest, messages) + notes
     warmup_s = manifest.workload.warmup_ns / 1e9
     hlogs, damaged = summarize.read_hlogs(paths, warmup_s)
     return Checked(run_dir, manifest, damaged, messages, hlogs, notes)
@@ -141,7 +179,7 @@ def check_run(run_dir: Path) -> Checked:
 def _absent(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
             ) -> list[AgentEntry]:
     """Manifest entries of sending or receiving agents whose records are not analysed: they
-    left none, or never reported (killed: their closed chunks stay on disk)."""
+    left none (killed before closing a chunk, or not streaming)."""
     return [agent for agent in manifest.agents
             if agent.role in frames.ROLES and agent.id not in messages]
 
@@ -235,7 +273,8 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
                                            for role, _ in checked.messages.values())
     silent = sum(_connections(agent, workload) for agent in absent
                  if agent.role == Role.CONSUMER)
-    counts = frames.accounting(df, consumers, silent).first().asDict()
+    dead = delivery.Dead.of(manifest, checked.messages)
+    counts = delivery.accounting(df, consumers, silent, dead).first().asDict()
     rate = frames.rates(df).first().asDict()
     clocks = frames.RunClocks.from_manifest(manifest)
     measured = frames.measured(df)
