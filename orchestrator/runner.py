@@ -13,7 +13,8 @@ can recover the run from (orchestrator.recovery).
 
 A broker sixnines started gets a monitor (agents.monitor) on its host, handled like an
 agent (clock pings, start, files fetched and verified) but outside `agents` in the
-manifest: its troubles are notes (`monitor.notes`), never the run's problems.
+manifest: its troubles are notes (`monitor.notes`), never the run's problems, but for one:
+a monitor that dies once running leaves the run partial (its samples stop there).
 """
 
 from __future__ import annotations
@@ -382,23 +383,29 @@ class Run:
         """Fetch the files of every agent that announced them from its host and check them
         against their checksums; a remote copy is removed only once all of it is here. An
         agent whose `done` never arrived (it finished after we stopped listening) is taken
-        from the done.json it kept beside its files."""
+        from the done.json it kept beside its files; one that died has its directory
+        fetched all the same (its closed chunks, vouched for by their index) and kept on
+        its host."""
         for agent in self.agents.values():
             remote = agent.remote_dir != str(agent.out_dir)
             if agent.done is None and not remote:
                 self._done_from_disk(agent)
+            if remote:  # an agent that died too: what it closed (docs/design.md)
+                self._fetch(agent)
             if agent.done is None:
                 continue
-            if remote:
-                try:
-                    agent.process.fetch(agent.remote_dir, agent.out_dir)
-                except Exception as exc:
-                    self._problems_of(agent).append(
-                        f"{agent.plan.agent_id}: could not fetch its files from host "
-                        f"{agent.plan.host}: {exc}")
             agent.artifacts = self._verified(agent)
             if remote and all(a.verified for a in agent.artifacts.values()):
                 agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
+
+    def _fetch(self, agent: AgentHandle) -> None:
+        """Copy the agent's directory from its host (a host gone is a problem line)."""
+        try:
+            agent.process.fetch(agent.remote_dir, agent.out_dir)
+        except Exception as exc:
+            self._problems_of(agent).append(
+                f"{agent.plan.agent_id}: could not fetch its files from host "
+                f"{agent.plan.host}: {exc}")
 
     def _done_from_disk(self, agent: AgentHandle) -> None:
         done = read_done(agent.out_dir)
@@ -464,6 +471,10 @@ class Run:
             elif agent.failure:
                 problems.append(f"{agent.plan.agent_id} on host {agent.plan.host}: "
                                 f"{agent.failure}")
+                if agent is self.monitor and agent.clock is not None:
+                    self.problems.append(f"the broker CPU monitor died during the run ("
+                                         f"{agent.failure}): broker CPU covers the run up "
+                                         "to its last kept sample")
         statuses = {self._entry(agent, final=True)["status"] for agent in self._measuring()}
         if not statuses or statuses <= {"failed", "missing"}:
             self.manifest.status = "failed"

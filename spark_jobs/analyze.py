@@ -309,7 +309,8 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
         broker=_broker(manifest), status=_status(manifest, counts, agrees),
         problems=[*manifest.problems, *notes],
         **{key: int(counts[key]) for key in
-           ("sent", "received", "lost", "unknown", "duplicated", "reordered", "unexpected")},
+           ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
+            "unexpected")},
         warmup=Warmup(sent=int(counts["warmup_sent"]),
                       received=int(counts["warmup_received"])),
         send_rate=rate["send_rate"], receive_rate=rate["receive_rate"],

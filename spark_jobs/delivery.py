@@ -164,12 +164,13 @@ def _counted(sent: DataFrame, df: DataFrame, consumers: int | None) -> DataFrame
 
 def accounting(df: DataFrame, consumers: int | None = None, absent: int = 0,
                dead: Dead = Dead()) -> DataFrame:
-    """One row: sent, requests, received, lost, unknown, duplicated, reordered, unexpected,
-    warmup_*.
+    """One row: sent, requests, received, delivered, lost, unknown, duplicated, reordered,
+    unexpected, warmup_*.
 
     df is the loaded frame (warm-up rows included, for the separate warm-up counts).
-    One-way delivery is fan-out, so every consumer expects every sent message:
-    lost = consumers·sent + requests − unique deliveries − unknown ones. `consumers` is
+    One-way delivery is fan-out, so every consumer expects every sent message, and each
+    expected delivery is delivered (the unique deliveries), lost or unknown:
+    lost = consumers·sent + requests − delivered − unknown. `consumers` is
     the number of receiving consumer connections analysed, dead ones with kept chunks
     included (default: those with rows in df). `absent`: consumer connections of agents
     that left no data (killed): what they received is not known, so their absent·sent
@@ -195,6 +196,7 @@ def accounting(df: DataFrame, consumers: int | None = None, absent: int = 0,
         "sent",
         "requests",
         "received",
+        F.col("unique").cast("long").alias("delivered"),
         lost.cast("long").alias("lost"),
         unknown.cast("long").alias("unknown"),
         F.col("duplicated").cast("long").alias("duplicated"),

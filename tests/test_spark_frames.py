@@ -89,6 +89,7 @@ def test_accounting_fan_out(spark):
         "sent": 4,
         "requests": 0,
         "received": 6 + 4,  # a: 1,3,2,2,4,(7,1); b: 1,2,2,4
+        "delivered": 4 + 3,  # a: 1,2,3,4; b: 1,2,4
         "lost": 1,  # b misses seq 3
         "unknown": 0,
         "duplicated": 2,  # a: 2; b: 2
@@ -109,7 +110,7 @@ def test_a_dead_consumer_s_misses_are_lost_before_its_horizon_unknown_after(spar
     # is 220 − 15 = 205; seq 1 (sent 105) would have needed 115 to come after: lost;
     # seqs 3 and 4 (sent 305, 405) may have come after its last chunk: unknown
     c = ("c", "consumer", 1, 2, 200, 205, 220, 0, False)
-    df = _frame(spark, _tiny_rows() + [c])
+    df = _frame(spark, [*_tiny_rows(), c])
     got = delivery.accounting(df, consumers=3, dead=delivery.Dead(receivers=((2, 1),)))
     assert (got.first()["lost"], got.first()["unknown"]) == (1 + 1, 2)  # b's seq 3, c's 1
 
@@ -127,7 +128,7 @@ def test_accounting_round_trip(spark):
              None if s in (2, 3) else 10 * s + 7, None if s in (2, 3) else s, s == 0)
             for s in range(6)]
     got = delivery.accounting(_frame(spark, rows)).first().asDict()
-    assert got == {"sent": 5, "requests": 5, "received": 3, "lost": 2, "unknown": 0,
+    assert got == {"sent": 5, "requests": 5, "received": 3, "delivered": 3, "lost": 2, "unknown": 0,
                    "duplicated": 0, "reordered": 0, "unexpected": 0, "warmup_sent": 1,
                    "warmup_received": 1}
 
