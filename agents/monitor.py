@@ -35,6 +35,10 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
         channel.send(p.Failed(agent_id=spec.agent_id, error=f"cannot read the CPU time of "
                               f"process group {spec.target_pid}: {exc}"))
         return 1
+    kept = Path(spec.out_dir) / CPU_FILE
+    # the first parquet write in a process spends ~200 ms starting pyarrow: paid before
+    # `ready`, so the sampler paces its writes by what one really costs (CpuSampler keep)
+    _keep(kept, [])
     channel.send(p.Ready(protocol=p.PROTOCOL_VERSION, agent_id=spec.agent_id, pid=os.getpid(),
                          host=host_facts(), versions=versions()))
     sampler: CpuSampler | None = None
@@ -49,7 +53,7 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
         elif isinstance(message, p.Start) and sampler is None:
             at_ns = message.at_ns
             sampler = CpuSampler(tree.cpu_ns, lambda: None, spec.cpu_sample_ns,
-                                 keep=functools.partial(_keep, Path(spec.out_dir) / CPU_FILE))
+                                 keep=functools.partial(_keep, kept))
             sampler.start()
         elif message is None or isinstance(message, p.Finish | p.Stop):
             break
