@@ -185,7 +185,7 @@ class Cpu(Document):
     """The sample interval (the scenario's `cpu_sample`)."""
     notes: list[str]
     """Why a side has no figures, and the monitor's troubles (which never make a run
-    partial)."""
+    partial, but for its death mid-run: its samples stop there)."""
 
 
 class Versioned(Document):
