@@ -12,6 +12,8 @@ dies takes its requests with it. Nothing the run started outlives it.
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import shutil
 import signal
@@ -22,13 +24,17 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from rich.console import Console
 
-from sixnines.formats.chunks import chunk_name, read_index
+from sixnines.formats.chunks import CHUNK_INDEX, chunk_name, read_index
 from sixnines.formats.integrity import sha256_of
+from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.runner import RunSettings
+from sixnines.orchestrator.scenario import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.faults.processes import still_alive_after
 from tests.integration.support import RecordingView, execute, points
+from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
 
 pytestmark = pytest.mark.integration
 
@@ -255,3 +261,62 @@ def test_a_dead_requester_takes_its_requests_with_it(tmp_path, spark):
                                   "per-message records it reported: its requests and "
                                   "their replies are in no count")
                for problem in summary["problems"])
+
+
+def kill_holding(name: str, deadline_s: float = 120.0) -> tuple[int, int] | None:
+    """SIGKILL the process that holds a file ending in `name` open, half a second after
+    that file has a line (its first chunk closed); (pid, the instant of the kill)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for fd in Path("/proc").glob("[0-9]*/fd/*"):
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.endswith(name) and read_index(Path(target).parent):
+                time.sleep(0.5)
+                killed_ns = time.perf_counter_ns()
+                os.kill(int(fd.parent.parent.name), signal.SIGKILL)
+                return int(fd.parent.parent.name), killed_ns
+        time.sleep(0.05)
+    return None
+
+
+def remote_scenario(tmp_path: Path, bed: Testbed) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(ONE_WAY + f"inventory: {bed.inventory}\noutput: {tmp_path / 'runs'}\n"
+                    "placement: {broker: h1, agents: [h2, h3]}\n")
+    return path
+
+
+def test_a_consumer_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(
+        tmp_path, spark, monkeypatch):
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)  # passed on to remote agents
+    with testbed(3) as bed:
+        path = remote_scenario(tmp_path, bed)
+        killed: list[tuple[int, int] | None] = []
+        killer = threading.Thread(
+            target=lambda: killed.append(kill_holding(f"/agents/consumer-1/{CHUNK_INDEX}")),
+            daemon=True)
+        killer.start()
+        outcome = run_scenario(load_scenario(path), path, output=None, spark_master=None,
+                               console=Console(file=io.StringIO()))
+        killer.join(5)
+        listeners = {int((bed.dir / host.name / "sshd.pid").read_text()) for host in bed.hosts}
+        assert still_alive_after(set(pids_in_namespaces(bed.netns_inodes)) - listeners,
+                                 2.0) == {}
+    assert killed and killed[0], "consumer-1 was not found to kill"
+    (run_dir,) = outcome.results_dir.glob("01-*")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert entry(manifest, "consumer-1")["status"] == "failed"
+    assert entry(manifest, "consumer-1")["host"] == "h3"
+    dead = kept_records(run_dir / "agents" / "consumer-1")  # fetched from h3
+    remote_runs = Path("/var/tmp/sixnines/runs/dies") / outcome.results_dir.name
+    assert not list(remote_runs.glob("*/agents/*"))  # each copy removed once fetched whole
+    gap_s = report_gap("consumer on an SSH host", killed[0][1], dead.recv_ns.max(), len(dead))
+    assert 0 < gap_s < GAP_LIMIT_S
+    sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
+    summary = analyze_run(spark, run_dir)
+    assert summary["status"] == "partial"
+    assert (summary["sent"], summary["lost"]) == (len(sent), 0)
+    assert 0 < summary["unknown"] == unknown_at(dead, sent, connections=2)
