@@ -402,7 +402,7 @@ class Run:
             remote = agent.remote_dir != str(agent.out_dir)
             if agent.done is None and not remote:
                 self._done_from_disk(agent)
-            fetched = remote and self._fetch(agent)
+            fetched = remote and agent.ready is not None and self._fetch(agent)  # it ran
             if agent.done is not None:
                 agent.artifacts = self._verified(agent)
             if fetched and self._all_here(agent):
