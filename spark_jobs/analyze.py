@@ -15,12 +15,13 @@ manifest; 100 for manifests without one). One JSON line per run on stdout: {"run
 run dir without a manifest.
 
 Before Spark reads anything, each run's files are checked (spark_jobs.integrity: the
-manifest's checksums, cut-short or undecodable files, the hlogs parsed whole). A run with
-a file failing a check is refused whole: its summary.json has status `corrupt`, a problem
-line per file naming it and what is wrong, and no figure (spark_jobs.status orders the
-statuses). Spark starts only for runs that pass. Every report file is written whole or
-not at all (formats.atomic), summary.json last, and files of an earlier analysis are
-removed first, so no figure outlives a new verdict.
+manifest's checksums, cut-short or undecodable files, the hlogs parsed whole but for the
+last line a kill cut from a dead agent's). A run with a file failing a check is refused
+whole: its summary.json has status `corrupt`, a problem line per file naming it and what
+is wrong, and no figure (spark_jobs.status orders the statuses). Spark starts only for
+runs that pass. Every report file is written whole or not at all (formats.atomic),
+summary.json last, and files of an earlier analysis are removed first, so no figure
+outlives a new verdict.
 
 summary.json: formats.summary documents every field (its JSON Schema is
 docs/summary.schema.json). An agent that died is analysed from the chunks its index lists
@@ -65,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
@@ -98,7 +99,10 @@ class Checked:
 
     damaged: one line per file failing them; the run is then refused whole and the other
     fields stay empty. Otherwise messages (agent_id → (role, its message files)), the hlogs'
-    measured counts (agent_id → (role, counts per tag)) and notes on missing hlogs.
+    measured counts (agent_id → (role, counts per tag)), notes on missing hlogs and on
+    agents that died, and for each of those with an hlog, the intended time its log
+    reaches (its own clock): its records from before it are what its hlog is checked
+    against.
     """
 
     run_dir: Path
@@ -107,6 +111,7 @@ class Checked:
     messages: dict[str, tuple[Role, list[Path]]] = field(default_factory=dict)
     hlogs: dict[str, tuple[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    logged_until: dict[str, int] = field(default_factory=dict)
 
 
 def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
@@ -134,11 +139,11 @@ DIED_MEANING = {
 
 
 def _died_notes(run_dir: Path, manifest: Manifest,
-                messages: dict[str, tuple[Role, list[Path]]]) -> list[str]:
+                messages: dict[str, tuple[Role, list[Path]]], logged_s: dict[str, float]
+                ) -> list[str]:
     """What is read of each sending or receiving agent that died, and what is not: the
-    chunks its index lists are analysed (its hlog is not compared: it stops at its last
-    complete interval, seconds behind them); chunk files the index does not list are
-    named and ignored."""
+    chunks its index lists are analysed, its hlog as far as it was written (`logged_s`:
+    seconds from its start); chunk files the index does not list are named and ignored."""
     notes = []
     for agent in manifest.agents:
         if not (agent.died and agent.role in frames.ROLES):
@@ -147,9 +152,11 @@ def _died_notes(run_dir: Path, manifest: Manifest,
         if agent.id in messages:
             rows = sum(line["rows"] for _, line in kept.listed)
             meaning = DIED_MEANING.get(agent.role)
+            hlog = (f"; its {HLOG_FILE} checked over its first {logged_s[agent.id]:,.0f} s, "
+                    "as far as it was written" if agent.id in logged_s else "")
             notes.append(f"agent {agent.id} ({agent.role}, status {agent.status}) died "
                          f"mid-run: the {len(kept.listed):,} chunks its index lists are "
-                         f"analysed ({rows:,} records; its {HLOG_FILE} is not compared)"
+                         f"analysed ({rows:,} records{hlog})"
                          + (f": {meaning}" if meaning else ""))
         notes += [f"agent {agent.id}: {path.name} is not in its chunk index (closed as it "
                   "died): not analysed" for path in kept.unlisted]
@@ -167,13 +174,17 @@ def check_run(run_dir: Path) -> Checked:
     if damaged:
         return Checked(run_dir, manifest, damaged)
     messages = frames.message_paths(run_dir, manifest)
-    died = {agent.id for agent in manifest.agents if agent.died}
-    notes, paths = _hlog_paths({agent_id: files for agent_id, files in messages.items()
-                                if agent_id not in died}, run_dir)
-    notes = _died_notes(run_dir, manifest, messages) + notes
+    notes, paths = _hlog_paths(messages, run_dir)
     warmup_s = manifest.workload.warmup_ns / 1e9
-    hlogs, damaged = summarize.read_hlogs(paths, warmup_s)
-    return Checked(run_dir, manifest, damaged, messages, hlogs, notes)
+    starts = {agent.id: manifest.t0_of(agent) for agent in manifest.agents if agent.died}
+    hlogs, damaged, ends = summarize.read_hlogs(paths, warmup_s, died=starts)
+    for agent_id in [agent_id for agent_id in ends if starts[agent_id] is None]:
+        del hlogs[agent_id], ends[agent_id]  # nothing places its records in its log
+        notes.append(f"agent {agent_id}: its start instant is unknown; hlog check skipped")
+    notes = _died_notes(run_dir, manifest, messages,
+                        {agent_id: end / 1e9 for agent_id, end in ends.items()}) + notes
+    return Checked(run_dir, manifest, damaged, messages, hlogs, notes,
+                   {agent_id: starts[agent_id] + end for agent_id, end in ends.items()})
 
 
 def _absent(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
@@ -288,8 +299,8 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
     humps = distribution.humps(*histogram)
     usage = cpu.analyse(run_dir, manifest)
 
-    agrees, hlog_notes = summarize.hlog_agreement(checked.hlogs, per_agent, pairs.off_clock,
-                                                  load)
+    logged = per_agent | _as_far_as_logged(measured, checked.logged_until, clocks, load)
+    agrees, hlog_notes = summarize.hlog_agreement(checked.hlogs, logged, pairs.off_clock, load)
     if agrees is None and not hlog_notes:
         hlog_notes.append("no hlog to check against the messages")
     if agrees is False:
@@ -330,6 +341,19 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
         **{f"{name}.hgrm": summarize.hgrm_text(metrics[name]) for name in METRICS[load]},
         SERIES: _json(document), SUMMARY: summary.text()})
     return summary
+
+
+def _as_far_as_logged(measured: DataFrame, logged_until: dict[str, int],
+                      clocks: frames.RunClocks, load: str) -> dict[str, dict[str, np.ndarray]]:
+    """Bucket counts per metric of the agents that died, over their records intended
+    before where their hlog ends (`logged_until`): what their hlogs hold, to be checked
+    against (the rest of their records is analysed, but was never logged)."""
+    if not logged_until:
+        return {}
+    values = frames.metric_values(frames.intended_before(measured, logged_until), clocks, load)
+    counted = summarize.gather(frames.bucket_counts(values, keys=("agent_id", "metric"))
+                               .toArrow())[1]
+    return {agent_id: counted.get(agent_id, {}) for agent_id in logged_until}
 
 
 def _json(document: dict[str, Any]) -> str:

@@ -16,6 +16,7 @@ are timed as recorded. The others are left out, or, when the scenario asked for
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -148,6 +149,14 @@ def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: Manifest) 
     joined = df.join(table, "producer_id", "left")
     return joined.select(*[warmup.alias("warmup") if name == "warmup" else F.col(name)
                            for name in df.columns])
+
+
+def intended_before(df: DataFrame, limits: dict[str, int]) -> DataFrame:
+    """The rows of the agents in `limits` (agent_id → an intended time) intended before
+    theirs."""
+    return df.filter(reduce(operator.or_, [
+        (F.col("agent_id") == agent_id) & (F.col("intended_ns") < _long(limit))
+        for agent_id, limit in limits.items()]))
 
 
 def measured(df: DataFrame) -> DataFrame:
