@@ -42,10 +42,10 @@ class CpuSampler(threading.Thread):
     takes the last sample; the first is taken as the thread starts.
 
     `keep`, when given, is handed the samples so far after a sample at least KEEP_EVERY_NS
-    after the last it was handed (and KEEP_COST_SHARE times as long as that took), from
-    this thread: a process without a measuring loop to disturb (the broker monitor) keeps
-    them on disk as it goes, so being killed costs it about a second of them, not the
-    run."""
+    after the last it was handed (and KEEP_COST_SHARE times the CPU time that took), from
+    this thread, never at `finish` (the caller then writes the whole account itself): a
+    process without a measuring loop to disturb (the broker monitor) keeps them on disk
+    as it goes, so being killed costs it a fraction of a second of them, not the run."""
 
     def __init__(self, cpu_ns: Callable[[], int], messages: Callable[[], int | None],
                  interval_ns: int, keep: Callable[[Samples], None] | None = None) -> None:

@@ -8,9 +8,9 @@ broker's process group there. It samples `cpu.ProcessTree` from `start` until `f
 killed mid-run leaves its samples up to about then (docs/design.md, "When an agent
 dies"). It has no loop to protect, so its main thread just answers the channel. A broker
 that dies ends the sampling, not the monitor: what was sampled is kept and the reason
-reported. A sample reads only the broker tree's stat files;
-every tenth rescans all of /proc for new members (see `ProcessTree`: scanning every time
-disturbed the broker it measures).
+reported. A sample reads only the broker tree's stat files; every tenth rescans all of
+/proc for new members (see `ProcessTree`: scanning every time disturbed the broker it
+measures).
 """
 
 from __future__ import annotations
