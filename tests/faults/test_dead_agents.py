@@ -34,6 +34,7 @@ from sixnines.orchestrator.runner import RunSettings
 from sixnines.orchestrator.scenario import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.faults.processes import still_alive_after
+from tests.faults.support import sixnines
 from tests.integration.support import RecordingView, execute, points
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
 
@@ -184,6 +185,18 @@ def test_a_dead_consumer_s_kept_chunks_are_delivered_and_its_tail_unknown(dead_c
     assert summary["delivered"] + summary["unknown"] == 4 * len(sent)  # 2 consumers × 2
     assert summary["hlog_agrees"] is True
     assert logged_seconds(summary, "consumer-1") >= 2  # its hlog too, as far as written
+
+
+def test_sixnines_report_shows_delivered_lost_and_unknown_apart(dead_consumer, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(dead_consumer[0], run_dir, ignore=shutil.ignore_patterns("report"))
+    sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
+    unknown = unknown_at(kept_records(run_dir / "agents" / "consumer-1"), sent, connections=2)
+    done = sixnines("report", run_dir)
+    assert done.returncode == 1, done.stderr  # a partial run
+    console = " ".join(done.stderr.split())  # the tables, however their titles wrapped
+    assert (f"delivered {4 * len(sent) - unknown:,} lost 0 unknown {unknown:,} "
+            "duplicated 0") in console
 
 
 def test_a_chunk_failing_its_index_checksum_is_never_analysed(dead_consumer, tmp_path,
