@@ -115,6 +115,17 @@ def test_a_dead_consumer_s_misses_are_lost_before_its_horizon_unknown_after(spar
     assert (got.first()["lost"], got.first()["unknown"]) == (1 + 1, 2)  # b's seq 3, c's 1
 
 
+def test_a_dead_consumer_of_a_reordering_system_loses_only_what_no_lateness_explains(spark):
+    # seqs 0..5 sent at 100·seq; c got 1 late (latency 300), 2 and 5 (latency 60), then
+    # died: horizon 560 − 300 = 260. 3 and 4 may still have come, however far behind 5
+    # (a partition lagging): unknown; 0 would have needed a latency over 560: lost
+    rows = [("p", "producer", 1, s, 100 * s, 100 * s, None, None, False) for s in range(6)]
+    rows += [("c", "consumer", 1, s, 100 * s, 100 * s, 100 * s + late, i, False)
+             for i, (s, late) in enumerate([(2, 60), (1, 300), (5, 60)])]
+    got = delivery.accounting(_frame(spark, rows), dead=delivery.Dead(receivers=((0, 1),)))
+    assert (got.first()["delivered"], got.first()["lost"], got.first()["unknown"]) == (3, 1, 2)
+
+
 def test_a_dead_producer_s_messages_receivers_got_after_its_last_chunk_count_as_sent(spark):
     kept = [row for row in _tiny_rows() if row[1] != "producer" or row[3] < 3]
     got = delivery.accounting(_frame(spark, kept), dead=delivery.Dead(producer_ids=(1,)))
