@@ -35,7 +35,7 @@ from sixnines.orchestrator.scenario import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.faults.processes import still_alive_after
 from tests.faults.support import sixnines
-from tests.integration.support import RecordingView, execute, points
+from tests.integration.support import RecordingView, execute, one_system, points
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
 
 pytestmark = pytest.mark.integration
@@ -274,6 +274,28 @@ def test_a_dead_monitor_leaves_the_run_partial_and_its_samples_so_far(tmp_path, 
     assert (summary["sent"], summary["delivered"], summary["lost"], summary["unknown"]) == (
         sent, 4 * sent, 0, 0)
     assert summary["cpu"]["broker"] is not None  # from the samples it kept
+
+
+def test_a_dead_kafka_consumer_of_several_partitions_is_unknown_not_lost(tmp_path, spark,
+                                                                        monkeypatch):
+    """Kafka with several partitions hands a consumer its partitions' messages in its own
+    interleaving (each sender writes one partition, so order holds only per producer):
+    the horizon rule, per producer and on time, not sequence, still finds nothing lost.
+    (Reordering within a producer's stream: tests/test_spark_frames.py.)"""
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
+    workload = ("{message_size: 64, rate: 1000, duration: 4s, warmup: 0s, drain: 5s, "
+                "producers: 2, consumers: 2}")
+    scenario = one_system("kafka", "{recipe: kafka-noida}", workload,
+                          "{client: confluent, partitions: 4}", name="dies")
+    run_dir = tmp_path / "run"
+    _, _, killed_ns = run_killing(scenario, "consumer-1", run_dir, 3.0)
+    dead = kept_records(run_dir / "agents" / "consumer-1")
+    report_gap("kafka consumer", killed_ns, dead.recv_ns.max(), len(dead))
+    sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
+    unknown = unknown_at(dead, sent, connections=1)
+    summary = analyze_run(spark, run_dir)
+    assert summary["status"] == "partial"
+    assert (summary["sent"], summary["lost"], summary["unknown"]) == (len(sent), 0, unknown)
 
 
 def test_a_dead_requester_takes_its_requests_with_it(tmp_path, spark):
