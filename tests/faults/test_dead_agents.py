@@ -6,8 +6,10 @@ test measures that gap, from the kill to the last record kept. The run is partia
 consumer's misses that may have arrived after its last chunk are `unknown`, apart from
 loss (the builtin tcp relay loses nothing, so lost is 0); what receivers got from a dead
 producer after its last chunk is sent and delivered, not unexpected. Every expected figure
-is derived here from the files themselves. A requester still records in memory: one that
-dies takes its requests with it. Nothing the run started outlives it.
+is derived here from the files themselves, on the local launcher, on an SSH test-bed host
+and through Kafka; the dead agent's hlog is checked as far as it was written, and `sixnines
+report` shows delivered, lost and unknown apart. A requester still records in memory: one
+that dies takes its requests with it. Nothing the run started outlives it.
 """
 
 from __future__ import annotations
