@@ -30,7 +30,7 @@ TICK_HZ = os.sysconf("SC_CLK_TCK")
 
 
 Samples = list[tuple[int, int, int | None]]
-KEEP_EVERY_NS = NS // 4  # a kept sampler writes its samples so far at most this often
+KEEP_EVERY_NS = NS // 2  # a kept sampler writes its samples so far at most this often
 #: ... and waits this many times its last write's CPU time before the next, so writing
 #: the whole account again never takes more than ~2 % of a core on the host it measures
 #: (an hour at 10 ms samples is 360k rows, ~0.5 s to write: kept every ~30 s then).

@@ -4,7 +4,7 @@ Started by the controller like an agent (`python -m sixnines.agents`, role `moni
 control channel and clock pings), beside a broker sixnines started; `target_pid` names the
 broker's process group there. It samples `cpu.ProcessTree` from `start` until `finish` or
 `stop` and announces cpu.parquet in `done`; meanwhile it rewrites cpu.parquet whole
-(formats.atomic) about every quarter second (agents.cpu.CpuSampler `keep`), so a monitor
+(formats.atomic) about every half second (agents.cpu.CpuSampler `keep`), so a monitor
 killed mid-run leaves its samples up to about then (docs/design.md, "When an agent
 dies"). It has no loop to protect, so its main thread just answers the channel. A broker
 that dies ends the sampling, not the monitor: what was sampled is kept and the reason
