@@ -3,23 +3,28 @@
 Started by the controller like an agent (`python -m sixnines.agents`, role `monitor`, the same
 control channel and clock pings), beside a broker sixnines started; `target_pid` names the
 broker's process group there. It samples `cpu.ProcessTree` from `start` until `finish` or
-`stop` and announces cpu.parquet in `done`. It has no loop to protect, so its main thread
-just answers the channel. A broker that dies ends the sampling, not the monitor: what was
-sampled is kept and the reason reported. A sample reads only the broker tree's stat files;
-every tenth rescans all of /proc for new members (see `ProcessTree`: scanning every time
-disturbed the broker it measures).
+`stop` and announces cpu.parquet in `done`; meanwhile it rewrites cpu.parquet whole
+(formats.atomic) about every half second (agents.cpu.CpuSampler `keep`), so a monitor
+killed mid-run leaves its samples up to about then (docs/design.md, "When an agent
+dies"). It has no loop to protect, so its main thread just answers the channel. A broker
+that dies ends the sampling, not the monitor: what was sampled is kept and the reason
+reported. A sample reads only the broker tree's stat files; every tenth rescans all of
+/proc for new members (see `ProcessTree`: scanning every time disturbed the broker it
+measures).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
 from sixnines.agents.artifacts import keep_done, write_files
-from sixnines.agents.cpu import CpuSampler, ProcessTree, write_cpu
+from sixnines.agents.cpu import CpuSampler, ProcessTree, Samples, write_cpu
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.streams import clock
 from sixnines.formats import protocol as p
+from sixnines.formats.atomic import atomic_path
 from sixnines.formats.records import CPU_FILE
 
 
@@ -30,6 +35,10 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
         channel.send(p.Failed(agent_id=spec.agent_id, error=f"cannot read the CPU time of "
                               f"process group {spec.target_pid}: {exc}"))
         return 1
+    kept = Path(spec.out_dir) / CPU_FILE
+    # the first parquet write in a process spends ~200 ms starting pyarrow: paid before
+    # `ready`, so the sampler paces its writes by what one really costs (CpuSampler keep)
+    _keep(kept, [])
     channel.send(p.Ready(protocol=p.PROTOCOL_VERSION, agent_id=spec.agent_id, pid=os.getpid(),
                          host=host_facts(), versions=versions()))
     sampler: CpuSampler | None = None
@@ -43,8 +52,8 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
             channel.send(p.Pong(t_ns=message.t_ns, agent_ns=clock()))
         elif isinstance(message, p.Start) and sampler is None:
             at_ns = message.at_ns
-            sampler = CpuSampler(tree.cpu_ns, lambda: None,
-                                 spec.cpu_sample_ns)
+            sampler = CpuSampler(tree.cpu_ns, lambda: None, spec.cpu_sample_ns,
+                                 keep=functools.partial(_keep, kept))
             sampler.start()
         elif message is None or isinstance(message, p.Finish | p.Stop):
             break
@@ -63,3 +72,14 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
                   received=0, t0_ns=at_ns, artifacts=files, problems=problems)
     channel.send(keep_done(out_dir, done))
     return 0
+
+
+def _keep(path: Path, samples: Samples) -> None:
+    """The samples so far on disk, whole; a failure here is left to the last write, which
+    reports it."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_path(path) as temp:
+            write_cpu(temp, samples)
+    except OSError:
+        pass

@@ -8,12 +8,20 @@ place. A chunk named in the index is trustworthy even when the agent was SIGKILL
 after: the index is the agent's account of what it closed. A line cut short by the kill
 names nothing and is ignored. Requesters (and the whole-run path) still write one
 `messages.parquet` at the end; readers take both (`message_files`).
+
+An agent that died sent no `done`, so no checksum of the controller's vouches for its
+files: its index does. `kept_chunks` is what the analysis reads of any such agent, whatever
+its role — the chunks the index lists, each to be checked against its line — and names the
+chunk files it does not list (renamed into place as the agent died, before their line was
+written), which are never read.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from sixnines.formats.records import MESSAGES_FILE
@@ -52,11 +60,42 @@ def read_index(folder: Path) -> list[dict]:
 
 
 def index_entry(line: str | bytes) -> dict | None:
-    """One line of the index as its entry; None for a line that names no chunk (cut short)."""
+    """One line of the index as its entry; None for a line that names no chunk (cut short,
+    or not one of the agent's: see `_is_entry`)."""
     try:
         entry = json.loads(line)
     except ValueError:
         return None
-    if isinstance(entry, dict) and {"file", "rows", "sha256", "bytes"} <= entry.keys():
-        return entry
-    return None
+    return entry if _is_entry(entry) else None
+
+
+def _is_entry(entry: object) -> bool:
+    """An index line of the agent's: a chunk's own name (never a path, so an edited index
+    cannot point elsewhere), its row count, sha256 and size."""
+    if not isinstance(entry, dict):
+        return False
+    name, rows, sha256, size = (entry.get(key) for key in ("file", "rows", "sha256", "bytes"))
+    return (isinstance(name, str) and "/" not in name and fnmatchcase(name, CHUNK_GLOB)
+            and isinstance(sha256, str) and all(isinstance(n, int) for n in (rows, size)))
+
+
+@dataclass(frozen=True)
+class KeptChunks:
+    """What a dead agent's folder holds of its records: the chunks its index lists, in
+    closing order, each with its index line ({file, rows, sha256, bytes}) to be checked
+    against, and the chunk files the index does not list (ignored)."""
+
+    listed: list[tuple[Path, dict]]
+    unlisted: list[Path]
+
+    @property
+    def paths(self) -> list[Path]:
+        return [path for path, _ in self.listed]
+
+
+def kept_chunks(folder: Path) -> KeptChunks:
+    """The chunks an agent that died left in `folder` (see the module docstring)."""
+    listed = [(folder / entry["file"], entry) for entry in read_index(folder)]
+    names = {path.name for path, _ in listed}
+    return KeptChunks(listed, [path for path in sorted(folder.glob(CHUNK_GLOB))
+                               if path.name not in names])

@@ -197,6 +197,13 @@ class HlogFile:
     start_epoch_s: float | None
     intervals: list[Interval]
 
+    @property
+    def end_s(self) -> float:
+        """Where its intervals end, in seconds since StartTime: how far the log of an
+        agent that died was written (IntervalLog writes intervals in order; a late value's
+        line is for an interval already written)."""
+        return max((item.start_s + item.length_s for item in self.intervals), default=0.0)
+
 
 _START = re.compile(r"#\[StartTime: *([\d.]+)")
 _BASE = re.compile(r"#\[BaseTime: *([\d.]+)")
@@ -206,14 +213,16 @@ class HlogError(SixninesError, ValueError):
     """An interval log that cannot be read; `str()` names the file, the line and why."""
 
 
-def read_hlog(path: str | PathLike) -> HlogFile:
+def read_hlog(path: str | PathLike, cut_short_end: bool = False) -> HlogFile:
     """Parse an interval log (ours or any v1.x writer's) into hdr counts per interval.
 
     Timestamps follow Java's HistogramLogReader: relative to BaseTime if given, else
     absolute unless more than a year before StartTime. Histograms of another layout
     (not 1 ns units at 3 digits) are refused rather than silently rebucketed. A damaged
     file (cut short, bits flipped: base64, zlib and HdrHistogram decoding each fail their
-    own way) raises HlogError naming the file and the line.
+    own way) raises HlogError naming the file and the line. `cut_short_end`: its writer
+    was killed as it appended (an agent that died), so a damaged last line without its
+    newline is where the kill cut it, and is left out.
     """
     start: float | None = None
     base: float | None = None
@@ -229,7 +238,12 @@ def read_hlog(path: str | PathLike) -> HlogFile:
                     base = float(match.group(1))
                 if not line or line.startswith(("#", '"')):
                     continue
-                tag, stamp, length, counts = _interval_line(line, path, number)
+                try:
+                    tag, stamp, length, counts = _interval_line(line, path, number)
+                except HlogError:
+                    if cut_short_end and not raw.endswith("\n"):
+                        continue
+                    raise
                 if origin is None:
                     origin = stamp if start is None else start
                 if base is None:

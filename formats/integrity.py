@@ -13,6 +13,10 @@ Plain Python (streamed sha256, pyarrow), run before Spark opens a file:
   controller that died before collecting) is decoded whole, so a damaged one is named
   here rather than deep inside a Spark job. hlogs are parsed whole before Spark starts
   anyway (formats.hlog.read_hlog names a damaged line).
+- an agent that died announced nothing: each chunk its own index lists (formats.chunks.
+  kept_chunks) must have the size and sha256 of its index line, as a listed file must
+  match the manifest. Chunk files the index does not list are never read, so never
+  checked (the analysis names them).
 - the manifest itself must parse and fit its model (formats.manifest).
 
 A run with any such problem is `corrupt` (spark_jobs.status) and refused whole: a
@@ -32,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from sixnines.formats.chunks import message_files
+from sixnines.formats.chunks import kept_chunks, message_files
 from sixnines.formats.document import first_error
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.manifest import AgentEntry, Artifact, Manifest
@@ -101,14 +105,26 @@ def problems(run_dir: Path, manifest: Manifest) -> list[str]:
         folder = Path(run_dir) / "agents" / entry.id
         for name, recorded in entry.artifacts.items():
             found.append(_against_record(folder / name, recorded))
-        for path in (*message_files(folder), folder / CPU_FILE):  # read with a parquet reader
+        unchecked = [folder / CPU_FILE]  # read with a parquet reader
+        if entry.died:
+            found += [_against_record(path, Artifact(sha256=line["sha256"], bytes=line["bytes"]),
+                                      INDEX) for path, line in kept_chunks(folder).listed]
+        else:
+            unchecked += message_files(folder)
+        for path in unchecked:
             if path.name not in entry.artifacts and path.is_file():
                 found.append(_undecodable(path))
     return [problem for problem in found if problem]
 
 
-def _against_record(path: Path, recorded: Artifact) -> str | None:
-    """Whether a listed file is still the one its agent wrote (None: it is)."""
+MANIFEST_RECORD = "the manifest"
+INDEX = "its chunk index"
+
+
+def _against_record(path: Path, recorded: Artifact, source: str = MANIFEST_RECORD
+                    ) -> str | None:
+    """Whether a listed file is still the one its agent wrote (None: it is); `source` is
+    what lists it: the manifest, or a dead agent's chunk index."""
     if recorded.sha256 is None:
         return f"{path}: its manifest entry has no sha256 (the manifest was edited)"
     if recorded.verified is False:
@@ -116,17 +132,17 @@ def _against_record(path: Path, recorded: Artifact) -> str | None:
             f"{path}: did not match its checksum when the controller collected it "
             "(verified: false in the manifest)")
     if not path.is_file():
-        return f"{path}: missing, though the manifest lists it: deleted since the run"
+        return f"{path}: missing, though {source} lists it: deleted since the run"
     size, expected = path.stat().st_size, recorded.bytes
     if expected is not None and size != expected:
-        return (f"{path}: {size:,} bytes where the manifest records {expected:,}: cut short "
+        return (f"{path}: {size:,} bytes where {source} records {expected:,}: cut short "
                 "or changed since the run")
     try:
         digest = sha256_of(path)
     except OSError as error:
         return f"{path}: cannot be read ({error.strerror or error})"
     if digest != recorded.sha256:
-        return (f"{path}: content does not match its sha256 in the manifest ({digest[:12]}… "
+        return (f"{path}: content does not match its sha256 in {source} ({digest[:12]}… "
                 f"where {recorded.sha256[:12]}… was recorded): changed since the run")
     return None
 

@@ -30,6 +30,9 @@ from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Role
 
 SCHEMA_VERSION = 1
+#: Statuses of an agent that sent no `done`: it died (or never started); what it left is
+#: only what it had closed (formats.chunks.kept_chunks).
+UNREPORTED = ("failed", "missing")
 
 
 class Open(Document):
@@ -118,6 +121,11 @@ class AgentEntry(Open):
     """A requester's replies received twice."""
     unexpected_replies: int | None = None
     """A requester's replies to no request it sent."""
+
+    @property
+    def died(self) -> bool:
+        """It sent no `done` (killed, its host gone): no file of it is announced."""
+        return self.status in UNREPORTED
 
 
 class MonitorEntry(AgentEntry):
@@ -214,3 +222,13 @@ class Manifest(Open):
     ended_at: float | None = None
     recovered_at: float | None = None
     """When `sixnines report` recovered a run whose controller died."""
+
+    def t0_of(self, agent: AgentEntry) -> int | None:
+        """An agent's start instant on its own clock: the one it reported, else (it died
+        before reporting) the start instant the controller sent it, moved onto its clock
+        by its domain's offset; None when neither is known."""
+        if agent.t0_ns is not None:
+            return agent.t0_ns
+        if self.started_at_ns is None or agent.clock.offset_ns is None:
+            return None
+        return self.started_at_ns + agent.clock.offset_ns

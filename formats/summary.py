@@ -32,7 +32,7 @@ from sixnines.formats.document import Document
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Figures(Document):
@@ -185,7 +185,23 @@ class Cpu(Document):
     """The sample interval (the scenario's `cpu_sample`)."""
     notes: list[str]
     """Why a side has no figures, and the monitor's troubles (which never make a run
-    partial)."""
+    partial, but for its death mid-run: its samples stop there)."""
+
+
+class Versioned(Document):
+    """A summary object: built by a writer, it carries SCHEMA_VERSION; read from a file
+    without schema_version (written before it existed), it reads as version 1
+    (`model_validate` does not go through `__init__`)."""
+
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version",)
+
+    schema_version: int = 1
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**{"schema_version": SCHEMA_VERSION, **data})
+
+    # pydantic then validates files without calling __init__ (its own marker for that)
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 
 #: The fields every run summary holds, analysed or not.
@@ -200,7 +216,7 @@ def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
     schema["then"] = {"required": [name for name in model.model_fields if name not in _ALWAYS]}
 
 
-class RunSummary(Document):
+class RunSummary(Versioned):
     """One run's figures. The analysis writes every field; a run it never analysed
     (failed: nothing recorded; its manifest unreadable: corrupt) has only schema_version,
     run_id, system, params, status and problems, and a run whose files fail their checks
@@ -212,10 +228,10 @@ class RunSummary(Document):
     as `saturation_latency_us` does in an open-loop run."""
 
     model_config = ConfigDict(json_schema_extra=_run_schema)
-    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version",)
 
-    schema_version: int = SCHEMA_VERSION
-    """The shape of this object (formats.summary.SCHEMA_VERSION when it was written)."""
+    schema_version: int = 1
+    """The shape of this object (formats.summary.SCHEMA_VERSION when it was written; 1
+    when absent)."""
     run_id: str | None = None
     """The run's directory name: its number, system and swept values
     ("01-tcp-message_size=64")."""
@@ -246,13 +262,23 @@ class RunSummary(Document):
     """Messages (requests in round trip) sent after the warm-up."""
     received: int | None = None
     """Deliveries received after the warm-up (each fan-out delivery counts; replies in
-    round trip)."""
+    round trip), duplicates and unexpected ones included."""
+    delivered: int | None = None
+    """Expected deliveries that arrived, each once (since schema_version 2). Every
+    delivery expected — each message sent, at each consumer connection (fan-out), or each
+    request's reply — is delivered, lost or unknown: the three add up to it."""
     lost: int | None = None
-    """Deliveries expected at receivers that left data and never made it there."""
+    """Expected deliveries the evidence says the system lost: missing at a receiver that
+    reported; at a consumer that died (docs/design.md, "When an agent dies"), missing
+    though sent so long before its last kept receipt that arriving after it would have
+    taken longer than any delivery from that producer did. A dead consumer is not broker
+    loss: its other misses are unknown."""
     unknown: int | None = None
-    """Deliveries expected at consumers that left no records they reported (killed: each of
-    their connections expected every message sent): not lost, nothing says whether they
-    arrived; a problem line names each such agent, and the run is at least partial."""
+    """Expected deliveries of unknown fate: at consumers that died, the misses that may
+    have arrived after their last closed chunk (schema_version 1: every delivery expected
+    at a consumer that left no data; still so for one that closed no chunk). Not lost:
+    nothing says whether they arrived; a problem line names each such agent, and the run
+    is at least partial."""
     duplicated: int | None = None
     """Deliveries received more than once (each extra copy)."""
     reordered: int | None = None
@@ -309,14 +335,13 @@ class RunSummary(Document):
         return self.metric(field) or Figures()
 
 
-class ResultsSummary(Document):
+class ResultsSummary(Versioned):
     """A scenario's results (`<results>/summary.json`): every run's summary, in run
     order."""
 
-    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version",)
-
-    schema_version: int = SCHEMA_VERSION
-    """The shape of this file (formats.summary.SCHEMA_VERSION when it was written)."""
+    schema_version: int = 1
+    """The shape of this file (formats.summary.SCHEMA_VERSION when it was written; 1 when
+    absent)."""
     scenario: str | None
     """The scenario's name."""
     runs: list[RunSummary]

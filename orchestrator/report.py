@@ -29,8 +29,8 @@ from sixnines.orchestrator.manifest import MANIFEST_FILE
 
 SUMMARY_FILE = "summary.json"
 CSV_FILE = "summary.csv"
-CSV_COUNTS = ("sent", "received", "lost", "unknown", "duplicated", "reordered", "send_rate",
-              "receive_rate")
+CSV_COUNTS = ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
+              "send_rate", "receive_rate")
 CSV_METRICS = (("latency_us", "latency"), ("service_time_us", "service_time"),
                ("send_lag_us", "send_lag"), ("saturation_latency_us", "saturation_latency"))
 METRICS = (("latency_us", "latency"), ("service_time_us", "service"),
@@ -246,10 +246,11 @@ def _status_text(summary: RunSummary) -> str:
 
 
 def _counts(summary: RunSummary) -> str:
-    """The accounting line; `unknown` only when receivers died without leaving data."""
+    """The accounting line: every expected delivery is delivered, lost or unknown (the
+    last only when receivers died: it is not loss)."""
     unknown = summary.unknown or 0
     return (f"sent {summary.sent or 0:,}  received {summary.received or 0:,}  "
-            f"lost {summary.lost or 0:,}  "
+            f"delivered {summary.delivered or 0:,}  lost {summary.lost or 0:,}  "
             + (f"[yellow]unknown {unknown:,}[/]  " if unknown else "")
             + f"duplicated {summary.duplicated or 0:,}  "
             f"reordered {summary.reordered or 0:,}")

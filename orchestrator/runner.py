@@ -13,12 +13,14 @@ can recover the run from (orchestrator.recovery).
 
 A broker sixnines started gets a monitor (agents.monitor) on its host, handled like an
 agent (clock pings, start, files fetched and verified) but outside `agents` in the
-manifest: its troubles are notes (`monitor.notes`), never the run's problems.
+manifest: its troubles are notes (`monitor.notes`), never the run's problems, but for one:
+a monitor that dies once running leaves the run partial (its samples stop there).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import time
 from dataclasses import dataclass, field
@@ -28,7 +30,9 @@ from sixnines.agents.artifacts import read_done
 from sixnines.agents.facts import clock_domain
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
+from sixnines.formats.chunks import kept_chunks
 from sixnines.formats.errors import SixninesError
+from sixnines.formats.integrity import sha256_of
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock, MonitorEntry
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import MAX_RATE, Role
@@ -48,6 +52,10 @@ PINGS = 7
 SUPERVISE_TICK_S = 0.25
 OVERRUN_S = 15.0  # past the planned end, agents are told to stop
 STOP_GRACE_S = 15.0  # after a stop, how long agents get to write their data
+#: Settings of the agents' recording read from the controller's environment and passed to
+#: every agent wherever it runs: streaming records is opt-in (agents.recording), and an
+#: agent on an SSH host or in a container must stream as one beside the controller does.
+AGENT_ENVIRONMENT = ("SIXNINES_CHUNK_ROWS",)
 
 
 class RunFailure(SixninesError):
@@ -81,6 +89,11 @@ class AgentHandle:
 
 def agent_argv(python: str) -> list[str]:
     return [python, "-m", "sixnines.agents"]
+
+
+def agent_environment() -> dict[str, str]:
+    """The AGENT_ENVIRONMENT variables set here, for an agent to start with."""
+    return {name: os.environ[name] for name in AGENT_ENVIRONMENT if name in os.environ}
 
 
 @dataclass(frozen=True)
@@ -201,7 +214,7 @@ class Run:
         argv, log = agent_argv(launcher.python), out_dir / "agent.log"
         target_pid = 0
         if beside is None:
-            process = launcher.start(argv, plan.agent_id, log, self.inbox)
+            process = launcher.start(argv, plan.agent_id, log, self.inbox, agent_environment())
         else:
             process, target_pid = launcher.start_beside(beside, argv, plan.agent_id, log,
                                                         self.inbox)
@@ -383,23 +396,39 @@ class Run:
         """Fetch the files of every agent that announced them from its host and check them
         against their checksums; a remote copy is removed only once all of it is here. An
         agent whose `done` never arrived (it finished after we stopped listening) is taken
-        from the done.json it kept beside its files."""
+        from the done.json it kept beside its files; one that died has its directory
+        fetched all the same, for the chunks it closed, which their index vouches for
+        (docs/design.md, "When an agent dies")."""
         for agent in self.agents.values():
             remote = agent.remote_dir != str(agent.out_dir)
             if agent.done is None and not remote:
                 self._done_from_disk(agent)
-            if agent.done is None:
-                continue
-            if remote:
-                try:
-                    agent.process.fetch(agent.remote_dir, agent.out_dir)
-                except Exception as exc:
-                    self._problems_of(agent).append(
-                        f"{agent.plan.agent_id}: could not fetch its files from host "
-                        f"{agent.plan.host}: {exc}")
-            agent.artifacts = self._verified(agent)
-            if remote and all(a.verified for a in agent.artifacts.values()):
+            fetched = remote and agent.ready is not None and self._fetch(agent)  # it ran
+            if agent.done is not None:
+                agent.artifacts = self._verified(agent)
+            if fetched and self._all_here(agent):
                 agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
+
+    @staticmethod
+    def _all_here(agent: AgentHandle) -> bool:
+        """Whether the controller's copy of an agent's files is whole: every file it
+        announced verified, or, for one that died, every chunk its index lists matching."""
+        if agent.done is not None:
+            return all(a.verified for a in agent.artifacts.values())
+        return all(path.is_file() and sha256_of(path) == line["sha256"]
+                   for path, line in kept_chunks(agent.out_dir).listed)
+
+    def _fetch(self, agent: AgentHandle) -> bool:
+        """Copy the agent's directory from its host; False, with a problem line, when that
+        failed (a host gone)."""
+        try:
+            agent.process.fetch(agent.remote_dir, agent.out_dir)
+        except Exception as exc:
+            self._problems_of(agent).append(
+                f"{agent.plan.agent_id}: could not fetch its files from host "
+                f"{agent.plan.host}: {exc}")
+            return False
+        return True
 
     def _done_from_disk(self, agent: AgentHandle) -> None:
         done = read_done(agent.out_dir)
@@ -465,6 +494,10 @@ class Run:
             elif agent.failure:
                 problems.append(f"{agent.plan.agent_id} on host {agent.plan.host}: "
                                 f"{agent.failure}")
+                if agent is self.monitor and agent.clock is not None:
+                    self.problems.append(f"the broker CPU monitor died during the run ("
+                                         f"{agent.failure}): broker CPU covers the run up "
+                                         "to its last kept sample")
         statuses = {self._entry(agent, final=True)["status"] for agent in self._measuring()}
         if not statuses or statuses <= {"failed", "missing"}:
             self.manifest.status = "failed"

@@ -15,19 +15,22 @@ manifest; 100 for manifests without one). One JSON line per run on stdout: {"run
 run dir without a manifest.
 
 Before Spark reads anything, each run's files are checked (spark_jobs.integrity: the
-manifest's checksums, cut-short or undecodable files, the hlogs parsed whole). A run with
-a file failing a check is refused whole: its summary.json has status `corrupt`, a problem
-line per file naming it and what is wrong, and no figure (spark_jobs.status orders the
-statuses). Spark starts only for runs that pass. Every report file is written whole or
-not at all (formats.atomic), summary.json last, and files of an earlier analysis are
-removed first, so no figure outlives a new verdict.
+manifest's checksums, cut-short or undecodable files, the hlogs parsed whole but for the
+last line a kill cut from a dead agent's). A run with a file failing a check is refused
+whole: its summary.json has status `corrupt`, a problem line per file naming it and what
+is wrong, and no figure (spark_jobs.status orders the statuses). Spark starts only for
+runs that pass. Every report file is written whole or not at all (formats.atomic),
+summary.json last, and files of an earlier analysis are removed first, so no figure
+outlives a new verdict.
 
 summary.json: formats.summary documents every field (its JSON Schema is
-docs/summary.schema.json). Deliveries of unknown fate (`unknown`: consumers that left no
-records they reported), or hlogs disagreeing with the raw records (`hlog_agrees` false), make
-the run at least `partial`. A saturation run (`load`, spark_jobs.load: `rate: max`) gets
-the .hgrm of its own metric only (saturation_latency.hgrm), and its warnings say when the
-time cap (`duration`) ended sending before every message went out.
+docs/summary.schema.json). An agent that died is analysed from the chunks its index lists
+(spark_jobs.delivery says what they count for). Deliveries of unknown fate (`unknown`:
+at consumers that died, after their last chunk or without one), or hlogs disagreeing with
+the raw records (`hlog_agrees` false), make the run at least `partial`. A saturation run
+(`load`, spark_jobs.load: `rate: max`) gets the .hgrm of its own metric only
+(saturation_latency.hgrm), and its warnings say when the time cap (`duration`) ended
+sending before every message went out.
 
 report/series.json, every list at most 2,000 long:
 
@@ -63,16 +66,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
+from sixnines.formats.chunks import kept_chunks
 from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.records import HLOG_FILE
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
 from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
 from sixnines.formats.vocabulary import Role
-from sixnines.spark_jobs import cpu, distribution, frames, series, summarize
+from sixnines.spark_jobs import cpu, delivery, distribution, frames, series, summarize
 from sixnines.spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
 from sixnines.spark_jobs.session import spark_session
 
@@ -95,7 +99,10 @@ class Checked:
 
     damaged: one line per file failing them; the run is then refused whole and the other
     fields stay empty. Otherwise messages (agent_id → (role, its message files)), the hlogs'
-    measured counts (agent_id → (role, counts per tag)) and notes on missing hlogs.
+    measured counts (agent_id → (role, counts per tag)), notes on missing hlogs and on
+    agents that died, and for each of those with an hlog, the intended time its log
+    reaches (its own clock): its records from before it are what its hlog is checked
+    against.
     """
 
     run_dir: Path
@@ -104,6 +111,7 @@ class Checked:
     messages: dict[str, tuple[Role, list[Path]]] = field(default_factory=dict)
     hlogs: dict[str, tuple[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    logged_until: dict[str, int] = field(default_factory=dict)
 
 
 def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
@@ -121,6 +129,40 @@ def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
     return notes, hlogs
 
 
+#: What the kept chunks of an agent that died mean, by role (spark_jobs.delivery).
+DIED_MEANING = {
+    Role.CONSUMER: "deliveries it misses that may have come after its last chunk are "
+                   "unknown, older ones lost",
+    Role.PRODUCER: "what receivers got from it after its last chunk counts as sent; what it "
+                   "sent after that and nobody received is in no count",
+}
+
+
+def _died_notes(run_dir: Path, manifest: Manifest,
+                messages: dict[str, tuple[Role, list[Path]]], logged_s: dict[str, float]
+                ) -> list[str]:
+    """What is read of each sending or receiving agent that died, and what is not: the
+    chunks its index lists are analysed, its hlog as far as it was written (`logged_s`:
+    seconds from its start); chunk files the index does not list are named and ignored."""
+    notes = []
+    for agent in manifest.agents:
+        if not (agent.died and agent.role in frames.ROLES):
+            continue
+        kept = kept_chunks(run_dir / "agents" / agent.id)
+        if agent.id in messages:
+            rows = sum(line["rows"] for _, line in kept.listed)
+            meaning = DIED_MEANING.get(agent.role)
+            hlog = (f"; its {HLOG_FILE} checked over its first {logged_s[agent.id]:,.0f} s, "
+                    "as far as it was written" if agent.id in logged_s else "")
+            notes.append(f"agent {agent.id} ({agent.role}, status {agent.status}) died "
+                         f"mid-run: the {len(kept.listed):,} chunks its index lists are "
+                         f"analysed ({rows:,} records{hlog})"
+                         + (f": {meaning}" if meaning else ""))
+        notes += [f"agent {agent.id}: {path.name} is not in its chunk index (closed as it "
+                  "died): not analysed" for path in kept.unlisted]
+    return notes
+
+
 def check_run(run_dir: Path) -> Checked:
     """Check a run dir's manifest and files, and read its hlogs (plain Python)."""
     run_dir = Path(run_dir)
@@ -134,14 +176,21 @@ def check_run(run_dir: Path) -> Checked:
     messages = frames.message_paths(run_dir, manifest)
     notes, paths = _hlog_paths(messages, run_dir)
     warmup_s = manifest.workload.warmup_ns / 1e9
-    hlogs, damaged = summarize.read_hlogs(paths, warmup_s)
-    return Checked(run_dir, manifest, damaged, messages, hlogs, notes)
+    starts = {agent.id: manifest.t0_of(agent) for agent in manifest.agents if agent.died}
+    hlogs, damaged, ends = summarize.read_hlogs(paths, warmup_s, died=starts)
+    for agent_id in [agent_id for agent_id in ends if starts[agent_id] is None]:
+        del hlogs[agent_id], ends[agent_id]  # nothing places its records in its log
+        notes.append(f"agent {agent_id}: its start instant is unknown; hlog check skipped")
+    notes = _died_notes(run_dir, manifest, messages,
+                        {agent_id: end / 1e9 for agent_id, end in ends.items()}) + notes
+    return Checked(run_dir, manifest, damaged, messages, hlogs, notes,
+                   {agent_id: starts[agent_id] + end for agent_id, end in ends.items()})
 
 
 def _absent(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
             ) -> list[AgentEntry]:
     """Manifest entries of sending or receiving agents whose records are not analysed: they
-    left none, or never reported (killed: their closed chunks stay on disk)."""
+    left none (killed before closing a chunk, or not streaming)."""
     return [agent for agent in manifest.agents
             if agent.role in frames.ROLES and agent.id not in messages]
 
@@ -235,7 +284,8 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
                                            for role, _ in checked.messages.values())
     silent = sum(_connections(agent, workload) for agent in absent
                  if agent.role == Role.CONSUMER)
-    counts = frames.accounting(df, consumers, silent).first().asDict()
+    dead = delivery.Dead.of(manifest, checked.messages)
+    counts = delivery.accounting(df, consumers, silent, dead).first().asDict()
     rate = frames.rates(df).first().asDict()
     clocks = frames.RunClocks.from_manifest(manifest)
     measured = frames.measured(df)
@@ -249,8 +299,8 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
     humps = distribution.humps(*histogram)
     usage = cpu.analyse(run_dir, manifest)
 
-    agrees, hlog_notes = summarize.hlog_agreement(checked.hlogs, per_agent, pairs.off_clock,
-                                                  load)
+    logged = per_agent | _as_far_as_logged(measured, checked.logged_until, clocks, load)
+    agrees, hlog_notes = summarize.hlog_agreement(checked.hlogs, logged, pairs.off_clock, load)
     if agrees is None and not hlog_notes:
         hlog_notes.append("no hlog to check against the messages")
     if agrees is False:
@@ -270,7 +320,8 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
         broker=_broker(manifest), status=_status(manifest, counts, agrees),
         problems=[*manifest.problems, *notes],
         **{key: int(counts[key]) for key in
-           ("sent", "received", "lost", "unknown", "duplicated", "reordered", "unexpected")},
+           ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
+            "unexpected")},
         warmup=Warmup(sent=int(counts["warmup_sent"]),
                       received=int(counts["warmup_received"])),
         send_rate=rate["send_rate"], receive_rate=rate["receive_rate"],
@@ -290,6 +341,19 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
         **{f"{name}.hgrm": summarize.hgrm_text(metrics[name]) for name in METRICS[load]},
         SERIES: _json(document), SUMMARY: summary.text()})
     return summary
+
+
+def _as_far_as_logged(measured: DataFrame, logged_until: dict[str, int],
+                      clocks: frames.RunClocks, load: str) -> dict[str, dict[str, np.ndarray]]:
+    """Bucket counts per metric of the agents that died, over their records intended
+    before where their hlog ends (`logged_until`): what their hlogs hold, to be checked
+    against (the rest of their records is analysed, but was never logged)."""
+    if not logged_until:
+        return {}
+    values = frames.metric_values(frames.intended_before(measured, logged_until), clocks, load)
+    counted = summarize.gather(frames.bucket_counts(values, keys=("agent_id", "metric"))
+                               .toArrow())[1]
+    return {agent_id: counted.get(agent_id, {}) for agent_id in logged_until}
 
 
 def _json(document: dict[str, Any]) -> str:

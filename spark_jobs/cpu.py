@@ -158,10 +158,14 @@ class CpuResult:
                 for name, measured in self.sides.items() if measured is not None}
 
 
-def _samples(run_dir: Path, entry: AgentEntry, notes: list[str]) -> Samples | None:
+def _samples(run_dir: Path, manifest: Manifest, entry: AgentEntry, notes: list[str]
+             ) -> Samples | None:
+    """A process's samples; one that died (the monitor keeps its samples as it goes) is
+    placed by the start instant it was sent (Manifest.t0_of)."""
     path = run_dir / "agents" / str(entry.id) / CPU_FILE
-    if path.is_file() and entry.t0_ns is not None:
-        return Samples.read(path, entry.t0_ns)
+    t0_ns = manifest.t0_of(entry)
+    if path.is_file() and t0_ns is not None:
+        return Samples.read(path, t0_ns)
     notes.append(f"{entry.id} ({entry.role}, status {entry.status}): "
                  f"{CPU_FILE} missing; its CPU is not counted")
     return None
@@ -174,7 +178,7 @@ def analyse(run_dir: Path, manifest: Manifest) -> CpuResult:
     notes: list[str] = []
     by_role: dict[Role | None, list[Samples]] = {}
     for entry in manifest.agents:
-        if (samples := _samples(run_dir, entry, notes)) is not None:
+        if (samples := _samples(run_dir, manifest, entry, notes)) is not None:
             by_role.setdefault(entry.role, []).append(samples)
     sides: dict[str, Intervals | None] = {}
     for side, roles in SIDES.items():
@@ -196,7 +200,8 @@ def _broker(run_dir: Path, manifest: Manifest, by_role: dict[Role | None, list[S
         notes.append("no broker CPU: no monitor ran in this run")
         return None
     notes.extend(monitor.notes)
-    broker = _samples(run_dir, monitor, notes) if monitor.id is not None else None  # never ran
+    ran = monitor.id is not None
+    broker = _samples(run_dir, manifest, monitor, notes) if ran else None
     receivers = next((by_role[role] for role in BROKER_DENOMINATORS if role in by_role), None)
     if broker is None or receivers is None:
         return None

@@ -1,4 +1,5 @@
-"""DataFrame building blocks of the run analysis: pure column expressions, no Python UDFs.
+"""DataFrame building blocks of the run analysis: pure column expressions, no Python UDFs
+(the delivery accounting built from them: spark_jobs.delivery).
 
 Every function takes and returns DataFrames (or Columns) so each is testable on a tiny
 frame and Spark can fuse them into few scans. Raw rows never reach the driver: latencies
@@ -15,16 +16,17 @@ are timed as recorded. The others are left out, or, when the scenario asked for
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from sixnines.formats import hdr
-from sixnines.formats.chunks import message_files
+from sixnines.formats.chunks import kept_chunks, message_files
 from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Role
@@ -37,7 +39,6 @@ DEFAULT_DOMAIN = ""  # a manifest without clock domains: every agent shares one 
 SAME_CLOCK, CROSS_CLOCK, EXCLUDED = "same_clock", "cross_clock", "excluded"
 PAIRS = (SAME_CLOCK, CROSS_CLOCK, EXCLUDED)  # clock_pair values, also the summary field names
 
-UNREPORTED = ("failed", "missing")  # manifest statuses of agents that sent no `done`
 ClockRow = tuple[int, str, int | None, int | None]  # key, domain, offset_ns, uncertainty_ns
 
 
@@ -83,13 +84,14 @@ def bucket_index(value: Column) -> Column:
 
 def message_paths(run_dir: Path, manifest: Manifest) -> dict[str, tuple[Role, list[Path]]]:
     """{agent_id: (role, its per-message files)} for the manifest's agents that left any:
-    its chunks in order, or its messages.parquet (formats.chunks). An agent that never
-    reported (failed, missing: killed mid-run) is left out: what became of the messages
-    after its last chunk is unknown, so its deliveries stay unknown, not lost."""
+    its chunks in order, or its messages.parquet (formats.chunks). Of an agent that died
+    (it never reported), only the chunks its index lists: whatever its role, what it closed
+    before it died is read the same way (spark_jobs.delivery says what it means)."""
     found = {}
     for agent in manifest.agents:
-        paths = message_files(Path(run_dir) / "agents" / agent.id)
-        if agent.role in ROLES and paths and agent.status not in UNREPORTED:
+        folder = Path(run_dir) / "agents" / agent.id
+        paths = kept_chunks(folder).paths if agent.died else message_files(folder)
+        if agent.role in ROLES and paths:
             found[agent.id] = (agent.role, paths)
     return found
 
@@ -129,12 +131,14 @@ def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: Manifest) 
     was read on the producer's clock: across clocks the two differ by the offset (7 s
     apart, every message would be warm-up or none). The warm-up ends at one instant for
     all, `t0 + warmup` in each sender's own clock (its `t0_ns` in the manifest), so the
-    flag is recomputed from that; receipts from a sender the manifest does not place
-    keep the agent's flag (same clock in a one-host run).
+    flag is recomputed from that (a sender that died never reported its t0: the start
+    instant it was sent stands in, Manifest.t0_of); receipts from a sender the manifest
+    does not place keep the agent's flag (same clock in a one-host run).
     """
     warmup_ns, connections = manifest.workload.warmup_ns, manifest.workload.connections
-    starts = [(producer_id, agent.t0_ns) for agent in manifest.agents
-              if agent.role in SENDERS and agent.t0_ns is not None and agent.first_id is not None
+    starts = [(producer_id, t0) for agent in manifest.agents
+              if agent.role in SENDERS and (t0 := manifest.t0_of(agent)) is not None
+              and agent.first_id is not None
               for producer_id in range(agent.first_id, agent.first_id + connections)]
     if not starts:
         return df
@@ -145,6 +149,14 @@ def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: Manifest) 
     joined = df.join(table, "producer_id", "left")
     return joined.select(*[warmup.alias("warmup") if name == "warmup" else F.col(name)
                            for name in df.columns])
+
+
+def intended_before(df: DataFrame, limits: dict[str, int]) -> DataFrame:
+    """The rows of the agents in `limits` (agent_id → an intended time) intended before
+    theirs."""
+    return df.filter(reduce(operator.or_, [
+        (F.col("agent_id") == agent_id) & (F.col("intended_ns") < _long(limit))
+        for agent_id, limit in limits.items()]))
 
 
 def measured(df: DataFrame) -> DataFrame:
@@ -327,97 +339,6 @@ def bucket_counts(values: DataFrame, keys: tuple[str, ...] = ("metric",)) -> Dat
 def _receiver() -> Column:
     """One receiving connection: an agent may hold several (each gets every message)."""
     return F.col("agent_index").cast("long") * (1 << 32) + F.col("consumer_id").cast("long")
-
-
-def _pair_totals(df: DataFrame) -> DataFrame:
-    """unique / duplicated / unexpected deliveries from (producer_id, seq) matching.
-
-    Sent pairs carry a null receiver. Partitioning once by (producer_id, seq) lets both
-    aggregations run without a second shuffle. A requester is its own receiver.
-    """
-    nobody = F.lit(None).cast("long").alias("receiver")
-    sent = df.filter(_is_sender()).select("producer_id", "seq", nobody)
-    got = df.filter(_is_receipt()).select("producer_id", "seq", _receiver().alias("receiver"))
-    rx = F.col("receiver").isNotNull()
-    per_receiver = (
-        sent.unionByName(got)
-        .repartition("producer_id", "seq")
-        .groupBy("producer_id", "seq", "receiver")
-        .agg(F.count(F.lit(1)).alias("n"))
-    )
-    per_pair = per_receiver.groupBy("producer_id", "seq").agg(
-        F.max((~rx).cast("int")).alias("was_sent"),
-        F.count(F.when(rx, 1)).alias("receivers"),
-        F.sum(F.when(rx, F.col("n")).otherwise(0)).alias("rows"),
-    )
-    was_sent = F.col("was_sent") == 1
-    return per_pair.agg(
-        F.sum(F.when(was_sent, F.col("receivers")).otherwise(0)).alias("unique"),
-        F.sum(F.when(was_sent, F.col("rows") - F.col("receivers")).otherwise(0))
-        .alias("duplicated"),
-        F.sum(F.when(~was_sent, F.col("rows")).otherwise(0)).alias("unexpected"),
-    )
-
-
-def reordered(df: DataFrame) -> DataFrame:
-    """One row: receipts whose seq is below the highest seq seen earlier in their stream.
-
-    A stream is one (receiving connection, producer) pair in receive order (rx_index).
-    """
-    earlier = (
-        Window.partitionBy("agent_index", "consumer_id", "producer_id")
-        .orderBy("rx_index")
-        .rowsBetween(Window.unboundedPreceding, -1)
-    )
-    late = F.col("seq") < F.max("seq").over(earlier)
-    return (
-        df.filter(_is_receipt())
-        .select(late.alias("late"))
-        .agg(F.count(F.when(F.col("late"), 1)).alias("reordered"))
-    )
-
-
-def accounting(df: DataFrame, consumers: int | None = None, absent: int = 0) -> DataFrame:
-    """One row: sent, requests, received, lost, unknown, duplicated, reordered, unexpected,
-    warmup_*.
-
-    df is the loaded frame (warm-up rows included, for the separate warm-up counts).
-    One-way delivery is fan-out, so every consumer expects every sent message:
-    lost = consumers·sent + requests − unique deliveries. `consumers` is the number of
-    receiving consumer connections analysed (default: those with rows in df). `absent`:
-    consumer connections of agents that left no data (killed): what they received is not
-    known, so their absent·sent expected deliveries are `unknown`, never lost (nor "0
-    lost"). A requester is its own receiver: one that left no data took its requests with
-    it, so it adds to no count. df needs `agent_index` (see load_messages).
-    """
-    m = measured(df)
-    warm = F.col("warmup")
-    aggregates = [
-        F.count(F.when(_is_sender() & ~warm, 1)).alias("sent"),
-        F.count(F.when(_is_receipt() & ~warm, 1)).alias("received"),
-        F.count(F.when((F.col("role") == Role.REQUESTER.value) & ~warm, 1)).alias("requests"),
-        F.count(F.when(_is_sender() & warm, 1)).alias("warmup_sent"),
-        F.count(F.when(_is_receipt() & warm, 1)).alias("warmup_received"),
-    ]
-    if consumers is None:
-        consumer_id = F.when(F.col("role") == Role.CONSUMER.value, _receiver())
-        aggregates.append(F.count_distinct(consumer_id).alias("consumers"))
-    counts = df.agg(*aggregates)
-    n_consumers = F.col("consumers") if consumers is None else F.lit(consumers)
-    sent_producers = F.col("sent") - F.col("requests")
-    lost = n_consumers * sent_producers + F.col("requests") - F.col("unique")
-    return counts.crossJoin(_pair_totals(m)).crossJoin(reordered(m)).select(
-        "sent",
-        "requests",
-        "received",
-        lost.cast("long").alias("lost"),
-        (F.lit(absent) * sent_producers).cast("long").alias("unknown"),
-        F.col("duplicated").cast("long").alias("duplicated"),
-        "reordered",
-        F.col("unexpected").cast("long").alias("unexpected"),
-        "warmup_sent",
-        "warmup_received",
-    ).fillna(0)
 
 
 def _rate(n: Column, first: Column, last: Column) -> Column:

@@ -10,7 +10,7 @@ deviation come from the same rows (see `distribution.robust_centre`).
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,22 +138,30 @@ def write_hgrm(path: Path, metric: MetricCounts) -> None:
     write_atomically(path, hgrm_text(metric))
 
 
-def read_hlogs(paths: Mapping[str, tuple[str, Path]], warmup_s: float
-               ) -> tuple[dict[str, tuple[str, dict[str, np.ndarray]]], list[str]]:
+def read_hlogs(paths: Mapping[str, tuple[str, Path]], warmup_s: float,
+               died: Collection[str] = ()
+               ) -> tuple[dict[str, tuple[str, dict[str, np.ndarray]]], list[str], dict[str, int]]:
     """Each agent's hlog (agent_id → (role, path)) reduced to its measured counts per tag,
-    and one line per hlog that cannot be read, naming it (a damaged file: the run is
-    refused, spark_jobs.integrity). Read before Spark starts, so a damaged hlog costs no
-    analysis."""
+    one line per hlog that cannot be read, naming it (a damaged file: the run is refused,
+    spark_jobs.integrity), and for each agent that `died`, how far its log was written (ns
+    since its t0, to the ms of the log's stamps; its last line may be cut short). Read
+    before Spark starts, so a damaged hlog costs no analysis."""
     logged: dict[str, tuple[str, dict[str, np.ndarray]]] = {}
     damaged = []
+    ends: dict[str, int] = {}
     for agent, (role, path) in sorted(paths.items()):
         try:
-            logged[agent] = (role, measured_counts(read_hlog(path), warmup_s))
+            hlog = read_hlog(path, cut_short_end=agent in died)
         except HlogError as error:
             damaged.append(str(error))
+            continue
         except OSError as error:
             damaged.append(f"{path}: cannot be read ({error.strerror or error})")
-    return logged, damaged
+            continue
+        logged[agent] = (role, measured_counts(hlog, warmup_s))
+        if agent in died:
+            ends[agent] = round(hlog.end_s * 1000) * 1_000_000
+    return logged, damaged, ends
 
 
 def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str

@@ -33,7 +33,7 @@ SCRIPT = textwrap.dedent("""
                            duration_ns=50_000_000, warmup_ns=0, connections=fields.pop(
                                "connections", 1), first_id=0, phase_ns=0,
                            receive="blocking", drain_ns=2_000_000_000, seed=1,
-                           expected=fields.pop("expected", 0), out_dir="")
+                           expected=fields.pop("expected", 0), out_dir=sys.argv[1])
 
         consumer = Consumer(prepare("consumer", connections=2, expected=2000), driver)
         producer = Producer(prepare("producer"), driver)
@@ -56,9 +56,9 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_a_tcp_one_way_run_needs_no_pyzmq():
-    done = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120)
+def test_a_tcp_one_way_run_needs_no_pyzmq(tmp_path):
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     result = done.stdout.strip().splitlines()[-1]
     assert result == '{"sent": 1000, "received": 2000, "zmq": false}', done.stdout

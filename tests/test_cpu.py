@@ -7,12 +7,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from sixnines.agents.cpu import CpuSampler, ProcessTree, write_cpu
+from sixnines.agents.cpu import KEEP_EVERY_NS, CpuSampler, ProcessTree, write_cpu
 from sixnines.formats.records import CPU
 
 BURN = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
@@ -111,6 +112,19 @@ def test_sampler_takes_first_periodic_and_last_samples(tmp_path: Path) -> None:
     write_cpu(tmp_path / "cpu.parquet", samples)
     table = pq.read_table(tmp_path / "cpu.parquet")
     assert table.schema == CPU and table.column("messages").to_pylist() == list(messages)
+
+
+def test_a_kept_sampler_hands_over_its_samples_as_it_goes_not_at_the_end() -> None:
+    kept: list[tuple[int, int]] = []  # (when, how many samples)
+    sampler = CpuSampler(time.process_time_ns, lambda: None, 10_000_000,
+                         keep=lambda samples: kept.append((samples[-1][0], len(samples))))
+    sampler.start()
+    time.sleep(0.6)
+    samples = sampler.finish()
+    assert len(kept) >= 2 and kept[0][1] == 1  # the first sample, then as it goes
+    assert all(later - earlier >= KEEP_EVERY_NS
+               for (earlier, _), (later, _) in pairwise(kept))
+    assert kept[-1][1] < len(samples)  # the last sample (at finish) is the caller's to write
 
 
 @pytest.mark.integration  # starts processes

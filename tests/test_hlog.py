@@ -269,3 +269,21 @@ def test_a_value_later_than_its_interval_s_line_gets_a_line_of_its_own(tmp_path)
     assert [(i.start_s, int(i.counts.sum())) for i in intervals] == [
         (0.0, 1), (0.0, 1), (0.0, 1), (2.0, 1)]
     assert int(measured_counts(read_hlog(path), 0.0)["latency"].sum()) == 4
+
+
+def test_a_killed_writer_s_log_reads_as_far_as_it_was_written(tmp_path) -> None:
+    """An agent killed as it appended leaves its last line cut short, without its newline:
+    read for a dead agent, that line is where the log ends; read as any other log, it is
+    damage."""
+    path = tmp_path / "killed.hlog"
+    log = IntervalLog(path, start_epoch_s=START_EPOCH_S, warmup_ns=0, lateness_ns=S)
+    log.add({"latency": (np.array([100, S + 100, 3 * S + 5]), np.array([1_000, 2_000, 3_000]))})
+    log.sync()
+    whole = path.read_bytes()
+    lines = whole.splitlines(keepends=True)
+    path.write_bytes(whole + lines[-1][: len(lines[-1]) // 2])  # the next line, cut by the kill
+    read = read_hlog(path, cut_short_end=True)
+    assert [(i.start_s, int(i.counts.sum())) for i in read.intervals] == [(0.0, 1), (1.0, 1)]
+    assert read.end_s == 2.0
+    with pytest.raises(HlogError, match="damaged interval"):
+        read_hlog(path)

@@ -42,7 +42,7 @@ def test_the_hlog_check_reads_the_saturation_tags_agents_write(tmp_path):
     write_hlog(consumer, start_epoch_s=0.0, warmup_ns=0,
                series={"saturation_latency": (np.array([0, 5, 9]), values)})
     write_hlog(producer, start_epoch_s=0.0, warmup_ns=0, series={})  # no send lag
-    hlogs, _ = read_hlogs({"consumer-0": ("consumer", consumer),
+    hlogs, _, _ = read_hlogs({"consumer-0": ("consumer", consumer),
                            "producer-0": ("producer", producer)}, 0.0)
     spark = {"consumer-0": {"saturation_latency": hdr.counts_of(values)}}
     assert hlog_agreement(hlogs, spark, {}, SATURATION) == (True, [])

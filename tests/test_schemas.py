@@ -20,7 +20,7 @@ from tests.result_schemas import DOCS, MANIFEST, SUMMARY, unchecked_problems, vi
 #: The fingerprint of each schema version's shape (formats.schema.fingerprint): a
 #: version, once released, keeps its shape.
 SHAPES = {
-    SUMMARY: {1: "87d47d8c6e5f5765"},
+    SUMMARY: {1: "87d47d8c6e5f5765", 2: "64fdf974a8fc97d5"},
     MANIFEST: {1: "63fd376dff80d39a"},
 }
 MODULES = {SUMMARY: summary, MANIFEST: manifest}
@@ -71,7 +71,8 @@ def analysed() -> RunSummary:
         "run_id": "01-tcp", "system": "tcp", "params": {"rate": 2000.0, "message_size": 64},
         "load": "open-loop",
         "broker": {"kind": "builtin", "recipe": None, "version": None, "note": None},
-        "status": "ok", "problems": [], "sent": 20_000, "received": 20_000, "lost": 0,
+        "status": "ok", "problems": [], "sent": 20_000, "received": 20_000,
+        "delivered": 20_000, "lost": 0,
         "unknown": 0, "duplicated": 0, "reordered": 0, "unexpected": 0,
         "warmup": {"sent": 100, "received": 100}, "send_rate": 2000.0, "receive_rate": 1999.9,
         "latency_us": FIGURES, "service_time_us": FIGURES, "send_lag_us": FIGURES,

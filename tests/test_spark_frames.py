@@ -8,7 +8,7 @@ import pytest
 
 from sixnines.formats import hdr
 from sixnines.formats.manifest import Manifest
-from sixnines.spark_jobs import frames
+from sixnines.spark_jobs import delivery, frames
 
 pytestmark = pytest.mark.integration
 
@@ -67,6 +67,10 @@ def _frame(spark, rows):
 
 
 def _tiny(spark):
+    return _frame(spark, _tiny_rows())
+
+
+def _tiny_rows() -> list[tuple]:
     """1 producer (id 1, seqs 0..4, seq 0 warm-up), 2 consumers, hand-picked mishaps."""
     rows = [("p", "producer", 1, s, 100 * s, 100 * s + 5, None, None, s == 0) for s in range(5)]
     # consumer a: seq 0 (warm-up), 1, 3, 2, 2 (dup, reordered), 4, plus unexpected (7, 1)
@@ -76,15 +80,16 @@ def _tiny(spark):
     # consumer b: seq 1, 2, 2 (dup, in order), 4; seq 3 lost
     for i, s in enumerate([1, 2, 2, 4]):
         rows.append(("b", "consumer", 1, s, 100 * s, 100 * s + 5, 100 * s + 20, i, False))
-    return _frame(spark, rows)
+    return rows
 
 
 def test_accounting_fan_out(spark):
-    got = frames.accounting(_tiny(spark)).first().asDict()
+    got = delivery.accounting(_tiny(spark)).first().asDict()
     assert got == {
         "sent": 4,
         "requests": 0,
         "received": 6 + 4,  # a: 1,3,2,2,4,(7,1); b: 1,2,2,4
+        "delivered": 4 + 3,  # a: 1,2,3,4; b: 1,2,4
         "lost": 1,  # b misses seq 3
         "unknown": 0,
         "duplicated": 2,  # a: 2; b: 2
@@ -94,18 +99,47 @@ def test_accounting_fan_out(spark):
         "warmup_received": 1,
     }
     # a third consumer that received nothing loses every message
-    assert frames.accounting(_tiny(spark), consumers=3).first()["lost"] == 1 + 4
+    assert delivery.accounting(_tiny(spark), consumers=3).first()["lost"] == 1 + 4
     # a third consumer that left no data: its deliveries are unknown, not lost
-    third_died = frames.accounting(_tiny(spark), consumers=2, absent=1).first()
+    third_died = delivery.accounting(_tiny(spark), consumers=2, absent=1).first()
     assert (third_died["lost"], third_died["unknown"]) == (1, 4)
+
+
+def test_a_dead_consumer_s_misses_are_lost_before_its_horizon_unknown_after(spark):
+    # consumer c died having kept only seq 2 (recv − sent 15): its horizon with producer 1
+    # is 220 − 15 = 205; seq 1 (sent 105) would have needed 115 to come after: lost;
+    # seqs 3 and 4 (sent 305, 405) may have come after its last chunk: unknown
+    c = ("c", "consumer", 1, 2, 200, 205, 220, 0, False)
+    df = _frame(spark, [*_tiny_rows(), c])
+    got = delivery.accounting(df, consumers=3, dead=delivery.Dead(receivers=((2, 1),)))
+    assert (got.first()["lost"], got.first()["unknown"]) == (1 + 1, 2)  # b's seq 3, c's 1
+
+
+def test_a_dead_consumer_of_a_reordering_system_loses_only_what_no_lateness_explains(spark):
+    # seqs 0..5 sent at 100·seq; c got 1 late (latency 300), 2 and 5 (latency 60), then
+    # died: horizon 560 − 300 = 260. 3 and 4 may still have come, however far behind 5
+    # (a partition lagging): unknown; 0 would have needed a latency over 560: lost
+    rows = [("p", "producer", 1, s, 100 * s, 100 * s, None, None, False) for s in range(6)]
+    rows += [("c", "consumer", 1, s, 100 * s, 100 * s, 100 * s + late, i, False)
+             for i, (s, late) in enumerate([(2, 60), (1, 300), (5, 60)])]
+    got = delivery.accounting(_frame(spark, rows), dead=delivery.Dead(receivers=((0, 1),)))
+    assert (got.first()["delivered"], got.first()["lost"], got.first()["unknown"]) == (3, 1, 2)
+
+
+def test_a_dead_producer_s_messages_receivers_got_after_its_last_chunk_count_as_sent(spark):
+    kept = [row for row in _tiny_rows() if row[1] != "producer" or row[3] < 3]
+    got = delivery.accounting(_frame(spark, kept), dead=delivery.Dead(producer_ids=(1,)))
+    assert got.first().asDict() == delivery.accounting(_tiny(spark)).first().asDict()
+    alive = delivery.accounting(_frame(spark, kept)).first()
+    assert (alive["sent"], alive["unexpected"]) == (2, 1 + 3)  # a: 3, 4, (7, 1); b: 4
 
 
 def test_accounting_round_trip(spark):
     rows = [("r", "requester", 5, s, 10 * s, 10 * s + 1,
              None if s in (2, 3) else 10 * s + 7, None if s in (2, 3) else s, s == 0)
             for s in range(6)]
-    got = frames.accounting(_frame(spark, rows)).first().asDict()
-    assert got == {"sent": 5, "requests": 5, "received": 3, "lost": 2, "unknown": 0,
+    got = delivery.accounting(_frame(spark, rows)).first().asDict()
+    assert got == {"sent": 5, "requests": 5, "received": 3, "delivered": 3, "lost": 2, "unknown": 0,
                    "duplicated": 0, "reordered": 0, "unexpected": 0, "warmup_sent": 1,
                    "warmup_received": 1}
 

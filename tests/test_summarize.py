@@ -89,7 +89,7 @@ def test_hlog_check_leaves_out_receivers_timed_across_clocks(tmp_path):
                series={tag: (offsets, values) for tag, values in raw.items()})
     write_hlog(tmp_path / "p.hlog", start_epoch_s=1.7e9, warmup_ns=0,
                series={"send_lag": (offsets, np.full(10, 30))})
-    hlogs, damaged = read_hlogs({"c": ("consumer", tmp_path / "c.hlog"),
+    hlogs, damaged, _ = read_hlogs({"c": ("consumer", tmp_path / "c.hlog"),
                                  "p": ("producer", tmp_path / "p.hlog")}, 0.0)
     assert damaged == []
     spark_counts = {"c": {tag: hdr.counts_of(values[:7]) for tag, values in raw.items()},

@@ -80,8 +80,8 @@ def notes(run: RunInputs) -> list[tuple[str, str]]:
         if found:
             out.append((css, f"{found:,} messages {key}"))
     if s.unknown:
-        out.append(("bad", f"{s.unknown:,} deliveries unknown: expected at receivers that "
-                           "left no data"))
+        out.append(("bad", f"{s.unknown:,} deliveries unknown: expected at consumers that "
+                           "died, after their last kept records (not lost)"))
     bound = clock_bound_us(s)
     if bound is not None:
         out.append(("warn", f"{count(s.latency_pairs.cross_clock)} deliveries timed across "
@@ -154,7 +154,7 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
     head = ["run", "system", *(["parameters"] if swept else []), "status",
             *(f"{label} {k}" if k == "p50" else k for k in FIGURE_KEYS),
             *(["± clock"] if bounds else []), "count", "recv msg/s", "send msg/s", "sent",
-            "received", "lost", "unknown", "dup", "reord"]
+            "received", "delivered", "lost", "unknown", "dup", "reord"]
     rows = []
     for run, anchor in members:
         s, figures = run.summary, run.summary.figures(field)
@@ -167,7 +167,8 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
                  *([f"<td>{'' if bound is None else micro(bound)}</td>"] if bounds else []),
                  f"<td>{_count(s, field)}</td>",
                  f"<td>{rate(s.receive_rate)}</td><td>{rate(s.send_rate)}</td>",
-                 f"<td>{count(s.sent)}</td><td>{count(s.received)}</td>",
+                 f"<td>{count(s.sent)}</td><td>{count(s.received)}</td>"
+                 f"<td>{count(s.delivered)}</td>",
                  *(f'<td class="{"bad" if n else ""}">{count(n)}</td>'
                    for n in (s.lost, s.unknown)),
                  f"<td>{count(s.duplicated)}</td><td>{count(s.reordered)}</td>"]

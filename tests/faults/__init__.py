@@ -7,7 +7,8 @@ category, each test one case.
 - test_security.py          recipes from elsewhere, shell injection, unauthenticated brokers
 - test_interrupts.py        Ctrl-C (once, three times), SIGTERM, SIGKILL of the controller,
                             during a run and during the analysis
-- test_dead_receiver.py     a consumer or requester killed mid-run: unknown, not lost
+- test_dead_agents.py       a producer, consumer, monitor or requester SIGKILLed mid-run:
+                            its closed chunks analysed, unknown fate apart from loss
 - test_full_disk_run.py     ENOSPC in an agent's files and in the manifest
 - test_full_disk_report.py  ENOSPC while writing the report
 - test_corrupt_artifacts.py edited, truncated and bit-flipped files given to `report`

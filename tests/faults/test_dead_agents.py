@@ -1,0 +1,376 @@
+"""An agent SIGKILLed mid-run keeps what it closed, and the analysis uses it.
+
+Producers and consumers stream their records in chunks (SIXNINES_CHUNK_ROWS) and the
+monitor rewrites its CPU samples as it goes, so a kill costs about a second of data: each
+test measures that gap, from the kill to the last record kept. The run is partial; a dead
+consumer's misses that may have arrived after its last chunk are `unknown`, apart from
+loss (the builtin tcp relay loses nothing, so lost is 0); what receivers got from a dead
+producer after its last chunk is sent and delivered, not unexpected. Every expected figure
+is derived here from the files themselves, on the local launcher, on an SSH test-bed host
+and through Kafka; the dead agent's hlog is checked as far as it was written, and `sixnines
+report` shows delivered, lost and unknown apart. A requester still records in memory: one
+that dies takes its requests with it. Nothing the run started outlives it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+from rich.console import Console
+
+from sixnines.formats.chunks import CHUNK_INDEX, chunk_name, read_index
+from sixnines.formats.integrity import sha256_of
+from sixnines.orchestrator.controller import run_scenario
+from sixnines.orchestrator.runner import RunSettings
+from sixnines.orchestrator.scenario import load_scenario
+from sixnines.spark_jobs.analyze import analyze_run
+from tests.faults.processes import parents, still_alive_after
+from tests.faults.support import sixnines
+from tests.integration.support import RecordingView, execute, one_system, points
+from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
+
+pytestmark = pytest.mark.integration
+
+CHUNK_ROWS = str(1 << 19)
+KILL_AFTER_S = 2.0  # from the start message: sending starts 0.5 s in
+#: late enough for a few intervals of the hlog to be written (each once records 5 s past
+#: its end are), which the analysis checks as far as they go
+LATE_KILL_S = 10.0
+GAP_LIMIT_S = 1.5  # the goal is about a second; the slack is this shared machine's
+ONE_WAY = """
+name: dies
+systems: [{name: tcp, driver: tcp}]
+workload: {message_size: 64, rate: 1000, duration: 4s, warmup: 0s, producers: 2,
+           consumers: 2, connections: 2}
+"""
+LONGER = ONE_WAY.replace("duration: 4s", "duration: 12s")
+ROUND_TRIP = """
+name: dies
+systems: [{name: tcp, driver: tcp}]
+workload: {mode: round-trip, message_size: 64, rate: 1000, duration: 3s, warmup: 0s,
+           producers: 2}
+"""
+MESSAGE = ["producer_id", "seq"]
+
+
+def pid_logging_to(log: Path) -> int | None:
+    """The agent whose stderr is `log` (each agent's goes to its agent.log), not its
+    recorder's writer process, which shares it: the one whose parent does not."""
+    pids = pids_logging(lambda path: path == str(log))
+    parent = parents()
+    agents = [pid for pid in pids if parent.get(pid) not in pids]
+    return agents[0] if agents else None
+
+
+def pids_logging_under(run_dir: Path) -> set[int]:
+    """Processes whose stderr is a file of the run (its agents, their writers, its broker)."""
+    return pids_logging(lambda path: path.startswith(f"{run_dir}/"))
+
+
+def pids_logging(to: Callable[[str], bool]) -> set[int]:
+    found = set()
+    for stderr in Path("/proc").glob("[0-9]*/fd/2"):
+        try:
+            if to(os.readlink(stderr)):
+                found.add(int(stderr.parent.parent.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def run_killing(scenario: str, agent: str, run_dir: Path, after_s: float = KILL_AFTER_S,
+                settings: RunSettings | None = None) -> tuple[dict, int, int]:
+    """A real run whose `agent` is SIGKILLed `after_s` after the start message; (manifest,
+    its pid, the instant of the kill on the agents' clock). Every process the run started
+    is gone once it returns."""
+    view, killed, started = RecordingView(), [], []
+
+    def kill() -> None:
+        while view.at_ns is None:
+            time.sleep(0.01)
+        started.extend(pids_logging_under(run_dir))
+        time.sleep(after_s)
+        pid = pid_logging_to(run_dir / "agents" / agent / "agent.log")
+        killed.append((pid, time.perf_counter_ns()))
+        os.kill(pid, signal.SIGKILL)
+
+    killer = threading.Thread(target=kill, daemon=True)
+    killer.start()
+    manifest = execute(points(scenario)[0], run_dir, view, settings)
+    killer.join(5)
+    assert killed, f"{agent} was not found to kill"
+    assert started and still_alive_after(set(started), 2.0) == {}
+    return manifest, *killed[0]
+
+
+def entry(manifest: dict, agent: str) -> dict:
+    return next(a for a in manifest["agents"] if a["id"] == agent)
+
+
+def kept_records(folder: Path) -> pd.DataFrame:
+    """The records of the chunks a dead agent's index lists, each checked against its
+    line (size, sha256, rows)."""
+    chunks = read_index(folder)
+    assert chunks
+    for chunk in chunks:
+        path = folder / chunk["file"]
+        assert (sha256_of(path), path.stat().st_size) == (chunk["sha256"], chunk["bytes"])
+        assert pq.read_metadata(path).num_rows == chunk["rows"]
+    return pq.read_table([folder / chunk["file"] for chunk in chunks]).to_pandas()
+
+
+def records(run_dir: Path, agent: str) -> pd.DataFrame:
+    """Every chunk of an agent that reported (each verified by the controller)."""
+    return pq.read_table(sorted((run_dir / "agents" / agent).glob("messages-*.parquet"))
+                         ).to_pandas()
+
+
+def report_gap(role: str, killed_ns: int, last_ns: int, rows: int) -> float:
+    gap_s = (killed_ns - last_ns) / 1e9
+    print(f"\n{role} SIGKILLed: {rows:,} records kept, the last {gap_s:.3f} s before the kill")
+    return gap_s
+
+
+def logged_seconds(summary: dict, agent: str) -> int:
+    """The seconds of a dead agent's hlog the analysis checked, from its problem line."""
+    (line,) = [problem for problem in summary["problems"]
+               if problem.startswith(f"agent {agent} (") and " died mid-run: " in problem]
+    return int(re.search(r"latency\.hlog checked over its first ([\d,]+) s", line)[1])
+
+
+def unknown_at(dead: pd.DataFrame, sent: pd.DataFrame, connections: int) -> int:
+    """The rule of docs/design.md, from the files: a message a dead consumer's connection
+    misses is unknown when sent at or after (its last kept receive time − the longest
+    recv − sent of its receipts from that producer)."""
+    lateness = (dead.recv_ns - dead.sent_ns).groupby(dead.producer_id).max()
+    horizon = dead.recv_ns.max() - lateness
+    late = sent[sent.sent_ns >= sent.producer_id.map(horizon)]
+    got = dead.drop_duplicates([*MESSAGE, "consumer_id"]).merge(late[MESSAGE], on=MESSAGE)
+    return connections * len(late) - len(got)
+
+
+@pytest.fixture(scope="module")
+def dead_consumer(tmp_path_factory) -> tuple[Path, dict, int]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
+        run_dir = tmp_path_factory.mktemp("dead-consumer") / "run"
+        manifest, pid, killed_ns = run_killing(LONGER, "consumer-1", run_dir, LATE_KILL_S)
+    assert entry(manifest, "consumer-1")["pid"] == pid
+    return run_dir, manifest, killed_ns
+
+
+def test_a_dead_consumer_s_kept_chunks_are_delivered_and_its_tail_unknown(dead_consumer,
+                                                                         spark):
+    run_dir, manifest, killed_ns = dead_consumer
+    assert entry(manifest, "consumer-1")["status"] == "failed"
+    dead = kept_records(run_dir / "agents" / "consumer-1")
+    gap_s = report_gap("consumer", killed_ns, dead.recv_ns.max(), len(dead))
+    assert 0 < gap_s < GAP_LIMIT_S
+    sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
+    alive = records(run_dir, "consumer-0")
+    unknown = unknown_at(dead, sent, connections=2)
+    summary = analyze_run(spark, run_dir)
+    print(f"consumer SIGKILLed: {len(sent):,} sent, {unknown:,} deliveries unknown")
+    assert summary["status"] == "partial"
+    assert (summary["sent"], summary["received"]) == (len(sent), len(alive) + len(dead))
+    assert 0 < summary["unknown"] == unknown < 2 * len(sent)
+    assert summary["lost"] == 0
+    assert summary["delivered"] + summary["unknown"] == 4 * len(sent)  # 2 consumers × 2
+    assert summary["hlog_agrees"] is True
+    assert logged_seconds(summary, "consumer-1") >= 2  # its hlog too, as far as written
+
+
+def test_sixnines_report_shows_delivered_lost_and_unknown_apart(dead_consumer, tmp_path):
+    run_dir = tmp_path / "run"
+    shutil.copytree(dead_consumer[0], run_dir, ignore=shutil.ignore_patterns("report"))
+    sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
+    unknown = unknown_at(kept_records(run_dir / "agents" / "consumer-1"), sent, connections=2)
+    done = sixnines("report", run_dir)
+    assert done.returncode == 1, done.stderr  # a partial run
+    console = " ".join(done.stderr.split())  # the tables, however their titles wrapped
+    assert (f"delivered {4 * len(sent) - unknown:,} lost 0 unknown {unknown:,} "
+            "duplicated 0") in console
+
+
+def test_a_chunk_failing_its_index_checksum_is_never_analysed(dead_consumer, tmp_path,
+                                                              spark):
+    run_dir = tmp_path / "run"
+    shutil.copytree(dead_consumer[0], run_dir, ignore=shutil.ignore_patterns("report"))
+    chunk = run_dir / "agents" / "consumer-1" / read_index(
+        run_dir / "agents" / "consumer-1")[0]["file"]
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    chunk.write_bytes(data)
+    summary = analyze_run(spark, run_dir)
+    assert summary["status"] == "corrupt" and "sent" not in summary
+    assert any(problem.startswith(f"{chunk}: content does not match its sha256 in its chunk "
+                                  "index") for problem in summary["problems"])
+
+
+def test_a_chunk_its_index_does_not_list_is_named_and_ignored(dead_consumer, tmp_path,
+                                                              spark):
+    run_dir = tmp_path / "run"
+    shutil.copytree(dead_consumer[0], run_dir, ignore=shutil.ignore_patterns("report"))
+    folder = run_dir / "agents" / "consumer-1"
+    listed = read_index(folder)
+    stray = folder / chunk_name(len(listed) + 1)  # renamed into place, its line unwritten
+    shutil.copyfile(folder / listed[0]["file"], stray)
+    summary = analyze_run(spark, run_dir)
+    assert summary["received"] == len(records(run_dir, "consumer-0")) + len(
+        kept_records(folder))
+    assert (f"agent consumer-1: {stray.name} is not in its chunk index (closed as it died): "
+            "not analysed") in summary["problems"]
+
+
+def test_a_dead_producer_s_later_messages_are_delivered_not_unexpected(tmp_path, spark,
+                                                                      monkeypatch):
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
+    run_dir = tmp_path / "run"
+    manifest, _, killed_ns = run_killing(LONGER, "producer-1", run_dir, LATE_KILL_S)
+    dead = entry(manifest, "producer-1")
+    assert dead["status"] == "failed"
+    kept = kept_records(run_dir / "agents" / "producer-1")
+    gap_s = report_gap("producer", killed_ns, kept.sent_ns.max(), len(kept))
+    assert 0 < gap_s < GAP_LIMIT_S
+    got = pd.concat([records(run_dir, f"consumer-{n}") for n in (0, 1)])
+    ids = range(dead["first_id"], dead["first_id"] + 2)
+    later = got[got.producer_id.isin(ids)].drop_duplicates(MESSAGE).merge(
+        kept[MESSAGE], on=MESSAGE, how="left", indicator=True).query("_merge == 'left_only'")
+    sent = len(records(run_dir, "producer-0")) + len(kept) + len(later)
+    summary = analyze_run(spark, run_dir)
+    print(f"producer SIGKILLed: {len(later):,} of its messages known only to receivers")
+    assert len(later) > 0  # it sent on after its last chunk
+    assert summary["status"] == "partial"
+    assert (summary["sent"], summary["received"]) == (sent, len(got))
+    assert (summary["delivered"], summary["lost"], summary["unknown"],
+            summary["unexpected"], summary["duplicated"]) == (4 * sent, 0, 0, 0, 0)
+    assert summary["hlog_agrees"] is True
+    assert logged_seconds(summary, "producer-1") >= 2  # its hlog too, as far as written
+
+
+def test_a_dead_monitor_leaves_the_run_partial_and_its_samples_so_far(tmp_path, spark,
+                                                                     monkeypatch):
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
+    run_dir = tmp_path / "run"
+    settings = RunSettings("test", cpu_sample_ns=100_000_000)
+    manifest, _, killed_ns = run_killing(ONE_WAY, "monitor", run_dir, settings=settings)
+    assert manifest["monitor"]["status"] == "failed"
+    assert manifest["status"] == "partial"
+    samples = pq.read_table(run_dir / "agents" / "monitor" / "cpu.parquet").to_pandas()
+    gap_s = report_gap("monitor", killed_ns, samples.t_ns.max(), len(samples))
+    assert 0 < gap_s < GAP_LIMIT_S
+    sent = sum(len(records(run_dir, f"producer-{n}")) for n in (0, 1))
+    summary = analyze_run(spark, run_dir)
+    assert summary["status"] == "partial"
+    assert any(problem.startswith("the broker CPU monitor died during the run")
+               for problem in summary["problems"])
+    assert (summary["sent"], summary["delivered"], summary["lost"], summary["unknown"]) == (
+        sent, 4 * sent, 0, 0)
+    assert summary["cpu"]["broker"] is not None  # from the samples it kept
+
+
+def test_a_dead_kafka_consumer_of_several_partitions_is_unknown_not_lost(tmp_path, spark,
+                                                                        monkeypatch):
+    """Kafka with several partitions hands a consumer its partitions' messages in its own
+    interleaving (each sender writes one partition, so order holds only per producer):
+    the horizon rule, per producer and on time, not sequence, still finds nothing lost.
+    (Reordering within a producer's stream: tests/test_spark_frames.py.)"""
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
+    workload = ("{message_size: 64, rate: 1000, duration: 4s, warmup: 0s, drain: 5s, "
+                "producers: 2, consumers: 2}")
+    scenario = one_system("kafka", "{recipe: kafka-noida}", workload,
+                          "{client: confluent, partitions: 4}", name="dies")
+    run_dir = tmp_path / "run"
+    _, _, killed_ns = run_killing(scenario, "consumer-1", run_dir, 3.0)
+    dead = kept_records(run_dir / "agents" / "consumer-1")
+    report_gap("kafka consumer", killed_ns, dead.recv_ns.max(), len(dead))
+    sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
+    unknown = unknown_at(dead, sent, connections=1)
+    summary = analyze_run(spark, run_dir)
+    assert summary["status"] == "partial"
+    assert (summary["sent"], summary["lost"], summary["unknown"]) == (len(sent), 0, unknown)
+
+
+def test_a_dead_requester_takes_its_requests_with_it(tmp_path, spark):
+    manifest, _, _ = run_killing(ROUND_TRIP, "requester-1", tmp_path / "run", 1.5)
+    summary = analyze_run(spark, tmp_path / "run")
+    survivor = entry(manifest, "requester-0")
+    assert summary["status"] == "partial"
+    assert summary["sent"] == survivor["sent"]  # the dead one's requests are in no count
+    assert (summary["received"], summary["lost"], summary["unknown"]) == (
+        survivor["received"], 0, 0)
+    assert any(problem.startswith("agent requester-1 (requester, status failed) left no "
+                                  "per-message records it reported: its requests and "
+                                  "their replies are in no count")
+               for problem in summary["problems"])
+
+
+def kill_holding(name: str, deadline_s: float = 120.0) -> tuple[int, int] | None:
+    """SIGKILL the process that holds a file ending in `name` open, half a second after
+    that file has a line (its first chunk closed); (pid, the instant of the kill)."""
+    deadline = time.monotonic() + deadline_s
+    while time.monotonic() < deadline:
+        for fd in Path("/proc").glob("[0-9]*/fd/*"):
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.endswith(name) and read_index(Path(target).parent):
+                time.sleep(0.5)
+                killed_ns = time.perf_counter_ns()
+                os.kill(int(fd.parent.parent.name), signal.SIGKILL)
+                return int(fd.parent.parent.name), killed_ns
+        time.sleep(0.05)
+    return None
+
+
+def remote_scenario(tmp_path: Path, bed: Testbed) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(ONE_WAY + f"inventory: {bed.inventory}\noutput: {tmp_path / 'runs'}\n"
+                    "placement: {broker: h1, agents: [h2, h3]}\n")
+    return path
+
+
+def test_a_consumer_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(
+        tmp_path, spark, monkeypatch):
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)  # passed on to remote agents
+    with testbed(3) as bed:
+        path = remote_scenario(tmp_path, bed)
+        killed: list[tuple[int, int] | None] = []
+        killer = threading.Thread(
+            target=lambda: killed.append(kill_holding(f"/agents/consumer-1/{CHUNK_INDEX}")),
+            daemon=True)
+        killer.start()
+        outcome = run_scenario(load_scenario(path), path, output=None, spark_master=None,
+                               console=Console(file=io.StringIO()))
+        killer.join(5)
+        listeners = {int((bed.dir / host.name / "sshd.pid").read_text()) for host in bed.hosts}
+        assert still_alive_after(set(pids_in_namespaces(bed.netns_inodes)) - listeners,
+                                 2.0) == {}
+    assert killed and killed[0], "consumer-1 was not found to kill"
+    (run_dir,) = outcome.results_dir.glob("01-*")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert entry(manifest, "consumer-1")["status"] == "failed"
+    assert entry(manifest, "consumer-1")["host"] == "h3"
+    dead = kept_records(run_dir / "agents" / "consumer-1")  # fetched from h3
+    remote_runs = Path("/var/tmp/sixnines/runs/dies") / outcome.results_dir.name
+    assert not list(remote_runs.glob("*/agents/*"))  # each copy removed once fetched whole
+    gap_s = report_gap("consumer on an SSH host", killed[0][1], dead.recv_ns.max(), len(dead))
+    assert 0 < gap_s < GAP_LIMIT_S
+    sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
+    summary = analyze_run(spark, run_dir)
+    assert summary["status"] == "partial"
+    assert (summary["sent"], summary["lost"]) == (len(sent), 0)
+    assert 0 < summary["unknown"] == unknown_at(dead, sent, connections=2)
