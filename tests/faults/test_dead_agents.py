@@ -317,9 +317,10 @@ def test_a_dead_requester_takes_its_requests_with_it(tmp_path, spark):
                for problem in summary["problems"])
 
 
-def kill_holding(name: str, deadline_s: float = 120.0) -> tuple[int, int] | None:
-    """SIGKILL the process that holds a file ending in `name` open, half a second after
-    that file has a line (its first chunk closed); (pid, the instant of the kill)."""
+def kill_agent_writing(name: str, deadline_s: float = 120.0) -> tuple[int, int] | None:
+    """SIGKILL the agent whose writer process holds a file ending in `name` open, half a
+    second after that file has a line (its first chunk closed); (pid, the instant of the
+    kill)."""
     deadline = time.monotonic() + deadline_s
     while time.monotonic() < deadline:
         for fd in Path("/proc").glob("[0-9]*/fd/*"):
@@ -328,10 +329,11 @@ def kill_holding(name: str, deadline_s: float = 120.0) -> tuple[int, int] | None
             except OSError:
                 continue
             if target.endswith(name) and read_index(Path(target).parent):
+                agent = parents()[int(fd.parent.parent.name)]
                 time.sleep(0.5)
                 killed_ns = time.perf_counter_ns()
-                os.kill(int(fd.parent.parent.name), signal.SIGKILL)
-                return int(fd.parent.parent.name), killed_ns
+                os.kill(agent, signal.SIGKILL)
+                return agent, killed_ns
         time.sleep(0.05)
     return None
 
@@ -350,7 +352,7 @@ def test_a_consumer_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(
         path = remote_scenario(tmp_path, bed)
         killed: list[tuple[int, int] | None] = []
         killer = threading.Thread(
-            target=lambda: killed.append(kill_holding(f"/agents/consumer-1/{CHUNK_INDEX}")),
+            target=lambda: killed.append(kill_agent_writing(f"/agents/consumer-1/{CHUNK_INDEX}")),
             daemon=True)
         killer.start()
         outcome = run_scenario(load_scenario(path), path, output=None, spark_master=None,
