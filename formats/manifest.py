@@ -29,7 +29,7 @@ from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Role
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 class Open(Document):
@@ -118,6 +118,11 @@ class AgentEntry(Open):
     """A requester's replies received twice."""
     unexpected_replies: int | None = None
     """A requester's replies to no request it sent."""
+    files_at: dict[str, str] | None = None
+    """Where it wrote its files on its host when that is not the controller's machine:
+    `dir`, and `container` (its id) on a container host; how to reach the host is in
+    `hosts[host].contact`. What `sixnines collect` fetches them from when the controller
+    died before it did. Absent (older manifests, local agents): in agents/<id>/ here."""
 
 
 class MonitorEntry(AgentEntry):
@@ -213,4 +218,4 @@ class Manifest(Open):
     """The broker's exit code when it exited during the run."""
     ended_at: float | None = None
     recovered_at: float | None = None
-    """When `sixnines report` recovered a run whose controller died."""
+    """When `sixnines report` (or `collect`) recovered a run whose controller died."""

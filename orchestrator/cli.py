@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 
 from rich.console import Console
@@ -150,6 +151,25 @@ def _report(args, console: Console) -> int:
     return EXIT_OK if all_ok and written else EXIT_NOT_OK
 
 
+def _collect(args, console: Console) -> int:
+    from sixnines.orchestrator.collect import collect
+    from sixnines.orchestrator.report import find_run_dirs
+
+    complete = True
+    for run_dir in find_run_dirs(args.dir):
+        collected = collect(run_dir)
+        fetched = ", ".join(collected.fetched) or "nothing to fetch"
+        _say(console, f"{run_dir}: fetched {fetched}")
+        if collected.recovered:
+            _say(console, f"{run_dir}: its controller stopped before the run ended; "
+                          "recovered from the files its agents wrote")
+        for problem in collected.problems:
+            _say(console, f"{run_dir}: {problem}")
+        complete = complete and collected.complete
+    print(args.dir)
+    return EXIT_OK if complete else EXIT_NOT_OK
+
+
 def _compare(args, console: Console) -> int:
     from sixnines.orchestrator.compare import compare, load_side, print_comparison
 
@@ -207,9 +227,24 @@ def _broker(args, console: Console) -> int:
     def announce(address: str) -> None:
         print(json.dumps({"listening": address}), flush=True)
 
+    if args.exit_on_eof:
+        _exit_at_end_of_input()
     with contextlib.suppress(KeyboardInterrupt):
         driver.serve_broker(host, port, announce)
     return EXIT_OK
+
+
+def _exit_at_end_of_input() -> None:
+    """Exit once standard input ends. A controller starts its builtin brokers with their
+    input a pipe (or channel) from itself, which ends when the controller dies, even on
+    hosts and in containers no guard of its own reaches; a builtin broker keeps no data,
+    so it exits at once."""
+    def watch() -> None:
+        while sys.stdin.buffer.read1(65536):
+            pass
+        os._exit(EXIT_OK)
+
+    threading.Thread(target=watch, name="stdin-watch", daemon=True).start()
 
 
 #: -v on every command, before or after its name (`sixnines -v run` = `sixnines run -v`).
@@ -270,6 +305,16 @@ def parser() -> argparse.ArgumentParser:
                         "throughput_window)")
     report.set_defaults(handler=_report)
 
+    collect = commands.add_parser(
+        "collect", parents=[VERBOSE], help="fetch the files a killed controller left on "
+        "remote hosts", description="Fetch the files of agents on SSH and container hosts "
+        "that the controller did not fetch (it was killed, or its machine went down), from "
+        "the hosts its manifests name; verify them against their checksums, record them, "
+        "and remove the remote copies that arrived whole. Then `sixnines report DIR`. "
+        "Exit 0: everything there is here; 1: something is missing or failed its check.")
+    collect.add_argument("dir", type=Path, help="a results directory or one run directory")
+    collect.set_defaults(handler=_collect)
+
     compare = commands.add_parser(
         "compare", parents=[VERBOSE], help="compare two results (regressions: exit 1)",
         description="Compare B against the reference A, run by run. A latency percentile is "
@@ -303,6 +348,9 @@ def parser() -> argparse.ArgumentParser:
     broker.add_argument("driver", help="tcp or zmq")
     broker.add_argument("--bind", default="127.0.0.1:0",
                         help="HOST:PORT (port 0: any free port, announced on stdout)")
+    broker.add_argument("--exit-on-eof", action="store_true",
+                        help="exit when standard input ends (how its controller's death "
+                        "stops a broker it started)")
     broker.set_defaults(handler=_broker)
     return top
 

@@ -19,6 +19,7 @@ manifest: its troubles are notes (`monitor.notes`), never the run's problems.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import time
 from dataclasses import dataclass, field
@@ -75,12 +76,26 @@ class AgentHandle:
     def finished(self) -> bool:
         return self.done is not None or self.failure is not None
 
+    @property
+    def remote(self) -> bool:
+        """Whether it writes its files elsewhere than where the controller keeps them."""
+        return self.remote_dir != str(self.out_dir)
+
     def send(self, message: p.Message) -> bool:
         return self.process.write_line(p.encode(message))
 
 
 def agent_argv(python: str) -> list[str]:
     return [python, "-m", "sixnines.agents"]
+
+
+#: Agent settings read from the environment (agents.recording): an agent on another host
+#: gets them from the controller's, as a local agent inherits them.
+AGENT_SETTINGS = ("SIXNINES_CHUNK_ROWS",)
+
+
+def agent_env() -> dict[str, str]:
+    return {name: os.environ[name] for name in AGENT_SETTINGS if name in os.environ}
 
 
 @dataclass(frozen=True)
@@ -201,7 +216,7 @@ class Run:
         argv, log = agent_argv(launcher.python), out_dir / "agent.log"
         target_pid = 0
         if beside is None:
-            process = launcher.start(argv, plan.agent_id, log, self.inbox)
+            process = launcher.start(argv, plan.agent_id, log, self.inbox, agent_env())
         else:
             process, target_pid = launcher.start_beside(beside, argv, plan.agent_id, log,
                                                         self.inbox)
@@ -384,7 +399,7 @@ class Run:
         agent whose `done` never arrived (it finished after we stopped listening) is taken
         from the done.json it kept beside its files."""
         for agent in self.agents.values():
-            remote = agent.remote_dir != str(agent.out_dir)
+            remote = agent.remote
             if agent.done is None and not remote:
                 self._done_from_disk(agent)
             if agent.done is None:
@@ -485,6 +500,7 @@ class Run:
             connections=plan.connections, rate=plan.rate, planned_sends=plan.sends,
             clock=agent.clock or Clock(), sent=agent.sent, received=agent.received,
             exit_code=agent.process.poll(),
+            files_at=agent.process.files_at(agent.remote_dir) if agent.remote else None,
             **({} if ready is None else dict(pid=ready.pid, host_facts=ready.host,
                                              versions=ready.versions)),
             **(dict(status=done.status, t0_ns=done.t0_ns, artifacts=agent.artifacts,

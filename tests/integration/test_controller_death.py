@@ -1,0 +1,163 @@
+"""A controller SIGKILLed mid-run, with its broker and agents on this machine, on SSH hosts
+(the test bed's network namespaces) and in containers: within 5 s nothing it started runs
+on any host, the agents closed their chunks on the way out, and `sixnines collect` then
+`sixnines report` give a partial run with the data recorded up to the kill.
+
+Each test prints the time from the kill to the last process gone (`-s` shows it)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import docker
+import pytest
+
+from sixnines.formats.chunks import read_index
+from tests.faults.processes import Sixnines, alive, command_line
+from tests.faults.test_interrupts import (
+    BOUND_S,
+    assert_data_on_disk_accounted,
+    manifest_of,
+    started,
+)
+from tests.integration.containers import BASE_IMAGE
+from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
+
+pytestmark = pytest.mark.integration
+
+#: Chunks of at most 4096 records: a producer at 1000 msg/s closes one every ~1 s.
+STREAMING = {"SIXNINES_CHUNK_ROWS": "4096"}
+
+
+@pytest.fixture(scope="module")
+def bed() -> Testbed:
+    with testbed(3) as made:
+        yield made
+
+
+def scenario(tmp_path: Path, hosts: str = "") -> Path:
+    """Named as test_interrupts expects (`faults`, system `sut`, output `out`)."""
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent("""\
+        name: faults
+        systems: [{name: sut, driver: tcp}]
+        workload: {message_size: 64, rate: 2000, duration: 60s, warmup: 0s, drain: 2s,
+                   producers: 2, consumers: 2}
+        """) + hosts)
+    return path
+
+
+def seconds_until(done: Callable[[], bool], limit_s: float) -> float:
+    """How long until `done()` held (checked every 20 ms), at most `limit_s`."""
+    began = time.monotonic()
+    while not done() and time.monotonic() - began < limit_s:
+        time.sleep(0.02)
+    return time.monotonic() - began
+
+
+def kill_mid_run(tmp_path: Path, path: Path, elsewhere: Callable[[], list[str]]) -> Path:
+    """Start `sixnines run`, SIGKILL it 3 s into the schedule, and check that nothing it
+    started still runs within BOUND_S: here (its process tree) nor `elsewhere()` (on the
+    hosts); the run directory."""
+    controller = Sixnines("run", str(path), "--output", "out", "--no-analysis", cwd=tmp_path,
+                          env=STREAMING)
+    run_dir = started(tmp_path, controller, timeout_s=600)
+    time.sleep(3)
+    tree = controller.snapshot()
+
+    def left() -> list[str]:
+        return [command_line(pid) for pid in tree if alive(pid)] + elsewhere()
+
+    assert len(left()) >= 4, left()  # at least broker and agents (and a monitor)
+    controller.process.kill()
+    elapsed = seconds_until(lambda: not left(), 3 * BOUND_S)
+    print(f"\nkill-to-gone {path.parent.name}: {elapsed:.2f} s")
+    controller.finish()
+    assert left() == []
+    assert elapsed < BOUND_S
+    assert manifest_of(run_dir)["status"] == "running"  # what the controller left
+    return run_dir
+
+
+def collect_and_report(tmp_path: Path, run_dir: Path, fetched: list[str]) -> dict:
+    """`sixnines collect` (fetching `fetched`' files), then `sixnines report`: the run is
+    partial, with every agent's data up to the kill; the manifest."""
+    collect = Sixnines("collect", str(run_dir.parent), cwd=tmp_path)
+    code, _, err = collect.finish(timeout_s=300)
+    assert code == 0, err
+    assert "Traceback" not in err
+    for agent in fetched:
+        assert agent in err, err
+    manifest = manifest_of(run_dir)
+    assert manifest["status"] == "partial"
+    assert any("controller stopped before the run ended" in p for p in manifest["problems"])
+    assert_data_on_disk_accounted(run_dir)
+    for agent in manifest["agents"]:  # each closed its last chunk on the way out
+        folder = run_dir / "agents" / agent["id"]
+        assert agent["status"] == "partial", agent
+        assert sum(chunk["rows"] for chunk in read_index(folder)) == \
+            (agent["sent"] if agent["role"] == "producer" else agent["received"]) > 0
+
+    report = Sixnines("report", str(run_dir.parent), cwd=tmp_path)
+    code, _, err = report.finish(timeout_s=600)
+    assert code == 1, err  # partial
+    assert "Traceback" not in err
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    assert summary["status"] == "partial"
+    assert summary["received"] > 0 and summary["latency_us"]["count"] > 0
+    return manifest
+
+
+def test_local(tmp_path):
+    """Broker and agents on this machine: the guard and the agents' end of input."""
+    run_dir = kill_mid_run(tmp_path, scenario(tmp_path), elsewhere=list)
+    collect_and_report(tmp_path, run_dir, fetched=[])
+
+
+def test_ssh_hosts(bed, tmp_path):
+    """Broker on h1, agents on h2 and h3: the hosts' guards, sshd closing the agents'
+    input; nothing but each host's sshd listener is left in the namespaces."""
+    listeners = {int((bed.dir / host.name / "sshd.pid").read_text()) for host in bed.hosts}
+
+    def left() -> list[str]:
+        return [command_line(pid) for pid in pids_in_namespaces(bed.netns_inodes)
+                if pid not in listeners]
+
+    path = scenario(tmp_path, f"inventory: {bed.inventory}\n"
+                              "placement: {broker: h1, agents: [h2, h3]}\n")
+    run_dir = kill_mid_run(tmp_path, path, left)
+    remote = manifest_of(run_dir)["agents"]
+    assert all(entry["files_at"]["dir"].startswith("/var/tmp/sixnines/") for entry in remote)
+    manifest = collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in remote])
+    for entry in manifest["agents"]:  # the remote copies went once they were safe here
+        assert not Path(entry["files_at"]["dir"]).exists()
+
+
+def test_containers(docker_host, tmp_path):
+    """Broker and agents in containers: their input ends with the attach connection; the
+    broker exits on it, the agents write their data first."""
+    client = docker.DockerClient(base_url=docker_host)
+
+    def left() -> list[str]:
+        return [c.name for c in client.containers.list(filters={"label": "sixnines=1"})]
+
+    path = scenario(tmp_path, textwrap.dedent(f"""\
+        hosts:
+          - {{name: pods, docker: "{docker_host}", base_image: "{BASE_IMAGE}"}}
+        placement: {{broker: pods, agents: [pods]}}
+        """))
+    try:
+        run_dir = kill_mid_run(tmp_path, path, left)
+        agents = manifest_of(run_dir)["agents"]
+        collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in agents])
+        remaining = {c.id for c in client.containers.list(all=True,
+                                                          filters={"label": "sixnines=1"})}
+        assert not remaining & {e["files_at"]["container"] for e in agents}
+    finally:
+        for container in client.containers.list(all=True, filters={"label": "sixnines=1"}):
+            container.remove(force=True)
+        client.close()
