@@ -22,6 +22,7 @@ import shlex
 import stat
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
@@ -362,13 +363,17 @@ class SshLauncher(Launcher):
                 "seconds": round(time.monotonic() - started, 1)}
 
     def _upload_wheels(self, bundle: Bundle, remote_dir: str) -> None:
-        """Copy the wheels the host lacks (same name and size: already there)."""
+        """Copy the wheels the host lacks (same name and size: already there). Each is
+        written under a name of its own and renamed: hosts sharing a filesystem upload
+        into one directory at once, and must not write into each other's files."""
         self._mkdir(remote_dir)
         with self._sftp() as sftp:
             present = {entry.filename: entry.st_size for entry in sftp.listdir_attr(remote_dir)}
             for wheel in bundle.wheels():
                 if present.get(wheel.name) != wheel.stat().st_size:
-                    sftp.put(str(wheel), f"{remote_dir}/{wheel.name}")
+                    partial = f"{remote_dir}/{wheel.name}.{uuid.uuid4().hex}.partial"
+                    sftp.put(str(wheel), partial)
+                    sftp.posix_rename(partial, f"{remote_dir}/{wheel.name}")
 
 
 class SshProcess(Process):
