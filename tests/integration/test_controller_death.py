@@ -39,14 +39,14 @@ def bed() -> Testbed:
         yield made
 
 
-def scenario(tmp_path: Path, hosts: str = "") -> Path:
+def scenario(tmp_path: Path, hosts: str = "", system: str = "driver: tcp") -> Path:
     """Named as test_interrupts expects (`faults`, system `sut`, output `out`)."""
     path = tmp_path / "s.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(textwrap.dedent(f"""\
         name: faults
-        systems: [{name: sut, driver: tcp}]
-        workload: {message_size: 64, rate: 2000, duration: 60s, warmup: 0s, drain: 2s,
-                   producers: 2, consumers: 2}
+        systems: [{{name: sut, {system}}}]
+        workload: {{message_size: 64, rate: 2000, duration: 60s, warmup: 0s, drain: 2s,
+                    producers: 2, consumers: 2}}
         """) + hosts)
     return path
 
@@ -118,9 +118,12 @@ def test_local(tmp_path):
     collect_and_report(tmp_path, run_dir, fetched=[])
 
 
-def test_ssh_hosts(bed, tmp_path):
+@pytest.mark.parametrize("system", ["driver: tcp", "driver: redis, broker: {recipe: redis}"],
+                         ids=["builtin", "redis"])
+def test_ssh_hosts(bed, tmp_path, system):
     """Broker on h1, agents on h2 and h3: the hosts' guards, sshd closing the agents'
-    input; nothing but each host's sshd listener is left in the namespaces."""
+    input; nothing but each host's sshd listener is left in the namespaces. A recipe's
+    broker reads no input: only h1's guard stops it."""
     listeners = {int((bed.dir / host.name / "sshd.pid").read_text()) for host in bed.hosts}
 
     def left() -> list[str]:
@@ -128,7 +131,7 @@ def test_ssh_hosts(bed, tmp_path):
                 if pid not in listeners]
 
     path = scenario(tmp_path, f"inventory: {bed.inventory}\n"
-                              "placement: {broker: h1, agents: [h2, h3]}\n")
+                              "placement: {broker: h1, agents: [h2, h3]}\n", system)
     run_dir = kill_mid_run(tmp_path, path, left)
     remote = manifest_of(run_dir)["agents"]
     assert all(entry["files_at"]["dir"].startswith("/var/tmp/sixnines/") for entry in remote)
