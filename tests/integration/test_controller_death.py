@@ -8,6 +8,7 @@ Each test prints the time from the kill to the last process gone (`-s` shows it)
 from __future__ import annotations
 
 import json
+import signal
 import textwrap
 import time
 from collections.abc import Callable
@@ -17,6 +18,8 @@ import docker
 import pytest
 
 from sixnines.formats.chunks import read_index
+from sixnines.orchestrator.launchers.guard import GRACE_S
+from sixnines.orchestrator.launchers.ssh_guard import SILENCE_S
 from tests.faults.processes import Sixnines, alive, command_line
 from tests.faults.test_interrupts import (
     BOUND_S,
@@ -138,6 +141,37 @@ def test_ssh_hosts(bed, tmp_path, system):
     manifest = collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in remote])
     for entry in manifest["agents"]:  # the remote copies went once they were safe here
         assert not Path(entry["files_at"]["dir"]).exists()
+
+
+def test_a_controller_that_falls_silent_is_taken_for_dead_on_ssh_hosts(bed, tmp_path):
+    """The controller frozen (SIGSTOP: its laptop's lid closed): its connections stay open,
+    no FIN comes, but the heartbeats stop, and each host's guard stops everything there
+    within its silence bound plus the agents' time to write."""
+    listeners = {int((bed.dir / host.name / "sshd.pid").read_text()) for host in bed.hosts}
+
+    def ours() -> list[str]:
+        """What runs in the hosts besides sshd (whose sessions wait for the frozen end)."""
+        return [line for pid in pids_in_namespaces(bed.netns_inodes)
+                if pid not in listeners and not (line := command_line(pid)).startswith("sshd")]
+
+    path = scenario(tmp_path, f"inventory: {bed.inventory}\n"
+                              "placement: {broker: h1, agents: [h2, h3]}\n")
+    controller = Sixnines("run", str(path), "--output", "out", "--no-analysis", cwd=tmp_path,
+                          env=STREAMING)
+    run_dir = started(tmp_path, controller, timeout_s=600)
+    time.sleep(3)
+    assert len(ours()) >= 4, ours()
+    controller.process.send_signal(signal.SIGSTOP)
+    try:
+        elapsed = seconds_until(lambda: not ours(), SILENCE_S + GRACE_S + BOUND_S)
+        print(f"\nfrozen-to-gone ssh: {elapsed:.2f} s")
+        assert ours() == []
+        assert elapsed < SILENCE_S + GRACE_S
+    finally:
+        controller.process.kill()
+        controller.finish()
+    collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in
+                                                   manifest_of(run_dir)["agents"]])
 
 
 def test_containers(docker_host, tmp_path):
