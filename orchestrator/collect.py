@@ -110,6 +110,7 @@ def _fetch_from(host: str, manifest: Manifest, entries: list[AgentEntry], run_di
     done = []
     try:
         launcher = launchers[host] = launcher_from_contact(host, contact)
+        launcher.connect()
         for entry in entries:
             try:
                 launcher.fetch_files(entry.files_at, _out_dir(run_dir, entry))

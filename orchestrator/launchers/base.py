@@ -166,6 +166,10 @@ class Launcher(ABC):
         manifest: addresses and file names, never a secret. Empty for this machine."""
         return {}
 
+    def connect(self) -> None:  # noqa: B027 (this machine needs no connection)
+        """Reach the host now (LaunchError if it cannot be reached), so that a host that
+        is gone is found once, not once per thing to do there."""
+
     def fetch_files(self, files_at: dict[str, str], local_dir: Path) -> None:
         """Copy the files a process left at `files_at` (its `Process.files_at`) into
         `local_dir`, with no process to ask: it is gone, and so is its controller.

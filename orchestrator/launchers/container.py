@@ -188,6 +188,9 @@ class ContainerLauncher(Launcher):
             "build_id": self._image.labels.get(BUILD_ID_LABEL),
         }
 
+    def connect(self) -> None:
+        self._connect()
+
     def _connect(self) -> docker.DockerClient:
         if self._client is None:
             try:

@@ -124,6 +124,9 @@ class SshLauncher(Launcher):
         self._client = client
         return client
 
+    def connect(self) -> None:
+        self._transport()
+
     def _transport(self) -> paramiko.Transport:
         transport = self._connect().get_transport()
         if transport is None or not transport.is_active():
