@@ -158,8 +158,9 @@ def _collect(args, console: Console) -> int:
     complete = True
     for run_dir in find_run_dirs(args.dir):
         collected = collect(run_dir)
-        fetched = ", ".join(collected.fetched) or "nothing to fetch"
-        _say(console, f"{run_dir}: fetched {fetched}")
+        fetched = ", ".join(collected.fetched)
+        _say(console, f"{run_dir}: fetched the files of {fetched}" if fetched else
+             f"{run_dir}: nothing to fetch")
         if collected.recovered:
             _say(console, f"{run_dir}: its controller stopped before the run ended; "
                           "recovered from the files its agents wrote")
