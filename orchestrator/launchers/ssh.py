@@ -269,7 +269,13 @@ class SshLauncher(Launcher):
                               f"{exc}") from None
 
     def discard_files(self, files_at: dict[str, str]) -> None:
-        self._run_line(shlex.join(["rm", "-rf", files_at["dir"]]), ["rm"], 60.0)
+        try:
+            done = self._run_line(shlex.join(["rm", "-rf", files_at["dir"]]), ["rm"], 60.0)
+        except (OSError, paramiko.SSHException) as exc:
+            raise LaunchError(f"{self.label}: {exc}") from None
+        if done.code != 0:
+            raise LaunchError(f"{self.label}: rm -rf {files_at['dir']} failed (exit "
+                              f"{done.code}): {done.output.strip()[-300:]}")
 
     # -- preparing the host ----------------------------------------------------------------
     def prepare(self) -> dict:
