@@ -120,6 +120,7 @@ def _run(args, console: Console) -> int:
 
 
 def _report(args, console: Console) -> int:
+    from sixnines.orchestrator.collect import unfetched_hosts
     from sixnines.orchestrator.interrupts import describe, exit_code
     from sixnines.orchestrator.recovery import recover
     from sixnines.orchestrator.report import (
@@ -135,6 +136,9 @@ def _report(args, console: Console) -> int:
         if recover(run_dir):
             _say(console, f"{run_dir}: its controller stopped before the run ended; "
                           "recovered from the files its agents wrote")
+        if hosts := unfetched_hosts(run_dir):
+            _say(console, f"{run_dir}: files of its agents are still on {', '.join(hosts)}; "
+                          f"`sixnines collect {run_dir}` fetches them (analysed without)")
     single = run_dirs == [args.dir]
     results_dir = args.dir.parent if single else args.dir
     try:

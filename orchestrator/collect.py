@@ -79,6 +79,17 @@ def collect(run_dir: Path) -> Collected:
     return collected
 
 
+def unfetched_hosts(run_dir: Path) -> list[str]:
+    """The hosts still holding files of the run that are not here (`collect` fetches
+    them); empty for an unreadable manifest, which the analysis reports."""
+    try:
+        manifest = read_manifest(run_dir)
+    except Damaged:
+        return []
+    return sorted({entry.host for entry in _remote_entries(manifest)
+                   if not (_out_dir(run_dir, entry) / "done.json").is_file()})
+
+
 def _remote_entries(manifest: Manifest) -> Iterator[AgentEntry]:
     """The agents (and the broker monitor) that wrote their files on another host."""
     monitor = [manifest.monitor] if manifest.monitor and manifest.monitor.id else []

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from sixnines.formats.manifest import AgentEntry
+from sixnines.orchestrator.collect import unfetched_hosts
 from sixnines.orchestrator.manifest import new_manifest, write_manifest
 from sixnines.orchestrator.matrix import expand
 from sixnines.orchestrator.scenario import parse_scenario
@@ -54,3 +55,11 @@ def test_a_manifest_without_contacts_says_so(tmp_path):
     run_dir = killed_run(tmp_path / "r" / "01", "h2", None)
     err = failed_cleanly(sixnines("collect", run_dir))
     line_with(err, "host h2", "does not say how to reach it")
+
+
+def test_report_is_told_which_hosts_still_hold_files(tmp_path):
+    run_dir = killed_run(tmp_path / "r" / "01", "h2", None)
+    assert unfetched_hosts(run_dir) == ["h2"]
+    (run_dir / "agents" / "producer-0").mkdir(parents=True)
+    (run_dir / "agents" / "producer-0" / "done.json").write_text("{}")
+    assert unfetched_hosts(run_dir) == []
