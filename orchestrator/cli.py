@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -239,14 +240,21 @@ def _broker(args, console: Console) -> int:
     return EXIT_OK
 
 
+#: How long a broker whose input ended lives on: in a container, the broker's end ends
+#: its PID namespace, which its CPU monitor shares, and the monitor (told by its own input
+#: ending) needs a moment to write what it sampled.
+EXIT_DELAY_S = 3.0
+
+
 def _exit_at_end_of_input() -> None:
-    """Exit once standard input ends. A controller starts its builtin brokers with their
-    input a pipe (or channel) from itself, which ends when the controller dies, even on
-    hosts and in containers no guard of its own reaches; a builtin broker keeps no data,
-    so it exits at once."""
+    """Exit `EXIT_DELAY_S` after standard input ends. A controller starts its builtin
+    brokers with their input a pipe (or channel) from itself, which ends when the
+    controller dies, even on hosts and in containers no guard of its own reaches; a builtin
+    broker keeps no data to write."""
     def watch() -> None:
         while sys.stdin.buffer.read1(65536):
             pass
+        time.sleep(EXIT_DELAY_S)
         os._exit(EXIT_OK)
 
     threading.Thread(target=watch, name="stdin-watch", daemon=True).start()

@@ -108,6 +108,13 @@ def _here(run_dir: Path, entry: AgentEntry) -> bool:
         and (_out_dir(run_dir, entry) / "done.json").is_file()
 
 
+def _whole(run_dir: Path, entry: AgentEntry) -> bool:
+    """Whether every file of the agent here passed its check: those its done.json lists,
+    or, without one (it was killed), the chunks its index lists."""
+    return all(a.verified for a in entry.artifacts.values()) and \
+        not _unchecked_chunks(run_dir, entry)
+
+
 def _fetch_from(host: str, manifest: Manifest, entries: list[AgentEntry], run_dir: Path,
                 collected: Collected, launchers: dict[str, Launcher]) -> list[AgentEntry]:
     """Fetch each entry's directory from `host` (its launcher kept in `launchers`); the
@@ -176,11 +183,11 @@ def _unchecked_chunks(run_dir: Path, entry: AgentEntry) -> list[str]:
 
 def _discard_safe_copies(run_dir: Path, manifest: Manifest, fetched: list[AgentEntry],
                          launchers: dict[str, Launcher], collected: Collected) -> None:
-    """Remove the remote copies of the files that arrived whole (verified against their
-    agent's checksums, as the manifest now records); the others stay for another try."""
+    """Remove the remote copies of the files that arrived whole (`_whole`); the others
+    stay for another try."""
     now = {entry.id: entry for entry in _remote_entries(manifest)}
     for entry in fetched:
-        if not _here(run_dir, now[entry.id]):
+        if not _whole(run_dir, now[entry.id]):
             continue
         try:
             launchers[entry.host].discard_files(entry.files_at)

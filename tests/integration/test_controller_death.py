@@ -193,8 +193,11 @@ def test_containers(docker_host, tmp_path):
         collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in agents])
         remaining = {c.id for c in client.containers.list(all=True,
                                                           filters={"label": "sixnines=1"})}
-        assert not remaining & {e["files_at"]["container"] for e in agents}
+        monitor = manifest_of(run_dir)["monitor"]
+        assert monitor["artifacts"]["cpu.parquet"]["verified"], monitor  # written in time
+        assert not remaining & {e["files_at"]["container"] for e in [*agents, monitor]}
     finally:
-        for container in client.containers.list(all=True, filters={"label": "sixnines=1"}):
-            container.remove(force=True)
+        leftovers = client.containers.list(all=True, filters={"label": "sixnines=1"})
+        for container in sorted(leftovers, key=lambda c: c.attrs["Created"], reverse=True):
+            container.remove(force=True)  # a monitor before the broker whose PIDs it shares
         client.close()
