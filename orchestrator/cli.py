@@ -240,21 +240,27 @@ def _broker(args, console: Console) -> int:
     return EXIT_OK
 
 
-#: How long a broker whose input ended lives on: in a container, the broker's end ends
-#: its PID namespace, which its CPU monitor shares, and the monitor (told by its own input
-#: ending) needs a moment to write what it sampled.
-EXIT_DELAY_S = 3.0
+#: How long a broker whose input ended waits for the other processes of its PID namespace:
+#: in a container, the broker's end ends the namespace, which its CPU monitor shares, and
+#: the monitor (told by its own input ending) needs a moment to write what it sampled.
+EXIT_WAIT_S = 3.0
 
 
 def _exit_at_end_of_input() -> None:
-    """Exit `EXIT_DELAY_S` after standard input ends. A controller starts its builtin
-    brokers with their input a pipe (or channel) from itself, which ends when the
-    controller dies, even on hosts and in containers no guard of its own reaches; a builtin
-    broker keeps no data to write."""
+    """Exit once standard input ends and no other process shares our PID namespace (at
+    most `EXIT_WAIT_S` later). A controller starts its builtin brokers with their input a
+    pipe (or channel) from itself, which ends when the controller dies, even on hosts and
+    in containers no guard of its own reaches; a builtin broker keeps no data to write."""
+    def alone() -> bool:
+        return not [pid for pid in os.listdir("/proc")
+                    if pid.isdigit() and int(pid) not in (1, os.getpid())]
+
     def watch() -> None:
         while sys.stdin.buffer.read1(65536):
             pass
-        time.sleep(EXIT_DELAY_S)
+        deadline = time.monotonic() + EXIT_WAIT_S
+        while not alone() and time.monotonic() < deadline:
+            time.sleep(0.05)
         os._exit(EXIT_OK)
 
     threading.Thread(target=watch, name="stdin-watch", daemon=True).start()
