@@ -62,10 +62,11 @@ def seconds_until(done: Callable[[], bool], limit_s: float) -> float:
     return time.monotonic() - began
 
 
-def kill_mid_run(tmp_path: Path, path: Path, elsewhere: Callable[[], list[str]]) -> Path:
-    """Start `sixnines run`, SIGKILL it 3 s into the schedule, and check that nothing it
-    started still runs within BOUND_S: here (its process tree) nor `elsewhere()` (on the
-    hosts); the run directory."""
+def kill_mid_run(tmp_path: Path, path: Path, elsewhere: Callable[[], list[str]],
+                 how: signal.Signals = signal.SIGKILL) -> Path:
+    """Start `sixnines run`, kill it (`how`) 3 s into the schedule, and check that nothing
+    it started still runs within BOUND_S: here (its process tree) nor `elsewhere()` (on
+    the hosts); the run directory."""
     controller = Sixnines("run", str(path), "--output", "out", "--no-analysis", cwd=tmp_path,
                           env=STREAMING)
     run_dir = started(tmp_path, controller, timeout_s=600)
@@ -76,9 +77,9 @@ def kill_mid_run(tmp_path: Path, path: Path, elsewhere: Callable[[], list[str]])
         return [command_line(pid) for pid in tree if alive(pid)] + elsewhere()
 
     assert len(left()) >= 4, left()  # at least broker and agents (and a monitor)
-    controller.process.kill()
+    controller.process.send_signal(how)
     elapsed = seconds_until(lambda: not left(), 3 * BOUND_S)
-    print(f"\nkill-to-gone {path.parent.name}: {elapsed:.2f} s")
+    print(f"\nkill-to-gone {path.parent.name} ({how.name}): {elapsed:.2f} s")
     controller.finish()
     assert left() == []
     assert elapsed < BOUND_S
@@ -115,9 +116,12 @@ def collect_and_report(tmp_path: Path, run_dir: Path, fetched: list[str]) -> dic
     return manifest
 
 
-def test_local(tmp_path):
-    """Broker and agents on this machine: the guard and the agents' end of input."""
-    run_dir = kill_mid_run(tmp_path, scenario(tmp_path), elsewhere=list)
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGHUP], ids=["sigkill", "sighup"])
+def test_local(tmp_path, how):
+    """Broker and agents on this machine: the guard and the agents' end of input. SIGHUP
+    is the controller's terminal gone (the SSH session to its machine dropped): it dies
+    of it as of SIGKILL."""
+    run_dir = kill_mid_run(tmp_path, scenario(tmp_path), elsewhere=list, how=how)
     collect_and_report(tmp_path, run_dir, fetched=[])
 
 
