@@ -40,6 +40,7 @@ from typing import IO
 GRACE_S = 4.0  # SIGTERM to SIGKILL: agents write their data in this time
 COMMAND_TIMEOUT_S = 10.0
 HEARTBEAT_S = 1.0  # how often a controller tells a remote guard it is still there
+READY = "guard ready"  # its first line of output: it runs and listens
 
 
 class Guard:
@@ -153,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "controller's end")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print(READY, flush=True)  # a remote controller waits for it (launchers.ssh_guard)
     groups: set[int] = set()
     commands: dict[int, tuple[list[str], dict[str, str]]] = {}
     for line in lines_until_silent(sys.stdin, args.silence):

@@ -22,7 +22,7 @@ from typing import IO
 
 import paramiko
 
-from sixnines.orchestrator.launchers.guard import HEARTBEAT_S, Guard
+from sixnines.orchestrator.launchers.guard import HEARTBEAT_S, READY, Guard
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +30,7 @@ logger = logging.getLogger(__name__)
 #: tolerated (a busy controller), and the processes still notice within 5 s (measured:
 #: all gone ~0.7 s after the guard acts).
 SILENCE_S = 4.0
+START_TIMEOUT_S = 30.0
 
 
 class SshGuard(Guard):
@@ -53,11 +54,28 @@ class SshGuard(Guard):
             argv = [self._python(), "-m", "sixnines.orchestrator.launchers.guard",
                     "--silence", str(SILENCE_S)]
             self._channel = self._open_session(argv)
+            self._await_ready(self._channel)
             self._input = self._channel.makefile_stdin("w")
             self._closed = threading.Event()
             threading.Thread(target=self._beat, args=(self._input, self._closed),
                              name="guard-heartbeat", daemon=True).start()
         return self._input
+
+    @staticmethod
+    def _await_ready(channel: paramiko.Channel) -> None:
+        """Until the guard says it runs: a host where it cannot (no such module in the
+        host's `python`) is an error, not processes left without protection."""
+        channel.settimeout(START_TIMEOUT_S)
+        try:
+            first = channel.makefile("r").readline().strip()
+        except TimeoutError:
+            first = ""
+        if first != READY:
+            error = channel.makefile_stderr("r").read(2000).decode(errors="replace") \
+                if channel.exit_status_ready() else "no answer"
+            channel.close()
+            raise OSError(f"its guard did not start: {first} {error}".strip()[:500])
+        channel.settimeout(None)
 
     def _beat(self, pipe: IO[str], closed: threading.Event) -> None:
         """Heartbeats into one session's `pipe` until it is `closed` or its host is gone."""
