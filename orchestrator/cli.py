@@ -12,6 +12,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import sys
 import threading
 import time
@@ -247,17 +248,22 @@ EXIT_WAIT_S = 3.0
 
 
 def _exit_at_end_of_input() -> None:
-    """Exit once standard input ends and no other process shares our PID namespace (at
+    """Exit once standard input ends, or falls silent for SILENCE_S after something came
+    (heartbeats: formats.protocol), and no other process shares our PID namespace (at
     most `EXIT_WAIT_S` later). A controller starts its builtin brokers with their input a
     pipe (or channel) from itself, which ends when the controller dies, even on hosts and
     in containers no guard of its own reaches; a builtin broker keeps no data to write."""
+    from sixnines.formats.protocol import SILENCE_S
+
     def alone() -> bool:
         return not [pid for pid in os.listdir("/proc")
                     if pid.isdigit() and int(pid) not in (1, os.getpid())]
 
     def watch() -> None:
-        while sys.stdin.buffer.read1(65536):
-            pass
+        heard = False
+        while select.select([sys.stdin], [], [], SILENCE_S if heard else None)[0] and \
+                os.read(sys.stdin.fileno(), 65536):
+            heard = True
         deadline = time.monotonic() + EXIT_WAIT_S
         while not alone() and time.monotonic() < deadline:
             time.sleep(0.05)

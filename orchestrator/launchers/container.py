@@ -22,6 +22,7 @@ import shutil
 import signal
 import tarfile
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,6 +36,7 @@ from docker.models.containers import Container
 from docker.models.images import Image
 from docker.utils import socket as frames
 
+from sixnines.formats import protocol as p
 from sixnines.orchestrator.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
 from sixnines.orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
 
@@ -62,6 +64,8 @@ class ContainerProcess(Process):
         # over a unix socket or TCP the SDK hands out a read-only SocketIO around the
         # connection; SSH transports hand out the channel itself
         self._connection = getattr(self._socket, "_sock", self._socket)
+        self._sending = threading.Lock()  # the caller's lines and the heartbeats
+        self._ended = threading.Event()
         try:
             container.start()
         except BaseException:
@@ -70,9 +74,23 @@ class ContainerProcess(Process):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_path, "ab")  # noqa: SIM115 - the reader closes it at the end
         self._start_reader()
+        threading.Thread(target=self._beat, name=f"beat-{name}", daemon=True).start()
 
     def _write(self, text: str) -> None:
-        self._connection.sendall(text.encode())
+        with self._sending:
+            self._connection.sendall(text.encode())
+
+    def _beat(self) -> None:
+        """Heartbeats on the process's input until its output ends: the attach connection
+        to an engine on another machine can vanish without closing (the controller's
+        laptop suspended), and the agents, the monitor and builtin brokers take silence
+        after a beat as their controller's end (formats.protocol)."""
+        line = p.encode(p.Beat()) + "\n"
+        while not self._ended.wait(p.HEARTBEAT_S):
+            try:
+                self._write(line)
+            except OSError:
+                return
 
     def _readline(self) -> str:
         while (end := self._stdout.find(b"\n")) < 0:
@@ -106,6 +124,7 @@ class ContainerProcess(Process):
 
     def _close_streams(self) -> None:
         """At the end of output, by the reader thread: the only one using them."""
+        self._ended.set()
         self._close_connection()
         self._log.close()
 

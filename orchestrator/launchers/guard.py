@@ -18,8 +18,8 @@ first): the guard's SIGTERM asks the same, its SIGKILL is the bound.
 On an SSH host the same guard runs in a session of its own (launchers.ssh): sshd closes its
 input when the controller's connection ends. A connection that just vanishes (the
 controller's machine suspended, its network gone) sends no FIN, so there the controller
-also sends a heartbeat each `HEARTBEAT_S`, and a guard started with `--silence S` takes S
-seconds without any line as the controller's end.
+also sends a heartbeat each `formats.protocol.HEARTBEAT_S`, and a guard started with
+`--silence S` takes S seconds without any line as the controller's end.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from typing import IO
 
 GRACE_S = 4.0  # SIGTERM to SIGKILL: agents write their data in this time
 COMMAND_TIMEOUT_S = 10.0
-HEARTBEAT_S = 1.0  # how often a controller tells a remote guard it is still there
 READY = "guard ready"  # its first line of output: it runs and listens
 
 

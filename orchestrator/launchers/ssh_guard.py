@@ -8,8 +8,9 @@ a session of its own, with the recipes' clean-up commands. sshd closes the guard
 as soon as the controller's connection ends (the controller killed: its kernel closes the
 socket), and the guard stops what is registered. When the connection just vanishes (no FIN
 ever comes: the controller's machine suspended, its network gone), the guard hears no
-heartbeat for `SILENCE_S` and does the same. Either way every process is gone within
-`SILENCE_S` + `guard.GRACE_S`, most within a second of the guard acting.
+heartbeat for `SILENCE_S` (formats.protocol: 4 s) and does the same. Either way every
+process is gone within `SILENCE_S` + `guard.GRACE_S`, most within a second of the guard
+acting.
 """
 
 from __future__ import annotations
@@ -22,14 +23,11 @@ from typing import IO
 
 import paramiko
 
-from sixnines.orchestrator.launchers.guard import HEARTBEAT_S, READY, Guard
+from sixnines.formats.protocol import HEARTBEAT_S, SILENCE_S
+from sixnines.orchestrator.launchers.guard import READY, Guard
 
 logger = logging.getLogger(__name__)
 
-#: A silent controller is taken for gone after this long: three missed heartbeats are
-#: tolerated (a busy controller), and the processes still notice within 5 s (measured:
-#: all gone ~0.7 s after the guard acts).
-SILENCE_S = 4.0
 START_TIMEOUT_S = 30.0
 
 

@@ -18,8 +18,8 @@ import docker
 import pytest
 
 from sixnines.formats.chunks import read_index
+from sixnines.formats.protocol import SILENCE_S
 from sixnines.orchestrator.launchers.guard import GRACE_S
-from sixnines.orchestrator.launchers.ssh_guard import SILENCE_S
 from tests.faults.processes import Sixnines, alive, command_line
 from tests.faults.test_interrupts import (
     BOUND_S,
@@ -147,10 +147,30 @@ def test_ssh_hosts(bed, tmp_path, system):
         assert not Path(entry["files_at"]["dir"]).exists()
 
 
+def freeze_mid_run(tmp_path: Path, path: Path, ours: Callable[[], list[str]]) -> Path:
+    """Start `sixnines run`, freeze it (SIGSTOP: its laptop's lid closed) 3 s into the
+    schedule, and check that `ours()` (what it started, elsewhere) empties within the
+    silence bound plus the agents' time to write; then kill it. The run directory."""
+    controller = Sixnines("run", str(path), "--output", "out", "--no-analysis", cwd=tmp_path,
+                          env=STREAMING)
+    run_dir = started(tmp_path, controller, timeout_s=600)
+    time.sleep(3)
+    assert len(ours()) >= 4, ours()
+    controller.process.send_signal(signal.SIGSTOP)
+    try:
+        elapsed = seconds_until(lambda: not ours(), SILENCE_S + GRACE_S + BOUND_S)
+        print(f"\nfrozen-to-gone {path.parent.name}: {elapsed:.2f} s")
+        assert ours() == []
+        assert elapsed < SILENCE_S + GRACE_S
+    finally:
+        controller.process.kill()
+        controller.finish()
+    return run_dir
+
+
 def test_a_controller_that_falls_silent_is_taken_for_dead_on_ssh_hosts(bed, tmp_path):
-    """The controller frozen (SIGSTOP: its laptop's lid closed): its connections stay open,
-    no FIN comes, but the heartbeats stop, and each host's guard stops everything there
-    within its silence bound plus the agents' time to write."""
+    """Its connections stay open, no FIN comes, but the heartbeats stop, and each host's
+    guard stops everything there."""
     listeners = {int((bed.dir / host.name / "sshd.pid").read_text()) for host in bed.hosts}
 
     def ours() -> list[str]:
@@ -160,39 +180,36 @@ def test_a_controller_that_falls_silent_is_taken_for_dead_on_ssh_hosts(bed, tmp_
 
     path = scenario(tmp_path, f"inventory: {bed.inventory}\n"
                               "placement: {broker: h1, agents: [h2, h3]}\n")
-    controller = Sixnines("run", str(path), "--output", "out", "--no-analysis", cwd=tmp_path,
-                          env=STREAMING)
-    run_dir = started(tmp_path, controller, timeout_s=600)
-    time.sleep(3)
-    assert len(ours()) >= 4, ours()
-    controller.process.send_signal(signal.SIGSTOP)
-    try:
-        elapsed = seconds_until(lambda: not ours(), SILENCE_S + GRACE_S + BOUND_S)
-        print(f"\nfrozen-to-gone ssh: {elapsed:.2f} s")
-        assert ours() == []
-        assert elapsed < SILENCE_S + GRACE_S
-    finally:
-        controller.process.kill()
-        controller.finish()
+    run_dir = freeze_mid_run(tmp_path, path, ours)
     collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in
                                                    manifest_of(run_dir)["agents"]])
 
 
-def test_containers(docker_host, tmp_path):
-    """Broker and agents in containers: their input ends with the attach connection; the
-    broker exits on it, the agents write their data first."""
+def container_scenario(tmp_path: Path, docker_host: str) -> Path:
+    return scenario(tmp_path, textwrap.dedent(f"""\
+        hosts:
+          - {{name: pods, docker: "{docker_host}", base_image: "{BASE_IMAGE}"}}
+        placement: {{broker: pods, agents: [pods]}}
+        """))
+
+
+@pytest.mark.parametrize("how", ["killed", "frozen"])
+def test_containers(docker_host, tmp_path, how):
+    """Broker and agents in containers. Killed: their input ends with the attach
+    connection. Frozen (the connection could be to an engine on another machine, where
+    it would stay open): the heartbeats on their input stop. Either way the agents write
+    their data first, and the broker leaves once its CPU monitor wrote its samples."""
     client = docker.DockerClient(base_url=docker_host)
 
     def left() -> list[str]:
         return [c.name for c in client.containers.list(filters={"label": "sixnines=1"})]
 
-    path = scenario(tmp_path, textwrap.dedent(f"""\
-        hosts:
-          - {{name: pods, docker: "{docker_host}", base_image: "{BASE_IMAGE}"}}
-        placement: {{broker: pods, agents: [pods]}}
-        """))
+    path = container_scenario(tmp_path, docker_host)
     try:
-        run_dir = kill_mid_run(tmp_path, path, left)
+        if how == "killed":
+            run_dir = kill_mid_run(tmp_path, path, left)
+        else:
+            run_dir = freeze_mid_run(tmp_path, path, left)
         agents = manifest_of(run_dir)["agents"]
         collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in agents])
         remaining = {c.id for c in client.containers.list(all=True,
