@@ -119,10 +119,10 @@ class AgentEntry(Open):
     unexpected_replies: int | None = None
     """A requester's replies to no request it sent."""
     files_at: dict[str, str] | None = None
-    """Where it wrote its files on its host when that is not the controller's machine:
-    `dir`, and `container` (its id) on a container host; how to reach the host is in
-    `hosts[host].contact`. What `sixnines collect` fetches them from when the controller
-    died before it did. Absent (older manifests, local agents): in agents/<id>/ here."""
+    """Where its files are on another host while they are there (the controller died
+    before it fetched them, or they failed their check): `dir`, and `container` (its id)
+    on a container host; how to reach the host is in `hosts[host].contact`. What
+    `sixnines collect` fetches them from. Absent: they are in agents/<id>/ here."""
 
 
 class MonitorEntry(AgentEntry):

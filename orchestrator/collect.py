@@ -59,8 +59,7 @@ def collect(run_dir: Path) -> Collected:
         return collected
     by_host: dict[str, list[AgentEntry]] = defaultdict(list)
     for entry in _remote_entries(manifest):
-        if not _here(run_dir, entry):
-            by_host[entry.host].append(entry)
+        by_host[entry.host].append(entry)
     launchers: dict[str, Launcher] = {}
     fetched: list[AgentEntry] = []
     try:
@@ -86,12 +85,11 @@ def unfetched_hosts(run_dir: Path) -> list[str]:
         manifest = read_manifest(run_dir)
     except Damaged:
         return []
-    return sorted({entry.host for entry in _remote_entries(manifest)
-                   if not (_out_dir(run_dir, entry) / "done.json").is_file()})
+    return sorted({entry.host for entry in _remote_entries(manifest)})
 
 
 def _remote_entries(manifest: Manifest) -> Iterator[AgentEntry]:
-    """The agents (and the broker monitor) that wrote their files on another host."""
+    """The agents (and the broker monitor) whose files are still on another host."""
     monitor = [manifest.monitor] if manifest.monitor and manifest.monitor.id else []
     for entry in [*manifest.agents, *monitor]:
         if entry.files_at is not None and entry.host is not None:
@@ -100,12 +98,6 @@ def _remote_entries(manifest: Manifest) -> Iterator[AgentEntry]:
 
 def _out_dir(run_dir: Path, entry: AgentEntry) -> Path:
     return run_dir / "agents" / entry.id
-
-
-def _here(run_dir: Path, entry: AgentEntry) -> bool:
-    """Whether the controller fetched and verified this agent's files itself."""
-    return bool(entry.artifacts) and all(a.verified for a in entry.artifacts.values()) \
-        and (_out_dir(run_dir, entry) / "done.json").is_file()
 
 
 def _whole(run_dir: Path, entry: AgentEntry) -> bool:
@@ -183,8 +175,8 @@ def _unchecked_chunks(run_dir: Path, entry: AgentEntry) -> list[str]:
 
 def _discard_safe_copies(run_dir: Path, manifest: Manifest, fetched: list[AgentEntry],
                          launchers: dict[str, Launcher], collected: Collected) -> None:
-    """Remove the remote copies of the files that arrived whole (`_whole`); the others
-    stay for another try."""
+    """Remove the remote copies of the files that arrived whole (`_whole`), and record
+    that those are here only; the others stay for another try."""
     now = {entry.id: entry for entry in _remote_entries(manifest)}
     for entry in fetched:
         if not _whole(run_dir, now[entry.id]):
@@ -194,3 +186,6 @@ def _discard_safe_copies(run_dir: Path, manifest: Manifest, fetched: list[AgentE
         except LaunchError as exc:
             collected.problems.append(f"{entry.id}: its files are here, but removing the "
                                       f"remote copy failed: {exc}")
+            continue
+        now[entry.id].files_at = None
+    write_manifest(run_dir, manifest)

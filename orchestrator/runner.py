@@ -69,6 +69,7 @@ class AgentHandle:
     failure: str | None = None
     clock: Clock | None = None  # None until it answered the clock pings
     artifacts: dict[str, Artifact] = field(default_factory=dict)  # as announced, verified
+    collected: bool = False  # its remote files are here, verified, and gone from its host
     sent: int = 0
     received: int = 0
 
@@ -414,6 +415,7 @@ class Run:
             agent.artifacts = self._verified(agent)
             if remote and all(a.verified for a in agent.artifacts.values()):
                 agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
+                agent.collected = True
 
     def _done_from_disk(self, agent: AgentHandle) -> None:
         done = read_done(agent.out_dir)
@@ -500,7 +502,8 @@ class Run:
             connections=plan.connections, rate=plan.rate, planned_sends=plan.sends,
             clock=agent.clock or Clock(), sent=agent.sent, received=agent.received,
             exit_code=agent.process.poll(),
-            files_at=agent.process.files_at(agent.remote_dir) if agent.remote else None,
+            files_at=agent.process.files_at(agent.remote_dir)
+            if agent.remote and not agent.collected else None,
             **({} if ready is None else dict(pid=ready.pid, host_facts=ready.host,
                                              versions=ready.versions)),
             **(dict(status=done.status, t0_ns=done.t0_ns, artifacts=agent.artifacts,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sixnines.formats.integrity import read_manifest
 from sixnines.formats.manifest import AgentEntry
 from sixnines.orchestrator.collect import unfetched_hosts
 from sixnines.orchestrator.manifest import new_manifest, write_manifest
@@ -60,6 +61,7 @@ def test_a_manifest_without_contacts_says_so(tmp_path):
 def test_report_is_told_which_hosts_still_hold_files(tmp_path):
     run_dir = killed_run(tmp_path / "r" / "01", "h2", None)
     assert unfetched_hosts(run_dir) == ["h2"]
-    (run_dir / "agents" / "producer-0").mkdir(parents=True)
-    (run_dir / "agents" / "producer-0" / "done.json").write_text("{}")
+    collected = read_manifest(run_dir)
+    collected.agents[0].files_at = None  # what collect records once they are here
+    write_manifest(run_dir, collected)
     assert unfetched_hosts(run_dir) == []

@@ -96,6 +96,9 @@ def collect_and_report(tmp_path: Path, run_dir: Path, fetched: list[str]) -> dic
     assert "Traceback" not in err
     for agent in fetched:
         assert agent in err, err
+    again = Sixnines("collect", str(run_dir.parent), cwd=tmp_path)
+    code, _, err = again.finish(timeout_s=300)
+    assert code == 0 and "nothing to fetch" in err, err  # what is here is not asked for
     manifest = manifest_of(run_dir)
     assert manifest["status"] == "partial"
     assert any("controller stopped before the run ended" in p for p in manifest["problems"])
@@ -143,8 +146,9 @@ def test_ssh_hosts(bed, tmp_path, system):
     remote = manifest_of(run_dir)["agents"]
     assert all(entry["files_at"]["dir"].startswith("/var/tmp/sixnines/") for entry in remote)
     manifest = collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in remote])
-    for entry in manifest["agents"]:  # the remote copies went once they were safe here
+    for entry in remote:  # the remote copies went once they were safe here
         assert not Path(entry["files_at"]["dir"]).exists()
+    assert all(entry.get("files_at") is None for entry in manifest["agents"])
 
 
 def freeze_mid_run(tmp_path: Path, path: Path, ours: Callable[[], list[str]]) -> Path:
@@ -210,12 +214,13 @@ def test_containers(docker_host, tmp_path, how):
             run_dir = kill_mid_run(tmp_path, path, left)
         else:
             run_dir = freeze_mid_run(tmp_path, path, left)
-        agents = manifest_of(run_dir)["agents"]
+        left_behind = manifest_of(run_dir)
+        agents, monitor = left_behind["agents"], left_behind["monitor"]
         collect_and_report(tmp_path, run_dir, fetched=[e["id"] for e in agents])
         remaining = {c.id for c in client.containers.list(all=True,
                                                           filters={"label": "sixnines=1"})}
-        monitor = manifest_of(run_dir)["monitor"]
-        assert monitor["artifacts"]["cpu.parquet"]["verified"], monitor  # written in time
+        collected = manifest_of(run_dir)["monitor"]
+        assert collected["artifacts"]["cpu.parquet"]["verified"], collected  # in time
         assert not remaining & {e["files_at"]["container"] for e in [*agents, monitor]}
     finally:
         leftovers = client.containers.list(all=True, filters={"label": "sixnines=1"})
