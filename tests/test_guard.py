@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 
 from tests.faults.processes import alive
@@ -21,7 +22,10 @@ def guard() -> subprocess.Popen:
 
 
 def watched_sleep(guard_process: subprocess.Popen) -> subprocess.Popen:
+    """A `sleep` in a group of its own, watched by the guard, and reaped as soon as it
+    dies (as init reaps a dead controller's children): a zombie would count as alive."""
     sleeper = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    threading.Thread(target=sleeper.wait, daemon=True).start()
     tell(guard_process, {"watch": sleeper.pid})
     return sleeper
 

@@ -39,6 +39,7 @@ from typing import IO
 
 GRACE_S = 4.0  # SIGTERM to SIGKILL: agents write their data in this time
 COMMAND_TIMEOUT_S = 10.0
+KILLED_WAIT_S = 1.0  # SIGKILLed processes are gone in milliseconds
 READY = "guard ready"  # its first line of output: it runs and listens
 
 
@@ -101,16 +102,23 @@ def _alive(pgid: int) -> bool:
 
 
 def stop_groups(groups: set[int], grace_s: float = GRACE_S) -> None:
-    """SIGTERM every group, SIGKILL those still there after `grace_s`."""
+    """SIGTERM every group, SIGKILL those still there after `grace_s`, and wait (briefly)
+    until they are gone: the clean-up commands that follow may refuse to act while they
+    live (`epmd -kill` while a node is still registered)."""
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while (left := {g for g in groups if _alive(g)}) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for pgid in left:
+    _wait_gone(groups, grace_s)
+    for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+    _wait_gone(groups, KILLED_WAIT_S)
+
+
+def _wait_gone(groups: set[int], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while any(_alive(g) for g in groups) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def _run_command(argv: list[str], env: dict[str, str]) -> None:
