@@ -186,8 +186,9 @@ def start_epoch(t0_ns: int) -> float:
 def fork_writer(writer: ChunkWriter, pools: list[Pool], t0_ns: int) -> tuple[socket.socket, int]:
     """The writer process, forked now (its copies of the pools and of `writer` are the
     agent's as they are at this instant); returns the agent's end of their socket and the
-    writer's pid. Fork before any other thread starts: the child must not inherit a lock
-    another thread held."""
+    writer's pid. Fork before the agent's own threads start: the child must not inherit a
+    lock another thread held (the channel's reader, already blocked on stdin, holds only
+    stdin's, which the writer never uses)."""
     agent_end, writer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     start_epoch_s = start_epoch(t0_ns)
     pid = os.fork()

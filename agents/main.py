@@ -13,6 +13,7 @@ recorded so far is written and announced in `done`, marked partial when incomple
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import signal
 import sys
@@ -21,6 +22,7 @@ import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 from sixnines.agents.artifacts import keep_done, write_files
 from sixnines.agents.cpu import CpuSampler, write_cpu
@@ -171,9 +173,25 @@ def _message_count(role: Role) -> Callable[[], int]:
     return lambda: role.received
 
 
+class Unbreakable(io.TextIOBase):
+    """A diagnostic stream whose writes never fail. An agent's stderr is often a pipe to
+    its controller (an SSH channel); once the controller is dead, a warning written there
+    would raise in the middle of writing the data, and cost it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.write(text)
+            self._stream.flush()
+        return len(text)
+
+
 def main() -> int:
     """Entry point: the real stdout carries the channel; stray prints go to stderr."""
     channel = p.Channel(sys.stdin, sys.stdout)
+    sys.stderr = Unbreakable(sys.stderr)
     sys.stdout = sys.stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the controller decides when we stop
     return serve(channel)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 from pathlib import Path
 
 from sixnines.agents.artifacts import keep_done, write_files
@@ -26,6 +27,15 @@ from sixnines.agents.streams import clock
 from sixnines.formats import protocol as p
 from sixnines.formats.atomic import atomic_path
 from sixnines.formats.records import CPU_FILE
+
+
+class Terminated(Exception):
+    """SIGTERM, which asks the monitor to stop as a `stop` does: a guard sends it when the
+    controller is gone, and the samples taken so far are still written."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
@@ -43,20 +53,25 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
                          host=host_facts(), versions=versions()))
     sampler: CpuSampler | None = None
     at_ns = 0
-    while True:
-        try:
-            message = channel.receive()
-        except p.ProtocolError:
-            message = None
-        if isinstance(message, p.Ping):
-            channel.send(p.Pong(t_ns=message.t_ns, agent_ns=clock()))
-        elif isinstance(message, p.Start) and sampler is None:
-            at_ns = message.at_ns
-            sampler = CpuSampler(tree.cpu_ns, lambda: None, spec.cpu_sample_ns,
-                                 keep=functools.partial(_keep, kept))
-            sampler.start()
-        elif message is None or isinstance(message, p.Finish | p.Stop):
-            break
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        while True:
+            try:
+                message = channel.receive()
+            except p.ProtocolError:
+                message = None
+            if isinstance(message, p.Ping):
+                channel.send(p.Pong(t_ns=message.t_ns, agent_ns=clock()))
+            elif isinstance(message, p.Start) and sampler is None:
+                at_ns = message.at_ns
+                sampler = CpuSampler(tree.cpu_ns, lambda: None, spec.cpu_sample_ns,
+                                     keep=functools.partial(_keep, kept))
+                sampler.start()
+            elif message is None or isinstance(message, p.Finish | p.Stop):
+                break
+    except Terminated:
+        message = p.Stop(reason="terminated (SIGTERM)")
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # asked once; the samples are written now
     if sampler is None:
         return 0
     samples = sampler.finish()

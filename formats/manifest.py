@@ -29,7 +29,7 @@ from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Role
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
 #: only what it had closed (formats.chunks.kept_chunks).
 UNREPORTED = ("failed", "missing")
@@ -121,6 +121,11 @@ class AgentEntry(Open):
     """A requester's replies received twice."""
     unexpected_replies: int | None = None
     """A requester's replies to no request it sent."""
+    files_at: dict[str, str] | None = None
+    """Where its files are on another host while they are there (the controller died
+    before it fetched them, or they failed their check): `dir`, and `container` (its id)
+    on a container host; how to reach the host is in `hosts[host].contact`. What
+    `sixnines collect` fetches them from. Absent: they are in agents/<id>/ here."""
 
     @property
     def died(self) -> bool:
@@ -221,7 +226,7 @@ class Manifest(Open):
     """The broker's exit code when it exited during the run."""
     ended_at: float | None = None
     recovered_at: float | None = None
-    """When `sixnines report` recovered a run whose controller died."""
+    """When `sixnines report` (or `collect`) recovered a run whose controller died."""
 
     def t0_of(self, agent: AgentEntry) -> int | None:
         """An agent's start instant on its own clock: the one it reported, else (it died

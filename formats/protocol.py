@@ -14,19 +14,30 @@ the agent's stdin/stdout through whatever launched it (subprocess, SSH, containe
     finish   ─────────────────────▶  (consumers: producers are done, drain)
              ◀─────────────────────  done (status, artifacts with sha256)
     stop     ─────────────────────▶  (abort at any time; data so far is kept)
+    beat     ─────────────────────▶  (every HEARTBEAT_S where a connection can vanish
+                                      without closing: containers)
+
+An agent that heard a `beat` takes SILENCE_S without any line as the end of its input:
+the controller froze or its network went, and no connection closes to say so.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import queue
 import threading
 from dataclasses import dataclass, field
 from typing import IO, ClassVar
 
 from sixnines.formats.errors import SixninesError
 
-PROTOCOL_VERSION = 3  # 3: progress carries disk written and free
+PROTOCOL_VERSION = 4  # 3: heartbeats (`beat`); 4: progress carries disk written and free
+#: How often a controller says it is still there, where its silence is the only sign of
+#: its end; and how much silence, heartbeats included, ends the other side's input (three
+#: beats may be late, and what the controller started still notices within 5 s).
+HEARTBEAT_S = 1.0
+SILENCE_S = 4.0
 DEFAULT_CPU_SAMPLE_NS = 1_000_000_000  # as often as the interval log and the progress report
 
 
@@ -144,9 +155,16 @@ class Failed(Message):
     error: str
 
 
+@dataclass(frozen=True)
+class Beat(Message):
+    """The controller is still there (see the module docstring); `Channel` consumes it."""
+
+    TYPE: ClassVar[str] = "beat"
+
+
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
-    for cls in (Prepare, Ready, Ping, Pong, Start, Finish, Stop, Progress, Done, Failed)
+    for cls in (Prepare, Ready, Ping, Pong, Start, Finish, Stop, Progress, Done, Failed, Beat)
 }
 
 
@@ -170,12 +188,16 @@ def _excerpt(line: str) -> str:
 
 
 class Channel:
-    """JSON lines over a pair of text streams; `send` is safe from several threads."""
+    """JSON lines over a pair of text streams; `send` is safe from several threads. Once a
+    `beat` came in, SILENCE_S without a line ends the input as its end would."""
 
     def __init__(self, incoming: IO[str], outgoing: IO[str]) -> None:
         self._incoming = incoming
         self._outgoing = outgoing
         self._lock = threading.Lock()
+        self._lines: queue.Queue[str] | None = None  # filled by a reader thread
+        self._beating = False
+        self._ended = False
 
     def send(self, message: Message) -> bool:
         """False when the other end has gone (the controller died): an agent then finishes
@@ -190,10 +212,37 @@ class Channel:
         return True
 
     def receive(self) -> Message | None:
-        """The next message, or None at end of stream (the controller has gone)."""
+        """The next message, or None at end of stream or after SILENCE_S of silence
+        following a beat (the controller has gone)."""
         while True:
-            line = self._incoming.readline()
+            line = self._next_line()
             if not line:
                 return None
             if line.strip():
-                return decode(line)
+                message = decode(line)
+                if not isinstance(message, Beat):
+                    return message
+                self._beating = True
+
+    def _next_line(self) -> str:
+        """A line ('' at the end), read by a thread of its own so that waiting for it can
+        time out: a blocked readline cannot be interrupted."""
+        if self._ended:
+            return ""
+        if self._lines is None:
+            self._lines = queue.Queue()
+            threading.Thread(target=self._read, name="channel-read", daemon=True).start()
+        try:
+            line = self._lines.get(timeout=SILENCE_S if self._beating else None)
+        except queue.Empty:
+            line = ""
+        self._ended = not line
+        return line
+
+    def _read(self) -> None:
+        try:
+            for line in iter(self._incoming.readline, ""):
+                self._lines.put(line)
+        except (OSError, ValueError):  # the stream failed, or was closed under us: its end
+            pass
+        self._lines.put("")

@@ -77,7 +77,7 @@ class RunningBroker:
 
 
 def broker_argv(python: str, driver: str, bind: str) -> list[str]:
-    return [python, "-m", "sixnines", "broker", driver, "--bind", bind]
+    return [python, "-m", "sixnines", "broker", driver, "--bind", bind, "--exit-on-eof"]
 
 
 def provide_broker(system, launcher: Launcher, run_dir: Path, key: str) -> RunningBroker:

@@ -12,7 +12,10 @@ import contextlib
 import json
 import logging
 import os
+import select
 import sys
+import threading
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -119,6 +122,7 @@ def _run(args, console: Console) -> int:
 
 
 def _report(args, console: Console) -> int:
+    from sixnines.orchestrator.collect import unfetched_hosts
     from sixnines.orchestrator.interrupts import describe, exit_code
     from sixnines.orchestrator.recovery import recover
     from sixnines.orchestrator.report import (
@@ -134,6 +138,9 @@ def _report(args, console: Console) -> int:
         if recover(run_dir):
             _say(console, f"{run_dir}: its controller stopped before the run ended; "
                           "recovered from the files its agents wrote")
+        if hosts := unfetched_hosts(run_dir):
+            _say(console, f"{run_dir}: files of its agents are still on {', '.join(hosts)}; "
+                          f"`sixnines collect {run_dir}` fetches them (analysed without)")
     single = run_dirs == [args.dir]
     results_dir = args.dir.parent if single else args.dir
     try:
@@ -148,6 +155,26 @@ def _report(args, console: Console) -> int:
     print(args.dir)
     all_ok = all(s.status == "ok" for s in summaries)
     return EXIT_OK if all_ok and written else EXIT_NOT_OK
+
+
+def _collect(args, console: Console) -> int:
+    from sixnines.orchestrator.collect import collect
+    from sixnines.orchestrator.report import find_run_dirs
+
+    complete = True
+    for run_dir in find_run_dirs(args.dir):
+        collected = collect(run_dir)
+        fetched = ", ".join(collected.fetched)
+        _say(console, f"{run_dir}: fetched the files of {fetched}" if fetched else
+             f"{run_dir}: nothing to fetch")
+        if collected.recovered:
+            _say(console, f"{run_dir}: its controller stopped before the run ended; "
+                          "recovered from the files its agents wrote")
+        for problem in collected.problems:
+            _say(console, f"{run_dir}: {problem}")
+        complete = complete and collected.complete
+    print(args.dir)
+    return EXIT_OK if complete else EXIT_NOT_OK
 
 
 def _compare(args, console: Console) -> int:
@@ -207,9 +234,42 @@ def _broker(args, console: Console) -> int:
     def announce(address: str) -> None:
         print(json.dumps({"listening": address}), flush=True)
 
+    if args.exit_on_eof:
+        _exit_at_end_of_input()
     with contextlib.suppress(KeyboardInterrupt):
         driver.serve_broker(host, port, announce)
     return EXIT_OK
+
+
+#: How long a broker whose input ended waits for the other processes of its PID namespace:
+#: in a container, the broker's end ends the namespace, which its CPU monitor shares, and
+#: the monitor (told by its own input ending) needs a moment to write what it sampled.
+EXIT_WAIT_S = 3.0
+
+
+def _exit_at_end_of_input() -> None:
+    """Exit once standard input ends, or falls silent for SILENCE_S after something came
+    (heartbeats: formats.protocol), and no other process shares our PID namespace (at
+    most `EXIT_WAIT_S` later). A controller starts its builtin brokers with their input a
+    pipe (or channel) from itself, which ends when the controller dies, even on hosts and
+    in containers no guard of its own reaches; a builtin broker keeps no data to write."""
+    from sixnines.formats.protocol import SILENCE_S
+
+    def alone() -> bool:
+        return not [pid for pid in os.listdir("/proc")
+                    if pid.isdigit() and int(pid) not in (1, os.getpid())]
+
+    def watch() -> None:
+        heard = False
+        while select.select([sys.stdin], [], [], SILENCE_S if heard else None)[0] and \
+                os.read(sys.stdin.fileno(), 65536):
+            heard = True
+        deadline = time.monotonic() + EXIT_WAIT_S
+        while not alone() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os._exit(EXIT_OK)
+
+    threading.Thread(target=watch, name="stdin-watch", daemon=True).start()
 
 
 #: -v on every command, before or after its name (`sixnines -v run` = `sixnines run -v`).
@@ -270,6 +330,16 @@ def parser() -> argparse.ArgumentParser:
                         "throughput_window)")
     report.set_defaults(handler=_report)
 
+    collect = commands.add_parser(
+        "collect", parents=[VERBOSE], help="fetch the files a killed controller left on "
+        "remote hosts", description="Fetch the files of agents on SSH and container hosts "
+        "that the controller did not fetch (it was killed, or its machine went down), from "
+        "the hosts its manifests name; verify them against their checksums, record them, "
+        "and remove the remote copies that arrived whole. Then `sixnines report DIR`. "
+        "Exit 0: everything there is here; 1: something is missing or failed its check.")
+    collect.add_argument("dir", type=Path, help="a results directory or one run directory")
+    collect.set_defaults(handler=_collect)
+
     compare = commands.add_parser(
         "compare", parents=[VERBOSE], help="compare two results (regressions: exit 1)",
         description="Compare B against the reference A, run by run. A latency percentile is "
@@ -303,6 +373,9 @@ def parser() -> argparse.ArgumentParser:
     broker.add_argument("driver", help="tcp or zmq")
     broker.add_argument("--bind", default="127.0.0.1:0",
                         help="HOST:PORT (port 0: any free port, announced on stdout)")
+    broker.add_argument("--exit-on-eof", action="store_true",
+                        help="exit when standard input ends (how its controller's death "
+                        "stops a broker it started)")
     broker.set_defaults(handler=_broker)
     return top
 

@@ -23,6 +23,24 @@ def launcher_for(spec: HostSpec) -> Launcher:
     raise TypeError(f"no launcher for {spec!r}")
 
 
+def launcher_from_contact(host: str, contact: dict) -> Launcher:
+    """A launcher reaching a host again as a manifest recorded it (`Launcher.contact`),
+    after the controller that used it is gone."""
+    if contact.get("kind") == "ssh":
+        from sixnines.orchestrator.launchers.ssh import SshLauncher
+
+        spec = SshHost(name=host, address=contact["address"], port=contact["port"],
+                       user=contact["user"], key=contact["key"] or None,
+                       known_hosts=contact["known_hosts"], workdir=contact["workdir"])
+        return SshLauncher(spec)
+    if contact.get("kind") == "container":
+        from sixnines.orchestrator.launchers.container import ContainerLauncher
+
+        return ContainerLauncher(host, contact["docker"], session=contact["session"])
+    raise LaunchError(f"host {host}: the manifest's contact for it is not one sixnines "
+                      f"knows ({contact.get('kind')!r})")
+
+
 class Fleet:
     def __init__(self, launchers: dict[str, Launcher]) -> None:
         self.launchers = launchers
@@ -63,7 +81,8 @@ class Fleet:
             futures = {launcher.host: pool.submit(launcher.prepare) for launcher in remote}
         for host, future in futures.items():
             try:
-                self.facts[host] = future.result()
+                self.facts[host] = {**future.result(),
+                                    "contact": self.launchers[host].contact()}
             except LaunchError as exc:
                 errors.append(str(exc))
         if errors:

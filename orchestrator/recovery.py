@@ -21,8 +21,7 @@ from sixnines.formats.manifest import AgentEntry
 from sixnines.orchestrator.manifest import RUNNING, verified_artifacts, write_manifest
 
 CONTROLLER_DIED = ("the controller stopped before the run ended (killed, or its machine "
-                   "went down); `sixnines report` recovered the run from the files its "
-                   "agents wrote")
+                   "went down); the run was recovered from the files its agents wrote")
 
 
 def recover(run_dir: Path) -> bool:
@@ -37,11 +36,11 @@ def recover(run_dir: Path) -> bool:
     problems = [*manifest.problems, CONTROLLER_DIED]
     agents = []
     for entry in manifest.agents:
-        recovered, found = _recover_agent(run_dir, entry)
+        recovered, found = recovered_entry(run_dir, entry)
         agents.append(recovered)
         problems += found
     if manifest.monitor is not None and manifest.monitor.id is not None:
-        monitor, notes = _recover_agent(run_dir, manifest.monitor)
+        monitor, notes = recovered_entry(run_dir, manifest.monitor)
         manifest.monitor = monitor.model_copy(update={"notes": [*monitor.notes, *notes]})
     recorded = any(entry.artifacts for entry in agents)
     manifest.agents, manifest.problems = agents, problems
@@ -54,14 +53,17 @@ def recover(run_dir: Path) -> bool:
 Entry = TypeVar("Entry", bound=AgentEntry)
 
 
-def _recover_agent(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
+def recovered_entry(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
     """`entry` filled from the agent's done.json, and the problems to record."""
     out_dir = run_dir / "agents" / entry.id
     done = read_done(out_dir)
     if done is None or done.agent_id != entry.id:
+        why = "left no results (stopped before it could write them)"
+        if entry.files_at is not None:
+            why = (f"its files were not fetched from {entry.files_at['dir']} there; "
+                   "`sixnines collect` fetches them")
         return entry.model_copy(update={"status": "missing"}), [
-            f"{entry.id} on host {entry.host}: left no results (stopped before it could "
-            "write them)"]
+            f"{entry.id} on host {entry.host}: {why}"]
     artifacts, unverified = verified_artifacts(entry.id, out_dir, done.artifacts)
     recovered = type(entry).model_validate({
         **entry.as_json(), "status": done.status, "t0_ns": done.t0_ns, "sent": done.sent,

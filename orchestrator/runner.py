@@ -76,12 +76,18 @@ class AgentHandle:
     failure: str | None = None
     clock: Clock | None = None  # None until it answered the clock pings
     artifacts: dict[str, Artifact] = field(default_factory=dict)  # as announced, verified
+    collected: bool = False  # its remote files are here, verified, and gone from its host
     sent: int = 0
     received: int = 0
 
     @property
     def finished(self) -> bool:
         return self.done is not None or self.failure is not None
+
+    @property
+    def remote(self) -> bool:
+        """Whether it writes its files elsewhere than where the controller keeps them."""
+        return self.remote_dir != str(self.out_dir)
 
     def send(self, message: p.Message) -> bool:
         return self.process.write_line(p.encode(message))
@@ -400,7 +406,7 @@ class Run:
         fetched all the same, for the chunks it closed, which their index vouches for
         (docs/design.md, "When an agent dies")."""
         for agent in self.agents.values():
-            remote = agent.remote_dir != str(agent.out_dir)
+            remote = agent.remote
             if agent.done is None and not remote:
                 self._done_from_disk(agent)
             fetched = remote and agent.ready is not None and self._fetch(agent)  # it ran
@@ -408,6 +414,7 @@ class Run:
                 agent.artifacts = self._verified(agent)
             if fetched and self._all_here(agent):
                 agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
+                agent.collected = True
 
     @staticmethod
     def _all_here(agent: AgentHandle) -> bool:
@@ -519,6 +526,8 @@ class Run:
             connections=plan.connections, rate=plan.rate, planned_sends=plan.sends,
             clock=agent.clock or Clock(), sent=agent.sent, received=agent.received,
             exit_code=agent.process.poll(),
+            files_at=agent.process.files_at(agent.remote_dir)
+            if agent.remote and not agent.collected else None,
             **({} if ready is None else dict(pid=ready.pid, host_facts=ready.host,
                                              versions=ready.versions)),
             **(dict(status=done.status, t0_ns=done.t0_ns, artifacts=agent.artifacts,

@@ -30,6 +30,7 @@ EXTRAS_OF = {
     "sixnines.spark_jobs": {"analysis"},
     "sixnines.orchestrator.bundle": {"remote"},
     "sixnines.orchestrator.launchers.ssh": {"remote"},
+    "sixnines.orchestrator.launchers.ssh_guard": {"remote"},
     "sixnines.orchestrator.launchers.container": {"remote"},
     "sixnines.testing": {"testing"},
 }

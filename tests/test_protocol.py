@@ -5,14 +5,17 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import os
 import threading
 import time
 
 import pytest
 
+from sixnines.formats import protocol
 from sixnines.formats.protocol import (
     MESSAGE_TYPES,
     PROTOCOL_VERSION,
+    Beat,
     Channel,
     Done,
     Failed,
@@ -53,12 +56,13 @@ SAMPLES: list[Message] = [
     Done(agent_id="a", status="partial", sent=10, received=9, t0_ns=5, artifacts={},
          problems=["lost 1"], extra={"overflow": 0}),
     Failed(agent_id="b", error="DriverError: tcp relay at x: cannot connect"),
+    Beat(),
 ]
 
 
 def test_samples_cover_every_message_type():
     assert {type(m).TYPE for m in SAMPLES} == set(MESSAGE_TYPES)
-    assert len(MESSAGE_TYPES) == 10
+    assert len(MESSAGE_TYPES) == 11
 
 
 @pytest.mark.parametrize("message", SAMPLES, ids=lambda m: type(m).__name__)
@@ -126,7 +130,8 @@ def test_channel_pairs_sends_and_receives():
     lines = wire.getvalue().splitlines()
     assert len(lines) == len(SAMPLES)
     receiver = Channel(io.StringIO(wire.getvalue()), io.StringIO())
-    assert [receiver.receive() for _ in SAMPLES] == SAMPLES
+    said = [message for message in SAMPLES if not isinstance(message, Beat)]
+    assert [receiver.receive() for _ in said] == said  # beats are the channel's own
     assert receiver.receive() is None
     assert receiver.receive() is None  # stays at end of stream
 
@@ -185,3 +190,37 @@ def test_channel_send_is_thread_safe():
         seen[message.received].append(message.sent)
     for t in range(threads_n):
         assert seen[t] == list(range(per_thread))  # each thread's lines in its order
+
+
+def test_silence_after_a_beat_ends_the_input(monkeypatch):
+    """A controller that froze or lost its network closes nothing: once it sent a beat,
+    SILENCE_S without a line is the end of input, and stays so."""
+    monkeypatch.setattr(protocol, "SILENCE_S", 0.2)
+    read, write = os.pipe()
+    with os.fdopen(read) as incoming, os.fdopen(write, "w") as outgoing:
+        channel = Channel(incoming, io.StringIO())
+        outgoing.write(encode(Beat()) + "\n" + encode(Ping(t_ns=1)) + "\n")
+        outgoing.flush()
+        assert channel.receive() == Ping(t_ns=1)
+        began = time.monotonic()
+        assert channel.receive() is None
+        assert 0.2 <= time.monotonic() - began < 2
+        outgoing.write(encode(Ping(t_ns=2)) + "\n")
+        outgoing.flush()
+        assert channel.receive() is None
+
+
+def test_without_beats_silence_is_only_waiting(monkeypatch):
+    monkeypatch.setattr(protocol, "SILENCE_S", 0.1)
+    read, write = os.pipe()
+    with os.fdopen(read) as incoming, os.fdopen(write, "w") as outgoing:
+        channel = Channel(incoming, io.StringIO())
+        received = []
+        reader = threading.Thread(target=lambda: received.append(channel.receive()))
+        reader.start()
+        time.sleep(0.5)
+        assert received == []
+        outgoing.write(encode(Ping(t_ns=3)) + "\n")
+        outgoing.flush()
+        reader.join(5)
+        assert received == [Ping(t_ns=3)]

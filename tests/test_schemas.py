@@ -21,7 +21,7 @@ from tests.result_schemas import DOCS, MANIFEST, SUMMARY, unchecked_problems, vi
 #: version, once released, keeps its shape.
 SHAPES = {
     SUMMARY: {1: "87d47d8c6e5f5765", 2: "64fdf974a8fc97d5"},
-    MANIFEST: {1: "63fd376dff80d39a"},
+    MANIFEST: {1: "63fd376dff80d39a", 2: "6a1c32a770d4c7f4"},
 }
 MODULES = {SUMMARY: summary, MANIFEST: manifest}
 SCENARIO = """
@@ -132,8 +132,8 @@ def test_an_older_manifest_reads_with_the_promised_fallbacks(tmp_path):
     assert agent.clock.domain is None and agent.clock.bound_ns == 9
     assert agent.first_id is None and agent.artifacts == {}
     # rewritten (recovery), it keeps every key it had and adds none but its version
-    assert found.as_json() == {"schema_version": 1, "run_id": "01", "status": "ok",
-                               "shiny": {"new": True},
+    assert found.as_json() == {"schema_version": manifest.SCHEMA_VERSION, "run_id": "01",
+                               "status": "ok", "shiny": {"new": True},
                                "agents": [{"id": "p", "role": "producer",
                                            "clock": {"uncertainty_ns": 9}}]}
 

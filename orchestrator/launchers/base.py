@@ -85,6 +85,11 @@ class Process(ABC):
         """Copy the directory `remote_dir`, where this process wrote its files, into
         `local_dir` on the controller (a no-op when they are the same place)."""
 
+    def files_at(self, remote_dir: str) -> dict[str, str]:
+        """Where this process's files in `remote_dir` stay once the process is gone, for
+        the manifest (`sixnines collect` fetches them from there)."""
+        return {"dir": remote_dir}
+
     # -- shared behaviour --------------------------------------------------------------
     def write_line(self, line: str) -> bool:
         """Send one line; False when the process no longer reads its input."""
@@ -155,6 +160,24 @@ class Launcher(ABC):
         """Check the host and make it ready (install sixnines where needed); the facts
         found (Python version, free disk, ...) go into the manifest. Raises LaunchError."""
         return {}
+
+    def contact(self) -> dict[str, str | int]:
+        """How a later command reaches this host again (`sixnines collect`), for the
+        manifest: addresses and file names, never a secret. Empty for this machine."""
+        return {}
+
+    def connect(self) -> None:  # noqa: B027 (this machine needs no connection)
+        """Reach the host now (LaunchError if it cannot be reached), so that a host that
+        is gone is found once, not once per thing to do there."""
+
+    def fetch_files(self, files_at: dict[str, str], local_dir: Path) -> None:
+        """Copy the files a process left at `files_at` (its `Process.files_at`) into
+        `local_dir`, with no process to ask: it is gone, and so is its controller.
+        Raises LaunchError (unreachable host, files gone)."""
+        raise LaunchError(f"host {self.host}: its processes' files cannot be fetched later")
+
+    def discard_files(self, files_at: dict[str, str]) -> None:  # noqa: B027 (none kept)
+        """Remove what holds those files on the host, once they are safe here."""
 
     def workdir(self, key: str, local_dir: Path) -> str:
         """Where the files of `key` (`<scenario>/<stamp>/<run-id>/...`, whose controller

@@ -7,7 +7,9 @@ default so servers in containers are reached at the host's address. The control 
 the container's stdin/stdout over the API's attach connection, opened before the container
 starts so nothing it prints is lost; its stderr goes to the process's log file. Containers
 outlive their process so its files can be fetched afterwards; the launcher's `close()`
-removes every container it created.
+removes every container it created. A controller that dies leaves them exited (their
+processes saw their input end), and `sixnines collect` fetches their files and removes
+them (orchestrator.collect).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import shutil
 import signal
 import tarfile
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -33,6 +36,7 @@ from docker.models.containers import Container
 from docker.models.images import Image
 from docker.utils import socket as frames
 
+from sixnines.formats import protocol as p
 from sixnines.orchestrator.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
 from sixnines.orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
 
@@ -60,6 +64,8 @@ class ContainerProcess(Process):
         # over a unix socket or TCP the SDK hands out a read-only SocketIO around the
         # connection; SSH transports hand out the channel itself
         self._connection = getattr(self._socket, "_sock", self._socket)
+        self._sending = threading.Lock()  # the caller's lines and the heartbeats
+        self._ended = threading.Event()
         try:
             container.start()
         except BaseException:
@@ -68,9 +74,23 @@ class ContainerProcess(Process):
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(log_path, "ab")  # noqa: SIM115 - the reader closes it at the end
         self._start_reader()
+        threading.Thread(target=self._beat, name=f"beat-{name}", daemon=True).start()
 
     def _write(self, text: str) -> None:
-        self._connection.sendall(text.encode())
+        with self._sending:
+            self._connection.sendall(text.encode())
+
+    def _beat(self) -> None:
+        """Heartbeats on the process's input until its output ends: the attach connection
+        to an engine on another machine can vanish without closing (the controller's
+        laptop suspended), and the agents, the monitor and builtin brokers take silence
+        after a beat as their controller's end (formats.protocol)."""
+        line = p.encode(p.Beat()) + "\n"
+        while not self._ended.wait(p.HEARTBEAT_S):
+            try:
+                self._write(line)
+            except OSError:
+                return
 
     def _readline(self) -> str:
         while (end := self._stdout.find(b"\n")) < 0:
@@ -104,6 +124,7 @@ class ContainerProcess(Process):
 
     def _close_streams(self) -> None:
         """At the end of output, by the reader thread: the only one using them."""
+        self._ended.set()
         self._close_connection()
         self._log.close()
 
@@ -135,15 +156,11 @@ class ContainerProcess(Process):
     def kill(self) -> None:
         self._signal(signal.SIGKILL)
 
+    def files_at(self, remote_dir: str) -> dict[str, str]:
+        return {"dir": remote_dir, "container": self.container.id}
+
     def fetch(self, remote_dir: str, local_dir: Path) -> None:
-        """Through the API's archive endpoint, which also reads an exited container."""
-        try:
-            chunks, _ = self.container.get_archive(remote_dir)
-            local_dir.mkdir(parents=True, exist_ok=True)
-            untar(io.BufferedReader(ChunkReader(chunks)), local_dir)
-        except (APIError, requests.RequestException) as exc:
-            raise LaunchError(f"fetching {remote_dir} from container "
-                              f"{self.container.short_id} ({self.name}) failed: {exc}") from exc
+        fetch_from(self.container, remote_dir, local_dir)
 
 
 class ContainerLauncher(Launcher):
@@ -153,9 +170,11 @@ class ContainerLauncher(Launcher):
 
     def __init__(self, host: str, url: str, image: str | None = None,
                  address: str = "127.0.0.1", network_mode: str = "host",
-                 base_image: str | None = None) -> None:
+                 base_image: str | None = None, session: str | None = None) -> None:
         """`image`: the agent image to use as it is (default: built here from the bundle,
-        FROM `base_image`, default $SIXNINES_BASE_IMAGE or the Dockerfile's own)."""
+        FROM `base_image`, default $SIXNINES_BASE_IMAGE or the Dockerfile's own).
+        `session`: the label of an earlier launcher's containers, to reach them again
+        (`close` then leaves them: `discard_files` removes each once its files are safe)."""
         self.host = host
         self.url = url
         self.address = address
@@ -164,7 +183,8 @@ class ContainerLauncher(Launcher):
         self._requested_image = image
         self._image: Image | None = None
         self._client: docker.DockerClient | None = None
-        self._session = uuid.uuid4().hex  # labels every container this launcher creates
+        self._session = session or uuid.uuid4().hex  # labels every container it creates
+        self._reaching_again = session is not None
         self._files: dict[str, str] = {}
 
     # -- host ------------------------------------------------------------------------------
@@ -186,6 +206,9 @@ class ContainerLauncher(Launcher):
             "image_id": self._image.id,
             "build_id": self._image.labels.get(BUILD_ID_LABEL),
         }
+
+    def connect(self) -> None:
+        self._connect()
 
     def _connect(self) -> docker.DockerClient:
         if self._client is None:
@@ -245,6 +268,26 @@ class ContainerLauncher(Launcher):
         except (APIError, requests.RequestException) as exc:
             raise LaunchError(f"container host {self.host}: image {name} is not on "
                               f"{self.url} and pulling it failed: {exc}") from exc
+
+    def contact(self) -> dict[str, str | int]:
+        return {"kind": "container", "docker": self.url, "session": self._session}
+
+    def fetch_files(self, files_at: dict[str, str], local_dir: Path) -> None:
+        fetch_from(self._container(files_at), files_at["dir"], local_dir)
+
+    def discard_files(self, files_at: dict[str, str]) -> None:
+        """The container itself (exited: its process saw its input end)."""
+        with contextlib.suppress(NotFound):
+            self._container(files_at).remove(force=True)
+
+    def _container(self, files_at: dict[str, str]) -> Container:
+        try:
+            return self._connect().containers.get(files_at["container"])
+        except NotFound:
+            raise LaunchError(f"container host {self.host}: container "
+                              f"{files_at['container'][:12]} is gone (removed)") from None
+        except (APIError, requests.RequestException) as exc:
+            raise LaunchError(f"container host {self.host}: {exc}") from None
 
     def workdir(self, key: str, local_dir: Path) -> str:
         return f"/work/{key}"
@@ -308,7 +351,10 @@ class ContainerLauncher(Launcher):
         """A created (not started) container. `init`: the engine's init runs as PID 1 and
         forwards signals, since a process that is PID 1 ignores SIGTERM it has no handler
         for and would not stop on `terminate()`. In another container's PID namespace
-        (`pid_mode`) that one's init is PID 1, and the engine refuses a second."""
+        (`pid_mode`) that one's init is PID 1, and the engine refuses a second.
+        An interactive container's stdin closes when the attach connection ends (the SDK
+        sets StdinOnce for `detach=False`; podman closes it anyway): a controller that
+        dies ends its processes' input, as on any other host."""
         if self._image is None:
             self.prepare()
         labels = {LABEL: "1", f"{LABEL}.name": name, f"{LABEL}.launcher": self._session}
@@ -316,7 +362,8 @@ class ContainerLauncher(Launcher):
             container = self._connect().containers.create(
                 self._image.id, command=list(argv), environment=env or {}, labels=labels,
                 network_mode=self.network_mode, stdin_open=interactive, tty=False,
-                init=pid_mode is None, auto_remove=False, detach=True, pid_mode=pid_mode)
+                init=pid_mode is None, auto_remove=False, detach=not interactive,
+                pid_mode=pid_mode)
             self._put_files(container)
         except (APIError, requests.RequestException) as exc:
             raise LaunchError(f"container host {self.host}: creating a container for "
@@ -331,6 +378,10 @@ class ContainerLauncher(Launcher):
         """Remove every container this launcher created (running ones are killed): the
         label finds them even when a start failed halfway."""
         if self._client is None:
+            return
+        if self._reaching_again:
+            self._client.close()
+            self._client = None
             return
         try:
             leftovers = self._client.containers.list(
@@ -347,6 +398,18 @@ class ContainerLauncher(Launcher):
         finally:
             self._client.close()
             self._client = None
+
+
+def fetch_from(container: Container, remote_dir: str, local_dir: Path) -> None:
+    """Through the API's archive endpoint, which also reads an exited container."""
+    try:
+        chunks, _ = container.get_archive(remote_dir)
+        local_dir.mkdir(parents=True, exist_ok=True)
+        untar(io.BufferedReader(ChunkReader(chunks)), local_dir)
+    except (APIError, requests.RequestException) as exc:
+        name = container.labels.get(f"{LABEL}.name", "?")
+        raise LaunchError(f"fetching {remote_dir} from container {container.short_id} "
+                          f"({name}) failed: {exc}") from exc
 
 
 def assemble_context(bundle: Bundle, context: Path) -> None:

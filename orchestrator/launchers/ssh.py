@@ -4,7 +4,9 @@ The agent's control channel is the SSH channel's stdin/stdout, so no port is ope
 it. Host keys are always checked against known_hosts and an unknown key is an error, never
 a prompt. A process is started as `printf 'pid %s' $$; exec ...`: sshd makes each session
 its own process group, so that pid names the group, and stopping it reaches everything the
-process started, even when the controller's end of the channel is gone.
+process started, even when the controller's end of the channel is gone. Each group is
+registered with a guard on the host (launchers.ssh_guard), which stops it if the controller
+dies or its connection vanishes.
 
 `prepare` checks the host (Python, disk) and installs this checkout's bundle
 into a venv named by its build id, reused while the code is unchanged; the bundle's wheels
@@ -20,6 +22,7 @@ import shlex
 import stat
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
@@ -34,6 +37,7 @@ from sixnines.orchestrator.launchers.base import (
     Process,
     check_env_name,
 )
+from sixnines.orchestrator.launchers.ssh_guard import SshGuard
 from sixnines.orchestrator.shaping import clear_command, interface_of, shape_commands
 
 CONNECT_TIMEOUT_S = 10.0
@@ -72,6 +76,7 @@ class SshLauncher(Launcher):
         self._client: paramiko.SSHClient | None = None
         self._sftp_lock = threading.Lock()
         self._shaped: str | None = None  # the interface whose qdisc we replaced
+        self._guard = SshGuard(self._open_session, lambda: self.python)
 
     @property
     def needs_bundle(self) -> bool:
@@ -119,6 +124,9 @@ class SshLauncher(Launcher):
         self._client = client
         return client
 
+    def connect(self) -> None:
+        self._transport()
+
     def _transport(self) -> paramiko.Transport:
         transport = self._connect().get_transport()
         if transport is None or not transport.is_active():
@@ -127,6 +135,7 @@ class SshLauncher(Launcher):
 
     def close(self) -> None:
         if self._client is not None:
+            self._guard.close()
             if self._shaped is not None:
                 with contextlib.suppress(LaunchError, paramiko.SSHException, OSError):
                     self._run_line(shlex.join(clear_command(self._shaped)), ["tc"], 30.0)
@@ -157,7 +166,38 @@ class SshLauncher(Launcher):
     def start(self, argv: Sequence[str], name: str, log_path: Path,
               inbox: queue.Queue | None = None, env: dict[str, str] | None = None
               ) -> SshProcess:
-        return SshProcess(self, argv, name, log_path, inbox, env)
+        process = SshProcess(self, argv, name, log_path, inbox, env)
+        if process.pid is not None:
+            try:
+                self._guard.watch(process.pid)
+            except (OSError, paramiko.SSHException) as exc:
+                process.kill()
+                raise LaunchError(f"{self.label}: cannot reach the guard there: {exc}") from None
+        return process
+
+    def release(self, pgid: int) -> None:
+        """A process group that was stopped: the guard forgets it (a host that is gone
+        has no guard left to tell)."""
+        with contextlib.suppress(OSError, paramiko.SSHException):
+            self._guard.release(pgid)
+
+    def on_controller_exit(self, argv: Sequence[str], env: dict[str, str] | None = None
+                           ) -> int:
+        line = self.command_line(argv, None)  # env apart: the guard's, not on a command line
+        try:
+            return self._guard.on_exit(["sh", "-c", line], env)
+        except (OSError, paramiko.SSHException) as exc:
+            raise LaunchError(f"{self.label}: cannot reach the guard there: {exc}") from None
+
+    def cancel_on_exit(self, token: int) -> None:
+        with contextlib.suppress(OSError, paramiko.SSHException):
+            self._guard.cancel(token)
+
+    def _open_session(self, argv: list[str]) -> paramiko.Channel:
+        """A session running `argv` on the host, its stdin the channel's."""
+        channel = self._transport().open_session()
+        channel.exec_command(self.command_line(argv, None))
+        return channel
 
     def run(self, argv: Sequence[str], env: dict[str, str] | None = None,
             timeout_s: float = 60.0) -> Completed:
@@ -185,6 +225,11 @@ class SshLauncher(Launcher):
             self._run_line(f"kill -{signame} -- -{pgid}", ["kill"], 10.0)
 
     # -- files -------------------------------------------------------------------------------
+    def contact(self) -> dict[str, str | int]:
+        return {"kind": "ssh", "address": self.address, "port": self.port, "user": self.user,
+                "key": self.key or "", "known_hosts": self.known_hosts,
+                "workdir": str(self.root)}
+
     def workdir(self, key: str, local_dir: Path) -> str:
         return str(self.root / "runs" / key)
 
@@ -212,6 +257,25 @@ class SshLauncher(Launcher):
         """Copy a directory tree from the host (SFTP); the caller verifies checksums."""
         with self._sftp() as sftp:
             _get_tree(sftp, remote_dir, local_dir)
+
+    def fetch_files(self, files_at: dict[str, str], local_dir: Path) -> None:
+        try:
+            self.fetch_dir(files_at["dir"], local_dir)
+        except FileNotFoundError:
+            raise LaunchError(f"{self.label}: {files_at['dir']} is not there (removed, or "
+                              "never written)") from None
+        except (OSError, paramiko.SSHException) as exc:
+            raise LaunchError(f"{self.label}: fetching {files_at['dir']} failed: "
+                              f"{exc}") from None
+
+    def discard_files(self, files_at: dict[str, str]) -> None:
+        try:
+            done = self._run_line(shlex.join(["rm", "-rf", files_at["dir"]]), ["rm"], 60.0)
+        except (OSError, paramiko.SSHException) as exc:
+            raise LaunchError(f"{self.label}: {exc}") from None
+        if done.code != 0:
+            raise LaunchError(f"{self.label}: rm -rf {files_at['dir']} failed (exit "
+                              f"{done.code}): {done.output.strip()[-300:]}")
 
     # -- preparing the host ----------------------------------------------------------------
     def prepare(self) -> dict:
@@ -308,13 +372,17 @@ class SshLauncher(Launcher):
                 "seconds": round(time.monotonic() - started, 1)}
 
     def _upload_wheels(self, bundle: Bundle, remote_dir: str) -> None:
-        """Copy the wheels the host lacks (same name and size: already there)."""
+        """Copy the wheels the host lacks (same name and size: already there). Each is
+        written under a name of its own and renamed: hosts sharing a filesystem upload
+        into one directory at once, and must not write into each other's files."""
         self._mkdir(remote_dir)
         with self._sftp() as sftp:
             present = {entry.filename: entry.st_size for entry in sftp.listdir_attr(remote_dir)}
             for wheel in bundle.wheels():
                 if present.get(wheel.name) != wheel.stat().st_size:
-                    sftp.put(str(wheel), f"{remote_dir}/{wheel.name}")
+                    partial = f"{remote_dir}/{wheel.name}.{uuid.uuid4().hex}.partial"
+                    sftp.put(str(wheel), partial)
+                    sftp.posix_rename(partial, f"{remote_dir}/{wheel.name}")
 
 
 class SshProcess(Process):
@@ -366,6 +434,13 @@ class SshProcess(Process):
         if self._channel.closed or transport is None or not transport.is_active():
             return -1  # the connection is gone: the process is out of reach
         return None
+
+    def shutdown(self, grace_s: float = 5.0) -> int | None:
+        """As `Process.shutdown`, and the host's guard forgets the group."""
+        code = super().shutdown(grace_s)
+        if self.pid is not None:
+            self._launcher.release(self.pid)
+        return code
 
     def terminate(self) -> None:
         if self.pid is not None:
