@@ -18,6 +18,8 @@ from rich.table import Table
 
 from sixnines.formats.atomic import human_bytes
 
+REDRAWS_PER_S = 1
+
 
 class ProgressView:
     def __init__(self, total_runs: int, stream=None) -> None:
@@ -41,8 +43,11 @@ class ProgressView:
         self.warned = set()
         self.console.print(f"[bold]run {point.index}/{self.total_runs}[/] {point.run_id}")
         if self.console.is_terminal:
-            self.live = Live(self._table(), console=self.console, refresh_per_second=4,
-                             transient=True)
+            # drawn once a second by rich's own thread, never on an event: on a 2-core
+            # machine a redraw per progress message (and 4 a second) cost the send loop's
+            # tail 3x (docs/performance.md, "The product's own path")
+            self.live = Live(get_renderable=self._table, console=self.console,
+                             refresh_per_second=REDRAWS_PER_S, transient=True)
             self.live.start()
 
     def started(self, at_ns: int, span_ns: int) -> None:
@@ -50,7 +55,6 @@ class ProgressView:
         self.span_s = span_ns / 1e9
         for row in self.rows.values():
             row["state"] = "running"
-        self._refresh()
 
     def progress(self, agent_id: str, sent: int, received: int, disk_written: int = 0,
                  disk_free: int = -1) -> None:
@@ -59,7 +63,6 @@ class ProgressView:
             row["sent"], row["received"] = sent, received
             row["written"], row["free"] = disk_written, disk_free
             self._warn_of_full_disks()
-            self._refresh()
 
     def disks(self) -> dict[str, tuple[int, int]]:
         """Per host: (bytes its agents have written, bytes left; -1 unknown). Agents on one
@@ -87,7 +90,6 @@ class ProgressView:
         row = self.rows.get(agent_id)
         if row is not None:
             row["state"] = state
-            self._refresh()
             if self.live is None and state != "ok":
                 self.console.print(f"  {agent_id} on {row['host']}: {state}")
 
@@ -102,9 +104,6 @@ class ProgressView:
                                soft_wrap=True)
 
     # -- rendering ----------------------------------------------------------------------------
-    def _refresh(self) -> None:
-        if self.live is not None:
-            self.live.update(self._table())
 
     def _table(self) -> Table:
         elapsed = time.monotonic() - self.started_mono if self.started_mono else 0.0
