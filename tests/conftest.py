@@ -33,7 +33,10 @@ REFUSE_JVM = """#!/bin/sh
 echo "a test not marked integration started a JVM: mark it (tests/conftest.py)" >&2
 exit 3
 """
-JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+#: C1 only (the suite's JVMs start and compile faster) leaves the code cache at its 48 MB
+#: non-tiered default, which the session's one JVM filled a third of the way through the
+#: suite ("Out of space in CodeCache", then every Spark test failed): 256 MB, as tiered.
+JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
 
 os.environ.setdefault("SPARK_SUBMIT_OPTS", JVM_OPTIONS)
 
