@@ -97,16 +97,31 @@ def _stat_fields(pid: str) -> list[str] | None:
     return text[text.rindex(b")") + 2:].decode().split()
 
 
-def _tree_members(root: int) -> list[int]:
+def tree_members(root: int) -> list[int]:
     """`root`, every process in its process group and every descendant of either: one
     read of every /proc/<pid>/stat on the host (~1 ms per 130 processes)."""
+    table = _process_table()
+    if root not in table:
+        raise ProcessLookupError(f"process {root} is gone")
+    return _with_descendants(table, {pid for pid, fields in table.items()
+                                     if pid == root or int(fields[PGRP]) == root})
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (children, theirs, ...)."""
+    table = _process_table()
+    return [pid for pid in _with_descendants(table, {root}) if pid != root]
+
+
+def _process_table() -> dict[int, list[str]]:
     table = {}
     for pid in os.listdir("/proc"):
         if pid.isdigit() and (fields := _stat_fields(pid)) is not None:
             table[int(pid)] = fields
-    if root not in table:
-        raise ProcessLookupError(f"process {root} is gone")
-    members = {pid for pid, fields in table.items() if pid == root or int(fields[PGRP]) == root}
+    return table
+
+
+def _with_descendants(table: dict[int, list[str]], members: set[int]) -> list[int]:
     grew = True
     while grew:
         children = {pid for pid, fields in table.items() if int(fields[PPID]) in members}
@@ -116,7 +131,7 @@ def _tree_members(root: int) -> list[int]:
 
 
 class ProcessTree:
-    """CPU time (user + system) of a broker's process tree (`_tree_members`), in ns.
+    """CPU time (user + system) of a broker's process tree (`tree_members`), in ns.
 
     The reaped children's time (cutime, cstime) is included, so the sum keeps growing as
     short-lived helpers come and go instead of dropping. The whole of /proc is scanned for
@@ -129,12 +144,12 @@ class ProcessTree:
     def __init__(self, root: int, rescan_every: int = 10) -> None:
         self.root = root
         self._rescan_every = rescan_every
-        self._members = _tree_members(root)
+        self._members = tree_members(root)
         self._until_rescan = rescan_every
 
     def cpu_ns(self) -> int:
         if self._until_rescan <= 0:
-            self._members = _tree_members(self.root)
+            self._members = tree_members(self.root)
             self._until_rescan = self._rescan_every
         self._until_rescan -= 1
         ticks = 0

@@ -8,6 +8,8 @@ import platform
 import socket
 from importlib.metadata import PackageNotFoundError, version
 
+from sixnines.agents.affinity import usable_cpus
+
 PACKAGES = ("sixnines", "numpy", "pyarrow", "pyzmq", "hdrhistogram", "pydantic")
 
 
@@ -20,14 +22,22 @@ def host_facts() -> dict:
         "cpu_count": os.cpu_count(),
         "cpu_model": _cpu_model(),
         "clock_domain": clock_domain(),
+        "kernel_id": kernel_id(),
+        "cpus": usable_cpus(),
     }
+
+
+def kernel_id() -> str:
+    """Names the running kernel (its boot id): processes with equal ids share CPUs, whatever
+    host name, network namespace or container they are in (orchestrator.cpus)."""
+    return _read("/proc/sys/kernel/random/boot_id") or f"host:{socket.gethostname()}"
 
 
 def clock_domain() -> str:
     """Names the monotonic clock this process reads: the kernel's boot id, plus the time
     namespace's offsets when it has any. Processes with equal domains (network namespaces
     or containers on one kernel) compare timestamps directly; others need an offset."""
-    domain = _read("/proc/sys/kernel/random/boot_id") or f"host:{socket.gethostname()}"
+    domain = kernel_id()
     offsets = " ".join(_read("/proc/self/timens_offsets").split())
     if any(part not in ("monotonic", "boottime", "0") for part in offsets.split()):
         domain += f" timens {offsets}"

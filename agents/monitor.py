@@ -15,13 +15,15 @@ measures).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
 from pathlib import Path
 
+from sixnines.agents.affinity import keep_off
 from sixnines.agents.artifacts import keep_done, write_files
-from sixnines.agents.cpu import CpuSampler, ProcessTree, Samples, write_cpu
+from sixnines.agents.cpu import CpuSampler, ProcessTree, Samples, tree_members, write_cpu
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.streams import clock
 from sixnines.formats import protocol as p
@@ -64,6 +66,8 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
                 channel.send(p.Pong(t_ns=message.t_ns, agent_ns=clock()))
             elif isinstance(message, p.Start) and sampler is None:
                 at_ns = message.at_ns
+                with contextlib.suppress(OSError):  # a broker gone: the sampler says so
+                    keep_off([os.getpid(), *tree_members(spec.target_pid)], message.keep_off)
                 sampler = CpuSampler(tree.cpu_ns, lambda: None, spec.cpu_sample_ns,
                                      keep=functools.partial(_keep, kept))
                 sampler.start()

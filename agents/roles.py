@@ -104,6 +104,10 @@ class Role(ABC):
     def label(self) -> str:
         return f"{self.spec.run_id} {self.spec.agent_id} ({self.spec.role})"
 
+    def helpers(self) -> list[int]:
+        """The processes the role runs beside its own (a recorder's writer)."""
+        return []
+
     @abstractmethod
     def close(self) -> None:
         """Close connections (after the run)."""
@@ -142,6 +146,9 @@ class Chunked(Role):
     def results(self) -> tuple[dict, dict, list[str]]:
         self._close_chunks()
         return self.recorder.finish()
+
+    def helpers(self) -> list[int]:
+        return [self.recorder.pid] if self.recorder.pid else []
 
     def extra(self) -> dict[str, object]:
         return {"recording": self.recorder.summary()}

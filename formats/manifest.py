@@ -29,7 +29,7 @@ from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Role
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
 #: only what it had closed (formats.chunks.kept_chunks).
 UNREPORTED = ("failed", "missing")
@@ -99,6 +99,8 @@ class AgentEntry(Open):
     rate: float | None = None
     """Its share of the scheduled rate, msg/s."""
     planned_sends: int | None = None
+    loop_cpu: int | None = None
+    """The CPU its loop had to itself (None: it shared the CPUs)."""
     clock: Clock = Field(default_factory=Clock)
     sent: int = 0
     """Messages it said it sent (progress or done)."""
@@ -220,6 +222,9 @@ class Manifest(Open):
     """M, the messages a stream's throughput is taken over by default (100 for manifests
     without it)."""
     monitor: MonitorEntry | None = None
+    cpu_placement: list[str] = Field(default_factory=list)
+    """What the CPU placement did on each host with a busy loop (docs/design.md, "CPU
+    placement"); empty: none was asked for, or no loop spins."""
     started_at_ns: int | None = None
     """The start instant on the controller's clock."""
     broker_exit: int | None = None

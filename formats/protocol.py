@@ -32,7 +32,8 @@ from typing import IO, ClassVar
 
 from sixnines.formats.errors import SixninesError
 
-PROTOCOL_VERSION = 4  # 3: heartbeats (`beat`); 4: progress carries disk written and free
+PROTOCOL_VERSION = 5  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
+#: 5: `start` carries the CPU placement
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
@@ -106,8 +107,15 @@ class Pong(Message):
 
 @dataclass(frozen=True)
 class Start(Message):
+    """Begin at `at_ns` (the agent's own monotonic clock). The CPU placement on its kernel
+    (docs/design.md, "CPU placement"): its loop runs on `loop_cpu` alone (-1: anywhere),
+    and every other thread and process of the agent keeps off `keep_off` (the CPUs of the
+    busy loops there)."""
+
     TYPE: ClassVar[str] = "start"
-    at_ns: int  # in the agent's own monotonic clock
+    at_ns: int
+    loop_cpu: int = -1
+    keep_off: list = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,14 @@ class Receive(StrEnum):
     BUSY_POLL = "busy-poll"
 
 
+class LoopCpus(StrEnum):
+    """Whether each busy-waiting loop gets a CPU of its own (docs/design.md, "CPU
+    placement"), or shares the CPUs as the kernel sees fit."""
+
+    DEDICATED = "dedicated"
+    SHARED = "shared"
+
+
 class Role(StrEnum):
     """What an agent does in a run."""
 

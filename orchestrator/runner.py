@@ -26,8 +26,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sixnines.agents.affinity import busy_loop, keep_off, restore
 from sixnines.agents.artifacts import read_done
-from sixnines.agents.facts import clock_domain
+from sixnines.agents.cpu import descendants
+from sixnines.agents.facts import clock_domain, kernel_id
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.chunks import kept_chunks
@@ -35,8 +37,9 @@ from sixnines.formats.errors import SixninesError
 from sixnines.formats.integrity import sha256_of
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock, MonitorEntry
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
-from sixnines.formats.vocabulary import MAX_RATE, Role
+from sixnines.formats.vocabulary import MAX_RATE, LoopCpus, Role
 from sixnines.orchestrator.brokers import BrokerError, RunningBroker, provide_broker
+from sixnines.orchestrator.cpus import CpuPlacement, Seat, place_loops
 from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.hosts import Placement
 from sixnines.orchestrator.interrupts import describe, held
@@ -110,11 +113,12 @@ class RunSettings:
     placement: Placement = field(default_factory=Placement)
     cpu_sample_ns: int = p.DEFAULT_CPU_SAMPLE_NS
     throughput_window: int = DEFAULT_THROUGHPUT_WINDOW  # recorded for the analysis
+    loop_cpus: LoopCpus = LoopCpus.DEDICATED
 
     @classmethod
     def of(cls, scenario) -> RunSettings:
         return cls(scenario.name, scenario.placement, scenario.cpu_sample,
-                   scenario.throughput_window)
+                   scenario.throughput_window, scenario.loop_cpus)
 
 
 class Run:
@@ -130,6 +134,9 @@ class Run:
         self.agents: dict[str, AgentHandle] = {}
         self.broker: RunningBroker | None = None
         self.cpu_sample_ns = settings.cpu_sample_ns
+        self.loop_cpus = settings.loop_cpus
+        self.cpus = CpuPlacement()
+        self.controller_cpus: dict[int, set[int]] = {}  # its threads' sets before the run
         self.monitor: AgentHandle | None = None  # samples the broker's CPU (agents.monitor)
         self.monitor_notes: list[str] = []  # its troubles: never the run's problems
         self.manifest = new_manifest(point, settings.scenario).model_copy(update=dict(
@@ -192,6 +199,7 @@ class Run:
             try:
                 self._finalise()
             finally:
+                restore(self.controller_cpus)
                 if self.broker is not None:
                     self.broker.stop(keep_data=self.manifest.status != "ok")
 
@@ -316,10 +324,14 @@ class Run:
             agent.clock.same_clock_as_controller = same_clock
 
     def _start(self) -> None:
+        self._place_cpus()
         at = time.perf_counter_ns() + int(START_DELAY_S * NS)
         for agent in self.agents.values():
             if agent.clock is not None:  # all but a monitor that died
-                agent.send(p.Start(at_ns=at + agent.clock.offset_ns))
+                kernel = agent.ready.host.get("kernel_id", "")
+                agent.send(p.Start(at_ns=at + agent.clock.offset_ns,
+                                   loop_cpu=self.cpus.loop_cpu.get(agent.plan.agent_id, -1),
+                                   keep_off=self.cpus.avoided_by(kernel)))
         w = self.point.workload
         self.manifest.started_at_ns = at
         logger.info("%s: agents start in %.1f s", self.point.run_id, START_DELAY_S)
@@ -345,6 +357,26 @@ class Run:
                 self._stop_agents("overran the planned end")
                 return
         self._finish_monitor()
+
+    def _place_cpus(self) -> None:
+        """Decide the CPU placement (orchestrator.cpus). On its own kernel the controller
+        keeps itself and what it started there (guards, SSH clients, a broker) off the
+        loops' CPUs until the run is over; the agents place themselves."""
+        if self.loop_cpus != LoopCpus.DEDICATED:
+            return
+        w = self.point.workload
+        self.cpus = place_loops([
+            Seat(agent.plan.agent_id, agent.plan.host, agent.ready.host.get("kernel_id", ""),
+                 frozenset(agent.ready.host.get("cpus", ())),
+                 agent is not self.monitor and busy_loop(agent.plan.role, str(w.receive)))
+            for agent in self.agents.values() if agent.clock is not None])
+        self.manifest.cpu_placement = self.cpus.notes
+        for note in self.cpus.notes:
+            logger.info("%s: CPU placement: %s", self.point.run_id, note)
+        looping = {agent.ready.pid for agent in self.agents.values()
+                   if agent.plan.agent_id in self.cpus.loop_cpu}
+        ours = [os.getpid(), *(pid for pid in descendants(os.getpid()) if pid not in looping)]
+        self.controller_cpus = keep_off(ours, self.cpus.avoided_by(kernel_id()))
 
     def _measuring(self) -> list[AgentHandle]:
         """The agents that send or receive: every one but the monitor."""
@@ -524,6 +556,7 @@ class Run:
         return dict(
             id=plan.agent_id, role=plan.role, host=plan.host, first_id=plan.first_id,
             connections=plan.connections, rate=plan.rate, planned_sends=plan.sends,
+            loop_cpu=self.cpus.loop_cpu.get(plan.agent_id),
             clock=agent.clock or Clock(), sent=agent.sent, received=agent.received,
             exit_code=agent.process.poll(),
             files_at=agent.process.files_at(agent.remote_dir)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
-from sixnines.formats.vocabulary import Mode, Receive, Schedule
+from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
 from sixnines.orchestrator.fields import Messages, Name, SampleInterval, Text
 from sixnines.orchestrator.hosts import (
     LOCAL,
@@ -94,6 +94,10 @@ class Scenario(BaseModel):
     """How often agents and the broker monitor sample CPU time (cpu.parquet), in ns."""
     throughput_window: Messages = DEFAULT_THROUGHPUT_WINDOW
     """Messages per window of a stream's overhead and throughput (SO_n … RT_n)."""
+    loop_cpus: LoopCpus = LoopCpus.DEDICATED
+    """dedicated: each busy-waiting loop runs on a CPU of its own, everything else sixnines
+    runs on that host keeps off it (when the host has a CPU to spare); shared: the kernel
+    places everything."""
 
     @field_validator("systems")
     @classmethod

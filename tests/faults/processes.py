@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 SCAN_S = 0.1
@@ -62,6 +63,31 @@ def still_alive_after(pids: set[int], seconds: float) -> dict[int, str]:
     while (left := {pid for pid in pids if alive(pid)}) and time.monotonic() < deadline:
         time.sleep(0.05)
     return {pid: command_line(pid) for pid in left}
+
+
+def pid_logging_to(log: Path) -> int | None:
+    """The agent whose stderr is `log` (each agent's goes to its agent.log), not its
+    recorder's writer process, which shares it: the one whose parent does not."""
+    pids = pids_logging(lambda path: path == str(log))
+    parent = parents()
+    agents = [pid for pid in pids if parent.get(pid) not in pids]
+    return agents[0] if agents else None
+
+
+def pids_logging_under(run_dir: Path) -> set[int]:
+    """Processes whose stderr is a file of the run (its agents, their writers, its broker)."""
+    return pids_logging(lambda path: path.startswith(f"{run_dir}/"))
+
+
+def pids_logging(to: Callable[[str], bool]) -> set[int]:
+    found = set()
+    for stderr in Path("/proc").glob("[0-9]*/fd/2"):
+        try:
+            if to(os.readlink(stderr)):
+                found.add(int(stderr.parent.parent.name))
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
 
 
 class Sixnines:

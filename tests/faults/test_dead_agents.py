@@ -22,7 +22,6 @@ import shutil
 import signal
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -36,7 +35,12 @@ from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.runner import RunSettings
 from sixnines.orchestrator.scenario import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
-from tests.faults.processes import parents, still_alive_after
+from tests.faults.processes import (
+    parents,
+    pid_logging_to,
+    pids_logging_under,
+    still_alive_after,
+)
 from tests.faults.support import sixnines
 from tests.integration.support import RecordingView, execute, one_system, points
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
@@ -63,31 +67,6 @@ workload: {mode: round-trip, message_size: 64, rate: 1000, duration: 3s, warmup:
            producers: 2}
 """
 MESSAGE = ["producer_id", "seq"]
-
-
-def pid_logging_to(log: Path) -> int | None:
-    """The agent whose stderr is `log` (each agent's goes to its agent.log), not its
-    recorder's writer process, which shares it: the one whose parent does not."""
-    pids = pids_logging(lambda path: path == str(log))
-    parent = parents()
-    agents = [pid for pid in pids if parent.get(pid) not in pids]
-    return agents[0] if agents else None
-
-
-def pids_logging_under(run_dir: Path) -> set[int]:
-    """Processes whose stderr is a file of the run (its agents, their writers, its broker)."""
-    return pids_logging(lambda path: path.startswith(f"{run_dir}/"))
-
-
-def pids_logging(to: Callable[[str], bool]) -> set[int]:
-    found = set()
-    for stderr in Path("/proc").glob("[0-9]*/fd/2"):
-        try:
-            if to(os.readlink(stderr)):
-                found.add(int(stderr.parent.parent.name))
-        except OSError:  # gone meanwhile, or not ours to read
-            continue
-    return found
 
 
 def run_killing(scenario: str, agent: str, run_dir: Path, after_s: float = KILL_AFTER_S,

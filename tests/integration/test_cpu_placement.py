@@ -1,0 +1,111 @@
+"""CPU placement as a run really applies it (docs/design.md, "CPU placement"): while a
+`sixnines run` measures, the producer's loop thread runs on a CPU of its own and no other
+thread of the run (the controller's, the agents' other threads, the chunk writers, the
+builtin broker and its monitor) may run there; `loop_cpus: shared` leaves it all to the
+kernel. Read from /proc while the run goes."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from sixnines.agents.affinity import threads_of
+from sixnines.orchestrator.runner import START_DELAY_S
+from tests.faults.processes import Sixnines, command_line, descendants, pid_logging_to
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
+                       reason="placement needs a CPU to spare beside the loop"),
+]
+
+SCENARIO = """
+name: cpus
+systems: [{{name: tcp, driver: tcp, broker: builtin}}]
+workload: {{rate: 20k, duration: 4s, warmup: 0s, message_size: 64}}
+output: {output}
+loop_cpus: {loop_cpus}
+"""
+STREAMING = {"SIXNINES_CHUNK_ROWS": "8192"}  # so the producer and consumer have writers
+
+
+def start_run(tmp_path: Path, loop_cpus: str) -> Sixnines:
+    scenario = tmp_path / "cpus.yaml"
+    scenario.write_text(SCENARIO.format(output=tmp_path / "runs", loop_cpus=loop_cpus))
+    return Sixnines("run", str(scenario), "--no-analysis", cwd=tmp_path, env=STREAMING)
+
+
+def producer_log(tmp_path: Path, timeout_s: float = 60) -> Path:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        logs = list((tmp_path / "runs").glob("cpus/*/*/agents/producer-0/agent.log"))
+        if logs:
+            return logs[0]
+        time.sleep(0.1)
+    raise AssertionError("the producer never started")
+
+
+def producer_pid(run: Sixnines, log: Path, timeout_s: float = 60) -> int:
+    deadline = time.monotonic() + timeout_s
+    while (pid := pid_logging_to(log)) is None:
+        assert run.process.poll() is None and time.monotonic() < deadline, run.stderr
+        time.sleep(0.05)
+    return pid
+
+
+def cpus_of(tid: int) -> set[int]:
+    try:
+        return os.sched_getaffinity(tid)
+    except OSError:  # ended meanwhile
+        return set()
+
+
+def manifest_of(tmp_path: Path) -> dict:
+    return json.loads(next((tmp_path / "runs").glob("cpus/*/*/manifest.json")).read_text())
+
+
+@pytest.mark.timeout(180)
+def test_the_producer_loop_has_its_cpu_and_nothing_else_of_the_run_runs_there(tmp_path):
+    run = start_run(tmp_path, "dedicated")
+    producer = producer_pid(run, producer_log(tmp_path))
+    deadline = time.monotonic() + 60
+    while len(cpus_of(producer)) != 1:  # placed when `start` arrives
+        assert run.process.poll() is None and time.monotonic() < deadline, run.stderr
+        time.sleep(0.02)
+    time.sleep(START_DELAY_S)  # every process has had its `start` by the start instant
+    (loop_cpu,) = cpus_of(producer)
+    others = {run.process.pid, *descendants(run.process.pid)}
+    trespassers = {
+        command_line(pid): sorted(cpus_of(tid)) for pid in others for tid in threads_of(pid)
+        if tid != producer and loop_cpu in cpus_of(tid)}
+    assert not trespassers, f"on the loop's CPU {loop_cpu}: {trespassers}"
+    helpers = [pid for pid in others if pid != producer and threads_of(pid)]
+    assert len(helpers) >= 4, helpers  # controller, broker, monitor, consumer, writers
+    code, _, stderr = run.finish()
+    assert code == 0, stderr
+    manifest = manifest_of(tmp_path)
+    producer_entry = next(a for a in manifest["agents"] if a["id"] == "producer-0")
+    assert producer_entry["loop_cpu"] == loop_cpu
+    assert manifest["cpu_placement"] and f"CPU {loop_cpu}" in manifest["cpu_placement"][0]
+    assert len(os.sched_getaffinity(0)) > 1  # this process was never touched
+
+
+@pytest.mark.timeout(180)
+def test_shared_loop_cpus_leave_placement_to_the_kernel(tmp_path):
+    everywhere = os.sched_getaffinity(0)
+    run = start_run(tmp_path, "shared")
+    producer = producer_pid(run, producer_log(tmp_path))
+    seen = set()
+    while run.process.poll() is None:
+        seen |= {frozenset(cpus_of(tid)) for tid in threads_of(producer)} - {frozenset()}
+        time.sleep(0.05)
+    code, _, stderr = run.finish()
+    assert code == 0, stderr
+    assert seen == {frozenset(everywhere)}
+    manifest = manifest_of(tmp_path)
+    assert not manifest.get("cpu_placement")
+    assert all(agent.get("loop_cpu") is None for agent in manifest["agents"])
