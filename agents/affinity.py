@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Collection, Iterable
 
 from sixnines.formats.vocabulary import SENDERS, Receive
@@ -65,6 +66,13 @@ def restore(before: dict[int, set[int]]) -> None:
             os.sched_setaffinity(tid, allowed)
 
 
-def pin_this_thread(cpu: int) -> None:
-    """Run the calling thread on `cpu` only (Linux applies affinity per thread)."""
-    os.sched_setaffinity(0, {cpu})
+def pin_python_threads(cpu: int) -> None:
+    """Run the loop and every Python thread of this process on `cpu` only (Linux applies
+    affinity per thread; threads started later inherit it). Threads that share the loop's
+    GIL go with it: one holding the GIL on a busy CPU can be preempted there and keep the
+    loop waiting for a scheduler slice (12 ms stalls at 500k msg/s, measured); beside the
+    loop, it runs its few µs and gives the GIL back."""
+    for thread in threading.enumerate():
+        if thread.native_id is not None:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(thread.native_id, {cpu})

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
-from sixnines.agents.affinity import keep_off, pin_this_thread
+from sixnines.agents.affinity import keep_off, pin_python_threads
 from sixnines.agents.artifacts import keep_done, write_files
 from sixnines.agents.cpu import CpuSampler, write_cpu
 from sixnines.agents.disk import DiskGauge
@@ -130,7 +130,9 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, start: p.Start) -> int
     at_ns = start.at_ns
     signal.signal(signal.SIGTERM, lambda *_: control.stop("terminated (SIGTERM)"))
     role.arm(at_ns)  # before any thread starts: arming may fork the recorder's writer
-    keep_off([os.getpid(), *role.helpers()], start.keep_off)  # threads below inherit it
+    keep_off([os.getpid(), *role.helpers()], start.keep_off)  # native threads, the writer
+    if start.loop_cpu >= 0:
+        pin_python_threads(start.loop_cpu)  # threads started below inherit it
     threading.Thread(target=_listen, args=(channel, control, spec.drain_ns), daemon=True).start()
     finished = threading.Event()
     threading.Thread(target=_report_progress, args=(channel, role, spec.agent_id, finished),
@@ -138,8 +140,6 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, start: p.Start) -> int
     sampler = CpuSampler(time.process_time_ns, _message_count(role), spec.cpu_sample_ns)
     sampler.start()
     problems = []
-    if start.loop_cpu >= 0:
-        pin_this_thread(start.loop_cpu)
     try:
         role.run(control)
     except DriverError as exc:

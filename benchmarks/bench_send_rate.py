@@ -7,11 +7,14 @@ the run); the figures come straight from the agents' parquet files. The baseline
 in the same script against a relay of its own, is the naive generator: a Python loop
 doing one `send()` per message as fast as it can (no pacing, no stamping).
 
-`--ab` runs each rate three ways, interleaved, to show what each part `sixnines run` adds
+`--ab` runs each rate four ways, interleaved, to show what each part `sixnines run` adds
 around the agents costs: as users get it; without the live view (stderr a pipe, as in
-CI); with the relay started by this script instead of the run (so no broker monitor).
+CI); with the relay started by this script instead of the run (so no broker monitor);
+with `loop_cpus: shared` (no CPU placement). `--recording-ab` runs each rate with chunks
+streaming to disk and with the run kept in memory.
 
-    .venv/bin/python benchmarks/bench_send_rate.py [--rates 100k,250k,500k,750k,1M,1.25M] [--ab]
+    .venv/bin/python benchmarks/bench_send_rate.py [--rates 100k,250k,500k,750k,1M,1.25M]
+        [--ab | --recording-ab]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import common
@@ -58,16 +62,34 @@ def naive_rate(address: str, seconds: float = 2.0) -> float:
     return rate
 
 
-#: name -> (the relay the run uses: builtin or this script's, live view on a terminal)
-VARIANTS = {"as users run it": (True, True), "no live view": (True, False),
-            "no broker monitor": (False, True)}
+@dataclass(frozen=True)
+class Variant:
+    """One way of running a step: the relay the run uses (builtin, or this script's, which
+    has no broker monitor), the live view on a terminal or not, more scenario YAML, and
+    environment (SIXNINES_CHUNK_ROWS switches streaming recording)."""
+
+    builtin: bool = True
+    tty: bool = True
+    extra: str = ""
+    env: dict[str, str] = field(default_factory=dict)
 
 
-def step(rate: float, seconds: int, work: Path, builtin: bool, tty: bool,
-         address: str) -> dict:
-    system = ("{name: tcp, driver: tcp, broker: builtin}" if builtin
+AS_USERS_RUN_IT = "as users run it"
+#: --ab: what each part `sixnines run` adds around the agents costs
+SIDECARS = {AS_USERS_RUN_IT: Variant(), "no live view": Variant(tty=False),
+            "no broker monitor": Variant(builtin=False),
+            "loop CPUs shared": Variant(extra="loop_cpus: shared")}
+#: --recording-ab: chunks streaming to disk while the run goes, against the whole run in
+#: memory written after it (docs/design.md, "Recording in chunks")
+RECORDING = {"streaming": Variant(env={"SIXNINES_CHUNK_ROWS": "524288"}),
+             "in memory": Variant(env={"SIXNINES_CHUNK_ROWS": "0"})}
+
+
+def step(rate: float, seconds: int, work: Path, variant: Variant, address: str) -> dict:
+    system = ("{name: tcp, driver: tcp, broker: builtin}" if variant.builtin
               else common.external_system("tcp", "tcp", address))
-    return common.measure_step("rate", system, SIZE, rate, seconds, work, tty=tty)
+    return common.measure_step("rate", system, SIZE, rate, seconds, work, tty=variant.tty,
+                               extra=variant.extra, env=variant.env)
 
 
 def main() -> None:
@@ -75,10 +97,14 @@ def main() -> None:
     parser.add_argument("--rates", default="100k,250k,500k,750k,1M,1.25M")
     parser.add_argument("--seconds", type=int, default=3)
     parser.add_argument("--ab", action="store_true",
-                        help="each rate also without the live view and without the monitor")
+                        help="each rate also without the live view, without the monitor "
+                        "and with loop CPUs shared")
+    parser.add_argument("--recording-ab", action="store_true",
+                        help="each rate with chunks streaming and with the run in memory")
     args = parser.parse_args()
     rates = common.parse_rates(args.rates)
-    variants = VARIANTS if args.ab else dict(list(VARIANTS.items())[:1])
+    variants = (SIDECARS if args.ab else RECORDING if args.recording_ab
+                else {AS_USERS_RUN_IT: SIDECARS[AS_USERS_RUN_IT]})
     relay, address = start_relay()
     try:
         baseline = naive_rate(address)
@@ -87,8 +113,8 @@ def main() -> None:
         best = dict.fromkeys(variants, 0.0)
         with tempfile.TemporaryDirectory() as tmp:
             for rate in rates:
-                for k, (name, (builtin, tty)) in enumerate(variants.items()):
-                    r = step(rate, args.seconds, Path(tmp) / f"{int(rate)}-{k}", builtin, tty,
+                for k, (name, variant) in enumerate(variants.items()):
+                    r = step(rate, args.seconds, Path(tmp) / f"{int(rate)}-{k}", variant,
                              address)
                     best[name] = max(best[name], r["achieved"]) if common.held(r) else best[name]
                     rows[name].append(common.ladder_row(rate, r, baseline, 8))

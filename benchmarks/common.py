@@ -57,40 +57,46 @@ def external_system(name: str, driver: str, address: str, options: str = "{}") -
             f"options: {options}}}")
 
 
-def step_scenario(name: str, system: str, size: int, rate: float, seconds: int) -> str:
+def step_scenario(name: str, system: str, size: int, rate: float, seconds: int,
+                  extra: str = "") -> str:
     """Scenario text for one step: one system (a YAML flow mapping) at one open-loop rate,
-    a second of warm-up, `seconds` measured, 5 s to drain."""
+    a second of warm-up, `seconds` measured, 5 s to drain; `extra`: more top-level YAML."""
     return f"""
 name: {name}
 systems: [{system}]
 workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s, drain: 5s}}
+{extra}
 """
 
 
 def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
-                 run_dir: Path, stop_on_failure: bool = False, tty: bool = True) -> dict:
+                 run_dir: Path, stop_on_failure: bool = False, tty: bool = True,
+                 extra: str = "", env: dict[str, str] | None = None) -> dict:
     """One step run (see step_scenario) in `run_dir` and measured: rate, run status and
     send_figures. `stop_on_failure`: end the script, naming the run's problems, when the
-    run failed outright (it leaves no figures to read)."""
-    run = sixnines_run(step_scenario(name, system, size, rate, seconds), run_dir, tty)
+    run failed outright (it leaves no figures to read). `env`: set for the run."""
+    run = sixnines_run(step_scenario(name, system, size, rate, seconds, extra), run_dir, tty,
+                       env)
     manifest = json.loads((run / "manifest.json").read_text())
     if stop_on_failure and manifest["status"] == "failed":
         raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")
     return {"rate": rate, "status": manifest["status"], **send_figures(run)}
 
 
-def sixnines_run(scenario: str, work: Path, tty: bool = True) -> Path:
+def sixnines_run(scenario: str, work: Path, tty: bool = True,
+                 env: dict[str, str] | None = None) -> Path:
     """`sixnines run --no-analysis` of `scenario` in a process of its own, as a user starts
     it: with `tty` its stderr is a pseudo-terminal, so the live view renders (and costs) as
-    on a laptop; otherwise a pipe (as in CI: one plain line per event). Returns the run
-    directory."""
+    on a laptop; otherwise a pipe (as in CI: one plain line per event). `env` is added to
+    this process's environment. Returns the run directory."""
+    environment = {**os.environ, **(env or {})}
     work.mkdir(parents=True, exist_ok=True)
     (work / "scenario.yaml").write_text(scenario)
     argv = [sys.executable, "-m", "sixnines", "run", str(work / "scenario.yaml"),
             "--output", str(work / "out"), "--no-analysis"]
     if not tty:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=600)
+                              timeout=600, env=environment)
         return _run_dir(done.stdout, done.stderr)
     leader, follower = pty.openpty()
     screen: list[bytes] = []
@@ -98,7 +104,7 @@ def sixnines_run(scenario: str, work: Path, tty: bool = True) -> Path:
     reader.start()
     try:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=follower, text=True, timeout=600)
+                              stderr=follower, text=True, timeout=600, env=environment)
     finally:
         os.close(follower)
         reader.join(10)

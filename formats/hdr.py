@@ -29,8 +29,9 @@ PERCENTILE_KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999"
 
 
 def _bit_length(values: np.ndarray) -> np.ndarray:
-    """Bit length of non-negative int64 values below 2**53 (exact through float64)."""
-    return np.frexp(values.astype(np.float64))[1].astype(np.int64)
+    """Bit length of positive int64 values below 2**53 (exact through float64): the
+    float's exponent field, read in place (half the time of `np.frexp`)."""
+    return (values.astype(np.float64).view(np.int64) >> 52) - 1022
 
 
 def bucket_indices(values: np.ndarray) -> np.ndarray:

@@ -81,6 +81,24 @@ class IntervalLog:
         after = self.before + (offsets - self.warmup_ns) // self.interval_ns
         return np.maximum(np.where(offsets < self.warmup_ns, inside, after), 0)
 
+    def _by_interval(self, offsets: np.ndarray, values: np.ndarray) -> dict[int, np.ndarray]:
+        """{interval: its values}. Offsets in order (a schedule's, nearly always) are cut
+        at the few interval ends they cross, by binary search; others are sorted by
+        interval first (dividing every offset was 2/3 of a chunk's interval-log cost)."""
+        if not np.any(offsets[1:] < offsets[:-1]):
+            first, last = self.interval_of(offsets[[0, -1]]).tolist()
+            ends = [sum(self.span(k)) for k in range(first, last)]
+            cuts = [0, *np.searchsorted(offsets, ends).tolist(), len(values)]
+            return {k: values[lo:hi] for k, lo, hi in zip(range(first, last + 1), cuts[:-1],
+                                                          cuts[1:], strict=True) if hi > lo}
+        intervals = self.interval_of(offsets)
+        order = np.argsort(intervals, kind="stable")
+        intervals, values = intervals[order], values[order]
+        found, first_row = np.unique(intervals, return_index=True)
+        ends = [*first_row[1:].tolist(), len(values)]
+        return {k: values[lo:hi] for k, lo, hi in zip(
+            found.tolist(), first_row.tolist(), ends, strict=True)}
+
     def span(self, interval: int) -> tuple[int, int]:
         """(start, length) of an interval in ns since t0."""
         if interval < self.before:
@@ -109,14 +127,7 @@ class IntervalLog:
             if not len(offsets):
                 continue
             latest = max(int(offsets.max()), -1 if latest is None else latest)
-            intervals = self.interval_of(offsets)
-            if np.any(intervals[1:] < intervals[:-1]):  # schedule order is usual; sort if not
-                order = np.argsort(intervals, kind="stable")
-                intervals, values = intervals[order], values[order]
-            found, first = np.unique(intervals, return_index=True)
-            ends = [*first[1:].tolist(), len(values)]
-            located[tag] = {k: values[lo:hi] for k, lo, hi in zip(
-                found.tolist(), first.tolist(), ends, strict=True)}
+            located[tag] = self._by_interval(offsets, values)
         if latest is None:
             return
         complete = int(self.interval_of(np.array([latest - self.lateness_ns]))[0])

@@ -287,3 +287,23 @@ def test_a_killed_writer_s_log_reads_as_far_as_it_was_written(tmp_path) -> None:
     assert read.end_s == 2.0
     with pytest.raises(HlogError, match="damaged interval"):
         read_hlog(path)
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_values_go_to_the_interval_their_offset_falls_in(tmp_path, in_order):
+    """Offsets in order are cut by binary search, others sorted by interval: either way
+    each value lands where `interval_of` puts its offset (a warm-up ending mid-interval,
+    offsets before t0 and on the boundaries included)."""
+    log = IntervalLog(tmp_path / "l.hlog", start_epoch_s=0.0, warmup_ns=1_500,
+                      interval_ns=1_000)
+    rng = np.random.default_rng(7)
+    offsets = np.sort(np.concatenate([rng.integers(-500, 6_000, 2_000),
+                                      [0, 999, 1_000, 1_500, 2_499, 2_500]]))
+    if not in_order:
+        offsets = rng.permutation(offsets)
+    values = np.arange(len(offsets), dtype=np.int64)
+    expected = {int(k): sorted(values[log.interval_of(offsets) == k].tolist())
+                for k in np.unique(log.interval_of(offsets))}
+    found = {k: sorted(v.tolist()) for k, v in log._by_interval(offsets, values).items()}
+    log.close()
+    assert found == expected
