@@ -165,11 +165,13 @@ def measured(df: DataFrame) -> DataFrame:
 
 
 def _is_sender() -> Column:
-    return F.col("role").isin(*SENDERS)
+    """A message sent: any producer row, or a requester's request row (its replies are
+    rows of their own, with a receive time)."""
+    return F.col("role").isin(*SENDERS) & F.col("recv_ns").isNull()
 
 
 def _is_receipt() -> Column:
-    """A received message: any consumer row, or a requester row whose reply came."""
+    """A received message: any consumer row, or a requester's reply row."""
     return (F.col("role") == Role.CONSUMER.value) | (
         (F.col("role") == Role.REQUESTER.value) & F.col("recv_ns").isNotNull()
     )

@@ -227,12 +227,14 @@ def test_round_trip_with_lost_replies(spark, tmp_path):
     lost = np.zeros(N, dtype=bool)
     lost[[5, 150, 151, 999]] = True  # one in the warm-up
     replied = ~lost
-    rx_index = np.cumsum(replied) - 1
-    rows = {"producer_id": np.full(N, 7, np.int32), "seq": seq, "intended_ns": intended,
-            "sent_ns": sent,
-            "recv_ns": pa.array(recv, mask=lost), "consumer_id": pa.array(
-                np.full(N, 7, np.int32), mask=lost),
-            "rx_index": pa.array(rx_index, mask=lost)}
+    # its requests (a sender's rows), then its replies (a receiver's, in arrival order)
+    both = np.concatenate([np.arange(N), np.flatnonzero(replied)])
+    request = np.arange(len(both)) < N
+    rows = {"producer_id": np.full(len(both), 7, np.int32), "seq": seq[both],
+            "intended_ns": intended[both], "sent_ns": sent[both],
+            "recv_ns": pa.array(recv[both], mask=request),
+            "consumer_id": pa.array(np.full(len(both), 7, np.int32), mask=request),
+            "rx_index": pa.array(np.arange(len(both)) - N, mask=request)}
     _write_agent(run_dir, "r1", rows, {
         "send_lag": (intended, sent - intended),
         "latency": (intended[replied], (recv - intended)[replied]),
