@@ -137,7 +137,7 @@ class Piece:
 
 class PiecePool:
     """A sender's schedule in buffers reused in turn (one holding the whole schedule when
-    nothing records it piecewise: a requester, whose replies join its requests).
+    no recorder writes it: a stream on its own, as tests and benchmarks drive one).
 
     Until the writer process is forked the agent fills pieces; from then on the writer
     does (its copy of the schedule is the one that goes on) and the agent takes them as

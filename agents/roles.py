@@ -2,11 +2,11 @@
 
 Each role connects and allocates in `__init__` (before `ready`), runs its loop in `run`
 (the measuring part: pace, stamp, send, receive, stamp — nothing else), and afterwards
-writes what is left (`results`). Producers and consumers record in chunks while the run
-goes (agents.recording): each closed chunk is described as rows and histogram inputs
-(`_describe`) by the recorder's writer. Requesters and responders keep the whole run in
-memory and turn it into rows (`columns`) and histogram inputs (`metrics`) at the end: a
-requester's replies join its requests, which chunks of requests would cut apart.
+writes what is left (`results`). Producers, consumers and requesters record in chunks
+while the run goes (agents.recording): each closed chunk is described as rows and histogram
+inputs (`_describe`) by the recorder's writer. A requester's requests are a sender's rows
+and its replies a receiver's: the analysis matches them. Responders record nothing per
+message and write their (empty) files at the end (`columns`, `metrics`).
 
 Throughput mode (schedule `max`, from `rate: max`): producers send their `messages` as fast
 as the system takes them, with no schedule (`run_flat_out`); their intended times are their
@@ -33,7 +33,7 @@ from sixnines.agents.recording import (
 )
 from sixnines.agents.schedule import NS, Pieces, message_count, split
 from sixnines.agents.streams import Inbox, OutStream, clock
-from sixnines.drivers.base import Driver, Receiver, Waiter
+from sixnines.drivers.base import Driver, Receiver, Sender, Waiter
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import MAX_RATE, Receive, Schedule
@@ -185,18 +185,44 @@ def _schedules(spec: Prepare) -> list[Pieces]:
     ]
 
 
-def _rows_of_streams(role: Role, streams: list[OutStream]) -> dict[str, np.ndarray]:
-    done = [s.next for s in streams]
-    intended = np.concatenate([s.intended[:n] for s, n in zip(streams, done, strict=True)])
-    return {
-        "producer_id": np.concatenate([np.full(n, s.producer_id, np.int32)
-                                       for s, n in zip(streams, done, strict=True)]),
-        "seq": np.concatenate([np.arange(n, dtype=np.int64) for n in done]),
-        "size": np.full(len(intended), role.spec.message_size, np.int32),
+def sent_rows(role: Role, chunk: Piece) -> tuple[dict, dict]:
+    """A sent piece of schedule as a sender's rows (no receipt) and its send lag (none in
+    throughput mode: no schedule to lag)."""
+    n = chunk.rows
+    intended, sent = chunk.intended[:n], chunk.sent[:n]
+    columns = {
+        "producer_id": np.full(n, chunk.pool.producer_id, np.int32),
+        "seq": np.arange(chunk.start, chunk.start + n, dtype=np.int64),
+        "size": np.full(n, role.spec.message_size, np.int32),
+        "intended_ns": intended, "sent_ns": sent, "warmup": role.warmup(intended),
+        "recv_ns": None, "consumer_id": None, "rx_index": None,
+    }
+    if role.spec.schedule == MAX_RATE:
+        return columns, {}
+    return columns, {"send_lag": (intended - role.t0, sent - intended)}
+
+
+def received_rows(role: Role, chunk: Receipts) -> tuple[dict, dict]:
+    """A closed buffer of receipts as a receiver's rows, with the latencies their headers'
+    intended and sent times give."""
+    n = chunk.rows
+    intended, sent, recv = chunk.intended[:n], chunk.sent[:n], chunk.recv[:n]
+    columns = {
+        "producer_id": chunk.producer_id[:n],
+        "seq": chunk.seq[:n],
+        "size": np.full(n, role.spec.message_size, np.int32),
         "intended_ns": intended,
-        "sent_ns": np.concatenate([s.sent[:n] for s, n in zip(streams, done, strict=True)]),
+        "sent_ns": sent,
+        "recv_ns": recv,
+        "consumer_id": chunk.consumer_id[:n],
+        "rx_index": np.arange(chunk.start, chunk.start + n, dtype=np.int64),
         "warmup": role.warmup(intended),
     }
+    offsets = intended - role.t0
+    if role.spec.schedule == MAX_RATE:
+        return columns, {"saturation_latency": (offsets, recv - sent)}
+    return columns, {"latency": (offsets, recv - intended),
+                     "service_time": (offsets, recv - sent)}
 
 
 def run_senders(streams: list[OutStream], control: Control, inbox: Inbox | None = None,
@@ -262,19 +288,33 @@ def drain(inbox: Inbox, receivers: list[Receiver], waiter: Waiter, first_id: int
             return
 
 
+def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
+    """One stream per connection, its schedule in pieces its role's recorder writes."""
+    spec = role.spec
+    framing = role.driver.framing(spec.message_size)
+    rate = None if spec.schedule == MAX_RATE else spec.rate / spec.connections
+    return [
+        OutStream(sender, framing, spec.message_size,
+                  PiecePool(schedule, producer_rows(schedule.count, rate),
+                            spec.first_id + c, role.recorder),
+                  spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
+        for c, (sender, schedule) in enumerate(zip(senders, _schedules(spec), strict=True))
+    ]
+
+
+def inbox_of(role: Chunked) -> Inbox:
+    """A receiver's inbox, its buffers written by its role's recorder."""
+    spec = role.spec
+    rows = receipt_rows(spec.expected, spec.warmup_ns + spec.duration_ns)
+    return Inbox(rows, role.driver.receive_framing(spec.message_size), spec.message_size,
+                 role.recorder)
+
+
 class Producer(Chunked):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
-        framing = driver.framing(spec.message_size)
-        rate = None if spec.schedule == MAX_RATE else spec.rate / spec.connections
-        self.streams = [
-            OutStream(driver.sender(spec.message_size, spec.first_id + c), framing,
-                      spec.message_size,
-                      PiecePool(schedule, producer_rows(schedule.count, rate),
-                                spec.first_id + c, self.recorder),
-                      spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
-            for c, schedule in enumerate(_schedules(spec))
-        ]
+        self.streams = out_streams(self, [driver.sender(spec.message_size, spec.first_id + c)
+                                          for c in range(spec.connections)])
 
     def _arm_buffers(self, t0: int) -> None:
         for stream in self.streams:
@@ -292,18 +332,7 @@ class Producer(Chunked):
         return sum(s.next for s in self.streams)
 
     def _describe(self, chunk: Piece) -> tuple[dict, dict]:
-        n = chunk.rows
-        intended, sent = chunk.intended[:n], chunk.sent[:n]
-        columns = {
-            "producer_id": np.full(n, chunk.pool.producer_id, np.int32),
-            "seq": np.arange(chunk.start, chunk.start + n, dtype=np.int64),
-            "size": np.full(n, self.spec.message_size, np.int32),
-            "intended_ns": intended, "sent_ns": sent, "warmup": self.warmup(intended),
-            "recv_ns": None, "consumer_id": None, "rx_index": None,
-        }
-        if self.spec.schedule == MAX_RATE:
-            return columns, {}  # no schedule, no send lag
-        return columns, {"send_lag": (intended - self.t0, sent - intended)}
+        return sent_rows(self, chunk)
 
     def _close_chunks(self) -> None:
         for stream in self.streams:
@@ -323,10 +352,7 @@ class Consumer(Chunked):
         self.receivers = [driver.receiver(spec.message_size, spec.first_id + c)
                           for c in range(spec.connections)]
         self.waiter = driver.waiter(self.receivers)
-        rows = receipt_rows(spec.expected, spec.warmup_ns + spec.duration_ns)
-        self.inbox = Inbox(rows,
-                           driver.receive_framing(spec.message_size), spec.message_size,
-                           self.recorder)
+        self.inbox = inbox_of(self)
 
     def _arm_buffers(self, t0: int) -> None:
         self.inbox.arm(t0)
@@ -344,24 +370,7 @@ class Consumer(Chunked):
         return self.inbox.overflow
 
     def _describe(self, chunk: Receipts) -> tuple[dict, dict]:
-        n = chunk.rows
-        intended, sent, recv = chunk.intended[:n], chunk.sent[:n], chunk.recv[:n]
-        columns = {
-            "producer_id": chunk.producer_id[:n],
-            "seq": chunk.seq[:n],
-            "size": np.full(n, self.spec.message_size, np.int32),
-            "intended_ns": intended,
-            "sent_ns": sent,
-            "recv_ns": recv,
-            "consumer_id": chunk.consumer_id[:n],
-            "rx_index": np.arange(chunk.start, chunk.start + n, dtype=np.int64),
-            "warmup": self.warmup(intended),
-        }
-        offsets = intended - self.t0
-        if self.spec.schedule == MAX_RATE:
-            return columns, {"saturation_latency": (offsets, recv - sent)}
-        return columns, {"latency": (offsets, recv - intended),
-                         "service_time": (offsets, recv - sent)}
+        return received_rows(self, chunk)
 
     def _close_chunks(self) -> None:
         self.inbox.close()
@@ -374,34 +383,29 @@ class Consumer(Chunked):
             receiver.close()
 
 
-class Requester(WholeRun):
+class Requester(Chunked):
     """Round trip: sends on schedule and takes the echoes on the same connections. Open loop
-    (fixed, poisson) by default; `closed` waits for each reply before the next request."""
+    (fixed, poisson) by default; `closed` waits for each reply before the next request.
+
+    It records like a producer and a consumer in one: its requests as a sender's rows
+    (pieces of its schedule), its replies as a receiver's (each reply's header is its
+    request's: producer id, seq, intended and sent times). The analysis matches the two as
+    it matches any sender's and receiver's rows, so nothing joins them here and both go to
+    disk in chunks while the run goes."""
 
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
-        framing = driver.framing(spec.message_size)
         pairs = [driver.requester(spec.message_size, spec.first_id + c)
                  for c in range(spec.connections)]
         self.receivers = [receiver for _, receiver in pairs]
         self.waiter = driver.waiter(self.receivers)
-        self.duplicate_replies = 0  # set by _joined, after the run
-        self.unexpected_replies = 0
-        self.streams = [
-            OutStream(sender, framing, spec.message_size,
-                      PiecePool(schedule, schedule.count, spec.first_id + c, None),
-                      spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
-            for c, ((sender, _), schedule) in enumerate(zip(pairs, _schedules(spec),
-                                                            strict=True))
-        ]
-        capacity = int(sum(s.count for s in self.streams) * 1.05) + 1024
-        self.inbox = Inbox(capacity, driver.receive_framing(spec.message_size),
-                           spec.message_size)
+        self.streams = out_streams(self, [sender for sender, _ in pairs])
+        self.inbox = inbox_of(self)
 
-    def arm(self, t0: int) -> None:
-        super().arm(t0)
+    def _arm_buffers(self, t0: int) -> None:
         for stream in self.streams:
             stream.arm(t0)
+        self.inbox.arm(t0)
 
     def run(self, control: Control) -> None:
         busy = self.spec.receive == Receive.BUSY_POLL
@@ -449,49 +453,18 @@ class Requester(WholeRun):
     def overflow(self) -> int:
         return self.inbox.overflow
 
-    def _joined(self) -> dict[str, np.ndarray]:
-        """One row per request, with its first reply's receive time and order (-1: none)."""
-        rows = _rows_of_streams(self, self.streams)
-        box, n = self.inbox, self.inbox.count
-        done = np.array([s.next for s in self.streams], np.int64)
-        first_row = np.concatenate([[0], np.cumsum(done)[:-1]])
-        stream = box.producer_id[:n].astype(np.int64) - self.spec.first_id
-        known = (stream >= 0) & (stream < len(done))
-        stream = np.where(known, stream, 0)
-        valid = known & (box.seq[:n] < done[stream])
-        target = (first_row[stream] + box.seq[:n])[valid]
-        arrival = np.flatnonzero(valid)
-        target, first = np.unique(target, return_index=True)  # first reply per request
-        recv = np.full(len(rows["seq"]), -1, np.int64)
-        rx_index = np.full(len(rows["seq"]), -1, np.int64)
-        recv[target] = box.recv[:n][arrival[first]]
-        rx_index[target] = arrival[first]
-        self.duplicate_replies = int(len(arrival) - len(target))
-        self.unexpected_replies = int(n - len(arrival))
-        return {**rows, "recv_ns": recv, "rx_index": rx_index}
+    def _describe(self, chunk: Piece | Receipts) -> tuple[dict, dict]:
+        if isinstance(chunk, Piece):
+            return sent_rows(self, chunk)
+        return received_rows(self, chunk)
 
-    def extra(self) -> dict[str, int]:
-        return {"duplicate_replies": self.duplicate_replies,
-                "unexpected_replies": self.unexpected_replies}
+    def _close_chunks(self) -> None:
+        for stream in self.streams:
+            stream.close()
+        self.inbox.close()
 
-    def columns(self) -> dict[str, np.ndarray | None]:
-        rows = self._joined()
-        replied = rows["recv_ns"] >= 0
-        for name in ("recv_ns", "rx_index"):
-            rows[name] = np.ma.masked_array(rows[name], ~replied)
-        rows["consumer_id"] = np.ma.masked_array(rows["producer_id"], ~replied)
-        return rows
-
-    def metrics(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        rows = self._joined()
-        intended, sent, recv = rows["intended_ns"], rows["sent_ns"], rows["recv_ns"]
-        replied = recv >= 0
-        offsets = intended - self.t0
-        return {
-            "send_lag": (offsets, sent - intended),
-            "latency": (offsets[replied], (recv - intended)[replied]),
-            "service_time": (offsets[replied], (recv - sent)[replied]),
-        }
+    def _behind(self) -> int:
+        return sum(stream.pool.behind for stream in self.streams) + self.inbox.pool.behind
 
     def close(self) -> None:
         for stream in self.streams:

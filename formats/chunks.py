@@ -1,13 +1,13 @@
 """An agent's per-message records as chunk files, and the index that vouches for them.
 
-Producers and consumers move their records to disk while the run goes (agents.recording):
-each closed chunk is one whole parquet file (`messages-000001.parquet`, …, the
-`formats.records.MESSAGES` schema, written through formats.atomic), and one JSON line in
-`chunks.jsonl` — `{file, rows, sha256, bytes}`, appended and fsynced after the file is in
-place. A chunk named in the index is trustworthy even when the agent was SIGKILLed right
-after: the index is the agent's account of what it closed. A line cut short by the kill
-names nothing and is ignored. Requesters (and the whole-run path) still write one
-`messages.parquet` at the end; readers take both (`message_files`).
+Producers, consumers and requesters move their records to disk while the run goes
+(agents.recording): each closed chunk is one whole parquet file (`messages-000001.parquet`,
+…, the `formats.records.MESSAGES` schema, written through formats.atomic), and one JSON
+line in `chunks.jsonl` — `{file, rows, sha256, bytes}`, appended and fsynced after the file
+is in place. A chunk named in the index is trustworthy even when the agent was SIGKILLed
+right after: the index is the agent's account of what it closed. A line cut short by the
+kill names nothing and is ignored. Results recorded before chunks have one
+`messages.parquet` per agent instead; readers take both (`message_files`).
 
 An agent that died sent no `done`, so no checksum of the controller's vouches for its
 files: its index does. `kept_chunks` is what the analysis reads of any such agent, whatever

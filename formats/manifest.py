@@ -120,9 +120,11 @@ class AgentEntry(Open):
     out_of_range: dict[str, Any] | None = None
     """Values its interval log clipped, per tag."""
     duplicate_replies: int | None = None
-    """A requester's replies received twice."""
+    """A requester's replies received twice (older manifests: the analysis now counts them,
+    in the run's `duplicated`)."""
     unexpected_replies: int | None = None
-    """A requester's replies to no request it sent."""
+    """A requester's replies to no request it sent (older manifests: the analysis now
+    counts them, in the run's `unexpected`)."""
     files_at: dict[str, str] | None = None
     """Where its files are on another host while they are there (the controller died
     before it fetched them, or they failed their check): `dir`, and `container` (its id)

@@ -1,7 +1,9 @@
 """Columns of the per-agent `messages.parquet` file: one row per message.
 
 Producers write one row per message sent (`recv_ns`, `consumer_id`, `rx_index` null);
-consumers one row per message received; requesters one row per request, with `recv_ns`
+consumers one row per message received; requesters both: one row per request, as a
+producer's, and one per reply, as a consumer's (its own connection as `consumer_id`).
+Results recorded before requesters wrote chunks hold one row per request, with `recv_ns`
 null when no reply came. `warmup` is true for messages whose intended send time falls in
 the warm-up window: recorded, never part of the results.
 

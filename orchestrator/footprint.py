@@ -3,8 +3,8 @@
 When chunks stream (agents.recording, opt-in via SIXNINES_CHUNK_ROWS), producers and
 consumers hold a few buffers of about a second's records each, the same for a minute or a
 day, while their files grow with the messages; by default they hold the whole run, and the
-estimate follows whichever the controller's environment chooses. Requesters keep the
-whole run in memory (replies join requests at the end), so theirs grows with the run.
+estimate follows whichever the controller's environment chooses. A requester records as
+both: its requests as a producer's, its replies as a consumer's. Responders record nothing.
 Every run's files stay in the results directory. A plan that cannot fit is refused before
 anything starts, with the numbers and the knobs that change them, instead of failing in
 an agent's log minutes later (or being killed by the kernel).
@@ -36,9 +36,7 @@ from sixnines.orchestrator.plan import AgentPlan, plan_agents
 
 MiB = 1 << 20
 AGENT_BASE_BYTES = 256 * MiB  # an agent's interpreter, libraries and driver, idle
-#: Peak resident bytes per message of the roles that keep the whole run (their rows).
-ROW_MEMORY_BYTES = {Role.REQUESTER: 320, Role.RESPONDER: 0}
-#: Bytes per row of one chunk buffer: a producer's intended and sent times, a consumer's
+#: Bytes per row of one chunk buffer: a sender's intended and sent times, a receiver's
 #: six columns (agents.recording.Piece, Receipts).
 CHUNK_ROW_BYTES = {Role.PRODUCER: 16, Role.CONSUMER: 40}
 WRITER_ROW_BYTES = 112  # per row of the chunk being written: its columns, parquet's buffers
@@ -59,9 +57,10 @@ class AgentNeed:
 
 
 def _rows(plan: AgentPlan) -> int:
-    """Messages the agent records: a consumer every delivery to each of its connections,
-    a requester one row per request (replies join it)."""
-    return plan.expected if plan.role == Role.CONSUMER else plan.sends
+    """Rows the agent records: a producer one per message sent, a consumer one per delivery
+    to each of its connections, a requester both (its requests and their replies), a
+    responder none."""
+    return 0 if plan.role == Role.RESPONDER else plan.sends + plan.expected
 
 
 def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
@@ -84,18 +83,27 @@ def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
 
 
 def _recording(plan: AgentPlan, span_ns: int) -> tuple[int, int]:
-    """The memory an agent records into, and how many chunk files it writes."""
-    if plan.role in ROW_MEMORY_BYTES:
-        return _rows(plan) * ROW_MEMORY_BYTES[plan.role], 0
-    if plan.role == Role.PRODUCER:
-        sends = -(-plan.sends // plan.connections)
-        rows = producer_rows(sends, plan.rate / plan.connections if plan.rate else None)
-        buffers, chunks = plan.connections * pool_buffers(), plan.connections * -(-sends // rows)
-    else:
-        rows = receipt_rows(plan.expected, span_ns)
-        buffers, chunks = pool_buffers(), max(-(-plan.expected // rows), span_ns // CHUNK_NS)
-    per_row = buffers * CHUNK_ROW_BYTES[plan.role] + WRITER_ROW_BYTES
-    return rows * per_row + HLOG_OPEN_BYTES, chunks
+    """The memory an agent records into, and how many chunk files it writes: a sender's
+    schedule pieces and a receiver's buffers (a requester has both, a responder neither)."""
+    parts = ([_sending(plan)] if plan.sends_messages else []) + (
+        [_receiving(plan, span_ns)] if plan.role in (Role.CONSUMER, Role.REQUESTER) else [])
+    if not parts:
+        return 0, 0
+    return sum(memory for memory, _ in parts) + HLOG_OPEN_BYTES, sum(n for _, n in parts)
+
+
+def _sending(plan: AgentPlan) -> tuple[int, int]:
+    sends = -(-plan.sends // plan.connections)
+    rows = producer_rows(sends, plan.rate / plan.connections if plan.rate else None)
+    buffers = plan.connections * pool_buffers()
+    return (rows * (buffers * CHUNK_ROW_BYTES[Role.PRODUCER] + WRITER_ROW_BYTES),
+            plan.connections * -(-sends // rows))
+
+
+def _receiving(plan: AgentPlan, span_ns: int) -> tuple[int, int]:
+    rows = receipt_rows(plan.expected, span_ns)
+    return (rows * (pool_buffers() * CHUNK_ROW_BYTES[Role.CONSUMER] + WRITER_ROW_BYTES),
+            max(-(-plan.expected // rows), span_ns // CHUNK_NS))
 
 
 def _buffers(plan: AgentPlan, size: int) -> int:

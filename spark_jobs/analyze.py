@@ -135,7 +135,12 @@ DIED_MEANING = {
                    "unknown, older ones lost",
     Role.PRODUCER: "what receivers got from it after its last chunk counts as sent; what it "
                    "sent after that and nobody received is in no count",
+    Role.REQUESTER: "replies it got to requests after its last request chunk count as sent "
+                    "and delivered; replies it misses that may have come after its last "
+                    "chunk are unknown, older ones lost",
 }
+RELAY_DIED = ("died mid-run: requests it may have received after the latest one it "
+              "answered are unknown, older unanswered ones lost")
 
 
 def _died_notes(run_dir: Path, manifest: Manifest,
@@ -143,9 +148,13 @@ def _died_notes(run_dir: Path, manifest: Manifest,
                 ) -> list[str]:
     """What is read of each sending or receiving agent that died, and what is not: the
     chunks its index lists are analysed, its hlog as far as it was written (`logged_s`:
-    seconds from its start); chunk files the index does not list are named and ignored."""
+    seconds from its start); chunk files the index does not list are named and ignored. A
+    responder that died leaves no records: what its death means for the requests is said."""
     notes = []
     for agent in manifest.agents:
+        if agent.died and agent.role == Role.RESPONDER:
+            notes.append(f"agent {agent.id} ({agent.role}, status {agent.status}) "
+                         + RELAY_DIED)
         if not (agent.died and agent.role in frames.ROLES):
             continue
         kept = kept_chunks(run_dir / "agents" / agent.id)

@@ -3,10 +3,15 @@ duplicated or of unknown fate, and every receipt matches a message sent or is un
 
 Counts come from (producer_id, seq) matching in one pass over the records. Agents that
 died mid-run (docs/design.md, "When an agent dies") take part with what they closed
-before they died (`Dead`): a dead producer's messages that receivers got after its last
+before they died (`Dead`): a dead sender's messages that receivers got after its last
 chunk count as sent (their headers say so), and a dead consumer's missing deliveries are
 lost only when they would have had to take longer than any its stream from that producer
-showed to arrive after its last kept receipt; the others are unknown.
+showed to arrive after its last kept receipt; the others are unknown. A requester is its
+own receiver: its request rows are a sender's, its reply rows a receiver's, and when it
+dies it is a dead consumer of its own requests. When the responder dies, each requester's
+unanswered requests are lost only when sent long enough before the latest one answered
+(the responder was alive then) that their replies would have had to take longer than any
+did; the others are unknown.
 """
 
 from __future__ import annotations
@@ -18,44 +23,72 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from sixnines.formats.manifest import Manifest
-from sixnines.formats.vocabulary import Role
+from sixnines.formats.vocabulary import SENDERS, Role
 from sixnines.spark_jobs.frames import _is_receipt, _is_sender, _receiver, measured
 
 MESSAGE = ["producer_id", "seq"]
 
 
 @dataclass(frozen=True)
+class Watched:
+    """A receiving agent whose misses may be of unknown fate rather than lost.
+
+    It died (what it received after its last kept chunk is gone), or it is a requester
+    whose responder died (requests that reached the responder after that got no reply).
+    `connections`: its connections expecting each message; `ids`: the producer ids it
+    expects messages from, [first, end) (a requester: its own requests), None for all (a
+    consumer: fan-out); `relay_died`: the responder died, so the instant the far end is
+    known to have been alive is the latest request it answered (sent_ns on this agent's
+    clock), not this agent's last receipt."""
+
+    agent_index: int
+    connections: int
+    ids: tuple[int, int] | None = None
+    relay_died: bool = False
+
+
+@dataclass(frozen=True)
 class Dead:
     """The agents that died mid-run and whose closed chunks are analysed.
 
-    receivers: (agent_index, connections) of each such consumer; producer_ids: the ids of
-    each such producer's connections."""
+    receivers: the receiving agents whose misses may be unknown (`Watched`); producer_ids:
+    the ids of each dead sender's connections (producers and requesters)."""
 
-    receivers: tuple[tuple[int, int], ...] = ()
+    receivers: tuple[Watched, ...] = ()
     producer_ids: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, manifest: Manifest, analysed: Iterable[str]) -> Dead:
-        """The dead among `analysed` (agent ids with files read), keyed as load_messages
-        keys them (agent_index: position in the manifest)."""
+        """The dead among `analysed` (agent ids with files read), and the requesters of a
+        responder that died, keyed as load_messages keys them (agent_index: position in
+        the manifest)."""
         kept = set(analysed)
-        dead = [(index, agent) for index, agent in enumerate(manifest.agents)
-                if agent.died and agent.id in kept]
         connections = manifest.workload.connections
-        return cls(
-            receivers=tuple((index, agent.connections or connections) for index, agent in dead
-                            if agent.role == Role.CONSUMER),
-            producer_ids=tuple(producer_id for _, agent in dead
-                               if agent.role == Role.PRODUCER and agent.first_id is not None
-                               for producer_id in range(agent.first_id,
-                                                        agent.first_id + connections)))
+        relay_died = any(agent.died for agent in manifest.agents
+                         if agent.role == Role.RESPONDER)
+        receivers, producer_ids = [], []
+        for index, agent in enumerate(manifest.agents):
+            if agent.id not in kept:
+                continue
+            n = agent.connections or connections
+            if agent.died and agent.role == Role.CONSUMER:
+                receivers.append(Watched(index, n))
+            if agent.role == Role.REQUESTER and agent.first_id is not None and (
+                    agent.died or relay_died):
+                receivers.append(Watched(index, 1, (agent.first_id, agent.first_id + n),
+                                         relay_died))
+            if agent.died and agent.role in SENDERS and agent.first_id is not None:
+                producer_ids += range(agent.first_id, agent.first_id + n)
+        return cls(tuple(receivers), tuple(producer_ids))
 
 
 def sends(df: DataFrame, dead_producer_ids: tuple[int, ...] = ()) -> DataFrame:
-    """(producer_id, seq, sent_ns, warmup) of every message known sent: the senders' rows,
-    and the messages of dead producers that only receivers recorded (sent after the
-    producer's last chunk; one row each, however many receivers got it)."""
-    columns = [*MESSAGE, "sent_ns", "warmup"]
+    """(producer_id, seq, sent_ns, warmup, request) of every message known sent: the
+    senders' rows, and the messages of dead senders that only receivers recorded (sent
+    after the sender's last chunk; one row each, however many receivers got it).
+    `request`: a requester's (its one receiver is itself)."""
+    columns = [*MESSAGE, "sent_ns", "warmup",
+               (F.col("role") == Role.REQUESTER.value).alias("request")]
     own = df.filter(_is_sender()).select(*columns)
     if not dead_producer_ids:
         return own
@@ -94,32 +127,43 @@ def _pair_totals(sent: DataFrame, receipts: DataFrame) -> DataFrame:
 
 
 def horizons(kept: DataFrame) -> DataFrame:
-    """(agent_index, producer_id, horizon) for dead consumers' kept rows (warm-up
-    included: all the evidence there is). horizon = the agent's last kept receive time −
-    the longest recv − sent of its receipts from that producer: a missing message sent
-    before it would have had to take longer than any of them did to come after the last
-    kept receipt. Both times are the receiver's clock minus the producer's, so the
-    comparison holds across hosts without offsets."""
-    last = kept.groupBy("agent_index").agg(F.max("recv_ns").alias("last_ns"))
+    """(agent_index, producer_id, horizon) for watched receivers' kept rows (warm-up
+    included: all the evidence there is). horizon = the instant the agent's stream is
+    known to have been whole (its last kept receive time; with a dead responder, the
+    latest request it answered was sent) − the longest recv − sent of its receipts from
+    that producer: a missing message sent before it would have had to take longer than any
+    of them did to come after that instant. Both times are the receiver's clock minus the
+    producer's (a requester's are one clock), so the comparison holds across hosts without
+    offsets."""
+    alive = F.when(F.col("relay_died"), F.col("sent_ns")).otherwise(F.col("recv_ns"))
+    last = kept.groupBy("agent_index").agg(F.max(alive).alias("last_ns"))
     lateness = kept.groupBy("agent_index", "producer_id").agg(
         F.max(F.col("recv_ns") - F.col("sent_ns")).alias("lateness"))
     return lateness.join(last, "agent_index").select(
         "agent_index", "producer_id", (F.col("last_ns") - F.col("lateness")).alias("horizon"))
 
 
-def unknown_at_dead(df: DataFrame, sent: DataFrame,
-                    receivers: tuple[tuple[int, int], ...]) -> DataFrame:
-    """One row (late): the measured messages sent that a dead consumer's connections miss
-    and may have received after its last kept chunk: sent at or after its horizon with
-    that producer (see `horizons`), or from a producer it kept nothing from. The other
-    misses of a dead consumer are lost. `sent`: the measured sends."""
-    spark = df.sparkSession
-    dead = F.broadcast(spark.createDataFrame(list(receivers), "agent_index int, connections int"))
-    kept = df.filter(F.col("role") == Role.CONSUMER.value).join(
-        dead.select("agent_index"), "agent_index")
+def _watched_table(spark, receivers: tuple[Watched, ...]) -> DataFrame:
+    rows = [(w.agent_index, w.connections, *(w.ids or (None, None)), w.relay_died)
+            for w in receivers]
+    return F.broadcast(spark.createDataFrame(
+        rows, "agent_index int, connections int, first_id int, end_id int, relay_died boolean"))
+
+
+def unknown_at_dead(df: DataFrame, sent: DataFrame, receivers: tuple[Watched, ...]
+                    ) -> DataFrame:
+    """One row (late): the measured messages sent that a watched receiver's connections
+    miss and may have received after the instant its stream is known whole: sent at or
+    after its horizon with that producer (see `horizons`), or from a producer it kept
+    nothing from. Its other misses are lost. `sent`: the measured sends."""
+    watched = _watched_table(df.sparkSession, receivers)
+    kept = df.filter(_is_receipt()).join(watched.select("agent_index", "relay_died"),
+                                         "agent_index")
     got = (measured(kept).select(*MESSAGE, "agent_index", "consumer_id").distinct()
            .groupBy(*MESSAGE, "agent_index").agg(F.count(F.lit(1)).alias("got")))
-    expected = (sent.select(*MESSAGE, "sent_ns").crossJoin(dead)
+    own = F.col("first_id").isNull() | ((F.col("producer_id") >= F.col("first_id"))
+                                        & (F.col("producer_id") < F.col("end_id")))
+    expected = (sent.select(*MESSAGE, "sent_ns").crossJoin(watched).filter(own)
                 .join(F.broadcast(horizons(kept)), ["agent_index", "producer_id"], "left")
                 .join(got, [*MESSAGE, "agent_index"], "left"))
     horizon = F.col("horizon")
@@ -147,18 +191,18 @@ def reordered(df: DataFrame) -> DataFrame:
 
 
 def _counted(sent: DataFrame, df: DataFrame, consumers: int | None) -> DataFrame:
-    """One row: sent and warm-up sent (of `sent`), received, requests and warm-up
+    """One row: sent, requests and warm-up sent (of `sent`), received and warm-up
     received (of df), and `consumers` when not given (receiving connections with rows)."""
     warm = F.col("warmup")
     aggregates = [
         F.count(F.when(_is_receipt() & ~warm, 1)).alias("received"),
-        F.count(F.when((F.col("role") == Role.REQUESTER.value) & ~warm, 1)).alias("requests"),
         F.count(F.when(_is_receipt() & warm, 1)).alias("warmup_received"),
     ]
     if consumers is None:
         consumer_id = F.when(F.col("role") == Role.CONSUMER.value, _receiver())
         aggregates.append(F.count_distinct(consumer_id).alias("consumers"))
     return sent.agg(F.count(F.when(~warm, 1)).alias("sent"),
+                    F.count(F.when(F.col("request") & ~warm, 1)).alias("requests"),
                     F.count(F.when(warm, 1)).alias("warmup_sent")).crossJoin(df.agg(*aggregates))
 
 
@@ -175,9 +219,11 @@ def accounting(df: DataFrame, consumers: int | None = None, absent: int = 0,
     included (default: those with rows in df). `absent`: consumer connections of agents
     that left no data (killed): what they received is not known, so their absent·sent
     expected deliveries are `unknown`, never lost (nor "0 lost"). `dead`: the agents that
-    died but left chunks (see the module docstring). A requester is its own receiver: one
-    that left no data took its requests with it, so it adds to no count. df needs
-    `agent_index` (see load_messages).
+    died but left chunks, and the requesters of a responder that died (see the module
+    docstring). A requester is its own receiver: each request expects one reply; one that
+    left no data took its requests with it, so it adds to no count. Duplicated and
+    unexpected count replies as they count deliveries. df needs `agent_index` (see
+    load_messages).
     """
     sent = sends(df, dead.producer_ids)
     measured_sent = measured(sent)

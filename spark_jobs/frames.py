@@ -28,7 +28,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from sixnines.formats import hdr
 from sixnines.formats.chunks import kept_chunks, message_files
 from sixnines.formats.manifest import AgentEntry, Manifest
-from sixnines.formats.records import MESSAGES
+from sixnines.formats.records import MESSAGES, MESSAGES_FILE
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Role
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION
 
@@ -115,13 +115,25 @@ def load_messages(spark: SparkSession, run_dir: Path, manifest: Manifest) -> Dat
     """
     ids = [agent.id for agent in manifest.agents]
     frames = [
-        _tag(spark.read.schema(SCHEMA).parquet(*map(str, paths)), agent_id,
-             ids.index(agent_id), role)
+        _tag(_rows_of(spark, role, paths), agent_id, ids.index(agent_id), role)
         for agent_id, (role, paths) in message_paths(run_dir, manifest).items()
     ]
     if not frames:
         return _tag(spark.createDataFrame([], SCHEMA), "", -1, "")
     return _warmup_by_schedule(spark, reduce(DataFrame.unionByName, frames), manifest)
+
+
+def _rows_of(spark: SparkSession, role: Role, paths: list[Path]) -> DataFrame:
+    """An agent's rows. A requester's whole-run messages.parquet (results recorded before
+    requesters wrote chunks) holds a row per request with its first reply's time: read
+    as the request rows and reply rows a requester writes now."""
+    df = spark.read.schema(SCHEMA).parquet(*map(str, paths))
+    if role != Role.REQUESTER or [path.name for path in paths] != [MESSAGES_FILE]:
+        return df
+    reply_only = ("recv_ns", "consumer_id", "rx_index")
+    requests = df.select(*[F.lit(None).cast(SCHEMA[name].dataType).alias(name)
+                           if name in reply_only else name for name in df.columns])
+    return requests.unionByName(df.filter(F.col("recv_ns").isNotNull()))
 
 
 def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: Manifest) -> DataFrame:
@@ -165,11 +177,13 @@ def measured(df: DataFrame) -> DataFrame:
 
 
 def _is_sender() -> Column:
-    return F.col("role").isin(*SENDERS)
+    """A message sent: any producer row, or a requester's request row (its replies are
+    rows of their own, with a receive time)."""
+    return F.col("role").isin(*SENDERS) & F.col("recv_ns").isNull()
 
 
 def _is_receipt() -> Column:
-    """A received message: any consumer row, or a requester row whose reply came."""
+    """A received message: any consumer row, or a requester's reply row."""
     return (F.col("role") == Role.CONSUMER.value) | (
         (F.col("role") == Role.REQUESTER.value) & F.col("recv_ns").isNotNull()
     )

@@ -24,7 +24,7 @@ METRICS = {
 }
 #: The latency of each load: its histogram, humps and nines.
 HEADLINE = {OPEN_LOOP: "latency", SATURATION: "saturation_latency"}
-#: The hlog tags an agent of each role writes (agents.roles `metrics`).
+#: The hlog tags an agent of each role writes (agents.roles `_describe`).
 TAGS_BY_ROLE = {
     OPEN_LOOP: {Role.PRODUCER: ("send_lag",), Role.CONSUMER: ("latency", "service_time"),
                 Role.REQUESTER: ("latency", "service_time", "send_lag")},

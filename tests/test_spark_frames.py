@@ -111,7 +111,7 @@ def test_a_dead_consumer_s_misses_are_lost_before_its_horizon_unknown_after(spar
     # seqs 3 and 4 (sent 305, 405) may have come after its last chunk: unknown
     c = ("c", "consumer", 1, 2, 200, 205, 220, 0, False)
     df = _frame(spark, [*_tiny_rows(), c])
-    got = delivery.accounting(df, consumers=3, dead=delivery.Dead(receivers=((2, 1),)))
+    got = delivery.accounting(df, consumers=3, dead=delivery.Dead((delivery.Watched(2, 1),)))
     assert (got.first()["lost"], got.first()["unknown"]) == (1 + 1, 2)  # b's seq 3, c's 1
 
 
@@ -122,7 +122,7 @@ def test_a_dead_consumer_of_a_reordering_system_loses_only_what_no_lateness_expl
     rows = [("p", "producer", 1, s, 100 * s, 100 * s, None, None, False) for s in range(6)]
     rows += [("c", "consumer", 1, s, 100 * s, 100 * s, 100 * s + late, i, False)
              for i, (s, late) in enumerate([(2, 60), (1, 300), (5, 60)])]
-    got = delivery.accounting(_frame(spark, rows), dead=delivery.Dead(receivers=((0, 1),)))
+    got = delivery.accounting(_frame(spark, rows), dead=delivery.Dead((delivery.Watched(0, 1),)))
     assert (got.first()["delivered"], got.first()["lost"], got.first()["unknown"]) == (3, 1, 2)
 
 
@@ -134,14 +134,54 @@ def test_a_dead_producer_s_messages_receivers_got_after_its_last_chunk_count_as_
     assert (alive["sent"], alive["unexpected"]) == (2, 1 + 3)  # a: 3, 4, (7, 1); b: 4
 
 
+def _requests(seqs, producer_id: int = 5, agent: str = "r") -> list[tuple]:
+    """A requester's request rows (seq 0 warm-up): sent at 10·seq + 1."""
+    return [(agent, "requester", producer_id, s, 10 * s, 10 * s + 1, None, None, s == 0)
+            for s in seqs]
+
+
+def _replies(seqs, lateness: int = 6) -> list[tuple]:
+    """Requester r's reply rows, in that order: received `lateness` after the send."""
+    return [("r", "requester", 5, s, 10 * s, 10 * s + 1, 10 * s + 1 + lateness, i, s == 0)
+            for i, s in enumerate(seqs)]
+
+
 def test_accounting_round_trip(spark):
-    rows = [("r", "requester", 5, s, 10 * s, 10 * s + 1,
-             None if s in (2, 3) else 10 * s + 7, None if s in (2, 3) else s, s == 0)
-            for s in range(6)]
+    """Requests and replies are rows of their own: matched as a sender's and a receiver's,
+    so a reply twice is duplicated, one to no request unexpected, one overtaken
+    reordered."""
+    rows = _requests(range(6)) + _replies([0, 1, 4, 3, 5, 5]) + [
+        ("r", "requester", 5, 9, 90, 91, 97, 6, False)]  # to no request sent
     got = delivery.accounting(_frame(spark, rows)).first().asDict()
-    assert got == {"sent": 5, "requests": 5, "received": 3, "delivered": 3, "lost": 2, "unknown": 0,
-                   "duplicated": 0, "reordered": 0, "unexpected": 0, "warmup_sent": 1,
-                   "warmup_received": 1}
+    assert got == {"sent": 5, "requests": 5, "received": 6, "delivered": 4, "lost": 1,
+                   "unknown": 0, "duplicated": 1, "reordered": 1, "unexpected": 1,
+                   "warmup_sent": 1, "warmup_received": 1}
+
+
+def test_a_dead_requester_is_a_dead_consumer_of_its_own_requests(spark):
+    # its request chunks reach seq 7, its reply chunks seq 4 (last receipt 47, lateness 6):
+    # horizon 41; seq 2 (sent 21) unanswered is lost, 5..7 (sent 51..) unknown
+    dead = delivery.Dead((delivery.Watched(0, 1, (5, 6)),), producer_ids=(5,))
+    rows = _requests(range(8)) + _replies([0, 1, 3, 4])
+    got = delivery.accounting(_frame(spark, rows), dead=dead).first()
+    assert (got["sent"], got["delivered"], got["lost"], got["unknown"]) == (7, 3, 1, 3)
+    # the reply to seq 4, whose request chunk died with it, counts as sent and delivered
+    got = delivery.accounting(_frame(spark, _requests(range(4)) + _replies([0, 1, 3, 4])),
+                              dead=dead).first()
+    assert (got["sent"], got["delivered"], got["lost"], got["unknown"]) == (4, 3, 1, 0)
+
+
+def test_a_dead_responder_leaves_requests_after_the_last_one_answered_unknown(spark):
+    # replies stop after seq 4 (sent 41, lateness 6): horizon 35; seq 2 (sent 21)
+    # unanswered is lost, 5..7 unknown; the last receipt (47) plays no part
+    rows = _requests(range(8)) + _replies([0, 1, 3, 4])
+    dead = delivery.Dead((delivery.Watched(0, 1, (5, 6), relay_died=True),))
+    got = delivery.accounting(_frame(spark, rows), dead=dead).first()
+    assert (got["sent"], got["delivered"], got["lost"], got["unknown"]) == (7, 3, 1, 3)
+    # another requester's request (id 6) is not this one's to miss: it stays lost here
+    other = _frame(spark, rows + _requests([1], producer_id=6, agent="r2"))
+    got = delivery.accounting(other, dead=dead).first()
+    assert (got["sent"], got["lost"], got["unknown"]) == (8, 2, 3)
 
 
 def _tiny_clocks(clocks: dict[str, dict] | None = None, **manifest) -> frames.RunClocks:

@@ -1,15 +1,16 @@
 """An agent SIGKILLed mid-run keeps what it closed, and the analysis uses it.
 
-Producers and consumers stream their records in chunks (SIXNINES_CHUNK_ROWS) and the
-monitor rewrites its CPU samples as it goes, so a kill costs about a second of data: each
+Producers, consumers and requesters stream their records in chunks (SIXNINES_CHUNK_ROWS)
+and the monitor rewrites its CPU samples as it goes, so a kill costs about a second of data: each
 test measures that gap, from the kill to the last record kept. The run is partial; a dead
 consumer's misses that may have arrived after its last chunk are `unknown`, apart from
 loss (the builtin tcp relay loses nothing, so lost is 0); what receivers got from a dead
 producer after its last chunk is sent and delivered, not unexpected. Every expected figure
 is derived here from the files themselves, on the local launcher, on an SSH test-bed host
 and through Kafka; the dead agent's hlog is checked as far as it was written, and `sixnines
-report` shows delivered, lost and unknown apart. A requester still records in memory: one
-that dies takes its requests with it. Nothing the run started outlives it.
+report` shows delivered, lost and unknown apart. A requester is its own consumer when it
+dies; a responder that dies leaves the requests it could not answer unknown, not lost.
+Nothing the run started outlives it.
 """
 
 from __future__ import annotations
@@ -63,9 +64,14 @@ LONGER = ONE_WAY.replace("duration: 4s", "duration: 12s")
 ROUND_TRIP = """
 name: dies
 systems: [{name: tcp, driver: tcp}]
-workload: {mode: round-trip, message_size: 64, rate: 1000, duration: 3s, warmup: 0s,
+workload: {mode: round-trip, message_size: 64, rate: 1000, duration: 12s, warmup: 0s,
            producers: 2}
 """
+#: through a broker, so a responder agent relays the requests (drain short: after the
+#: responder's death no reply comes, and the requesters wait that long for them)
+RELAYED = one_system("nats", "{recipe: nats}",
+                     "{mode: round-trip, message_size: 64, rate: 1000, duration: 6s, "
+                     "warmup: 0s, drain: 1s, producers: 2}", "{subject: dies}", name="dies")
 MESSAGE = ["producer_id", "seq"]
 
 
@@ -282,17 +288,84 @@ def test_a_dead_kafka_consumer_of_several_partitions_is_unknown_not_lost(tmp_pat
     assert (summary["sent"], summary["lost"], summary["unknown"]) == (len(sent), 0, unknown)
 
 
-def test_a_dead_requester_takes_its_requests_with_it(tmp_path, spark):
-    manifest, _, _ = run_killing(ROUND_TRIP, "requester-1", tmp_path / "run", 1.5)
-    summary = analyze_run(spark, tmp_path / "run")
-    survivor = entry(manifest, "requester-0")
+def requests_and_replies(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """A requester's rows split: its requests (a sender's rows) and its replies (with a
+    receive time)."""
+    replied = rows.recv_ns.notna()
+    return rows[~replied], rows[replied]
+
+
+def unanswered(requests: pd.DataFrame, replies: pd.DataFrame, alive_ns: int) -> tuple[int, int]:
+    """(lost, unknown) of a requester's requests without a reply, by the rule of
+    docs/design.md: unknown when sent at or after (`alive_ns`, the last instant the far end
+    of its stream is known alive − the longest recv − sent of its replies on that
+    connection), lost before."""
+    lateness = (replies.recv_ns - replies.sent_ns).groupby(replies.producer_id).max()
+    missed = requests.merge(replies[MESSAGE].drop_duplicates(), on=MESSAGE, how="left",
+                            indicator=True).query("_merge == 'left_only'")
+    late = missed.sent_ns >= alive_ns - missed.producer_id.map(lateness)
+    return int((~late).sum()), int(late.sum())
+
+
+def test_a_dead_requester_keeps_its_chunks_and_its_tail_is_unknown(tmp_path, spark,
+                                                                  monkeypatch):
+    """A requester is its own consumer: killed, its kept replies are delivered, the replies
+    it misses that may have come after its last chunk unknown; a reply whose request chunk
+    died with it still counts as sent (a dead producer's rule), never as unexpected."""
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
+    run_dir = tmp_path / "run"
+    manifest, _, killed_ns = run_killing(ROUND_TRIP, "requester-1", run_dir, LATE_KILL_S)
+    assert entry(manifest, "requester-1")["status"] == "failed"
+    requests, replies = requests_and_replies(kept_records(run_dir / "agents" / "requester-1"))
+    gap_s = report_gap("requester", killed_ns, replies.recv_ns.max(), len(replies))
+    assert 0 < gap_s < GAP_LIMIT_S
+    seen = replies[MESSAGE].merge(requests[MESSAGE], on=MESSAGE, how="left",
+                                  indicator=True).query("_merge == 'left_only'")
+    requests = pd.concat([requests, replies.merge(seen[MESSAGE], on=MESSAGE)])
+    lost, unknown = unanswered(requests, replies, replies.recv_ns.max())
+    alive_requests, alive_replies = requests_and_replies(records(run_dir, "requester-0"))
+    summary = analyze_run(spark, run_dir)
+    print(f"requester SIGKILLed: {len(requests):,} requests kept, {len(seen):,} known only "
+          f"from their replies, {unknown:,} unknown")
     assert summary["status"] == "partial"
-    assert summary["sent"] == survivor["sent"]  # the dead one's requests are in no count
-    assert (summary["received"], summary["lost"], summary["unknown"]) == (
-        survivor["received"], 0, 0)
-    assert any(problem.startswith("agent requester-1 (requester, status failed) left no "
-                                  "per-message records it reported: its requests and "
-                                  "their replies are in no count")
+    assert (summary["sent"], summary["received"]) == (len(alive_requests) + len(requests),
+                                                      len(alive_replies) + len(replies))
+    assert (summary["lost"], summary["unknown"]) == (lost, unknown) == (0, unknown)
+    # its request chunks close on the schedule, its reply chunks by time just after (as a
+    # rule a few replies later), so requests past its reply horizon (unknown) are few or
+    # none; those sent after its last request chunk are known from a reply kept or not at all
+    assert summary["delivered"] + unknown == summary["sent"]
+    assert summary["duplicated"] == summary["unexpected"] == 0
+    assert summary["hlog_agrees"] is True
+    assert logged_seconds(summary, "requester-1") >= 2  # its hlog too, as far as written
+
+
+def test_a_dead_responder_leaves_the_requests_after_it_unknown_not_lost(tmp_path, spark,
+                                                                       monkeypatch):
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
+    run_dir = tmp_path / "run"
+    manifest, _, killed_ns = run_killing(RELAYED, "responder-0", run_dir, 3.0)
+    assert entry(manifest, "responder-0")["status"] == "failed"
+    assert manifest["status"] == "partial"
+    lost = unknown = sent = after_death = 0
+    for requester in ("requester-0", "requester-1"):
+        assert entry(manifest, requester)["status"] == "ok"
+        requests, replies = requests_and_replies(records(run_dir, requester))
+        counts = unanswered(requests, replies, replies.sent_ns.max())
+        lost, unknown = lost + counts[0], unknown + counts[1]
+        sent += len(requests)
+        after_death += int((requests.sent_ns > killed_ns).sum())  # one clock: this host's
+    summary = analyze_run(spark, run_dir)
+    print(f"responder SIGKILLed: {sent:,} requests, {unknown:,} unknown, {after_death:,} "
+          "of them sent after its death")
+    assert summary["status"] == "partial"
+    assert summary["sent"] == sent
+    assert (summary["lost"], summary["unknown"]) == (lost, unknown)
+    assert unknown >= after_death > 0  # whatever the responder could not answer
+    assert summary["delivered"] + lost + unknown == sent
+    assert any(problem.startswith("agent responder-0 (responder, status failed) died "
+                                  "mid-run: requests it may have received after the latest "
+                                  "one it answered are unknown")
                for problem in summary["problems"])
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from sixnines.formats.chunks import CHUNK_INDEX, read_index
 from sixnines.formats.hdr import PERCENTILE_KEYS
-from sixnines.formats.records import CPU_FILE, HLOG_FILE, MESSAGES_FILE
+from sixnines.formats.records import CPU_FILE, HLOG_FILE
 from sixnines.orchestrator.report import find_run_dirs
 
 pytestmark = pytest.mark.integration
@@ -99,12 +99,12 @@ def test_each_run_directory_holds_verified_artifacts(results):
                          else ["requester"] * 2)
         for agent in manifest["agents"]:
             files = set(agent["artifacts"])
-            if agent["role"] == "requester":  # round trip: recorded whole, written at the end
-                assert files == {MESSAGES_FILE, HLOG_FILE, CPU_FILE}
-            else:  # one-way: chunks (one by default: streaming is opt-in), each listed
-                chunks = read_index(run_dir / "agents" / agent["id"])
-                assert chunks
-                assert files == {HLOG_FILE, CPU_FILE, CHUNK_INDEX, *(c["file"] for c in chunks)}
+            # chunks, each listed: by default (streaming is opt-in) one a producer's or
+            # consumer's connection, a requester one of its requests and one of replies
+            chunks = read_index(run_dir / "agents" / agent["id"])
+            assert len(chunks) == (2 if agent["role"] == "requester" else 1)
+            assert sum(c["rows"] for c in chunks) == agent["sent"] + agent["received"]
+            assert files == {HLOG_FILE, CPU_FILE, CHUNK_INDEX, *(c["file"] for c in chunks)}
             assert all(file["verified"] for file in agent["artifacts"].values())
             assert agent["clock"]["uncertainty_ns"] >= 0
             assert agent["versions"]["sixnines"]
@@ -124,15 +124,18 @@ def test_report_reruns_the_analysis_with_the_same_figures(results, tmp_path):
 
 CHUNKED = """
 name: chunked
-systems: [{name: tcp, driver: tcp, broker: builtin}]
-workload: {message_size: 64, rate: 1000, duration: 4s, warmup: 1s, consumers: 2}
+systems: [{{name: tcp, driver: tcp, broker: builtin}}]
+workload: {{mode: {mode}, message_size: 64, rate: 1000, duration: 4s, warmup: 1s,
+           consumers: 2}}
 """
 
 
-def test_a_run_longer_than_its_agents_buffers_is_recorded_whole(tmp_path):
+@pytest.mark.parametrize("mode", ["one-way", "round-trip"])
+def test_a_run_longer_than_its_agents_buffers_is_recorded_whole(tmp_path, mode):
     """Chunks of 500 rows (SIXNINES_CHUNK_ROWS): each agent's buffers hold a small part of
-    the run, which still completes with every message counted from every chunk."""
-    (tmp_path / "chunked.yaml").write_text(CHUNKED)
+    the run, which still completes with every message counted from every chunk (a
+    requester's requests and replies each in chunks of their own)."""
+    (tmp_path / "chunked.yaml").write_text(CHUNKED.format(mode=mode))
     done = subprocess.run([sys.executable, "-m", "sixnines", "run", "chunked.yaml",
                            "--output", "out"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=600, env={**os.environ, "SIXNINES_CHUNK_ROWS": "500"})
@@ -140,16 +143,19 @@ def test_a_run_longer_than_its_agents_buffers_is_recorded_whole(tmp_path):
     results_dir = tmp_path / done.stdout.strip().splitlines()[-1]
     [run] = json.loads((results_dir / "summary.json").read_text())["runs"]
     sent = 5000  # warm-up included: the analysis leaves it out by time
+    receivers = 2 if mode == "one-way" else 1  # a requester receives its own replies
     assert run["status"] == "ok", run["problems"]
+    assert (run["sent"], run["received"]) == (4000, receivers * 4000)
     assert (run["lost"], run["duplicated"], run["hlog_agrees"]) == (0, 0, True)
     assert run["send_lag_us"]["count"] == 4000
-    assert run["latency_us"]["count"] == 2 * 4000
+    assert run["latency_us"]["count"] == receivers * 4000
     [run_dir] = find_run_dirs(results_dir)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     for agent in manifest["agents"]:
         chunks = read_index(run_dir / "agents" / agent["id"])
-        rows = sent  # a producer sends them all, each consumer receives them all
-        assert sum(c["rows"] for c in chunks) == rows == (agent["sent"] or agent["received"])
+        # a producer sends them all, each consumer receives them all, a requester both
+        rows = sent * (2 if agent["role"] == "requester" else 1)
+        assert sum(c["rows"] for c in chunks) == rows == agent["sent"] + agent["received"]
         assert max(c["rows"] for c in chunks) <= 500 and len(chunks) >= rows // 500
         assert agent["recording"]["chunks"] == len(chunks)
         assert {c["file"] for c in chunks} < set(agent["artifacts"])

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sixnines.formats import hdr
+from sixnines.formats.chunks import chunk_name
 from sixnines.formats.hlog import write_hlog
 from sixnines.formats.records import HLOG_FILE, MESSAGES, MESSAGES_FILE
 
@@ -25,15 +26,17 @@ START_EPOCH_S = 1_700_000_000.0
 
 
 def _write_agent(run_dir: Path, agent_id: str, rows: dict[str, np.ndarray],
-                 series: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-    """messages.parquet and latency.hlog of one agent (series: tag → (offsets, values))."""
+                 series: dict[str, tuple[np.ndarray, np.ndarray]],
+                 name: str = MESSAGES_FILE) -> None:
+    """messages.parquet (or the file `name`) and latency.hlog of one agent (series: tag →
+    (offsets, values))."""
     folder = run_dir / "agents" / agent_id
     folder.mkdir(parents=True)
     n = len(rows["seq"])
     columns = {f.name: rows.get(f.name, np.full(n, None)) for f in MESSAGES}
     columns["size"] = np.full(n, 64, dtype=np.int32)
     columns["warmup"] = rows["intended_ns"] < WARMUP_NS
-    pq.write_table(pa.table(columns, schema=MESSAGES), folder / MESSAGES_FILE)
+    pq.write_table(pa.table(columns, schema=MESSAGES), folder / name)
     write_hlog(folder / HLOG_FILE, start_epoch_s=START_EPOCH_S, series=series,
                warmup_ns=WARMUP_NS)
 
@@ -215,7 +218,8 @@ def test_tampered_hlog_disagrees(spark, one_way, tmp_path):
                for p in summary["problems"])
 
 
-def test_round_trip_with_lost_replies(spark, tmp_path):
+@pytest.mark.parametrize("recorded", ["chunks", "older whole-run file"])
+def test_round_trip_with_lost_replies(spark, tmp_path, recorded):
     from sixnines.spark_jobs.analyze import analyze_runs
 
     run_dir = tmp_path / "round-trip"
@@ -227,17 +231,21 @@ def test_round_trip_with_lost_replies(spark, tmp_path):
     lost = np.zeros(N, dtype=bool)
     lost[[5, 150, 151, 999]] = True  # one in the warm-up
     replied = ~lost
-    rx_index = np.cumsum(replied) - 1
-    rows = {"producer_id": np.full(N, 7, np.int32), "seq": seq, "intended_ns": intended,
-            "sent_ns": sent,
-            "recv_ns": pa.array(recv, mask=lost), "consumer_id": pa.array(
-                np.full(N, 7, np.int32), mask=lost),
-            "rx_index": pa.array(rx_index, mask=lost)}
+    if recorded == "chunks":  # its requests (a sender's rows), then its replies
+        both = np.concatenate([np.arange(N), np.flatnonzero(replied)])
+        receipt, name = np.arange(len(both)) >= N, chunk_name(1)
+    else:  # one row per request, with its reply's receive columns
+        both, receipt, name = np.arange(N), replied, MESSAGES_FILE
+    rows = {"producer_id": np.full(len(both), 7, np.int32), "seq": seq[both],
+            "intended_ns": intended[both], "sent_ns": sent[both],
+            "recv_ns": pa.array(recv[both], mask=~receipt),
+            "consumer_id": pa.array(np.full(len(both), 7, np.int32), mask=~receipt),
+            "rx_index": pa.array(np.cumsum(receipt) - 1, mask=~receipt)}
     _write_agent(run_dir, "r1", rows, {
         "send_lag": (intended, sent - intended),
         "latency": (intended[replied], (recv - intended)[replied]),
         "service_time": (intended[replied], (recv - sent)[replied]),
-    })
+    }, name)
     # a second requester failed without leaving files
     _manifest(run_dir, "round-trip", [("r1", "requester"), ("r2", "requester")],
               status="partial")
