@@ -1,9 +1,9 @@
 """How much memory and disk a scenario's runs need, against what the hosts have.
 
-When chunks stream (agents.recording, opt-in via SIXNINES_CHUNK_ROWS), producers and
-consumers hold a few buffers of about a second's records each, the same for a minute or a
-day, while their files grow with the messages; by default they hold the whole run, and the
-estimate follows whichever the controller's environment chooses. A requester records as
+When chunks stream (agents.recording: the default; SIXNINES_CHUNK_ROWS=0 turns it off),
+producers and consumers hold a few buffers of about a second's records each, the same for
+a minute or a day, while their files grow with the messages; otherwise they hold the whole
+run, and the estimate follows whichever the controller's environment chooses. A requester records as
 both: its requests as a producer's, its replies as a consumer's. Responders record nothing.
 Every run's files stay in the results directory. A plan that cannot fit is refused before
 anything starts, with the numbers and the knobs that change them, instead of failing in

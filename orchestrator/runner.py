@@ -56,8 +56,9 @@ SUPERVISE_TICK_S = 0.25
 OVERRUN_S = 15.0  # past the planned end, agents are told to stop
 STOP_GRACE_S = 15.0  # after a stop, how long agents get to write their data
 #: Settings of the agents' recording read from the controller's environment and passed to
-#: every agent wherever it runs: streaming records is opt-in (agents.recording), and an
-#: agent on an SSH host or in a container must stream as one beside the controller does.
+#: every agent wherever it runs: an agent on an SSH host or in a container must record as
+#: one beside the controller does (agents.recording: SIXNINES_CHUNK_ROWS=0 turns streaming
+#: off).
 AGENT_ENVIRONMENT = ("SIXNINES_CHUNK_ROWS",)
 
 

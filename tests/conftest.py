@@ -132,7 +132,8 @@ def _results_follow_their_schemas(request, tmp_path_factory):
 
 @pytest.fixture
 def streaming(monkeypatch):
-    """Records streamed in chunks while the run goes (SIXNINES_CHUNK_ROWS, off by default)."""
+    """Records streamed in chunks while the run goes (the default), whatever
+    SIXNINES_CHUNK_ROWS says in this environment."""
     from sixnines.agents import recording
 
     monkeypatch.setattr(recording, "CHUNK_ROWS", 1 << 19)

@@ -1,0 +1,141 @@
+"""A long run as a user starts it: does memory stay flat, is nothing lost, and does the send
+lag of a long run match a short one's?
+
+Runs `sixnines run` (the product's path, chunks streaming as by default) of the builtin tcp
+relay, 64 B, one producer and one consumer at `--rate`: first a 10 s run (the baseline,
+same script, same sitting), then one of `--minutes`. While each runs, every agent's and
+writer's resident memory is sampled once a second. Send lag comes from the producer's own
+interval log (latency.hlog, `send_lag`: what `sixnines report` reads), counts from the
+manifest, bytes on disk from the agents' files; the steal time of the loop's CPU (the
+hypervisor running something else on it) is shown, since it stalls the loop whatever
+sixnines does.
+
+    .venv/bin/python benchmarks/bench_soak.py [--rate 1M] [--minutes 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from sixnines.formats import hdr
+from sixnines.formats.hlog import measured_counts, read_hlog
+from sixnines.orchestrator.units import parse_rate
+from tests.faults.processes import Sixnines, command_line, descendants, parents
+
+WARMUP_S = 5
+MB = 1 << 20
+
+
+def scenario(rate: float, seconds: int, output: Path) -> str:
+    return f"""
+name: soak
+systems: [{{name: tcp, driver: tcp, broker: builtin}}]
+workload: {{message_size: 64, rate: {rate}, duration: {seconds}s, warmup: {WARMUP_S}s,
+           drain: 10s}}
+output: {output}
+"""
+
+
+def rss_bytes(pid: int) -> int:
+    try:
+        found = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    except OSError:
+        return 0
+    return int(found[1]) * 1024 if found else 0
+
+
+def steal_ticks(cpu: int | None) -> int:
+    """Clock ticks the hypervisor took from `cpu` (all CPUs: None) since boot."""
+    name = "cpu" if cpu is None else f"cpu{cpu}"
+    for line in Path("/proc/stat").read_text().splitlines():
+        fields = line.split()
+        if fields[0] == name:
+            return int(fields[8])
+    return 0
+
+
+def run(work: Path, rate: float, seconds: int) -> dict:
+    """One run: its manifest, per-process RSS series {pid: [(t, bytes)]} and parents,
+    steal ticks per CPU."""
+    work.mkdir(parents=True)
+    (work / "s.yaml").write_text(scenario(rate, seconds, work / "out"))
+    steal_before = {cpu: steal_ticks(cpu) for cpu in (0, 1, None)}
+    controller = Sixnines("run", str(work / "s.yaml"), "--no-analysis", cwd=work)
+    series: dict[int, list[tuple[float, int]]] = {}
+    parent_of: dict[int, int] = {}
+    started = time.monotonic()
+    while controller.process.poll() is None:
+        for pid in descendants(controller.process.pid):
+            if "-m sixnines.agents" in command_line(pid):
+                series.setdefault(pid, []).append((time.monotonic() - started, rss_bytes(pid)))
+                parent_of.setdefault(pid, parents().get(pid, 0))
+        time.sleep(1)
+    code, _, stderr = controller.finish()
+    if code != 0:
+        raise SystemExit(f"the run failed:\n{stderr}")
+    run_dir = next(work.glob("out/soak/*/*/manifest.json")).parent
+    steal = {cpu: steal_ticks(cpu) - before for cpu, before in steal_before.items()}
+    return {"dir": run_dir, "manifest": json.loads((run_dir / "manifest.json").read_text()),
+            "rss": series, "parents": parent_of, "steal": steal}
+
+
+def send_lag(run_dir: Path) -> dict[str, float]:
+    """Send-lag percentiles in µs after the warm-up, from the producer's interval log."""
+    log = read_hlog(run_dir / "agents" / "producer-0" / "latency.hlog")
+    counts = measured_counts(log, WARMUP_S)["send_lag"]
+    values = hdr.percentile_values(counts, (50.0, 99.0, 99.9, 99.99))
+    return dict(zip(("p50", "p99", "p99.9", "p99.99"), (v / 1000 for v in values),
+                    strict=True))
+
+
+def report(name: str, result: dict) -> dict[str, float]:
+    manifest = result["manifest"]
+    agents = {a["id"]: a for a in manifest["agents"]}
+    sent, received = agents["producer-0"]["sent"], agents["consumer-0"]["received"]
+    disk = sum(f["bytes"] for a in agents.values() for f in a["artifacts"].values())
+    lag = send_lag(result["dir"])
+    print(f"\n{name}: status {manifest['status']}, sent {sent:,}, received {received:,}, "
+          f"lost {sent - received:,}; disk {disk / MB:,.0f} MiB = {disk / max(sent, 1):.2f} "
+          "B/message (both agents' files)")
+    print("  send lag µs: " + ", ".join(f"{k} {v:,.1f}" for k, v in lag.items()))
+    print(f"  steal (hypervisor) during the run: {result['steal']} ticks of 10 ms "
+          f"(loop on CPU {agents['producer-0'].get('loop_cpu')})")
+    names = {a["pid"]: a["id"] for a in [*agents.values(), manifest.get("monitor") or {}]
+             if a.get("pid")}
+    for pid, samples in sorted(result["rss"].items()):
+        parent = result["parents"].get(pid)
+        name = names.get(pid) or (f"{names[parent]}'s writer" if parent in names else str(pid))
+        times, values = np.array([t for t, _ in samples]), np.array([v for _, v in samples])
+        late = values[times >= times[-1] / 2] if len(values) else values
+        early = values[(times >= 15) & (times < 60)]
+        print(f"  {name}: RSS peak {values.max() / MB:,.0f} MiB; 15-60 s "
+              f"{early.max() / MB if len(early) else 0:,.0f} MiB; second half max "
+              f"{late.max() / MB if len(late) else 0:,.0f} MiB")
+    return lag
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rate", default="1M")
+    parser.add_argument("--minutes", type=float, default=10)
+    args = parser.parse_args()
+    rate = parse_rate(args.rate)
+    with tempfile.TemporaryDirectory() as tmp:
+        short = report("10 s run", run(Path(tmp) / "short", rate, 10))
+        long = report(f"{args.minutes:g} min run", run(Path(tmp) / "long", rate,
+                                                        int(args.minutes * 60)))
+    print(f"\nsend-lag p99, long / short: {long['p99'] / short['p99']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
