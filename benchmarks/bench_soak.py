@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -27,12 +29,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from sixnines.agents.affinity import keep_off, restore
 from sixnines.formats import hdr
 from sixnines.formats.hlog import measured_counts, read_hlog
 from sixnines.orchestrator.units import parse_rate
-from tests.faults.processes import Sixnines, command_line, descendants, parents
+from tests.faults.processes import command_line, descendants, parents
 
 WARMUP_S = 5
+LIMIT_US = 100.0
 MB = 1 << 20
 
 
@@ -70,32 +74,42 @@ def run(work: Path, rate: float, seconds: int) -> dict:
     work.mkdir(parents=True)
     (work / "s.yaml").write_text(scenario(rate, seconds, work / "out"))
     steal_before = {cpu: steal_ticks(cpu) for cpu in (0, 1, None)}
-    controller = Sixnines("run", str(work / "s.yaml"), "--no-analysis", cwd=work)
+    with open(work / "stderr.txt", "w") as stderr:
+        controller = subprocess.Popen(
+            [sys.executable, "-m", "sixnines", "run", str(work / "s.yaml"), "--no-analysis"],
+            cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
+    # this script is not part of the run: off the CPU the placement gives the loop (the
+    # highest), where its sampling would be the stalls it measures; the next run's controller
+    # must again start on every CPU
+    before = keep_off([os.getpid()], [max(os.sched_getaffinity(0))])
     series: dict[int, list[tuple[float, int]]] = {}
     parent_of: dict[int, int] = {}
     started = time.monotonic()
-    while controller.process.poll() is None:
-        for pid in descendants(controller.process.pid):
+    while controller.poll() is None:
+        for pid in descendants(controller.pid):
             if "-m sixnines.agents" in command_line(pid):
                 series.setdefault(pid, []).append((time.monotonic() - started, rss_bytes(pid)))
                 parent_of.setdefault(pid, parents().get(pid, 0))
         time.sleep(1)
-    code, _, stderr = controller.finish()
-    if code != 0:
-        raise SystemExit(f"the run failed:\n{stderr}")
+    restore(before)
+    if controller.wait() != 0:
+        raise SystemExit(f"the run failed:\n{(work / 'stderr.txt').read_text()}")
     run_dir = next(work.glob("out/soak/*/*/manifest.json")).parent
     steal = {cpu: steal_ticks(cpu) - before for cpu, before in steal_before.items()}
     return {"dir": run_dir, "manifest": json.loads((run_dir / "manifest.json").read_text()),
             "rss": series, "parents": parent_of, "steal": steal}
 
 
-def send_lag(run_dir: Path) -> dict[str, float]:
-    """Send-lag percentiles in µs after the warm-up, from the producer's interval log."""
+def send_lag(run_dir: Path) -> tuple[dict[str, float], list[tuple[float, float]]]:
+    """Send-lag percentiles in µs after the warm-up, from the producer's interval log, and
+    each interval's (start s, p99 µs)."""
     log = read_hlog(run_dir / "agents" / "producer-0" / "latency.hlog")
     counts = measured_counts(log, WARMUP_S)["send_lag"]
     values = hdr.percentile_values(counts, (50.0, 99.0, 99.9, 99.99))
+    intervals = [(item.start_s, hdr.percentile_values(item.counts, (99.0,))[0] / 1000)
+                 for item in log.intervals if item.tag == "send_lag"]
     return dict(zip(("p50", "p99", "p99.9", "p99.99"), (v / 1000 for v in values),
-                    strict=True))
+                    strict=True)), intervals
 
 
 def report(name: str, result: dict) -> dict[str, float]:
@@ -103,11 +117,16 @@ def report(name: str, result: dict) -> dict[str, float]:
     agents = {a["id"]: a for a in manifest["agents"]}
     sent, received = agents["producer-0"]["sent"], agents["consumer-0"]["received"]
     disk = sum(f["bytes"] for a in agents.values() for f in a["artifacts"].values())
-    lag = send_lag(result["dir"])
+    lag, intervals = send_lag(result["dir"])
+    slow = [(start, p99) for start, p99 in intervals if p99 > LIMIT_US]
     print(f"\n{name}: status {manifest['status']}, sent {sent:,}, received {received:,}, "
           f"lost {sent - received:,}; disk {disk / MB:,.0f} MiB = {disk / max(sent, 1):.2f} "
           "B/message (both agents' files)")
     print("  send lag µs: " + ", ".join(f"{k} {v:,.1f}" for k, v in lag.items()))
+    worst = ", ".join(f"{start:.0f} s: {p99:,.0f}" for start, p99 in
+                      sorted(slow, key=lambda item: -item[1])[:8])
+    print(f"  intervals with send-lag p99 > {LIMIT_US:.0f} µs: {len(slow)} of "
+          f"{len(intervals)}" + (f"; worst (start, p99 µs): {worst}" if slow else ""))
     print(f"  steal (hypervisor) during the run: {result['steal']} ticks of 10 ms "
           f"(loop on CPU {agents['producer-0'].get('loop_cpu')})")
     names = {a["pid"]: a["id"] for a in [*agents.values(), manifest.get("monitor") or {}]
@@ -128,9 +147,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", default="1M")
     parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--keep", type=Path, help="keep the runs here (default: deleted)")
     args = parser.parse_args()
     rate = parse_rate(args.rate)
     with tempfile.TemporaryDirectory() as tmp:
+        if args.keep:
+            tmp = args.keep
         short = report("10 s run", run(Path(tmp) / "short", rate, 10))
         long = report(f"{args.minutes:g} min run", run(Path(tmp) / "long", rate,
                                                         int(args.minutes * 60)))
