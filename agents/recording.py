@@ -56,6 +56,7 @@ CHUNK_NS = NS  # a chunk is closed after about a second at most
 POOL_BUFFERS = 4  # per pool when streaming: one filling, one being written, two ready
 RECEIPT_ROWS = 1 << 14  # a receiver's buffers hold at least this many rows (bursts)
 NEVER = 1 << 62
+CACHE_LINE = 64
 
 
 def streaming() -> bool:
@@ -103,7 +104,7 @@ class Columns:
         if not shared or capacity == 0:
             self.arrays = [touched(capacity, dtype) for dtype in dtypes]
             return
-        sizes = [capacity * np.dtype(dtype).itemsize for dtype in dtypes]
+        sizes = [_aligned(capacity * np.dtype(dtype).itemsize) for dtype in dtypes]
         total = max(sum(sizes), 1)
         if fd < 0:  # the agent's side: new memory, touched now (not in the loop)
             fd = os.memfd_create("sixnines-chunk", os.MFD_CLOEXEC)
@@ -117,6 +118,13 @@ class Columns:
         if self.fd >= 0:
             for array in self.arrays:
                 array.fill(0)
+
+def _aligned(size: int) -> int:
+    """`size` rounded up to a cache line, so each column after it starts aligned: an int64
+    column after an odd number of int32 rows was unaligned, and the loop's scalar writes
+    through a memoryview refuse unaligned items ("unsupported format =q")."""
+    return -(-size // CACHE_LINE) * CACHE_LINE
+
 
 class Piece:
     """One buffer of a sender's schedule: intended times filled ahead, send times stamped

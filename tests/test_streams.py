@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sixnines.agents.streams as streams
-from sixnines.agents.recording import PiecePool, Recorder
+from sixnines.agents.recording import RECEIPT_DTYPES, Columns, PiecePool, Recorder
 from sixnines.agents.roles import Control, Producer
 from sixnines.agents.schedule import Pieces, intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
@@ -489,3 +490,16 @@ def test_a_producer_s_schedule_is_made_and_recorded_piece_by_piece(driver, pair,
     inbox = Inbox(count, TCP_FRAMING, SIZE)
     take_all(inbox, receiver, count)
     assert np.array_equal(inbox.sent, rows.sent_ns.to_numpy())
+
+
+@pytest.mark.parametrize("capacity", [1, 1001, 16_385])
+def test_shared_columns_take_scalar_writes_whatever_their_length(capacity):
+    """A receiver's int32 columns come first: after an odd number of rows the int64 ones
+    must still start aligned, or the loop's memoryview writes fail (one row at a time is
+    how a few messages are recorded)."""
+    columns = Columns(capacity, RECEIPT_DTYPES, shared=True)
+    for array in columns.arrays:
+        view = memoryview(array)
+        view[capacity - 1] = 7
+        assert array[capacity - 1] == 7
+    os.close(columns.fd)
