@@ -13,10 +13,12 @@ import json
 import logging
 import os
 import select
+import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from typing import NoReturn
 
 from rich.console import Console
 
@@ -393,6 +395,16 @@ def _log_to(console: Console, verbosity: int) -> None:
     root.setLevel(logging.WARNING)
     logging.getLogger("sixnines").setLevel(
         (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)])
+
+
+def entry() -> NoReturn:
+    """The `sixnines` command: main's exit code, which an interrupt arriving while the
+    process exits (a third Ctrl-C after the wind-down) must not replace with death by
+    that signal: there is nothing left to interrupt."""
+    code = main()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import sys
 import tempfile
@@ -23,6 +24,19 @@ from pathlib import Path
 import pytest
 
 from tests.result_schemas import unchecked_problems
+
+
+def _start_children_as_from_a_terminal() -> None:
+    """The processes the tests start get the default SIGHUP and SIGINT, as from a
+    terminal, even when the suite runs under `nohup` or in the background: those ignore
+    the signals, the ignoring is inherited across exec, and the tests that hang up on or
+    Ctrl-C a controller would then test nothing. A Python-level handler is reset at exec:
+    the suite keeps surviving a hangup, and Ctrl-C interrupts it as usual."""
+    signal.signal(signal.SIGHUP, lambda signum, frame: None)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_start_children_as_from_a_terminal()
 
 INTEGRATION_DIRS = ("integration",)  # tests/<dir>/: real processes, servers and Spark
 #: executables of servers and JVMs a test without the `integration` mark must not start
