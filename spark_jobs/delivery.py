@@ -132,15 +132,19 @@ def horizons(kept: DataFrame) -> DataFrame:
     known to have been whole (its last kept receive time; with a dead responder, the
     latest request it answered was sent) − the longest recv − sent of its receipts from
     that producer: a missing message sent before it would have had to take longer than any
-    of them did to come after that instant. Both times are the receiver's clock minus the
-    producer's (a requester's are one clock), so the comparison holds across hosts without
-    offsets."""
+    of them did to come after that instant. Never later than the newest message kept from
+    that producer: a stream that lagged behind the others at the end (one Kafka partition)
+    shows no progress past it, so its misses after it stay unknown. Both times are the
+    receiver's clock minus the producer's (a requester's are one clock), so the comparison
+    holds across hosts without offsets."""
     alive = F.when(F.col("relay_died"), F.col("sent_ns")).otherwise(F.col("recv_ns"))
     last = kept.groupBy("agent_index").agg(F.max(alive).alias("last_ns"))
-    lateness = kept.groupBy("agent_index", "producer_id").agg(
-        F.max(F.col("recv_ns") - F.col("sent_ns")).alias("lateness"))
-    return lateness.join(last, "agent_index").select(
-        "agent_index", "producer_id", (F.col("last_ns") - F.col("lateness")).alias("horizon"))
+    stream = kept.groupBy("agent_index", "producer_id").agg(
+        F.max(F.col("recv_ns") - F.col("sent_ns")).alias("lateness"),
+        F.max("sent_ns").alias("newest"))
+    return stream.join(last, "agent_index").select(
+        "agent_index", "producer_id",
+        F.least(F.col("last_ns") - F.col("lateness"), F.col("newest")).alias("horizon"))
 
 
 def _watched_table(spark, receivers: tuple[Watched, ...]) -> DataFrame:

@@ -126,6 +126,20 @@ def test_a_dead_consumer_of_a_reordering_system_loses_only_what_no_lateness_expl
     assert (got.first()["delivered"], got.first()["lost"], got.first()["unknown"]) == (3, 1, 2)
 
 
+def test_a_dead_consumer_s_lagging_stream_is_unknown_past_its_newest_receipt(spark):
+    # producers 1 and 2 send seqs 0..5 at 100·seq; c kept 1's seqs 0..5 and 2's 0..1 (both
+    # latency 10: lateness 10), then died at 510. Horizon with 2: min(510 − 10, 100) = 100:
+    # 2's stream showed no progress past seq 1, so seqs 2..5 are unknown, not lost, though
+    # sent long before c's last receipt (one partition fetched late)
+    rows = [("p", "producer", pid, s, 100 * s, 100 * s, None, None, False)
+            for pid in (1, 2) for s in range(6)]
+    kept = [(1, s) for s in range(6)] + [(2, 0), (2, 1)]
+    rows += [("c", "consumer", pid, s, 100 * s, 100 * s, 100 * s + 10, i, False)
+             for i, (pid, s) in enumerate(kept)]
+    got = delivery.accounting(_frame(spark, rows), dead=delivery.Dead((delivery.Watched(0, 1),)))
+    assert (got.first()["delivered"], got.first()["lost"], got.first()["unknown"]) == (8, 0, 4)
+
+
 def test_a_dead_producer_s_messages_receivers_got_after_its_last_chunk_count_as_sent(spark):
     kept = [row for row in _tiny_rows() if row[1] != "producer" or row[3] < 3]
     got = delivery.accounting(_frame(spark, kept), dead=delivery.Dead(producer_ids=(1,)))

@@ -44,7 +44,7 @@ from tests.faults.processes import (
 )
 from tests.faults.support import sixnines
 from tests.integration.support import RecordingView, execute, one_system, points
-from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
+from tests.integration.testbed import pids_in_namespaces, testbed
 
 pytestmark = pytest.mark.integration
 
@@ -138,9 +138,11 @@ def logged_seconds(summary: dict, agent: str) -> int:
 def unknown_at(dead: pd.DataFrame, sent: pd.DataFrame, connections: int) -> int:
     """The rule of docs/design.md, from the files: a message a dead consumer's connection
     misses is unknown when sent at or after (its last kept receive time − the longest
-    recv − sent of its receipts from that producer)."""
+    recv − sent of its receipts from that producer), or after the newest it kept from that
+    producer."""
     lateness = (dead.recv_ns - dead.sent_ns).groupby(dead.producer_id).max()
-    horizon = dead.recv_ns.max() - lateness
+    newest = dead.groupby("producer_id").sent_ns.max()
+    horizon = pd.concat([dead.recv_ns.max() - lateness, newest], axis=1).min(axis=1)
     late = sent[sent.sent_ns >= sent.producer_id.map(horizon)]
     got = dead.drop_duplicates([*MESSAGE, "consumer_id"]).merge(late[MESSAGE], on=MESSAGE)
     return connections * len(late) - len(got)
@@ -316,8 +318,16 @@ def test_a_dead_requester_keeps_its_chunks_and_its_tail_is_unknown(tmp_path, spa
     run_dir = tmp_path / "run"
     manifest, _, killed_ns = run_killing(ROUND_TRIP, "requester-1", run_dir, LATE_KILL_S)
     assert entry(manifest, "requester-1")["status"] == "failed"
+    summary = check_dead_requester(spark, run_dir, killed_ns, "requester")
+    assert logged_seconds(summary, "requester-1") >= 2  # its hlog too, as far as written
+
+
+def check_dead_requester(spark, run_dir: Path, killed_ns: int, label: str) -> dict:
+    """requester-1 of `run_dir` was SIGKILLed at `killed_ns`: its kept chunks reach to
+    about a second before, and the analysis counts its requests as the rules say; the
+    run's summary."""
     requests, replies = requests_and_replies(kept_records(run_dir / "agents" / "requester-1"))
-    gap_s = report_gap("requester", killed_ns, replies.recv_ns.max(), len(replies))
+    gap_s = report_gap(label, killed_ns, replies.recv_ns.max(), len(replies))
     assert 0 < gap_s < GAP_LIMIT_S
     seen = replies[MESSAGE].merge(requests[MESSAGE], on=MESSAGE, how="left",
                                   indicator=True).query("_merge == 'left_only'")
@@ -325,7 +335,7 @@ def test_a_dead_requester_keeps_its_chunks_and_its_tail_is_unknown(tmp_path, spa
     lost, unknown = unanswered(requests, replies, replies.recv_ns.max())
     alive_requests, alive_replies = requests_and_replies(records(run_dir, "requester-0"))
     summary = analyze_run(spark, run_dir)
-    print(f"requester SIGKILLed: {len(requests):,} requests kept, {len(seen):,} known only "
+    print(f"{label} SIGKILLed: {len(requests):,} requests kept, {len(seen):,} known only "
           f"from their replies, {unknown:,} unknown")
     assert summary["status"] == "partial"
     assert (summary["sent"], summary["received"]) == (len(alive_requests) + len(requests),
@@ -337,7 +347,7 @@ def test_a_dead_requester_keeps_its_chunks_and_its_tail_is_unknown(tmp_path, spa
     assert summary["delivered"] + unknown == summary["sent"]
     assert summary["duplicated"] == summary["unexpected"] == 0
     assert summary["hlog_agrees"] is True
-    assert logged_seconds(summary, "requester-1") >= 2  # its hlog too, as far as written
+    return summary
 
 
 def test_a_dead_responder_leaves_the_requests_after_it_unknown_not_lost(tmp_path, spark,
@@ -390,21 +400,18 @@ def kill_agent_writing(name: str, deadline_s: float = 120.0) -> tuple[int, int] 
     return None
 
 
-def remote_scenario(tmp_path: Path, bed: Testbed) -> Path:
-    path = tmp_path / "scenario.yaml"
-    path.write_text(ONE_WAY + f"inventory: {bed.inventory}\noutput: {tmp_path / 'runs'}\n"
-                    "placement: {broker: h1, agents: [h2, h3]}\n")
-    return path
-
-
-def test_a_consumer_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(
-        tmp_path, spark, monkeypatch):
-    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)  # passed on to remote agents
+def run_on_testbed_killing(tmp_path: Path, scenario: str, agent: str) -> tuple[Path, int]:
+    """A real run with agents on two SSH hosts of a test bed whose `agent` (on h3) is
+    SIGKILLed once its first chunk has closed; (the run's directory, the instant of the
+    kill). No process is left on any host, the dead agent's kept chunks were fetched and
+    every remote copy removed."""
     with testbed(3) as bed:
-        path = remote_scenario(tmp_path, bed)
+        path = tmp_path / "scenario.yaml"
+        path.write_text(scenario + f"inventory: {bed.inventory}\noutput: {tmp_path / 'runs'}\n"
+                        "placement: {broker: h1, agents: [h2, h3]}\n")
         killed: list[tuple[int, int] | None] = []
         killer = threading.Thread(
-            target=lambda: killed.append(kill_agent_writing(f"/agents/consumer-1/{CHUNK_INDEX}")),
+            target=lambda: killed.append(kill_agent_writing(f"/agents/{agent}/{CHUNK_INDEX}")),
             daemon=True)
         killer.start()
         outcome = run_scenario(load_scenario(path), path, output=None, spark_master=None,
@@ -413,18 +420,32 @@ def test_a_consumer_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(
         listeners = {int((bed.dir / host.name / "sshd.pid").read_text()) for host in bed.hosts}
         assert still_alive_after(set(pids_in_namespaces(bed.netns_inodes)) - listeners,
                                  2.0) == {}
-    assert killed and killed[0], "consumer-1 was not found to kill"
+    assert killed and killed[0], f"{agent} was not found to kill"
     (run_dir,) = outcome.results_dir.glob("01-*")
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert entry(manifest, "consumer-1")["status"] == "failed"
-    assert entry(manifest, "consumer-1")["host"] == "h3"
-    dead = kept_records(run_dir / "agents" / "consumer-1")  # fetched from h3
+    assert entry(manifest, agent)["status"] == "failed"
+    assert entry(manifest, agent)["host"] == "h3"
     remote_runs = Path("/var/tmp/sixnines/runs/dies") / outcome.results_dir.name
     assert not list(remote_runs.glob("*/agents/*"))  # each copy removed once fetched whole
-    gap_s = report_gap("consumer on an SSH host", killed[0][1], dead.recv_ns.max(), len(dead))
+    return run_dir, killed[0][1]
+
+
+def test_a_consumer_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(
+        tmp_path, spark, monkeypatch):
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)  # passed on to remote agents
+    run_dir, killed_ns = run_on_testbed_killing(tmp_path, ONE_WAY, "consumer-1")
+    dead = kept_records(run_dir / "agents" / "consumer-1")  # fetched from h3
+    gap_s = report_gap("consumer on an SSH host", killed_ns, dead.recv_ns.max(), len(dead))
     assert 0 < gap_s < GAP_LIMIT_S
     sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
     summary = analyze_run(spark, run_dir)
     assert summary["status"] == "partial"
     assert (summary["sent"], summary["lost"]) == (len(sent), 0)
     assert 0 < summary["unknown"] == unknown_at(dead, sent, connections=2)
+
+
+def test_a_requester_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(
+        tmp_path, spark, monkeypatch):
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)  # passed on to remote agents
+    run_dir, killed_ns = run_on_testbed_killing(tmp_path, ROUND_TRIP, "requester-1")
+    check_dead_requester(spark, run_dir, killed_ns, "requester on an SSH host")
