@@ -6,9 +6,11 @@ the files it wrote. Prints, per role and count: peak MB, the bytes per message b
 smallest and each larger count (the slope, which is what the estimate's per-message figure
 must cover), the bytes on disk per message, and measured / estimated memory. When chunks
 stream, the agent's writer process is shown beside it (its peak counts again the shared
-buffers it read, so agent + writer overstates what both hold).
+buffers it read, so agent + writer overstates what both hold). `--mode round-trip` measures
+a requester (its requests and their replies) instead of a producer and a consumer.
 
     .venv/bin/python benchmarks/bench_footprint.py [--counts 200k,1M,4M] [--size 64]
+        [--mode one-way|round-trip]
 """
 
 from __future__ import annotations
@@ -30,15 +32,15 @@ from tests.faults.processes import Sixnines
 SECONDS = 4
 
 
-def measure(work: Path, messages: int, size: int) -> dict[str, dict]:
+def measure(work: Path, messages: int, size: int, mode: str) -> dict[str, dict]:
     """One run of `messages` per side: per role, its messages, peak bytes, file bytes and
     the estimate."""
     scenario = work / f"fp-{messages}.yaml"
     scenario.write_text(f"""
 name: footprint
 systems: [{{name: tcp, driver: tcp}}]
-workload: {{message_size: {size}, rate: {messages // SECONDS}, duration: {SECONDS}s,
-           warmup: 0s, drain: 5s}}
+workload: {{mode: {mode}, message_size: {size}, rate: {messages // SECONDS},
+           duration: {SECONDS}s, warmup: 0s, drain: 5s}}
 """)
     needs = {n.plan.role: n for n in footprint.agent_needs(expand(load_scenario(scenario))[0])}
     controller = Sixnines("run", str(scenario), "--output", str(work / "out"),
@@ -62,13 +64,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--counts", default="200k,1M,4M")
     parser.add_argument("--size", type=int, default=64)
+    parser.add_argument("--mode", choices=("one-way", "round-trip"), default="one-way")
     args = parser.parse_args()
     counts = [int(parse_rate(text)) for text in args.counts.split(",")]
     with tempfile.TemporaryDirectory(prefix="bench-footprint-") as work:
-        results = [measure(Path(work), count, args.size) for count in counts]
+        results = [measure(Path(work), count, args.size, args.mode) for count in counts]
     print(f"{'role':9} {'messages':>10} {'peak MB':>9} {'writer MB':>10} {'B/msg slope':>12} "
           f"{'disk B/msg':>11} {'both/estimate':>14}")
-    for role in ("producer", "consumer"):
+    for role in results[0]:
         first = results[0][role]
         for result in results:
             r = result[role]
