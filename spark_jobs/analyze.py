@@ -2,10 +2,13 @@
 
     python -m sixnines.spark_jobs.analyze [--master local[*]] [--window M] RUN_DIR [RUN_DIR ...]
 
-All run dirs share one Spark session (its start-up costs ~10 s). Per run: one job each for
-the accounting, the rates, the clock pairs, the HDR bucket counts, the exact medians, the
-stream extents, the latency curve and the throughput window pass; only one-row results, one
-row per agent or stream, bucket rows and ≤ 2,000-point curves come back to the driver.
+All run dirs are analysed together, in one Spark session and one pass (the run is a
+column, spark_jobs.frames): one action each for the accounting, the rates, the clock pairs,
+the HDR bucket counts, the exact medians, the stream extents, the latency curve and the
+throughput window pass, whatever the number of runs; only a row per run, a row per agent or
+stream, bucket rows and ≤ 2,000-point curves per run come back to the driver, where each
+run's report is written from its own (a run whose analysis fails when they go together is
+tried alone, so it costs only its own report).
 `--window M` is the number of messages the overhead and throughput of a stream are taken
 over; without it, the run's own (the scenario's `throughput_window`, recorded in its
 manifest; 100 for manifests without one). One JSON line per run on stdout: {"run_dir",
@@ -276,40 +279,89 @@ def refused(checked: Checked) -> RunSummary:
     return summary
 
 
+@dataclass(frozen=True)
+class Figured:
+    """What Spark found for one run of those analysed together (by analyze_together)."""
+
+    counts: dict[str, Any]  # delivery.COUNTS
+    rate: dict[str, Any]  # send_rate, receive_rate
+    pairs: summarize.ClockPairs
+    metrics: dict[str, summarize.MetricCounts]
+    per_agent: dict[str, dict[str, np.ndarray]]  # the hlog check's counts
+    per_message: series.PerMessage
+
+
 def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = None
                     ) -> RunSummary:
-    """Analyse a run dir whose files passed their checks, write its report files and
-    return the summary (window: M, the messages a stream's overhead and throughput are
-    taken over; None: the manifest's)."""
-    run_dir, manifest = checked.run_dir, checked.manifest
-    window = window or manifest.throughput_window
-    workload = manifest.workload
-    load = load_of(manifest.params)
-    absent = _absent(manifest, checked.messages)
+    """Analyse one run dir whose files passed their checks: `analyze_together`."""
+    return _report(checked, _figure(spark, [checked], window)[0])
 
-    df = frames.load_messages(spark, run_dir, manifest)
-    # every connection of every consumer agent receives every message (fan-out)
+
+def analyze_together(spark: SparkSession, runs: list[Checked], window: int | None = None
+                     ) -> list[RunSummary]:
+    """Analyse run dirs whose files passed their checks in one pass (the run is a column:
+    spark_jobs.frames), write each one's report files and return the summaries (window:
+    M, the messages a stream's overhead and throughput are taken over; None: each
+    manifest's)."""
+    return [_report(checked, figured)
+            for checked, figured in zip(runs, _figure(spark, runs, window), strict=True)]
+
+
+def _expected(checked: Checked) -> delivery.Expected:
+    """What a run's accounting needs besides its rows: every connection of every consumer
+    agent receives every message (fan-out); those of agents without data are absent."""
+    manifest, workload = checked.manifest, checked.manifest.workload
     consumers = workload.connections * sum(role == Role.CONSUMER
                                            for role, _ in checked.messages.values())
-    silent = sum(_connections(agent, workload) for agent in absent
-                 if agent.role == Role.CONSUMER)
-    dead = delivery.Dead.of(manifest, checked.messages)
-    counts = delivery.accounting(df, consumers, silent, dead).first().asDict()
-    rate = frames.rates(df).first().asDict()
-    clocks = frames.RunClocks.from_manifest(manifest)
+    silent = sum(_connections(agent, workload)
+                 for agent in _absent(manifest, checked.messages) if agent.role == Role.CONSUMER)
+    return delivery.Expected(consumers, silent, delivery.Dead.of(manifest, checked.messages))
+
+
+def _figure(spark: SparkSession, runs: list[Checked], window: int | None) -> list[Figured]:
+    """The Spark passes over every run's rows at once: a dozen actions whatever the number
+    of runs, only per-run results coming back."""
+    manifests = [checked.manifest for checked in runs]
+    loads = [load_of(manifest.params) for manifest in manifests]
+    df = frames.load_runs(spark, [(checked.run_dir, checked.manifest) for checked in runs])
+    counts = _rows_by_run(delivery.accounting_of_runs(df, [_expected(c) for c in runs]))
+    rates = _rows_by_run(frames.rates(df))
+    clocks = frames.RunClocks.of_runs(manifests)
     measured = frames.measured(df)
-    pairs = summarize.clock_pairs(frames.clock_pair_counts(measured, clocks).toArrow())
-    values = frames.metric_values(measured, clocks, load)
-    buckets = frames.bucket_counts(values, keys=("agent_id", "metric")).toArrow()
-    metrics, per_agent = summarize.gather(buckets)
-    metrics = series.with_median_detail(values, metrics)
-    per_message = series.per_message(measured, clocks, manifest, window, load)
+    pair_rows = frames.clock_pair_counts(measured, clocks).toArrow()
+    values = frames.metric_values(measured, clocks, dict(enumerate(loads)))
+    buckets = frames.bucket_counts(values, keys=(frames.RUN, "agent_id", "metric")).toArrow()
+    gathered = [summarize.gather(frames.of_run(buckets, run)) for run in range(len(runs))]
+    metrics = series.with_median_detail(values, [merged for merged, _ in gathered])
+    per_message = series.per_message_of_runs(
+        measured, clocks, manifests, [window or m.throughput_window for m in manifests], loads)
+    logged = _as_far_as_logged(measured, runs, clocks, loads)
+    return [Figured(counts[run], rates.get(run, {"send_rate": None, "receive_rate": None}),
+                    summarize.clock_pairs(frames.of_run(pair_rows, run)), metrics[run],
+                    gathered[run][1] | logged.get(run, {}), per_message[run])
+            for run in range(len(runs))]
+
+
+def _rows_by_run(df: DataFrame) -> dict[int, dict[str, Any]]:
+    """A result of one row per run, collected: run_index → the row without it."""
+    rows = [row.asDict() for row in df.collect()]
+    return {row.pop(frames.RUN): row for row in rows}
+
+
+def _report(checked: Checked, figured: Figured) -> RunSummary:
+    """A run's summary and report files from its figures (plain Python), written."""
+    run_dir, manifest = checked.run_dir, checked.manifest
+    workload = manifest.workload
+    load = load_of(manifest.params)
+    counts, rate, pairs = figured.counts, figured.rate, figured.pairs
+    metrics, per_message = figured.metrics, figured.per_message
+    absent = _absent(manifest, checked.messages)
     histogram = distribution.log_histogram(metrics[HEADLINE[load]].counts)
     humps = distribution.humps(*histogram)
     usage = cpu.analyse(run_dir, manifest)
 
-    logged = per_agent | _as_far_as_logged(measured, checked.logged_until, clocks, load)
-    agrees, hlog_notes = summarize.hlog_agreement(checked.hlogs, logged, pairs.off_clock, load)
+    agrees, hlog_notes = summarize.hlog_agreement(checked.hlogs, figured.per_agent,
+                                                  pairs.off_clock, load)
     if agrees is None and not hlog_notes:
         hlog_notes.append("no hlog to check against the messages")
     if agrees is False:
@@ -342,7 +394,7 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
         warnings=[*summarize.saturation_warnings(figures["send_lag_us"], rate["send_rate"],
                                                  manifest.params),
                   *saturation_warnings(counts, manifest.params),
-                  *summarize.clock_warnings(pairs, clocks.cross_host),
+                  *summarize.clock_warnings(pairs, manifest.cross_host_latency),
                   *series.humps_warnings(humps, load)])
     document = {**series.series_json(per_message, metrics, histogram, humps),
                 "cpu": usage.series()}
@@ -352,32 +404,105 @@ def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = 
     return summary
 
 
-def _as_far_as_logged(measured: DataFrame, logged_until: dict[str, int],
-                      clocks: frames.RunClocks, load: str) -> dict[str, dict[str, np.ndarray]]:
-    """Bucket counts per metric of the agents that died, over their records intended
-    before where their hlog ends (`logged_until`): what their hlogs hold, to be checked
-    against (the rest of their records is analysed, but was never logged)."""
-    if not logged_until:
+def _as_far_as_logged(measured: DataFrame, runs: list[Checked], clocks: frames.RunClocks,
+                      loads: list[str]) -> dict[int, dict[str, dict[str, np.ndarray]]]:
+    """Per run, bucket counts per metric of the agents that died, over their records
+    intended before where their hlog ends (Checked.logged_until): what their hlogs hold,
+    to be checked against (the rest of their records is analysed, but was never logged)."""
+    limits = {(run, agent_id): limit for run, checked in enumerate(runs)
+              for agent_id, limit in checked.logged_until.items()}
+    if not limits:
         return {}
-    values = frames.metric_values(frames.intended_before(measured, logged_until), clocks, load)
-    counted = summarize.gather(frames.bucket_counts(values, keys=("agent_id", "metric"))
-                               .toArrow())[1]
-    return {agent_id: counted.get(agent_id, {}) for agent_id in logged_until}
+    values = frames.metric_values(frames.intended_before(measured, limits), clocks,
+                                  dict(enumerate(loads)))
+    table = frames.bucket_counts(values, keys=(frames.RUN, "agent_id", "metric")).toArrow()
+    counted = {run: summarize.gather(frames.of_run(table, run))[1] for run in range(len(runs))}
+    return {run: {agent_id: counted[run].get(agent_id, {}) for agent_id in checked.logged_until}
+            for run, checked in enumerate(runs) if checked.logged_until}
 
 
 def _json(document: dict[str, Any]) -> str:
     return json.dumps(document, allow_nan=False) + "\n"
 
 
-def _analyze(session: Callable[[], SparkSession], run_dir: Path, window: int | None
-             ) -> RunSummary:
-    """Check, then analyse or refuse, one run dir; Spark starts only for a run that passed
-    its checks (`session` gives the shared session)."""
-    _clear_report(Path(run_dir))
-    checked = check_run(run_dir)
-    if checked.damaged:
-        return refused(checked)
-    return analyze_checked(session(), checked, window)
+Outcome = RunSummary | Exception  # a run's summary, or why its analysis failed
+
+
+Session = Callable[[int], SparkSession]  # the shared session, given the bytes to analyse
+
+
+def _sessions(master: str) -> Session:
+    """The command's one session, started when first asked for (spark_session)."""
+    return functools.cache(lambda input_bytes: spark_session(master, input_bytes=input_bytes))
+
+
+def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
+                 ) -> list[Outcome]:
+    """Check every run dir (one failing its checks is refused: status corrupt), then
+    analyse those that passed in one pass; when that pass fails, each alone, so one
+    broken run costs only its own report. Spark starts only when a run passed its checks
+    (`session` gives the shared session, told how many bytes of records there are)."""
+    began = time.monotonic()
+    outcomes: dict[int, Outcome] = {}
+    passed: dict[int, Checked] = {}
+    for index, run_dir in enumerate(run_dirs):
+        try:
+            _clear_report(run_dir)
+            checked = check_run(run_dir)
+            if checked.damaged:
+                outcomes[index] = refused(checked)
+                log.error("%s: not analysed: %s", run_dir, "; ".join(checked.damaged))
+            else:
+                passed[index] = checked
+        except Exception as error:  # a report it cannot clear or write: its own failure
+            outcomes[index] = error
+    if passed:
+        log.info("analysing %d run(s) together", len(passed))
+        outcomes |= _figured_and_reported(session, passed, window)
+    log.info("%d run(s) done in %.1f s", len(run_dirs), time.monotonic() - began)
+    return [outcomes[index] for index in range(len(run_dirs))]
+
+
+def _input_bytes(runs: list[Checked]) -> int:
+    return sum(path.stat().st_size for checked in runs
+               for _, paths in checked.messages.values() for path in paths)
+
+
+def _figured_and_reported(session: Session, passed: dict[int, Checked], window: int | None
+                          ) -> dict[int, Outcome]:
+    runs = list(passed.values())
+    spark = session(_input_bytes(runs))
+    try:
+        figured: list[Figured | Exception] = list(_figure(spark, runs, window))
+    except Exception as error:
+        if len(runs) == 1:
+            log.exception("%s: analysis failed", runs[0].run_dir)
+            figured = [error]
+        else:
+            log.exception("the runs analysed together failed: each alone now")
+            figured = [_figured_alone(spark, checked, window) for checked in runs]
+    outcomes: dict[int, Outcome] = {}
+    for (index, checked), found in zip(passed.items(), figured, strict=True):
+        try:
+            outcomes[index] = found if isinstance(found, Exception) else _report(checked, found)
+        except Exception as error:  # a full disk: WriteFailure names the file
+            outcomes[index] = error
+    return outcomes
+
+
+def _figured_alone(spark: SparkSession, checked: Checked, window: int | None
+                   ) -> Figured | Exception:
+    try:
+        return _figure(spark, [checked], window)[0]
+    except Exception as error:
+        log.exception("%s: analysis failed", checked.run_dir)
+        return error
+
+
+def _summary(outcome: Outcome) -> RunSummary:
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
 
 def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
@@ -385,7 +510,7 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
     """Analyse one run dir, write its report files and return the summary as written,
     its JSON object (status corrupt, without figures, when its files fail their
     checks)."""
-    return _analyze(lambda: spark, run_dir, window).as_json()
+    return _summary(_analyze_all(lambda _: spark, [Path(run_dir)], window)[0]).as_json()
 
 
 def _check(run_dirs: list[Path]) -> None:
@@ -394,48 +519,34 @@ def _check(run_dirs: list[Path]) -> None:
         raise FileNotFoundError(f"no {MANIFEST} in: {', '.join(missing)}")
 
 
-def _analyze_logged(session: Callable[[], SparkSession], run_dir: Path, window: int | None
-                    ) -> RunSummary:
-    began = time.monotonic()
-    log.info("analysing %s", run_dir)
-    summary = _analyze(session, run_dir, window)
-    if summary.status == CORRUPT:
-        log.error("%s: not analysed: %s", run_dir, "; ".join(summary.problems))
-    log.info("%s done in %.1f s", run_dir, time.monotonic() - began)
-    return summary
-
-
 def analyze_runs(run_dirs: list[Path], master: str = "local[*]",
                  window: int | None = None) -> list[dict[str, Any]]:
-    """Analyse each run dir in one Spark session (an active one is reused, not stopped;
-    none is started when no run passes its checks); their summaries as written."""
+    """Analyse the run dirs together in one Spark session (an active one is reused, not
+    stopped; none is started when no run passes its checks); their summaries as written
+    (the first failure raised)."""
     run_dirs = [Path(d) for d in run_dirs]
     _check(run_dirs)
-    session = functools.cache(lambda: spark_session(master))
-    return [_analyze_logged(session, run_dir, window).as_json() for run_dir in run_dirs]
+    return [_summary(outcome).as_json()
+            for outcome in _analyze_all(_sessions(master), run_dirs, window)]
 
 
 def _error_line(error: Exception) -> str:
     """One line on why a run's analysis failed: a Spark error's Java message, not the
     Python wrapper's ("An error occurred while calling o513…") nor the stack trace."""
+    if isinstance(error, WriteFailure):  # a full disk: the file is named, no trace needed
+        return str(error)
     java = getattr(error, "java_exception", None)
     text = integrity.first_line(str(java if java is not None else error))
     return f"{type(error).__name__}: {text}"
 
 
-def _result(run_dir: Path, session: Callable[[], SparkSession], window: int | None
-            ) -> dict[str, Any]:
+def _result(run_dir: Path, outcome: Outcome) -> dict[str, Any]:
     """The JSON result line of one run: its summary's path and status, or its error."""
-    try:
-        summary = _analyze_logged(session, run_dir, window)
-    except WriteFailure as failure:  # a full disk: the file is named, no trace needed
-        log.error("%s: %s", run_dir, failure)
-        return {"run_dir": str(run_dir), "error": str(failure)}
-    except Exception as error:  # one broken run must not cost the others' reports
-        log.exception("%s: analysis failed", run_dir)
-        return {"run_dir": str(run_dir), "error": _error_line(error)}
+    if isinstance(outcome, Exception):
+        log.error("%s: %s", run_dir, _error_line(outcome))
+        return {"run_dir": str(run_dir), "error": _error_line(outcome)}
     return {"run_dir": str(run_dir), "summary": str(run_dir / REPORT_DIR / SUMMARY),
-            "status": summary.status}
+            "status": outcome.status}
 
 
 def _window(text: str) -> int:
@@ -462,9 +573,11 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    session = functools.cache(lambda: spark_session(args.master))
+    session = _sessions(args.master)
     try:
-        results = [_result(run_dir, session, args.window) for run_dir in args.run_dirs]
+        results = [_result(run_dir, outcome) for run_dir, outcome in
+                   zip(args.run_dirs, _analyze_all(session, args.run_dirs, args.window),
+                       strict=True)]
     finally:
         active = SparkSession.getActiveSession()
         if active is not None:

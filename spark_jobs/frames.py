@@ -6,6 +6,12 @@ frame and Spark can fuse them into few scans. Raw rows never reach the driver: l
 leave Spark as HDR bucket counts (the same buckets as `formats.hdr`, so percentiles from
 the raw data and from the agents' hlogs agree to the bucket), accounting as one row.
 
+Runs. Every run of a scenario is analysed in one pass: rows carry `run_index` (the run's
+position in the list analysed), every grouping, window and join key starts with it, and
+what differs between runs (clocks, warm-up instants, dead agents) comes as small tables
+keyed by it. So the number of Spark jobs does not grow with the number of runs: a
+16-run scenario of small runs costs about what one run costs (docs/performance.md).
+
 Clocks (docs/design.md rule 3): a latency subtracts the producer's timestamp from the
 receiver's, and each is read on its own host's monotonic clock. `RunClocks` says, from the
 manifest, which clock domain (one kernel boot) every agent is in; `with_clock_pairs` joins
@@ -17,10 +23,13 @@ are timed as recorded. The others are left out, or, when the scenario asked for
 from __future__ import annotations
 
 import operator
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -39,7 +48,9 @@ DEFAULT_DOMAIN = ""  # a manifest without clock domains: every agent shares one 
 SAME_CLOCK, CROSS_CLOCK, EXCLUDED = "same_clock", "cross_clock", "excluded"
 PAIRS = (SAME_CLOCK, CROSS_CLOCK, EXCLUDED)  # clock_pair values, also the summary field names
 
-ClockRow = tuple[int, str, int | None, int | None]  # key, domain, offset_ns, uncertainty_ns
+RUN = "run_index"  # the column saying which run of those analysed together a row is of
+
+ClockRow = tuple[int, int, str, int | None, int | None]  # run, key, domain, offset, uncertainty
 
 
 def _long(value: int) -> Column:
@@ -96,9 +107,16 @@ def message_paths(run_dir: Path, manifest: Manifest) -> dict[str, tuple[Role, li
     return found
 
 
-def _tag(df: DataFrame, agent_id: str, index: int, role: str) -> DataFrame:
+def of_run(table: pa.Table, run_index: int) -> pa.Table:
+    """The rows of one run of a result with a run_index column (what came back to the
+    driver for all runs at once)."""
+    return table.filter(pc.equal(table[RUN], run_index))
+
+
+def _tag(df: DataFrame, run_index: int, agent_id: str, index: int, role: str) -> DataFrame:
     return df.select(
         "*",
+        F.lit(run_index).cast("int").alias(RUN),
         F.lit(agent_id).alias("agent_id"),
         F.lit(index).cast("int").alias("agent_index"),
         F.lit(str(role)).alias("role"),
@@ -106,21 +124,29 @@ def _tag(df: DataFrame, agent_id: str, index: int, role: str) -> DataFrame:
 
 
 def load_messages(spark: SparkSession, run_dir: Path, manifest: Manifest) -> DataFrame:
-    """All agents' message rows plus `agent_id`, `agent_index` and `role`.
+    """One run's rows (run_index 0): see `load_runs`."""
+    return load_runs(spark, [(run_dir, manifest)])
+
+
+def load_runs(spark: SparkSession, runs: Sequence[tuple[Path, Manifest]]) -> DataFrame:
+    """All agents' message rows of every run, plus `run_index` (the run's position in
+    `runs`), `agent_id`, `agent_index` and `role`.
 
     Agents without a file are skipped. Ids and roles come from the manifest, not from the
     file path, so nothing depends on how a file system encodes a directory name.
-    `agent_index` (the agent's position in the manifest) is the key the shuffles use:
-    an int hashes and moves much faster than a string.
+    `agent_index` (the agent's position in its manifest) is, with `run_index`, the key the
+    shuffles use: an int hashes and moves much faster than a string.
     """
-    ids = [agent.id for agent in manifest.agents]
-    frames = [
-        _tag(_rows_of(spark, role, paths), agent_id, ids.index(agent_id), role)
-        for agent_id, (role, paths) in message_paths(run_dir, manifest).items()
-    ]
+    frames = []
+    for run_index, (run_dir, manifest) in enumerate(runs):
+        ids = [agent.id for agent in manifest.agents]
+        frames += [_tag(_rows_of(spark, role, paths), run_index, agent_id, ids.index(agent_id),
+                        role)
+                   for agent_id, (role, paths) in message_paths(run_dir, manifest).items()]
     if not frames:
-        return _tag(spark.createDataFrame([], SCHEMA), "", -1, "")
-    return _warmup_by_schedule(spark, reduce(DataFrame.unionByName, frames), manifest)
+        return _tag(spark.createDataFrame([], SCHEMA), -1, "", -1, "")
+    manifests = [manifest for _, manifest in runs]
+    return _warmup_by_schedule(spark, reduce(DataFrame.unionByName, frames), manifests)
 
 
 def _rows_of(spark: SparkSession, role: Role, paths: list[Path]) -> DataFrame:
@@ -136,7 +162,8 @@ def _rows_of(spark: SparkSession, role: Role, paths: list[Path]) -> DataFrame:
     return requests.unionByName(df.filter(F.col("recv_ns").isNotNull()))
 
 
-def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: Manifest) -> DataFrame:
+def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifests: Sequence[Manifest]
+                        ) -> DataFrame:
     """The warm-up flag of each receipt, taken from its producer's schedule.
 
     A receiving agent flags warm-up against its own start instant, but the intended time
@@ -147,28 +174,32 @@ def _warmup_by_schedule(spark: SparkSession, df: DataFrame, manifest: Manifest) 
     instant it was sent stands in, Manifest.t0_of); receipts from a sender the manifest
     does not place keep the agent's flag (same clock in a one-host run).
     """
-    warmup_ns, connections = manifest.workload.warmup_ns, manifest.workload.connections
-    starts = [(producer_id, t0) for agent in manifest.agents
-              if agent.role in SENDERS and (t0 := manifest.t0_of(agent)) is not None
-              and agent.first_id is not None
-              for producer_id in range(agent.first_id, agent.first_id + connections)]
-    if not starts:
+    ends = [(run_index, producer_id, t0 + manifest.workload.warmup_ns)
+            for run_index, manifest in enumerate(manifests)
+            for agent in manifest.agents
+            if agent.role in SENDERS and (t0 := manifest.t0_of(agent)) is not None
+            and agent.first_id is not None
+            for producer_id in range(agent.first_id,
+                                     agent.first_id + manifest.workload.connections)]
+    if not ends:
         return df
-    table = F.broadcast(spark.createDataFrame(starts, "producer_id int, sender_t0 long"))
-    by_schedule = F.col("intended_ns") < F.col("sender_t0") + F.lit(warmup_ns)
-    warmup = F.when(_is_receipt() & F.col("sender_t0").isNotNull(), by_schedule).otherwise(
+    table = F.broadcast(spark.createDataFrame(
+        ends, f"{RUN} int, producer_id int, warmup_end long"))
+    by_schedule = F.col("intended_ns") < F.col("warmup_end")
+    warmup = F.when(_is_receipt() & F.col("warmup_end").isNotNull(), by_schedule).otherwise(
         F.col("warmup"))
-    joined = df.join(table, "producer_id", "left")
+    joined = df.join(table, [RUN, "producer_id"], "left")
     return joined.select(*[warmup.alias("warmup") if name == "warmup" else F.col(name)
                            for name in df.columns])
 
 
-def intended_before(df: DataFrame, limits: dict[str, int]) -> DataFrame:
-    """The rows of the agents in `limits` (agent_id → an intended time) intended before
-    theirs."""
+def intended_before(df: DataFrame, limits: Mapping[tuple[int, str], int]) -> DataFrame:
+    """The rows of the agents in `limits` ((run_index, agent_id) → an intended time)
+    intended before theirs."""
     return df.filter(reduce(operator.or_, [
-        (F.col("agent_id") == agent_id) & (F.col("intended_ns") < _long(limit))
-        for agent_id, limit in limits.items()]))
+        (F.col(RUN) == run_index) & (F.col("agent_id") == agent_id)
+        & (F.col("intended_ns") < _long(limit))
+        for (run_index, agent_id), limit in limits.items()]))
 
 
 def measured(df: DataFrame) -> DataFrame:
@@ -194,15 +225,16 @@ def _timed_receipt() -> Column:
     return _is_receipt() & F.col("recv_ns").isNotNull()
 
 
-def _clock_row(key: int, agent: AgentEntry) -> ClockRow:
+def _clock_row(run_index: int, key: int, agent: AgentEntry) -> ClockRow:
     """An agent's clock. A missing or null domain is the shared default one. offset_ns is
     its domain's offset, taken from one agent's estimate, so what bounds it is that
     estimate's uncertainty (formats.manifest.Clock.bound_ns), not the agent's own ping."""
     clock = agent.clock
-    return key, clock.domain or DEFAULT_DOMAIN, clock.offset_ns, clock.bound_ns
+    return run_index, key, clock.domain or DEFAULT_DOMAIN, clock.offset_ns, clock.bound_ns
 
 
-def _producer_rows(agents: list[AgentEntry], connections: int) -> list[ClockRow]:
+def _producer_rows(run_index: int, agents: list[AgentEntry], connections: int
+                   ) -> list[ClockRow]:
     """One clock row per producer id: a sender's ids are [first_id, first_id + connections).
 
     Senders without first_id (older manifests) place no ids. Two senders claiming one id
@@ -218,46 +250,62 @@ def _producer_rows(agents: list[AgentEntry], connections: int) -> list[ClockRow]
                 raise ValueError(f"producer id {producer_id} claimed by agents "
                                  f"{owners[producer_id]} and {agent.id}")
             owners[producer_id] = agent.id
-            rows.append(_clock_row(producer_id, agent))
+            rows.append(_clock_row(run_index, producer_id, agent))
     return rows
 
 
 @dataclass(frozen=True)
 class RunClocks:
-    """Which clock every timestamp of a run was read on, from its manifest.
+    """Which clock every timestamp of the runs analysed together was read on, from their
+    manifests.
 
-    receivers: a ClockRow per agent with messages, keyed by agent_index (its position in the
-    manifest, as load_messages numbers it); producers: keyed by producer id. offset_ns is the
-    agent's host clock minus the controller's (± uncertainty_ns), None when not measured.
-    cross_host: the scenario asked for offset-corrected cross-clock latency.
+    receivers: a ClockRow per agent with messages, keyed by (run_index, agent_index: its
+    position in the manifest, as load_runs numbers them); producers: keyed by (run_index,
+    producer id). offset_ns is the agent's host clock minus the controller's (±
+    uncertainty_ns), None when not measured. cross_host: per run, whether the scenario
+    asked for offset-corrected cross-clock latency.
     """
 
     receivers: tuple[ClockRow, ...]
     producers: tuple[ClockRow, ...]
-    cross_host: bool = False
+    cross_host: tuple[bool, ...] = (False,)
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> RunClocks:
-        agents = manifest.agents
-        return cls(receivers=tuple(_clock_row(index, agent) for index, agent
-                                   in enumerate(agents) if agent.role in ROLES),
-                   producers=tuple(_producer_rows(agents, manifest.workload.connections)),
-                   cross_host=manifest.cross_host_latency)
+        return cls.of_runs([manifest])
 
-    @property
-    def sole_domain(self) -> str | None:
-        """The domain every agent is in, or None when the run spans several.
+    @classmethod
+    def of_runs(cls, manifests: Sequence[Manifest]) -> RunClocks:
+        receivers, producers = [], []
+        for run_index, manifest in enumerate(manifests):
+            agents = manifest.agents
+            receivers += [_clock_row(run_index, index, agent)
+                          for index, agent in enumerate(agents) if agent.role in ROLES]
+            producers += _producer_rows(run_index, agents, manifest.workload.connections)
+        return cls(tuple(receivers), tuple(producers),
+                   tuple(manifest.cross_host_latency for manifest in manifests))
+
+    def sole_domain(self, run_index: int) -> str | None:
+        """The domain every agent of a run is in, or None when it spans several.
 
         In a one-domain run any producer, even one the manifest does not place (an
         unexpected message), read the same clock as its receiver.
         """
-        domains = {row[1] for row in self.receivers}
+        domains = {row[2] for row in self.receivers if row[0] == run_index}
         return domains.pop() if len(domains) == 1 else None
+
+    def runs_table(self, spark: SparkSession) -> DataFrame:
+        """(run_index, sole_domain, cross_host) of each run, to broadcast onto rows."""
+        rows = [(run_index, self.sole_domain(run_index), cross)
+                for run_index, cross in enumerate(self.cross_host)]
+        return F.broadcast(spark.createDataFrame(
+            rows, f"{RUN} int, sole_domain string, cross_host boolean"))
 
 
 def _clock_table(spark: SparkSession, key: str, side: str, rows: tuple[ClockRow, ...]
                  ) -> DataFrame:
-    schema = f"{key} int, {side}_domain string, {side}_offset long, {side}_uncertainty long"
+    schema = (f"{RUN} int, {key} int, {side}_domain string, {side}_offset long, "
+              f"{side}_uncertainty long")
     return F.broadcast(spark.createDataFrame(list(rows), schema))
 
 
@@ -273,15 +321,17 @@ def with_clock_pairs(df: DataFrame, clocks: RunClocks) -> DataFrame:
     """
     spark = df.sparkSession
     joined = df.join(
-        _clock_table(spark, "agent_index", "rx", clocks.receivers), "agent_index", "left"
-    ).join(_clock_table(spark, "producer_id", "tx", clocks.producers), "producer_id", "left")
-    producer_domain = F.coalesce(F.col("tx_domain"), F.lit(clocks.sole_domain).cast("string"))
+        _clock_table(spark, "agent_index", "rx", clocks.receivers), [RUN, "agent_index"], "left"
+    ).join(_clock_table(spark, "producer_id", "tx", clocks.producers), [RUN, "producer_id"],
+           "left").join(clocks.runs_table(spark), RUN, "left")
+    producer_domain = F.coalesce(F.col("tx_domain"), F.col("sole_domain"))
     same = (F.col("role") == Role.REQUESTER.value) | F.coalesce(
         producer_domain == F.col("rx_domain"), F.lit(False)
     )
     correction = F.col("rx_offset") - F.col("tx_offset")
     bound = F.col("rx_uncertainty") + F.col("tx_uncertainty")
-    cross = ~same & F.lit(clocks.cross_host) & correction.isNotNull() & bound.isNotNull()
+    cross = (~same & F.coalesce(F.col("cross_host"), F.lit(False)) & correction.isNotNull()
+             & bound.isNotNull())
     return joined.select(
         *df.columns,
         F.when(same, SAME_CLOCK).when(cross, CROSS_CLOCK).otherwise(EXCLUDED).alias("clock_pair"),
@@ -295,14 +345,16 @@ def timed_receipts(df: DataFrame, clocks: RunClocks) -> DataFrame:
     return with_clock_pairs(df.filter(_timed_receipt()), clocks)
 
 
-def metric_values(df: DataFrame, clocks: RunClocks, load: str = OPEN_LOOP) -> DataFrame:
-    """Long frame (agent_id, metric, value ns): one row per metric a message has.
+def metric_values(df: DataFrame, clocks: RunClocks, load: str | Mapping[int, str] = OPEN_LOOP
+                  ) -> DataFrame:
+    """Long frame (run_index, agent_id, metric, value ns): one row per metric a message has.
 
     Open loop: latency = recv − intended and service_time = recv − sent for received
     messages whose two ends can be put on one clock (see with_clock_pairs); send_lag =
     sent − intended for every sent message (lost ones too), one agent's clock by
     construction. Saturation (spark_jobs.load): saturation_latency = recv − sent for the
-    same receipts, and nothing else (there is no schedule). A union of filtered
+    same receipts, and nothing else (there is no schedule). `load`: every run's, or each
+    run's (run_index → load) when they differ. A union of filtered
     projections: it stays in whole-stage codegen, unlike a generator (explode/stack), and
     measured ~20 % faster than one.
     """
@@ -315,20 +367,35 @@ def metric_values(df: DataFrame, clocks: RunClocks, load: str = OPEN_LOOP) -> Da
                     ("send_lag", df.filter(_is_sender()), sent - intended)),
         SATURATION: (("saturation_latency", timed, on_one_clock - sent),),
     }
-    parts = [rows.select("agent_id", F.lit(metric).alias("metric"), value.alias("value"))
-             for metric, rows, value in definitions[load]]
+    loads = {load: None} if isinstance(load, str) else _runs_by_load(load)
+    parts = [rows.filter(_in_runs(runs))
+             .select(RUN, "agent_id", F.lit(metric).alias("metric"), value.alias("value"))
+             for kind, runs in loads.items() for metric, rows, value in definitions[kind]]
     return reduce(DataFrame.unionByName, parts)
 
 
+def _runs_by_load(loads: Mapping[int, str]) -> dict[str, list[int]]:
+    by_load: dict[str, list[int]] = {}
+    for run_index, load in loads.items():
+        by_load.setdefault(load, []).append(run_index)
+    return by_load
+
+
+def _in_runs(runs: list[int] | None) -> Column:
+    """Rows of these runs (None: of every run)."""
+    return F.lit(True) if runs is None else F.col(RUN).isin(*runs)
+
+
 def clock_pair_counts(df: DataFrame, clocks: RunClocks) -> DataFrame:
-    """Per receiving agent: (agent_id, same_clock, cross_clock, excluded, clock_bound_ns).
+    """Per receiving agent: (run_index, agent_id, same_clock, cross_clock, excluded,
+    clock_bound_ns).
 
     Counts of its timed receipts by clock pair, and the widest bound among the cross-clock
     ones used (null when none). df as for metric_values, so same_clock + cross_clock is
     exactly the latency count.
     """
     pair = F.col("clock_pair")
-    return timed_receipts(df, clocks).groupBy("agent_id").agg(
+    return timed_receipts(df, clocks).groupBy(RUN, "agent_id").agg(
         *(F.count(F.when(pair == name, 1)).alias(name) for name in PAIRS),
         F.max("clock_bound").alias("clock_bound_ns"),
     )
@@ -361,7 +428,8 @@ def _rate(n: Column, first: Column, last: Column) -> Column:
 
 
 def agent_rates(df: DataFrame) -> DataFrame:
-    """Per agent (agent_id, role, send_rate, receive_rate) in msg/s over its own clock.
+    """Per agent (run_index, agent_id, role, send_rate, receive_rate) in msg/s over its own
+    clock.
 
     Agents on different hosts have unrelated monotonic clocks, so a rate is only ever
     taken between two timestamps of one agent; the run's rate is the sum over agents.
@@ -370,7 +438,7 @@ def agent_rates(df: DataFrame) -> DataFrame:
     receiving = _timed_receipt()
     sent_ns = F.when(sending, F.col("sent_ns"))
     recv_ns = F.when(receiving, F.col("recv_ns"))
-    per_agent = df.groupBy("agent_index", "agent_id", "role").agg(
+    per_agent = df.groupBy(RUN, "agent_index", "agent_id", "role").agg(
         F.count(sent_ns).alias("n_sent"),
         F.min(sent_ns).alias("first_sent"),
         F.max(sent_ns).alias("last_sent"),
@@ -379,6 +447,7 @@ def agent_rates(df: DataFrame) -> DataFrame:
         F.max(recv_ns).alias("last_recv"),
     )
     return per_agent.select(
+        RUN,
         "agent_id",
         "role",
         _rate(F.col("n_sent"), F.col("first_sent"), F.col("last_sent")).alias("send_rate"),
@@ -387,7 +456,8 @@ def agent_rates(df: DataFrame) -> DataFrame:
 
 
 def rates(df: DataFrame) -> DataFrame:
-    """One row (send_rate, receive_rate): sums of the per-agent rates of measured rows."""
-    return agent_rates(measured(df)).agg(
+    """One row per run (run_index, send_rate, receive_rate): sums of the per-agent rates of
+    measured rows."""
+    return agent_rates(measured(df)).groupBy(RUN).agg(
         F.sum("send_rate").alias("send_rate"), F.sum("receive_rate").alias("receive_rate")
     )

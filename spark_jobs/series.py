@@ -37,11 +37,15 @@ summed over the streams of that side: the rate of the whole fleet, a stalled str
 per stream / M), so every stream has windows ending in most buckets and the sum does not
 flicker. Manifests without every agent's t0 (older or synthetic ones) put every stream on
 the earliest timestamp seen: one clock assumed.
+
+Every run analysed together goes through the same three passes (spark_jobs.frames: rows
+carry `run_index`): a stream is keyed by its run too, each run has its own axes, and the
+window pass runs once per distinct window M (one, as a rule: M is a scenario field).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import reduce
@@ -65,6 +69,7 @@ from sixnines.spark_jobs.distribution import (
     median_bucket,
     nines,
 )
+from sixnines.spark_jobs.frames import RUN, of_run
 from sixnines.spark_jobs.load import HEADLINE, OPEN_LOOP, SATURATION
 from sixnines.spark_jobs.summarize import MetricCounts, counts_by, metric_summary
 
@@ -83,33 +88,34 @@ WINDOW_SPILL_ROWS = 1 << 22  # rows a window buffers before spilling (see _spill
 
 
 def stream_rows(df: DataFrame) -> DataFrame:
-    """(side, stream, agent_index, ts, size): every sent message in its sender stream, every
-    timed receipt in its receiver stream."""
+    """(run_index, side, stream, agent_index, ts, size): every sent message in its sender
+    stream, every timed receipt in its receiver stream."""
     sent = df.filter(frames._is_sender()).select(
-        F.lit(SENDER).alias("side"), F.col("producer_id").cast("long").alias("stream"),
+        RUN, F.lit(SENDER).alias("side"), F.col("producer_id").cast("long").alias("stream"),
         "agent_index", F.col("sent_ns").alias("ts"), "size")
     received = df.filter(frames._timed_receipt()).select(
-        F.lit(RECEIVER).alias("side"), frames._receiver().alias("stream"),
+        RUN, F.lit(RECEIVER).alias("side"), frames._receiver().alias("stream"),
         "agent_index", F.col("recv_ns").alias("ts"), "size")
     return sent.unionByName(received)
 
 
 def latency_rows(df: DataFrame, clocks: frames.RunClocks) -> DataFrame:
-    """(producer_id, intended_ns, latency, service_time) in ns of every receipt that
+    """(run_index, producer_id, intended_ns, latency, service_time) in ns of every receipt
+    that
     `frames.metric_values` times, by the same clock rules (same clock, or cross-clock
     corrected when asked): L_n = recv − intended, service time = recv − sent."""
     timed = frames.timed_receipts(df, clocks).filter(F.col("clock_pair") != frames.EXCLUDED)
     recv = F.col("recv_ns") - F.col("clock_correction")
-    return timed.select("producer_id", "intended_ns",
+    return timed.select(RUN, "producer_id", "intended_ns",
                         (recv - F.col("intended_ns")).alias("latency"),
                         (recv - F.col("sent_ns")).alias("service_time"))
 
 
 def windowed(rows: DataFrame, window: int) -> DataFrame:
-    """rows (side, stream, ts, …) plus `span` = ts − the ts M messages earlier in its
-    stream (M·SO_n or M·RO_n, ns; null for the first M) and `value` = M / span in
+    """rows (run_index, side, stream, ts, …) plus `span` = ts − the ts M messages earlier
+    in its stream (M·SO_n or M·RO_n, ns; null for the first M) and `value` = M / span in
     milli-msg/s (ST_n or RT_n; null where span is null or 0)."""
-    order = Window.partitionBy("side", "stream").orderBy("ts")
+    order = Window.partitionBy(RUN, "side", "stream").orderBy("ts")
     span = F.col("ts") - F.lag("ts", window).over(order)
     value = F.round(F.lit(window * 1e9 * MILLI) / F.when(span > 0, span)).cast("long")
     return rows.select("*", span.alias("span")).select("*", value.alias("value"))
@@ -119,12 +125,13 @@ def windowed(rows: DataFrame, window: int) -> DataFrame:
 
 
 def extents(df: DataFrame) -> DataFrame:
-    """One row per stream (side, stream, agent_index, n, first, last, bytes); side SCHEDULE:
-    per producer, the intended times of its timed receipts (the latency curve's axis)."""
+    """One row per stream (run_index, side, stream, agent_index, n, first, last, bytes);
+    side SCHEDULE: per producer, the intended times of its timed receipts (the latency
+    curve's axis)."""
     schedule = df.filter(frames._timed_receipt()).select(
-        F.lit(SCHEDULE).alias("side"), F.col("producer_id").cast("long").alias("stream"),
+        RUN, F.lit(SCHEDULE).alias("side"), F.col("producer_id").cast("long").alias("stream"),
         "agent_index", F.col("intended_ns").alias("ts"), "size")
-    return stream_rows(df).unionByName(schedule).groupBy("side", "stream").agg(
+    return stream_rows(df).unionByName(schedule).groupBy(RUN, "side", "stream").agg(
         F.min("agent_index").alias("agent_index"), F.count(F.lit(1)).alias("n"),
         F.min("ts").alias("first"), F.max("ts").alias("last"),
         F.sum("size").cast("double").alias("bytes"))
@@ -143,25 +150,35 @@ class Axis:
         return (self.high - self.low + 1) / self.bins
 
     def bucket(self, since_origin: Column) -> Column:
-        position = F.floor((since_origin - F.lit(self.low)).cast("double") / self.width_ns)
-        return F.least(F.greatest(position, F.lit(0)), F.lit(self.bins - 1)).cast("int")
+        return _bucket(since_origin, F.lit(self.low), F.lit(self.width_ns), F.lit(self.bins))
 
     def centres_s(self, buckets: np.ndarray) -> np.ndarray:
         return (self.low + (buckets + 0.5) * self.width_ns) / 1e9
 
 
+def _bucket(since_origin: Column, low: Column, width_ns: Column, bins: Column) -> Column:
+    """The bucket of `bins` equal ones of width_ns from low (Axis) a time falls in, the
+    ends clamped: an axis given as literals or as columns of a table of axes."""
+    position = F.floor((since_origin - low).cast("double") / width_ns)
+    return F.least(F.greatest(position, F.lit(0)), bins - 1).cast("int")
+
+
 @dataclass(frozen=True)
 class Streams:
-    """The run's streams (one `extents` row each) and where each one's clock starts."""
+    """A run's streams (one `extents` row each) and where each one's clock starts; `run`:
+    its run_index."""
 
     rows: list[dict[str, Any]]
     origins: dict[tuple[int, int], int]  # (side, stream) → ns on its clock taken as t = 0
+    run: int = 0
 
     @classmethod
-    def of(cls, rows: list[dict[str, Any]], starts: Mapping[int, int]) -> Streams:
-        """starts: agent_index → t0_ns from the manifest. A SCHEDULE stream (a producer's
-        intended times) starts with its sender stream; with t0s, one without a sender
-        stream (its file missing, or an unexpected producer id) is not placed."""
+    def of(cls, rows: list[dict[str, Any]], starts: Mapping[int, int], run: int = 0
+           ) -> Streams:
+        """rows: the run's `extents` rows; starts: agent_index → t0_ns from its manifest. A
+        SCHEDULE stream (a producer's intended times) starts with its sender stream; with
+        t0s, one without a sender stream (its file missing, or an unexpected producer id)
+        is not placed."""
         senders = {r["stream"]: r["agent_index"] for r in rows if r["side"] == SENDER}
         agent = {(r["side"], r["stream"]): senders.get(r["stream"]) if r["side"] == SCHEDULE
                  else r["agent_index"] for r in rows}
@@ -170,7 +187,7 @@ class Streams:
         else:  # one clock assumed: every stream from the earliest timestamp seen
             earliest = min((r["first"] for r in rows), default=0)
             origins = dict.fromkeys(agent, earliest)
-        return cls(rows, origins)
+        return cls(rows, origins, run)
 
     def side(self, side: int) -> list[dict[str, Any]]:
         return [r for r in self.rows if r["side"] == side and (side, r["stream"]) in self.origins]
@@ -190,10 +207,22 @@ class Streams:
         bins = int(np.clip(np.median(counts) // window, 1, MAX_POINTS)) if counts else 1
         return self.axis(side, bins)
 
-    def table(self, df: DataFrame, side: int, key: str) -> DataFrame:
-        """(key, origin) of one side's streams, to broadcast onto rows."""
-        rows = [(stream, origin) for (s, stream), origin in self.origins.items() if s == side]
-        return df.sparkSession.createDataFrame(rows, f"{key} long, origin long")
+    def placed(self, side: int, axis: Axis) -> list[tuple]:
+        """(run_index, side, stream, origin, low, width_ns, bins) of one side's streams on
+        `axis`: rows of the table `_axes_table` broadcasts onto rows."""
+        return [(self.run, side, stream, origin, axis.low, axis.width_ns, axis.bins)
+                for (s, stream), origin in self.origins.items() if s == side]
+
+
+def _axes_table(spark: SparkSession, rows: list[tuple], key: str) -> DataFrame:
+    """Streams.placed rows of every run and side, `key` naming the stream column."""
+    return F.broadcast(spark.createDataFrame(rows, (
+        f"{RUN} int, side int, {key} long, origin long, low long, width_ns double, bins int")))
+
+
+def _axis_bucket(time: Column) -> Column:
+    """The bucket of a time on its stream's axis (columns of `_axes_table`)."""
+    return _bucket(time - F.col("origin"), F.col("low"), F.col("width_ns"), F.col("bins"))
 
 
 def density_ns(streams: Streams) -> float | None:
@@ -215,14 +244,18 @@ def bytes_per_s(streams: Streams, side: int) -> float | None:
 # --- the latency curve -----------------------------------------------------------------------
 
 
-def latency_curve(rows: DataFrame, streams: Streams, axis: Axis) -> DataFrame:
-    """Per bucket of intended time: count and min / max / sum of latency and service time."""
-    placed = rows.join(F.broadcast(streams.table(rows, SCHEDULE, "producer_id")), "producer_id")
-    bucket = axis.bucket(F.col("intended_ns") - F.col("origin"))
+def latency_curve(rows: DataFrame, axes: Sequence[tuple[Streams, Axis]]) -> DataFrame:
+    """Per run and bucket of intended time (run_index, bucket, …): count and min / max /
+    sum of latency and service time. axes: each run's streams and its schedule axis."""
+    table = _axes_table(rows.sparkSession, [row for streams, axis in axes
+                                            for row in streams.placed(SCHEDULE, axis)],
+                        "producer_id")
+    placed = rows.join(table.drop("side"), [RUN, "producer_id"])
     figures = [agg(F.col(metric)).alias(f"{metric}_{name}")
                for metric in ("latency", "service_time")
                for name, agg in (("min", F.min), ("max", F.max), ("sum", F.sum))]
-    return placed.groupBy(bucket.alias("bucket")).agg(F.count(F.lit(1)).alias("count"), *figures)
+    return placed.groupBy(RUN, _axis_bucket(F.col("intended_ns")).alias("bucket")).agg(
+        F.count(F.lit(1)).alias("count"), *figures)
 
 
 def latency_json(curve: pa.Table | None, load: str = OPEN_LOOP) -> dict[str, dict[str, list]]:
@@ -265,25 +298,19 @@ class Throughput:
     zero_span: int
 
 
-def _time_bucket(axes: Mapping[int, Axis]) -> Column:
-    since = F.col("ts") - F.col("origin")
-    return reduce(lambda acc, side: F.when(F.col("side") == side, axes[side].bucket(since))
-                  .otherwise(acc), axes, F.lit(0))
-
-
-def _keyed(rows: DataFrame, streams: Streams, axes: Mapping[int, Axis]) -> DataFrame:
-    """Stream rows with their time bucket: joined to their origin before the window, so the
-    sort carries one int more rather than a second join after it."""
-    origins = [streams.table(rows, side, "stream").select(F.lit(side).alias("side"), "*")
-               for side in axes]
-    table = F.broadcast(reduce(DataFrame.unionByName, origins))
-    placed = rows.join(table, ["side", "stream"])
-    return placed.select("side", "stream", "ts", _time_bucket(axes).alias("t_bucket"))
+def _keyed(rows: DataFrame, placed: list[tuple]) -> DataFrame:
+    """Stream rows with their time bucket: joined to their origin and axis (`placed`:
+    Streams.placed rows) before the window, so the sort carries one int more rather than a
+    second join after it."""
+    table = _axes_table(rows.sparkSession, placed, "stream")
+    return rows.join(table, [RUN, "side", "stream"]).select(
+        RUN, "side", "stream", "ts", _axis_bucket(F.col("ts")).alias("t_bucket"))
 
 
 def _grouped(values: DataFrame) -> DataFrame:
-    """Each windowed row twice, as a grouping set: (side, HDR bucket of its throughput) and
-    (side, stream, time bucket), aggregated in one pass so the window runs once. (An explode,
+    """Each windowed row twice, as a grouping set: (run, side, HDR bucket of its
+    throughput) and (run, side, stream, time bucket), aggregated in one pass so the window
+    runs once. (An explode,
     not DataFrame.groupingSets: that needs Spark 4, and measured no faster here.)"""
     keys = F.array(
         F.struct(F.lit(BUCKETS).alias("kind"), F.lit(0).cast("long").alias("stream"),
@@ -291,9 +318,9 @@ def _grouped(values: DataFrame) -> DataFrame:
                  .alias("key")),
         F.struct(F.lit(CURVE).alias("kind"), F.col("stream"), F.col("t_bucket").alias("key")))
     value = F.col("value")
-    return (values.select("side", "span", "value", F.explode(keys).alias("k"))
-            .select("side", "span", "value", "k.*")
-            .groupBy("side", "kind", "stream", "key")
+    return (values.select(RUN, "side", "span", "value", F.explode(keys).alias("k"))
+            .select(RUN, "side", "span", "value", "k.*")
+            .groupBy(RUN, "side", "kind", "stream", "key")
             .agg(F.count(value).alias("count"), F.sum(value.cast("double")).alias("sum"),
                  F.max(value).alias("max"),
                  F.count(F.when(value > hdr.HIGHEST, 1)).alias("too_large"),
@@ -305,7 +332,7 @@ def _bucket_rows(grouped: DataFrame) -> pa.Table:
     """The HDR grouping as `summarize.counts_by` reads it (rows of undefined windows, with
     a null bucket, dropped)."""
     return grouped.filter((F.col("kind") == BUCKETS) & F.col("key").isNotNull()).select(
-        "side", F.col("key").alias("bucket"), "count", "sum", "max",
+        RUN, "side", F.col("key").alias("bucket"), "count", "sum", "max",
         F.lit(0).alias("negative"), "too_large").toArrow()
 
 
@@ -315,7 +342,7 @@ def _curve_rows(grouped: DataFrame, window: int) -> pa.Table:
     rates overstates a bursty stream (1/x is convex), and the curve must match messages
     over seconds."""
     stream_rate = F.lit(window * 1e9) * F.col("count") / F.nullif(F.col("spans"), F.lit(0))
-    return (grouped.filter(F.col("kind") == CURVE).groupBy("side", "key")
+    return (grouped.filter(F.col("kind") == CURVE).groupBy(RUN, "side", "key")
             .agg(F.sum(stream_rate).alias("msg_s"), F.sum("zero_span").alias("zero_span"))
             .toArrow())
 
@@ -348,58 +375,72 @@ def _spilling_windows(spark: SparkSession) -> Iterator[None]:
         spark.conf.set(WINDOW_SPILL_CONF, before)
 
 
-def throughput(rows: DataFrame, streams: Streams, window: int) -> dict[str, Throughput]:
-    """ST_n and RT_n of every stream (rows: stream_rows) in one window pass, by side name."""
-    axes = {side: axis for side in SIDES
-            if (axis := streams.throughput_axis(side, window)) is not None}
-    if not axes:
-        return {}
-    grouped = _grouped(windowed(_keyed(rows, streams, axes), window)).persist()
+def throughput(rows: DataFrame, runs: Sequence[Streams], window: int
+               ) -> list[dict[str, Throughput]]:
+    """ST_n and RT_n of every stream of these runs (rows: stream_rows; runs: each one's
+    Streams) in one window pass; per run, by side name."""
+    axes = [{side: axis for side in SIDES
+             if (axis := streams.throughput_axis(side, window)) is not None}
+            for streams in runs]
+    placed = [row for streams, mine in zip(runs, axes, strict=True)
+              for side, axis in mine.items() for row in streams.placed(side, axis)]
+    if not placed:
+        return [{} for _ in runs]
+    grouped = _grouped(windowed(_keyed(rows, placed), window)).persist()
     try:
         with _spilling_windows(rows.sparkSession):
-            counts = counts_by(_bucket_rows(grouped), "side")
-            curve = _curve_rows(grouped, window)
+            buckets = _bucket_rows(grouped)
+            curves = _curve_rows(grouped, window)
     finally:
         grouped.unpersist()
-    return {SIDES[side]: _side(side, axis, counts, curve) for side, axis in axes.items()}
+    return [{SIDES[side]: _side(side, axis, counts_by(of_run(buckets, streams.run), "side"),
+                                of_run(curves, streams.run)) for side, axis in mine.items()}
+            for streams, mine in zip(runs, axes, strict=True)]
+
 
 
 # --- the exact median pass -------------------------------------------------------------------
 
 
-def median_detail(values: DataFrame, ranges: Mapping[str, tuple[int | None, int | None]]
-                  ) -> dict[str, Detail]:
+Range = tuple[int | None, int | None]
+
+
+def median_detail(values: DataFrame, ranges: Mapping[tuple[int, str], Range]
+                  ) -> dict[tuple[int, str], Detail]:
     """Value counts inside each metric's median bucket (values: frames.metric_values).
 
-    ranges: metric → raw value range of its median's bucket (`distribution.bucket_range`).
-    Only bounded buckets no wider than DETAIL_MAX_WIDTH are asked for, so at most that many
-    rows per metric come back; the others keep the bucket-mean estimate.
+    ranges: (run_index, metric) → raw value range of its median's bucket
+    (`distribution.bucket_range`). Only bounded buckets no wider than DETAIL_MAX_WIDTH are
+    asked for, so at most that many rows per metric and run come back; the others keep the
+    bucket-mean estimate.
     """
-    wanted = {metric: (low, high) for metric, (low, high) in ranges.items()
+    wanted = {key: (low, high) for key, (low, high) in ranges.items()
               if low is not None and high is not None and high - low < DETAIL_MAX_WIDTH}
     if not wanted:
         return {}
     value = F.col("value")
-    inside = reduce(Column.__or__, [(F.col("metric") == metric) & value.between(low, high)
-                                    for metric, (low, high) in wanted.items()])
-    table = (values.filter(inside).groupBy("metric", "value").agg(F.count(F.lit(1)).alias("n"))
-             .orderBy("metric", "value").toArrow())
+    inside = reduce(Column.__or__, [
+        (F.col(RUN) == run) & (F.col("metric") == metric) & value.between(low, high)
+        for (run, metric), (low, high) in wanted.items()])
+    table = (values.filter(inside).groupBy(RUN, "metric", "value")
+             .agg(F.count(F.lit(1)).alias("n")).orderBy(RUN, "metric", "value").toArrow())
     details = {}
-    for metric in wanted:
-        mine = table.filter(pc.equal(table["metric"], metric))
-        details[metric] = Detail(mine["value"].to_numpy(), mine["n"].to_numpy())
+    for run, metric in wanted:
+        mine = table.filter(pc.and_(pc.equal(table[RUN], run), pc.equal(table["metric"], metric)))
+        details[run, metric] = Detail(mine["value"].to_numpy(), mine["n"].to_numpy())
     return details
 
 
-def with_median_detail(values: DataFrame, metrics: Mapping[str, MetricCounts]
-                       ) -> dict[str, MetricCounts]:
-    """metrics with the value counts of each one's median bucket attached (one Spark pass
-    over values, frames.metric_values), so their lower median and robust deviation are
-    exact."""
-    ranges = {name: bucket_range(median_bucket(m.counts)[0])
-              for name, m in metrics.items() if m.count}
+def with_median_detail(values: DataFrame, runs: Sequence[Mapping[str, MetricCounts]]
+                       ) -> list[dict[str, MetricCounts]]:
+    """Each run's metrics (`runs`, by run_index) with the value counts of each one's median
+    bucket attached (one Spark pass over values, frames.metric_values), so their lower
+    median and robust deviation are exact."""
+    ranges = {(run, name): bucket_range(median_bucket(m.counts)[0])
+              for run, metrics in enumerate(runs) for name, m in metrics.items() if m.count}
     details = median_detail(values, ranges)
-    return {name: replace(m, detail=details.get(name)) for name, m in metrics.items()}
+    return [{name: replace(m, detail=details.get((run, name))) for name, m in metrics.items()}
+            for run, metrics in enumerate(runs)]
 
 
 # --- one run ---------------------------------------------------------------------------------
@@ -419,18 +460,36 @@ class PerMessage:
 
 def per_message(df: DataFrame, clocks: frames.RunClocks, manifest: Manifest,
                 window: int = DEFAULT_WINDOW, load: str = OPEN_LOOP) -> PerMessage:
-    """Series of the measured rows df: three Spark jobs (stream extents, the latency curve,
-    the throughput window pass)."""
-    starts = {index: agent.t0_ns for index, agent in enumerate(manifest.agents)
-              if agent.t0_ns is not None}
-    streams = Streams.of(extents(df).toArrow().to_pylist(), starts)
-    axis = streams.axis(SCHEDULE, MAX_POINTS)
-    curve = None if axis is None else latency_curve(latency_rows(df, clocks), streams,
-                                                    axis).toArrow()
-    return PerMessage(window, load, latency_json(curve, load),
-                      throughput(stream_rows(df), streams, window),
-                      density_ns(streams),
-                      {name: bytes_per_s(streams, side) for side, name in SIDES.items()})
+    """One run's series (df: its measured rows, run_index 0): see `per_message_of_runs`."""
+    return per_message_of_runs(df, clocks, [manifest], [window], [load])[0]
+
+
+def per_message_of_runs(df: DataFrame, clocks: frames.RunClocks, manifests: Sequence[Manifest],
+                        windows: Sequence[int], loads: Sequence[str]) -> list[PerMessage]:
+    """Series of the measured rows df of every run (manifests, windows and loads by
+    run_index): three Spark jobs whatever the number of runs (stream extents, the latency
+    curve, the throughput window pass; one more pass per further distinct window)."""
+    table = extents(df).toArrow()
+    runs = []
+    for run, manifest in enumerate(manifests):
+        starts = {index: agent.t0_ns for index, agent in enumerate(manifest.agents)
+                  if agent.t0_ns is not None}
+        runs.append(Streams.of(of_run(table, run).to_pylist(), starts, run))
+    axes = [(streams, axis) for streams in runs
+            if (axis := streams.axis(SCHEDULE, MAX_POINTS)) is not None]
+    curves = latency_curve(latency_rows(df, clocks), axes).toArrow() if axes else None
+    rows = stream_rows(df)
+    flows: dict[int, dict[str, Throughput]] = {}
+    for window in sorted(set(windows)):
+        mine = [streams for streams in runs if windows[streams.run] == window]
+        flows |= zip([s.run for s in mine], throughput(rows, mine, window), strict=True)
+    timed = {streams.run for streams, _ in axes}
+    return [PerMessage(windows[s.run], loads[s.run],
+                       latency_json(of_run(curves, s.run) if s.run in timed else None,
+                                    loads[s.run]),
+                       flows[s.run], density_ns(s),
+                       {name: bytes_per_s(s, side) for side, name in SIDES.items()})
+            for s in runs]
 
 
 def notes(result: PerMessage) -> list[str]:

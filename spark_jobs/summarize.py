@@ -9,7 +9,6 @@ deviation come from the same rows (see `distribution.robust_centre`).
 
 from __future__ import annotations
 
-import io
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from sixnines.formats import hdr
+from sixnines.formats import hdr, hgrm
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
 from sixnines.formats.summary import Figures, OutOfRange
@@ -118,19 +117,11 @@ def metric_summary(metric: MetricCounts, unit: float = NS_PER_US) -> Figures:
 
 
 def hgrm_text(metric: MetricCounts) -> str:
-    """HdrHistogram percentile distribution (what HdrHistogram's plotter reads), in µs.
-
-    The hdrhistogram package scales every value of that output but the standard deviation
-    (it writes ns beside µs); the footer line is written again with it scaled."""
-    histogram = hdr.to_hdrh(metric.counts)
-    buffer = io.BytesIO()
-    histogram.output_percentile_distribution(buffer, NS_PER_US)
-    lines = buffer.getvalue().decode("ascii").splitlines(keepends=True)
-    mean, stddev = (histogram.get_mean_value() / NS_PER_US, histogram.get_stddev() / NS_PER_US)
-    lines = [f"#[Mean    = {mean:12.3f}, StdDeviation   = {stddev:12.3f}]\n"
-             if line.startswith("#[Mean") else line for line in lines]
+    """HdrHistogram percentile distribution (what HdrHistogram's plotter reads), in µs,
+    with the exact max in a last comment line."""
     exact = "none" if metric.max is None else f"{metric.max / NS_PER_US:.3f}"
-    return "".join(lines) + f"# Values in microseconds (ns / 1000); exact max = {exact} us\n"
+    return hgrm.hgrm_text(metric.counts, NS_PER_US,
+                          f"# Values in microseconds (ns / 1000); exact max = {exact} us\n")
 
 
 def write_hgrm(path: Path, metric: MetricCounts) -> None:

@@ -37,7 +37,8 @@ def _received(agent_index: int, producer: int, intended, sent, recv, connection:
 
 
 def _df(spark, rows):
-    return spark.createDataFrame(rows, COLUMNS)
+    """One run's rows (run_index 0)."""
+    return spark.createDataFrame(rows, COLUMNS).withColumn(frames.RUN, F.lit(0))
 
 
 def _clocks(n_agents: int) -> frames.RunClocks:
@@ -158,8 +159,8 @@ def test_throughput_aggregates_by_hand(spark):
     lower median 1000, mean 2000, robust deviation (0 + 0 + 1000 + 3000) / 4 = 1000."""
     sent = np.cumsum([0, 1000, 500, 250, 1000]) * US
     df = _df(spark, _sent(0, 1, sent, sent))
-    result = series.throughput(series.stream_rows(df), _streams(spark, _sent(0, 1, sent, sent)),
-                               window=1)
+    (result,) = series.throughput(series.stream_rows(df),
+                                  [_streams(spark, _sent(0, 1, sent, sent))], window=1)
     figures = summarize.metric_summary(result["sender"].counts, series.MILLI)
     assert figures.count == 4
     assert figures.lower_median == 1000 and figures.mean == 2000
@@ -176,8 +177,8 @@ def test_throughput_curves_add_up_the_streams(spark):
     rows = _sent(0, 1, fast, fast) + _sent(0, 2, slow, slow)
     merged = np.sort(np.concatenate([fast, slow])) + 5 * US
     rows += _received(1, 1, merged, merged, merged)
-    result = series.throughput(series.stream_rows(_df(spark, rows)), _streams(spark, rows),
-                               window=100)
+    (result,) = series.throughput(series.stream_rows(_df(spark, rows)),
+                                  [_streams(spark, rows)], window=100)
     sender, receiver = result["sender"], result["receiver"]
     assert 1 < len(sender.t_s) <= series.MAX_POINTS
     assert sender.t_s == sorted(sender.t_s) and all(0 <= t < 2.1e-3 for t in sender.t_s)
@@ -197,7 +198,8 @@ def test_window_pass_spills_to_disk_alike(spark, monkeypatch):
     streams = _streams(spark, rows)
 
     def figures() -> tuple:
-        result = series.throughput(series.stream_rows(_df(spark, rows)), streams, window=100)
+        (result,) = series.throughput(series.stream_rows(_df(spark, rows)), [streams],
+                                      window=100)
         side = result["sender"]
         return summarize.metric_summary(side.counts, series.MILLI), side.t_s, side.msg_s
 
@@ -213,8 +215,8 @@ def test_latency_curve_buckets(spark):
     rows = ONE_STREAM
     df = _df(spark, rows)
     streams = _streams(spark, rows)
-    curve = series.latency_curve(series.latency_rows(df, _clocks(2)), streams,
-                                 series.Axis(0, 60 * US - 1, 3)).toArrow()
+    curve = series.latency_curve(series.latency_rows(df, _clocks(2)),
+                                 [(streams, series.Axis(0, 60 * US - 1, 3))]).toArrow()
     got = series.latency_json(curve)["latency"]
     latency = [r - i for i, r in zip(INTENDED, RECV, strict=True)]  # 50 45 70 60 160 160
     assert got["n"] == [0, 2, 4]
@@ -226,11 +228,11 @@ def test_latency_curve_buckets(spark):
 def test_exact_lower_median_through_spark(spark):
     """20,000–20,015 ns share one HDR bucket: the median pass finds the sample."""
     values = [20_000, 20_003, 20_009, 20_015, 90_000, 7, 900_000_000]
-    table = spark.createDataFrame([("a", "latency", v) for v in values[:5]]
-                                  + [("a", "send_lag", v) for v in values[5:]],
-                                  "agent_id string, metric string, value long")
+    table = spark.createDataFrame([(0, "a", "latency", v) for v in values[:5]]
+                                  + [(0, "a", "send_lag", v) for v in values[5:]],
+                                  "run_index int, agent_id string, metric string, value long")
     merged, _ = summarize.gather(frames.bucket_counts(table, ("agent_id", "metric")).toArrow())
-    exact = series.with_median_detail(table, merged)
+    (exact,) = series.with_median_detail(table, [merged])
     latency = summarize.metric_summary(exact["latency"])
     assert latency.lower_median == 20.009
     assert latency.robust_deviation == pytest.approx((9 + 6 + 0 + 6 + 69_991) / 5 / 1000)
@@ -239,10 +241,11 @@ def test_exact_lower_median_through_spark(spark):
 
 
 def test_median_detail_skips_wide_buckets(spark):
-    table = spark.createDataFrame([("latency", 5_000_000_000)], "metric string, value long")
-    assert series.median_detail(table, {"latency": (4_999_000_000, 5_002_000_000)}) == {}
-    got = series.median_detail(table, {"latency": (4_999_999_990, 5_000_000_010)})
-    assert got["latency"].values.tolist() == [5_000_000_000]
+    table = spark.createDataFrame([(0, "latency", 5_000_000_000)],
+                                  "run_index int, metric string, value long")
+    assert series.median_detail(table, {(0, "latency"): (4_999_000_000, 5_002_000_000)}) == {}
+    got = series.median_detail(table, {(0, "latency"): (4_999_999_990, 5_000_000_010)})
+    assert got[0, "latency"].values.tolist() == [5_000_000_000]
 
 
 def test_per_message_of_one_stream(spark):

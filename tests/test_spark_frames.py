@@ -63,7 +63,8 @@ def _frame(spark, rows):
     # one connection per consumer agent; a requester's replies carry its own id
     consumer_id = (F.when(F.col("role") == "consumer", F.col("agent_index"))
                    .when(F.col("recv_ns").isNotNull(), F.col("producer_id")))
-    return df.withColumn("consumer_id", consumer_id.cast("int"))
+    return df.withColumn("consumer_id", consumer_id.cast("int")).withColumn(
+        frames.RUN, F.lit(0))
 
 
 def _tiny(spark):
@@ -219,7 +220,8 @@ def _by_metric(values) -> dict[str, list[int]]:
 
 def _pairs(df, clocks) -> dict[str, dict]:
     rows = frames.clock_pair_counts(df, clocks).collect()
-    return {row["agent_id"]: {k: v for k, v in row.asDict().items() if k != "agent_id"}
+    return {row["agent_id"]: {k: v for k, v in row.asDict().items()
+                              if k not in ("agent_id", frames.RUN)}
             for row in rows}
 
 
@@ -249,14 +251,18 @@ def test_run_clocks_from_manifest():
         ],
     }
     clocks = frames.RunClocks.from_manifest(Manifest.model_validate(manifest))
-    assert clocks.receivers == ((0, "h1", 7, 3), (2, "h1", 7, 3), (3, "", None, None),
-                                (4, "", None, None), (5, "h1", 7, 2))
-    assert clocks.producers == ((0, "h1", 7, 3), (1, "h1", 7, 3), (2, "", None, None),
-                                (3, "", None, None), (4, "h1", 7, 2), (5, "h1", 7, 2))
-    assert clocks.cross_host and clocks.sole_domain is None
-    older = frames.RunClocks.from_manifest(
-        Manifest.model_validate({"agents": manifest["agents"][3:5]}))
-    assert older.sole_domain == frames.DEFAULT_DOMAIN and not older.cross_host
+    run = 0  # the first (only) run of those analysed together
+    assert clocks.receivers == tuple((run, *row) for row in (
+        (0, "h1", 7, 3), (2, "h1", 7, 3), (3, "", None, None), (4, "", None, None),
+        (5, "h1", 7, 2)))
+    assert clocks.producers == tuple((run, *row) for row in (
+        (0, "h1", 7, 3), (1, "h1", 7, 3), (2, "", None, None), (3, "", None, None),
+        (4, "h1", 7, 2), (5, "h1", 7, 2)))
+    assert clocks.cross_host == (True,) and clocks.sole_domain(run) is None
+    older = Manifest.model_validate({"agents": manifest["agents"][3:5]})
+    both = frames.RunClocks.of_runs([Manifest.model_validate(manifest), older])
+    assert both.sole_domain(1) == frames.DEFAULT_DOMAIN and both.cross_host == (True, False)
+    assert both.receivers[-2:] == ((1, 0, "", None, None), (1, 1, "", None, None))
 
 
 def test_overlapping_producer_ids_are_refused():

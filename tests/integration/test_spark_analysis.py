@@ -270,15 +270,20 @@ def test_round_trip_with_lost_replies(spark, tmp_path, recorded):
     assert summary["receive_rate"] == pytest.approx((len(r) - 1) / (r.max() - r.min()) * 1e9)
 
 
-def test_empty_metric_is_null(spark, tmp_path):
-    from sixnines.spark_jobs.analyze import analyze_runs
-
-    run_dir = tmp_path / "no-consumers"
+def _producer_only(run_dir: Path) -> Path:
+    """A run of one producer and no consumer, every send 10 ns late."""
     seq = np.arange(N, dtype=np.int64)
     p = {"producer_id": np.full(N, 1, np.int32), "seq": seq, "intended_ns": seq * PERIOD_NS,
          "sent_ns": seq * PERIOD_NS + 10}
     _write_agent(run_dir, "p1", p, {"send_lag": (p["intended_ns"], np.full(N, 10))})
     _manifest(run_dir, "one-way", [("p1", "producer")])
+    return run_dir
+
+
+def test_empty_metric_is_null(spark, tmp_path):
+    from sixnines.spark_jobs.analyze import analyze_runs
+
+    run_dir = _producer_only(tmp_path / "no-consumers")
     summary = analyze_runs([run_dir], "local[*]")[0]
     assert summary["latency_us"] == {**dict.fromkeys(hdr.PERCENTILE_KEYS), "max": None,
                                      "mean": None, "lower_median": None,
@@ -287,6 +292,56 @@ def test_empty_metric_is_null(spark, tmp_path):
     assert summary["lost"] == 0 and summary["received"] == 0
     assert summary["receive_rate"] is None
     assert (run_dir / "report" / "latency.hgrm").is_file()
+
+
+def _report_files(run_dir: Path) -> dict[str, str]:
+    return {path.name: path.read_text() for path in sorted((run_dir / "report").iterdir())}
+
+
+def test_runs_analysed_together_equal_each_alone(spark, one_way, tmp_path):
+    """All runs of a scenario go through Spark at once (the run is a column): each run's
+    summary and report files are those of its analysis alone, whatever the others hold
+    (other agents, a missing hlog, no consumer at all, a damaged file: refused alone)."""
+    from sixnines.spark_jobs.analyze import analyze_runs
+
+    no_report = shutil.ignore_patterns("report")
+    runs = [tmp_path / name for name in ("one-way", "no-hlog", "no-consumers", "damaged")]
+    shutil.copytree(one_way[0], runs[0], ignore=no_report)
+    shutil.copytree(one_way[0], runs[1], ignore=no_report)
+    (runs[1] / "agents" / "p1" / HLOG_FILE).unlink()
+    _producer_only(runs[2])
+    shutil.copytree(one_way[0], runs[3], ignore=no_report)
+    damaged = runs[3] / "agents" / "c1" / MESSAGES_FILE
+    damaged.write_bytes(damaged.read_bytes()[:-100])
+    together = analyze_runs(runs, "local[*]")
+    files = [_report_files(run_dir) for run_dir in runs]
+    alone = [analyze_runs([run_dir], "local[*]")[0] for run_dir in runs]
+    assert [s["status"] for s in together] == ["ok", "ok", "ok", "corrupt"]
+    assert together == alone
+    assert files == [_report_files(run_dir) for run_dir in runs]
+    assert together[0]["sent"] != together[2]["sent"]  # not one run's figures four times
+
+
+def test_spark_jobs_do_not_grow_with_the_runs(spark, one_way, tmp_path):
+    """Three runs cost the Spark jobs one does (give or take the odd broadcast), not three
+    times as many: the per-job overhead, not the rows, is what small runs pay for."""
+    from sixnines.spark_jobs.analyze import analyze_runs
+
+    runs = [tmp_path / f"run-{n}" for n in range(3)]
+    for run_dir in runs:
+        shutil.copytree(one_way[0], run_dir, ignore=shutil.ignore_patterns("report"))
+
+    def jobs(run_dirs: list[Path]) -> int:
+        group = f"runs-{len(run_dirs)}"
+        spark.sparkContext.setJobGroup(group, group)
+        try:
+            analyze_runs(run_dirs, "local[*]")
+        finally:
+            spark.sparkContext.setJobGroup("", "")
+        return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+    one, three = jobs(runs[:1]), jobs(runs)
+    assert one > 0 and three <= one + 3, (one, three)
 
 
 def test_cli_requires_manifest(tmp_path, capsys):
