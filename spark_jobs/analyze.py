@@ -63,7 +63,8 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -318,12 +319,37 @@ def _expected(checked: Checked) -> delivery.Expected:
     return delivery.Expected(consumers, silent, delivery.Dead.of(manifest, checked.messages))
 
 
+#: Records this small (parquet bytes) are read once and kept in memory for every pass.
+CACHED_MAX_BYTES = 64 << 20
+
+
+@contextmanager
+def _loaded(spark: SparkSession, runs: list[Checked]) -> Iterator[DataFrame]:
+    """Every run's rows (frames.load_runs), in as many partitions as there are cores: a
+    scenario's runs are hundreds of small chunk files, and a task per file in every pass
+    cost more than the rows. Small inputs are cached for the passes (freed after)."""
+    df = frames.load_runs(spark, [(checked.run_dir, checked.manifest) for checked in runs])
+    df = df.coalesce(spark.sparkContext.defaultParallelism)
+    if _input_bytes(runs) >= CACHED_MAX_BYTES:
+        yield df
+        return
+    df = df.persist()
+    try:
+        yield df
+    finally:
+        df.unpersist()
+
+
 def _figure(spark: SparkSession, runs: list[Checked], window: int | None) -> list[Figured]:
     """The Spark passes over every run's rows at once: a dozen actions whatever the number
     of runs, only per-run results coming back."""
+    with _loaded(spark, runs) as df:
+        return _figured(df, runs, window)
+
+
+def _figured(df: DataFrame, runs: list[Checked], window: int | None) -> list[Figured]:
     manifests = [checked.manifest for checked in runs]
     loads = [load_of(manifest.params) for manifest in manifests]
-    df = frames.load_runs(spark, [(checked.run_dir, checked.manifest) for checked in runs])
     counts = _rows_by_run(delivery.accounting_of_runs(df, [_expected(c) for c in runs]))
     rates = _rows_by_run(frames.rates(df))
     clocks = frames.RunClocks.of_runs(manifests)
