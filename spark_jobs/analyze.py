@@ -282,7 +282,7 @@ def refused(checked: Checked) -> RunSummary:
 
 @dataclass(frozen=True)
 class Figured:
-    """What Spark found for one run of those analysed together (by analyze_together)."""
+    """What Spark found for one run of those analysed together (`_figure`)."""
 
     counts: dict[str, Any]  # delivery.COUNTS
     rate: dict[str, Any]  # send_rate, receive_rate
@@ -290,22 +290,6 @@ class Figured:
     metrics: dict[str, summarize.MetricCounts]
     per_agent: dict[str, dict[str, np.ndarray]]  # the hlog check's counts
     per_message: series.PerMessage
-
-
-def analyze_checked(spark: SparkSession, checked: Checked, window: int | None = None
-                    ) -> RunSummary:
-    """Analyse one run dir whose files passed their checks: `analyze_together`."""
-    return _report(checked, _figure(spark, [checked], window)[0])
-
-
-def analyze_together(spark: SparkSession, runs: list[Checked], window: int | None = None
-                     ) -> list[RunSummary]:
-    """Analyse run dirs whose files passed their checks in one pass (the run is a column:
-    spark_jobs.frames), write each one's report files and return the summaries (window:
-    M, the messages a stream's overhead and throughput are taken over; None: each
-    manifest's)."""
-    return [_report(checked, figured)
-            for checked, figured in zip(runs, _figure(spark, runs, window), strict=True)]
 
 
 def _expected(checked: Checked) -> delivery.Expected:
