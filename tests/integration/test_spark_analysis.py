@@ -322,6 +322,28 @@ def test_runs_analysed_together_equal_each_alone(spark, one_way, tmp_path):
     assert together[0]["sent"] != together[2]["sent"]  # not one run's figures four times
 
 
+def test_a_run_that_breaks_the_common_pass_costs_only_its_own_report(spark, one_way, tmp_path,
+                                                                    capsys):
+    """A run whose file passes its checks but that Spark cannot read as records (a column
+    of another type) fails the pass of all runs: each is then analysed alone, the others
+    get their reports and the broken one an error line (exit status 1)."""
+    from sixnines.spark_jobs.analyze import main
+
+    runs = [tmp_path / name for name in ("first", "broken", "last")]
+    for run_dir in runs:
+        shutil.copytree(one_way[0], run_dir, ignore=shutil.ignore_patterns("report"))
+    broken = runs[1] / "agents" / "c1" / MESSAGES_FILE
+    table = pq.read_table(broken)
+    seq = table.schema.get_field_index("seq")
+    pq.write_table(table.set_column(seq, "seq", table["seq"].cast(pa.string())), broken)
+    assert main([str(run_dir) for run_dir in runs]) == 1
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line.get("status") for line in lines] == ["ok", None, "ok"]
+    assert "error" in lines[1] and not (runs[1] / "report" / "summary.json").exists()
+    assert ((runs[0] / "report" / "summary.json").read_text()
+            == (runs[2] / "report" / "summary.json").read_text())
+
+
 def test_spark_jobs_do_not_grow_with_the_runs(spark, one_way, tmp_path):
     """Three runs cost the Spark jobs one does (give or take the odd broadcast), not three
     times as many: the per-job overhead, not the rows, is what small runs pay for."""
