@@ -9,6 +9,7 @@ import pytest
 
 from sixnines.formats.manifest import Manifest
 from sixnines.spark_jobs import frames, series, summarize
+from sixnines.spark_jobs.load import OPEN_LOOP
 
 pytestmark = pytest.mark.integration
 
@@ -272,3 +273,29 @@ def test_empty_run_has_empty_series(spark):
     assert fields["throughput"].receiver_msg_s.count == 0
     empty = pa.table({"bucket": pa.array([], pa.int32())})
     assert summarize.counts_by(empty, "bucket") == {}
+
+
+def _plain(result: series.PerMessage) -> tuple:
+    """A PerMessage as plain values (its histograms are numpy arrays)."""
+    flows = {side: (flow.t_s, flow.msg_s, flow.zero_span, flow.counts.counts.tolist(),
+                    flow.counts.total, flow.counts.max)
+             for side, flow in result.throughput.items()}
+    return (result.window, result.latency, flows, result.density_ns, result.bytes_per_s)
+
+
+def test_runs_with_other_windows_get_their_own_series(spark):
+    """Runs analysed together (run_index 0 and 1) with different windows M take a window
+    pass each, and each run's series is what it gets analysed alone; a run with nothing
+    timed beside them keeps empty series."""
+    manifest = Manifest.model_validate({"agents": [{"id": "a0", "role": "producer", "t0_ns": 0},
+                                                   {"id": "a1", "role": "consumer", "t0_ns": 0}]})
+    one = _df(spark, ONE_STREAM)
+    both = one.unionByName(one.withColumn(frames.RUN, F.lit(1))).unionByName(
+        _df(spark, _sent(0, 1, INTENDED, SENT)).withColumn(frames.RUN, F.lit(2)))
+    clocks = frames.RunClocks.of_runs([manifest] * 3)
+    together = series.per_message_of_runs(both, clocks, [manifest] * 3, [2, 3, 2],
+                                          [OPEN_LOOP] * 3)
+    alone = [series.per_message(one, _clocks(2), manifest, window=window) for window in (2, 3)]
+    assert [_plain(result) for result in together[:2]] == [_plain(result) for result in alone]
+    assert _plain(together[0]) != _plain(together[1])  # other windows, other throughputs
+    assert together[2].latency["latency"]["n"] == [] and "receiver" not in together[2].throughput
