@@ -354,3 +354,20 @@ def test_rates_per_agent_clock(spark):
     got = frames.rates(_frame(spark, rows)).first()
     assert got["send_rate"] == pytest.approx(1e6)
     assert got["receive_rate"] == pytest.approx(5e5)
+
+
+def test_runs_accounted_together_equal_each_alone(spark):
+    """One pass over two runs (run_index 0 and 1): the _tiny run with a third consumer
+    that died (its horizon rule) beside the plain _tiny run; each run's row is its own
+    accounting's, and a third run with no rows at all still gets a row of zeros."""
+    c = ("c", "consumer", 1, 2, 200, 205, 220, 0, False)
+    dead = delivery.Expected(3, 0, delivery.Dead((delivery.Watched(2, 1),)))
+    first = _frame(spark, [*_tiny_rows(), c])
+    second = _tiny(spark).withColumn(frames.RUN, F.lit(1))
+    rows = delivery.accounting_of_runs(first.unionByName(second),
+                                       [dead, delivery.Expected(), delivery.Expected()])
+    got = {row[frames.RUN]: {k: v for k, v in row.asDict().items() if k != frames.RUN}
+           for row in rows.collect()}
+    assert got[0] == delivery.accounting(first, 3, 0, dead.dead).first().asDict()
+    assert got[1] == delivery.accounting(_tiny(spark)).first().asDict()
+    assert got[2] == dict.fromkeys(delivery.COUNTS, 0)
