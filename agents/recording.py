@@ -119,6 +119,7 @@ class Columns:
             for array in self.arrays:
                 array.fill(0)
 
+
 def _aligned(size: int) -> int:
     """`size` rounded up to a cache line, so each column after it starts aligned: an int64
     column after an odd number of int32 rows was unaligned, and the loop's scalar writes

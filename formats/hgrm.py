@@ -26,6 +26,7 @@ from sixnines.formats.hdr import (
     SIGNIFICANT_DIGITS,
     SUB_BUCKET_COUNT,
     highest_equivalent,
+    max_index,
     value_from_index,
 )
 
@@ -98,8 +99,7 @@ def hgrm_text(counts: np.ndarray, unit: float, footer: str = "") -> str:
         else:
             out.append(_LAST_LINE % (value / unit, level / 100, reached))
     mean, deviation = mean_and_deviation(counts)
-    nonzero = np.flatnonzero(counts)
-    highest = int(highest_equivalent(nonzero[-1])) if len(nonzero) else 0
+    highest = int(highest_equivalent(max_index(counts))) if counts.any() else 0
     out.append(f"#[Mean    = {mean / unit:12.{_DIGITS}f}, "
                f"StdDeviation   = {deviation / unit:12.{_DIGITS}f}]\n")
     out.append(f"#[Max     = {highest / unit:12.{_DIGITS}f}, "

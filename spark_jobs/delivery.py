@@ -3,8 +3,8 @@ duplicated or of unknown fate, and every receipt matches a message sent or is un
 
 Counts come from (producer_id, seq) matching in one pass over the records of every run
 analysed together (each run's counts are a row, keyed by `run_index`: spark_jobs.frames).
-Agents that died mid-run (docs/design.md, "When an agent dies") take part with what they closed
-before they died (`Dead`): a dead sender's messages that receivers got after its last
+Agents that died mid-run (docs/design.md, "When an agent dies") take part with what they
+closed before they died (`Dead`): a dead sender's messages that receivers got after its last
 chunk count as sent (their headers say so), and a dead consumer's missing deliveries are
 lost only when they would have had to take longer than any its stream from that producer
 showed to arrive after its last kept receipt; the others are unknown. A requester is its
@@ -275,21 +275,18 @@ def accounting_of_runs(df: DataFrame, runs: Sequence[Expected]) -> DataFrame:
     if any(watched):
         parts.append(unknown_at_dead(df, measured_sent, watched))
     joined = reduce(lambda acc, part: acc.join(part, RUN, "left"), parts, given)
-    count = {name: F.coalesce(F.col(name), F.lit(0)) for name in (
-        "sent", "requests", "received", "unique", "duplicated", "reordered", "unexpected",
-        "warmup_sent", "warmup_received", "found_consumers", "late")
-        if name != "late" or any(watched)}
-    late = count.get("late", F.lit(0))
-    n_consumers = F.coalesce(F.col("consumers"), count["found_consumers"])
-    sent_producers = count["sent"] - count["requests"]
-    unknown = F.col("absent") * sent_producers + late
-    lost = n_consumers * sent_producers + count["requests"] - count["unique"] - late
-    return joined.select(
-        RUN,
-        *(count[name].cast("long").alias(name) for name in ("sent", "requests", "received")),
-        count["unique"].cast("long").alias("delivered"),
-        lost.cast("long").alias("lost"),
-        unknown.cast("long").alias("unknown"),
-        *(count[name].cast("long").alias(name) for name in (
-            "duplicated", "reordered", "unexpected", "warmup_sent", "warmup_received")),
-    )
+    late = _count("late") if any(watched) else F.lit(0)
+    n_consumers = F.coalesce(F.col("consumers"), _count("found_consumers"))
+    sent_producers = _count("sent") - _count("requests")
+    figures = {
+        **{name: _count(name) for name in COUNTS if name not in ("delivered", "lost", "unknown")},
+        "delivered": _count("unique"),
+        "lost": n_consumers * sent_producers + _count("requests") - _count("unique") - late,
+        "unknown": F.col("absent") * sent_producers + late,
+    }
+    return joined.select(RUN, *(figures[name].cast("long").alias(name) for name in COUNTS))
+
+
+def _count(name: str) -> Column:
+    """A count of the joined parts, 0 for a run that part has no row of."""
+    return F.coalesce(F.col(name), F.lit(0))

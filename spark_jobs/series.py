@@ -101,8 +101,7 @@ def stream_rows(df: DataFrame) -> DataFrame:
 
 def latency_rows(df: DataFrame, clocks: frames.RunClocks) -> DataFrame:
     """(run_index, producer_id, intended_ns, latency, service_time) in ns of every receipt
-    that
-    `frames.metric_values` times, by the same clock rules (same clock, or cross-clock
+    that `frames.metric_values` times, by the same clock rules (same clock, or cross-clock
     corrected when asked): L_n = recv − intended, service time = recv − sent."""
     timed = frames.timed_receipts(df, clocks).filter(F.col("clock_pair") != frames.EXCLUDED)
     recv = F.col("recv_ns") - F.col("clock_correction")
@@ -310,8 +309,8 @@ def _keyed(rows: DataFrame, placed: list[tuple]) -> DataFrame:
 def _grouped(values: DataFrame) -> DataFrame:
     """Each windowed row twice, as a grouping set: (run, side, HDR bucket of its
     throughput) and (run, side, stream, time bucket), aggregated in one pass so the window
-    runs once. (An explode,
-    not DataFrame.groupingSets: that needs Spark 4, and measured no faster here.)"""
+    runs once. (An explode, not DataFrame.groupingSets: that needs Spark 4, and measured no
+    faster here.)"""
     keys = F.array(
         F.struct(F.lit(BUCKETS).alias("kind"), F.lit(0).cast("long").alias("stream"),
                  F.when(F.col("value").isNotNull(), frames.bucket_index(F.col("value")))
@@ -398,7 +397,6 @@ def throughput(rows: DataFrame, runs: Sequence[Streams], window: int
             for streams, mine in zip(runs, axes, strict=True)]
 
 
-
 # --- the exact median pass -------------------------------------------------------------------
 
 
@@ -443,7 +441,7 @@ def with_median_detail(values: DataFrame, runs: Sequence[Mapping[str, MetricCoun
             for run, metrics in enumerate(runs)]
 
 
-# --- one run ---------------------------------------------------------------------------------
+# --- the series of each run ------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

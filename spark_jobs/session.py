@@ -42,7 +42,7 @@ def quick_start(input_rows: int | None) -> bool:
     that a small analysis needs for itself; the client compiler alone and the serial GC
     made the quickstart's analysis (80k records, JVM start included) about a quarter
     quicker on two cores. The client compiler's code is slower, though: 6.6M records took
-    80 % longer (docs/performance.md), so larger inputs keep the default. Options the user
+    70 % longer (docs/performance.md), so larger inputs keep the default. Options the user
     gave (spark.driver.extraJavaOptions in PYSPARK_SUBMIT_ARGS) win."""
     given = "extraJavaOptions" in os.environ.get("PYSPARK_SUBMIT_ARGS", "")
     return input_rows is not None and input_rows < QUICK_START_MAX_ROWS and not given
