@@ -23,10 +23,12 @@ are timed as recorded. The others are left out, or, when the scenario asked for
 from __future__ import annotations
 
 import operator
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import reduce
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -113,14 +115,32 @@ def of_run(table: pa.Table, run_index: int) -> pa.Table:
     return table.filter(pc.equal(table[RUN], run_index))
 
 
-def _tag(df: DataFrame, run_index: int, agent_id: str, index: int, role: str) -> DataFrame:
-    return df.select(
-        "*",
-        F.lit(run_index).cast("int").alias(RUN),
-        F.lit(agent_id).alias("agent_id"),
-        F.lit(index).cast("int").alias("agent_index"),
-        F.lit(str(role)).alias("role"),
-    )
+@dataclass(frozen=True)
+class FileOwner:
+    """Whose rows a file holds: the columns `load_runs` adds to them."""
+
+    run_index: int
+    agent_id: str
+    agent_index: int
+    role: str
+    path: str = ""
+
+    def columns(self) -> tuple[int, str, int, str]:
+        return self.run_index, self.agent_id, self.agent_index, str(self.role)
+
+    def of(self, path: Path) -> FileOwner:
+        return replace(self, path=os.path.abspath(path))
+
+
+OWNER_COLUMNS = ((RUN, "int"), ("agent_id", "string"), ("agent_index", "int"),
+                 ("role", "string"))  # FileOwner.columns()
+OWNER_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in OWNER_COLUMNS)
+
+
+def _tag(df: DataFrame, owner: FileOwner) -> DataFrame:
+    """df's rows with their owner's columns."""
+    return df.select("*", *(F.lit(value).cast(kind).alias(name) for (name, kind), value
+                            in zip(OWNER_COLUMNS, owner.columns(), strict=True)))
 
 
 def load_messages(spark: SparkSession, run_dir: Path, manifest: Manifest) -> DataFrame:
@@ -135,27 +155,59 @@ def load_runs(spark: SparkSession, runs: Sequence[tuple[Path, Manifest]]) -> Dat
     Agents without a file are skipped. Ids and roles come from the manifest, not from the
     file path, so nothing depends on how a file system encodes a directory name.
     `agent_index` (the agent's position in its manifest) is, with `run_index`, the key the
-    shuffles use: an int hashes and moves much faster than a string.
+    shuffles use: an int hashes and moves much faster than a string. Every file is read
+    by one scan (`_scan_tagged`).
     """
+    owners: list[FileOwner] = []
     frames = []
     for run_index, (run_dir, manifest) in enumerate(runs):
         ids = [agent.id for agent in manifest.agents]
-        frames += [_tag(_rows_of(spark, role, paths), run_index, agent_id, ids.index(agent_id),
-                        role)
-                   for agent_id, (role, paths) in message_paths(run_dir, manifest).items()]
+        for agent_id, (role, paths) in message_paths(run_dir, manifest).items():
+            owner = FileOwner(run_index, agent_id, ids.index(agent_id), role)
+            if _whole_run_requester(role, paths):
+                frames.append(_tag(_requests_and_replies(spark, paths[0]), owner))
+            else:
+                owners += [owner.of(path) for path in paths]
+    if owners:
+        frames.append(_scan_tagged(spark, owners))
     if not frames:
-        return _tag(spark.createDataFrame([], SCHEMA), -1, "", -1, "")
+        return _tag(spark.createDataFrame([], SCHEMA), FileOwner(-1, "", -1, ""))
     manifests = [manifest for _, manifest in runs]
     return _warmup_by_schedule(spark, reduce(DataFrame.unionByName, frames), manifests)
 
 
-def _rows_of(spark: SparkSession, role: Role, paths: list[Path]) -> DataFrame:
-    """An agent's rows. A requester's whole-run messages.parquet (results recorded before
-    requesters wrote chunks) holds a row per request with its first reply's time: read
-    as the request rows and reply rows a requester writes now."""
-    df = spark.read.schema(SCHEMA).parquet(*map(str, paths))
-    if role != Role.REQUESTER or [path.name for path in paths] != [MESSAGES_FILE]:
-        return df
+def _scan_tagged(spark: SparkSession, owners: list[FileOwner]) -> DataFrame:
+    """The rows of every file in one scan, each tagged with its owner by joining the
+    file's name (input_file_name, as Spark spells it) onto a small table. A union of a
+    scan per agent made every query plan as wide as the agents (hundreds in a scenario):
+    seconds of planning per action and megabyte task binaries (docs/performance.md)."""
+    df = spark.read.schema(SCHEMA).parquet(*(owner.path for owner in owners))
+    spelt = {_local_path(uri): uri for uri in df.inputFiles()}
+    unknown = [owner.path for owner in owners if owner.path not in spelt]
+    if unknown:  # never analyse a file as someone else's, nor drop one silently
+        raise RuntimeError(f"Spark names these files otherwise: {unknown[:3]}")
+    table = spark.createDataFrame(
+        [(spelt[owner.path], *owner.columns()) for owner in owners],
+        f"_file string, {OWNER_SCHEMA}")
+    return (df.withColumn("_file", F.input_file_name())
+            .join(F.broadcast(table), "_file").drop("_file"))
+
+
+def _local_path(uri: str) -> str:
+    """A local file's path from the URI Spark gives it (percent-encoded)."""
+    return unquote(urlsplit(uri).path)
+
+
+def _whole_run_requester(role: Role, paths: list[Path]) -> bool:
+    """A requester's whole-run messages.parquet (results recorded before requesters wrote
+    chunks)."""
+    return role == Role.REQUESTER and [path.name for path in paths] == [MESSAGES_FILE]
+
+
+def _requests_and_replies(spark: SparkSession, path: Path) -> DataFrame:
+    """A requester's whole-run messages.parquet holds a row per request with its first
+    reply's time: read as the request rows and reply rows a requester writes now."""
+    df = spark.read.schema(SCHEMA).parquet(str(path))
     reply_only = ("recv_ns", "consumer_id", "rx_index")
     requests = df.select(*[F.lit(None).cast(SCHEMA[name].dataType).alias(name)
                            if name in reply_only else name for name in df.columns])

@@ -67,6 +67,10 @@ def spark_session(master: str = "local[*]", app_name: str = "sixnines",
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
+        # The analysis caches its input for the passes over it (spark_jobs.analyze):
+        # compressing the cached columns took longer than every pass then saved (6.6M
+        # records: 9.7 s against 5.7 s to fill; docs/performance.md).
+        .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
     )
     if local:
         builder = builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))

@@ -300,6 +300,19 @@ def _report_files(run_dir: Path) -> dict[str, str]:
     return {path.name: path.read_text() for path in sorted((run_dir / "report").iterdir())}
 
 
+def test_a_run_under_a_path_spark_must_percent_encode_is_read_whole(one_way, one_way_summary,
+                                                                     tmp_path):
+    """Every file is read by one scan and its rows tagged with their agent by the name
+    Spark gives the file: a run directory whose path Spark spells percent-encoded (a
+    space, a literal %20, #, ?, a non-ASCII letter) still has every row counted, each as
+    its own agent's."""
+    from sixnines.spark_jobs.analyze import analyze_runs
+
+    run_dir = tmp_path / "odd dir" / "ä b%20c#x?y" / "one-way"
+    shutil.copytree(one_way[0], run_dir, ignore=shutil.ignore_patterns("report"))
+    assert analyze_runs([run_dir], "local[*]")[0] == one_way_summary
+
+
 def test_runs_analysed_together_equal_each_alone(spark, one_way, tmp_path):
     """All runs of a scenario go through Spark at once (the run is a column): each run's
     summary and report files are those of its analysis alone, whatever the others hold
