@@ -71,6 +71,9 @@ def spark_session(master: str = "local[*]", app_name: str = "sixnines",
         # compressing the cached columns took longer than every pass then saved (6.6M
         # records: 9.7 s against 5.7 s to fill; docs/performance.md).
         .config("spark.sql.inMemoryColumnarStorage.compressed", "false")
+        # The record files are named one by one (spark_jobs.frames): above this many,
+        # Spark lists them in a job of a task per file, slower than the driver's listing.
+        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
     )
     if local:
         builder = builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
