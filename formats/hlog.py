@@ -195,12 +195,24 @@ def write_hlog(path: str | PathLike, *, start_epoch_s: float,
     return report
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Interval:
+    """One interval line: its nonzero counts at their indices (formats.hdr's layout). Kept
+    sparse: an agent's whole log is read at once, and as dense arrays an hour of a
+    consumer's two tags held 1.9 GB (7,200 × 33,792 counters), sparse ~80 MB."""
+
     tag: str  # "" for an untagged line written by another tool
     start_s: float  # seconds since StartTime
     length_s: float
-    counts: np.ndarray  # hdr counts array (len COUNTS_LEN)
+    indices: np.ndarray
+    values: np.ndarray
+
+    @property
+    def counts(self) -> np.ndarray:
+        """The dense hdr counts array (len COUNTS_LEN)."""
+        counts = np.zeros(hdr.COUNTS_LEN, dtype=np.int64)
+        counts[self.indices] = self.values
+        return counts
 
 
 @dataclass(frozen=True)
@@ -259,7 +271,9 @@ def read_hlog(path: str | PathLike, cut_short_end: bool = False) -> HlogFile:
                     origin = stamp if start is None else start
                 if base is None:
                     base = origin if stamp < origin - 365 * 24 * 3600.0 else 0.0
-                intervals.append(Interval(tag, base + stamp - origin, length, counts))
+                indices = np.flatnonzero(counts)
+                intervals.append(Interval(tag, base + stamp - origin, length, indices,
+                                          counts[indices]))
         except UnicodeDecodeError as error:
             raise HlogError(f"{path}: not text ({error})") from error
     return HlogFile(start, intervals)
@@ -306,5 +320,5 @@ def measured_counts(hlog: HlogFile, warmup_s: float) -> dict[str, np.ndarray]:
     for item in hlog.intervals:
         total = totals.setdefault(item.tag, np.zeros(hdr.COUNTS_LEN, dtype=np.int64))
         if item.start_s + item.length_s / 2 >= warmup_s:
-            total += item.counts
+            total[item.indices] += item.values
     return totals

@@ -307,3 +307,27 @@ def test_values_go_to_the_interval_their_offset_falls_in(tmp_path, in_order):
     found = {k: sorted(v.tolist()) for k, v in log._by_interval(offsets, values).items()}
     log.close()
     assert found == expected
+
+
+def test_an_hour_long_log_is_read_in_megabytes(tmp_path) -> None:
+    """An agent's whole log is read at once (the analysis' hlog check): an hour of two
+    tags is 7,200 intervals, 1.9 GB as dense counts arrays; kept as their nonzero counts
+    it stays in tens of megabytes, and sums as before."""
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    n = 3600 * 200
+    offsets = np.sort(rng.integers(0, 3600 * S, n))
+    latency = rng.lognormal(11, 1.0, n).astype(np.int64) + 1
+    path = tmp_path / "hour.hlog"
+    write_hlog(path, start_epoch_s=START_EPOCH_S, warmup_ns=0,
+               series={"latency": (offsets, latency), "service_time": (offsets, latency // 2)})
+    tracemalloc.start()
+    try:
+        hlog = read_hlog(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(hlog.intervals) == 7200
+    assert peak < 200 * 2**20, f"{peak / 2**20:.0f} MiB"
+    np.testing.assert_array_equal(measured_counts(hlog, 0.0)["latency"], hdr.counts_of(latency))
