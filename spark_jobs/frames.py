@@ -181,7 +181,8 @@ def _scan_tagged(spark: SparkSession, owners: list[FileOwner]) -> DataFrame:
     file's name (input_file_name, as Spark spells it) onto a small table. A union of a
     scan per agent made every query plan as wide as the agents (hundreds in a scenario):
     seconds of planning per action and megabyte task binaries (docs/performance.md)."""
-    df = spark.read.schema(SCHEMA).parquet(*(owner.path for owner in owners))
+    paths = dict.fromkeys(owner.path for owner in owners)  # a run analysed twice: read once
+    df = spark.read.schema(SCHEMA).parquet(*paths)
     spelt = {_local_path(uri): uri for uri in df.inputFiles()}
     unknown = [owner.path for owner in owners if owner.path not in spelt]
     if unknown:  # never analyse a file as someone else's, nor drop one silently
