@@ -271,19 +271,18 @@ def read_hlog(path: str | PathLike, cut_short_end: bool = False) -> HlogFile:
                     origin = stamp if start is None else start
                 if base is None:
                     base = origin if stamp < origin - 365 * 24 * 3600.0 else 0.0
-                indices = np.flatnonzero(counts)
-                intervals.append(Interval(tag, base + stamp - origin, length, indices,
-                                          counts[indices]))
+                intervals.append(Interval(tag, base + stamp - origin, length, *counts))
         except UnicodeDecodeError as error:
             raise HlogError(f"{path}: not text ({error})") from error
     return HlogFile(start, intervals)
 
 
 def _interval_line(line: str, path: str | PathLike, number: int
-                   ) -> tuple[str, float, float, np.ndarray]:
-    """(tag, start stamp, length, counts) of one interval line. The payload is decoded by
-    the hdrhistogram package, which raises what its codecs raise (binascii, zlib, its own
-    Hdr*Exception, IndexError …) on damaged data: any of them means a damaged line."""
+                   ) -> tuple[str, float, float, tuple[np.ndarray, np.ndarray]]:
+    """(tag, start stamp, length, (indices, counts) of its nonzero counts) of one line.
+    The payload is decoded by the hdrhistogram package, which raises what its codecs
+    raise (binascii, zlib, its own Hdr*Exception, IndexError …) on damaged data: any of
+    them means a damaged line."""
     tag = ""
     if line.startswith("Tag="):
         tag, _, line = line[4:].partition(",")
@@ -297,11 +296,11 @@ def _interval_line(line: str, path: str | PathLike, number: int
     if histogram.unit_magnitude != 0 or histogram.sub_bucket_count != hdr.SUB_BUCKET_COUNT:
         raise HlogError(f"{path}: line {number}: histogram layout differs from 1 ns at "
                         "3 digits")
-    counts = hdr.from_hdrh(histogram)
+    indices, counts = hdr.nonzero_of_hdrh(histogram)
     if int(counts.sum()) != histogram.get_total_count():
         raise HlogError(f"{path}: line {number}: histogram holds values beyond "
                         f"{hdr.HIGHEST} ns")
-    return tag, stamp_s, length_s, counts
+    return tag, stamp_s, length_s, (indices, counts)
 
 
 def _kind(error: Exception) -> str:
