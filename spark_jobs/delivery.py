@@ -266,9 +266,9 @@ def accounting_of_runs(df: DataFrame, runs: Sequence[Expected]) -> DataFrame:
     sent = sends(df, [run.dead.producer_ids for run in runs])
     measured_sent = measured(sent)
     m = measured(df)
-    given = F.broadcast(spark.createDataFrame(
+    given = spark.createDataFrame(  # the kept side of left joins: a broadcast hint is void
         [(index, run.consumers, run.absent) for index, run in enumerate(runs)],
-        f"{RUN} int, consumers int, absent int"))
+        f"{RUN} int, consumers int, absent int")
     watched = [run.dead.receivers for run in runs]
     parts = [_counted(sent, df), _pair_totals(measured_sent, m.filter(_is_receipt())),
              reordered(m)]
