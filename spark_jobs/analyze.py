@@ -119,6 +119,15 @@ class Checked:
     notes: list[str] = field(default_factory=list)
     logged_until: dict[str, int] = field(default_factory=dict)
 
+    @functools.cached_property
+    def records(self) -> int:
+        """The records its files hold, from their parquet footers (a fraction of a ms a
+        file): what the agents reported is missing for one that died, or in a manifest
+        written by another tool, and a large input taken for a small one gets the lean
+        JVM and a cache it does not fit (spark_jobs.session.quick_start,
+        CACHED_MAX_ROWS). Read once, for both."""
+        return sum(_rows_in(path) for _, paths in self.messages.values() for path in paths)
+
 
 def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
                 ) -> tuple[list[str], dict[str, tuple[Role, Path]]]:
@@ -314,7 +323,7 @@ def _loaded(spark: SparkSession, runs: list[Checked]) -> Iterator[DataFrame]:
     """Every run's rows (frames.load_runs), in as many partitions as there are cores: a
     scenario's runs are hundreds of small chunk files, and a task per file in every pass
     cost more than the rows. Inputs below CACHED_MAX_ROWS are cached for the passes (freed
-    after) rather than read again by each: 6.6M records of 100 agents, 99 s → 60 s."""
+    after) rather than read again by each (docs/performance.md)."""
     df = frames.load_runs(spark, [(checked.run_dir, checked.manifest) for checked in runs])
     df = df.coalesce(spark.sparkContext.defaultParallelism)
     cached = _input_rows(runs) < CACHED_MAX_ROWS
@@ -481,12 +490,7 @@ def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
 
 
 def _input_rows(runs: list[Checked]) -> int:
-    """The records the runs' files hold, from their parquet footers (a fraction of a ms a
-    file): what the agents reported is missing for one that died, or in a manifest
-    written by another tool, and a large input taken for a small one gets the lean JVM
-    and a cache it does not fit (spark_jobs.session.quick_start, CACHED_MAX_ROWS)."""
-    return sum(_rows_in(path) for checked in runs
-               for _, paths in checked.messages.values() for path in paths)
+    return sum(checked.records for checked in runs)
 
 
 def _rows_in(path: Path) -> int:

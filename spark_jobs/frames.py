@@ -25,7 +25,7 @@ from __future__ import annotations
 import operator
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -123,13 +123,9 @@ class FileOwner:
     agent_id: str
     agent_index: int
     role: str
-    path: str = ""
 
     def columns(self) -> tuple[int, str, int, str]:
         return self.run_index, self.agent_id, self.agent_index, str(self.role)
-
-    def of(self, path: Path) -> FileOwner:
-        return replace(self, path=os.path.abspath(path))
 
 
 OWNER_COLUMNS = ((RUN, "int"), ("agent_id", "string"), ("agent_index", "int"),
@@ -158,7 +154,7 @@ def load_runs(spark: SparkSession, runs: Sequence[tuple[Path, Manifest]]) -> Dat
     shuffles use: an int hashes and moves much faster than a string. Every file is read
     by one scan (`_scan_tagged`).
     """
-    owners: list[FileOwner] = []
+    owners: list[tuple[str, FileOwner]] = []  # (absolute path, whose rows it holds)
     frames = []
     for run_index, (run_dir, manifest) in enumerate(runs):
         ids = [agent.id for agent in manifest.agents]
@@ -167,7 +163,7 @@ def load_runs(spark: SparkSession, runs: Sequence[tuple[Path, Manifest]]) -> Dat
             if _whole_run_requester(role, paths):
                 frames.append(_tag(_requests_and_replies(spark, paths[0]), owner))
             else:
-                owners += [owner.of(path) for path in paths]
+                owners += [(os.path.abspath(path), owner) for path in paths]
     if owners:
         frames.append(_scan_tagged(spark, owners))
     if not frames:
@@ -176,19 +172,20 @@ def load_runs(spark: SparkSession, runs: Sequence[tuple[Path, Manifest]]) -> Dat
     return _warmup_by_schedule(spark, reduce(DataFrame.unionByName, frames), manifests)
 
 
-def _scan_tagged(spark: SparkSession, owners: list[FileOwner]) -> DataFrame:
-    """The rows of every file in one scan, each tagged with its owner by joining the
-    file's name (input_file_name, as Spark spells it) onto a small table. A union of a
-    scan per agent made every query plan as wide as the agents (hundreds in a scenario):
-    seconds of planning per action and megabyte task binaries (docs/performance.md)."""
-    paths = dict.fromkeys(owner.path for owner in owners)  # a run analysed twice: read once
-    df = spark.read.schema(SCHEMA).parquet(*paths)
+def _scan_tagged(spark: SparkSession, owners: list[tuple[str, FileOwner]]) -> DataFrame:
+    """The rows of every file (`owners`: (absolute path, owner)) in one scan, each tagged
+    with its owner by joining the file's name (input_file_name, as Spark spells it) onto
+    a small table; a file owned twice (a run analysed twice) is read once, its rows
+    tagged for each. A union of a scan per agent made every query plan as wide as the
+    agents (hundreds in a scenario): seconds of planning per action and megabyte task
+    binaries (docs/performance.md)."""
+    df = spark.read.schema(SCHEMA).parquet(*dict.fromkeys(path for path, _ in owners))
     spelt = {_local_path(uri): uri for uri in df.inputFiles()}
-    unknown = [owner.path for owner in owners if owner.path not in spelt]
+    unknown = [path for path, _ in owners if path not in spelt]
     if unknown:  # never analyse a file as someone else's, nor drop one silently
         raise RuntimeError(f"Spark names these files otherwise: {unknown[:3]}")
     table = spark.createDataFrame(
-        [(spelt[owner.path], *owner.columns()) for owner in owners],
+        [(spelt[path], *owner.columns()) for path, owner in owners],
         f"_file string, {OWNER_SCHEMA}")
     return (df.withColumn("_file", F.input_file_name())
             .join(F.broadcast(table), "_file").drop("_file"))

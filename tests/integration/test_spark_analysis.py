@@ -313,6 +313,16 @@ def test_a_run_under_a_path_spark_must_percent_encode_is_read_whole(one_way, one
     assert analyze_runs([run_dir], "local[*]")[0] == one_way_summary
 
 
+def test_a_run_given_twice_gets_every_row_each_time(one_way, one_way_summary, tmp_path):
+    """One scan reads each file once even when a run is given twice: each copy of the run
+    still gets all its rows (they are tagged for both)."""
+    from sixnines.spark_jobs.analyze import analyze_runs
+
+    run_dir = tmp_path / "one-way"
+    shutil.copytree(one_way[0], run_dir, ignore=shutil.ignore_patterns("report"))
+    assert analyze_runs([run_dir, run_dir], "local[*]") == [one_way_summary] * 2
+
+
 def test_runs_analysed_together_equal_each_alone(spark, one_way, tmp_path):
     """All runs of a scenario go through Spark at once (the run is a column): each run's
     summary and report files are those of its analysis alone, whatever the others hold
