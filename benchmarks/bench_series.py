@@ -1,35 +1,31 @@
-"""Per-message series vs the HDR bucket merge: Spark throughput on one synthesised run of one
-producer and one consumer, both measured in one session, so the ratio is this run's own.
+"""One stream of M messages analysed: the per-agent passes against reading the records,
+and the product's command end to end, on one synthesised run of one producer and one
+consumer.
 
-Steps, each timed end to end (plan, scan, shuffle, result to the driver):
+Steps, each timed in this process on one core, interleaved over rounds (best kept):
 
-- bucket merge (the baseline): `frames.bucket_counts` over `frames.metric_values`, the HDR
-  counts of latency, service time and send lag, as `analyze_run` computes them;
-- windowed series: `series.throughput`, the window pass (SO_n / RO_n over M messages, the
-  ST / RT HDR buckets and both throughput curves); the stream extents it needs are taken
-  once beforehand, outside the timing;
-- all per-message jobs: everything `analyze_run` added for the series (stream extents, the
-  latency curve, the window pass, the exact-median pass).
+- read (the baseline): both agents' record files as the passes read them
+  (`agent_rows.read_rows`: columns, row kinds, warm-up, clock pairing);
+- first pass: `agent_pass.first_pass` of both agents (tallies, reorder count, rates,
+  every metric's HDR buckets, stream extents, measured sends);
+- second pass: `agent_pass.second_pass` of both (matching, exact-median values, the
+  latency curve, the ST / RT windows), from the first's merged results;
 
-Rows are raw rows read (producer rows + consumer rows = 2 per message); rows/s/core divides
-by the cores of local[*]. Goals (issue 5): bucket merge ≥ 2M rows/s/core, windowed series
-≥ 0.5M rows/s/core. The run (1M msg/s for messages / 1M seconds, 1 % warm-up, send lag
-~3 µs log-normal, service time ~50 µs log-normal, FIFO) is cached under benchmarks/out/
-keyed by its size; manifest.json, written last, marks it complete.
+then `python -m sixnines.spark_jobs.analyze RUN_DIR` once, the process `sixnines report`
+starts (JVM, both Spark jobs, every report file), on local[*]. Rows are raw rows (producer
+rows + consumer rows = 2 per message). The run (1M msg/s for messages / 1M seconds, 1 %
+warm-up, send lag ~3 µs log-normal, service time ~50 µs log-normal, FIFO) is cached under
+benchmarks/out/ keyed by its size; manifest.json, written last, marks it complete.
 
-    SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/bench_series.py [--messages 10M]
-        [--repeat 2] [--window 100] [--driver-memory 6g]
-
---messages 100M writes ~3 GB of parquet, and one stream of 100M rows needs more than Spark's
-own 1 GB default heap (the sort before the window spills into more files than it can read
-back at once); `spark_jobs.session` sizes the local heap to the machine (a quarter of its
-memory), and --driver-memory sets another (the JVM's heap, fixed when it starts).
+    .venv/bin/python benchmarks/bench_series.py [--messages 10M] [--repeat 2]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -42,8 +38,8 @@ from sixnines.formats.integrity import read_manifest
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import MESSAGES, MESSAGES_FILE
 from sixnines.orchestrator.units import parse_rate
-from sixnines.spark_jobs import frames, series, summarize
-from sixnines.spark_jobs.session import local_heap, spark_session
+from sixnines.spark_jobs import agent_pass, agent_rows, delivery, passes
+from sixnines.spark_jobs.load import load_of
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
@@ -118,60 +114,42 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", default="10M", help="messages (e.g. 10M, 100M)")
     parser.add_argument("--repeat", type=int, default=2, help="best of this many rounds")
-    parser.add_argument("--window", type=int, default=series.DEFAULT_WINDOW)
-    parser.add_argument("--driver-memory", help="heap of the local Spark JVM, e.g. 6g "
-                        "(default: the analysis' own, a quarter of the machine's memory)")
     args = parser.parse_args(argv)
     messages = int(parse_rate(args.messages))
-    if args.driver_memory:
-        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {args.driver_memory} pyspark-shell"
 
     began = time.perf_counter()
     run_dir = synthesise(messages)
     print(f"run: {run_dir} ({time.perf_counter() - began:.0f} s to have it)", flush=True)
-    spark = spark_session("local[*]")
-    cores = spark.sparkContext.defaultParallelism
     manifest = read_manifest(run_dir)
-    df = frames.measured(frames.load_messages(spark, run_dir, manifest))
-    clocks = frames.RunClocks.from_manifest(manifest)
-    values = frames.metric_values(df, clocks)
-    streams = series.Streams.of(series.extents(df).toArrow().to_pylist(),
-                                {0: T0_NS, 1: T0_NS})
-    metrics, _ = summarize.gather(frames.bucket_counts(values, ("agent_id", "metric")).toArrow())
-
-    def merge() -> object:
-        return frames.bucket_counts(values, ("agent_id", "metric")).toArrow()
-
-    def window_pass() -> object:
-        return series.throughput(series.stream_rows(df), streams, args.window)
-
-    def everything() -> object:
-        series.with_median_detail(values, metrics)
-        return series.per_message(df, clocks, manifest, args.window)
-
-    steps = {"bucket merge": merge, "windowed series": window_pass,
-             "all per-message jobs": everything}
-    load_before = os.getloadavg()
+    run = passes.Run(manifest, agent_rows.message_paths(run_dir, manifest),
+                     manifest.throughput_window, load_of(manifest.params), {},
+                     delivery.Expected())
+    agents = passes.agent_files([run])
+    merged = passes.merge_first([agent_pass.first_pass(agent) for agent in agents])
+    plan = passes.plan(merged, passes.axes(run, merged.extents))
+    steps: dict[str, Callable[[], object]] = {
+        "read": lambda: [agent_rows.read_rows(agent) for agent in agents],
+        "first pass": lambda: [agent_pass.first_pass(agent) for agent in agents],
+        "second pass": lambda: [agent_pass.second_pass(agent, plan) for agent in agents]}
     best = dict.fromkeys(steps, float("inf"))
     for round_ in range(args.repeat):
         for name, step in steps.items():  # interleaved: every step sees the same load
             seconds = _timed(step)
             best[name] = min(best[name], seconds)
             print(f"round {round_ + 1}: {name} {seconds:.1f} s", flush=True)
-    load_after = os.getloadavg()
+    cores = os.cpu_count() or 1
+    end_to_end = _timed(lambda: subprocess.run(
+        [sys.executable, "-m", "sixnines.spark_jobs.analyze", str(run_dir)], check=True,
+        stdout=subprocess.DEVNULL))
 
     rows = 2 * messages
-    print(f"\n{messages:,} messages = {rows:,} raw rows, local[*] = {cores} cores, "
-          f"window {args.window}, best of {args.repeat}, heap "
-          f"{args.driver_memory or local_heap()}")
-    print(f"load average (1/5/15 min) before {load_before[0]:.1f}/{load_before[1]:.1f}/"
-          f"{load_before[2]:.1f}, after {load_after[0]:.1f}/{load_after[1]:.1f}/"
-          f"{load_after[2]:.1f}")
-    print(f"{'step':<22}{'seconds':>9}{'rows/s/core':>14}{'× baseline time':>17}")
+    print(f"\n{messages:,} messages = {rows:,} raw rows, best of {args.repeat}")
+    print(f"{'step':<34}{'seconds':>9}{'rows/s/core':>14}{'× read':>8}")
     for name, seconds in best.items():
-        print(f"{name:<22}{seconds:>9.1f}{rows / seconds / cores:>14,.0f}"
-              f"{seconds / best['bucket merge']:>17.2f}")
-    spark.stop()
+        print(f"{name + ' (one core)':<34}{seconds:>9.1f}{rows / seconds:>14,.0f}"
+              f"{seconds / best['read']:>8.2f}")
+    print(f"{f'analyze end to end ({cores} cores)':<34}{end_to_end:>9.1f}"
+          f"{rows / end_to_end / cores:>14,.0f}")
     return 0
 
 

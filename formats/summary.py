@@ -107,7 +107,7 @@ class OutOfRange(Document):
 
 class LatencyPairs(Document):
     """The measured deliveries by how their producer's and receiver's clocks pair up
-    (docs/design.md rule 3, spark_jobs.frames.with_clock_pairs); same_clock + cross_clock
+    (docs/design.md rule 3, spark_jobs.agent_rows); same_clock + cross_clock
     = latency_us.count."""
 
     same_clock: int = 0

@@ -2,13 +2,11 @@
 
     python -m sixnines.spark_jobs.analyze [--master local[*]] [--window M] RUN_DIR [RUN_DIR ...]
 
-All run dirs are analysed together, in one Spark session and one pass (the run is a
-column, spark_jobs.frames): one action each for the accounting, the rates, the clock pairs,
-the HDR bucket counts, the exact medians, the stream extents, the latency curve and the
-throughput window pass, whatever the number of runs; only a row per run, a row per agent or
-stream, bucket rows and ≤ 2,000-point curves per run come back to the driver, where each
-run's report is written from its own (a run whose analysis fails when they go together is
-tried alone, so it costs only its own report).
+All run dirs are analysed together, in one Spark session: two Spark jobs of per-agent
+passes whatever the number of runs or agents (spark_jobs.passes), each task reading its
+agents' files in order and returning small results (HDR buckets, a row per stream, counts,
+≤ 2,000-point curves); each run's report is written from its own (a run whose analysis
+fails when they go together is tried alone, so it costs only its own report).
 `--window M` is the number of messages the overhead and throughput of a stream are taken
 over; without it, the run's own (the scenario's `throughput_window`, recorded in its
 manifest; 100 for manifests without one). One JSON line per run on stdout: {"run_dir",
@@ -63,16 +61,13 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
@@ -81,8 +76,8 @@ from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.records import HLOG_FILE
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
 from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
-from sixnines.formats.vocabulary import Role
-from sixnines.spark_jobs import cpu, delivery, distribution, frames, series, summarize
+from sixnines.formats.vocabulary import RECORDING, Role
+from sixnines.spark_jobs import agent_rows, cpu, delivery, distribution, passes, series, summarize
 from sixnines.spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
 from sixnines.spark_jobs.session import spark_session
 
@@ -118,15 +113,6 @@ class Checked:
     hlogs: dict[str, tuple[str, dict[str, np.ndarray]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     logged_until: dict[str, int] = field(default_factory=dict)
-
-    @functools.cached_property
-    def records(self) -> int:
-        """The records its files hold, from their parquet footers (a fraction of a ms a
-        file): what the agents reported is missing for one that died, or in a manifest
-        written by another tool, and a large input taken for a small one gets the lean
-        JVM and a cache it does not fit (spark_jobs.session.quick_start,
-        CACHED_MAX_ROWS). Read once, for both."""
-        return sum(_rows_in(path) for _, paths in self.messages.values() for path in paths)
 
 
 def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
@@ -170,7 +156,7 @@ def _died_notes(run_dir: Path, manifest: Manifest,
         if agent.died and agent.role == Role.RESPONDER:
             notes.append(f"agent {agent.id} ({agent.role}, status {agent.status}) "
                          + RELAY_DIED)
-        if not (agent.died and agent.role in frames.ROLES):
+        if not (agent.died and agent.role in RECORDING):
             continue
         kept = kept_chunks(run_dir / "agents" / agent.id)
         if agent.id in messages:
@@ -197,7 +183,7 @@ def check_run(run_dir: Path) -> Checked:
     damaged = integrity.problems(run_dir, manifest)
     if damaged:
         return Checked(run_dir, manifest, damaged)
-    messages = frames.message_paths(run_dir, manifest)
+    messages = agent_rows.message_paths(run_dir, manifest)
     notes, paths = _hlog_paths(messages, run_dir)
     warmup_s = manifest.workload.warmup_ns / 1e9
     starts = {agent.id: manifest.t0_of(agent) for agent in manifest.agents if agent.died}
@@ -216,7 +202,7 @@ def _absent(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
     """Manifest entries of sending or receiving agents whose records are not analysed: they
     left none (killed before closing a chunk, or not streaming)."""
     return [agent for agent in manifest.agents
-            if agent.role in frames.ROLES and agent.id not in messages]
+            if agent.role in RECORDING and agent.id not in messages]
 
 
 def _connections(agent: AgentEntry, workload: Workload) -> int:
@@ -291,18 +277,6 @@ def refused(checked: Checked) -> RunSummary:
     return summary
 
 
-@dataclass(frozen=True)
-class Figured:
-    """What Spark found for one run of those analysed together (`_figure`)."""
-
-    counts: dict[str, Any]  # delivery.COUNTS
-    rate: dict[str, Any]  # send_rate, receive_rate
-    pairs: summarize.ClockPairs
-    metrics: dict[str, summarize.MetricCounts]
-    per_agent: dict[str, dict[str, np.ndarray]]  # the hlog check's counts
-    per_message: series.PerMessage
-
-
 def _expected(checked: Checked) -> delivery.Expected:
     """What a run's accounting needs besides its rows: every connection of every consumer
     agent receives every message (fan-out); those of agents without data are absent."""
@@ -314,63 +288,20 @@ def _expected(checked: Checked) -> delivery.Expected:
     return delivery.Expected(consumers, silent, delivery.Dead.of(manifest, checked.messages))
 
 
-#: Inputs of fewer records than this are read once and kept for every pass (MEMORY_AND_DISK).
-CACHED_MAX_ROWS = 16_000_000
+def _run(checked: Checked, window: int | None) -> passes.Run:
+    manifest = checked.manifest
+    return passes.Run(manifest, checked.messages, window or manifest.throughput_window,
+                      load_of(manifest.params), checked.logged_until, _expected(checked))
 
 
-@contextmanager
-def _loaded(spark: SparkSession, runs: list[Checked]) -> Iterator[DataFrame]:
-    """Every run's rows (frames.load_runs), in as many partitions as there are cores: a
-    scenario's runs are hundreds of small chunk files, and a task per file in every pass
-    cost more than the rows. Inputs below CACHED_MAX_ROWS are cached for the passes (freed
-    after) rather than read again by each (docs/performance.md)."""
-    df = frames.load_runs(spark, [(checked.run_dir, checked.manifest) for checked in runs])
-    df = df.coalesce(spark.sparkContext.defaultParallelism)
-    cached = _input_rows(runs) < CACHED_MAX_ROWS
-    if cached:
-        df = df.persist()
-    try:
-        yield df
-    finally:
-        if cached:
-            df.unpersist()
+def _figure(spark: SparkSession, runs: list[Checked], window: int | None
+            ) -> list[passes.Figures]:
+    """The per-agent passes over every run's records at once: two Spark jobs whatever the
+    number of runs, only small per-agent results coming back (spark_jobs.passes)."""
+    return passes.figures(passes.on_spark(spark), [_run(checked, window) for checked in runs])
 
 
-def _figure(spark: SparkSession, runs: list[Checked], window: int | None) -> list[Figured]:
-    """The Spark passes over every run's rows at once: a dozen actions whatever the number
-    of runs, only per-run results coming back."""
-    with _loaded(spark, runs) as df:
-        return _figured(df, runs, window)
-
-
-def _figured(df: DataFrame, runs: list[Checked], window: int | None) -> list[Figured]:
-    manifests = [checked.manifest for checked in runs]
-    loads = [load_of(manifest.params) for manifest in manifests]
-    counts = _rows_by_run(delivery.accounting_of_runs(df, [_expected(c) for c in runs]))
-    rates = _rows_by_run(frames.rates(df))
-    clocks = frames.RunClocks.of_runs(manifests)
-    measured = frames.measured(df)
-    pair_rows = frames.clock_pair_counts(measured, clocks).toArrow()
-    values = frames.metric_values(measured, clocks, dict(enumerate(loads)))
-    buckets = frames.bucket_counts(values, keys=(frames.RUN, "agent_id", "metric")).toArrow()
-    gathered = [summarize.gather(frames.of_run(buckets, run)) for run in range(len(runs))]
-    metrics = series.with_median_detail(values, [merged for merged, _ in gathered])
-    per_message = series.per_message_of_runs(
-        measured, clocks, manifests, [window or m.throughput_window for m in manifests], loads)
-    logged = _as_far_as_logged(measured, runs, clocks, loads)
-    return [Figured(counts[run], rates.get(run, {"send_rate": None, "receive_rate": None}),
-                    summarize.clock_pairs(frames.of_run(pair_rows, run)), metrics[run],
-                    gathered[run][1] | logged.get(run, {}), per_message[run])
-            for run in range(len(runs))]
-
-
-def _rows_by_run(df: DataFrame) -> dict[int, dict[str, Any]]:
-    """A result of one row per run, collected: run_index → the row without it."""
-    rows = [row.asDict() for row in df.collect()]
-    return {row.pop(frames.RUN): row for row in rows}
-
-
-def _report(checked: Checked, figured: Figured) -> RunSummary:
+def _report(checked: Checked, figured: passes.Figures) -> RunSummary:
     """A run's summary and report files from its figures (plain Python), written."""
     run_dir, manifest = checked.run_dir, checked.manifest
     workload = manifest.workload
@@ -426,27 +357,6 @@ def _report(checked: Checked, figured: Figured) -> RunSummary:
     return summary
 
 
-def _as_far_as_logged(measured: DataFrame, runs: list[Checked], clocks: frames.RunClocks,
-                      loads: list[str]) -> dict[int, dict[str, dict[str, np.ndarray]]]:
-    """Per run, bucket counts per metric of the agents that died, over their records
-    intended before where their hlog ends (Checked.logged_until): what their hlogs hold,
-    to be checked against (the rest of their records is analysed, but was never logged)."""
-    limits = {(run, agent_id): limit for run, checked in enumerate(runs)
-              for agent_id, limit in checked.logged_until.items()}
-    if not limits:
-        return {}
-    values = frames.metric_values(frames.intended_before(measured, limits), clocks,
-                                  dict(enumerate(loads)))
-    table = frames.bucket_counts(values, keys=(frames.RUN, "agent_id", "metric")).toArrow()
-    logged = {}
-    for run, checked in enumerate(runs):
-        if checked.logged_until:
-            counted = summarize.gather(frames.of_run(table, run))[1]
-            logged[run] = {agent_id: counted.get(agent_id, {})
-                           for agent_id in checked.logged_until}
-    return logged
-
-
 def _json(document: dict[str, Any]) -> str:
     return json.dumps(document, allow_nan=False) + "\n"
 
@@ -454,12 +364,12 @@ def _json(document: dict[str, Any]) -> str:
 Outcome = RunSummary | Exception  # a run's summary, or why its analysis failed
 
 
-Session = Callable[[int], SparkSession]  # the shared session, given the records to analyse
+Session = Callable[[], SparkSession]  # the shared session
 
 
 def _sessions(master: str) -> Session:
     """The command's one session, started when first asked for (spark_session)."""
-    return functools.cache(lambda input_rows: spark_session(master, input_rows=input_rows))
+    return functools.cache(lambda: spark_session(master))
 
 
 def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
@@ -467,7 +377,7 @@ def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
     """Check every run dir (one failing its checks is refused: status corrupt), then
     analyse those that passed in one pass; when that pass fails, each alone, so one
     broken run costs only its own report. Spark starts only when a run passed its checks
-    (`session` gives the shared session, told how many records there are)."""
+    (`session` gives the shared session)."""
     began = time.monotonic()
     outcomes: dict[int, Outcome] = {}
     passed: dict[int, Checked] = {}
@@ -489,23 +399,10 @@ def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
     return [outcomes[index] for index in range(len(run_dirs))]
 
 
-def _input_rows(runs: list[Checked]) -> int:
-    return sum(checked.records for checked in runs)
-
-
-def _rows_in(path: Path) -> int:
-    """A parquet file's rows by its footer; 0 when unreadable (Spark then says why, for
-    its run alone)."""
-    try:
-        return pq.ParquetFile(path).metadata.num_rows
-    except (OSError, pa.ArrowException):
-        return 0
-
-
 def _figured_and_reported(session: Session, passed: dict[int, Checked], window: int | None
                           ) -> dict[int, Outcome]:
     runs = list(passed.values())
-    figured = _figured_each(session(_input_rows(runs)), runs, window)
+    figured = _figured_each(session(), runs, window)
     outcomes: dict[int, Outcome] = {}
     for (index, checked), found in zip(passed.items(), figured, strict=True):
         try:
@@ -516,7 +413,7 @@ def _figured_and_reported(session: Session, passed: dict[int, Checked], window: 
 
 
 def _figured_each(spark: SparkSession, runs: list[Checked], window: int | None
-                  ) -> list[Figured | Exception]:
+                  ) -> list[passes.Figures | Exception]:
     """Each run's figures, from one pass over all; when that pass fails, from a pass over
     each alone (a run that fails alone too: its error)."""
     if len(runs) > 1:
@@ -528,7 +425,7 @@ def _figured_each(spark: SparkSession, runs: list[Checked], window: int | None
 
 
 def _figured_alone(spark: SparkSession, checked: Checked, window: int | None
-                   ) -> Figured | Exception:
+                   ) -> passes.Figures | Exception:
     try:
         return _figure(spark, [checked], window)[0]
     except Exception as error:
@@ -547,7 +444,7 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
     """Analyse one run dir, write its report files and return the summary as written,
     its JSON object (status corrupt, without figures, when its files fail their
     checks)."""
-    return _summary(_analyze_all(lambda _: spark, [Path(run_dir)], window)[0]).as_json()
+    return _summary(_analyze_all(lambda: spark, [Path(run_dir)], window)[0]).as_json()
 
 
 def _check(run_dirs: list[Path]) -> None:

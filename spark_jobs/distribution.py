@@ -4,9 +4,9 @@ Everything here works on HDR bucket counts (`formats.hdr`, at most COUNTS_LEN nu
 on raw values, so it costs the same for a thousand messages or a billion.
 
 Lower median and robust deviation (mean |x − median|) come from the per-bucket counts and
-exact raw sums that `frames.bucket_counts` already returns, plus, where the caller has them,
-the exact value counts inside the one bucket holding the median (`Detail`, a second Spark
-pass, see `series.median_detail`). Every bucket wholly below or above the median
+exact raw sums the per-agent passes return (agent_pass.Buckets), plus, where the caller
+has them, the exact value counts inside the one bucket holding the median (`Detail`, the
+second pass: agent_pass.median_detail). Every bucket wholly below or above the median
 contributes exactly: Σ|x − m| = c·m − s below, s − c·m above. Only the median's own bucket
 needs its values; with them both figures are exact, without them its values are taken at
 the bucket's mean, an error of at most one bucket width (< 0.1 % of the median).
@@ -58,7 +58,7 @@ def median_bucket(counts: np.ndarray) -> tuple[int, int]:
 
 
 def bucket_range(bucket: int) -> tuple[int | None, int | None]:
-    """Raw values that `frames.bucket_index` puts in a bucket (None: unbounded). The first
+    """Raw values `hdr.bucket_indices` puts in a bucket (None: unbounded). The first
     bucket also holds the negative values clipped to 0, the last those above hdr.HIGHEST."""
     top = int(hdr.bucket_indices(np.array([hdr.HIGHEST]))[0])
     low = None if bucket == 0 else int(hdr.value_from_index(bucket))

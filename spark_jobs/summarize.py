@@ -1,10 +1,12 @@
-"""Driver side of the analysis: bucket counts from Spark → figures, .hgrm files, hlog check.
+"""Driver side of the analysis: bucket counts from the passes → figures, .hgrm files, hlog
+check.
 
-Only HDR bucket rows (at most COUNTS_LEN per agent and metric) and one clock-pair row per
-receiving agent reach the driver; the percentiles come from `hdr.percentile_values` on the
-merged counts, exactly as any HdrHistogram would report them, and the agents' own hlogs are
-cross-checked bucket by bucket where they hold the same values. Lower median and robust
-deviation come from the same rows (see `distribution.robust_centre`).
+Only sparse HDR buckets (at most COUNTS_LEN per agent and metric) and one clock-pair row
+per receiving agent reach the driver (spark_jobs.passes); the percentiles come from
+`hdr.percentile_values` on the merged counts, exactly as any HdrHistogram would report
+them, and the agents' own hlogs are cross-checked bucket by bucket where they hold the
+same values. Lower median and robust deviation come from the same buckets (see
+`distribution.robust_centre`).
 """
 
 from __future__ import annotations
@@ -15,21 +17,21 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from sixnines.formats import hdr, hgrm
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
 from sixnines.formats.summary import Figures, OutOfRange
 from sixnines.formats.vocabulary import Schedule
+from sixnines.spark_jobs.agent_rows import PAIRS
 from sixnines.spark_jobs.distribution import Detail, robust_centre
-from sixnines.spark_jobs.frames import CROSS_CLOCK, EXCLUDED, PAIRS
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, TAGS_BY_ROLE, load_of
 
 METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
 #: a receiver's time minus a producer's time
 RECEIVER_TAGS = ("latency", "service_time", "saturation_latency")
 NS_PER_US = 1000.0
+CROSS_CLOCK, EXCLUDED = PAIRS[1:]
 
 
 def _zeros() -> np.ndarray:
@@ -51,53 +53,6 @@ class MetricCounts:
     @property
     def count(self) -> int:
         return int(self.counts.sum())
-
-
-def _columns(rows: pa.Table) -> dict[str, np.ndarray]:
-    return {name: rows.column(name).to_numpy(zero_copy_only=False) for name in rows.column_names}
-
-
-def _merged(col: dict[str, np.ndarray], here: np.ndarray) -> MetricCounts:
-    """One MetricCounts from the bucket rows selected by `here`."""
-    merged = MetricCounts()
-    buckets = col["bucket"][here].astype(np.int64)
-    np.add.at(merged.counts, buckets, col["count"][here])
-    np.add.at(merged.sums, buckets, col["sum"][here])
-    merged.total = float(col["sum"][here].sum())
-    merged.max = int(col["max"][here].max())
-    merged.negative = int(col["negative"][here].sum())
-    merged.too_large = int(col["too_large"][here].sum())
-    return merged
-
-
-def gather(rows: pa.Table) -> tuple[dict[str, MetricCounts], dict[str, dict[str, np.ndarray]]]:
-    """Merge `frames.bucket_counts(..., keys=("agent_id", "metric"))` rows.
-
-    Returns the run's histogram per metric and the counts per agent and metric (for the
-    hlog check).
-    """
-    merged = {metric: MetricCounts() for metric in METRICS}
-    per_agent: dict[str, dict[str, np.ndarray]] = {}
-    if rows.num_rows == 0:
-        return merged, per_agent
-    col = _columns(rows)
-    for metric in np.unique(col["metric"]):
-        here = col["metric"] == metric
-        merged[str(metric)] = _merged(col, here)
-        for agent in np.unique(col["agent_id"][here]):
-            mine = here & (col["agent_id"] == agent)
-            counts = per_agent.setdefault(str(agent), {}).setdefault(str(metric), _zeros())
-            np.add.at(counts, col["bucket"][mine].astype(np.int64), col["count"][mine])
-    return merged, per_agent
-
-
-def counts_by(rows: pa.Table, key: str) -> dict[str, MetricCounts]:
-    """MetricCounts per value of `key` from bucket rows (bucket, count, sum, max, negative,
-    too_large) of any metric kept as integers in HDR buckets."""
-    if rows.num_rows == 0:
-        return {}
-    col = _columns(rows)
-    return {str(value): _merged(col, col[key] == value) for value in np.unique(col[key])}
 
 
 def metric_summary(metric: MetricCounts, unit: float = NS_PER_US) -> Figures:
@@ -157,9 +112,9 @@ def read_hlogs(paths: Mapping[str, tuple[str, Path]], warmup_s: float,
 
 def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
                   ) -> tuple[tuple[str, ...], list[str]]:
-    """The hlog tags of an agent that hold the values Spark computed, and why any do not.
+    """The hlog tags of an agent that hold the values the passes computed, and why any do not.
 
-    An agent writes its latency and service_time hlog from its raw timestamps; Spark
+    An agent writes its latency and service_time hlog from its raw timestamps; the analysis
     leaves out or offset-corrects the deliveries whose producer is on another clock, so
     those tags only compare when every delivery of the agent was timed as recorded.
     """
@@ -176,11 +131,11 @@ def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
 
 def hlog_agreement(
     logged: Mapping[str, tuple[str, Mapping[str, np.ndarray]]],
-    spark_counts: dict[str, dict[str, np.ndarray]],
+    computed_counts: dict[str, dict[str, np.ndarray]],
     off_clock: Mapping[str, int],
     load: str = OPEN_LOOP,
 ) -> tuple[bool | None, list[str]]:
-    """Does every agent's hlog hold exactly the buckets Spark built from its messages?
+    """Does every agent's hlog hold exactly the buckets the passes built from its messages?
 
     logged maps agent_id → (role, its hlog's measured counts per tag; see read_hlogs) for
     agents that have both files; off_clock maps agent_id → its deliveries not timed on its
@@ -198,7 +153,7 @@ def hlog_agreement(
         for tag in tags:
             compared += 1
             counted = from_log.get(tag, _zeros())
-            computed = spark_counts.get(agent, {}).get(tag, _zeros())
+            computed = computed_counts.get(agent, {}).get(tag, _zeros())
             if not np.array_equal(counted, computed):
                 first = int(np.flatnonzero(counted != computed)[0])
                 notes.append(
@@ -243,9 +198,8 @@ class ClockPairs:
     off_clock: dict[str, int]  # agent_id → its deliveries excluded or offset-corrected
 
 
-def clock_pairs(rows: pa.Table) -> ClockPairs:
-    """Merge `frames.clock_pair_counts` rows (one per receiving agent)."""
-    agents = rows.to_pylist()
+def clock_pairs(agents: list[dict[str, Any]]) -> ClockPairs:
+    """Merge the receiving agents' clock pair counts (agent_pass.clock_pairs)."""
     bounds = [a["clock_bound_ns"] for a in agents if a["clock_bound_ns"] is not None]
     off_clock = {a["agent_id"]: a[CROSS_CLOCK] + a[EXCLUDED] for a in agents}
     return ClockPairs(totals={name: sum(a[name] for a in agents) for name in PAIRS},

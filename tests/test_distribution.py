@@ -11,7 +11,7 @@ from sixnines.spark_jobs import distribution as d
 
 
 def _buckets(values) -> tuple[np.ndarray, np.ndarray]:
-    """HDR counts and per-bucket raw sums, as frames.bucket_counts returns them."""
+    """HDR counts and per-bucket raw sums, as the per-agent passes build them."""
     values = np.asarray(values, dtype=np.int64)
     index = hdr.bucket_indices(np.clip(values, 0, hdr.HIGHEST))
     sums = np.bincount(index, weights=values.astype(np.float64), minlength=hdr.COUNTS_LEN)

@@ -1,23 +1,25 @@
-"""spark_jobs.series on tiny hand-made frames: per-message latency, overheads and throughput
-over M messages, density, bytes/s, the curves, and exact medians through Spark."""
+"""The per-message series of a run (spark_jobs.series) as the per-agent passes compute them
+(spark_jobs.agent_pass, merged by spark_jobs.passes, in this process: no Spark), on tiny
+hand-made runs written as real record files (tests/analysis_rows): per-message latency and
+service time, sender and receiver overheads and throughput over windows of M messages
+(windows spanning no time), the overhead identity on one stream, density and bytes/s,
+stream clocks from the agents' t0s, the throughput aggregates and curves, the latency
+curve, exact medians (and the buckets too wide for them), a run's whole series, an empty
+run's, and runs with other windows analysed together."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from sixnines.formats.manifest import Manifest
-from sixnines.spark_jobs import frames, series, summarize
-from sixnines.spark_jobs.load import OPEN_LOOP
+from sixnines.formats.vocabulary import Load
+from sixnines.spark_jobs import agent_pass, agent_rows, passes, series, summarize
+from sixnines.spark_jobs.distribution import bucket_range, median_bucket
+from tests.analysis_rows import figures, write_run
 
-pytestmark = pytest.mark.integration
-
-F = pytest.importorskip("pyspark.sql.functions")
-
-COLUMNS = ("agent_id string, agent_index int, role string, producer_id int, seq long, "
-           "size int, intended_ns long, sent_ns long, recv_ns long, consumer_id int, "
-           "rx_index long, warmup boolean")
 US = 1_000  # ns
 
 
@@ -26,35 +28,45 @@ def _ints(*columns) -> list[tuple[int, ...]]:
 
 
 def _sent(agent_index: int, producer: int, intended, sent, size: int = 100) -> list[tuple]:
-    return [(f"a{agent_index}", agent_index, "producer", producer, seq, size, i, s, None, None,
-             None, False) for seq, (i, s) in enumerate(_ints(intended, sent))]
+    """Rows of producer agent a<agent_index> (its manifest position when the run's agents
+    are the rows', sorted by id)."""
+    return [(f"a{agent_index}", "producer", producer, seq, i, s, None, None, False, None, size)
+            for seq, (i, s) in enumerate(_ints(intended, sent))]
 
 
 def _received(agent_index: int, producer: int, intended, sent, recv, connection: int = 0,
               size: int = 100) -> list[tuple]:
-    return [(f"a{agent_index}", agent_index, "consumer", producer, seq, size, i, s, r,
-             connection, seq, False)
+    return [(f"a{agent_index}", "consumer", producer, seq, i, s, r, seq, False, connection,
+             size)
             for seq, (i, s, r) in enumerate(_ints(intended, sent, recv))]
 
 
-def _df(spark, rows):
-    """One run's rows (run_index 0)."""
-    return spark.createDataFrame(rows, COLUMNS).withColumn(frames.RUN, F.lit(0))
+def _agents(t0_producer: int | None = 0, t0_consumer: int | None = 0) -> list[dict]:
+    """Manifest entries of a0 (producer) and a1 (consumer) with their t0s."""
+    return [{"id": "a0", "role": "producer", "t0_ns": t0_producer},
+            {"id": "a1", "role": "consumer", "t0_ns": t0_consumer}]
 
 
-def _clocks(n_agents: int) -> frames.RunClocks:
-    agents = [{"id": f"a{i}", "role": "consumer"} for i in range(n_agents)]
-    return frames.RunClocks.from_manifest(Manifest(agents=agents))
+def _rows_of(run: passes.Run, role: str) -> tuple[agent_rows.AgentFiles, agent_rows.Rows]:
+    """The run's one agent of this role and its rows, as a pass reads them."""
+    (agent,) = [agent for agent in passes.agent_files([run]) if agent.role == role]
+    return agent, agent_rows.read_rows(agent)
 
 
-def _spans(spark, rows, window: int) -> dict[int, list]:
-    """Per side, (span, value) of every message in stream order."""
-    table = series.windowed(series.stream_rows(_df(spark, rows)), window).orderBy(
-        "side", "stream", "ts").toArrow()
+def _spans(run: passes.Run, window: int) -> dict[int, list]:
+    """Per side, (span, value) of every message of its one stream in time order: (None,
+    None) for the first M, (0, None) where the window spanned 0 ns."""
     out: dict[int, list] = {}
-    for side, span, value in zip(*(table[c].to_pylist() for c in ("side", "span", "value")),
-                                 strict=True):
-        out.setdefault(side, []).append((span, value))
+    for agent in passes.agent_files([run]):
+        rows = agent_rows.read_rows(agent)
+        for side in (series.SENDER, series.RECEIVER):
+            streams = agent_pass.stream_windows(rows, side, agent.agent_index, window)
+            if not streams:
+                continue
+            (mine,) = streams
+            out[side] = [(None, None)] * min(window, len(mine.ts)) + [
+                (int(span), int(value) if span > 0 else None)
+                for span, value in zip(mine.span, mine.value, strict=True)]
     return out
 
 
@@ -67,18 +79,21 @@ ONE_STREAM = (_sent(0, 1, [t * US for t in INTENDED], [t * US for t in SENT])
                           [t * US for t in RECV]))
 
 
-def test_latency_per_message(spark):
+def test_latency_per_message(tmp_path):
     """L_n = recv − intended (free of coordinated omission), service time = recv − sent."""
-    rows = series.latency_rows(_df(spark, ONE_STREAM), _clocks(2)).orderBy("intended_ns")
-    got = [(r["latency"], r["service_time"]) for r in rows.collect()]
+    _, rows = _rows_of(write_run(tmp_path, ONE_STREAM), "consumer")
+    values = agent_pass.metric_values(rows, Load.OPEN_LOOP, rows.measured)
+    order = np.argsort(rows.intended[rows.timed], kind="stable")
+    got = list(zip(values["latency"][order].tolist(), values["service_time"][order].tolist(),
+                   strict=True))
     assert got == [((r - i) * US, (r - s) * US) for i, s, r in zip(INTENDED, SENT, RECV,
                                                                     strict=True)]
     assert got[2] == (70 * US, 60 * US)
 
 
-def test_overheads_and_throughput_over_two_messages(spark):
+def test_overheads_and_throughput_over_two_messages(tmp_path):
     """M = 2: SO_n = (O_n − O_{n−2}) / 2, ST_n = 1 / SO_n, undefined for the first two."""
-    spans = _spans(spark, ONE_STREAM, window=2)
+    spans = _spans(write_run(tmp_path, ONE_STREAM, window=2), window=2)
     sender_spans = [None, None, 30, 50, 70, 90]  # O_n − O_{n−2}, µs
     receiver_spans = [None, None, 40, 35, 110, 120]  # R_n − R_{n−2}
     for side, expected in ((series.SENDER, sender_spans), (series.RECEIVER, receiver_spans)):
@@ -92,14 +107,14 @@ def test_overheads_and_throughput_over_two_messages(spark):
     assert spans[series.RECEIVER][3][1] == 57_142_857
 
 
-def test_a_window_spanning_no_time_has_no_throughput(spark):
+def test_a_window_spanning_no_time_has_no_throughput(tmp_path):
     """RECV[2] = RECV[3] (one batch, one timestamp): RO = 0, RT undefined."""
-    spans = _spans(spark, ONE_STREAM, window=1)
+    spans = _spans(write_run(tmp_path, ONE_STREAM, window=1), window=1)
     assert spans[series.RECEIVER][3] == (0, None)
     assert spans[series.RECEIVER][2] == (35 * US, round(1 / 35e-6 * series.MILLI))
 
 
-def test_overhead_identity_on_one_stream(spark):
+def test_overhead_identity_on_one_stream(tmp_path):
     """One producer → one consumer, FIFO, nothing lost, window M. With S_n = R_n − O_n the
     service time of the n-th message:
 
@@ -116,7 +131,7 @@ def test_overhead_identity_on_one_stream(spark):
     sent = np.maximum.accumulate(intended + rng.integers(0, 80 * US, n))
     recv = np.maximum.accumulate(sent + rng.integers(20 * US, 400 * US, n))  # FIFO
     rows = _sent(0, 1, intended, sent) + _received(1, 1, intended, sent, recv)
-    spans = _spans(spark, rows, window=m)
+    spans = _spans(write_run(tmp_path, rows, window=m), window=m)
     so = np.array([s for s, _ in spans[series.SENDER][m:]])
     ro = np.array([s for s, _ in spans[series.RECEIVER][m:]])
     service, latency = recv - sent, recv - intended
@@ -124,53 +139,61 @@ def test_overhead_identity_on_one_stream(spark):
     assert np.array_equal(ro - (intended[m:] - intended[:-m]), latency[m:] - latency[:-m])
 
 
-def _streams(spark, rows, starts=None) -> series.Streams:
-    return series.Streams.of(series.extents(_df(spark, rows)).toArrow().to_pylist(),
-                             starts or {})
+def _per_message(folder: Path, rows, **run) -> series.PerMessage:
+    """One run's series, analysed alone."""
+    (found,) = figures(write_run(folder, rows, **run))
+    return found.per_message
 
 
-def test_density_and_bytes_per_second(spark):
+def _streams(run: passes.Run) -> series.Streams:
+    """The run's streams as the driver places them: round one's merged extents, the
+    agents' t0s from the manifest."""
+    merged = passes.merge_first([agent_pass.first_pass(agent)
+                                 for agent in passes.agent_files([run])])
+    return passes.axes(run, merged.extents).streams
+
+
+def test_density_and_bytes_per_second(tmp_path):
     """Receiver streams (a1, connection 0) at 0, 10, 30 µs and (a1, connection 1) at 5,
     45 µs: intervals 10, 20 and 40 µs, mean 70 / 3."""
     a = _received(1, 1, [0, 0, 0], [0, 0, 0], [0, 10 * US, 30 * US], connection=0, size=300)
     b = _received(1, 1, [0, 0], [0, 0], [5 * US, 45 * US], connection=1, size=100)
     sent = _sent(0, 1, [0, 0, 0], [0, 10 * US, 20 * US], size=64)
-    streams = _streams(spark, a + b + sent)
-    assert series.density_ns(streams) == pytest.approx(70 / 3 * US)
+    result = _per_message(tmp_path / "all", a + b + sent)
+    assert result.density_ns == pytest.approx(70 / 3 * US)
     # per stream: (n − 1) / span × mean size: 2 / 30 µs × 300 B + 1 / 40 µs × 100 B
-    assert series.bytes_per_s(streams, series.RECEIVER) == pytest.approx(2e7 + 2.5e6)
-    assert series.bytes_per_s(streams, series.SENDER) == pytest.approx(2 / 20e-6 * 64)
-    assert series.density_ns(_streams(spark, sent)) is None
+    assert result.bytes_per_s["receiver"] == pytest.approx(2e7 + 2.5e6)
+    assert result.bytes_per_s["sender"] == pytest.approx(2 / 20e-6 * 64)
+    assert _per_message(tmp_path / "sent", sent).density_ns is None
 
 
-def test_streams_start_at_their_agents_t0(spark):
-    streams = _streams(spark, ONE_STREAM, starts={0: -1_000 * US, 1: 7 * US})
+def test_streams_start_at_their_agents_t0(tmp_path):
+    streams = _streams(write_run(tmp_path / "t0s", ONE_STREAM,
+                                 agents=_agents(-1_000 * US, 7 * US)))
     assert streams.origins[series.SENDER, 1] == -1_000 * US
     assert streams.origins[series.RECEIVER, 1 << 32] == 7 * US
     assert streams.origins[series.SCHEDULE, 1] == -1_000 * US  # its producer's clock
     axis = streams.axis(series.RECEIVER, 10)
     assert (axis.low, axis.high) == (43 * US, 203 * US)
     # without every agent's t0, one clock from the earliest timestamp
-    fallback = _streams(spark, ONE_STREAM, starts={0: 5})
+    fallback = _streams(write_run(tmp_path / "one_t0", ONE_STREAM, agents=_agents(5, None)))
     assert set(fallback.origins.values()) == {0}
 
 
-def test_throughput_aggregates_by_hand(spark):
+def test_throughput_aggregates_by_hand(tmp_path):
     """M = 1, sends 1 ms, 0.5 ms, 0.25 ms, 1 ms apart: ST = 1000, 2000, 4000, 1000 msg/s;
     lower median 1000, mean 2000, robust deviation (0 + 0 + 1000 + 3000) / 4 = 1000."""
     sent = np.cumsum([0, 1000, 500, 250, 1000]) * US
-    df = _df(spark, _sent(0, 1, sent, sent))
-    (result,) = series.throughput(series.stream_rows(df),
-                                  [_streams(spark, _sent(0, 1, sent, sent))], window=1)
-    figures = summarize.metric_summary(result["sender"].counts, series.MILLI)
-    assert figures.count == 4
-    assert figures.lower_median == 1000 and figures.mean == 2000
-    assert figures.robust_deviation == 1000
-    assert figures.max == 4000 and figures.p50 == pytest.approx(1000, rel=1e-3)
+    result = _per_message(tmp_path, _sent(0, 1, sent, sent), window=1).throughput
+    found = summarize.metric_summary(result["sender"].counts, series.MILLI)
+    assert found.count == 4
+    assert found.lower_median == 1000 and found.mean == 2000
+    assert found.robust_deviation == 1000
+    assert found.max == 4000 and found.p50 == pytest.approx(1000, rel=1e-3)
     assert result["sender"].zero_span == 0 and "receiver" not in result
 
 
-def test_throughput_curves_add_up_the_streams(spark):
+def test_throughput_curves_add_up_the_streams(tmp_path):
     """Two producers at 1M and 0.5M msg/s for 2 ms; a consumer receives both (one stream
     at 1.5M msg/s). Every curve point sums the streams."""
     fast = np.arange(2000) * US
@@ -178,8 +201,7 @@ def test_throughput_curves_add_up_the_streams(spark):
     rows = _sent(0, 1, fast, fast) + _sent(0, 2, slow, slow)
     merged = np.sort(np.concatenate([fast, slow])) + 5 * US
     rows += _received(1, 1, merged, merged, merged)
-    (result,) = series.throughput(series.stream_rows(_df(spark, rows)),
-                                  [_streams(spark, rows)], window=100)
+    result = _per_message(tmp_path, rows, window=100).throughput
     sender, receiver = result["sender"], result["receiver"]
     assert 1 < len(sender.t_s) <= series.MAX_POINTS
     assert sender.t_s == sorted(sender.t_s) and all(0 <= t < 2.1e-3 for t in sender.t_s)
@@ -190,35 +212,15 @@ def test_throughput_curves_add_up_the_streams(spark):
     assert summarize.metric_summary(sender.counts, series.MILLI).count == 1900 + 900
 
 
-def test_window_pass_spills_to_disk_alike(spark, monkeypatch):
-    """A stream past the spill threshold (after 4,096 rows in memory, every 2,000 rows
-    here: a few spill files, each read back through its own buffer) gives the same
-    figures, and the session's own setting is back afterwards."""
-    sent = np.cumsum(np.random.default_rng(3).integers(1, 50, 12_000)) * US
-    rows = _sent(0, 1, sent, sent)
-    streams = _streams(spark, rows)
-
-    def figures() -> tuple:
-        (result,) = series.throughput(series.stream_rows(_df(spark, rows)), [streams],
-                                      window=100)
-        side = result["sender"]
-        return summarize.metric_summary(side.counts, series.MILLI), side.t_s, side.msg_s
-
-    in_memory = figures()
-    before = spark.conf.get(series.WINDOW_SPILL_CONF)
-    monkeypatch.setattr(series, "WINDOW_SPILL_ROWS", 2000)
-    assert figures() == in_memory
-    assert spark.conf.get(series.WINDOW_SPILL_CONF) == before
-
-
-def test_latency_curve_buckets(spark):
+def test_latency_curve_buckets(tmp_path):
     """Buckets of intended time; n counts the messages before each bucket."""
-    rows = ONE_STREAM
-    df = _df(spark, rows)
-    streams = _streams(spark, rows)
-    curve = series.latency_curve(series.latency_rows(df, _clocks(2)),
-                                 [(streams, series.Axis(0, 60 * US - 1, 3))]).toArrow()
-    got = series.latency_json(curve)["latency"]
+    run = write_run(tmp_path, ONE_STREAM)
+    axis = series.Axis(0, 60 * US - 1, 3)
+    origin = _streams(run).origins[series.SCHEDULE, 1]
+    _, rows = _rows_of(run, "consumer")
+    curve = agent_pass.latency_curve(rows, {1: (origin, axis.low, axis.width_ns, axis.bins)})
+    table = pa.table({"bucket": curve.bucket, "count": curve.count, **curve.figures})
+    got = series.latency_json(table)["latency"]
     latency = [r - i for i, r in zip(INTENDED, RECV, strict=True)]  # 50 45 70 60 160 160
     assert got["n"] == [0, 2, 4]
     assert got["min_us"] == [45, 60, 160] and got["max_us"] == [50, 70, 160]
@@ -226,33 +228,43 @@ def test_latency_curve_buckets(spark):
     assert series.latency_json(None)["service_time"]["n"] == []
 
 
-def test_exact_lower_median_through_spark(spark):
+def test_exact_lower_median(tmp_path):
     """20,000–20,015 ns share one HDR bucket: the median pass finds the sample."""
     values = [20_000, 20_003, 20_009, 20_015, 90_000, 7, 900_000_000]
-    table = spark.createDataFrame([(0, "a", "latency", v) for v in values[:5]]
-                                  + [(0, "a", "send_lag", v) for v in values[5:]],
-                                  "run_index int, agent_id string, metric string, value long")
-    merged, _ = summarize.gather(frames.bucket_counts(table, ("agent_id", "metric")).toArrow())
-    (exact,) = series.with_median_detail(table, [merged])
-    latency = summarize.metric_summary(exact["latency"])
-    assert latency.lower_median == 20.009
-    assert latency.robust_deviation == pytest.approx((9 + 6 + 0 + 6 + 69_991) / 5 / 1000)
+    latency = values[:5]  # received from producer 2 (sent at their intended 0)
+    send_lag = values[5:]  # sent by producer 1, intended at 0
+    rows = (_sent(0, 1, [0] * len(send_lag), send_lag)
+            + _received(1, 2, [0] * len(latency), [0] * len(latency), latency))
+    (found,) = figures(write_run(tmp_path, rows))
+    exact = found.metrics
+    summary = summarize.metric_summary(exact["latency"])
+    assert summary.lower_median == 20.009
+    assert summary.robust_deviation == pytest.approx((9 + 6 + 0 + 6 + 69_991) / 5 / 1000)
     assert exact["send_lag"].detail.values.tolist() == [7]
-    assert exact["service_time"].detail is None and exact["service_time"].count == 0
+    # a metric without values (an open-loop run's saturation latency) gets no detail
+    assert exact["saturation_latency"].detail is None
+    assert exact["saturation_latency"].count == 0
 
 
-def test_median_detail_skips_wide_buckets(spark):
-    table = spark.createDataFrame([(0, "latency", 5_000_000_000)],
-                                  "run_index int, metric string, value long")
-    assert series.median_detail(table, {(0, "latency"): (4_999_000_000, 5_002_000_000)}) == {}
-    got = series.median_detail(table, {(0, "latency"): (4_999_999_990, 5_000_000_010)})
-    assert got[0, "latency"].values.tolist() == [5_000_000_000]
+def test_median_detail_skips_wide_buckets(tmp_path):
+    """A median bucket wider than DETAIL_MAX_WIDTH (5 s: millions of ns) is not counted
+    value by value; a narrow range around the same value is."""
+    run = write_run(tmp_path, _received(1, 1, [0], [0], [5_000_000_000]))
+    (found,) = figures(run)
+    latency = found.metrics["latency"]
+    low, high = bucket_range(median_bucket(latency.counts)[0])
+    assert low <= 5_000_000_000 <= high and high - low >= passes.DETAIL_MAX_WIDTH
+    assert latency.count == 1 and latency.detail is None
+    assert "latency" not in passes._medians(found.metrics)
+    _, rows = _rows_of(run, "consumer")
+    got = agent_pass.median_detail(rows, Load.OPEN_LOOP,
+                                   {"latency": (4_999_999_990, 5_000_000_010)})
+    values, counts = got["latency"]
+    assert values.tolist() == [5_000_000_000] and counts.tolist() == [1]
 
 
-def test_per_message_of_one_stream(spark):
-    manifest = Manifest.model_validate({"agents": [{"id": "a0", "role": "producer", "t0_ns": 0},
-                                                   {"id": "a1", "role": "consumer", "t0_ns": 0}]})
-    result = series.per_message(_df(spark, ONE_STREAM), _clocks(2), manifest, window=2)
+def test_per_message_of_one_stream(tmp_path):
+    result = _per_message(tmp_path, ONE_STREAM, agents=_agents(), window=2)
     assert result.window == 2
     assert result.latency["latency"]["n"] == list(range(6))
     assert result.density_ns == pytest.approx((210 - 50) / 5 * US)
@@ -266,13 +278,11 @@ def test_per_message_of_one_stream(spark):
     assert set(fields["throughput"].bytes_per_s.as_json()) == {"sender", "receiver"}
 
 
-def test_empty_run_has_empty_series(spark):
-    result = series.per_message(_df(spark, []), _clocks(0), Manifest())
+def test_empty_run_has_empty_series(tmp_path):
+    result = _per_message(tmp_path, [])
     assert result.throughput == {} and result.density_ns is None
     fields = series.summary_fields(result, series.Humps(0, ()))
     assert fields["throughput"].receiver_msg_s.count == 0
-    empty = pa.table({"bucket": pa.array([], pa.int32())})
-    assert summarize.counts_by(empty, "bucket") == {}
 
 
 def _plain(result: series.PerMessage) -> tuple:
@@ -283,19 +293,18 @@ def _plain(result: series.PerMessage) -> tuple:
     return (result.window, result.latency, flows, result.density_ns, result.bytes_per_s)
 
 
-def test_runs_with_other_windows_get_their_own_series(spark):
+def test_runs_with_other_windows_get_their_own_series(tmp_path):
     """Runs analysed together (run_index 0 and 1) with different windows M take a window
     pass each, and each run's series is what it gets analysed alone; a run with nothing
     timed beside them keeps empty series."""
-    manifest = Manifest.model_validate({"agents": [{"id": "a0", "role": "producer", "t0_ns": 0},
-                                                   {"id": "a1", "role": "consumer", "t0_ns": 0}]})
-    one = _df(spark, ONE_STREAM)
-    both = one.unionByName(one.withColumn(frames.RUN, F.lit(1))).unionByName(
-        _df(spark, _sent(0, 1, INTENDED, SENT)).withColumn(frames.RUN, F.lit(2)))
-    clocks = frames.RunClocks.of_runs([manifest] * 3)
-    together = series.per_message_of_runs(both, clocks, [manifest] * 3, [2, 3, 2],
-                                          [OPEN_LOOP] * 3)
-    alone = [series.per_message(one, _clocks(2), manifest, window=window) for window in (2, 3)]
+    def run(name: str, rows, window: int) -> passes.Run:
+        return write_run(tmp_path / name, rows, agents=_agents(), window=window)
+
+    together = [found.per_message for found in figures(
+        run("m2", ONE_STREAM, 2), run("m3", ONE_STREAM, 3),
+        run("sent", _sent(0, 1, INTENDED, SENT), 2))]
+    alone = [_per_message(tmp_path / f"alone{window}", ONE_STREAM, agents=_agents(),
+                          window=window) for window in (2, 3)]
     assert [_plain(result) for result in together[:2]] == [_plain(result) for result in alone]
     assert _plain(together[0]) != _plain(together[1])  # other windows, other throughputs
     assert together[2].latency["latency"]["n"] == [] and "receiver" not in together[2].throughput

@@ -4,7 +4,6 @@ Python on small tables and files, no Spark session needed."""
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
@@ -45,14 +44,12 @@ def test_a_closed_loop_waits_on_purpose():
 
 # --- clocks (docs/design.md rule 3) -------------------------------------------------------------
 
-PAIR_SCHEMA = pa.schema([("agent_id", pa.string()), ("same_clock", pa.int64()),
-                         ("cross_clock", pa.int64()), ("excluded", pa.int64()),
-                         ("clock_bound_ns", pa.int64())])
+PAIR_FIELDS = ("agent_id", "same_clock", "cross_clock", "excluded", "clock_bound_ns")
 
 
 def pairs_of(*rows: tuple) -> ClockPairs:
-    return clock_pairs(pa.Table.from_pylist(
-        [dict(zip(PAIR_SCHEMA.names, row, strict=True)) for row in rows], schema=PAIR_SCHEMA))
+    """What clock_pairs merges: one agent_pass.clock_pairs row per receiving agent."""
+    return clock_pairs([dict(zip(PAIR_FIELDS, row, strict=True)) for row in rows])
 
 
 def test_clock_pairs_add_up_and_keep_the_widest_bound():

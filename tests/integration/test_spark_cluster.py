@@ -86,12 +86,14 @@ workload: {message_size: 64, rate: 2000, duration: 1s, warmup: 200ms, producers:
     embedded = analyze_run(spark, run_dir)
 
     # the executor the worker starts takes the session's JVM flags as a cluster's
-    # spark-defaults would give them
+    # spark-defaults would give them, and runs the passes in a Python with sixnines
+    # (README, "Across machines")
     executor = f"--conf {shlex.quote('spark.executor.extraJavaOptions=' + jvm_options())}"
     done = subprocess.run([sys.executable, "-m", "sixnines", "report", str(run_dir),
                            "--spark-master", url], capture_output=True, text=True,
                           timeout=300, check=False,
-                          env={**os.environ, "PYSPARK_SUBMIT_ARGS": f"{executor} {SUBMIT_ARGS}"})
+                          env={**os.environ, "PYSPARK_SUBMIT_ARGS": f"{executor} {SUBMIT_ARGS}",
+                               "PYSPARK_PYTHON": sys.executable})
     assert done.returncode == 0, done.stderr
     on_cluster = json.loads((run_dir / "report" / "summary.json").read_text())
     assert on_cluster == embedded

@@ -11,8 +11,9 @@ import pytest
 
 from sixnines.formats.chunks import message_files
 from sixnines.formats.manifest import Manifest
+from sixnines.formats.vocabulary import Load, Role
 from sixnines.orchestrator.runner import RunSettings
-from sixnines.spark_jobs import distribution, frames, series
+from sixnines.spark_jobs import agent_pass, agent_rows, delivery, distribution, passes, series
 from sixnines.spark_jobs.analyze import SERIES, analyze_run, main
 from tests.integration.support import execute, points
 
@@ -59,7 +60,7 @@ def _measured_by_seq(run_dir, manifest, role: str) -> dict[str, np.ndarray]:
             for name in ("seq", "intended_ns", "sent_ns", "recv_ns") if table[name][0] is not None}
 
 
-def test_overhead_identity_on_real_timestamps(spark, run):
+def test_overhead_identity_on_real_timestamps(run):
     """M·(RO_n − SO_n) = S_n − S_{n−M} with S_n = recv − sent of the n-th message: derived
     in tests/test_series.py; it needs FIFO delivery and no loss, which TCP gives, and
     holds to the nanosecond whatever the batching did to the timestamps."""
@@ -69,12 +70,16 @@ def test_overhead_identity_on_real_timestamps(spark, run):
     assert np.array_equal(sent["seq"], got["seq"])  # nothing lost, nothing extra
     assert np.all(np.diff(got["recv_ns"]) >= 0) and np.all(np.diff(sent["sent_ns"]) >= 0)
 
-    df = frames.measured(frames.load_messages(spark, run_dir, Manifest.model_validate(manifest)))
-    table = (series.windowed(series.stream_rows(df), WINDOW).orderBy("side", "ts")
-             .select("side", "span").toArrow())
-    side = table["side"].to_numpy()
-    span = table["span"].to_numpy(zero_copy_only=False)
-    so, ro = span[side == series.SENDER][WINDOW:], span[side == series.RECEIVER][WINDOW:]
+    read = Manifest.model_validate(manifest)
+    analysed = passes.Run(read, agent_rows.message_paths(run_dir, read), WINDOW,
+                          Load.OPEN_LOOP, {}, delivery.Expected())
+    spans = {}
+    for agent in passes.agent_files([analysed]):
+        side = series.SENDER if agent.role == Role.PRODUCER else series.RECEIVER
+        (stream,) = agent_pass.stream_windows(agent_rows.read_rows(agent), side,
+                                              agent.agent_index, WINDOW)
+        spans[side] = stream.span
+    so, ro = spans[series.SENDER], spans[series.RECEIVER]
     service = got["recv_ns"] - sent["sent_ns"]
     assert len(ro) == len(so) == len(service) - WINDOW > 4000
     assert np.array_equal(ro - so, service[WINDOW:] - service[:-WINDOW])

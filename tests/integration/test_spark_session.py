@@ -1,16 +1,17 @@
-"""The local Spark JVM gets a heap sized to the machine, not Spark's 1 GB default (which
-cannot sort one 100M-message stream for the window pass)."""
+"""A local session runs the analysis' tasks (spark_jobs.passes) in this Python: the one
+with sixnines installed, not whatever `python3` is first on the PATH."""
 
 from __future__ import annotations
 
-import pytest
-
-from sixnines.spark_jobs.session import heap_given, local_heap
+import sys
 
 
-def test_local_jvm_heap_is_sized_to_the_machine(spark):
-    if heap_given():
-        pytest.skip("a heap is set in the environment, which wins over the default")
-    wanted = int(local_heap().removesuffix("m")) * 2**20
-    heap = spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory()
-    assert 0.85 * wanted <= heap <= 1.05 * wanted  # the JVM reports about -Xmx, not exactly
+def _prefix(_: int) -> tuple[str, str]:
+    import sixnines.spark_jobs.agent_pass  # what every task of the passes imports
+
+    return sys.prefix, sixnines.spark_jobs.agent_pass.__name__
+
+
+def test_local_tasks_run_in_this_python(spark):
+    found = spark.sparkContext.parallelize([0, 1], 2).map(_prefix).collect()
+    assert found == [(sys.prefix, "sixnines.spark_jobs.agent_pass")] * 2

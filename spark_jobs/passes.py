@@ -1,0 +1,511 @@
+"""The analysis as two rounds of per-agent tasks on Spark, merged on the driver into each
+run's figures (what spark_jobs.analyze reports).
+
+Spark schedules the work; the work is numpy over each agent's files in order
+(spark_jobs.agent_pass): an agent's files hold its streams whole, so the matching,
+reorder counting, windows and histograms that Spark SQL did with a shuffle or a sort of
+every row are one ordered pass per agent here (docs/performance.md, "Per-agent passes").
+Agents are grouped into about two tasks per core, balanced by their records, so a
+scenario of hundreds of small agents costs a few tasks, not hundreds.
+
+Round one gives each agent's tallies, histograms, rates, clock pairs, stream extents and
+measured sends; from their merge the driver decides what round two needs (the sends
+every receipt is matched against, the median buckets, the curves' axes), and round two
+gives the matching, the unknown deliveries at dead receivers, the exact medians and the
+curves. Two Spark jobs whatever the number of runs or agents.
+
+Executors run sixnines' own Python: a cluster's workers need Python with sixnines, numpy
+and pyarrow installed (README, "Across machines"); a local master runs the driver's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+from pyspark.sql import SparkSession
+
+from sixnines.formats import hdr
+from sixnines.formats.manifest import AgentEntry, Manifest
+from sixnines.formats.vocabulary import SENDERS, Role
+from sixnines.spark_jobs import agent_pass, delivery, series
+from sixnines.spark_jobs.agent_pass import (
+    Buckets,
+    FirstPass,
+    Intervals,
+    RunPlan,
+    SecondPass,
+    WatchedReceiver,
+)
+from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, RunContext
+from sixnines.spark_jobs.distribution import Detail, bucket_range, median_bucket
+from sixnines.spark_jobs.series import RECEIVER, SCHEDULE, SENDER
+from sixnines.spark_jobs.summarize import METRICS, ClockPairs, MetricCounts, clock_pairs
+
+TASKS_PER_CORE = 2
+DETAIL_MAX_WIDTH = 1 << 16  # exact median only for buckets this narrow (medians < ~134 ms)
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run to analyse: its manifest, its agents' files (agent_id → (role, paths)), the
+    window of its series, and for each dead agent with an hlog the intended instant its
+    log reaches (its records before it are what its hlog is checked against)."""
+
+    manifest: Manifest
+    messages: dict[str, tuple[Role, list]]
+    window: int
+    load: str
+    logged_until: dict[str, int]
+    expected: delivery.Expected
+
+
+@dataclass
+class Figures:
+    """What the passes found for one run."""
+
+    counts: dict[str, int]  # delivery.COUNTS
+    rate: dict[str, float | None]  # send_rate, receive_rate
+    pairs: ClockPairs
+    metrics: dict[str, MetricCounts]
+    per_agent: dict[str, dict[str, np.ndarray]]  # agent_id → metric → counts (hlog check)
+    per_message: series.PerMessage
+
+
+# --- tasks on Spark ------------------------------------------------------------------------
+
+
+def _groups(weights: Sequence[int], tasks: int) -> list[list[int]]:
+    """Item indices in `tasks` groups of about equal weight (largest first, each to the
+    lightest group)."""
+    loads = [0] * tasks
+    chosen: list[list[int]] = [[] for _ in range(tasks)]
+    for index in sorted(range(len(weights)), key=lambda i: -weights[i]):
+        lightest = loads.index(min(loads))
+        chosen[lightest].append(index)
+        loads[lightest] += weights[index] + 1
+    return [group for group in chosen if group]
+
+
+def _each(function: Callable[[Item], Result], items: list[Item]) -> list[Result]:
+    return [function(item) for item in items]
+
+
+#: Runs function(item) for every item (weights: each item's size), results in order.
+Scheduler = Callable[[Callable[[Item], Result], list[Item], Sequence[int]], list[Result]]
+
+
+def in_process(function: Callable[[Item], Result], items: list[Item],
+               weights: Sequence[int]) -> list[Result]:
+    """The scheduler of a test: every item here, one after the other."""
+    return _each(function, items)
+
+
+def on_spark(spark: SparkSession) -> Scheduler:
+    """A scheduler running the items in one Spark job of about TASKS_PER_CORE tasks per
+    core (items grouped by weight)."""
+    def run(function: Callable[[Item], Result], items: list[Item], weights: Sequence[int]
+            ) -> list[Result]:
+        if not items:
+            return []
+        parallelism = spark.sparkContext.defaultParallelism
+        groups = _groups(weights, min(len(items), TASKS_PER_CORE * parallelism))
+        batches = [[items[i] for i in group] for group in groups]
+        results = (spark.sparkContext.parallelize(batches, len(batches))
+                   .map(lambda batch: _each(function, batch)).collect())
+        ordered: list[Any] = [None] * len(items)
+        for group, found in zip(groups, results, strict=True):
+            for index, result in zip(group, found, strict=True):
+                ordered[index] = result
+        return ordered
+    return run
+
+
+# --- the runs' contexts ------------------------------------------------------------------
+
+
+def _clock(agent: AgentEntry) -> Clock:
+    """An agent's clock: a missing domain is the shared default one; the offset is its
+    domain's, bounded by that estimate's uncertainty (formats.manifest.Clock.bound_ns)."""
+    return agent.clock.domain or DEFAULT_DOMAIN, agent.clock.offset_ns, agent.clock.bound_ns
+
+
+def _producer_ids(agent: AgentEntry, connections: int) -> range:
+    return range(agent.first_id, agent.first_id + (agent.connections or connections))
+
+
+def producer_clocks(manifest: Manifest) -> dict[int, Clock]:
+    """Each producer id's clock: a sender's ids are [first_id, first_id + connections).
+    Two senders claiming one id would mix their messages, so that manifest is refused."""
+    owners: dict[int, str] = {}
+    clocks = {}
+    for agent in manifest.agents:
+        if agent.role not in SENDERS or agent.first_id is None:
+            continue
+        for producer_id in _producer_ids(agent, manifest.workload.connections):
+            if producer_id in owners:
+                raise ValueError(f"producer id {producer_id} claimed by agents "
+                                 f"{owners[producer_id]} and {agent.id}")
+            owners[producer_id] = agent.id
+            clocks[producer_id] = _clock(agent)
+    return clocks
+
+
+def warmup_ends(manifest: Manifest) -> dict[int, int]:
+    """Each producer id's end of warm-up on its own clock: t0 + warmup (a sender that died
+    never reported its t0: the start instant it was sent stands in, Manifest.t0_of)."""
+    return {producer_id: t0 + manifest.workload.warmup_ns
+            for agent in manifest.agents
+            if agent.role in SENDERS and (t0 := manifest.t0_of(agent)) is not None
+            and agent.first_id is not None
+            for producer_id in _producer_ids(agent, manifest.workload.connections)}
+
+
+def sole_domain(manifest: Manifest) -> str | None:
+    """The domain every recording agent is in, None when they span several."""
+    domains = {_clock(agent)[0] for agent in manifest.agents
+               if agent.role in (Role.PRODUCER, Role.CONSUMER, Role.REQUESTER)}
+    return domains.pop() if len(domains) == 1 else None
+
+
+def context(run_index: int, run: Run) -> RunContext:
+    manifest = run.manifest
+    return RunContext(run_index, run.load, run.window, warmup_ends(manifest),
+                      producer_clocks(manifest), sole_domain(manifest),
+                      manifest.cross_host_latency,
+                      frozenset(run.expected.dead.producer_ids))
+
+
+def agent_files(runs: Sequence[Run]) -> list[AgentFiles]:
+    """Every agent with records of every run."""
+    found = []
+    for run_index, run in enumerate(runs):
+        run_context = context(run_index, run)
+        for index, agent in enumerate(run.manifest.agents):
+            if agent.id in run.messages:
+                role, paths = run.messages[agent.id]
+                found.append(AgentFiles(run_context, index, agent.id, str(role),
+                                        tuple(str(path) for path in paths), _clock(agent)))
+    return found
+
+
+# --- round one -----------------------------------------------------------------------------
+
+
+def _first(job: tuple[AgentFiles, int | None]) -> FirstPass:
+    return agent_pass.first_pass(*job)
+
+
+def _second(job: tuple[AgentFiles, RunPlan, WatchedReceiver | None]) -> SecondPass:
+    return agent_pass.second_pass(*job)
+
+
+def _add(metric: MetricCounts, buckets: Buckets) -> None:
+    np.add.at(metric.counts, buckets.indices, buckets.counts)
+    np.add.at(metric.sums, buckets.indices, buckets.sums)
+    metric.total += buckets.total
+    if buckets.max is not None:
+        metric.max = buckets.max if metric.max is None else max(metric.max, buckets.max)
+    metric.negative += buckets.negative
+    metric.too_large += buckets.too_large
+
+
+def _dense(buckets: Buckets) -> np.ndarray:
+    counts = np.zeros(hdr.COUNTS_LEN, np.int64)
+    counts[buckets.indices] = buckets.counts
+    return counts
+
+
+def _union(parts: list[Intervals]) -> Intervals:
+    """One producer's seq intervals from several (an id two agents sent from, or sends
+    only receivers recorded): overlapping or adjacent ones joined."""
+    if len(parts) == 1:
+        return parts[0]
+    starts = np.concatenate([part[0] for part in parts])
+    ends = np.concatenate([part[1] for part in parts])
+    order = np.argsort(starts, kind="stable")
+    starts, reach = starts[order], np.maximum.accumulate(ends[order])
+    if len(starts) == 0:
+        return starts, reach
+    first = np.flatnonzero(np.concatenate([[True], starts[1:] > reach[:-1] + 1]))
+    last = np.concatenate([first[1:] - 1, [len(starts) - 1]])
+    return starts[first], reach[last]
+
+
+@dataclass
+class Merged:
+    """Round one of a run, merged."""
+
+    tally: delivery.Tally
+    send_rate: float | None
+    receive_rate: float | None
+    pairs: ClockPairs
+    metrics: dict[str, MetricCounts]
+    per_agent: dict[str, dict[str, np.ndarray]]
+    extents: list[dict[str, Any]]
+    sent: dict[int, Intervals]
+    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+
+
+def _sum_rates(rates: list[float | None]) -> float | None:
+    known = [rate for rate in rates if rate is not None]
+    return sum(known) if known else None
+
+
+def _extents(found: list[FirstPass]) -> list[dict[str, Any]]:
+    """Stream extents merged across agents (a producer's schedule spans its receivers)."""
+    merged: dict[tuple[int, int], list] = {}
+    for result in found:
+        for side, stream, agent_index, n, first, last, size in result.extents:
+            row = merged.get((side, stream))
+            if row is None:
+                merged[side, stream] = [agent_index, n, first, last, size]
+            else:
+                row[0], row[1] = min(row[0], agent_index), row[1] + n
+                row[2], row[3], row[4] = min(row[2], first), max(row[3], last), row[4] + size
+    return [{"side": side, "stream": stream, "agent_index": row[0], "n": row[1],
+             "first": row[2], "last": row[3], "bytes": row[4]}
+            for (side, stream), row in merged.items()]
+
+
+def _completed_by_receivers(found: list[FirstPass], tally: delivery.Tally,
+                            sent: dict[int, Intervals]
+                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Messages of dead senders that receivers got but that their sender's kept chunks do
+    not hold count as sent (spark_jobs.delivery): added to the tally and the measured sends; the
+    measured ones returned as (producer ids, seqs, sent times)."""
+    seen = [result.seen for result in found if result.seen is not None]
+    if not seen:
+        return None
+    columns = {name: np.concatenate([getattr(s, name) for s in seen])
+               for name in ("producer_id", "seq", "sent", "warmup", "request")}
+    order = np.lexsort((columns["seq"], columns["producer_id"]))
+    columns = {name: column[order] for name, column in columns.items()}
+    producer, seq = columns["producer_id"], columns["seq"]
+    first = np.concatenate([[True], (producer[1:] != producer[:-1]) | (seq[1:] != seq[:-1])])
+    own: dict[int, list[Intervals]] = {}
+    for result in found:
+        for producer_id, part in result.sent_by_dead.items():
+            own.setdefault(producer_id, []).append(part)
+    known = np.zeros(len(seq), bool)
+    for producer_id in np.unique(producer):
+        mine = producer == producer_id
+        for part in own.get(int(producer_id), []):
+            known[mine] |= agent_pass._inside(seq[mine], part)
+    new = first & ~known
+    warm, request = columns["warmup"][new], columns["request"][new]
+    tally.sent += int(np.count_nonzero(~warm))
+    tally.requests += int(np.count_nonzero(~warm & request))
+    tally.warmup_sent += int(np.count_nonzero(warm))
+    measured = new & ~columns["warmup"]
+    extra = producer[measured], seq[measured], columns["sent"][measured]
+    for producer_id in np.unique(extra[0]):
+        mine = extra[1][extra[0] == producer_id]
+        sent[int(producer_id)] = _union([*([sent[int(producer_id)]]
+                                           if int(producer_id) in sent else []),
+                                         agent_pass.intervals(np.sort(mine))])
+    return extra
+
+
+def merge_first(found: list[FirstPass]) -> Merged:
+    tally = delivery.Tally()
+    metrics = {metric: MetricCounts() for metric in METRICS}
+    per_agent: dict[str, dict[str, np.ndarray]] = {}
+    sent_parts: dict[int, list[Intervals]] = {}
+    for result in found:
+        tally += result.tally
+        for metric, buckets in result.metrics.items():
+            _add(metrics[metric], buckets)
+            per_agent.setdefault(result.agent_id, {})[metric] = _dense(buckets)
+        for producer_id, part in result.sent.items():
+            sent_parts.setdefault(producer_id, []).append(part)
+    sent = {producer_id: _union(parts) for producer_id, parts in sent_parts.items()}
+    extra = _completed_by_receivers(found, tally, sent)
+    pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
+    return Merged(tally, _sum_rates([r.send_rate for r in found]),
+                  _sum_rates([r.receive_rate for r in found]), pairs, metrics, per_agent,
+                  _extents(found), sent, extra)
+
+
+def _logged(found: list[FirstPass]) -> dict[str, dict[str, np.ndarray]]:
+    """Per dead agent with an hlog: the bucket counts of its records its log covers."""
+    return {result.agent_id: {metric: _dense(buckets)
+                              for metric, buckets in result.logged.items()}
+            for result in found if result.logged is not None}
+
+
+# --- round two -----------------------------------------------------------------------------
+
+
+def _medians(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
+    """The raw value range of each metric's median bucket, when narrow enough to count
+    its values exactly (DETAIL_MAX_WIDTH)."""
+    ranges = {}
+    for name, metric in metrics.items():
+        if metric.count:
+            low, high = bucket_range(median_bucket(metric.counts)[0])
+            if low is not None and high is not None and high - low < DETAIL_MAX_WIDTH:
+                ranges[name] = (low, high)
+    return ranges
+
+
+def _placements(streams: series.Streams, side: int, axis: series.Axis | None
+                ) -> dict[int, agent_pass.Placement]:
+    if axis is None:
+        return {}
+    return {stream: (origin, axis.low, axis.width_ns, axis.bins)
+            for (s, stream), origin in streams.origins.items() if s == side}
+
+
+@dataclass(frozen=True)
+class Axes:
+    """A run's streams and the axes of its curves."""
+
+    streams: series.Streams
+    schedule: series.Axis | None
+    throughput: dict[int, series.Axis]
+
+
+def axes(run: Run, extents: list[dict[str, Any]]) -> Axes:
+    starts = {index: agent.t0_ns for index, agent in enumerate(run.manifest.agents)
+              if agent.t0_ns is not None}
+    streams = series.Streams.of(extents, starts)
+    throughput = {side: axis for side in (SENDER, RECEIVER)
+                  if (axis := streams.throughput_axis(side, run.window)) is not None}
+    return Axes(streams, streams.axis(SCHEDULE, series.MAX_POINTS), throughput)
+
+
+def plan(merged: Merged, found_axes: Axes) -> RunPlan:
+    streams = {(side, stream): placement
+               for side, axis in found_axes.throughput.items()
+               for stream, placement in _placements(found_axes.streams, side, axis).items()}
+    return RunPlan(merged.sent, merged.extra, _medians(merged.metrics),
+                   _placements(found_axes.streams, SCHEDULE, found_axes.schedule), streams)
+
+
+def _watched(run: Run, agents: list[AgentFiles]) -> dict[int, WatchedReceiver]:
+    """agent_index → each receiver of the run whose misses may be unknown, with the files
+    of the senders it expects."""
+    senders = [agent for agent in agents if agent.role in SENDERS]
+    connections = run.manifest.workload.connections
+    found = {}
+    for receiver in run.expected.dead.receivers:
+        ids = receiver.ids
+        theirs = [agent for agent in senders
+                  if ids is None or _claims(run.manifest.agents[agent.agent_index],
+                                            connections, ids)]
+        found[receiver.agent_index] = WatchedReceiver(receiver.connections, ids,
+                                              receiver.relay_died, tuple(theirs))
+    return found
+
+
+def _claims(agent: AgentEntry, connections: int, ids: tuple[int, int]) -> bool:
+    """Whether a sender's producer ids meet [first, end)."""
+    if agent.first_id is None:
+        return False
+    mine = _producer_ids(agent, connections)
+    return mine.start < ids[1] and ids[0] < mine.stop
+
+
+# --- merging round two -------------------------------------------------------------------
+
+
+def _detail(found: list[SecondPass], metric: str) -> Detail | None:
+    parts = [result.detail[metric] for result in found if metric in result.detail]
+    if not parts:
+        return None
+    values = np.concatenate([values for values, _ in parts])
+    counts = np.concatenate([counts for _, counts in parts])
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return Detail(distinct, np.bincount(inverse, weights=counts).astype(np.int64))
+
+
+def _curve(found: list[SecondPass]) -> pa.Table | None:
+    """The latency curve's rows (bucket, count, latency_min, …) merged across agents."""
+    curves = [result.curve for result in found if result.curve is not None]
+    if not curves:
+        return None
+    buckets = np.concatenate([curve.bucket for curve in curves])
+    used, inverse = np.unique(buckets, return_inverse=True)
+    columns: dict[str, np.ndarray] = {"bucket": used, "count": np.zeros(len(used), np.int64)}
+    np.add.at(columns["count"], inverse, np.concatenate([c.count for c in curves]))
+    for name in curves[0].figures:
+        values = np.concatenate([curve.figures[name] for curve in curves])
+        if name.endswith("_min"):
+            merged = np.full(len(used), np.iinfo(np.int64).max)
+            np.minimum.at(merged, inverse, values)
+        elif name.endswith("_max"):
+            merged = np.full(len(used), np.iinfo(np.int64).min)
+            np.maximum.at(merged, inverse, values)
+        else:
+            merged = np.zeros(len(used), np.int64)
+            np.add.at(merged, inverse, values)
+        columns[name] = merged
+    return pa.table(columns)
+
+
+def _throughput(found: list[SecondPass], side: int, axis: series.Axis) -> series.Throughput:
+    counts = MetricCounts()
+    parts = [result.windows[side] for result in found if side in result.windows]
+    for part in parts:
+        _add(counts, part.buckets)
+    if not parts:
+        return series.Throughput(counts, [], [], 0)
+    keys = np.concatenate([part.keys for part in parts])
+    used, inverse = np.unique(keys, return_inverse=True)
+    rate = np.zeros(len(used))
+    defined = np.zeros(len(used), bool)
+    np.add.at(rate, inverse, np.concatenate([part.rate for part in parts]))
+    np.logical_or.at(defined, inverse, np.concatenate([part.defined for part in parts]))
+    zero_span = int(sum(int(part.zero_span.sum()) for part in parts))
+    return series.Throughput(counts, axis.centres_s(used[defined]).tolist(),
+                             rate[defined].tolist(), zero_span)
+
+
+def _per_message(run: Run, found_axes: Axes, found: list[SecondPass]) -> series.PerMessage:
+    streams = found_axes.streams
+    curve = _curve(found) if found_axes.schedule is not None else None
+    return series.PerMessage(
+        run.window, run.load, series.latency_json(curve, run.load),
+        {series.SIDES[side]: _throughput(found, side, axis)
+         for side, axis in found_axes.throughput.items()},
+        series.density_ns(streams),
+        {name: series.bytes_per_s(streams, side) for side, name in series.SIDES.items()})
+
+
+def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures]:
+    """Every run's figures from two rounds of per-agent passes over all their agents (two
+    Spark jobs with `on_spark`)."""
+    agents = agent_files(runs)
+    weights = [agent.rows_hint for agent in agents]
+    logged_until = [runs[a.run.run_index].logged_until.get(a.agent_id) for a in agents]
+    first = schedule(_first, list(zip(agents, logged_until, strict=True)), weights)
+    by_run = [[r for r in first if r.run_index == index] for index in range(len(runs))]
+    merged = [merge_first(found) for found in by_run]
+    run_axes = [axes(run, m.extents) for run, m in zip(runs, merged, strict=True)]
+    plans = [plan(m, a) for m, a in zip(merged, run_axes, strict=True)]
+    watched = [_watched(run, [a for a in agents if a.run.run_index == index])
+               for index, run in enumerate(runs)]
+    jobs = [(agent, plans[agent.run.run_index],
+             watched[agent.run.run_index].get(agent.agent_index)) for agent in agents]
+    second = schedule(_second, jobs, weights)
+    results = []
+    for index, run in enumerate(runs):
+        found = [r for r in second if r.run_index == index]
+        metrics = {name: replace(metric, detail=_detail(found, name))
+                   for name, metric in merged[index].metrics.items()}
+        rate = {"send_rate": merged[index].send_rate,
+                "receive_rate": merged[index].receive_rate}
+        per_agent = merged[index].per_agent | _logged(by_run[index])
+        matched = sum((result.matched for result in found), delivery.Matched())
+        counts = delivery.counts(run.expected, merged[index].tally, matched)
+        results.append(Figures(counts, rate, merged[index].pairs,
+                               metrics, per_agent, _per_message(run, run_axes[index], found)))
+    return results
+

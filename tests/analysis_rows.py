@@ -1,0 +1,76 @@
+"""Tiny runs written from hand-made rows for the analysis' unit tests: the per-agent passes
+(spark_jobs.passes) read real record files, as they read any agent's, in this process
+(passes.in_process: no Spark).
+
+A row is (agent_id, role, producer_id, seq, intended_ns, sent_ns, recv_ns, rx_index,
+warmup), optionally followed by consumer_id and size. Without a consumer_id, a consumer's
+is its agent_index (one connection per consumer agent) and a requester's reply carries
+its producer id; a sent row has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sixnines.formats.chunks import chunk_name
+from sixnines.formats.manifest import Manifest
+from sixnines.formats.records import MESSAGES
+from sixnines.formats.vocabulary import Load, Role
+from sixnines.spark_jobs import delivery, passes
+
+COLUMNS = ("agent_id", "role", "producer_id", "seq", "intended_ns", "sent_ns", "recv_ns",
+           "rx_index", "warmup", "consumer_id", "size")
+
+
+def _agents(rows: Sequence[tuple]) -> list[dict[str, Any]]:
+    """Manifest entries of the rows' agents, sorted by id (their agent_index order)."""
+    roles: dict[str, str] = {}
+    for row in rows:
+        roles.setdefault(row[0], row[1])
+    return [{"id": agent_id, "role": roles[agent_id]} for agent_id in sorted(roles)]
+
+
+def _record(row: tuple, agent_index: int) -> dict[str, Any]:
+    record = dict(zip(COLUMNS, row, strict=False))
+    if "consumer_id" not in record:
+        if record["role"] == Role.CONSUMER:
+            record["consumer_id"] = agent_index
+        elif record["recv_ns"] is not None:
+            record["consumer_id"] = record["producer_id"]
+        else:
+            record["consumer_id"] = None
+    record.setdefault("size", 100)
+    return record
+
+
+def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] | None = None,
+              expected: delivery.Expected | None = None, load: str = Load.OPEN_LOOP,
+              window: int = 100, **manifest: Any) -> passes.Run:
+    """A run of these rows: each agent's rows in one chunk file under folder/agents/<id>/,
+    in the rows' order; `agents`: the manifest's entries (default: the rows' agents, by
+    id), whose order gives agent_index; `manifest`: further manifest fields."""
+    entries = agents if agents is not None else _agents(rows)
+    written = Manifest.model_validate({"agents": entries, **manifest})
+    index = {entry["id"]: i for i, entry in enumerate(entries)}
+    messages = {}
+    for entry in entries:
+        mine = [_record(row, index[entry["id"]]) for row in rows if row[0] == entry["id"]]
+        if not mine:
+            continue
+        path = folder / "agents" / entry["id"] / chunk_name(0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table = pa.table({field.name: [r.get(field.name) for r in mine] for field in MESSAGES},
+                         schema=MESSAGES)
+        pq.write_table(table, path)
+        messages[entry["id"]] = (Role(entry["role"]), [path])
+    return passes.Run(written, messages, window, load, {}, expected or delivery.Expected())
+
+
+def figures(*runs: passes.Run) -> list[passes.Figures]:
+    """The runs' figures, all analysed together, in this process."""
+    return passes.figures(passes.in_process, list(runs))
