@@ -398,7 +398,8 @@ def measure(run_dir: Path, worker_memory: str, work: Path
     embedded_s, embedded = timed_analysis(run_dir, "local[*]", env, work / "embedded.log")
     results = [("embedded local[*]", os.cpu_count() or 1, embedded_s, before)]
     with standalone_cluster(work / "cluster", WORKERS, worker_memory) as url:
-        cluster_env = {**env, "PYSPARK_SUBMIT_ARGS":
+        cluster_env = {**env, "PYSPARK_PYTHON": sys.executable,  # workers need sixnines
+                       "PYSPARK_SUBMIT_ARGS":
                        f"--conf spark.executor.memory={worker_memory} pyspark-shell"}
         before = load()
         cluster_s, on_cluster = timed_analysis(run_dir, url, cluster_env, work / "cluster.log")

@@ -29,6 +29,7 @@ from sixnines.spark_jobs.agent_rows import (
     PAIRS,
     AgentFiles,
     Rows,
+    batches,
     groups,
     read_rows,
     segments,
@@ -67,6 +68,29 @@ class Buckets:
         return cls(used, counts[used].astype(np.int64), sums[used],
                    float(values.sum(dtype=np.float64)),
                    int(values.max()) if len(values) else None, negative, too_large)
+
+    @classmethod
+    def merged(cls, parts: list[Buckets]) -> Buckets:
+        """One metric's buckets from several batches' (or agents')."""
+        if len(parts) == 1:
+            return parts[0]
+        indices = np.concatenate([part.indices for part in parts])
+        used, inverse = np.unique(indices, return_inverse=True)
+        counts = np.zeros(len(used), np.int64)
+        sums = np.zeros(len(used))
+        np.add.at(counts, inverse, np.concatenate([part.counts for part in parts]))
+        np.add.at(sums, inverse, np.concatenate([part.sums for part in parts]))
+        maxima = [part.max for part in parts if part.max is not None]
+        return cls(used, counts, sums, sum(part.total for part in parts),
+                   max(maxima) if maxima else None, sum(part.negative for part in parts),
+                   sum(part.too_large for part in parts))
+
+
+def merged_buckets(parts: list[dict[str, Buckets]]) -> dict[str, Buckets]:
+    """Per metric, the buckets of every part that has it."""
+    names = dict.fromkeys(name for part in parts for name in part)
+    return {name: Buckets.merged([part[name] for part in parts if name in part])
+            for name in names}
 
 
 def metric_values(rows: Rows, load: str, select: np.ndarray) -> dict[str, np.ndarray]:
@@ -119,12 +143,28 @@ class FirstPass:
     seen: Seen | None
 
 
-def _rate(ts: np.ndarray) -> float | None:
-    """Messages per second over the span of their timestamps (one agent's clock)."""
-    if len(ts) < 2:
+#: (count, earliest, latest) of some timestamps of one agent's clock
+Span = tuple[int, int, int]
+
+
+def _span(ts: np.ndarray) -> Span | None:
+    return (len(ts), int(ts.min()), int(ts.max())) if len(ts) else None
+
+
+def _joined(spans: list[Span | None]) -> Span | None:
+    known = [span for span in spans if span is not None]
+    if not known:
         return None
-    span = int(ts.max()) - int(ts.min())
-    return (len(ts) - 1) / span * 1e9 if span > 0 else None
+    return (sum(n for n, _, _ in known), min(lo for _, lo, _ in known),
+            max(hi for _, _, hi in known))
+
+
+def rate(span: Span | None) -> float | None:
+    """Messages per second over the span of their timestamps (one agent's clock: a rate
+    is never taken across agents)."""
+    if span is None or span[0] < 2 or span[2] <= span[1]:
+        return None
+    return (span[0] - 1) / (span[2] - span[1]) * 1e9
 
 
 def _extents(side: int, keys: np.ndarray, ts: np.ndarray, size: np.ndarray,
@@ -140,6 +180,22 @@ def _extents(side: int, keys: np.ndarray, ts: np.ndarray, size: np.ndarray,
     size_sum = np.bincount(inverse, weights=size.astype(np.float64))
     return [(side, int(key), agent_index, int(count), int(lo), int(hi), float(total))
             for key, count, lo, hi, total in zip(unique, n, first, last, size_sum, strict=True)]
+
+
+def merged_extents(parts: list[list[tuple]]) -> list[tuple]:
+    """Stream extents from several batches' (or agents': a producer's schedule spans its
+    receivers): counts and bytes added, the earliest first, the latest last, the lowest
+    agent index."""
+    merged: dict[tuple[int, int], list] = {}
+    for part in parts:
+        for side, stream, agent_index, n, first, last, size in part:
+            row = merged.get((side, stream))
+            if row is None:
+                merged[side, stream] = [agent_index, n, first, last, size]
+            else:
+                row[0], row[1] = min(row[0], agent_index), row[1] + n
+                row[2], row[3], row[4] = min(row[2], first), max(row[3], last), row[4] + size
+    return [(side, stream, *row) for (side, stream), row in merged.items()]
 
 
 def receiver_key(agent_index: int, consumer: np.ndarray) -> np.ndarray:
@@ -167,9 +223,11 @@ def _stream_order(streams: np.ndarray, order_by: np.ndarray) -> np.ndarray:
     return np.lexsort((order_by, streams))
 
 
-def reordered(rows: Rows) -> int:
+def reordered(rows: Rows, highest: dict[int, int] | None = None) -> int:
     """Measured receipts whose seq is below the highest seq received before them in their
-    stream: one (connection, producer) pair in receive order."""
+    stream: one (connection, producer) pair in receive order. `highest`: each stream's
+    highest seq in the batches before this one, updated."""
+    highest = {} if highest is None else highest
     mine = rows.receipt & rows.measured
     if not mine.any():
         return 0
@@ -178,8 +236,11 @@ def reordered(rows: Rows) -> int:
     seq, keys = rows.seq[mine][order], streams[order]
     late = 0
     for start, end in segments(keys):
-        part = seq[start:end]
-        late += int(np.count_nonzero(part[1:] < np.maximum.accumulate(part)[:-1]))
+        stream = int(keys[start])
+        before = highest.get(stream, np.iinfo(np.int64).min)
+        running = np.maximum.accumulate(np.concatenate([[before], seq[start:end]]))
+        late += int(np.count_nonzero(seq[start:end] < running[:-1]))
+        highest[stream] = int(running[-1])
     return late
 
 
@@ -194,43 +255,81 @@ def intervals(seqs: np.ndarray) -> Intervals:
             distinct[np.concatenate([cuts - 1, [len(distinct) - 1]])])
 
 
+def union(parts: list[Intervals]) -> Intervals:
+    """One producer's seq intervals from several (batches, agents sending from one id,
+    sends only receivers recorded): overlapping or adjacent ones joined."""
+    if len(parts) == 1:
+        return parts[0]
+    starts = np.concatenate([part[0] for part in parts])
+    ends = np.concatenate([part[1] for part in parts])
+    order = np.argsort(starts, kind="stable")
+    starts, reach = starts[order], np.maximum.accumulate(ends[order])
+    if len(starts) == 0:
+        return starts, reach
+    first = np.flatnonzero(np.concatenate([[True], starts[1:] > reach[:-1] + 1]))
+    last = np.concatenate([first[1:] - 1, [len(starts) - 1]])
+    return starts[first], reach[last]
+
+
+def merged_sends(parts: list[dict[int, Intervals]]) -> dict[int, Intervals]:
+    ids = dict.fromkeys(producer for part in parts for producer in part)
+    return {producer: union([part[producer] for part in parts if producer in part])
+            for producer in ids}
+
+
 def sends(rows: Rows, select: np.ndarray) -> dict[int, Intervals]:
     """Each producer's sends among the rows `select` keeps, as seq intervals."""
     sending = rows.sender & select
-    producer, seq = rows.producer_id[sending], rows.seq[sending]
+    return sends_of(rows.producer_id[sending], rows.seq[sending])
+
+
+def sends_of(producer: np.ndarray, seq: np.ndarray) -> dict[int, Intervals]:
+    """Each producer's seqs as intervals."""
     order = np.argsort(producer, kind="stable")
     producer, seq = producer[order], seq[order]
     return {int(producer[start]): intervals(seq[start:end])
             for start, end in segments(producer)}
 
 
-def _seen(rows: Rows, role: str, dead: frozenset[int]) -> Seen | None:
-    """Receipts (warm-up included) from senders that died, one per message."""
-    if not dead:
-        return None
-    mine = rows.receipt & np.isin(rows.producer_id, list(dead))
-    if not mine.any():
-        return None
-    producer, seq = rows.producer_id[mine], rows.seq[mine]
+def _first_of_each(producer: np.ndarray, seq: np.ndarray) -> np.ndarray:
+    """Indices of one row per (producer, seq), in (producer, seq) order."""
     order = np.lexsort((seq, producer))
     first = np.concatenate([[True], (np.diff(producer[order]) != 0)
                             | (np.diff(seq[order]) != 0)])
-    picked = np.flatnonzero(mine)[order[first]]
+    return order[first]
+
+
+def _seen(rows: Rows, role: str, dead: frozenset[int]) -> Seen | None:
+    """Receipts (warm-up included) from senders that died, one per message."""
+    mine = np.flatnonzero(rows.receipt & np.isin(rows.producer_id, list(dead)))
+    if not len(mine):
+        return None
+    picked = mine[_first_of_each(rows.producer_id[mine], rows.seq[mine])]
     return Seen(rows.producer_id[picked], rows.seq[picked], rows.sent[picked],
                 rows.warmup[picked], np.full(len(picked), role == Role.REQUESTER))
 
 
+def merged_seen(parts: list[Seen | None]) -> Seen | None:
+    """One row per (producer, seq) of several batches' (or agents')."""
+    known = [part for part in parts if part is not None]
+    if not known:
+        return None
+    columns = {name: np.concatenate([getattr(part, name) for part in known])
+               for name in ("producer_id", "seq", "sent", "warmup", "request")}
+    picked = _first_of_each(columns["producer_id"], columns["seq"])
+    return Seen(**{name: column[picked] for name, column in columns.items()})
+
+
 def tally(rows: Rows, role: str) -> Tally:
+    """What a batch counts of sends and receipts (the consumer connections and the
+    reordered receipts span batches: first_pass counts them)."""
     warm = rows.warmup
-    consumers = (len(np.unique(rows.consumer[rows.consumer >= 0]))
-                 if role == Role.CONSUMER else 0)
     return Tally(sent=int(np.count_nonzero(rows.sender & ~warm)),
                  requests=int(np.count_nonzero(rows.sender & ~warm))
                  if role == Role.REQUESTER else 0,
                  warmup_sent=int(np.count_nonzero(rows.sender & warm)),
                  received=int(np.count_nonzero(rows.receipt & ~warm)),
-                 warmup_received=int(np.count_nonzero(rows.receipt & warm)),
-                 consumers=consumers, reordered=reordered(rows))
+                 warmup_received=int(np.count_nonzero(rows.receipt & warm)))
 
 
 def clock_pairs(rows: Rows, agent_id: str) -> dict | None:
@@ -246,21 +345,52 @@ def clock_pairs(rows: Rows, agent_id: str) -> dict | None:
             "clock_bound_ns": int(rows.bound[timed][cross].max()) if cross.any() else None}
 
 
+def merged_pairs(parts: list[dict | None]) -> dict | None:
+    known = [part for part in parts if part is not None]
+    if not known:
+        return None
+    bounds = [part["clock_bound_ns"] for part in known if part["clock_bound_ns"] is not None]
+    return {"agent_id": known[0]["agent_id"],
+            **{name: sum(part[name] for part in known) for name in PAIRS},
+            "clock_bound_ns": max(bounds) if bounds else None}
+
+
 def first_pass(agent: AgentFiles, logged_until: int | None = None) -> FirstPass:
-    rows = read_rows(agent)
+    """The first pass over an agent's files, a batch at a time (agent_rows.batches)."""
     run = agent.run
-    measured = rows.measured
-    logged = None
-    if logged_until is not None:
-        logged = metric_buckets(rows, run.load, measured & (rows.intended < logged_until))
+    total = Tally()
+    consumers: set[int] = set()
+    highest: dict[int, int] = {}
+    parts: dict[str, list] = {name: [] for name in (
+        "sent_span", "recv_span", "pairs", "metrics", "logged", "extents", "sent",
+        "by_dead", "seen")}
+    for rows in batches(agent):
+        measured = rows.measured
+        total += tally(rows, agent.role)
+        total.reordered += reordered(rows, highest)
+        if agent.role == Role.CONSUMER:
+            consumers.update(np.unique(rows.consumer[rows.consumer >= 0]).tolist())
+        parts["sent_span"].append(_span(rows.sent[rows.sender & measured]))
+        parts["recv_span"].append(_span(rows.recv[rows.timed & measured]))
+        parts["pairs"].append(clock_pairs(rows, agent.agent_id))
+        parts["metrics"].append(metric_buckets(rows, run.load, measured))
+        if logged_until is not None:
+            parts["logged"].append(
+                metric_buckets(rows, run.load, measured & (rows.intended < logged_until)))
+        parts["extents"].append(stream_extents(rows, agent.agent_index))
+        parts["sent"].append(sends(rows, measured))
+        if run.dead_producer_ids:
+            parts["by_dead"].append(
+                sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids))))
+            parts["seen"].append(_seen(rows, agent.role, run.dead_producer_ids))
+    total.consumers = len(consumers)
     return FirstPass(
-        run.run_index, agent.agent_index, agent.agent_id, tally(rows, agent.role),
-        _rate(rows.sent[rows.sender & measured]), _rate(rows.recv[rows.timed & measured]),
-        clock_pairs(rows, agent.agent_id), metric_buckets(rows, run.load, measured), logged,
-        stream_extents(rows, agent.agent_index), sends(rows, measured),
-        sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids)))
-        if run.dead_producer_ids else {},
-        _seen(rows, agent.role, run.dead_producer_ids))
+        run.run_index, agent.agent_index, agent.agent_id, total,
+        rate(_joined(parts["sent_span"])), rate(_joined(parts["recv_span"])),
+        merged_pairs(parts["pairs"]), merged_buckets(parts["metrics"]),
+        merged_buckets(parts["logged"]) if logged_until is not None else None,
+        merged_extents(parts["extents"]), merged_sends(parts["sent"]),
+        merged_sends(parts["by_dead"]), merged_seen(parts["seen"]))
 
 
 # --- second pass ---------------------------------------------------------------------------
@@ -337,32 +467,53 @@ def _sorted_pairs(high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.nda
     return high[order], low[order]
 
 
-def _inside(seqs: np.ndarray, sent: Intervals | None) -> np.ndarray:
+def inside(seqs: np.ndarray, sent: Intervals | None) -> np.ndarray:
+    """Whether each seq is among the sends (intervals; None: none)."""
+    return _positions(seqs, sent)[0]
+
+
+def _positions(seqs: np.ndarray, sent: Intervals | None) -> tuple[np.ndarray, np.ndarray]:
+    """(whether each seq was sent, its position among the sends in seq order)."""
     if sent is None or len(sent[0]) == 0:
-        return np.zeros(len(seqs), bool)
+        return np.zeros(len(seqs), bool), np.zeros(len(seqs), np.int64)
     starts, ends = sent
-    index = np.searchsorted(starts, seqs, side="right") - 1
-    return (index >= 0) & (seqs <= ends[np.maximum(index, 0)])
+    index = np.maximum(np.searchsorted(starts, seqs, side="right") - 1, 0)
+    offsets = np.concatenate([[0], np.cumsum(ends - starts + 1)[:-1]])
+    inside = (seqs >= starts[index]) & (seqs <= ends[index])
+    return inside, offsets[index] + (seqs - starts[index])
 
 
-def matched(rows: Rows, sent: dict[int, Intervals]) -> Matched:
+def _sent_count(sent: Intervals) -> int:
+    return int(np.sum(sent[1] - sent[0] + 1))
+
+
+def matched(rows: Rows, sent: dict[int, Intervals],
+            delivered: dict[int, np.ndarray] | None = None) -> Matched:
     """Its measured receipts matched by (producer, seq) against the measured sends, per
-    receiving connection."""
+    receiving connection. `delivered`: per stream (connection and producer), a flag per
+    message its producer sent, set once received: carried across batches, so a message
+    received again in a later batch is a duplicate there too."""
+    delivered = {} if delivered is None else delivered
     mine = rows.receipt & rows.measured
     if not mine.any():
         return Matched()
-    codes, rank = groups(((rows.consumer[mine] + 1) << 32) + rows.producer_id[mine])
-    ranks, seqs = _sorted_pairs(rank.astype(np.int64), rows.seq[mine])
-    unique = duplicated = unexpected = 0
-    for start, end in segments(ranks):
-        seq = seqs[start:end]
-        inside = _inside(seq, sent.get(int(codes[ranks[start]] & 0xFFFFFFFF)))
-        new = np.concatenate([[True], seq[1:] != seq[:-1]])
-        first = int(np.count_nonzero(new & inside))
-        unique += first
-        duplicated += int(np.count_nonzero(inside)) - first
-        unexpected += int(np.count_nonzero(~inside))
-    return Matched(unique, duplicated, unexpected)
+    streams = ((rows.consumer[mine] + 1) << 32) + rows.producer_id[mine]
+    order = np.argsort(streams, kind="stable")
+    keys, seqs = streams[order], rows.seq[mine][order]
+    found = Matched()
+    for start, end in segments(keys):
+        stream, seq = int(keys[start]), seqs[start:end]
+        producer_sent = sent.get(stream & 0xFFFFFFFF)
+        inside, position = _positions(seq, producer_sent)
+        if producer_sent is not None and inside.any():
+            flags = delivered.setdefault(stream, np.zeros(_sent_count(producer_sent), bool))
+            before = int(np.count_nonzero(flags))
+            flags[position[inside]] = True
+            fresh = int(np.count_nonzero(flags)) - before
+            found.unique += fresh
+            found.duplicated += int(np.count_nonzero(inside)) - fresh
+        found.unexpected += int(np.count_nonzero(~inside))
+    return found
 
 
 def _sends_of(watched: WatchedReceiver, plan: RunPlan) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -455,6 +606,19 @@ def median_detail(rows: Rows, load: str, ranges: dict[str, tuple[int, int]]
     return detail
 
 
+def merged_detail(parts: list[dict[str, tuple[np.ndarray, np.ndarray]]]
+                  ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric, the value counts of every part (batches, agents) added up."""
+    merged = {}
+    for name in dict.fromkeys(name for part in parts for name in part):
+        values = np.concatenate([part[name][0] for part in parts if name in part])
+        counts = np.concatenate([part[name][1] for part in parts if name in part])
+        distinct, inverse = np.unique(values, return_inverse=True)
+        merged[name] = (distinct, np.bincount(inverse, weights=counts,
+                                              minlength=len(distinct)).astype(np.int64))
+    return merged
+
+
 def axis_bucket(times: np.ndarray, placement: Placement | np.ndarray) -> np.ndarray:
     """The bucket of each time on its stream's axis (origin, low, width, bins), the ends
     clamped."""
@@ -500,6 +664,32 @@ def latency_curve(rows: Rows, schedule: dict[int, Placement]) -> Curve | None:
     return Curve(used, np.bincount(inverse), figures)
 
 
+def merged_curve(parts: list[Curve | None]) -> Curve | None:
+    """One latency curve from several batches' (or agents'): counts and sums added, the
+    lowest minimum and the highest maximum of each bucket."""
+    curves = [part for part in parts if part is not None]
+    if len(curves) <= 1:
+        return curves[0] if curves else None
+    used, inverse = np.unique(np.concatenate([curve.bucket for curve in curves]),
+                              return_inverse=True)
+    count = np.zeros(len(used), np.int64)
+    np.add.at(count, inverse, np.concatenate([curve.count for curve in curves]))
+    figures = {}
+    for name in curves[0].figures:
+        values = np.concatenate([curve.figures[name] for curve in curves])
+        if name.endswith("_min"):
+            merged = np.full(len(used), np.iinfo(np.int64).max)
+            np.minimum.at(merged, inverse, values)
+        elif name.endswith("_max"):
+            merged = np.full(len(used), np.iinfo(np.int64).min)
+            np.maximum.at(merged, inverse, values)
+        else:
+            merged = np.zeros(len(used), np.int64)
+            np.add.at(merged, inverse, values)
+        figures[name] = merged
+    return Curve(used, count, figures)
+
+
 def _side_streams(rows: Rows, side: int, agent_index: int) -> tuple[np.ndarray, np.ndarray]:
     """(stream keys, timestamps) of one side's measured rows: sender streams by producer
     id (send times), receiver streams by connection (receive times)."""
@@ -512,12 +702,14 @@ def _side_streams(rows: Rows, side: int, agent_index: int) -> tuple[np.ndarray, 
 
 @dataclass
 class StreamWindows:
-    """One stream's windows: its timestamps in time order, and for the n-th (n ≥ M) the
-    span ts_n − ts_{n−M} and its value M / span in milli-msg/s (0 where the span is 0:
-    undefined)."""
+    """One stream's windows ending in a batch: its rows there, the timestamps the windows
+    end at (time order) and for each the span ts_n − ts_{n−M} and its value M / span in
+    milli-msg/s (0 where the span is 0: undefined). The first M of a stream end no
+    window."""
 
     stream: int
-    ts: np.ndarray
+    rows: int
+    ends: np.ndarray
     span: np.ndarray
     value: np.ndarray
 
@@ -526,72 +718,96 @@ class StreamWindows:
         return self.span > 0
 
 
-def stream_windows(rows: Rows, side: int, agent_index: int, window: int
-                   ) -> list[StreamWindows]:
-    """ST_n (or RT_n) of each of the side's streams: span = the n-th timestamp minus the
-    (n − M)-th in time order, value = M / span (series: the definitions)."""
+def stream_windows(rows: Rows, side: int, agent_index: int, window: int,
+                   tails: dict[int, np.ndarray] | None = None) -> list[StreamWindows]:
+    """ST_n (or RT_n) of each of the side's streams in a batch: span = the n-th timestamp
+    minus the (n − M)-th in time order, value = M / span (series: the definitions).
+    `tails`: each stream's last M timestamps of the batches before, updated (a stream's
+    timestamps are one clock's, in its files' order)."""
+    tails = {} if tails is None else tails
     keys, ts = _side_streams(rows, side, agent_index)
     order = _stream_order(keys, ts)
     keys, ts = keys[order], ts[order]
     found = []
     for start, end in segments(keys):
-        mine = ts[start:end]
-        span = mine[window:] - mine[:-window] if end - start > window else mine[:0]
+        stream = int(keys[start])
+        tail = tails.get(stream, ts[:0])
+        joined = np.concatenate([tail, ts[start:end]])
+        first = max(window, len(tail))
+        ends = joined[first:]
+        span = ends - joined[first - window:first - window + len(ends)]
         value = np.zeros(len(span), np.int64)
         defined = span > 0
         value[defined] = np.floor(window * 1e9 * MILLI / span[defined] + 0.5)
-        found.append(StreamWindows(int(keys[start]), mine, span, value))
+        tails[stream] = joined[-window:]
+        found.append(StreamWindows(stream, end - start, ends, span, value))
     return found
 
 
-def windows(rows: Rows, side: int, agent_index: int, window: int,
-            streams: dict[tuple[int, int], Placement]) -> Windows | None:
-    """The side's windows of its streams placed on its axis (`streams`): HDR buckets of
-    the defined values, and per time bucket (of each window's last timestamp) the rate of
-    each stream there, 1 / its mean overhead = M · windows / Σ spans, summed over
-    streams, and the windows that spanned 0 ns."""
-    values, bucket_keys, rates, zero = [], [], [], []
-    for found in stream_windows(rows, side, agent_index, window):
-        placement = streams.get((side, found.stream))
-        if placement is None or len(found.span) == 0:
-            continue
-        defined = found.defined
-        bucket = axis_bucket(found.ts[window:], placement)
-        count = np.bincount(bucket[defined], minlength=placement[3])
-        spans = np.bincount(bucket[defined], weights=found.span[defined].astype(np.float64),
-                            minlength=placement[3])
-        used = np.flatnonzero(count)
-        values.append(found.value[defined])
-        bucket_keys.append(used)
-        rates.append(window * 1e9 * count[used] / spans[used])
-        zeros = np.bincount(bucket[~defined], minlength=placement[3])
-        zero.append((np.flatnonzero(zeros), zeros[zeros > 0]))
-    if not values:
-        return None
-    used, _ = groups(np.concatenate(bucket_keys + [z[0] for z in zero]))
-    rate = np.zeros(len(used))
-    defined = np.zeros(len(used), bool)
-    zero_span = np.zeros(len(used), np.int64)
-    for keys_of, rate_of in zip(bucket_keys, rates, strict=True):
-        index = np.searchsorted(used, keys_of)
-        np.add.at(rate, index, rate_of)
-        defined[index] = True
-    for keys_of, zeros_of in zero:
-        np.add.at(zero_span, np.searchsorted(used, keys_of), zeros_of)
-    return Windows(Buckets.of(np.concatenate(values)), used, rate, defined, zero_span)
+class WindowPass:
+    """One side's throughput windows over an agent's batches, for its streams placed on
+    the side's axis: the HDR buckets of the defined values, and per stream and time
+    bucket (of each window's end) the windows, their spans and those that spanned 0 ns."""
+
+    def __init__(self, side: int, agent_index: int, window: int,
+                 streams: dict[tuple[int, int], Placement]) -> None:
+        self.side, self.agent_index, self.window = side, agent_index, window
+        self.streams = streams
+        self.tails: dict[int, np.ndarray] = {}
+        self.curves: dict[int, list[np.ndarray]] = {}  # stream → [count, spans, zero]
+        self.buckets: list[Buckets] = []
+
+    def add(self, rows: Rows) -> None:
+        for found in stream_windows(rows, self.side, self.agent_index, self.window,
+                                    self.tails):
+            placement = self.streams.get((self.side, found.stream))
+            if placement is None or len(found.span) == 0:
+                continue
+            defined, bins = found.defined, placement[3]
+            bucket = axis_bucket(found.ends, placement)
+            curve = self.curves.setdefault(found.stream, [np.zeros(bins, np.int64),
+                                                          np.zeros(bins),
+                                                          np.zeros(bins, np.int64)])
+            curve[0] += np.bincount(bucket[defined], minlength=bins)
+            curve[1] += np.bincount(bucket[defined], minlength=bins,
+                                    weights=found.span[defined].astype(np.float64))
+            curve[2] += np.bincount(bucket[~defined], minlength=bins)
+            self.buckets.append(Buckets.of(found.value[defined]))
+
+    def result(self) -> Windows | None:
+        """Per time bucket the rate summed over the streams, each 1 / its mean overhead
+        there = M · windows / Σ spans (defined where any stream had a window)."""
+        if not self.curves:
+            return None
+        bins = len(next(iter(self.curves.values()))[0])
+        rate, count, zero = np.zeros(bins), np.zeros(bins, np.int64), np.zeros(bins, np.int64)
+        for windows_in, spans, zeros in self.curves.values():
+            some = windows_in > 0
+            rate[some] += self.window * 1e9 * windows_in[some] / spans[some]
+            count += windows_in
+            zero += zeros
+        used = np.flatnonzero((count > 0) | (zero > 0))
+        return Windows(Buckets.merged(self.buckets), used, rate[used], count[used] > 0,
+                       zero[used])
 
 
 def second_pass(agent: AgentFiles, plan: RunPlan, watched: WatchedReceiver | None = None
                 ) -> SecondPass:
-    rows = read_rows(agent)
+    """The second pass over an agent's files, a batch at a time (agent_rows.batches)."""
     run = agent.run
-    found = matched(rows, plan.sent)
-    if watched is not None:
-        found.late = late(rows, watched, plan)
-    return SecondPass(
-        run.run_index, found,
-        median_detail(rows, run.load, plan.medians),
-        latency_curve(rows, plan.schedule),
-        {side: found for side in (SENDER, RECEIVER)
-         if (found := windows(rows, side, agent.agent_index, run.window, plan.streams))
-         is not None})
+    found = Matched()
+    delivered: dict[int, np.ndarray] = {}
+    details, curves = [], []
+    flows = {side: WindowPass(side, agent.agent_index, run.window, plan.streams)
+             for side in (SENDER, RECEIVER)}
+    for rows in batches(agent):
+        found += matched(rows, plan.sent, delivered)
+        details.append(median_detail(rows, run.load, plan.medians))
+        curves.append(latency_curve(rows, plan.schedule))
+        for flow in flows.values():
+            flow.add(rows)
+    if watched is not None:  # an agent that died: its kept chunks, read whole
+        found.late = late(read_rows(agent), watched, plan)
+    return SecondPass(run.run_index, found, merged_detail(details), merged_curve(curves),
+                      {side: result for side, flow in flows.items()
+                       if (result := flow.result()) is not None})

@@ -31,7 +31,7 @@ from pyspark.sql import SparkSession
 from sixnines.formats import hdr
 from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.vocabulary import SENDERS, Role
-from sixnines.spark_jobs import agent_pass, delivery, series
+from sixnines.spark_jobs import agent_pass, agent_rows, delivery, series
 from sixnines.spark_jobs.agent_pass import (
     Buckets,
     FirstPass,
@@ -222,22 +222,6 @@ def _dense(buckets: Buckets) -> np.ndarray:
     return counts
 
 
-def _union(parts: list[Intervals]) -> Intervals:
-    """One producer's seq intervals from several (an id two agents sent from, or sends
-    only receivers recorded): overlapping or adjacent ones joined."""
-    if len(parts) == 1:
-        return parts[0]
-    starts = np.concatenate([part[0] for part in parts])
-    ends = np.concatenate([part[1] for part in parts])
-    order = np.argsort(starts, kind="stable")
-    starts, reach = starts[order], np.maximum.accumulate(ends[order])
-    if len(starts) == 0:
-        return starts, reach
-    first = np.flatnonzero(np.concatenate([[True], starts[1:] > reach[:-1] + 1]))
-    last = np.concatenate([first[1:] - 1, [len(starts) - 1]])
-    return starts[first], reach[last]
-
-
 @dataclass
 class Merged:
     """Round one of a run, merged."""
@@ -259,73 +243,47 @@ def _sum_rates(rates: list[float | None]) -> float | None:
 
 
 def _extents(found: list[FirstPass]) -> list[dict[str, Any]]:
-    """Stream extents merged across agents (a producer's schedule spans its receivers)."""
-    merged: dict[tuple[int, int], list] = {}
-    for result in found:
-        for side, stream, agent_index, n, first, last, size in result.extents:
-            row = merged.get((side, stream))
-            if row is None:
-                merged[side, stream] = [agent_index, n, first, last, size]
-            else:
-                row[0], row[1] = min(row[0], agent_index), row[1] + n
-                row[2], row[3], row[4] = min(row[2], first), max(row[3], last), row[4] + size
-    return [{"side": side, "stream": stream, "agent_index": row[0], "n": row[1],
-             "first": row[2], "last": row[3], "bytes": row[4]}
-            for (side, stream), row in merged.items()]
+    """Stream extents of every agent, merged (a producer's schedule spans its receivers)."""
+    names = ("side", "stream", "agent_index", "n", "first", "last", "bytes")
+    return [dict(zip(names, row, strict=True))
+            for row in agent_pass.merged_extents([result.extents for result in found])]
 
 
 def _completed_by_receivers(found: list[FirstPass], tally: delivery.Tally,
                             sent: dict[int, Intervals]
                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Messages of dead senders that receivers got but that their sender's kept chunks do
-    not hold count as sent (spark_jobs.delivery): added to the tally and the measured sends; the
-    measured ones returned as (producer ids, seqs, sent times)."""
-    seen = [result.seen for result in found if result.seen is not None]
-    if not seen:
+    not hold count as sent (spark_jobs.delivery): added to the tally and to the measured
+    sends; the measured ones returned as (producer ids, seqs, sent times)."""
+    seen = agent_pass.merged_seen([result.seen for result in found])
+    if seen is None:
         return None
-    columns = {name: np.concatenate([getattr(s, name) for s in seen])
-               for name in ("producer_id", "seq", "sent", "warmup", "request")}
-    order = np.lexsort((columns["seq"], columns["producer_id"]))
-    columns = {name: column[order] for name, column in columns.items()}
-    producer, seq = columns["producer_id"], columns["seq"]
-    first = np.concatenate([[True], (producer[1:] != producer[:-1]) | (seq[1:] != seq[:-1])])
-    own: dict[int, list[Intervals]] = {}
-    for result in found:
-        for producer_id, part in result.sent_by_dead.items():
-            own.setdefault(producer_id, []).append(part)
-    known = np.zeros(len(seq), bool)
-    for producer_id in np.unique(producer):
-        mine = producer == producer_id
-        for part in own.get(int(producer_id), []):
-            known[mine] |= agent_pass._inside(seq[mine], part)
-    new = first & ~known
-    warm, request = columns["warmup"][new], columns["request"][new]
+    own = agent_pass.merged_sends([result.sent_by_dead for result in found])
+    new = np.ones(len(seen.seq), bool)
+    for start, end in agent_rows.segments(seen.producer_id):  # sorted by producer
+        new[start:end] = ~agent_pass.inside(seen.seq[start:end],
+                                            own.get(int(seen.producer_id[start])))
+    warm, request = seen.warmup[new], seen.request[new]
     tally.sent += int(np.count_nonzero(~warm))
     tally.requests += int(np.count_nonzero(~warm & request))
     tally.warmup_sent += int(np.count_nonzero(warm))
-    measured = new & ~columns["warmup"]
-    extra = producer[measured], seq[measured], columns["sent"][measured]
-    for producer_id in np.unique(extra[0]):
-        mine = extra[1][extra[0] == producer_id]
-        sent[int(producer_id)] = _union([*([sent[int(producer_id)]]
-                                           if int(producer_id) in sent else []),
-                                         agent_pass.intervals(np.sort(mine))])
+    measured = new & ~seen.warmup
+    extra = seen.producer_id[measured], seen.seq[measured], seen.sent[measured]
+    completed = agent_pass.merged_sends([sent, agent_pass.sends_of(*extra[:2])])
+    sent.update(completed)
     return extra
 
 
 def merge_first(found: list[FirstPass]) -> Merged:
-    tally = delivery.Tally()
+    """A run's first pass: its agents' results merged."""
+    tally = sum((result.tally for result in found), delivery.Tally())
     metrics = {metric: MetricCounts() for metric in METRICS}
     per_agent: dict[str, dict[str, np.ndarray]] = {}
-    sent_parts: dict[int, list[Intervals]] = {}
     for result in found:
-        tally += result.tally
         for metric, buckets in result.metrics.items():
             _add(metrics[metric], buckets)
             per_agent.setdefault(result.agent_id, {})[metric] = _dense(buckets)
-        for producer_id, part in result.sent.items():
-            sent_parts.setdefault(producer_id, []).append(part)
-    sent = {producer_id: _union(parts) for producer_id, parts in sent_parts.items()}
+    sent = agent_pass.merged_sends([result.sent for result in found])
     extra = _completed_by_receivers(found, tally, sent)
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
@@ -416,38 +374,12 @@ def _claims(agent: AgentEntry, connections: int, ids: tuple[int, int]) -> bool:
 # --- merging round two -------------------------------------------------------------------
 
 
-def _detail(found: list[SecondPass], metric: str) -> Detail | None:
-    parts = [result.detail[metric] for result in found if metric in result.detail]
-    if not parts:
-        return None
-    values = np.concatenate([values for values, _ in parts])
-    counts = np.concatenate([counts for _, counts in parts])
-    distinct, inverse = np.unique(values, return_inverse=True)
-    return Detail(distinct, np.bincount(inverse, weights=counts).astype(np.int64))
-
-
 def _curve(found: list[SecondPass]) -> pa.Table | None:
-    """The latency curve's rows (bucket, count, latency_min, …) merged across agents."""
-    curves = [result.curve for result in found if result.curve is not None]
-    if not curves:
+    """The latency curve's rows (bucket, count, latency_min, …) of every agent, merged."""
+    curve = agent_pass.merged_curve([result.curve for result in found])
+    if curve is None:
         return None
-    buckets = np.concatenate([curve.bucket for curve in curves])
-    used, inverse = np.unique(buckets, return_inverse=True)
-    columns: dict[str, np.ndarray] = {"bucket": used, "count": np.zeros(len(used), np.int64)}
-    np.add.at(columns["count"], inverse, np.concatenate([c.count for c in curves]))
-    for name in curves[0].figures:
-        values = np.concatenate([curve.figures[name] for curve in curves])
-        if name.endswith("_min"):
-            merged = np.full(len(used), np.iinfo(np.int64).max)
-            np.minimum.at(merged, inverse, values)
-        elif name.endswith("_max"):
-            merged = np.full(len(used), np.iinfo(np.int64).min)
-            np.maximum.at(merged, inverse, values)
-        else:
-            merged = np.zeros(len(used), np.int64)
-            np.add.at(merged, inverse, values)
-        columns[name] = merged
-    return pa.table(columns)
+    return pa.table({"bucket": curve.bucket, "count": curve.count, **curve.figures})
 
 
 def _throughput(found: list[SecondPass], side: int, axis: series.Axis) -> series.Throughput:
@@ -498,7 +430,9 @@ def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures]:
     results = []
     for index, run in enumerate(runs):
         found = [r for r in second if r.run_index == index]
-        metrics = {name: replace(metric, detail=_detail(found, name))
+        details = agent_pass.merged_detail([result.detail for result in found])
+        metrics = {name: replace(metric, detail=Detail(*details[name]) if name in details
+                                 else None)
                    for name, metric in merged[index].metrics.items()}
         rate = {"send_rate": merged[index].send_rate,
                 "receive_rate": merged[index].receive_rate}

@@ -64,7 +64,7 @@ def _spans(run: passes.Run, window: int) -> dict[int, list]:
             if not streams:
                 continue
             (mine,) = streams
-            out[side] = [(None, None)] * min(window, len(mine.ts)) + [
+            out[side] = [(None, None)] * (mine.rows - len(mine.span)) + [
                 (int(span), int(value) if span > 0 else None)
                 for span, value in zip(mine.span, mine.value, strict=True)]
     return out
@@ -308,3 +308,11 @@ def test_runs_with_other_windows_get_their_own_series(tmp_path):
     assert [_plain(result) for result in together[:2]] == [_plain(result) for result in alone]
     assert _plain(together[0]) != _plain(together[1])  # other windows, other throughputs
     assert together[2].latency["latency"]["n"] == [] and "receiver" not in together[2].throughput
+
+
+def test_a_stream_shorter_than_its_window_has_no_throughput(tmp_path):
+    """Six messages, M = 10: no window ends anywhere, on either side."""
+    result = figures(write_run(tmp_path, ONE_STREAM, agents=_agents(), window=10))[0]
+    for side in ("sender", "receiver"):
+        flow = result.per_message.throughput[side]
+        assert (flow.counts.count, flow.t_s, flow.zero_span) == (0, [], 0)

@@ -1,0 +1,66 @@
+"""An agent's files read a few rows at a time give the figures of reading them whole:
+what spans batches (reorder maxima, delivered flags, window tails, consumer connections,
+extents, sends) is carried from one batch to the next (spark_jobs.agent_pass)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from sixnines.spark_jobs import agent_rows
+from tests.analysis_rows import figures, write_run
+
+WINDOW = 3
+
+
+def _rows() -> list[tuple]:
+    """Producer p (ids 1 and 2) to consumer a (two connections) and b: a receives
+    messages on both connections, some late, some twice, some never; b gets every other
+    one, in bursts stamped at one instant. Each stream's timestamps rise in file order,
+    as an agent records them."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for pid in (1, 2):
+        for seq in range(40):
+            intended = 1_000 * seq + pid
+            rows.append(("p", "producer", pid, seq, intended, intended + 7, None, None,
+                         seq < 4))
+    index = {"a": 0, "b": 0}
+    for seq in rng.permutation(np.repeat(np.arange(40), 2))[:70]:  # reordered, duplicated
+        for pid, connection in ((1, 0), (2, 0), (1, 1)):
+            intended = 1_000 * int(seq) + pid
+            recv = 40_000 + 300 * index["a"]  # stamped in receive order, as agents do
+            rows.append(("a", "consumer", pid, int(seq), intended, intended + 7, recv,
+                         index["a"], seq < 4, connection))
+            index["a"] += 1
+    for seq in range(0, 40, 2):
+        intended = 1_000 * seq + 1
+        rows.append(("b", "consumer", 1, seq, intended, intended + 7, 5_000 * (seq // 8),
+                     index["b"], seq < 4))
+        index["b"] += 1
+    return rows
+
+
+def _plain(value):
+    """Figures as comparable plain values."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("batch_rows", [1, 2, 5, 17])
+def test_batches_give_the_figures_of_the_whole(tmp_path, monkeypatch, batch_rows):
+    whole = figures(write_run(tmp_path / "whole", _rows(), window=WINDOW))[0]
+    assert whole.counts["duplicated"] > 0 and whole.counts["reordered"] > 0
+    assert whole.counts["lost"] > 0 and whole.per_message.throughput["receiver"].zero_span
+    monkeypatch.setattr(agent_rows, "BATCH_ROWS", batch_rows)
+    batched = figures(write_run(tmp_path / "batched", _rows(), window=WINDOW))[0]
+    assert _plain(batched) == _plain(whole)
