@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"run: {run_dir} ({time.perf_counter() - began:.0f} s to have it)", flush=True)
     manifest = read_manifest(run_dir)
     run = passes.Run(manifest, agent_rows.message_paths(run_dir, manifest),
-                     manifest.throughput_window, load_of(manifest.params), {},
+                     manifest.throughput_window, load_of(manifest.params),
                      delivery.Expected())
     agents = passes.agent_files([run])
     merged = passes.merge_first([agent_pass.first_pass(agent) for agent in agents])

@@ -36,6 +36,7 @@ from sixnines.spark_jobs.agent_rows import (
 )
 from sixnines.spark_jobs.delivery import Matched, Tally
 from sixnines.spark_jobs.series import MILLI, RECEIVER, SCHEDULE, SENDER
+from sixnines.spark_jobs.summarize import LogRead, read_log
 
 PACKED_LOW_BITS = 40  # a seq below 2**40 and a stream rank below 2**23 share one int64
 
@@ -141,6 +142,8 @@ class FirstPass:
     sent: dict[int, Intervals]  # its measured sends, by producer id
     sent_by_dead: dict[int, Intervals]  # all its sends (warm-up too) if it died
     seen: Seen | None
+    log: LogRead | None  # its hlog
+    started_ns: int | None  # its start instant if it died (AgentFiles.started_ns)
 
 
 #: (count, earliest, latest) of some timestamps of one agent's clock
@@ -355,9 +358,21 @@ def merged_pairs(parts: list[dict | None]) -> dict | None:
             "clock_bound_ns": max(bounds) if bounds else None}
 
 
-def first_pass(agent: AgentFiles, logged_until: int | None = None) -> FirstPass:
-    """The first pass over an agent's files, a batch at a time (agent_rows.batches)."""
+def _logged_until(agent: AgentFiles, log: LogRead | None) -> int | None:
+    """For an agent that died, the intended instant its hlog reaches (its clock): its
+    records before it are what its log is checked against."""
+    if log is None or log.end_ns is None or agent.started_ns is None:
+        return None
+    return agent.started_ns + log.end_ns
+
+
+def first_pass(agent: AgentFiles) -> FirstPass:
+    """The first pass over an agent's files, a batch at a time (agent_rows.batches), and
+    its hlog read (summarize.read_log)."""
     run = agent.run
+    log = (read_log(agent.hlog, run.warmup_ns / 1e9, agent.died)
+           if agent.hlog is not None else None)
+    logged_until = _logged_until(agent, log)
     total = Tally()
     consumers: set[int] = set()
     highest: dict[int, int] = {}
@@ -390,7 +405,7 @@ def first_pass(agent: AgentFiles, logged_until: int | None = None) -> FirstPass:
         merged_pairs(parts["pairs"]), merged_buckets(parts["metrics"]),
         merged_buckets(parts["logged"]) if logged_until is not None else None,
         merged_extents(parts["extents"]), merged_sends(parts["sent"]),
-        merged_sends(parts["by_dead"]), merged_seen(parts["seen"]))
+        merged_sends(parts["by_dead"]), merged_seen(parts["seen"]), log, agent.started_ns)
 
 
 # --- second pass ---------------------------------------------------------------------------

@@ -79,11 +79,12 @@ class RunContext:
     sole_domain: str | None = DEFAULT_DOMAIN
     cross_host: bool = False
     dead_producer_ids: frozenset[int] = frozenset()
+    warmup_ns: int = 0
 
 
 @dataclass(frozen=True)
 class AgentFiles:
-    """An agent whose records are analysed: who it is and its files, in order."""
+    """An agent whose records are analysed: who it is, its files in order, its hlog."""
 
     run: RunContext
     agent_index: int  # its position in the manifest
@@ -91,6 +92,9 @@ class AgentFiles:
     role: str
     paths: tuple[str, ...]
     clock: Clock = (DEFAULT_DOMAIN, None, None)
+    hlog: str | None = None  # its interval log, checked against its records
+    died: bool = False
+    started_ns: int | None = None  # its start instant on its clock (Manifest.t0_of)
 
     @property
     def rows_hint(self) -> int:

@@ -62,11 +62,10 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from pyspark.sql import SparkSession
 
 from sixnines.formats import integrity
@@ -99,31 +98,27 @@ class Checked:
     """A run dir after the checks made before Spark reads anything (spark_jobs.integrity).
 
     damaged: one line per file failing them; the run is then refused whole and the other
-    fields stay empty. Otherwise messages (agent_id → (role, its message files)), the hlogs'
-    measured counts (agent_id → (role, counts per tag)), notes on missing hlogs and on
-    agents that died, and for each of those with an hlog, the intended time its log
-    reaches (its own clock): its records from before it are what its hlog is checked
-    against.
+    fields stay empty. Otherwise messages (agent_id → (role, its message files)), hlogs
+    (agent_id → its hlog, read by the first pass), notes on missing hlogs.
     """
 
     run_dir: Path
     manifest: Manifest
     damaged: list[str] = field(default_factory=list)
     messages: dict[str, tuple[Role, list[Path]]] = field(default_factory=dict)
-    hlogs: dict[str, tuple[str, dict[str, np.ndarray]]] = field(default_factory=dict)
+    hlogs: dict[str, Path] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    logged_until: dict[str, int] = field(default_factory=dict)
 
 
 def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
-                ) -> tuple[list[str], dict[str, tuple[Role, Path]]]:
+                ) -> tuple[list[str], dict[str, Path]]:
     """The hlogs of the agents with messages, and a note for each such agent without one."""
     notes: list[str] = []
-    hlogs: dict[str, tuple[Role, Path]] = {}
+    hlogs: dict[str, Path] = {}
     for agent_id, (role, _) in messages.items():
         hlog = run_dir / "agents" / agent_id / HLOG_FILE
         if hlog.is_file():
-            hlogs[agent_id] = (role, hlog)
+            hlogs[agent_id] = hlog
         else:
             notes.append(f"agent {agent_id} ({role}): {HLOG_FILE} missing; hlog check "
                          "skipped for it")
@@ -174,7 +169,8 @@ def _died_notes(run_dir: Path, manifest: Manifest,
 
 
 def check_run(run_dir: Path) -> Checked:
-    """Check a run dir's manifest and files, and read its hlogs (plain Python)."""
+    """Check a run dir's manifest and files (plain Python; its hlogs are read by the
+    first pass, spark_jobs.passes, and a damaged one refuses the run then)."""
     run_dir = Path(run_dir)
     try:
         manifest = integrity.read_manifest(run_dir)
@@ -184,17 +180,8 @@ def check_run(run_dir: Path) -> Checked:
     if damaged:
         return Checked(run_dir, manifest, damaged)
     messages = agent_rows.message_paths(run_dir, manifest)
-    notes, paths = _hlog_paths(messages, run_dir)
-    warmup_s = manifest.workload.warmup_ns / 1e9
-    starts = {agent.id: manifest.t0_of(agent) for agent in manifest.agents if agent.died}
-    hlogs, damaged, ends = summarize.read_hlogs(paths, warmup_s, died=starts)
-    for agent_id in [agent_id for agent_id in ends if starts[agent_id] is None]:
-        del hlogs[agent_id], ends[agent_id]  # nothing places its records in its log
-        notes.append(f"agent {agent_id}: its start instant is unknown; hlog check skipped")
-    notes = _died_notes(run_dir, manifest, messages,
-                        {agent_id: end / 1e9 for agent_id, end in ends.items()}) + notes
-    return Checked(run_dir, manifest, damaged, messages, hlogs, notes,
-                   {agent_id: starts[agent_id] + end for agent_id, end in ends.items()})
+    notes, hlogs = _hlog_paths(messages, run_dir)
+    return Checked(run_dir, manifest, damaged, messages, hlogs, notes)
 
 
 def _absent(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
@@ -291,11 +278,11 @@ def _expected(checked: Checked) -> delivery.Expected:
 def _run(checked: Checked, window: int | None) -> passes.Run:
     manifest = checked.manifest
     return passes.Run(manifest, checked.messages, window or manifest.throughput_window,
-                      load_of(manifest.params), checked.logged_until, _expected(checked))
+                      load_of(manifest.params), _expected(checked), checked.hlogs)
 
 
 def _figure(spark: SparkSession, runs: list[Checked], window: int | None
-            ) -> list[passes.Figures]:
+            ) -> list[passes.Figures | passes.Damaged]:
     """The per-agent passes over every run's records at once: two Spark jobs whatever the
     number of runs, only small per-agent results coming back (spark_jobs.passes)."""
     return passes.figures(passes.on_spark(spark), [_run(checked, window) for checked in runs])
@@ -313,7 +300,9 @@ def _report(checked: Checked, figured: passes.Figures) -> RunSummary:
     humps = distribution.humps(*histogram)
     usage = cpu.analyse(run_dir, manifest)
 
-    agrees, hlog_notes = summarize.hlog_agreement(checked.hlogs, figured.per_agent,
+    logged = {agent_id: (checked.messages[agent_id][0], counts)
+              for agent_id, counts in figured.logs.items()}
+    agrees, hlog_notes = summarize.hlog_agreement(logged, figured.per_agent,
                                                   pairs.off_clock, load)
     if agrees is None and not hlog_notes:
         hlog_notes.append("no hlog to check against the messages")
@@ -322,7 +311,11 @@ def _report(checked: Checked, figured: passes.Figures) -> RunSummary:
                           "files do not hold one measurement; the figures are the raw "
                           "records'")
     notes = [*_absent_notes(absent, workload, int(counts["sent"] - counts["requests"])),
-             *checked.notes, *hlog_notes]
+             *_died_notes(run_dir, manifest, checked.messages, figured.log_ends_s),
+             *checked.notes,
+             *(f"agent {agent_id}: its start instant is unknown; hlog check skipped"
+               for agent_id in figured.unplaced),
+             *hlog_notes]
     notes += summarize.out_of_range_notes(metrics)
     notes += series.notes(per_message)
     if counts["unexpected"]:
@@ -406,14 +399,19 @@ def _figured_and_reported(session: Session, passed: dict[int, Checked], window: 
     outcomes: dict[int, Outcome] = {}
     for (index, checked), found in zip(passed.items(), figured, strict=True):
         try:
-            outcomes[index] = found if isinstance(found, Exception) else _report(checked, found)
+            if isinstance(found, passes.Damaged):
+                outcomes[index] = refused(replace(checked, damaged=found.problems))
+                log.error("%s: not analysed: %s", checked.run_dir, "; ".join(found.problems))
+            else:
+                outcomes[index] = (found if isinstance(found, Exception)
+                                   else _report(checked, found))
         except Exception as error:  # a full disk: WriteFailure names the file
             outcomes[index] = error
     return outcomes
 
 
 def _figured_each(spark: SparkSession, runs: list[Checked], window: int | None
-                  ) -> list[passes.Figures | Exception]:
+                  ) -> list[passes.Figures | passes.Damaged | Exception]:
     """Each run's figures, from one pass over all; when that pass fails, from a pass over
     each alone (a run that fails alone too: its error)."""
     if len(runs) > 1:
@@ -425,7 +423,7 @@ def _figured_each(spark: SparkSession, runs: list[Checked], window: int | None
 
 
 def _figured_alone(spark: SparkSession, checked: Checked, window: int | None
-                   ) -> passes.Figures | Exception:
+                   ) -> passes.Figures | passes.Damaged | Exception:
     try:
         return _figure(spark, [checked], window)[0]
     except Exception as error:

@@ -21,7 +21,8 @@ and pyarrow installed (README, "Across machines"); a local master runs the drive
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -55,15 +56,15 @@ Result = TypeVar("Result")
 @dataclass(frozen=True)
 class Run:
     """One run to analyse: its manifest, its agents' files (agent_id → (role, paths)), the
-    window of its series, and for each dead agent with an hlog the intended instant its
-    log reaches (its records before it are what its hlog is checked against)."""
+    window of its series, its load, what its accounting expects and its agents' hlogs
+    (agent_id → path)."""
 
     manifest: Manifest
     messages: dict[str, tuple[Role, list]]
     window: int
     load: str
-    logged_until: dict[str, int]
     expected: delivery.Expected
+    hlogs: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass
@@ -76,6 +77,16 @@ class Figures:
     metrics: dict[str, MetricCounts]
     per_agent: dict[str, dict[str, np.ndarray]]  # agent_id → metric → counts (hlog check)
     per_message: series.PerMessage
+    logs: dict[str, dict[str, np.ndarray]]  # agent_id → its hlog's measured counts per tag
+    log_ends_s: dict[str, float]  # of agents that died: how far their hlog was written
+    unplaced: list[str]  # agents that died with an hlog but no known start: not checked
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """A run refused after its first pass: a file (an hlog) cannot be read."""
+
+    problems: list[str]
 
 
 # --- tasks on Spark ------------------------------------------------------------------------
@@ -179,7 +190,7 @@ def context(run_index: int, run: Run) -> RunContext:
     return RunContext(run_index, run.load, run.window, warmup_ends(manifest),
                       producer_clocks(manifest), sole_domain(manifest),
                       manifest.cross_host_latency,
-                      frozenset(run.expected.dead.producer_ids))
+                      frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns)
 
 
 def agent_files(runs: Sequence[Run]) -> list[AgentFiles]:
@@ -190,16 +201,19 @@ def agent_files(runs: Sequence[Run]) -> list[AgentFiles]:
         for index, agent in enumerate(run.manifest.agents):
             if agent.id in run.messages:
                 role, paths = run.messages[agent.id]
-                found.append(AgentFiles(run_context, index, agent.id, str(role),
-                                        tuple(str(path) for path in paths), _clock(agent)))
+                hlog = run.hlogs.get(agent.id)
+                found.append(AgentFiles(
+                    run_context, index, agent.id, str(role), tuple(map(str, paths)),
+                    _clock(agent), str(hlog) if hlog is not None else None, agent.died,
+                    run.manifest.t0_of(agent) if agent.died else None))
     return found
 
 
 # --- round one -----------------------------------------------------------------------------
 
 
-def _first(job: tuple[AgentFiles, int | None]) -> FirstPass:
-    return agent_pass.first_pass(*job)
+def _first(agent: AgentFiles) -> FirstPass:
+    return agent_pass.first_pass(agent)
 
 
 def _second(job: tuple[AgentFiles, RunPlan, WatchedReceiver | None]) -> SecondPass:
@@ -411,24 +425,51 @@ def _per_message(run: Run, found_axes: Axes, found: list[SecondPass]) -> series.
         {name: series.bytes_per_s(streams, side) for side, name in series.SIDES.items()})
 
 
-def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures]:
+def _logs(found: list[FirstPass]) -> tuple[dict[str, dict[str, np.ndarray]],
+                                            dict[str, float], list[str]]:
+    """A run's hlogs as its first pass read them: the measured counts per tag of those to
+    compare, how far those of agents that died were written (s), and the agents that
+    died with an hlog but no known start (nothing places their records in their log)."""
+    logs, ends, unplaced = {}, {}, []
+    for result in found:
+        if result.log is None:
+            continue
+        if result.log.end_ns is not None and result.started_ns is None:
+            unplaced.append(result.agent_id)
+            continue
+        logs[result.agent_id] = result.log.counts()
+        if result.log.end_ns is not None:
+            ends[result.agent_id] = result.log.end_ns / 1e9
+    return logs, ends, unplaced
+
+
+def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]:
     """Every run's figures from two rounds of per-agent passes over all their agents (two
-    Spark jobs with `on_spark`)."""
+    Spark jobs with `on_spark`); a run with an hlog that cannot be read is refused after
+    the first (Damaged) and takes no part in the second."""
     agents = agent_files(runs)
     weights = [agent.rows_hint for agent in agents]
-    logged_until = [runs[a.run.run_index].logged_until.get(a.agent_id) for a in agents]
-    first = schedule(_first, list(zip(agents, logged_until, strict=True)), weights)
+    first = schedule(_first, agents, weights)
     by_run = [[r for r in first if r.run_index == index] for index in range(len(runs))]
+    damaged = {index: problems for index, found in enumerate(by_run)
+               if (problems := sorted(r.log.problem for r in found
+                                      if r.log is not None and r.log.problem))}
     merged = [merge_first(found) for found in by_run]
     run_axes = [axes(run, m.extents) for run, m in zip(runs, merged, strict=True)]
     plans = [plan(m, a) for m, a in zip(merged, run_axes, strict=True)]
     watched = [_watched(run, [a for a in agents if a.run.run_index == index])
                for index, run in enumerate(runs)]
     jobs = [(agent, plans[agent.run.run_index],
-             watched[agent.run.run_index].get(agent.agent_index)) for agent in agents]
-    second = schedule(_second, jobs, weights)
-    results = []
+             watched[agent.run.run_index].get(agent.agent_index))
+            for agent in agents if agent.run.run_index not in damaged]
+    second = schedule(_second, jobs, [weight for agent, weight in zip(agents, weights,
+                                                                       strict=True)
+                                      if agent.run.run_index not in damaged])
+    results: list[Figures | Damaged] = []
     for index, run in enumerate(runs):
+        if index in damaged:
+            results.append(Damaged(damaged[index]))
+            continue
         found = [r for r in second if r.run_index == index]
         details = agent_pass.merged_detail([result.detail for result in found])
         metrics = {name: replace(metric, detail=Detail(*details[name]) if name in details
@@ -439,7 +480,7 @@ def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures]:
         per_agent = merged[index].per_agent | _logged(by_run[index])
         matched = sum((result.matched for result in found), delivery.Matched())
         counts = delivery.counts(run.expected, merged[index].tally, matched)
-        results.append(Figures(counts, rate, merged[index].pairs,
-                               metrics, per_agent, _per_message(run, run_axes[index], found)))
+        results.append(Figures(counts, rate, merged[index].pairs, metrics, per_agent,
+                               _per_message(run, run_axes[index], found),
+                               *_logs(by_run[index])))
     return results
-

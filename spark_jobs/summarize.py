@@ -11,7 +11,7 @@ same values. Lower median and robust deviation come from the same buckets (see
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,30 +84,39 @@ def write_hgrm(path: Path, metric: MetricCounts) -> None:
     write_atomically(path, hgrm_text(metric))
 
 
-def read_hlogs(paths: Mapping[str, tuple[str, Path]], warmup_s: float,
-               died: Collection[str] = ()
-               ) -> tuple[dict[str, tuple[str, dict[str, np.ndarray]]], list[str], dict[str, int]]:
-    """Each agent's hlog (agent_id → (role, path)) reduced to its measured counts per tag,
-    one line per hlog that cannot be read, naming it (a damaged file: the run is refused,
-    spark_jobs.integrity), and for each agent that `died`, how far its log was written (ns
-    since its t0, to the ms of the log's stamps; its last line may be cut short). Read
-    before Spark starts, so a damaged hlog costs no analysis."""
-    logged: dict[str, tuple[str, dict[str, np.ndarray]]] = {}
-    damaged = []
-    ends: dict[str, int] = {}
-    for agent, (role, path) in sorted(paths.items()):
-        try:
-            hlog = read_hlog(path, cut_short_end=agent in died)
-        except HlogError as error:
-            damaged.append(str(error))
-            continue
-        except OSError as error:
-            damaged.append(f"{path}: cannot be read ({error.strerror or error})")
-            continue
-        logged[agent] = (role, measured_counts(hlog, warmup_s))
-        if agent in died:
-            ends[agent] = round(hlog.end_s * 1000) * 1_000_000
-    return logged, damaged, ends
+@dataclass
+class LogRead:
+    """One agent's hlog reduced to what the analysis compares: its measured counts per tag
+    (sparse: indices, counts), and for an agent that died, how far its log was written
+    (ns since its t0, to the ms of the log's stamps; its last line may be cut short); or
+    why it cannot be read (a damaged file: the run is refused, spark_jobs.integrity)."""
+
+    tags: dict[str, tuple[np.ndarray, np.ndarray]]
+    end_ns: int | None = None
+    problem: str | None = None
+
+    def counts(self) -> dict[str, np.ndarray]:
+        """The measured counts per tag as HDR counts arrays."""
+        dense = {}
+        for tag, (indices, counts) in self.tags.items():
+            dense[tag] = _zeros()
+            dense[tag][indices] = counts
+        return dense
+
+
+def read_log(path: str | Path, warmup_s: float, died: bool = False) -> LogRead:
+    """An agent's hlog as a LogRead (`died`: its writer was killed as it appended)."""
+    try:
+        hlog = read_hlog(path, cut_short_end=died)
+    except HlogError as error:
+        return LogRead({}, problem=str(error))
+    except OSError as error:
+        return LogRead({}, problem=f"{path}: cannot be read ({error.strerror or error})")
+    tags = {}
+    for tag, counts in measured_counts(hlog, warmup_s).items():
+        used = np.flatnonzero(counts)
+        tags[tag] = (used, counts[used])
+    return LogRead(tags, round(hlog.end_s * 1000) * 1_000_000 if died else None)
 
 
 def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
@@ -137,7 +146,7 @@ def hlog_agreement(
 ) -> tuple[bool | None, list[str]]:
     """Does every agent's hlog hold exactly the buckets the passes built from its messages?
 
-    logged maps agent_id → (role, its hlog's measured counts per tag; see read_hlogs) for
+    logged maps agent_id → (role, its hlog's measured counts per tag; see read_log) for
     agents that have both files; off_clock maps agent_id → its deliveries not timed on its
     own clock alone (see ClockPairs); load says which tags agents write
     (spark_jobs.load.TAGS_BY_ROLE). Returns (None, notes) when there was nothing to

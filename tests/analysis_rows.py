@@ -68,7 +68,7 @@ def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] 
                          schema=MESSAGES)
         pq.write_table(table, path)
         messages[entry["id"]] = (Role(entry["role"]), [path])
-    return passes.Run(written, messages, window, load, {}, expected or delivery.Expected())
+    return passes.Run(written, messages, window, load, expected or delivery.Expected())
 
 
 def figures(*runs: passes.Run) -> list[passes.Figures]:

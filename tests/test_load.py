@@ -9,7 +9,7 @@ from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
 from sixnines.formats.summary import Figures
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, load_of, saturation_warnings
-from sixnines.spark_jobs.summarize import hlog_agreement, read_hlogs
+from sixnines.spark_jobs.summarize import hlog_agreement, read_log
 from sixnines.spark_jobs.summarize import saturation_warnings as generator_warnings
 
 FLOOD = {"rate": "max", "messages": 20_000, "duration_ns": 600 * 10**9, "schedule": "fixed"}
@@ -42,8 +42,8 @@ def test_the_hlog_check_reads_the_saturation_tags_agents_write(tmp_path):
     write_hlog(consumer, start_epoch_s=0.0, warmup_ns=0,
                series={"saturation_latency": (np.array([0, 5, 9]), values)})
     write_hlog(producer, start_epoch_s=0.0, warmup_ns=0, series={})  # no send lag
-    hlogs, _, _ = read_hlogs({"consumer-0": ("consumer", consumer),
-                           "producer-0": ("producer", producer)}, 0.0)
+    hlogs = {"consumer-0": ("consumer", read_log(consumer, 0.0).counts()),
+             "producer-0": ("producer", read_log(producer, 0.0).counts())}
     spark = {"consumer-0": {"saturation_latency": hdr.counts_of(values)}}
     assert hlog_agreement(hlogs, spark, {}, SATURATION) == (True, [])
     spark["consumer-0"]["saturation_latency"] = hdr.counts_of(values[:2])

@@ -14,7 +14,7 @@ from sixnines.spark_jobs.summarize import (
     clock_pairs,
     clock_warnings,
     hlog_agreement,
-    read_hlogs,
+    read_log,
     saturation_warnings,
     write_hgrm,
 )
@@ -86,9 +86,9 @@ def test_hlog_check_leaves_out_receivers_timed_across_clocks(tmp_path):
                series={tag: (offsets, values) for tag, values in raw.items()})
     write_hlog(tmp_path / "p.hlog", start_epoch_s=1.7e9, warmup_ns=0,
                series={"send_lag": (offsets, np.full(10, 30))})
-    hlogs, damaged, _ = read_hlogs({"c": ("consumer", tmp_path / "c.hlog"),
-                                 "p": ("producer", tmp_path / "p.hlog")}, 0.0)
-    assert damaged == []
+    read = {agent: read_log(tmp_path / f"{agent}.hlog", 0.0) for agent in "cp"}
+    assert [log.problem for log in read.values()] == [None, None]
+    hlogs = {"c": ("consumer", read["c"].counts()), "p": ("producer", read["p"].counts())}
     spark_counts = {"c": {tag: hdr.counts_of(values[:7]) for tag, values in raw.items()},
                     "p": {"send_lag": hdr.counts_of(np.full(10, 30))}}
     agrees, notes = hlog_agreement(hlogs, spark_counts, {})
