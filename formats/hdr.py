@@ -126,8 +126,15 @@ def nonzero_of_hdrh(histogram: HdrHistogram) -> tuple[np.ndarray, np.ndarray]:
 
     Read through a numpy view of hdrh's ctypes counters: a `get_count_at_index` call per
     index costs ~4 ms a histogram, which made reading a 10-minute run's hlogs take minutes.
-    A decoded payload may hold fewer counters than the layout (trailing zeros dropped)."""
+    A decoded payload may hold fewer counters than the layout (trailing zeros dropped).
+    Only the counters between the smallest and the largest value it tracks are scanned:
+    the whole array per interval was 40 % of reading an hlog."""
+    if histogram.total_count == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
     stored = min(histogram.counts_len, histogram.encoder.payload.counts_len, COUNTS_LEN)
-    view = np.ctypeslib.as_array(histogram.counts)[:stored]
+    low, high = bucket_indices(np.clip([histogram.min_value, histogram.max_value], 0,
+                                       HIGHEST))
+    low, high = max(int(low), 0), min(int(high) + 1, stored)
+    view = np.ctypeslib.as_array(histogram.counts)[low:high]
     indices = np.flatnonzero(view)
-    return indices, view[indices].astype(np.int64)
+    return indices + low, view[indices].astype(np.int64)
