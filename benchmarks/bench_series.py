@@ -5,7 +5,7 @@ consumer.
 Steps, each timed in this process on one core, interleaved over rounds (best kept):
 
 - read (the baseline): both agents' record files as the passes read them
-  (`agent_rows.read_rows`: columns, row kinds, warm-up, clock pairing);
+  (`agent_rows.batches`: columns, row kinds, warm-up, clock pairing, 1M rows at a time);
 - first pass: `agent_pass.first_pass` of both agents (tallies, reorder count, rates,
   every metric's HDR buckets, stream extents, measured sends);
 - second pass: `agent_pass.second_pass` of both (matching, exact-median values, the
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     merged = passes.merge_first([agent_pass.first_pass(agent) for agent in agents])
     plan = passes.plan(merged, passes.axes(run, merged.extents))
     steps: dict[str, Callable[[], object]] = {
-        "read": lambda: [agent_rows.read_rows(agent) for agent in agents],
+        "read": lambda: [sum(map(len, agent_rows.batches(agent))) for agent in agents],
         "first pass": lambda: [agent_pass.first_pass(agent) for agent in agents],
         "second pass": lambda: [agent_pass.second_pass(agent, plan) for agent in agents]}
     best = dict.fromkeys(steps, float("inf"))
