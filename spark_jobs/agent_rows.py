@@ -295,3 +295,9 @@ def segments(sorted_keys: np.ndarray) -> Sequence[tuple[int, int]]:
     cuts = np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]) + 1
     bounds = np.concatenate([[0], cuts, [len(sorted_keys)]])
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True))
+
+
+def stream_order(streams: np.ndarray, order_by: np.ndarray) -> np.ndarray:
+    """Row order by stream, then by `order_by` (each stream's rows are already nearly in
+    that order in the files, which the sort exploits)."""
+    return np.lexsort((order_by, streams))

@@ -32,17 +32,20 @@ from pyspark.sql import SparkSession
 from sixnines.formats import hdr
 from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.vocabulary import SENDERS, Role
-from sixnines.spark_jobs import agent_pass, agent_rows, delivery, series
-from sixnines.spark_jobs.agent_pass import (
-    Buckets,
-    FirstPass,
-    Intervals,
-    RunPlan,
-    SecondPass,
-    WatchedReceiver,
+from sixnines.spark_jobs import (
+    agent_pass,
+    agent_rows,
+    delivery,
+    delivery_pass,
+    histograms,
+    series,
+    series_pass,
 )
+from sixnines.spark_jobs.agent_pass import FirstPass, RunPlan, SecondPass
 from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, RunContext
+from sixnines.spark_jobs.delivery_pass import Intervals, Messages, WatchedReceiver
 from sixnines.spark_jobs.distribution import Detail, bucket_range, median_bucket
+from sixnines.spark_jobs.histograms import Buckets
 from sixnines.spark_jobs.series import RECEIVER, SCHEDULE, SENDER
 from sixnines.spark_jobs.summarize import METRICS, ClockPairs, MetricCounts, clock_pairs
 
@@ -248,7 +251,7 @@ class Merged:
     per_agent: dict[str, dict[str, np.ndarray]]
     extents: list[dict[str, Any]]
     sent: dict[int, Intervals]
-    extra: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    extra: Messages | None
 
 
 def _sum_rates(rates: list[float | None]) -> float | None:
@@ -260,22 +263,22 @@ def _extents(found: list[FirstPass]) -> list[dict[str, Any]]:
     """Stream extents of every agent, merged (a producer's schedule spans its receivers)."""
     names = ("side", "stream", "agent_index", "n", "first", "last", "bytes")
     return [dict(zip(names, row, strict=True))
-            for row in agent_pass.merged_extents([result.extents for result in found])]
+            for row in series_pass.merged_extents([result.extents for result in found])]
 
 
 def _completed_by_receivers(found: list[FirstPass], tally: delivery.Tally,
                             sent: dict[int, Intervals]
-                            ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+                            ) -> Messages | None:
     """Messages of dead senders that receivers got but that their sender's kept chunks do
     not hold count as sent (spark_jobs.delivery): added to the tally and to the measured
     sends; the measured ones returned as (producer ids, seqs, sent times)."""
-    seen = agent_pass.merged_seen([result.seen for result in found])
+    seen = delivery_pass.merged_seen([result.seen for result in found])
     if seen is None:
         return None
-    own = agent_pass.merged_sends([result.sent_by_dead for result in found])
+    own = delivery_pass.merged_sends([result.sent_by_dead for result in found])
     new = np.ones(len(seen.seq), bool)
     for start, end in agent_rows.segments(seen.producer_id):  # sorted by producer
-        new[start:end] = ~agent_pass.inside(seen.seq[start:end],
+        new[start:end] = ~delivery_pass.inside(seen.seq[start:end],
                                             own.get(int(seen.producer_id[start])))
     warm, request = seen.warmup[new], seen.request[new]
     tally.sent += int(np.count_nonzero(~warm))
@@ -283,7 +286,7 @@ def _completed_by_receivers(found: list[FirstPass], tally: delivery.Tally,
     tally.warmup_sent += int(np.count_nonzero(warm))
     measured = new & ~seen.warmup
     extra = seen.producer_id[measured], seen.seq[measured], seen.sent[measured]
-    completed = agent_pass.merged_sends([sent, agent_pass.sends_of(*extra[:2])])
+    completed = delivery_pass.merged_sends([sent, delivery_pass.sends_of(*extra[:2])])
     sent.update(completed)
     return extra
 
@@ -297,7 +300,7 @@ def merge_first(found: list[FirstPass]) -> Merged:
         for metric, buckets in result.metrics.items():
             _add(metrics[metric], buckets)
             per_agent.setdefault(result.agent_id, {})[metric] = _dense(buckets)
-    sent = agent_pass.merged_sends([result.sent for result in found])
+    sent = delivery_pass.merged_sends([result.sent for result in found])
     extra = _completed_by_receivers(found, tally, sent)
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
@@ -328,7 +331,7 @@ def _medians(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
 
 
 def _placements(streams: series.Streams, side: int, axis: series.Axis | None
-                ) -> dict[int, agent_pass.Placement]:
+                ) -> dict[int, series_pass.Placement]:
     if axis is None:
         return {}
     return {stream: (origin, axis.low, axis.width_ns, axis.bins)
@@ -390,7 +393,7 @@ def _claims(agent: AgentEntry, connections: int, ids: tuple[int, int]) -> bool:
 
 def _curve(found: list[SecondPass]) -> pa.Table | None:
     """The latency curve's rows (bucket, count, latency_min, …) of every agent, merged."""
-    curve = agent_pass.merged_curve([result.curve for result in found])
+    curve = series_pass.merged_curve([result.curve for result in found])
     if curve is None:
         return None
     return pa.table({"bucket": curve.bucket, "count": curve.count, **curve.figures})
@@ -471,7 +474,7 @@ def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]
             results.append(Damaged(damaged[index]))
             continue
         found = [r for r in second if r.run_index == index]
-        details = agent_pass.merged_detail([result.detail for result in found])
+        details = histograms.merged_detail([result.detail for result in found])
         metrics = {name: replace(metric, detail=Detail(*details[name]) if name in details
                                  else None)
                    for name, metric in merged[index].metrics.items()}

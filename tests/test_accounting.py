@@ -15,7 +15,7 @@ import pytest
 
 from sixnines.formats import hdr
 from sixnines.formats.manifest import Manifest
-from sixnines.spark_jobs import agent_pass, agent_rows, delivery, passes
+from sixnines.spark_jobs import agent_pass, agent_rows, delivery, histograms, passes
 from tests.analysis_rows import figures, write_run
 
 
@@ -201,7 +201,7 @@ def _by_metric(run: passes.Run) -> dict[str, list[int]]:
     """Each metric's measured values over all the run's agents, sorted."""
     by_metric: dict[str, list[int]] = {}
     for rows in _rows_of(run).values():
-        for metric, values in agent_pass.metric_values(rows, run.load, rows.measured).items():
+        for metric, values in histograms.metric_values(rows, run.load, rows.measured).items():
             by_metric.setdefault(metric, []).extend(values.tolist())
     return {metric: sorted(values) for metric, values in by_metric.items() if values}
 
@@ -333,7 +333,7 @@ def test_a_requester_is_its_own_receiver(tmp_path):
 
 
 def test_bucket_counts_out_of_range():
-    buckets = agent_pass.Buckets.of(np.array([-3, 7, hdr.HIGHEST + 1], dtype=np.int64))
+    buckets = histograms.Buckets.of(np.array([-3, 7, hdr.HIGHEST + 1], dtype=np.int64))
     top = int(hdr.bucket_indices(np.array([hdr.HIGHEST]))[0])
     assert (buckets.negative, buckets.too_large, buckets.max) == (1, 1, hdr.HIGHEST + 1)
     # clipped into the end buckets, each bucket's raw values summed as they were

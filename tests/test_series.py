@@ -16,7 +16,15 @@ import pyarrow as pa
 import pytest
 
 from sixnines.formats.vocabulary import Load
-from sixnines.spark_jobs import agent_pass, agent_rows, passes, series, summarize
+from sixnines.spark_jobs import (
+    agent_pass,
+    agent_rows,
+    histograms,
+    passes,
+    series,
+    series_pass,
+    summarize,
+)
 from sixnines.spark_jobs.distribution import bucket_range, median_bucket
 from tests.analysis_rows import figures, write_run
 
@@ -60,7 +68,7 @@ def _spans(run: passes.Run, window: int) -> dict[int, list]:
     for agent in passes.agent_files([run]):
         rows = agent_rows.read_rows(agent)
         for side in (series.SENDER, series.RECEIVER):
-            streams = agent_pass.stream_windows(rows, side, agent.agent_index, window)
+            streams = series_pass.stream_windows(rows, side, agent.agent_index, window)
             if not streams:
                 continue
             (mine,) = streams
@@ -82,7 +90,7 @@ ONE_STREAM = (_sent(0, 1, [t * US for t in INTENDED], [t * US for t in SENT])
 def test_latency_per_message(tmp_path):
     """L_n = recv − intended (free of coordinated omission), service time = recv − sent."""
     _, rows = _rows_of(write_run(tmp_path, ONE_STREAM), "consumer")
-    values = agent_pass.metric_values(rows, Load.OPEN_LOOP, rows.measured)
+    values = histograms.metric_values(rows, Load.OPEN_LOOP, rows.measured)
     order = np.argsort(rows.intended[rows.timed], kind="stable")
     got = list(zip(values["latency"][order].tolist(), values["service_time"][order].tolist(),
                    strict=True))
@@ -218,7 +226,7 @@ def test_latency_curve_buckets(tmp_path):
     axis = series.Axis(0, 60 * US - 1, 3)
     origin = _streams(run).origins[series.SCHEDULE, 1]
     _, rows = _rows_of(run, "consumer")
-    curve = agent_pass.latency_curve(rows, {1: (origin, axis.low, axis.width_ns, axis.bins)})
+    curve = series_pass.latency_curve(rows, {1: (origin, axis.low, axis.width_ns, axis.bins)})
     table = pa.table({"bucket": curve.bucket, "count": curve.count, **curve.figures})
     got = series.latency_json(table)["latency"]
     latency = [r - i for i, r in zip(INTENDED, RECV, strict=True)]  # 50 45 70 60 160 160
@@ -257,7 +265,7 @@ def test_median_detail_skips_wide_buckets(tmp_path):
     assert latency.count == 1 and latency.detail is None
     assert "latency" not in passes._medians(found.metrics)
     _, rows = _rows_of(run, "consumer")
-    got = agent_pass.median_detail(rows, Load.OPEN_LOOP,
+    got = histograms.median_detail(rows, Load.OPEN_LOOP,
                                    {"latency": (4_999_999_990, 5_000_000_010)})
     values, counts = got["latency"]
     assert values.tolist() == [5_000_000_000] and counts.tolist() == [1]

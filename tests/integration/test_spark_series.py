@@ -13,7 +13,14 @@ from sixnines.formats.chunks import message_files
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.vocabulary import Load, Role
 from sixnines.orchestrator.runner import RunSettings
-from sixnines.spark_jobs import agent_pass, agent_rows, delivery, distribution, passes, series
+from sixnines.spark_jobs import (
+    agent_rows,
+    delivery,
+    distribution,
+    passes,
+    series,
+    series_pass,
+)
 from sixnines.spark_jobs.analyze import SERIES, analyze_run, main
 from tests.integration.support import execute, points
 
@@ -76,7 +83,7 @@ def test_overhead_identity_on_real_timestamps(run):
     spans = {}
     for agent in passes.agent_files([analysed]):
         side = series.SENDER if agent.role == Role.PRODUCER else series.RECEIVER
-        (stream,) = agent_pass.stream_windows(agent_rows.read_rows(agent), side,
+        (stream,) = series_pass.stream_windows(agent_rows.read_rows(agent), side,
                                               agent.agent_index, WINDOW)
         spans[side] = stream.span
     so, ro = spans[series.SENDER], spans[series.RECEIVER]

@@ -1,0 +1,261 @@
+"""The series of one agent's records (spark_jobs.series has the definitions; agent_pass
+runs these a batch at a time): each stream's extent, the latency curve on the run's
+schedule axis, and the throughput windows of its streams on the side's axis, each
+stream's last M timestamps carried across batches."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sixnines.spark_jobs.agent_rows import EXCLUDED, Rows, groups, segments, stream_order
+from sixnines.spark_jobs.histograms import Buckets
+from sixnines.spark_jobs.series import MILLI, RECEIVER, SCHEDULE, SENDER
+
+#: A position on an axis of a run's curves: (origin ns, low ns, width ns, bins)
+Placement = tuple[int, int, float, int]
+
+
+def _extents(side: int, keys: np.ndarray, ts: np.ndarray, size: np.ndarray,
+             agent_index: int) -> list[tuple]:
+    if len(keys) == 0:
+        return []
+    unique, inverse = groups(keys)
+    n = np.bincount(inverse)
+    first = np.full(len(unique), np.iinfo(np.int64).max)
+    last = np.full(len(unique), np.iinfo(np.int64).min)
+    np.minimum.at(first, inverse, ts)
+    np.maximum.at(last, inverse, ts)
+    size_sum = np.bincount(inverse, weights=size.astype(np.float64))
+    return [(side, int(key), agent_index, int(count), int(lo), int(hi), float(total))
+            for key, count, lo, hi, total in zip(unique, n, first, last, size_sum, strict=True)]
+
+
+def merged_extents(parts: list[list[tuple]]) -> list[tuple]:
+    """Stream extents from several batches' (or agents': a producer's schedule spans its
+    receivers): counts and bytes added, the earliest first, the latest last, the lowest
+    agent index."""
+    merged: dict[tuple[int, int], list] = {}
+    for part in parts:
+        for side, stream, agent_index, n, first, last, size in part:
+            row = merged.get((side, stream))
+            if row is None:
+                merged[side, stream] = [agent_index, n, first, last, size]
+            else:
+                row[0], row[1] = min(row[0], agent_index), row[1] + n
+                row[2], row[3], row[4] = min(row[2], first), max(row[3], last), row[4] + size
+    return [(side, stream, *row) for (side, stream), row in merged.items()]
+
+
+def receiver_key(agent_index: int, consumer: np.ndarray) -> np.ndarray:
+    """One receiving connection of a run: an agent may hold several."""
+    return (np.int64(agent_index) << 32) + consumer
+
+
+def stream_extents(rows: Rows, agent_index: int) -> list[tuple]:
+    """Each stream's extent over the measured rows: a sender stream per producer id (send
+    times), a receiver stream per connection (receive times), and per producer the
+    intended times of its timed receipts (the latency curve's axis)."""
+    sending = rows.sender & rows.measured
+    timed = rows.timed & rows.measured
+    return [*_extents(SENDER, rows.producer_id[sending], rows.sent[sending],
+                      rows.size[sending], agent_index),
+            *_extents(RECEIVER, receiver_key(agent_index, rows.consumer[timed]),
+                      rows.recv[timed], rows.size[timed], agent_index),
+            *_extents(SCHEDULE, rows.producer_id[timed], rows.intended[timed],
+                      rows.size[timed], agent_index)]
+
+
+def axis_bucket(times: np.ndarray, placement: Placement | np.ndarray) -> np.ndarray:
+    """The bucket of each time on its stream's axis (origin, low, width, bins), the ends
+    clamped."""
+    origin, low, width, bins = placement
+    position = np.floor((times - origin - low).astype(np.float64) / width)
+    return np.clip(position, 0, np.asarray(bins) - 1).astype(np.int64)
+
+
+def _placements(keys: np.ndarray, placed: dict) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+    """(placed mask, each row's (origin, low, width, bins)) of keys looked up in `placed`."""
+    ids, inverse = groups(keys)
+    table = [placed.get(int(key)) for key in ids]
+    found = np.array([p is not None for p in table], bool)[inverse]
+    columns = tuple(np.array([p[i] if p is not None else 0 for p in table])[inverse]
+                    for i in range(4))
+    return found, columns
+
+
+@dataclass
+class Curve:
+    """A latency curve's aggregates per bucket of the schedule axis."""
+
+    bucket: np.ndarray
+    count: np.ndarray
+    figures: dict[str, np.ndarray]  # latency_min, latency_max, latency_sum, service_time_…
+
+
+def latency_curve(rows: Rows, schedule: dict[int, Placement]) -> Curve | None:
+    """Per bucket of intended time on the run's schedule axis: count and min / max / sum
+    of latency and service time of its measured timed receipts (as metric_values times
+    them)."""
+    timed = rows.timed & rows.measured & (rows.pair != EXCLUDED)
+    if not timed.any() or not schedule:
+        return None
+    placed, placement = _placements(rows.producer_id[timed], schedule)
+    if not placed.any():
+        return None
+    recv = (rows.recv[timed] - rows.correction[timed])[placed]
+    intended = rows.intended[timed][placed]
+    bucket = axis_bucket(intended, tuple(column[placed] for column in placement))
+    metrics = {"latency": recv - intended, "service_time": recv - rows.sent[timed][placed]}
+    used, inverse = groups(bucket)
+    figures = {}
+    for name, values in metrics.items():
+        low = np.full(len(used), np.iinfo(np.int64).max)
+        high = np.full(len(used), np.iinfo(np.int64).min)
+        total = np.zeros(len(used), np.int64)
+        np.minimum.at(low, inverse, values)
+        np.maximum.at(high, inverse, values)
+        np.add.at(total, inverse, values)
+        figures |= {f"{name}_min": low, f"{name}_max": high, f"{name}_sum": total}
+    return Curve(used, np.bincount(inverse), figures)
+
+
+def merged_curve(parts: list[Curve | None]) -> Curve | None:
+    """One latency curve from several batches' (or agents'): counts and sums added, the
+    lowest minimum and the highest maximum of each bucket."""
+    curves = [part for part in parts if part is not None]
+    if len(curves) <= 1:
+        return curves[0] if curves else None
+    used, inverse = np.unique(np.concatenate([curve.bucket for curve in curves]),
+                              return_inverse=True)
+    count = np.zeros(len(used), np.int64)
+    np.add.at(count, inverse, np.concatenate([curve.count for curve in curves]))
+    figures = {}
+    for name in curves[0].figures:
+        values = np.concatenate([curve.figures[name] for curve in curves])
+        if name.endswith("_min"):
+            merged = np.full(len(used), np.iinfo(np.int64).max)
+            np.minimum.at(merged, inverse, values)
+        elif name.endswith("_max"):
+            merged = np.full(len(used), np.iinfo(np.int64).min)
+            np.maximum.at(merged, inverse, values)
+        else:
+            merged = np.zeros(len(used), np.int64)
+            np.add.at(merged, inverse, values)
+        figures[name] = merged
+    return Curve(used, count, figures)
+
+
+def _side_streams(rows: Rows, side: int, agent_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """(stream keys, timestamps) of one side's measured rows: sender streams by producer
+    id (send times), receiver streams by connection (receive times)."""
+    if side == SENDER:
+        mine = rows.sender & rows.measured
+        return rows.producer_id[mine], rows.sent[mine]
+    mine = rows.timed & rows.measured
+    return receiver_key(agent_index, rows.consumer[mine]), rows.recv[mine]
+
+
+@dataclass
+class StreamWindows:
+    """One stream's windows ending in a batch: its rows there, the timestamps the windows
+    end at (time order) and for each the span ts_n − ts_{n−M} and its value M / span in
+    milli-msg/s (0 where the span is 0: undefined). The first M of a stream end no
+    window."""
+
+    stream: int
+    rows: int
+    ends: np.ndarray
+    span: np.ndarray
+    value: np.ndarray
+
+    @property
+    def defined(self) -> np.ndarray:
+        return self.span > 0
+
+
+def stream_windows(rows: Rows, side: int, agent_index: int, window: int,
+                   tails: dict[int, np.ndarray] | None = None) -> list[StreamWindows]:
+    """ST_n (or RT_n) of each of the side's streams in a batch: span = the n-th timestamp
+    minus the (n − M)-th in time order, value = M / span (series: the definitions).
+    `tails`: each stream's last M timestamps of the batches before, updated (a stream's
+    timestamps are one clock's, in its files' order)."""
+    tails = {} if tails is None else tails
+    keys, ts = _side_streams(rows, side, agent_index)
+    order = stream_order(keys, ts)
+    keys, ts = keys[order], ts[order]
+    found = []
+    for start, end in segments(keys):
+        stream = int(keys[start])
+        tail = tails.get(stream, ts[:0])
+        joined = np.concatenate([tail, ts[start:end]])
+        first = max(window, len(tail))
+        ends = joined[first:]
+        span = ends - joined[first - window:first - window + len(ends)]
+        value = np.zeros(len(span), np.int64)
+        defined = span > 0
+        value[defined] = np.floor(window * 1e9 * MILLI / span[defined] + 0.5)
+        tails[stream] = joined[-window:]
+        found.append(StreamWindows(stream, end - start, ends, span, value))
+    return found
+
+
+@dataclass
+class Windows:
+    """One side's throughput windows of an agent: HDR buckets of ST_n (or RT_n), and per
+    time bucket the summed rate of its streams (each 1 / its mean overhead there) and
+    the windows that spanned 0 ns."""
+
+    buckets: Buckets
+    keys: np.ndarray
+    rate: np.ndarray
+    defined: np.ndarray
+    zero_span: np.ndarray
+
+
+class WindowPass:
+    """One side's throughput windows over an agent's batches, for its streams placed on
+    the side's axis: the HDR buckets of the defined values, and per stream and time
+    bucket (of each window's end) the windows, their spans and those that spanned 0 ns."""
+
+    def __init__(self, side: int, agent_index: int, window: int,
+                 streams: dict[tuple[int, int], Placement]) -> None:
+        self.side, self.agent_index, self.window = side, agent_index, window
+        self.streams = streams
+        self.tails: dict[int, np.ndarray] = {}
+        self.curves: dict[int, list[np.ndarray]] = {}  # stream → [count, spans, zero]
+        self.buckets: list[Buckets] = []
+
+    def add(self, rows: Rows) -> None:
+        for found in stream_windows(rows, self.side, self.agent_index, self.window,
+                                    self.tails):
+            placement = self.streams.get((self.side, found.stream))
+            if placement is None or len(found.span) == 0:
+                continue
+            defined, bins = found.defined, placement[3]
+            bucket = axis_bucket(found.ends, placement)
+            curve = self.curves.setdefault(found.stream, [np.zeros(bins, np.int64),
+                                                          np.zeros(bins),
+                                                          np.zeros(bins, np.int64)])
+            curve[0] += np.bincount(bucket[defined], minlength=bins)
+            curve[1] += np.bincount(bucket[defined], minlength=bins,
+                                    weights=found.span[defined].astype(np.float64))
+            curve[2] += np.bincount(bucket[~defined], minlength=bins)
+            self.buckets.append(Buckets.of(found.value[defined]))
+
+    def result(self) -> Windows | None:
+        """Per time bucket the rate summed over the streams, each 1 / its mean overhead
+        there = M · windows / Σ spans (defined where any stream had a window)."""
+        if not self.curves:
+            return None
+        bins = len(next(iter(self.curves.values()))[0])
+        rate, count, zero = np.zeros(bins), np.zeros(bins, np.int64), np.zeros(bins, np.int64)
+        for windows_in, spans, zeros in self.curves.values():
+            some = windows_in > 0
+            rate[some] += self.window * 1e9 * windows_in[some] / spans[some]
+            count += windows_in
+            zero += zeros
+        used = np.flatnonzero((count > 0) | (zero > 0))
+        return Windows(Buckets.merged(self.buckets), used, rate[used], count[used] > 0,
+                       zero[used])
