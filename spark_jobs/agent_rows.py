@@ -186,16 +186,15 @@ def _tables(agent: AgentFiles, batch_rows: int) -> Iterator[pa.Table]:
     whole_run = agent.role == Role.REQUESTER and [
         p.rsplit("/", 1)[-1] for p in agent.paths] == [MESSAGES_FILE]
     pending: list[pa.Table] = []
-    held = 0
+    yielded = False
     for path in agent.paths:
         for batch in _checked(path).iter_batches(batch_size=batch_rows):
             table = _records(path, batch)
             pending.append(_as_recorded_now(table) if whole_run else table)
-            held += len(table)
-            if held >= batch_rows:
+            if sum(map(len, pending)) >= batch_rows:
                 yield pa.concat_tables(pending)
-                pending, held = [], 0
-    if pending or held == 0:
+                pending, yielded = [], True
+    if pending or not yielded:  # an agent without rows is one empty batch
         yield pa.concat_tables(pending) if pending else MESSAGES.empty_table()
 
 
@@ -240,18 +239,19 @@ def _rows(table: pa.Table, agent: AgentFiles) -> Rows:
     return rows
 
 
-def _per_producer(producer_id: np.ndarray, values: dict[int, object], default: object
+def _per_producer(producer_id: np.ndarray, values: dict[int, object]
                   ) -> tuple[np.ndarray, list[object]]:
-    """(index into the list, the list): each row's producer's value, by unique id (an
-    agent hears from few producers, so Python runs once per producer, not per row)."""
+    """(index into the list, the list): each row's producer's value (None: none), by
+    unique id (an agent hears from few producers, so Python runs once per producer, not
+    per row)."""
     ids, inverse = np.unique(producer_id, return_inverse=True)
-    return inverse, [values.get(int(pid), default) for pid in ids]
+    return inverse, [values.get(int(pid)) for pid in ids]
 
 
 def _warmup_by_schedule(rows: Rows, run: RunContext) -> None:
     if not run.warmup_ends or not rows.receipt.any():
         return
-    inverse, ends = _per_producer(rows.producer_id, run.warmup_ends, None)
+    inverse, ends = _per_producer(rows.producer_id, run.warmup_ends)
     placed = np.array([end is not None for end in ends])[inverse]
     end = np.array([0 if end is None else end for end in ends], np.int64)[inverse]
     by_schedule = rows.receipt & placed
@@ -275,7 +275,7 @@ def _pair_clocks(rows: Rows, agent: AgentFiles) -> None:
     if agent.role == Role.REQUESTER:
         rows.pair[timed] = SAME_CLOCK
         return
-    inverse, clocks = _per_producer(rows.producer_id, agent.run.producers or {}, None)
+    inverse, clocks = _per_producer(rows.producer_id, agent.run.producers or {})
     table = np.array([_pairing(tx, agent.clock, agent.run) for tx in clocks],
                      np.int64).reshape(-1, 3)
     rows.pair[timed] = table[inverse[timed], 0]

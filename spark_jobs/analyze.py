@@ -15,14 +15,15 @@ manifest; 100 for manifests without one). One JSON line per run on stdout: {"run
 1 some run failed or is corrupt (the others still get their reports), 2 bad usage or a
 run dir without a manifest.
 
-Before Spark reads anything, each run's files are checked (spark_jobs.integrity: the
-manifest's checksums, cut-short or undecodable files, the hlogs parsed whole but for the
-last line a kill cut from a dead agent's). A run with a file failing a check is refused
-whole: its summary.json has status `corrupt`, a problem line per file naming it and what
-is wrong, and no figure (spark_jobs.status orders the statuses). Spark starts only for
-runs that pass. Every report file is written whole or not at all (formats.atomic),
-summary.json last, and files of an earlier analysis are removed first, so no figure
-outlives a new verdict.
+Before Spark reads anything, each run's files are checked (formats.integrity: the
+manifest's checksums, cut-short or undecodable files); each agent's hlog is parsed whole,
+but for the last line a kill cut from a dead agent's, by its first-pass task. A run with
+a file failing a check is refused whole: its summary.json has status `corrupt`, a problem
+line per file naming it and what is wrong, and no figure (formats.status orders the
+statuses); one with a damaged hlog is refused after the first pass and takes no part in
+the second. Spark starts only for runs that pass the checks. Every report file is written
+whole or not at all (formats.atomic), summary.json last, and files of an earlier analysis
+are removed first, so no figure outlives a new verdict.
 
 summary.json: formats.summary documents every field (its JSON Schema is
 docs/summary.schema.json). An agent that died is analysed from the chunks its index lists

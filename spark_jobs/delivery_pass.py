@@ -19,14 +19,14 @@ from sixnines.formats.vocabulary import Role
 from sixnines.spark_jobs.agent_rows import (
     AgentFiles,
     Rows,
+    batches,
     groups,
-    read_rows,
     segments,
     stream_order,
 )
 from sixnines.spark_jobs.delivery import Matched, Tally
 
-PACKED_LOW_BITS = 40  # a seq below 2**40 and a stream rank below 2**23 share one int64
+PACKED_LOW_BITS = 40  # a producer id and a seq below 2**40 share one int64
 
 
 #: A producer's measured sends as seq intervals: (starts, ends), both inclusive, sorted.
@@ -37,9 +37,8 @@ def tally(rows: Rows, role: str) -> Tally:
     """What a batch counts of sends and receipts (the consumer connections and the
     reordered receipts span batches: first_pass counts them)."""
     warm = rows.warmup
-    return Tally(sent=int(np.count_nonzero(rows.sender & ~warm)),
-                 requests=int(np.count_nonzero(rows.sender & ~warm))
-                 if role == Role.REQUESTER else 0,
+    sent = int(np.count_nonzero(rows.sender & ~warm))
+    return Tally(sent=sent, requests=sent if role == Role.REQUESTER else 0,
                  warmup_sent=int(np.count_nonzero(rows.sender & warm)),
                  received=int(np.count_nonzero(rows.receipt & ~warm)),
                  warmup_received=int(np.count_nonzero(rows.receipt & warm)))
@@ -153,18 +152,6 @@ def merged_seen(parts: list[Seen | None]) -> Seen | None:
     return Seen(**{name: column[picked] for name, column in columns.items()})
 
 
-def _sorted_pairs(high: np.ndarray, low: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(high, low) sorted by high then low: one int64 sort when both fit, else lexsort."""
-    if len(low) == 0:
-        return high, low
-    if (low.min() >= 0 and low.max() < 1 << PACKED_LOW_BITS and high.min() >= 0
-            and high.max() < 1 << (63 - PACKED_LOW_BITS)):
-        packed = np.sort((high << PACKED_LOW_BITS) | low)
-        return packed >> PACKED_LOW_BITS, packed & ((1 << PACKED_LOW_BITS) - 1)
-    order = np.lexsort((low, high))
-    return high[order], low[order]
-
-
 def inside(seqs: np.ndarray, sent: Intervals | None) -> np.ndarray:
     """Whether each seq is among the sends (intervals; None: none)."""
     return _positions(seqs, sent)[0]
@@ -233,10 +220,10 @@ def _sends_of(watched: WatchedReceiver, extra: Messages | None) -> Messages:
     """(producer ids, seqs, sent times) of the measured sends a watched receiver expects:
     its senders' own rows and those only receivers recorded."""
     parts = []
-    for sender in watched.senders:
-        rows = read_rows(sender)
-        sending = rows.sender & rows.measured
-        parts.append((rows.producer_id[sending], rows.seq[sending], rows.sent[sending]))
+    for sender in watched.senders:  # only the columns needed, a batch at a time
+        for rows in batches(sender):
+            sending = rows.sender & rows.measured
+            parts.append((rows.producer_id[sending], rows.seq[sending], rows.sent[sending]))
     if extra is not None:
         parts.append(extra)
     if not parts:
@@ -294,8 +281,9 @@ def late(rows: Rows, watched: WatchedReceiver, extra: Messages | None) -> int:
         return 0
     ids, horizon = _horizons(rows, watched.relay_died)
     got_rows = rows.receipt & rows.measured
-    keys, consumers = _sorted_pairs(_pack(rows.producer_id[got_rows], rows.seq[got_rows]),
-                                    rows.consumer[got_rows] + 1)
+    keys = _pack(rows.producer_id[got_rows], rows.seq[got_rows])
+    order = np.lexsort((rows.consumer[got_rows], keys))
+    keys, consumers = keys[order], rows.consumer[got_rows][order]
     distinct = np.concatenate([[True], (keys[1:] != keys[:-1])
                                | (consumers[1:] != consumers[:-1])])
     got_keys, got = np.unique(keys[distinct], return_counts=True)

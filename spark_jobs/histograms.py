@@ -11,6 +11,7 @@ import numpy as np
 from sixnines.formats import hdr
 from sixnines.formats.vocabulary import Load
 from sixnines.spark_jobs.agent_rows import EXCLUDED, Rows
+from sixnines.spark_jobs.summarize import MetricCounts
 
 
 @dataclass
@@ -52,6 +53,15 @@ class Buckets:
         return cls(used, counts, sums, sum(part.total for part in parts),
                    max(maxima) if maxima else None, sum(part.negative for part in parts),
                    sum(part.too_large for part in parts))
+
+
+    def metric(self) -> MetricCounts:
+        """The buckets as a metric's histogram (counts arrays of the HDR layout)."""
+        merged = MetricCounts(total=self.total, max=self.max, negative=self.negative,
+                              too_large=self.too_large)
+        merged.counts[self.indices] = self.counts
+        merged.sums[self.indices] = self.sums
+        return merged
 
 
 def merged_buckets(parts: list[dict[str, Buckets]]) -> dict[str, Buckets]:

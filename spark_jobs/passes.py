@@ -29,7 +29,6 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql import SparkSession
 
-from sixnines.formats import hdr
 from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.vocabulary import SENDERS, Role
 from sixnines.spark_jobs import (
@@ -215,28 +214,8 @@ def agent_files(runs: Sequence[Run]) -> list[AgentFiles]:
 # --- round one -----------------------------------------------------------------------------
 
 
-def _first(agent: AgentFiles) -> FirstPass:
-    return agent_pass.first_pass(agent)
-
-
 def _second(job: tuple[AgentFiles, RunPlan, WatchedReceiver | None]) -> SecondPass:
     return agent_pass.second_pass(*job)
-
-
-def _add(metric: MetricCounts, buckets: Buckets) -> None:
-    np.add.at(metric.counts, buckets.indices, buckets.counts)
-    np.add.at(metric.sums, buckets.indices, buckets.sums)
-    metric.total += buckets.total
-    if buckets.max is not None:
-        metric.max = buckets.max if metric.max is None else max(metric.max, buckets.max)
-    metric.negative += buckets.negative
-    metric.too_large += buckets.too_large
-
-
-def _dense(buckets: Buckets) -> np.ndarray:
-    counts = np.zeros(hdr.COUNTS_LEN, np.int64)
-    counts[buckets.indices] = buckets.counts
-    return counts
 
 
 @dataclass
@@ -294,12 +273,11 @@ def _completed_by_receivers(found: list[FirstPass], tally: delivery.Tally,
 def merge_first(found: list[FirstPass]) -> Merged:
     """A run's first pass: its agents' results merged."""
     tally = sum((result.tally for result in found), delivery.Tally())
-    metrics = {metric: MetricCounts() for metric in METRICS}
-    per_agent: dict[str, dict[str, np.ndarray]] = {}
-    for result in found:
-        for metric, buckets in result.metrics.items():
-            _add(metrics[metric], buckets)
-            per_agent.setdefault(result.agent_id, {})[metric] = _dense(buckets)
+    merged = histograms.merged_buckets([result.metrics for result in found])
+    metrics = {metric: MetricCounts() for metric in METRICS} | {
+        metric: buckets.metric() for metric, buckets in merged.items()}
+    per_agent = {result.agent_id: _counts(result.metrics) for result in found
+                 if result.metrics}
     sent = delivery_pass.merged_sends([result.sent for result in found])
     extra = _completed_by_receivers(found, tally, sent)
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
@@ -308,10 +286,14 @@ def merge_first(found: list[FirstPass]) -> Merged:
                   _extents(found), sent, extra)
 
 
+def _counts(metrics: dict[str, Buckets]) -> dict[str, np.ndarray]:
+    """An agent's HDR counts per metric (what its hlog is checked against)."""
+    return {metric: buckets.metric().counts for metric, buckets in metrics.items()}
+
+
 def _logged(found: list[FirstPass]) -> dict[str, dict[str, np.ndarray]]:
     """Per dead agent with an hlog: the bucket counts of its records its log covers."""
-    return {result.agent_id: {metric: _dense(buckets)
-                              for metric, buckets in result.logged.items()}
+    return {result.agent_id: _counts(result.logged)
             for result in found if result.logged is not None}
 
 
@@ -400,12 +382,10 @@ def _curve(found: list[SecondPass]) -> pa.Table | None:
 
 
 def _throughput(found: list[SecondPass], side: int, axis: series.Axis) -> series.Throughput:
-    counts = MetricCounts()
     parts = [result.windows[side] for result in found if side in result.windows]
-    for part in parts:
-        _add(counts, part.buckets)
     if not parts:
-        return series.Throughput(counts, [], [], 0)
+        return series.Throughput(MetricCounts(), [], [], 0)
+    counts = Buckets.merged([part.buckets for part in parts]).metric()
     keys = np.concatenate([part.keys for part in parts])
     used, inverse = np.unique(keys, return_inverse=True)
     rate = np.zeros(len(used))
@@ -452,7 +432,7 @@ def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]
     the first (Damaged) and takes no part in the second."""
     agents = agent_files(runs)
     weights = [agent.rows_hint for agent in agents]
-    first = schedule(_first, agents, weights)
+    first = schedule(agent_pass.first_pass, agents, weights)
     by_run = [[r for r in first if r.run_index == index] for index in range(len(runs))]
     damaged = {index: problems for index, found in enumerate(by_run)
                if (problems := sorted(r.log.problem for r in found

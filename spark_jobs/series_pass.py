@@ -94,6 +94,25 @@ class Curve:
     figures: dict[str, np.ndarray]  # latency_min, latency_max, latency_sum, service_time_…
 
 
+#: How a curve figure of a bucket is reduced, by its name's suffix: (ufunc, its identity)
+REDUCTIONS = {"min": (np.minimum, np.iinfo(np.int64).max),
+              "max": (np.maximum, np.iinfo(np.int64).min), "sum": (np.add, 0)}
+
+
+def _reduced(bucket: np.ndarray, count: np.ndarray, figures: dict[str, np.ndarray]) -> Curve:
+    """A curve of the rows (or partial curves) given: counts added and each figure
+    reduced per bucket as its suffix says (REDUCTIONS)."""
+    used, inverse = groups(bucket)
+    counts = np.zeros(len(used), np.int64)
+    np.add.at(counts, inverse, count)
+    reduced = {}
+    for name, values in figures.items():
+        ufunc, identity = REDUCTIONS[name.rsplit("_", 1)[1]]
+        reduced[name] = np.full(len(used), identity, np.int64)
+        ufunc.at(reduced[name], inverse, values)
+    return Curve(used, counts, reduced)
+
+
 def latency_curve(rows: Rows, schedule: dict[int, Placement]) -> Curve | None:
     """Per bucket of intended time on the run's schedule axis: count and min / max / sum
     of latency and service time of its measured timed receipts (as metric_values times
@@ -108,17 +127,9 @@ def latency_curve(rows: Rows, schedule: dict[int, Placement]) -> Curve | None:
     intended = rows.intended[timed][placed]
     bucket = axis_bucket(intended, tuple(column[placed] for column in placement))
     metrics = {"latency": recv - intended, "service_time": recv - rows.sent[timed][placed]}
-    used, inverse = groups(bucket)
-    figures = {}
-    for name, values in metrics.items():
-        low = np.full(len(used), np.iinfo(np.int64).max)
-        high = np.full(len(used), np.iinfo(np.int64).min)
-        total = np.zeros(len(used), np.int64)
-        np.minimum.at(low, inverse, values)
-        np.maximum.at(high, inverse, values)
-        np.add.at(total, inverse, values)
-        figures |= {f"{name}_min": low, f"{name}_max": high, f"{name}_sum": total}
-    return Curve(used, np.bincount(inverse), figures)
+    return _reduced(bucket, np.ones(len(bucket), np.int64),
+                    {f"{name}_{how}": values for name, values in metrics.items()
+                     for how in REDUCTIONS})
 
 
 def merged_curve(parts: list[Curve | None]) -> Curve | None:
@@ -127,24 +138,10 @@ def merged_curve(parts: list[Curve | None]) -> Curve | None:
     curves = [part for part in parts if part is not None]
     if len(curves) <= 1:
         return curves[0] if curves else None
-    used, inverse = np.unique(np.concatenate([curve.bucket for curve in curves]),
-                              return_inverse=True)
-    count = np.zeros(len(used), np.int64)
-    np.add.at(count, inverse, np.concatenate([curve.count for curve in curves]))
-    figures = {}
-    for name in curves[0].figures:
-        values = np.concatenate([curve.figures[name] for curve in curves])
-        if name.endswith("_min"):
-            merged = np.full(len(used), np.iinfo(np.int64).max)
-            np.minimum.at(merged, inverse, values)
-        elif name.endswith("_max"):
-            merged = np.full(len(used), np.iinfo(np.int64).min)
-            np.maximum.at(merged, inverse, values)
-        else:
-            merged = np.zeros(len(used), np.int64)
-            np.add.at(merged, inverse, values)
-        figures[name] = merged
-    return Curve(used, count, figures)
+    return _reduced(np.concatenate([curve.bucket for curve in curves]),
+                    np.concatenate([curve.count for curve in curves]),
+                    {name: np.concatenate([curve.figures[name] for curve in curves])
+                     for name in curves[0].figures})
 
 
 def _side_streams(rows: Rows, side: int, agent_index: int) -> tuple[np.ndarray, np.ndarray]:
