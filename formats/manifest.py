@@ -29,7 +29,7 @@ from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Role
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
 #: only what it had closed (formats.chunks.kept_chunks).
 UNREPORTED = ("failed", "missing")
@@ -163,6 +163,11 @@ class Workload(Open):
     """The workload point (the scenario's Workload fields; sizes in bytes, times in ns)."""
 
     warmup_ns: int = 0
+    duration_ns: int | None = None
+    """The measured stretch after the warm-up (None: a run of `messages` at rate max)."""
+    drain_ns: int | None = None
+    rate: float | str | None = None
+    """Messages per second over all senders, or "max" (formats.vocabulary.MAX_RATE)."""
     connections: int = 1
     """Connections per agent; each consumer connection receives every message."""
 

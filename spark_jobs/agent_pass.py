@@ -19,7 +19,8 @@ and the throughput windows of its streams on the run's axes (spark_jobs.series).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -28,11 +29,11 @@ from sixnines.spark_jobs.agent_rows import CROSS_CLOCK, PAIRS, AgentFiles, Rows,
 from sixnines.spark_jobs.delivery import Matched, Tally
 from sixnines.spark_jobs.delivery_pass import (
     Intervals,
+    Matching,
     Messages,
     Seen,
     WatchedReceiver,
     late,
-    matched,
     merged_seen,
     merged_sends,
     reordered,
@@ -42,10 +43,11 @@ from sixnines.spark_jobs.delivery_pass import (
 )
 from sixnines.spark_jobs.histograms import (
     Buckets,
-    median_detail,
+    detail_of,
     merged_buckets,
     merged_detail,
     metric_buckets,
+    metric_values,
 )
 from sixnines.spark_jobs.series import RECEIVER, SENDER
 from sixnines.spark_jobs.series_pass import (
@@ -134,46 +136,79 @@ def _logged_until(agent: AgentFiles, log: LogRead | None) -> int | None:
     return agent.started_ns + log.end_ns
 
 
-def first_pass(agent: AgentFiles) -> FirstPass:
-    """The first pass over an agent's files, a batch at a time (agent_rows.batches), and
-    its hlog read (summarize.read_log)."""
-    run = agent.run
-    log = (read_log(agent.hlog, run.warmup_ns / 1e9, agent.died)
-           if agent.hlog is not None else None)
-    logged_until = _logged_until(agent, log)
-    total = Tally()
-    consumers: set[int] = set()
-    highest: dict[int, int] = {}
-    parts: dict[str, list] = {name: [] for name in (
-        "sent_span", "recv_span", "pairs", "metrics", "logged", "extents", "sent",
-        "by_dead", "seen")}
-    for rows in batches(agent):
+class FirstFold:
+    """The first pass over an agent's records, fed a batch at a time in file order (all
+    its files at once, or its closed chunks as they close): the state that spans batches
+    (each stream's highest seq, the consumer connections) and every batch's mergeable
+    part, merged as it comes so the state stays small."""
+
+    PARTS = ("sent_span", "recv_span", "pairs", "metrics", "logged", "extents", "sent",
+             "by_dead", "seen")
+
+    def __init__(self, agent: AgentFiles, logged_until: int | None = None) -> None:
+        self.agent, self.logged_until = agent, logged_until
+        self.total = Tally()
+        self.consumers: set[int] = set()
+        self.highest: dict[int, int] = {}
+        self.parts: dict[str, list] = {name: [] for name in self.PARTS}
+
+    def add(self, rows: Rows) -> None:
+        agent, run, parts = self.agent, self.agent.run, self.parts
         measured = rows.measured
-        total += tally(rows, agent.role)
-        total.reordered += reordered(rows, highest)
+        self.total += tally(rows, agent.role)
+        self.total.reordered += reordered(rows, self.highest)
         if agent.role == Role.CONSUMER:
-            consumers.update(np.unique(rows.consumer[rows.consumer >= 0]).tolist())
+            self.consumers.update(np.unique(rows.consumer[rows.consumer >= 0]).tolist())
         parts["sent_span"].append(_span(rows.sent[rows.sender & measured]))
         parts["recv_span"].append(_span(rows.recv[rows.timed & measured]))
         parts["pairs"].append(clock_pairs(rows, agent.agent_id))
         parts["metrics"].append(metric_buckets(rows, run.load, measured))
-        if logged_until is not None:
-            parts["logged"].append(
-                metric_buckets(rows, run.load, measured & (rows.intended < logged_until)))
+        if self.logged_until is not None:
+            parts["logged"].append(metric_buckets(
+                rows, run.load, measured & (rows.intended < self.logged_until)))
         parts["extents"].append(stream_extents(rows, agent.agent_index))
         parts["sent"].append(sends(rows, measured))
         if run.dead_producer_ids:
             parts["by_dead"].append(
                 sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids))))
             parts["seen"].append(seen_from_dead(rows, agent.role, run.dead_producer_ids))
-    total.consumers = len(consumers)
-    return FirstPass(
-        run.run_index, agent.agent_index, agent.agent_id, total,
-        rate(_joined(parts["sent_span"])), rate(_joined(parts["recv_span"])),
-        merged_pairs(parts["pairs"]), merged_buckets(parts["metrics"]),
-        merged_buckets(parts["logged"]) if logged_until is not None else None,
-        merged_extents(parts["extents"]), merged_sends(parts["sent"]),
-        merged_sends(parts["by_dead"]), merged_seen(parts["seen"]), log, agent.started_ns)
+        self._merge()
+
+    def _merge(self) -> None:
+        parts = self.parts
+        merges = {"sent_span": _joined, "recv_span": _joined, "pairs": merged_pairs,
+                  "metrics": merged_buckets, "logged": merged_buckets,
+                  "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends}
+        for name, merge in merges.items():  # the dead senders' messages seen: at the end
+            if len(parts[name]) > 1:
+                parts[name] = [merge(parts[name])]
+
+    def result(self, log: LogRead | None = None) -> FirstPass:
+        agent, parts = self.agent, self.parts
+        total = replace(self.total, consumers=len(self.consumers))
+
+        def one(name: str, empty: Any) -> Any:
+            return parts[name][0] if parts[name] else empty
+
+        return FirstPass(
+            agent.run.run_index, agent.agent_index, agent.agent_id, total,
+            rate(one("sent_span", None)), rate(one("recv_span", None)),
+            one("pairs", None), one("metrics", {}),
+            one("logged", {}) if self.logged_until is not None else None,
+            one("extents", []), one("sent", {}), one("by_dead", {}), merged_seen(parts["seen"]),
+            log, agent.started_ns)
+
+
+def first_pass(agent: AgentFiles) -> FirstPass:
+    """The first pass over an agent's files, a batch at a time (agent_rows.batches), and
+    its hlog read (summarize.read_log)."""
+    run = agent.run
+    log = (read_log(agent.hlog, run.warmup_ns / 1e9, agent.died)
+           if agent.hlog is not None else None)
+    fold = FirstFold(agent, _logged_until(agent, log))
+    for rows in batches(agent):
+        fold.add(rows)
+    return fold.result(log)
 
 
 @dataclass(frozen=True)
@@ -202,23 +237,65 @@ class SecondPass:
     windows: dict[int, Windows] = field(default_factory=dict)
 
 
+class SecondFold:
+    """The second pass over an agent's records, fed a batch at a time in file order,
+    against its run's plan: the matching (delivered flags, pending receipts), each
+    stream's last M timestamps, and every batch's median values and curve, merged as
+    they come."""
+
+    def __init__(self, agent: AgentFiles, plan: RunPlan) -> None:
+        self.agent, self.plan = agent, plan
+        self.matching = Matching()
+        self.ranges = dict(plan.medians)  # metric → the values counted exactly
+        self.unranged: set[str] = set()  # metrics with values before any range was given
+        self.detail: list[dict] = []
+        self.curve: list[Curve | None] = []
+        self.flows = {side: WindowPass(side, agent.agent_index, agent.run.window,
+                                       plan.streams)
+                      for side in (SENDER, RECEIVER)}
+
+    def add(self, rows: Rows, final: bool = True) -> None:
+        """One batch; `final`: the plan's sends are the run's last (receipts of other seqs
+        are unexpected, not pending)."""
+        plan = self.plan
+        self.matching.add(rows, plan.sent, final)
+        values = metric_values(rows, self.agent.run.load, rows.measured)
+        self.unranged.update(name for name, mine in values.items()
+                             if len(mine) and name not in self.ranges)
+        self.detail = [merged_detail([*self.detail, detail_of(values, self.ranges)])]
+        self.curve = [merged_curve([*self.curve, latency_curve(rows, plan.schedule)])]
+        for flow in self.flows.values():
+            flow.add(rows)
+
+    def replan(self, plan: RunPlan) -> None:
+        """The run's plan as more of it is known (closed chunks analysed while the run
+        goes): more sends, more streams placed on the same axes. The values counted exactly
+        stay those of the first plan's ranges (what was counted cannot be widened), but a
+        metric it had no values of yet gets its range."""
+        self.plan = plan
+        for flow in self.flows.values():
+            flow.streams = plan.streams
+        for name, found in plan.medians.items():
+            if name not in self.ranges and name not in self.unranged:
+                self.ranges[name] = found
+
+    def result(self, watched: WatchedReceiver | None = None) -> SecondPass:
+        """Its figures; at a watched receiver (one that died) with its unknown deliveries,
+        from its kept chunks read whole."""
+        found = self.matching.result()
+        if watched is not None:
+            found.late = late(read_rows(self.agent), watched, self.plan.extra)
+        return SecondPass(self.agent.run.run_index, found,
+                          self.detail[0] if self.detail else {},
+                          self.curve[0] if self.curve else None,
+                          {side: result for side, flow in self.flows.items()
+                           if (result := flow.result()) is not None})
+
+
 def second_pass(agent: AgentFiles, plan: RunPlan, watched: WatchedReceiver | None = None
                 ) -> SecondPass:
     """The second pass over an agent's files, a batch at a time (agent_rows.batches)."""
-    run = agent.run
-    found = Matched()
-    delivered: dict[int, np.ndarray] = {}
-    details, curves = [], []
-    flows = {side: WindowPass(side, agent.agent_index, run.window, plan.streams)
-             for side in (SENDER, RECEIVER)}
+    fold = SecondFold(agent, plan)
     for rows in batches(agent):
-        found += matched(rows, plan.sent, delivered)
-        details.append(median_detail(rows, run.load, plan.medians))
-        curves.append(latency_curve(rows, plan.schedule))
-        for flow in flows.values():
-            flow.add(rows)
-    if watched is not None:  # an agent that died: its kept chunks, read whole
-        found.late = late(read_rows(agent), watched, plan.extra)
-    return SecondPass(run.run_index, found, merged_detail(details), merged_curve(curves),
-                      {side: result for side, flow in flows.items()
-                       if (result := flow.result()) is not None})
+        fold.add(rows)
+    return fold.result(watched)

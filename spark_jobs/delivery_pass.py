@@ -11,7 +11,7 @@ receiver that died, the misses that may have come after its stream is known whol
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -172,33 +172,112 @@ def _sent_count(sent: Intervals) -> int:
     return int(np.sum(sent[1] - sent[0] + 1))
 
 
-def matched(rows: Rows, sent: dict[int, Intervals],
-            delivered: dict[int, np.ndarray] | None = None) -> Matched:
-    """Its measured receipts matched by (producer, seq) against the measured sends, per
-    receiving connection. `delivered`: per stream (connection and producer), a flag per
-    message its producer sent, set once received: carried across batches, so a message
-    received again in a later batch is a duplicate there too."""
-    delivered = {} if delivered is None else delivered
-    mine = rows.receipt & rows.measured
-    if not mine.any():
-        return Matched()
-    streams = ((rows.consumer[mine] + 1) << 32) + rows.producer_id[mine]
-    order = np.argsort(streams, kind="stable")
-    keys, seqs = streams[order], rows.seq[mine][order]
-    found = Matched()
-    for start, end in segments(keys):
-        stream, seq = int(keys[start]), seqs[start:end]
-        producer_sent = sent.get(stream & 0xFFFFFFFF)
-        inside, position = _positions(seq, producer_sent)
-        if producer_sent is not None and inside.any():
-            flags = delivered.setdefault(stream, np.zeros(_sent_count(producer_sent), bool))
-            before = int(np.count_nonzero(flags))
-            flags[position[inside]] = True
-            fresh = int(np.count_nonzero(flags)) - before
-            found.unique += fresh
-            found.duplicated += int(np.count_nonzero(inside)) - fresh
-        found.unexpected += int(np.count_nonzero(~inside))
-    return found
+def _extends(old: Intervals, new: Intervals) -> bool:
+    """Whether `new` only adds seqs after all of `old`'s (a producer's sends known later in
+    its run): every seq of `old` keeps its position among the sends."""
+    k = len(old[0])
+    return (k == 0 or (len(new[0]) >= k and np.array_equal(new[0][:k], old[0])
+                       and np.array_equal(new[1][:k - 1], old[1][:k - 1])
+                       and new[1][k - 1] >= old[1][k - 1]))
+
+
+class _Stream:
+    """One stream's matching state: its producer's sends the flags are placed on, a flag
+    per message sent (set once received), and the seqs received that are not among them."""
+
+    def __init__(self) -> None:
+        self.sent: Intervals = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        self.store = np.zeros(0, bool)  # the flags, and room to grow
+        self.flags = self.store
+        self.pending: list[np.ndarray] = []
+
+    def place(self, sent: Intervals) -> None:
+        """Flags placed on these sends: grown when they extend the ones before (positions
+        kept; room doubled, so sends known a chunk at a time cost no copy each), moved seq
+        by seq otherwise (a dead sender's gap filled by receivers)."""
+        if sent[0] is self.sent[0] and sent[1] is self.sent[1]:
+            return
+        count = _sent_count(sent)
+        if not _extends(self.sent, sent):
+            received = _seqs_at(self.sent, np.flatnonzero(self.flags))
+            self.store = np.zeros(count, bool)
+            self.store[_positions(received, sent)[1]] = True
+        elif count > len(self.store):
+            store = np.zeros(max(count, 2 * len(self.store)), bool)
+            store[:len(self.flags)] = self.flags
+            self.store = store
+        self.sent, self.flags = sent, self.store[:count]
+
+
+def _seqs_at(sent: Intervals, positions: np.ndarray) -> np.ndarray:
+    """The seqs at these positions among the sends (the inverse of _positions)."""
+    starts, ends = sent
+    offsets = np.concatenate([[0], np.cumsum(ends - starts + 1)[:-1]])
+    index = np.searchsorted(offsets, positions, side="right") - 1
+    return starts[index] + (positions - offsets[index])
+
+
+def _flagged(flags: np.ndarray, positions: np.ndarray) -> int:
+    """Sets the flags at these positions; how many were not set (each position once)."""
+    new = positions[~flags[positions]]
+    flags[new] = True
+    if len(new) > 1 and not np.all(new[1:] > new[:-1]):  # received twice in the batch
+        return len(np.unique(new))
+    return len(new)
+
+
+class Matching:
+    """An agent's measured receipts matched by (producer, seq) against the measured sends,
+    per receiving connection, batch after batch, in receive order.
+
+    Per stream (connection and producer) a flag per message its producer sent, set once
+    received, so a message received again in a later batch is a duplicate there too. A
+    receipt of a seq not among the sends given is kept pending while more sends may come
+    (`final=False`: closed chunks analysed while the run goes, docs/design.md, "Analysis")
+    and matched again against the next sends; once they are final it is unexpected.
+    Counts are of the multiset of receipts, so the order receipts are settled in does not
+    change them."""
+
+    def __init__(self) -> None:
+        self.found = Matched()
+        self.streams: dict[int, _Stream] = {}
+
+    def add(self, rows: Rows, sent: dict[int, Intervals], final: bool = True) -> None:
+        mine = rows.receipt & rows.measured
+        if not mine.any():
+            return
+        keys = ((rows.consumer[mine] + 1) << 32) + rows.producer_id[mine]
+        order = np.argsort(keys, kind="stable")
+        keys, seqs = keys[order], rows.seq[mine][order]
+        for start, end in segments(keys):
+            self._settle(int(keys[start]), seqs[start:end], sent, final)
+
+    def settle(self, sent: dict[int, Intervals], final: bool = True) -> None:
+        """The pending receipts matched again against sends known since."""
+        for key, stream in self.streams.items():
+            if stream.pending:
+                waiting, stream.pending = np.concatenate(stream.pending), []
+                self._settle(key, waiting, sent, final)
+
+    def _settle(self, key: int, seqs: np.ndarray, sent: dict[int, Intervals],
+                final: bool) -> None:
+        stream = self.streams.setdefault(key, _Stream())
+        producer_sent = sent.get(key & 0xFFFFFFFF)
+        if producer_sent is not None:
+            stream.place(producer_sent)
+        inside, position = _positions(seqs, producer_sent)
+        if inside.any():
+            fresh = _flagged(stream.flags, position[inside])
+            self.found.unique += fresh
+            self.found.duplicated += int(np.count_nonzero(inside)) - fresh
+        if final:
+            self.found.unexpected += int(np.count_nonzero(~inside))
+        elif not inside.all():
+            stream.pending.append(seqs[~inside])
+
+    def result(self) -> Matched:
+        """The matching so far, pending receipts left out."""
+        return replace(self.found)
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,12 @@ def median_detail(rows: Rows, load: str, ranges: dict[str, tuple[int, int]]
     counts)."""
     if not ranges:
         return {}
-    values = metric_values(rows, load, rows.measured)
+    return detail_of(metric_values(rows, load, rows.measured), ranges)
+
+
+def detail_of(values: dict[str, np.ndarray], ranges: dict[str, tuple[int, int]]
+              ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The metric values inside each range given: (distinct values, their counts)."""
     detail = {}
     for name, (low, high) in ranges.items():
         mine = values.get(name)

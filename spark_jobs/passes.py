@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from sixnines.formats.manifest import AgentEntry, Manifest
-from sixnines.formats.vocabulary import SENDERS, Role
+from sixnines.formats.vocabulary import RECORDING, SENDERS, Role
 from sixnines.spark_jobs import (
     agent_pass,
     agent_rows,
@@ -143,7 +143,7 @@ def on_spark(spark: SparkSession) -> Scheduler:
 # --- the runs' contexts ------------------------------------------------------------------
 
 
-def _clock(agent: AgentEntry) -> Clock:
+def agent_clock(agent: AgentEntry) -> Clock:
     """An agent's clock: a missing domain is the shared default one; the offset is its
     domain's, bounded by that estimate's uncertainty (formats.manifest.Clock.bound_ns)."""
     return agent.clock.domain or DEFAULT_DOMAIN, agent.clock.offset_ns, agent.clock.bound_ns
@@ -151,6 +151,13 @@ def _clock(agent: AgentEntry) -> Clock:
 
 def _producer_ids(agent: AgentEntry, connections: int) -> range:
     return range(agent.first_id, agent.first_id + (agent.connections or connections))
+
+
+def producer_agents(manifest: Manifest) -> dict[int, int]:
+    """Each producer id's sender, by its agent_index."""
+    return {producer_id: index for index, agent in enumerate(manifest.agents)
+            if agent.role in SENDERS and agent.first_id is not None
+            for producer_id in _producer_ids(agent, manifest.workload.connections)}
 
 
 def producer_clocks(manifest: Manifest) -> dict[int, Clock]:
@@ -166,7 +173,7 @@ def producer_clocks(manifest: Manifest) -> dict[int, Clock]:
                 raise ValueError(f"producer id {producer_id} claimed by agents "
                                  f"{owners[producer_id]} and {agent.id}")
             owners[producer_id] = agent.id
-            clocks[producer_id] = _clock(agent)
+            clocks[producer_id] = agent_clock(agent)
     return clocks
 
 
@@ -182,7 +189,7 @@ def warmup_ends(manifest: Manifest) -> dict[int, int]:
 
 def sole_domain(manifest: Manifest) -> str | None:
     """The domain every recording agent is in, None when they span several."""
-    domains = {_clock(agent)[0] for agent in manifest.agents
+    domains = {agent_clock(agent)[0] for agent in manifest.agents
                if agent.role in (Role.PRODUCER, Role.CONSUMER, Role.REQUESTER)}
     return domains.pop() if len(domains) == 1 else None
 
@@ -206,7 +213,7 @@ def agent_files(runs: Sequence[Run]) -> list[AgentFiles]:
                 hlog = run.hlogs.get(agent.id)
                 found.append(AgentFiles(
                     run_context, index, agent.id, str(role), tuple(map(str, paths)),
-                    _clock(agent), str(hlog) if hlog is not None else None, agent.died,
+                    agent_clock(agent), str(hlog) if hlog is not None else None, agent.died,
                     run.manifest.t0_of(agent) if agent.died else None))
     return found
 
@@ -300,7 +307,7 @@ def _logged(found: list[FirstPass]) -> dict[str, dict[str, np.ndarray]]:
 # --- round two -----------------------------------------------------------------------------
 
 
-def _medians(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
+def medians(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
     """The raw value range of each metric's median bucket, when narrow enough to count
     its values exactly (DETAIL_MAX_WIDTH)."""
     ranges = {}
@@ -329,24 +336,46 @@ class Axes:
     throughput: dict[int, series.Axis]
 
 
+def planned(manifest: Manifest) -> series.Planned | None:
+    """The run's schedule as planned, when its curves can be placed on it before any
+    record is read (what analysing closed chunks while the run goes needs): every
+    recording agent's t0 known, a duration and a rate in msg/s. Otherwise (rate max, a
+    manifest of another tool) the curves' axes are the streams' observed extents."""
+    workload = manifest.workload
+    streams = len(producer_clocks(manifest))
+    if (workload.duration_ns is None or workload.duration_ns <= 0 or not streams
+            or not isinstance(workload.rate, float | int) or isinstance(workload.rate, bool)
+            or any(agent.t0_ns is None for agent in manifest.agents
+                   if agent.role in RECORDING)):
+        return None
+    return series.Planned(workload.warmup_ns, workload.duration_ns, workload.drain_ns or 0,
+                          workload.rate * workload.duration_ns / 1e9 / streams)
+
+
 def axes(run: Run, extents: list[dict[str, Any]]) -> Axes:
+    """The run's streams and its curves' axes: as planned, or as observed (`planned`)."""
     starts = {index: agent.t0_ns for index, agent in enumerate(run.manifest.agents)
               if agent.t0_ns is not None}
-    streams = series.Streams.of(extents, starts)
-    throughput = {side: axis for side in (SENDER, RECEIVER)
-                  if (axis := streams.throughput_axis(side, run.window)) is not None}
-    return Axes(streams, streams.axis(SCHEDULE, series.MAX_POINTS), throughput)
+    streams = series.Streams.of(extents, starts, producer_agents(run.manifest))
+    schedule = planned(run.manifest)
+    if schedule is None:
+        throughput = {side: axis for side in (SENDER, RECEIVER)
+                      if (axis := streams.throughput_axis(side, run.window)) is not None}
+        return Axes(streams, streams.axis(SCHEDULE, series.MAX_POINTS), throughput)
+    return Axes(streams, schedule.schedule_axis() if streams.side(SCHEDULE) else None,
+                {side: schedule.throughput_axis(run.window) for side in (SENDER, RECEIVER)
+                 if streams.side(side)})
 
 
 def plan(merged: Merged, found_axes: Axes) -> RunPlan:
     streams = {(side, stream): placement
                for side, axis in found_axes.throughput.items()
                for stream, placement in _placements(found_axes.streams, side, axis).items()}
-    return RunPlan(merged.sent, merged.extra, _medians(merged.metrics),
+    return RunPlan(merged.sent, merged.extra, medians(merged.metrics),
                    _placements(found_axes.streams, SCHEDULE, found_axes.schedule), streams)
 
 
-def _watched(run: Run, agents: list[AgentFiles]) -> dict[int, WatchedReceiver]:
+def watched_receivers(run: Run, agents: list[AgentFiles]) -> dict[int, WatchedReceiver]:
     """agent_index → each receiver of the run whose misses may be unknown, with the files
     of the senders it expects."""
     senders = [agent for agent in agents if agent.role in SENDERS]
@@ -426,6 +455,25 @@ def _logs(found: list[FirstPass]) -> tuple[dict[str, dict[str, np.ndarray]],
     return logs, ends, unplaced
 
 
+def damage(found: list[FirstPass]) -> list[str]:
+    """The problems of the run's hlogs its first pass read (none: the run is analysed)."""
+    return sorted(r.log.problem for r in found if r.log is not None and r.log.problem)
+
+
+def assembled(run: Run, first: list[FirstPass], merged: Merged, found_axes: Axes,
+              second: list[SecondPass]) -> Figures:
+    """A run's figures from its two rounds."""
+    details = histograms.merged_detail([result.detail for result in second])
+    metrics = {name: replace(metric, detail=Detail(*details[name]) if name in details
+                             else None)
+               for name, metric in merged.metrics.items()}
+    rate = {"send_rate": merged.send_rate, "receive_rate": merged.receive_rate}
+    matched = sum((result.matched for result in second), delivery.Matched())
+    counts = delivery.counts(run.expected, merged.tally, matched)
+    return Figures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
+                   _per_message(run, found_axes, second), *_logs(first))
+
+
 def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]:
     """Every run's figures from two rounds of per-agent passes over all their agents (two
     Spark jobs with `on_spark`); a run with an hlog that cannot be read is refused after
@@ -435,12 +483,11 @@ def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]
     first = schedule(agent_pass.first_pass, agents, weights)
     by_run = [[r for r in first if r.run_index == index] for index in range(len(runs))]
     damaged = {index: problems for index, found in enumerate(by_run)
-               if (problems := sorted(r.log.problem for r in found
-                                      if r.log is not None and r.log.problem))}
+               if (problems := damage(found))}
     merged = [merge_first(found) for found in by_run]
     run_axes = [axes(run, m.extents) for run, m in zip(runs, merged, strict=True)]
     plans = [plan(m, a) for m, a in zip(merged, run_axes, strict=True)]
-    watched = [_watched(run, [a for a in agents if a.run.run_index == index])
+    watched = [watched_receivers(run, [a for a in agents if a.run.run_index == index])
                for index, run in enumerate(runs)]
     jobs = [(agent, plans[agent.run.run_index],
              watched[agent.run.run_index].get(agent.agent_index))
@@ -448,22 +495,7 @@ def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]
     second = schedule(_second, jobs, [weight for agent, weight in zip(agents, weights,
                                                                        strict=True)
                                       if agent.run.run_index not in damaged])
-    results: list[Figures | Damaged] = []
-    for index, run in enumerate(runs):
-        if index in damaged:
-            results.append(Damaged(damaged[index]))
-            continue
-        found = [r for r in second if r.run_index == index]
-        details = histograms.merged_detail([result.detail for result in found])
-        metrics = {name: replace(metric, detail=Detail(*details[name]) if name in details
-                                 else None)
-                   for name, metric in merged[index].metrics.items()}
-        rate = {"send_rate": merged[index].send_rate,
-                "receive_rate": merged[index].receive_rate}
-        per_agent = merged[index].per_agent | _logged(by_run[index])
-        matched = sum((result.matched for result in found), delivery.Matched())
-        counts = delivery.counts(run.expected, merged[index].tally, matched)
-        results.append(Figures(counts, rate, merged[index].pairs, metrics, per_agent,
-                               _per_message(run, run_axes[index], found),
-                               *_logs(by_run[index])))
-    return results
+    return [Damaged(damaged[index]) if index in damaged else
+            assembled(run, by_run[index], merged[index], run_axes[index],
+                      [r for r in second if r.run_index == index])
+            for index, run in enumerate(runs)]

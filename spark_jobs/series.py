@@ -90,12 +90,14 @@ class Streams:
     origins: dict[tuple[int, int], int]  # (side, stream) → ns on its clock taken as t = 0
 
     @classmethod
-    def of(cls, rows: list[dict[str, Any]], starts: Mapping[int, int]) -> Streams:
-        """rows: the run's extent rows; starts: agent_index → t0_ns from its manifest. A
-        SCHEDULE stream (a producer's intended times) starts with its sender stream; with
-        t0s, one without a sender stream (its file missing, or an unexpected producer id)
-        is not placed."""
+    def of(cls, rows: list[dict[str, Any]], starts: Mapping[int, int],
+           owners: Mapping[int, int] | None = None) -> Streams:
+        """rows: the run's extent rows; starts: agent_index → t0_ns from its manifest;
+        owners: producer id → the agent_index of the sender the manifest gives it. A
+        SCHEDULE stream (a producer's intended times) starts with its sender; with t0s, one
+        of no known sender (an unexpected producer id) is not placed."""
         senders = {r["stream"]: r["agent_index"] for r in rows if r["side"] == SENDER}
+        senders.update(owners or {})
         agent = {(r["side"], r["stream"]): senders.get(r["stream"]) if r["side"] == SCHEDULE
                  else r["agent_index"] for r in rows}
         if all(index in starts for index in agent.values() if index is not None):
@@ -122,6 +124,30 @@ class Streams:
         counts = [r["n"] for r in self.side(side)]
         bins = int(np.clip(np.median(counts) // window, 1, MAX_POINTS)) if counts else 1
         return self.axis(side, bins)
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A run's schedule as planned, the same for every agent since its own t0: the
+    measured stretch [warmup, warmup + duration), the drain after it, and how many
+    messages each sender stream is to send."""
+
+    warmup_ns: int
+    duration_ns: int
+    drain_ns: int
+    per_stream: float
+
+    def schedule_axis(self) -> Axis:
+        """The latency curve's axis: intended times are the schedule's own."""
+        return Axis(self.warmup_ns, self.warmup_ns + self.duration_ns - 1, MAX_POINTS)
+
+    def throughput_axis(self, window: int) -> Axis:
+        """Both sides' axis: the measured stretch and the drain, in buckets of at least one
+        window of a planned sender stream (see the module doc)."""
+        span = self.duration_ns + self.drain_ns
+        messages = self.per_stream * span / self.duration_ns
+        bins = int(np.clip(messages // window, 1, MAX_POINTS))
+        return Axis(self.warmup_ns, self.warmup_ns + span - 1, bins)
 
 
 def density_ns(streams: Streams) -> float | None:

@@ -10,10 +10,12 @@ its producer id; a sent row has none.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -50,10 +52,12 @@ def _record(row: tuple, agent_index: int) -> dict[str, Any]:
 
 def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] | None = None,
               expected: delivery.Expected | None = None, load: str = Load.OPEN_LOOP,
-              window: int = 100, **manifest: Any) -> passes.Run:
-    """A run of these rows: each agent's rows in one chunk file under folder/agents/<id>/,
-    in the rows' order; `agents`: the manifest's entries (default: the rows' agents, by
-    id), whose order gives agent_index; `manifest`: further manifest fields."""
+              window: int = 100, chunk_rows: int | None = None, **manifest: Any
+              ) -> passes.Run:
+    """A run of these rows: each agent's rows in chunk files under folder/agents/<id>/
+    (one, or of `chunk_rows` rows each), in the rows' order; `agents`: the manifest's
+    entries (default: the rows' agents, by id), whose order gives agent_index;
+    `manifest`: further manifest fields."""
     entries = agents if agents is not None else _agents(rows)
     written = Manifest.model_validate({"agents": entries, **manifest})
     index = {entry["id"]: i for i, entry in enumerate(entries)}
@@ -62,15 +66,32 @@ def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] 
         mine = [_record(row, index[entry["id"]]) for row in rows if row[0] == entry["id"]]
         if not mine:
             continue
-        path = folder / "agents" / entry["id"] / chunk_name(0)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        table = pa.table({field.name: [r.get(field.name) for r in mine] for field in MESSAGES},
-                         schema=MESSAGES)
-        pq.write_table(table, path)
-        messages[entry["id"]] = (Role(entry["role"]), [path])
+        size = chunk_rows or len(mine)
+        paths = []
+        for number, start in enumerate(range(0, len(mine), size)):
+            path = folder / "agents" / entry["id"] / chunk_name(number)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            part = mine[start:start + size]
+            pq.write_table(pa.table({field.name: [r.get(field.name) for r in part]
+                                     for field in MESSAGES}, schema=MESSAGES), path)
+            paths.append(path)
+        messages[entry["id"]] = (Role(entry["role"]), paths)
     return passes.Run(written, messages, window, load, expected or delivery.Expected())
 
 
 def figures(*runs: passes.Run) -> list[passes.Figures]:
     """The runs' figures, all analysed together, in this process."""
     return passes.figures(passes.in_process, list(runs))
+
+
+def plain(value: Any) -> Any:
+    """Figures as comparable plain values."""
+    if dataclasses.is_dataclass(value):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value

@@ -4,13 +4,11 @@ extents, sends) is carried from one batch to the next (spark_jobs.agent_pass).""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 
 from sixnines.spark_jobs import agent_rows
-from tests.analysis_rows import figures, write_run
+from tests.analysis_rows import figures, plain, write_run
 
 WINDOW = 3
 
@@ -43,19 +41,6 @@ def _rows() -> list[tuple]:
     return rows
 
 
-def _plain(value):
-    """Figures as comparable plain values."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, list | tuple):
-        return [_plain(item) for item in value]
-    return value
-
-
 @pytest.mark.parametrize("batch_rows", [1, 2, 5, 17])
 def test_batches_give_the_figures_of_the_whole(tmp_path, monkeypatch, batch_rows):
     whole = figures(write_run(tmp_path / "whole", _rows(), window=WINDOW))[0]
@@ -63,4 +48,4 @@ def test_batches_give_the_figures_of_the_whole(tmp_path, monkeypatch, batch_rows
     assert whole.counts["lost"] > 0 and whole.per_message.throughput["receiver"].zero_span
     monkeypatch.setattr(agent_rows, "BATCH_ROWS", batch_rows)
     batched = figures(write_run(tmp_path / "batched", _rows(), window=WINDOW))[0]
-    assert _plain(batched) == _plain(whole)
+    assert plain(batched) == plain(whole)

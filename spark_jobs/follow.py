@@ -1,0 +1,159 @@
+"""A run's analysis kept up to date while the run goes (docs/design.md, "Analysis while
+the run goes"): each agent's chunks are folded into both per-agent passes as they close
+(agent_pass.FirstFold, SecondFold), so at the run's end only its last chunks are left to
+read, and the figures are those the whole analysis (passes.figures) gives of the same
+files.
+
+Both passes are folds over an agent's batches in file order. What the second needs of
+the whole run is made incremental:
+- the curves' axes are the planned ones (passes.planned), known before any record;
+- a receipt of a message not yet known sent waits (delivery_pass.Matching, pending) until
+  the sends known grow, and is unexpected only once they are final;
+- the exact median counts the values of a spread around the median known so far
+  (SPREAD); an agent that did not count the final median's bucket whole is read again
+  for it at the end.
+A run without planned axes, or whose analysis context changed by its end (an agent died,
+a clock was measured again), is not followed: `finish` says so and the caller analyses it
+whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from sixnines.spark_jobs import histograms, passes
+from sixnines.spark_jobs.agent_pass import FirstFold, FirstPass, RunPlan, SecondFold, SecondPass
+from sixnines.spark_jobs.agent_rows import AgentFiles, batches
+from sixnines.spark_jobs.summarize import MetricCounts, read_log
+
+#: The spread counted exactly around the median known so far: an eighth of its value either
+#: side, at most SPREAD_MAX_NS wide in all (the median of a run's first minutes is rarely
+#: that far from the whole run's).
+SPREAD_SHIFT = 3
+SPREAD_MAX_NS = 1 << 22
+
+
+def spread(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
+    """Each metric's values counted exactly while the run goes: its median bucket so far
+    (passes.medians), widened."""
+    widened = {}
+    for name, (low, high) in passes.medians(metrics).items():
+        margin = min(high >> SPREAD_SHIFT, SPREAD_MAX_NS // 2)
+        widened[name] = (max(low - margin, 0), high + margin)
+    return widened
+
+
+class RunFollower:
+    """One run's passes, fed its agents' closed chunks as they close (`feed`), finished
+    with its final manifest and files (`finish`)."""
+
+    def __init__(self, run: passes.Run) -> None:
+        self.run = run
+        self.planned = passes.planned(run.manifest)
+        self.context = passes.context(0, run)
+        self.fed: dict[str, list[str]] = {}
+        self.first: dict[str, FirstFold] = {}
+        self.second: dict[str, SecondFold] = {}
+
+    @property
+    def followable(self) -> bool:
+        return self.planned is not None
+
+    def _files(self, agent_id: str, paths: Sequence[str]) -> AgentFiles:
+        index = next(i for i, agent in enumerate(self.run.manifest.agents)
+                     if agent.id == agent_id)
+        agent = self.run.manifest.agents[index]
+        return AgentFiles(self.context, index, agent_id, str(agent.role), tuple(paths),
+                          passes.agent_clock(agent))
+
+    def feed(self, chunks: Mapping[str, Sequence[Path | str]], final: bool = False) -> None:
+        """Folds each agent's chunks not fed before (`chunks`: agent_id → its closed chunks
+        in order, those fed before first). `final`: these are the run's last, so the
+        sends known are all there are."""
+        new = {}
+        for agent_id, paths in chunks.items():
+            paths, done = [str(path) for path in paths], self.fed.get(agent_id, [])
+            if paths[:len(done)] != done:
+                raise ValueError(f"{agent_id}: chunks fed before are not where they were")
+            if len(paths) > len(done):
+                new[agent_id] = self._files(agent_id, paths[len(done):])
+                self.fed[agent_id] = paths
+        for agent_id, files in new.items():
+            fold = self.first.setdefault(agent_id, FirstFold(files))
+            for rows in batches(files):
+                fold.add(rows)
+        merged = passes.merge_first([fold.result() for fold in self.first.values()])
+        plan = passes.plan(merged, passes.axes(self.run, merged.extents))
+        plan = replace(plan, medians=spread(merged.metrics))
+        for fold in self.second.values():
+            fold.replan(plan)
+        for agent_id, files in new.items():
+            fold = self.second.setdefault(agent_id, SecondFold(files, plan))
+            for rows in batches(files):
+                fold.add(rows, final)
+        for fold in self.second.values():
+            fold.matching.settle(plan.sent, final)
+
+    def finish(self, run: passes.Run) -> passes.Figures | passes.Damaged | None:
+        """The run's figures, its remaining chunks folded in (`run`: as it ended); None when
+        it cannot be followed to its end (the module doc): analyse it whole."""
+        if (passes.planned(run.manifest) != self.planned or self.planned is None
+                or passes.context(0, run) != self.context
+                or any(agent.died and agent.id in run.hlogs for agent in run.manifest.agents)):
+            return None
+        try:
+            self.feed({agent_id: paths for agent_id, (_, paths) in run.messages.items()},
+                      final=True)
+        except ValueError:
+            return None
+        agents = passes.agent_files([run])
+        first = [self._first(agent) for agent in agents]
+        if problems := passes.damage(first):
+            return passes.Damaged(problems)
+        merged = passes.merge_first(first)
+        run_axes = passes.axes(run, merged.extents)
+        plan = passes.plan(merged, run_axes)
+        watched = passes.watched_receivers(run, agents)
+        second = [self._second(agent, found, plan, watched)
+                  for agent, found in zip(agents, first, strict=True)]
+        return passes.assembled(run, first, merged, run_axes, second)
+
+    def _first(self, agent: AgentFiles) -> FirstPass:
+        log = (read_log(agent.hlog, agent.run.warmup_ns / 1e9, agent.died)
+               if agent.hlog is not None else None)
+        return replace(self.first[agent.agent_id].result(log), started_ns=agent.started_ns)
+
+    def _second(self, agent: AgentFiles, first: FirstPass, plan: RunPlan,
+                watched: dict[int, passes.WatchedReceiver]) -> SecondPass:
+        """An agent's second pass: its fold, the run's final sends settled, with the values
+        of each final median bucket (read again where its fold did not count them all)."""
+        fold = self.second[agent.agent_id]
+        fold.agent = agent  # all its files now (a watched receiver's are read whole)
+        fold.replan(plan)
+        fold.matching.settle(plan.sent, final=True)
+        found = fold.result(watched.get(agent.agent_index))
+        counted = {name: found.detail[name] for name in plan.medians if name in found.detail}
+        again = {name: bounds for name, bounds in plan.medians.items()
+                 if name in first.metrics and not _within(bounds, fold.ranges.get(name))}
+        if again:
+            counted.update(histograms.merged_detail(
+                [histograms.median_detail(rows, agent.run.load, again)
+                 for rows in batches(agent)]))
+        return replace(found, detail={name: _inside(values, plan.medians[name])
+                                      for name, values in counted.items()})
+
+
+def _within(bounds: tuple[int, int], counted: tuple[int, int] | None) -> bool:
+    return counted is not None and counted[0] <= bounds[0] and bounds[1] <= counted[1]
+
+
+def _inside(detail: tuple[np.ndarray, np.ndarray], bounds: tuple[int, int]
+            ) -> tuple[np.ndarray, np.ndarray]:
+    values, counts = detail
+    keep = (values >= bounds[0]) & (values <= bounds[1])
+    return values[keep], counts[keep]
+
