@@ -104,10 +104,10 @@ def problems(run_dir: Path, manifest: Manifest) -> list[str]:
     for entry in _entries(manifest):
         folder = Path(run_dir) / "agents" / entry.id
         for name, recorded in entry.artifacts.items():
-            found.append(_against_record(folder / name, recorded))
+            found.append(against_record(folder / name, recorded))
         unchecked = [folder / CPU_FILE]  # read with a parquet reader
         if entry.died:
-            found += [_against_record(path, Artifact(sha256=line["sha256"], bytes=line["bytes"]),
+            found += [against_record(path, Artifact(sha256=line["sha256"], bytes=line["bytes"]),
                                       INDEX) for path, line in kept_chunks(folder).listed]
         else:
             unchecked += message_files(folder)
@@ -121,7 +121,7 @@ MANIFEST_RECORD = "the manifest"
 INDEX = "its chunk index"
 
 
-def _against_record(path: Path, recorded: Artifact, source: str = MANIFEST_RECORD
+def against_record(path: Path, recorded: Artifact, source: str = MANIFEST_RECORD
                     ) -> str | None:
     """Whether a listed file is still the one its agent wrote (None: it is); `source` is
     what lists it: the manifest, or a dead agent's chunk index."""

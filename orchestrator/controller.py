@@ -25,7 +25,7 @@ from sixnines.orchestrator.interrupts import held
 from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.matrix import expand
 from sixnines.orchestrator.progress import ProgressView
-from sixnines.orchestrator.report import analyse, print_tables
+from sixnines.orchestrator.report import analyse, print_tables, read_summary
 from sixnines.orchestrator.reports import write_results
 from sixnines.orchestrator.runner import Run, RunSettings
 
@@ -94,14 +94,17 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     view = ProgressView(len(points), console.file)
     logger.info("%d run(s) of %s into %s", len(points), scenario.name, results_dir)
     fleet = Fleet.for_scenario(scenario)
-    settings = RunSettings.of(scenario)
+    settings = RunSettings.of(scenario, analysed=spark_master is not None)
     run_dirs, statuses = [], []
+    followed: dict[Path, Path] = {}  # run dir → the summary its sidecar wrote
     try:
         _prepare(fleet, points, scenario.placement.agents, console)
         for point in points:
             run_dir = results_dir / point.run_id
             run = Run(point, run_dir, fleet, view, settings)
             run.execute()
+            if run.analysed is not None:
+                followed[run_dir] = run.analysed
             run_dirs.append(run_dir)
             statuses.append(run.manifest.status)
     except KeyboardInterrupt as exc:
@@ -113,11 +116,18 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
             fleet.close()
     if spark_master is None:
         return Outcome(results_dir, [], statuses)
-    console.print(f"analysing {len(run_dirs)} run(s) with Spark ({spark_master})")
+    rest = [run_dir for run_dir in run_dirs if run_dir not in followed]
+    if followed:
+        console.print(f"{len(followed)} run(s) analysed while they ran")
+    if rest:
+        console.print(f"analysing {len(rest)} run(s) with Spark ({spark_master})")
     try:
-        summaries = analyse(run_dirs, spark_master, results_dir / "analysis.log")
+        analysed = dict(zip(rest, analyse(rest, spark_master, results_dir / "analysis.log")
+                            if rest else [], strict=True))
     except KeyboardInterrupt as exc:
         return Outcome(results_dir, [], statuses, interrupted=exc, during_analysis=True)
+    summaries = [analysed.get(run_dir) or read_summary(followed[run_dir])
+                 for run_dir in run_dirs]
     written = write_results(results_dir, scenario.name, summaries, console)
     print_tables(summaries, console)
     return Outcome(results_dir, summaries, [s.status or "failed" for s in summaries],

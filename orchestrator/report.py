@@ -73,14 +73,18 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
     for run_dir in run_dirs:
         result = results.get(run_dir, {})
         if "summary" in result:
-            summaries.append(RunSummary.model_validate_json(
-                Path(result["summary"]).read_text(encoding="utf-8")))
+            summaries.append(read_summary(Path(result["summary"])))
         elif run_dir not in recorded:
             summaries.append(_unanalysed(run_dir, None))
         else:
             error = result.get("error", "the analysis did not finish")
             summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}"))
     return summaries
+
+
+def read_summary(path: Path) -> RunSummary:
+    """A run's summary.json as the analysis wrote it."""
+    return RunSummary.model_validate_json(path.read_text(encoding="utf-8"))
 
 
 def _recorded(run_dir: Path) -> bool:

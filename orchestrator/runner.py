@@ -38,6 +38,7 @@ from sixnines.formats.integrity import sha256_of
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock, MonitorEntry
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import MAX_RATE, LoopCpus, Role
+from sixnines.orchestrator import sidecar
 from sixnines.orchestrator.brokers import BrokerError, RunningBroker, provide_broker
 from sixnines.orchestrator.cpus import CpuPlacement, Seat, place_loops
 from sixnines.orchestrator.fleet import Fleet
@@ -115,11 +116,13 @@ class RunSettings:
     cpu_sample_ns: int = p.DEFAULT_CPU_SAMPLE_NS
     throughput_window: int = DEFAULT_THROUGHPUT_WINDOW  # recorded for the analysis
     loop_cpus: LoopCpus = LoopCpus.DEDICATED
+    follow: bool = False  # analyse closed chunks while the run goes (orchestrator.sidecar)
 
     @classmethod
-    def of(cls, scenario) -> RunSettings:
+    def of(cls, scenario, analysed: bool = False) -> RunSettings:
         return cls(scenario.name, scenario.placement, scenario.cpu_sample,
-                   scenario.throughput_window, scenario.loop_cpus)
+                   scenario.throughput_window, scenario.loop_cpus,
+                   analysed and sidecar.wanted())
 
 
 class Run:
@@ -147,6 +150,9 @@ class Run:
         self.problems: list[str] = self.manifest.problems
         self.stop_reason = ""  # why the agents were told to stop early, if they were
         self.hurry = False  # a repeated interrupt: wait no longer than needed
+        self.follow = settings.follow
+        self.sidecar: sidecar.AnalysisSidecar | None = None
+        self.analysed: Path | None = None  # its summary.json, when its sidecar wrote it
 
     # -- lifecycle -----------------------------------------------------------------------
     def execute(self) -> dict:
@@ -169,9 +175,15 @@ class Run:
             self.problems.append(self.stop_reason)
         finally:
             with held(on_repeat=self._hurry) as later:
-                self._wind_down()
+                try:
+                    self._wind_down()
+                finally:
+                    if self.sidecar is not None and (interruption or later.first):
+                        self.sidecar.stop()
         if interruption is not None or later.first is not None:
             raise interruption or later.first
+        if self.sidecar is not None:
+            self.analysed = self.sidecar.finish()
         return self.manifest.as_json()
 
     def _measure(self) -> None:
@@ -185,6 +197,7 @@ class Run:
         self._start_monitor()
         self._start_agents()
         self._sync_clocks()
+        self._start_sidecar()
         self._start()
         self._record()
         self._supervise()
@@ -203,6 +216,12 @@ class Run:
                 restore(self.controller_cpus)
                 if self.broker is not None:
                     self.broker.stop(keep_data=self.manifest.status != "ok")
+
+    def _start_sidecar(self) -> None:
+        """The run's analysis sidecar, when its agents' chunks are here as they close;
+        started before the CPU placement, which keeps it off the loops' CPUs."""
+        if self.follow and not any(agent.remote for agent in self.agents.values()):
+            self.sidecar = sidecar.AnalysisSidecar(self.run_dir)
 
     def _hurry(self) -> None:
         """Another interrupt while winding down: stop waiting for agents to report (their

@@ -222,7 +222,7 @@ def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None) -> 
     return worst(manifest.status, PARTIAL if doubtful else OK)
 
 
-def _clear_report(run_dir: Path) -> None:
+def clear_report(run_dir: Path) -> None:
     """Remove what an earlier analysis wrote: no figure may outlive a new verdict."""
     for name in (SUMMARY, SERIES, *(f"{metric}.hgrm" for metric in summarize.METRICS)):
         (run_dir / REPORT_DIR / name).unlink(missing_ok=True)
@@ -241,7 +241,7 @@ def _write_report(run_dir: Path, files: dict[str, str]) -> None:
         for name, text in files.items():
             write_atomically(report / name, text)
     except WriteFailure:
-        _clear_report(run_dir)
+        clear_report(run_dir)
         raise
 
 
@@ -276,7 +276,7 @@ def _expected(checked: Checked) -> delivery.Expected:
     return delivery.Expected(consumers, silent, delivery.Dead.of(manifest, checked.messages))
 
 
-def _run(checked: Checked, window: int | None) -> passes.Run:
+def run_of(checked: Checked, window: int | None) -> passes.Run:
     manifest = checked.manifest
     return passes.Run(manifest, checked.messages, window or manifest.throughput_window,
                       load_of(manifest.params), _expected(checked), checked.hlogs)
@@ -286,10 +286,10 @@ def _figure(spark: SparkSession, runs: list[Checked], window: int | None
             ) -> list[passes.Figures | passes.Damaged]:
     """The per-agent passes over every run's records at once: two Spark jobs whatever the
     number of runs, only small per-agent results coming back (spark_jobs.passes)."""
-    return passes.figures(passes.on_spark(spark), [_run(checked, window) for checked in runs])
+    return passes.figures(passes.on_spark(spark), [run_of(checked, window) for checked in runs])
 
 
-def _report(checked: Checked, figured: passes.Figures) -> RunSummary:
+def report(checked: Checked, figured: passes.Figures) -> RunSummary:
     """A run's summary and report files from its figures (plain Python), written."""
     run_dir, manifest = checked.run_dir, checked.manifest
     workload = manifest.workload
@@ -377,7 +377,7 @@ def _analyze_all(session: Session, run_dirs: list[Path], window: int | None
     passed: dict[int, Checked] = {}
     for index, run_dir in enumerate(run_dirs):
         try:
-            _clear_report(run_dir)
+            clear_report(run_dir)
             checked = check_run(run_dir)
             if checked.damaged:
                 outcomes[index] = refused(checked)
@@ -405,7 +405,7 @@ def _figured_and_reported(session: Session, passed: dict[int, Checked], window: 
                 log.error("%s: not analysed: %s", checked.run_dir, "; ".join(found.problems))
             else:
                 outcomes[index] = (found if isinstance(found, Exception)
-                                   else _report(checked, found))
+                                   else report(checked, found))
         except Exception as error:  # a full disk: WriteFailure names the file
             outcomes[index] = error
     return outcomes
