@@ -11,10 +11,12 @@ doing one `send()` per message as fast as it can (no pacing, no stamping).
 around the agents costs: as users get it; without the live view (stderr a pipe, as in
 CI); with the relay started by this script instead of the run (so no broker monitor);
 with `loop_cpus: shared` (no CPU placement). `--recording-ab` runs each rate with chunks
-streaming to disk and with the run kept in memory.
+streaming to disk and with the run kept in memory; `--analysis-ab` with the analysis
+sidecar folding chunks while the run goes (as users run it) and with the whole analysis
+after the run. Every run is analysed, as users run it.
 
     .venv/bin/python benchmarks/bench_send_rate.py [--rates 100k,250k,500k,750k,1M,1.25M]
-        [--ab | --recording-ab]
+        [--ab | --recording-ab | --analysis-ab]
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class Variant:
     tty: bool = True
     extra: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    analysis: bool = True  # analysed as users run it: the sidecar folds chunks as they close
 
 
 AS_USERS_RUN_IT = "as users run it"
@@ -83,13 +86,17 @@ SIDECARS = {AS_USERS_RUN_IT: Variant(), "no live view": Variant(tty=False),
 #: memory written after it (docs/design.md, "Recording in chunks")
 RECORDING = {"streaming": Variant(env={"SIXNINES_CHUNK_ROWS": "524288"}),
              "in memory": Variant(env={"SIXNINES_CHUNK_ROWS": "0"})}
+#: --analysis-ab: the analysis sidecar folding closed chunks while the run goes, against the
+#: whole analysis after the run (orchestrator.sidecar)
+ANALYSIS = {"sidecar": Variant(), "analysis after the run": Variant(env={"SIXNINES_FOLLOW": "0"})}
 
 
 def step(rate: float, seconds: int, work: Path, variant: Variant, address: str) -> dict:
     system = ("{name: tcp, driver: tcp, broker: builtin}" if variant.builtin
               else common.external_system("tcp", "tcp", address))
     return common.measure_step("rate", system, SIZE, rate, seconds, work, tty=variant.tty,
-                               extra=variant.extra, env=variant.env)
+                               extra=variant.extra, env=variant.env,
+                               analysis=variant.analysis)
 
 
 def main() -> None:
@@ -101,9 +108,13 @@ def main() -> None:
                         "and with loop CPUs shared")
     parser.add_argument("--recording-ab", action="store_true",
                         help="each rate with chunks streaming and with the run in memory")
+    parser.add_argument("--analysis-ab", action="store_true",
+                        help="each rate with the analysis sidecar and with the analysis "
+                        "after the run")
     args = parser.parse_args()
     rates = common.parse_rates(args.rates)
     variants = (SIDECARS if args.ab else RECORDING if args.recording_ab
+                else ANALYSIS if args.analysis_ab
                 else {AS_USERS_RUN_IT: SIDECARS[AS_USERS_RUN_IT]})
     relay, address = start_relay()
     try:

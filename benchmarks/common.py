@@ -71,12 +71,14 @@ workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s
 
 def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
                  run_dir: Path, stop_on_failure: bool = False, tty: bool = True,
-                 extra: str = "", env: dict[str, str] | None = None) -> dict:
+                 extra: str = "", env: dict[str, str] | None = None,
+                 analysis: bool = False) -> dict:
     """One step run (see step_scenario) in `run_dir` and measured: rate, run status and
     send_figures. `stop_on_failure`: end the script, naming the run's problems, when the
-    run failed outright (it leaves no figures to read). `env`: set for the run."""
+    run failed outright (it leaves no figures to read). `env`: set for the run;
+    `analysis`: the run analysed as users run it (its sidecar going while it runs)."""
     run = sixnines_run(step_scenario(name, system, size, rate, seconds, extra), run_dir, tty,
-                       env)
+                       env, analysis)
     manifest = json.loads((run / "manifest.json").read_text())
     if stop_on_failure and manifest["status"] == "failed":
         raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")
@@ -84,16 +86,17 @@ def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
 
 
 def sixnines_run(scenario: str, work: Path, tty: bool = True,
-                 env: dict[str, str] | None = None) -> Path:
-    """`sixnines run --no-analysis` of `scenario` in a process of its own, as a user starts
-    it: with `tty` its stderr is a pseudo-terminal, so the live view renders (and costs) as
-    on a laptop; otherwise a pipe (as in CI: one plain line per event). `env` is added to
-    this process's environment. Returns the run directory."""
+                 env: dict[str, str] | None = None, analysis: bool = False) -> Path:
+    """`sixnines run` of `scenario` in a process of its own, as a user starts it: with
+    `tty` its stderr is a pseudo-terminal, so the live view renders (and costs) as on a
+    laptop; otherwise a pipe (as in CI: one plain line per event). `env` is added to this
+    process's environment; without `analysis`, `--no-analysis`. Returns the run
+    directory."""
     environment = {**os.environ, **(env or {})}
     work.mkdir(parents=True, exist_ok=True)
     (work / "scenario.yaml").write_text(scenario)
     argv = [sys.executable, "-m", "sixnines", "run", str(work / "scenario.yaml"),
-            "--output", str(work / "out"), "--no-analysis"]
+            "--output", str(work / "out"), *([] if analysis else ["--no-analysis"])]
     if not tty:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=600, env=environment)

@@ -70,10 +70,10 @@ class RunFollower:
         return AgentFiles(self.context, index, agent_id, str(agent.role), tuple(paths),
                           passes.agent_clock(agent))
 
-    def feed(self, chunks: Mapping[str, Sequence[Path | str]], final: bool = False) -> None:
+    def feed(self, chunks: Mapping[str, Sequence[Path | str]], final: bool = False) -> int:
         """Folds each agent's chunks not fed before (`chunks`: agent_id → its closed chunks
-        in order, those fed before first). `final`: these are the run's last, so the
-        sends known are all there are."""
+        in order, those fed before first); how many it folded. `final`: these are the
+        run's last, so the sends known are all there are."""
         new = {}
         for agent_id, paths in chunks.items():
             paths, done = [str(path) for path in paths], self.fed.get(agent_id, [])
@@ -97,6 +97,7 @@ class RunFollower:
                 fold.add(rows, final)
         for fold in self.second.values():
             fold.matching.settle(plan.sent, final)
+        return sum(len(files.paths) for files in new.values())
 
     def finish(self, run: passes.Run) -> passes.Figures | passes.Damaged | None:
         """The run's figures, its remaining chunks folded in (`run`: as it ended); None when

@@ -33,11 +33,19 @@ message, and min, max and mean are kept so peaks stay visible. Throughput: per s
 1 / its mean overhead over the windows ending in a time bucket (seconds since its own
 agent's t0: every agent starts at one instant, so the axes of all agents line up), then
 summed over the streams of that side: the rate of the whole fleet, a stalled stream adding
-0. A bucket spans at least one window of a typical stream (bucket count ≤ median messages
-per stream / M), so every stream has windows ending in most buckets and the sum does not
-flicker. Manifests without every agent's t0 (older or synthetic ones) put every stream on
-the earliest timestamp seen: one clock assumed. Each run analysed together has its own
-axes and its own window M.
+0. A bucket spans at least one window of a typical stream (bucket count ≤ messages per
+stream / M), so every stream has windows ending in most buckets and the sum does not
+flicker.
+
+The axes are the run's plan (`Planned`) when it has one: the latency curve's is the
+measured stretch [warmup, warmup + duration) of the schedule, the throughput curves' that
+stretch and the drain after it, in buckets of at least one window of a planned sender
+stream; they are known before any record is read, which the analysis of closed chunks
+while the run goes needs (docs/design.md), and every run of a scenario shares them. A run
+without one (`rate: max`, a manifest of another tool) gets axes over the streams'
+observed extents, bucketed by their median message count. Manifests without every agent's
+t0 (older or synthetic ones) put every stream on the earliest timestamp seen: one clock
+assumed. Each run analysed together has its own axes and its own window M.
 """
 
 from __future__ import annotations

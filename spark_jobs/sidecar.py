@@ -28,6 +28,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from pathlib import Path
 
 from sixnines.formats import integrity
@@ -84,8 +85,11 @@ class Sidecar:
             if not self.follower.followable:
                 self.broken = "the run has no planned schedule (rate max, or no duration)"
                 return
-        self.follower.feed({agent.id: self._closed(agent.id) for agent in manifest.agents
-                            if agent.role in RECORDING})
+        began = time.monotonic()
+        folded = self.follower.feed({agent.id: self._closed(agent.id)
+                                     for agent in manifest.agents if agent.role in RECORDING})
+        if folded:
+            log.info("folded %d closed chunk(s) in %.2f s", folded, time.monotonic() - began)
 
     def _closed(self, agent_id: str) -> list[Path]:
         """The agent's chunks its index lists, each new one checked against its line."""
@@ -113,7 +117,9 @@ class Sidecar:
             return self._not_followed("its files fail their checks")
         if changed := self._not_vouched(checked.manifest):
             return self._not_followed(f"{changed}: not the chunk its manifest vouches for")
+        began = time.monotonic()
         figured = self.follower.finish(analyze.run_of(checked, self.window))
+        log.info("finished in %.2f s", time.monotonic() - began)
         if not isinstance(figured, passes.Figures):
             return self._not_followed("its analysis context changed by its end, or an "
                                       "hlog is damaged")

@@ -236,6 +236,33 @@ def test_latency_curve_buckets(tmp_path):
     assert series.latency_json(None)["service_time"]["n"] == []
 
 
+def test_a_planned_run_s_curves_are_on_its_schedule(tmp_path):
+    """With a duration, a rate and every t0, the axes are the plan's: the latency curve's
+    buckets are equal stretches of the measured schedule, the throughput curves' of the
+    measured stretch and the drain, at least a planned stream's window each."""
+    sent = np.arange(0, 2000, 2) * US  # 500k msg/s for 2 ms after a 1 ms warm-up
+    rows = (_sent(0, 1, sent + 1000 * US, sent + 1000 * US)
+            + _received(1, 1, sent + 1000 * US, sent + 1000 * US, sent + 1005 * US))
+    agents = [{"id": "a0", "role": "producer", "t0_ns": 0, "first_id": 1},
+              {"id": "a1", "role": "consumer", "t0_ns": 0}]
+    workload = {"warmup_ns": 1000 * US, "duration_ns": 2000 * US, "drain_ns": 1000 * US,
+                "rate": 500_000}
+    run = write_run(tmp_path, rows, agents=agents, window=100, workload=workload)
+    found = passes.axes(run, passes.merge_first(
+        [agent_pass.first_pass(agent) for agent in passes.agent_files([run])]).extents)
+    assert found.schedule == series.Axis(1000 * US, 3000 * US - 1, series.MAX_POINTS)
+    # 1,000 messages a stream over 2 ms, 1,500 over 3 ms with the drain: 15 windows
+    assert found.throughput[series.SENDER] == series.Axis(1000 * US, 4000 * US - 1, 15)
+    throughput = figures(run)[0].per_message.throughput
+    assert throughput["sender"].t_s == pytest.approx([(1.1 + 0.2 * k) * 1e-3
+                                                      for k in range(1, 10)])
+    assert throughput["sender"].msg_s == pytest.approx([500_000] * 9)
+    # without a rate (rate max), the observed extents
+    observed = write_run(tmp_path / "max", rows, agents=agents, window=100,
+                         workload={**workload, "rate": "max"})
+    assert passes.planned(observed.manifest) is None
+
+
 def test_exact_lower_median(tmp_path):
     """20,000–20,015 ns share one HDR bucket: the median pass finds the sample."""
     values = [20_000, 20_003, 20_009, 20_015, 90_000, 7, 900_000_000]

@@ -1,0 +1,88 @@
+"""The analysis sidecar with a real `sixnines run` (orchestrator.sidecar,
+spark_jobs.sidecar): it folds the agents' chunks as they close, the report it writes is
+byte for byte the whole analysis' of the same files, and a chunk changed after it read it
+makes the run corrupt, never analysed as good."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from sixnines.formats.chunks import read_index
+from tests.faults.processes import Sixnines
+
+pytestmark = pytest.mark.integration
+
+#: Chunks of at most 4096 records: at 5,000 msg/s each agent closes one about a second.
+STREAMING = {"SIXNINES_CHUNK_ROWS": "4096"}
+REPORT_FILES = ("summary.json", "series.json", "latency.hgrm", "service_time.hgrm",
+                "send_lag.hgrm")
+
+
+def scenario(tmp_path: Path, duration: str = "6s") -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: followed
+        systems: [{{name: tcp, driver: tcp, broker: builtin}}]
+        workload: {{message_size: 64, rate: 5000, duration: {duration}, warmup: 1s,
+                    drain: 2s, consumers: 2}}
+        output: out
+        """))
+    return path
+
+
+def run_dir_of(tmp_path: Path) -> Path:
+    return next((tmp_path / "out").glob("followed/*/01-tcp"))
+
+
+def test_the_sidecar_folds_chunks_as_they_close_and_reports_as_the_whole_analysis(tmp_path):
+    controller = Sixnines("run", str(scenario(tmp_path)), cwd=tmp_path, env=STREAMING)
+    code, _, err = controller.finish(timeout_s=600)
+    assert code == 0, err
+    assert "1 run(s) analysed while they ran" in err and "with Spark" not in err
+    run_dir = run_dir_of(tmp_path)
+    log = (run_dir / "sidecar.log").read_text()
+    folds = log.split("finished in")[0].count("folded")
+    assert folds >= 3, log  # while the run went, not all at its end
+
+    whole = tmp_path / "whole"
+    shutil.copytree(run_dir, whole)
+    report = Sixnines("report", str(whole), cwd=tmp_path)
+    code, _, err = report.finish(timeout_s=600)
+    assert code == 0, err
+    for name in REPORT_FILES:
+        assert (run_dir / "report" / name).read_bytes() == \
+            (whole / "report" / name).read_bytes(), name
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["delivered"] == 2 * summary["sent"] > 0
+
+
+def test_a_chunk_changed_after_the_sidecar_read_it_makes_the_run_corrupt(tmp_path):
+    controller = Sixnines("run", str(scenario(tmp_path, duration="8s")), cwd=tmp_path,
+                          env=STREAMING)
+    deadline = time.monotonic() + 120
+    while True:  # the consumer's first chunks closed, and the sidecar given time to read
+        folders = list((tmp_path / "out").glob("followed/*/01-tcp/agents/consumer-0"))
+        if folders and len(read_index(folders[0])) >= 3:
+            break
+        assert time.monotonic() < deadline and controller.process.poll() is None, \
+            controller.stderr
+        time.sleep(0.1)
+    time.sleep(1.5)
+    chunk = folders[0] / read_index(folders[0])[0]["file"]
+    data = bytearray(chunk.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    chunk.write_bytes(bytes(data))
+    code, _, err = controller.finish(timeout_s=600)
+    assert code == 1, err
+    run_dir = run_dir_of(tmp_path)
+    assert "analysed while they ran" not in err
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    assert summary["status"] == "corrupt"
+    assert any(chunk.name in problem for problem in summary["problems"])
+    assert "not followed" in (run_dir / "sidecar.log").read_text()
