@@ -237,6 +237,23 @@ class SecondPass:
     windows: dict[int, Windows] = field(default_factory=dict)
 
 
+@dataclass
+class Counted:
+    """Metric values counted exactly over a stretch of an agent's records: those in
+    `ranges` (metric → raw value range), the metrics the stretch had values of, and its
+    files when a follower keeps them (spark_jobs.follow reads a stretch again when its
+    ranges miss the run's final median bucket)."""
+
+    ranges: dict[str, tuple[int, int]]
+    detail: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    had: set[str] = field(default_factory=set)
+    paths: list[str] = field(default_factory=list)
+
+    def add(self, values: dict[str, np.ndarray]) -> None:
+        self.had.update(name for name, mine in values.items() if len(mine))
+        self.detail = merged_detail([self.detail, detail_of(values, self.ranges)])
+
+
 class SecondFold:
     """The second pass over an agent's records, fed a batch at a time in file order,
     against its run's plan: the matching (delivered flags, pending receipts), each
@@ -246,9 +263,7 @@ class SecondFold:
     def __init__(self, agent: AgentFiles, plan: RunPlan) -> None:
         self.agent, self.plan = agent, plan
         self.matching = Matching()
-        self.ranges = dict(plan.medians)  # metric → the values counted exactly
-        self.unranged: set[str] = set()  # metrics with values before any range was given
-        self.detail: list[dict] = []
+        self.counted = [Counted(dict(plan.medians))]
         self.curve: list[Curve | None] = []
         self.flows = {side: WindowPass(side, agent.agent_index, agent.run.window,
                                        plan.streams)
@@ -259,25 +274,24 @@ class SecondFold:
         are unexpected, not pending)."""
         plan = self.plan
         self.matching.add(rows, plan.sent, final)
-        values = metric_values(rows, self.agent.run.load, rows.measured)
-        self.unranged.update(name for name, mine in values.items()
-                             if len(mine) and name not in self.ranges)
-        self.detail = [merged_detail([*self.detail, detail_of(values, self.ranges)])]
+        self.counted[-1].add(metric_values(rows, self.agent.run.load, rows.measured))
         self.curve = [merged_curve([*self.curve, latency_curve(rows, plan.schedule)])]
         for flow in self.flows.values():
             flow.add(rows)
 
     def replan(self, plan: RunPlan) -> None:
         """The run's plan as more of it is known (closed chunks analysed while the run
-        goes): more sends, more streams placed on the same axes. The values counted exactly
-        stay those of the first plan's ranges (what was counted cannot be widened), but a
-        metric it had no values of yet gets its range."""
+        goes): more sends, more streams placed on the same axes."""
         self.plan = plan
         for flow in self.flows.values():
             flow.streams = plan.streams
-        for name, found in plan.medians.items():
-            if name not in self.ranges and name not in self.unranged:
-                self.ranges[name] = found
+
+    def count_in(self, ranges: dict[str, tuple[int, int]]) -> None:
+        """From the next batch on, count the values in these ranges."""
+        if self.counted[-1].had:
+            self.counted.append(Counted(dict(ranges)))
+        else:
+            self.counted[-1].ranges = dict(ranges)
 
     def result(self, watched: WatchedReceiver | None = None) -> SecondPass:
         """Its figures; at a watched receiver (one that died) with its unknown deliveries,
@@ -286,7 +300,7 @@ class SecondFold:
         if watched is not None:
             found.late = late(read_rows(self.agent), watched, self.plan.extra)
         return SecondPass(self.agent.run.run_index, found,
-                          self.detail[0] if self.detail else {},
+                          merged_detail([counted.detail for counted in self.counted]),
                           self.curve[0] if self.curve else None,
                           {side: result for side, flow in self.flows.items()
                            if (result := flow.result()) is not None})

@@ -19,6 +19,7 @@ whole.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -30,11 +31,15 @@ from sixnines.spark_jobs.agent_pass import FirstFold, FirstPass, RunPlan, Second
 from sixnines.spark_jobs.agent_rows import AgentFiles, batches
 from sixnines.spark_jobs.summarize import MetricCounts, read_log
 
-#: The spread counted exactly around the median known so far: an eighth of its value either
-#: side, at most SPREAD_MAX_NS wide in all (the median of a run's first minutes is rarely
-#: that far from the whole run's).
-SPREAD_SHIFT = 3
+#: The spread counted exactly around the median known so far: a quarter of its value
+#: either side, at least SPREAD_MIN_NS (a send lag's median of 0.5 µs moves by more than a
+#: quarter), at most SPREAD_MAX_NS wide in all. Reading an agent again costs far more than
+#: counting a wider spread as it goes.
+SPREAD_SHIFT = 2
+SPREAD_MIN_NS = 1 << 16
 SPREAD_MAX_NS = 1 << 22
+
+log = logging.getLogger(__name__)
 
 
 def spread(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
@@ -42,7 +47,7 @@ def spread(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
     (passes.medians), widened."""
     widened = {}
     for name, (low, high) in passes.medians(metrics).items():
-        margin = min(high >> SPREAD_SHIFT, SPREAD_MAX_NS // 2)
+        margin = min(max(high >> SPREAD_SHIFT, SPREAD_MIN_NS), SPREAD_MAX_NS // 2)
         widened[name] = (max(low - margin, 0), high + margin)
     return widened
 
@@ -88,11 +93,15 @@ class RunFollower:
                 fold.add(rows)
         merged = passes.merge_first([fold.result() for fold in self.first.values()])
         plan = passes.plan(merged, passes.axes(self.run, merged.extents))
-        plan = replace(plan, medians=spread(merged.metrics))
+        medians, plan = plan.medians, replace(plan, medians=spread(merged.metrics))
         for fold in self.second.values():
             fold.replan(plan)
         for agent_id, files in new.items():
             fold = self.second.setdefault(agent_id, SecondFold(files, plan))
+            if not all(_within(bounds, fold.counted[-1].ranges.get(name))
+                       for name, bounds in medians.items()):
+                fold.count_in(plan.medians)  # the median moved: a spread around it now
+            fold.counted[-1].paths.extend(files.paths)
             for rows in batches(files):
                 fold.add(rows, final)
         for fold in self.second.values():
@@ -119,8 +128,7 @@ class RunFollower:
         run_axes = passes.axes(run, merged.extents)
         plan = passes.plan(merged, run_axes)
         watched = passes.watched_receivers(run, agents)
-        second = [self._second(agent, found, plan, watched)
-                  for agent, found in zip(agents, first, strict=True)]
+        second = [self._second(agent, plan, watched) for agent in agents]
         return passes.assembled(run, first, merged, run_axes, second)
 
     def _first(self, agent: AgentFiles) -> FirstPass:
@@ -128,24 +136,30 @@ class RunFollower:
                if agent.hlog is not None else None)
         return replace(self.first[agent.agent_id].result(log), started_ns=agent.started_ns)
 
-    def _second(self, agent: AgentFiles, first: FirstPass, plan: RunPlan,
+    def _second(self, agent: AgentFiles, plan: RunPlan,
                 watched: dict[int, passes.WatchedReceiver]) -> SecondPass:
         """An agent's second pass: its fold, the run's final sends settled, with the values
-        of each final median bucket (read again where its fold did not count them all)."""
+        of each final median bucket (its stretches of files that did not count them all
+        read again for them)."""
         fold = self.second[agent.agent_id]
         fold.agent = agent  # all its files now (a watched receiver's are read whole)
         fold.replan(plan)
         fold.matching.settle(plan.sent, final=True)
-        found = fold.result(watched.get(agent.agent_index))
-        counted = {name: found.detail[name] for name in plan.medians if name in found.detail}
-        again = {name: bounds for name, bounds in plan.medians.items()
-                 if name in first.metrics and not _within(bounds, fold.ranges.get(name))}
-        if again:
-            counted.update(histograms.merged_detail(
-                [histograms.median_detail(rows, agent.run.load, again)
-                 for rows in batches(agent)]))
-        return replace(found, detail={name: _inside(values, plan.medians[name])
-                                      for name, values in counted.items()})
+        parts = []
+        for counted in fold.counted:
+            again = {name: bounds for name, bounds in plan.medians.items()
+                     if name in counted.had and not _within(bounds, counted.ranges.get(name))}
+            parts.append({name: _inside(values, plan.medians[name])
+                          for name, values in counted.detail.items()
+                          if name in plan.medians and name not in again})
+            if again:
+                log.info("%s: %d chunk(s) read again for the final median of %s",
+                         agent.agent_id, len(counted.paths), ", ".join(again))
+                files = replace(agent, paths=tuple(counted.paths))
+                parts += [histograms.median_detail(rows, agent.run.load, again)
+                          for rows in batches(files)]
+        return replace(fold.result(watched.get(agent.agent_index)),
+                       detail=histograms.merged_detail(parts))
 
 
 def _within(bounds: tuple[int, int], counted: tuple[int, int] | None) -> bool:

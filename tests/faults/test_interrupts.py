@@ -20,6 +20,7 @@ from tests.faults.processes import Sixnines, command_line, still_alive_after
 pytestmark = pytest.mark.integration
 
 BOUND_S = 5.0  # every process gone this long after the controller
+SIDECAR = "sixnines.spark_jobs.sidecar"
 
 
 def scenario(tmp_path: Path, broker: str = "builtin", driver: str = "tcp",
@@ -85,6 +86,7 @@ def test_sigterm_mid_run_behaves_as_ctrl_c(tmp_path):
     run_dir = started(tmp_path, controller)
     time.sleep(2)
     tree = controller.snapshot()
+    assert any(SIDECAR in command_line(pid) for pid in tree)  # the run's analysis sidecar
     controller.process.send_signal(signal.SIGTERM)
     code, out, err = controller.finish()
     assert code == 143, err
@@ -147,6 +149,7 @@ def test_sigkill_of_the_controller_leaves_nothing_running_and_report_recovers(
     time.sleep(2)
     tree = controller.snapshot()
     assert len(tree) >= 4  # guard, broker, producer, consumer (and a monitor)
+    assert any(SIDECAR in command_line(pid) for pid in tree)
     ports = manifest_of(run_dir)["broker"].get("ports", {})
     if "epmd" in ports:
         tree |= with_environment("ERL_EPMD_PORT", str(ports["epmd"]))
@@ -174,7 +177,7 @@ def test_sigkill_of_the_controller_leaves_nothing_running_and_report_recovers(
                          ids=["ctrl-c", "sigterm", "sigkill"])
 def test_an_interrupted_analysis_dies_with_the_controller(tmp_path, how):
     controller = Sixnines("run", str(scenario(tmp_path, duration="1s")), "--output", "out",
-                          cwd=tmp_path)
+                          cwd=tmp_path, env={"SIXNINES_FOLLOW": "0"})  # Spark after the run
     controller.wait_for("analysing", timeout_s=120)
     controller.wait_for_descendant("java", timeout_s=60)
     tree = controller.snapshot()
