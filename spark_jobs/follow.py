@@ -87,6 +87,8 @@ class RunFollower:
             if len(paths) > len(done):
                 new[agent_id] = self._files(agent_id, paths[len(done):])
                 self.fed[agent_id] = paths
+        if not new and not final:
+            return 0
         for agent_id, files in new.items():
             fold = self.first.setdefault(agent_id, FirstFold(files))
             for rows in batches(files):

@@ -79,27 +79,38 @@ def _pending(follower: follow.RunFollower) -> int:
                for stream in fold.matching.streams.values() for part in stream.pending)
 
 
+def _rereads(monkeypatch) -> list[dict]:
+    """The ranges of every stretch of files read again for the final medians."""
+    found: list[dict] = []
+    real = follow.histograms.median_detail
+    monkeypatch.setattr(follow.histograms, "median_detail",
+                        lambda *args: found.append(args[2]) or real(*args))
+    return found
+
+
 @pytest.mark.parametrize("ahead", [0, 2])
-def test_a_followed_run_gives_the_figures_of_the_whole(tmp_path, ahead):
+def test_a_followed_run_gives_the_figures_of_the_whole(tmp_path, monkeypatch, ahead):
     run = _run(tmp_path, lambda seq: 20_000 + 97 * (seq % 13))
     whole = figures(run)[0]
     assert whole.counts["duplicated"] and whole.counts["lost"] and whole.counts["reordered"]
+    reread = _rereads(monkeypatch)
     follower, pending = _followed(run, ahead)
     assert follower.followable
     assert pending  # receipts whose chunk closed before their send was known
     assert plain(follower.finish(run)) == plain(whole)
+    assert reread == []  # a steady median: counted as the chunks came
 
 
 def test_a_median_that_moves_past_the_spread_is_counted_again(tmp_path, monkeypatch):
     run = _run(tmp_path, lambda seq: 5_000 if seq < 150 else 900_000 + 3 * seq)
     whole = figures(run)[0]
-    reread = []
-    real = follow.histograms.median_detail
-    monkeypatch.setattr(follow.histograms, "median_detail",
-                        lambda *args: reread.append(args[2]) or real(*args))
-    assert plain(_followed(run, 1)[0].finish(run)) == plain(whole)
+    reread = _rereads(monkeypatch)
+    follower = _followed(run, 1)[0]
+    assert plain(follower.finish(run)) == plain(whole)
     assert reread and "latency" in reread[0]
     assert whole.metrics["latency"].detail is not None
+    stretches = follower.second["a"].counted  # counted around the median as it moved
+    assert len(stretches) > 1 and stretches[-1].ranges["latency"][0] > 500_000
 
 
 def test_a_run_is_not_followed_without_a_planned_schedule(tmp_path):
