@@ -10,8 +10,9 @@ the whole run is made incremental:
 - a receipt of a message not yet known sent waits (delivery_pass.Matching, pending) until
   the sends known grow, and is unexpected only once they are final;
 - the exact median counts the values of a spread around the median known so far
-  (SPREAD); an agent that did not count the final median's bucket whole is read again
-  for it at the end.
+  (`spread`), in stretches: a new stretch of an agent's files starts with a new spread
+  when the median moves out of the last, and at the end only the stretches whose spread
+  missed the final median's bucket are read again for it.
 A run without planned axes, or whose analysis context changed by its end (an agent died,
 a clock was measured again), is not followed: `finish` says so and the caller analyses it
 whole.

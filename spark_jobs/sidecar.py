@@ -98,10 +98,8 @@ class Sidecar:
         for entry in read_index(folder):
             name = entry["file"]
             if name not in read:
-                problem = integrity.against_record(
-                    folder / name, Artifact(sha256=entry["sha256"],
-                                                      bytes=entry["bytes"]),
-                    integrity.INDEX)
+                line = Artifact(sha256=entry["sha256"], bytes=entry["bytes"])
+                problem = integrity.against_record(folder / name, line, integrity.INDEX)
                 if problem:
                     raise ValueError(problem)
                 read[name] = entry["sha256"]
