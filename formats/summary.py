@@ -32,7 +32,7 @@ from sixnines.formats.document import Document
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 class Figures(Document):
@@ -131,7 +131,9 @@ class BytesPerSecond(Document):
 class Throughput(Document):
     """Throughput per window of M consecutive messages of a stream (spark_jobs.series has
     the definitions): ST_n = M / (O_n − O_{n−M}) over every sender stream, RT_n likewise
-    over every receiver stream."""
+    over every receiver stream, a message's time being its timestamp, or for k messages
+    of one timestamp (one read, one batch sent) evenly since the timestamp before
+    (schema 3; before, the timestamp itself, undefined where a window spanned 0 ns)."""
 
     window: int = DEFAULT_THROUGHPUT_WINDOW
     """M: the messages each figure is taken over (the scenario's `throughput_window`, 100
@@ -142,8 +144,9 @@ class Throughput(Document):
     """RT_n's figures in msg/s."""
     bytes_per_s: BytesPerSecond = Field(default_factory=BytesPerSecond)
     zero_span_windows: dict[str, int] = Field(default_factory=dict)
-    """Windows left out per side (sender, receiver) because their M messages carry one
-    timestamp (batches stamped once), so count = messages − M per stream − these."""
+    """Windows left out per side (sender, receiver), so count = messages − M per stream −
+    these: those holding a message of a stream's first timestamp but its last (no time
+    before it)."""
 
 
 class Humps(Document):

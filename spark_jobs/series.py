@@ -4,21 +4,32 @@ spark_jobs.agent_pass). Only bounded results (≤ MAX_POINTS per curve, HDR buck
 row per stream) are kept.
 
 Streams. A sender stream is one producer connection (`producer_id`): its messages in send
-order, O_n its n-th send time (`sent_ns`). A receiver stream is one receiving connection
-(agent and consumer connection): its receipts in receive order, R_n its n-th receive time
-(`recv_ns`). A requester row is in both. Over a window of M messages
+order, stamped `sent_ns`. A receiver stream is one receiving connection (agent and consumer
+connection): its receipts in receive order, stamped `recv_ns`. A requester row is in both.
+
+A message's time. An agent stamps once per read (a receiver taking several messages from
+one read) or per batch sent, so one timestamp may stand for k messages. Those k messages
+are taken to have come evenly over the time since the stream's timestamp before: the i-th
+of them (i = 1 … k) at p + i·(s − p)/k, s the shared timestamp and p the one before. With
+one message per timestamp, its time is its timestamp. Its n-th message's time is O_n for
+a sender stream, R_n for a receiver stream; over a window of M messages
 
     SO_n = (O_n − O_{n−M}) / M      sender overhead, ns per message
     RO_n = (R_n − R_{n−M}) / M      receiver overhead
     ST_n = 1 / SO_n,  RT_n = 1 / RO_n   throughput, msg/s
 
-undefined for the first M of a stream, and where the window spans 0 ns (a batch of more than
-M messages stamped at one instant: the clock cannot tell the rate there, so it is left out
-and counted, see `Throughput.zero_span`). Each timestamp is read on its own agent's clock, so
-they never mix clocks. The n-th of a stream is found by sorting on the timestamp: ties (a
-batch stamped at one instant) leave the sorted times, hence the spans, the same whichever
-way they fall. Every stream is whole in its agent's files, so its windows are one
-agent's pass.
+undefined for the first M of a stream. So both sides give a stream's rate at any M, also
+a receiver at saturation that reads hundreds of messages per timestamp (where the raw
+timestamps would span 0 ns in most windows): a known rate comes out at every M
+(tests/test_series.py). A stream's first timestamp has no time before it: windows holding
+one of its messages but its last are undefined, left out and counted
+(`Throughput.zero_span`, summary.json's `zero_span_windows`: named when the undefined
+windows were those whose raw timestamps spanned 0 ns). Each
+timestamp is read on its own agent's clock, so they never mix clocks. The n-th of a stream
+is found by sorting on the timestamp. Every stream is whole in its agent's files, so its
+windows are one agent's pass (the messages of its last timestamp in a batch wait for the
+next batch: k is known only then). With one message per timestamp and FIFO delivery,
+M·(RO_n − SO_n) = S_n − S_{n−M} exactly, S the service time (tests/test_series.py).
 
 Aggregates of ST and RT reuse the HDR buckets of the time metrics, on integer milli-msg/s
 (3 significant digits from 2 msg/s up, ≤ 3.6e9 msg/s): percentiles, exact max and mean as
@@ -209,7 +220,7 @@ def latency_json(curve: pa.Table | None, load: str = OPEN_LOOP) -> dict[str, dic
 @dataclass(frozen=True)
 class Throughput:
     """One side's throughput: ST_n (or RT_n) aggregates in HDR buckets of milli-msg/s, the
-    curve (t_s, msg/s) and how many windows spanned 0 ns (undefined, left out)."""
+    curve (t_s, msg/s) and how many windows were undefined (left out)."""
 
     counts: MetricCounts
     t_s: list[float]
@@ -238,8 +249,8 @@ def notes(result: PerMessage) -> list[str]:
     for name, side in result.throughput.items():
         if side.zero_span:
             lines.append(f"{name} throughput: {side.zero_span:,} windows of {result.window} "
-                         "messages spanned 0 ns (one timestamp for the batch): undefined, "
-                         "left out")
+                         "messages undefined (a stream's first read or batch, which has no "
+                         "time before it, or a span of 0 ns): left out")
         if side.counts.too_large:
             lines.append(f"{name} throughput: {side.counts.too_large:,} windows above "
                          f"{hdr.HIGHEST / MILLI:,.0f} msg/s counted at that")

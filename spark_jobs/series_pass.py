@@ -156,10 +156,12 @@ def _side_streams(rows: Rows, side: int, agent_index: int) -> tuple[np.ndarray, 
 
 @dataclass
 class StreamWindows:
-    """One stream's windows ending in a batch: its rows there, the timestamps the windows
-    end at (time order) and for each the span ts_n − ts_{n−M} and its value M / span in
-    milli-msg/s (0 where the span is 0: undefined). The first M of a stream end no
-    window."""
+    """One stream's windows ending in a batch: its messages placed there, the timestamps
+    the windows end at (time order) and for each the span t_n − t_{n−M} of its messages'
+    times (series: a timestamp shared by k messages spreads them over the time since the
+    stream's timestamp before) and its value M / span in milli-msg/s (0 where undefined: a
+    span of 0 ns, or a message of the stream's first timestamp in it). The first M of a
+    stream end no window."""
 
     stream: int
     rows: int
@@ -172,29 +174,82 @@ class StreamWindows:
         return self.span > 0
 
 
+@dataclass
+class Carried:
+    """What one stream's windows carry from batch to batch: its last M messages' times
+    (each a timestamp less how long before it the message is taken to have come), the
+    timestamp before the last one, and how many messages share the last one (a read, or a
+    batch sent, known whole only at the next timestamp)."""
+
+    stamps: np.ndarray
+    before: np.ndarray
+    previous: int | None = None
+    held: int | None = None
+    count: int = 0
+
+
+def _spread(stamps: np.ndarray, previous: int | None) -> np.ndarray:
+    """How long before its timestamp each message is taken to have come: the k messages of
+    one timestamp s evenly over (p, s], p the timestamp before. A stream's first timestamp
+    has none before it: its messages but the last have no time (NaN), and the windows they
+    are in are undefined."""
+    if len(stamps) == 0:
+        return np.zeros(0)
+    starts = np.flatnonzero(np.concatenate([[True], stamps[1:] != stamps[:-1]]))
+    counts = np.diff(np.concatenate([starts, [len(stamps)]]))
+    group = np.repeat(np.arange(len(starts)), counts)
+    prior = np.concatenate([[stamps[0] if previous is None else previous],
+                            stamps[starts[:-1]]])
+    later = counts[group] - 1 - (np.arange(len(stamps)) - starts[group])
+    before = later * ((stamps[starts] - prior) / counts)[group]
+    if previous is None:
+        before[:counts[0] - 1] = np.nan
+    return before
+
+
+def _windows(stream: int, stamps: np.ndarray, carried: Carried, window: int, last: bool
+             ) -> StreamWindows:
+    """A stream's windows over the timestamps of a batch (`last`: its final batch)."""
+    stamps = np.concatenate([np.full(carried.count, carried.held or 0, np.int64), stamps])
+    cut = len(stamps)
+    if not last and len(stamps):
+        cut = int(np.flatnonzero(np.concatenate([[True], stamps[1:] != stamps[:-1]]))[-1])
+    done, held = stamps[:cut], stamps[cut:]
+    before = _spread(done, carried.previous)
+    joined = np.concatenate([carried.stamps, done])
+    earlier = np.concatenate([carried.before, before])
+    first = max(window, len(carried.stamps))
+    ends = joined[first:]
+    start = first - window
+    span = (ends - joined[start:start + len(ends)]).astype(np.float64) \
+        - (earlier[first:] - earlier[start:start + len(ends)])
+    value = np.zeros(len(span), np.int64)
+    defined = span > 0
+    value[defined] = np.floor(window * 1e9 * MILLI / span[defined] + 0.5)
+    if len(done):
+        carried.previous = int(done[-1])
+    carried.stamps, carried.before = joined[-window:], earlier[-window:]
+    carried.held, carried.count = (int(held[0]), len(held)) if len(held) else (None, 0)
+    return StreamWindows(stream, len(done), ends, span, value)
+
+
 def stream_windows(rows: Rows, side: int, agent_index: int, window: int,
-                   tails: dict[int, np.ndarray] | None = None) -> list[StreamWindows]:
-    """ST_n (or RT_n) of each of the side's streams in a batch: span = the n-th timestamp
-    minus the (n − M)-th in time order, value = M / span (series: the definitions).
-    `tails`: each stream's last M timestamps of the batches before, updated (a stream's
-    timestamps are one clock's, in its files' order)."""
-    tails = {} if tails is None else tails
+                   carried: dict[int, Carried] | None = None, last: bool = True
+                   ) -> list[StreamWindows]:
+    """ST_n (or RT_n) of each of the side's streams in a batch: span = the n-th message's
+    time minus the (n − M)-th's in time order, value = M / span (series: the
+    definitions). `carried`: each stream's state from the batches before, updated (a
+    stream's timestamps are one clock's, in its files' order); `last`: the agent's final
+    batch (its streams' last timestamps are whole), else their messages wait for the next."""
+    carried = {} if carried is None else carried
     keys, ts = _side_streams(rows, side, agent_index)
     order = stream_order(keys, ts)
     keys, ts = keys[order], ts[order]
     found = []
     for start, end in segments(keys):
         stream = int(keys[start])
-        tail = tails.get(stream, ts[:0])
-        joined = np.concatenate([tail, ts[start:end]])
-        first = max(window, len(tail))
-        ends = joined[first:]
-        span = ends - joined[first - window:first - window + len(ends)]
-        value = np.zeros(len(span), np.int64)
-        defined = span > 0
-        value[defined] = np.floor(window * 1e9 * MILLI / span[defined] + 0.5)
-        tails[stream] = joined[-window:]
-        found.append(StreamWindows(stream, end - start, ends, span, value))
+        state = carried.setdefault(stream, Carried(ts[:0], np.zeros(0)))
+        found.append(_windows(stream, ts[start:end], state, window, last))
     return found
 
 
@@ -202,7 +257,7 @@ def stream_windows(rows: Rows, side: int, agent_index: int, window: int,
 class Windows:
     """One side's throughput windows of an agent: HDR buckets of ST_n (or RT_n), and per
     time bucket the summed rate of its streams (each 1 / its mean overhead there) and
-    the windows that spanned 0 ns."""
+    the windows left undefined."""
 
     buckets: Buckets
     keys: np.ndarray
@@ -214,36 +269,43 @@ class Windows:
 class WindowPass:
     """One side's throughput windows over an agent's batches, for its streams placed on
     the side's axis: the HDR buckets of the defined values, and per stream and time
-    bucket (of each window's end) the windows, their spans and those that spanned 0 ns."""
+    bucket (of each window's end) the windows, their spans and those left undefined."""
 
     def __init__(self, side: int, agent_index: int, window: int,
                  streams: dict[tuple[int, int], Placement]) -> None:
         self.side, self.agent_index, self.window = side, agent_index, window
         self.streams = streams
-        self.tails: dict[int, np.ndarray] = {}
+        self.carried: dict[int, Carried] = {}
         self.curves: dict[int, list[np.ndarray]] = {}  # stream → [count, spans, zero]
         self.buckets: list[Buckets] = []
 
     def add(self, rows: Rows) -> None:
+        """One batch; its streams' last timestamps wait for the next (or `result`)."""
         for found in stream_windows(rows, self.side, self.agent_index, self.window,
-                                    self.tails):
-            placement = self.streams.get((self.side, found.stream))
-            if placement is None or len(found.span) == 0:
-                continue
-            defined, bins = found.defined, placement[3]
-            bucket = axis_bucket(found.ends, placement)
-            curve = self.curves.setdefault(found.stream, [np.zeros(bins, np.int64),
-                                                          np.zeros(bins),
-                                                          np.zeros(bins, np.int64)])
-            curve[0] += np.bincount(bucket[defined], minlength=bins)
-            curve[1] += np.bincount(bucket[defined], minlength=bins,
-                                    weights=found.span[defined].astype(np.float64))
-            curve[2] += np.bincount(bucket[~defined], minlength=bins)
-            self.buckets.append(Buckets.of(found.value[defined]))
+                                    self.carried, last=False):
+            self._count(found)
+
+    def _count(self, found: StreamWindows) -> None:
+        placement = self.streams.get((self.side, found.stream))
+        if placement is None or len(found.span) == 0:
+            return
+        defined, bins = found.defined, placement[3]
+        bucket = axis_bucket(found.ends, placement)
+        curve = self.curves.setdefault(found.stream, [np.zeros(bins, np.int64),
+                                                      np.zeros(bins),
+                                                      np.zeros(bins, np.int64)])
+        curve[0] += np.bincount(bucket[defined], minlength=bins)
+        curve[1] += np.bincount(bucket[defined], minlength=bins, weights=found.span[defined])
+        curve[2] += np.bincount(bucket[~defined], minlength=bins)
+        self.buckets.append(Buckets.of(found.value[defined]))
 
     def result(self) -> Windows | None:
         """Per time bucket the rate summed over the streams, each 1 / its mean overhead
-        there = M · windows / Σ spans (defined where any stream had a window)."""
+        there = M · windows / Σ spans (defined where any stream had a window); the streams'
+        last timestamps counted first."""
+        for stream, state in self.carried.items():
+            if state.count:
+                self._count(_windows(stream, np.zeros(0, np.int64), state, self.window, True))
         if not self.curves:
             return None
         bins = len(next(iter(self.curves.values()))[0])

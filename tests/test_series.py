@@ -63,7 +63,7 @@ def _rows_of(run: passes.Run, role: str) -> tuple[agent_rows.AgentFiles, agent_r
 
 def _spans(run: passes.Run, window: int) -> dict[int, list]:
     """Per side, (span, value) of every message of its one stream in time order: (None,
-    None) for the first M, (0, None) where the window spanned 0 ns."""
+    None) for the first M, (span, None) where the window is undefined."""
     out: dict[int, list] = {}
     for agent in passes.agent_files([run]):
         rows = agent_rows.read_rows(agent)
@@ -73,7 +73,7 @@ def _spans(run: passes.Run, window: int) -> dict[int, list]:
                 continue
             (mine,) = streams
             out[side] = [(None, None)] * (mine.rows - len(mine.span)) + [
-                (int(span), int(value) if span > 0 else None)
+                (float(span), int(value) if span > 0 else None)
                 for span, value in zip(mine.span, mine.value, strict=True)]
     return out
 
@@ -100,10 +100,12 @@ def test_latency_per_message(tmp_path):
 
 
 def test_overheads_and_throughput_over_two_messages(tmp_path):
-    """M = 2: SO_n = (O_n − O_{n−2}) / 2, ST_n = 1 / SO_n, undefined for the first two."""
+    """M = 2: SO_n = (O_n − O_{n−2}) / 2, ST_n = 1 / SO_n, undefined for the first two. The
+    receiver read messages 2 and 3 at once (90 µs, 35 µs after the read before): they are
+    taken at 72.5 and 90 µs."""
     spans = _spans(write_run(tmp_path, ONE_STREAM, window=2), window=2)
     sender_spans = [None, None, 30, 50, 70, 90]  # O_n − O_{n−2}, µs
-    receiver_spans = [None, None, 40, 35, 110, 120]  # R_n − R_{n−2}
+    receiver_spans = [None, None, 22.5, 35, 127.5, 120]  # t_n − t_{n−2}
     for side, expected in ((series.SENDER, sender_spans), (series.RECEIVER, receiver_spans)):
         assert [span for span, _ in spans[side]] == [None if e is None else e * US
                                                      for e in expected]
@@ -115,11 +117,41 @@ def test_overheads_and_throughput_over_two_messages(tmp_path):
     assert spans[series.RECEIVER][3][1] == 57_142_857
 
 
-def test_a_window_spanning_no_time_has_no_throughput(tmp_path):
-    """RECV[2] = RECV[3] (one batch, one timestamp): RO = 0, RT undefined."""
+def test_a_read_of_several_messages_spreads_them_since_the_read_before(tmp_path):
+    """M = 1. RECV[2] = RECV[3] (one read of two messages, 35 µs after the read before):
+    17.5 µs each, not 35 and 0. A stream's first read has no time before it: the windows
+    with its messages but its last in them are undefined (counted)."""
     spans = _spans(write_run(tmp_path, ONE_STREAM, window=1), window=1)
-    assert spans[series.RECEIVER][3] == (0, None)
-    assert spans[series.RECEIVER][2] == (35 * US, round(1 / 35e-6 * series.MILLI))
+    each = (17.5 * US, round(1 / 17.5e-6 * series.MILLI))
+    assert spans[series.RECEIVER][2] == spans[series.RECEIVER][3] == each
+    at_once = [t * US for t in (50, 50, 90, 90)]  # a first read of two, then one of two
+    rows = (_sent(0, 1, at_once, at_once) + _received(1, 1, at_once, at_once, at_once))
+    found = _spans(write_run(tmp_path / "first", rows, window=1), window=1)
+    first, *rest = found[series.RECEIVER][1:]
+    assert np.isnan(first[0]) and first[1] is None
+    assert rest == [(20 * US, 50_000_000), (20 * US, 50_000_000)]
+    assert found[series.SENDER][2:] == rest  # a batch sent at once likewise
+
+
+@pytest.mark.parametrize("window", [1, 3, 5, 7, 100])
+def test_a_known_rate_is_found_at_any_window_on_both_sides(tmp_path, window):
+    """A sender stamping each of its messages, 20 µs apart (50,000 msg/s), and a receiver
+    reading them five at a time, every 100 µs, one timestamp per read: every window of
+    either side, whatever its M, gives 50,000 msg/s."""
+    sent = np.arange(1000) * 20 * US
+    recv = (np.arange(1000) // 5 + 1) * 100 * US + 7 * US
+    per_message = _per_message(tmp_path, _sent(0, 1, sent, sent)
+                               + _received(1, 1, sent, sent, recv), window=window)
+    for side in ("sender", "receiver"):
+        found = per_message.throughput[side]
+        counts = summarize.metric_summary(found.counts, series.MILLI)
+        # the receiver's first read has no time before it: 4 of its 5 messages have none
+        undefined = 4 if side == "receiver" else 0
+        assert found.zero_span == undefined
+        assert counts.count == 1000 - window - undefined
+        assert counts.max == pytest.approx(50_000, rel=1e-3)
+        assert counts.lower_median == pytest.approx(50_000, rel=1e-3)
+        assert found.msg_s == pytest.approx([50_000] * len(found.msg_s), rel=1e-6)
 
 
 def test_overhead_identity_on_one_stream(tmp_path):
@@ -136,8 +168,9 @@ def test_overhead_identity_on_one_stream(tmp_path):
     rng = np.random.default_rng(8)
     n, m = 500, 10
     intended = np.arange(n) * 50 * US
-    sent = np.maximum.accumulate(intended + rng.integers(0, 80 * US, n))
-    recv = np.maximum.accumulate(sent + rng.integers(20 * US, 400 * US, n))  # FIFO
+    # one message per timestamp (a read of several spreads them: series), FIFO
+    sent = np.maximum.accumulate(intended + rng.integers(0, 80 * US, n)) + np.arange(n)
+    recv = np.maximum.accumulate(sent + rng.integers(20 * US, 400 * US, n)) + np.arange(n)
     rows = _sent(0, 1, intended, sent) + _received(1, 1, intended, sent, recv)
     spans = _spans(write_run(tmp_path, rows, window=m), window=m)
     so = np.array([s for s, _ in spans[series.SENDER][m:]])

@@ -63,7 +63,11 @@ def test_every_message_is_sent_and_received_as_fast_as_the_system_takes(flood):
         # need for 2,000 of them: far beyond any fixed rate this scenario asks for
         assert run["send_rate"] > 10 * OPEN_RATE and run["receive_rate"] > 10 * OPEN_RATE
         assert MESSAGES / run["receive_rate"] < MESSAGES / OPEN_RATE / 10
-        assert run["throughput"]["receiver_msg_s"]["count"] > 0
+        # a receiver reading many messages per timestamp still has its throughput in
+        # (almost) every window: only those with its first read's messages are undefined
+        receiver = run["throughput"]["receiver_msg_s"]
+        undefined = run["throughput"]["zero_span_windows"]["receiver"]
+        assert receiver["count"] > 0 and undefined < receiver["count"] / 10
         assert run["throughput"]["bytes_per_s"]["receiver"] > 0
         assert run["density_us"] is not None
         assert not [w for w in run["warnings"] if w.startswith(("generator saturated",
