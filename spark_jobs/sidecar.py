@@ -116,13 +116,18 @@ class Sidecar:
         if changed := self._not_vouched(checked.manifest):
             return self._not_followed(f"{changed}: not the chunk its manifest vouches for")
         began = time.monotonic()
-        figured = self.follower.finish(analyze.run_of(checked, self.window))
-        log.info("finished in %.2f s", time.monotonic() - began)
-        if not isinstance(figured, passes.Figures):
-            return self._not_followed("its analysis context changed by its end, or an "
-                                      "hlog is damaged")
-        analyze.clear_report(self.run_dir)
-        summary = analyze.report(checked, figured)
+        try:
+            figured = self.follower.finish(analyze.run_of(checked, self.window))
+            log.info("finished in %.2f s", time.monotonic() - began)
+            if not isinstance(figured, passes.Figures):
+                return self._not_followed("its analysis context changed by its end, or an "
+                                          "hlog is damaged")
+            analyze.clear_report(self.run_dir)
+            summary = analyze.report(checked, figured)
+        except Exception as error:  # a full disk, say: the whole analysis says it in its line
+            log.exception("%s: not analysed here", self.run_dir)
+            return self._not_followed(f"{type(error).__name__}: "
+                                      f"{integrity.first_line(str(error))}")
         return {"run_dir": str(self.run_dir),
                 "summary": str(self.run_dir / analyze.REPORT_DIR / analyze.SUMMARY),
                 "status": summary.status or ""}

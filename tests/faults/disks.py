@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 FILLER = ".filler"
+ATTEMPTS = 20
 
 
 @contextlib.contextmanager
@@ -30,13 +32,23 @@ def small_disk(path: Path, size: str = "16M") -> Iterator[Path]:
 
 
 def leave_free(disk: Path, free_bytes: int) -> None:
-    """Fill `disk` until only about `free_bytes` are left (one filler file, resized)."""
+    """Fill `disk` until only about `free_bytes` are left (one filler file, resized). The
+    run goes on writing meanwhile (chunks, logs), so a fill that finds less room than it
+    measured tries again with what is left."""
     filler = disk / FILLER
     filler.unlink(missing_ok=True)
-    room = shutil.disk_usage(disk).free - free_bytes
-    if room > 0:
-        with open(filler, "wb") as out:
-            os.posix_fallocate(out.fileno(), 0, room)
+    for _ in range(ATTEMPTS):
+        room = shutil.disk_usage(disk).free - free_bytes
+        if room <= 0:
+            return
+        try:
+            with open(filler, "ab") as out:
+                os.posix_fallocate(out.fileno(), out.tell(), room)
+            return
+        except OSError as error:
+            if error.errno != errno.ENOSPC:
+                raise
+    raise AssertionError(f"could not fill {disk}: the run keeps writing")
 
 
 def free(disk: Path) -> int:
