@@ -177,10 +177,11 @@ class Run:
             with held(on_repeat=self._hurry) as later:
                 try:
                     self._wind_down()
-                finally:
-                    if self.sidecar is not None and (interruption or later.first):
-                        self.sidecar.stop()
+                except BaseException:  # a full disk: the run's analysis is not its to give
+                    self._stop_sidecar()
+                    raise
         if interruption is not None or later.first is not None:
+            self._stop_sidecar()
             raise interruption or later.first
         if self.sidecar is not None:
             self.analysed = self.sidecar.finish()
@@ -222,6 +223,10 @@ class Run:
         started before the CPU placement, which keeps it off the loops' CPUs."""
         if self.follow and not any(agent.remote for agent in self.agents.values()):
             self.sidecar = sidecar.AnalysisSidecar(self.run_dir)
+
+    def _stop_sidecar(self) -> None:
+        if self.sidecar is not None:
+            self.sidecar.stop()
 
     def _hurry(self) -> None:
         """Another interrupt while winding down: stop waiting for agents to report (their

@@ -5,7 +5,7 @@ stream's last M timestamps carried across batches."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -178,14 +178,18 @@ class StreamWindows:
 class Carried:
     """What one stream's windows carry from batch to batch: its last M messages' times
     (each a timestamp less how long before it the message is taken to have come), the
-    timestamp before the last one, and how many messages share the last one (a read, or a
-    batch sent, known whole only at the next timestamp)."""
+    timestamp before the last one, and the messages of the last one (a read, or a batch
+    sent, known whole only at the next timestamp)."""
 
-    stamps: np.ndarray
-    before: np.ndarray
+    stamps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    before: np.ndarray = field(default_factory=lambda: np.zeros(0))
     previous: int | None = None
-    held: int | None = None
-    count: int = 0
+    held: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+
+
+def _group_starts(stamps: np.ndarray) -> np.ndarray:
+    """Where each run of equal timestamps starts (stamps sorted, not empty)."""
+    return np.flatnonzero(np.concatenate([[True], stamps[1:] != stamps[:-1]]))
 
 
 def _spread(stamps: np.ndarray, previous: int | None) -> np.ndarray:
@@ -195,7 +199,7 @@ def _spread(stamps: np.ndarray, previous: int | None) -> np.ndarray:
     are in are undefined."""
     if len(stamps) == 0:
         return np.zeros(0)
-    starts = np.flatnonzero(np.concatenate([[True], stamps[1:] != stamps[:-1]]))
+    starts = _group_starts(stamps)
     counts = np.diff(np.concatenate([starts, [len(stamps)]]))
     group = np.repeat(np.arange(len(starts)), counts)
     prior = np.concatenate([[stamps[0] if previous is None else previous],
@@ -210,11 +214,11 @@ def _spread(stamps: np.ndarray, previous: int | None) -> np.ndarray:
 def _windows(stream: int, stamps: np.ndarray, carried: Carried, window: int, last: bool
              ) -> StreamWindows:
     """A stream's windows over the timestamps of a batch (`last`: its final batch)."""
-    stamps = np.concatenate([np.full(carried.count, carried.held or 0, np.int64), stamps])
+    stamps = np.concatenate([carried.held, stamps])
     cut = len(stamps)
     if not last and len(stamps):
-        cut = int(np.flatnonzero(np.concatenate([[True], stamps[1:] != stamps[:-1]]))[-1])
-    done, held = stamps[:cut], stamps[cut:]
+        cut = int(_group_starts(stamps)[-1])
+    done, carried.held = stamps[:cut], stamps[cut:]
     before = _spread(done, carried.previous)
     joined = np.concatenate([carried.stamps, done])
     earlier = np.concatenate([carried.before, before])
@@ -229,7 +233,6 @@ def _windows(stream: int, stamps: np.ndarray, carried: Carried, window: int, las
     if len(done):
         carried.previous = int(done[-1])
     carried.stamps, carried.before = joined[-window:], earlier[-window:]
-    carried.held, carried.count = (int(held[0]), len(held)) if len(held) else (None, 0)
     return StreamWindows(stream, len(done), ends, span, value)
 
 
@@ -248,7 +251,7 @@ def stream_windows(rows: Rows, side: int, agent_index: int, window: int,
     found = []
     for start, end in segments(keys):
         stream = int(keys[start])
-        state = carried.setdefault(stream, Carried(ts[:0], np.zeros(0)))
+        state = carried.setdefault(stream, Carried())
         found.append(_windows(stream, ts[start:end], state, window, last))
     return found
 
@@ -304,7 +307,7 @@ class WindowPass:
         there = M · windows / Σ spans (defined where any stream had a window); the streams'
         last timestamps counted first."""
         for stream, state in self.carried.items():
-            if state.count:
+            if len(state.held):
                 self._count(_windows(stream, np.zeros(0, np.int64), state, self.window, True))
         if not self.curves:
             return None

@@ -57,8 +57,8 @@ def with_start_instants(manifest: Manifest) -> Manifest:
 class Sidecar:
     """One run's chunks followed as they close (see the module doc)."""
 
-    def __init__(self, run_dir: Path, window: int | None = None) -> None:
-        self.run_dir, self.window = Path(run_dir), window
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = Path(run_dir)
         self.follower: RunFollower | None = None
         self.read: dict[str, dict[str, str]] = {}  # agent_id → chunk name → its sha256 read
         self.broken: str | None = None  # why it stopped following
@@ -78,8 +78,7 @@ class Sidecar:
         if manifest.started_at_ns is None:
             return  # the agents are not started yet
         if self.follower is None:
-            run = passes.Run(with_start_instants(manifest), {},
-                             self.window or manifest.throughput_window,
+            run = passes.Run(with_start_instants(manifest), {}, manifest.throughput_window,
                              load_of(manifest.params), delivery.Expected())
             self.follower = RunFollower(run)
             if not self.follower.followable:
@@ -117,7 +116,7 @@ class Sidecar:
             return self._not_followed(f"{changed}: not the chunk its manifest vouches for")
         began = time.monotonic()
         try:
-            figured = self.follower.finish(analyze.run_of(checked, self.window))
+            figured = self.follower.finish(analyze.run_of(checked, None))
             log.info("finished in %.2f s", time.monotonic() - began)
             if not isinstance(figured, passes.Figures):
                 return self._not_followed("its analysis context changed by its end, or an "
@@ -173,13 +172,12 @@ def _idle() -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sixnines.spark_jobs.sidecar",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--window", type=int, metavar="M")
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s")
     _idle()
-    sidecar, commands = Sidecar(args.run_dir, args.window), _commands()
+    sidecar, commands = Sidecar(args.run_dir), _commands()
     while True:
         try:
             line = commands.get(timeout=POLL_S)
