@@ -103,6 +103,33 @@ class Framing:
         return len(self.prefix) + message_size + len(self.suffix)
 
 
+@dataclass(frozen=True)
+class Lane:
+    """The share of one-way traffic a connection carries (docs/design.md, "Connections
+    divide the load").
+
+    Connection c of an agent is on lane c of `count` (the workload's connections, the same
+    for producers and consumers). A consumer's connections, one per lane, together receive
+    every message exactly once: more connections spread one rate over more sockets instead
+    of multiplying the deliveries. Drivers that route by name send and subscribe per lane
+    (`name`), so lane i carries what senders' lane-i connections send; a partitioned system
+    may instead give each lane its share of the partitions. Round trips need no lanes
+    (each requester connection has its own reply route)."""
+
+    index: int = 0
+    count: int = 1
+
+    def name(self, base: str) -> str:
+        """A per-lane destination (channel, subject, exchange, queue, stream): `base` itself
+        when there is one lane, so a single-connection run uses the name configured, else
+        `base.index`."""
+        return base if self.count == 1 else f"{base}.{self.index}"
+
+
+#: The lane of a run with one connection per agent.
+SOLE_LANE = Lane()
+
+
 class DriverError(SixninesError):
     """A failure of the system under test (unreachable, refused, closed), already worded
     for the user: it names the system and the address."""
@@ -219,10 +246,12 @@ class Driver(ABC):
     `credential` when the framework gives one (see `login`; a subclass that overrides
     `__init__` takes it and passes it on).
 
-    Delivery in one-way mode is fan-out: every receiver connection gets every message of
-    every sender. `connection_id` is unique per connection within a run (the sender's
-    producer id, the receiver's consumer id), for drivers that name per-connection
-    destinations such as reply subjects or queues.
+    Delivery in one-way mode is by `Lane`: the receivers of one consumer, one per lane,
+    together get every message of every sender exactly once; every consumer gets them all
+    (consumers fan out, connections divide).
+    `connection_id` is unique per connection within a run (the sender's producer id, the
+    receiver's consumer id), for drivers that name per-connection destinations such as
+    reply subjects or queues.
     """
 
     name: ClassVar[str]
@@ -270,12 +299,14 @@ class Driver(ABC):
         return []
 
     @abstractmethod
-    def sender(self, message_size: int, connection_id: int) -> Sender:
-        """One publishing connection (one-way mode)."""
+    def sender(self, message_size: int, connection_id: int, lane: Lane = SOLE_LANE) -> Sender:
+        """One publishing connection (one-way mode), sending on `lane`."""
 
     @abstractmethod
-    def receiver(self, message_size: int, connection_id: int) -> Receiver:
-        """One subscribing connection, already subscribed when returned (one-way mode)."""
+    def receiver(self, message_size: int, connection_id: int,
+                 lane: Lane = SOLE_LANE) -> Receiver:
+        """One subscribing connection to `lane`, already subscribed when returned (one-way
+        mode)."""
 
     @abstractmethod
     def requester(self, message_size: int, connection_id: int) -> tuple[Sender, Receiver]:

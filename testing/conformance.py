@@ -7,7 +7,8 @@ the target's broker, so give `isolate` when cases would otherwise see each other
 (a fresh channel, topic or queue per case).
 
 Every delivery case checks the accounting exactly: each message sent arrives once per
-consumer, byte for byte, in its sender's order (sequence numbers in the message header).
+consumer (over one of its connections when it has several, `Lane`), byte for byte, in its
+sender's order (sequence numbers in the message header).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from sixnines.drivers.base import Driver, DriverError, Receiver, Responder, Sender
+from sixnines.drivers.base import Driver, DriverError, Lane, Receiver, Responder, Sender
 from sixnines.formats.payload import build_frames, frame_dtype
 
 SIZE = 64  # the message size of the cases that do not choose another
@@ -132,14 +133,16 @@ def send_all(sender: Sender, out: Outgoing, batches: Sequence[int] = (1, 7, 50, 
 
 
 def collect(driver: Driver, receivers: Sequence[Receiver], expect: int, size: int = SIZE,
-            responders: Sequence[Responder] = (), room: float = 37) -> list[list[bytes]]:
-    """What each receiver hands over until each has `expect` messages (or nothing came for
-    STALL_S, or DELIVERY_S passed), and for QUIET_S after: what arrives then is counted too
-    (duplicates). Receives as an agent does: one receiver with a timeout, several after
-    waiting on their pollables (each once when none signals: `test_pollable_signals_held_messages`
-    checks the pollables); through one small buffer of `room` frames for all of them,
-    as an agent's (many calls, partial frames carried over), relaying through `responders`
-    in between."""
+            responders: Sequence[Responder] = (), room: float = 37, lanes: int = 1
+            ) -> list[list[bytes]]:
+    """What each receiver hands over until each has `expect` messages (each consumer: every
+    `lanes` receivers in a row are one consumer's, their messages counted together; or
+    nothing came for STALL_S, or DELIVERY_S passed), and for QUIET_S after: what arrives
+    then is counted too (duplicates). Receives as an agent does: one receiver with a
+    timeout, several after waiting on their pollables (each once when none signals:
+    `test_pollable_signals_held_messages` checks the pollables); through one small buffer
+    of `room` frames for all of them, as an agent's (many calls, partial frames carried
+    over), relaying through `responders` in between."""
     framing = driver.receive_framing(size)
     stride, at = framing.stride(size), len(framing.prefix)
     out = memoryview(bytearray(int(room * stride)))
@@ -149,7 +152,7 @@ def collect(driver: Driver, receivers: Sequence[Receiver], expect: int, size: in
     now = time.monotonic()
     deadline, last, quiet_until = now + DELIVERY_S, None, None
     while quiet_until is None or now < quiet_until:
-        if quiet_until is None and (all(len(g) >= expect for g in got) or now > deadline
+        if quiet_until is None and (_each_has(got, lanes, expect) or now > deadline
                                     or (last is not None and now - last > STALL_S)):
             quiet_until = now + QUIET_S
         for responder in responders:
@@ -167,6 +170,16 @@ def collect(driver: Driver, receivers: Sequence[Receiver], expect: int, size: in
                 bytes(out[k * stride + at : k * stride + at + size]) for k in range(n))
         now = time.monotonic()
     return got
+
+
+def _each_has(got: list[list[bytes]], lanes: int, expect: int) -> bool:
+    return all(sum(map(len, got[k : k + lanes])) >= expect for k in range(0, len(got), lanes))
+
+
+def by_consumer(got: list[list[bytes]], lanes: int) -> list[list[bytes]]:
+    """What each consumer got over its `lanes` receivers (in a row in `got`)."""
+    return [[message for part in got[k : k + lanes] for message in part]
+            for k in range(0, len(got), lanes)]
 
 
 def producer_and_seq(message: bytes) -> tuple[int, int]:
@@ -289,6 +302,28 @@ class DriverConformance:
         for sender in senders:
             sender.settle()
         assert_exactly_once(collect(driver, receivers, 600), sent)
+
+    def test_lanes_divide_the_load(self, target: Target, closing) -> None:
+        """Two producers and two consumers with two connections each, on lanes 0 and 1 (as
+        agents open them): each consumer gets every message exactly once over its two
+        connections together, and no connection carries everything."""
+        lanes = 2
+        driver = target.make()
+        receivers = [driver.receiver(SIZE, k * lanes + c, Lane(c, lanes))
+                     for k in range(2) for c in range(lanes)]
+        ids = range(2 * lanes)
+        senders = [driver.sender(SIZE, p, Lane(p % lanes, lanes)) for p in ids]
+        closing(*receivers, *senders)
+        sent = [outgoing(driver, p, 120) for p in ids]
+        for k in range(0, 120, 20):
+            for sender, out in zip(senders, sent, strict=True):
+                sender.send(memoryview(out.buf)[k * out.stride : (k + 20) * out.stride], 20)
+        for sender in senders:
+            sender.settle()
+        got = collect(driver, receivers, 120 * len(ids), lanes=lanes)
+        assert_exactly_once(by_consumer(got, lanes), sent)
+        assert all(0 < len(messages) < 120 * len(ids) for messages in got), \
+            f"messages per connection: {[len(messages) for messages in got]}"
 
     def test_one_large_batch(self, target: Target, closing) -> None:
         """5000 messages in one `send` call."""

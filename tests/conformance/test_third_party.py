@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "driver"
 DELIVERY_CASES = {"one_way", "fan_out", "several_connections", "one_large_batch",
                   "large_messages", "round_trip", "round_trip_several_requesters",
-                  "round_trip_large_messages", "broker_killed", "pollable_signals_held_messages"}
+                  "round_trip_large_messages", "broker_killed", "pollable_signals_held_messages",
+                  "lanes_divide_the_load"}
 
 
 @pytest.fixture(scope="module")
