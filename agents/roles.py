@@ -33,7 +33,8 @@ from sixnines.agents.recording import (
 )
 from sixnines.agents.schedule import NS, Pieces, message_count, split
 from sixnines.agents.streams import Inbox, OutStream, clock
-from sixnines.drivers.base import Driver, Receiver, Sender, Waiter
+from sixnines.drivers.base import SOLE_LANE, Driver, Lane, Receiver, Sender, Waiter
+from sixnines.formats import vocabulary
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import MAX_RATE, Receive, Schedule
@@ -288,13 +289,20 @@ def drain(inbox: Inbox, receivers: list[Receiver], waiter: Waiter, first_id: int
             return
 
 
+def lane(spec: Prepare, connection: int) -> Lane:
+    """A connection's lane: one-way connections divide the load (drivers.base.Lane);
+    round trips need none."""
+    one_way = spec.role in (vocabulary.Role.PRODUCER, vocabulary.Role.CONSUMER)
+    return Lane(connection, spec.connections) if one_way else SOLE_LANE
+
+
 def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
     """One stream per connection, its schedule in pieces its role's recorder writes."""
     spec = role.spec
-    framing = role.driver.framing(spec.message_size)
     rate = None if spec.schedule == MAX_RATE else spec.rate / spec.connections
     return [
-        OutStream(sender, framing, spec.message_size,
+        OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
+                  spec.message_size,
                   PiecePool(schedule, producer_rows(schedule.count, rate),
                             spec.first_id + c, role.recorder),
                   spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
@@ -313,7 +321,8 @@ def inbox_of(role: Chunked) -> Inbox:
 class Producer(Chunked):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
-        self.streams = out_streams(self, [driver.sender(spec.message_size, spec.first_id + c)
+        self.streams = out_streams(self, [driver.sender(spec.message_size, spec.first_id + c,
+                                                        lane(spec, c))
                                           for c in range(spec.connections)])
 
     def _arm_buffers(self, t0: int) -> None:
@@ -349,7 +358,8 @@ class Producer(Chunked):
 class Consumer(Chunked):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         super().__init__(spec, driver)
-        self.receivers = [driver.receiver(spec.message_size, spec.first_id + c)
+        self.receivers = [driver.receiver(spec.message_size, spec.first_id + c,
+                                          lane(spec, c))
                           for c in range(spec.connections)]
         self.waiter = driver.waiter(self.receivers)
         self.inbox = inbox_of(self)

@@ -283,13 +283,16 @@ class Driver(ABC):
         `receive` with a timeout)."""
         return PollWaiter(receivers)
 
-    def framing(self, message_size: int) -> Framing:
-        """How outgoing messages are framed in a batch handed to `Sender.send`."""
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        """How outgoing messages are framed in a batch handed to `Sender.send` of a
+        connection on `lane` (asked per connection: a prefix may name the lane's
+        destination)."""
         return Framing()
 
     def receive_framing(self, message_size: int) -> Framing:
         """How a `Receiver` lays received messages out in its output buffer (only the
-        lengths matter: the header is read after the prefix)."""
+        lengths matter: the header is read after the prefix). One for all lanes: an agent's
+        receivers share one buffer."""
         return self.framing(message_size)
 
     @classmethod

@@ -22,14 +22,16 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from sixnines.formats.document import Document
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
-from sixnines.formats.vocabulary import Role
+from sixnines.formats.vocabulary import FanOut, Role
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
+#: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
+DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
 #: only what it had closed (formats.chunks.kept_chunks).
 UNREPORTED = ("failed", "missing")
@@ -162,6 +164,8 @@ class BrokerRecord(Open):
 class Workload(Open):
     """The workload point (the scenario's Workload fields; sizes in bytes, times in ns)."""
 
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("fan_out",)
+
     warmup_ns: int = 0
     duration_ns: int | None = None
     """The measured stretch after the warm-up (None: a run of `messages` at rate max)."""
@@ -169,7 +173,10 @@ class Workload(Open):
     rate: float | str | None = None
     """Messages per second over all senders, or "max" (formats.vocabulary.MAX_RATE)."""
     connections: int = 1
-    """Connections per agent; each consumer connection receives every message."""
+    """Connections per agent."""
+    fan_out: FanOut = FanOut.CONSUMER
+    """Who receives every one-way message: each consumer once, over one of its
+    connections; or each consumer connection (runs recorded before schema 5 read so)."""
 
 
 class Sixnines(Open):
@@ -239,6 +246,19 @@ class Manifest(Open):
     ended_at: float | None = None
     recovered_at: float | None = None
     """When `sixnines report` (or `collect`) recovered a run whose controller died."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_fan_out(cls, data: Any) -> Any:
+        """Before schema 5 every consumer connection received every message: an older
+        manifest says nothing of it, so it is read as it was recorded."""
+        version = data.get("schema_version", 1) if isinstance(data, dict) else None
+        if not isinstance(version, int) or version >= DIVIDING_SCHEMA:
+            return data
+        workload = data.get("workload")
+        if isinstance(workload, dict) and "fan_out" not in workload:
+            return {**data, "workload": {**workload, "fan_out": FanOut.CONNECTION}}
+        return data
 
     def t0_of(self, agent: AgentEntry) -> int | None:
         """An agent's start instant on its own clock: the one it reported, else (it died

@@ -32,8 +32,9 @@ from typing import IO, ClassVar
 
 from sixnines.formats.errors import SixninesError
 
-PROTOCOL_VERSION = 5  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
-#: 5: `start` carries the CPU placement
+PROTOCOL_VERSION = 6  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
+#: 5: `start` carries the CPU placement; 6: connections divide the load (lanes: a consumer
+#: expects each message once, and the relay's hello carries the lane)
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).

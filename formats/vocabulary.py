@@ -29,6 +29,13 @@ class Schedule(StrEnum):
 MAX_RATE = "max"
 
 
+class FanOut(StrEnum):
+    """Who receives every one-way message (docs/design.md, "Connections divide the load")."""
+
+    CONSUMER = "consumer"  # each consumer once, over one of its connections
+    CONNECTION = "connection"  # each consumer connection: runs recorded before schema 5
+
+
 class Receive(StrEnum):
     """How a receiver waits: blocked in the kernel, or spinning on a non-blocking read."""
 

@@ -35,9 +35,10 @@ def plan_agents(workload, needs_responder: bool = False,
     Agent k of each role goes to host k round-robin, so producer k and consumer k share a
     host (and a clock: their one-way latencies need no clock offset).
 
-    One-way delivery is fan-out: every consumer connection receives every message, so a
-    consumer expects all producers' messages once per connection. Round trip through a
-    broker that does not echo adds one responder (one connection) sending requests back.
+    One-way delivery fans out to consumers, and each consumer's connections divide what
+    it receives (drivers.base.Lane): a consumer expects all producers' messages once.
+    Round trip through a broker that does not echo adds one responder (one connection)
+    sending requests back.
     With `rate: max` there is no schedule to share: the producers split `messages`.
     """
     connections = workload.connections
@@ -64,7 +65,7 @@ def plan_agents(workload, needs_responder: bool = False,
     if sender_role == Role.PRODUCER:
         consumers = [
             AgentPlan(agent_id=f"consumer-{k}", role=Role.CONSUMER, rate=0.0, phase_ns=0,
-                      first_id=k * connections, sends=0, expected=total * connections,
+                      first_id=k * connections, sends=0, expected=total,
                       connections=connections)
             for k in range(workload.consumers)
         ]

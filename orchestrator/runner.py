@@ -426,11 +426,9 @@ class Run:
     def _finish_consumers(self) -> None:
         """Tell the receiving agents how much was sent, so they stop once it has arrived."""
         sent = sum(a.done.sent for a in self._senders() if a.done is not None)
-        per_connection = {Role.CONSUMER: sent * self.point.workload.connections,
-                          Role.RESPONDER: sent}
         for agent in self._measuring():
             if not agent.plan.sends_messages and not agent.finished:
-                agent.send(p.Finish(expected=per_connection[agent.plan.role]))
+                agent.send(p.Finish(expected=sent))
 
     def _check_broker(self) -> None:
         code = self.broker.exited() if self.broker else None

@@ -185,7 +185,9 @@ class FirstFold:
 
     def result(self, log: LogRead | None = None) -> FirstPass:
         agent, parts = self.agent, self.parts
-        total = replace(self.total, consumers=len(self.consumers))
+        copies = (len(self.consumers) if agent.run.per_connection
+                  else int(bool(self.consumers)))
+        total = replace(self.total, consumers=copies)
 
         def one(name: str, empty: Any) -> Any:
             return parts[name][0] if parts[name] else empty
@@ -262,7 +264,7 @@ class SecondFold:
 
     def __init__(self, agent: AgentFiles, plan: RunPlan) -> None:
         self.agent, self.plan = agent, plan
-        self.matching = Matching()
+        self.matching = Matching(agent.run.per_connection)
         self.counted = [Counted(dict(plan.medians))]
         self.curve: list[Curve | None] = []
         self.flows = {side: WindowPass(side, agent.agent_index, agent.run.window,

@@ -69,7 +69,9 @@ class RunContext:
     producers: producer id → its sender's clock; sole_domain: the domain every agent is
     in, None when they span several (a producer the manifest does not place then reads
     no known clock); dead_producer_ids: the ids of senders that died (what receivers got
-    from them after their last chunk counts as sent, spark_jobs.delivery)."""
+    from them after their last chunk counts as sent, spark_jobs.delivery); per_connection:
+    each consumer connection expects every message (runs before schema 5), so receipts
+    are matched per connection, not per agent."""
 
     run_index: int
     load: str = Load.OPEN_LOOP
@@ -80,6 +82,7 @@ class RunContext:
     cross_host: bool = False
     dead_producer_ids: frozenset[int] = frozenset()
     warmup_ns: int = 0
+    per_connection: bool = False
 
 
 @dataclass(frozen=True)

@@ -193,8 +193,9 @@ def _absent(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
             if agent.role in RECORDING and agent.id not in messages]
 
 
-def _connections(agent: AgentEntry, workload: Workload) -> int:
-    return agent.connections or workload.connections
+def _copies(agent: AgentEntry, workload: Workload) -> int:
+    """How many times a consumer agent expects each message (spark_jobs.delivery.copies)."""
+    return delivery.copies(workload, agent.connections or workload.connections)
 
 
 def _absent_notes(absent: list[AgentEntry], workload: Workload, sent: int) -> list[str]:
@@ -203,7 +204,7 @@ def _absent_notes(absent: list[AgentEntry], workload: Workload, sent: int) -> li
     for agent in absent:
         who = f"agent {agent.id} ({agent.role}, status {agent.status or 'unknown'})"
         if agent.role == Role.CONSUMER:
-            unknown = _connections(agent, workload) * sent
+            unknown = _copies(agent, workload) * sent
             notes.append(f"{who} left no {RECORDS}: the {unknown:,} deliveries expected "
                          "there are unknown (not lost: nothing says whether they arrived)")
         elif agent.role == Role.REQUESTER:
@@ -266,12 +267,12 @@ def refused(checked: Checked) -> RunSummary:
 
 
 def _expected(checked: Checked) -> delivery.Expected:
-    """What a run's accounting needs besides its rows: every connection of every consumer
-    agent receives every message (fan-out); those of agents without data are absent."""
+    """What a run's accounting needs besides its rows: every consumer agent receives every
+    message (`_copies` of it); those of agents without data are absent."""
     manifest, workload = checked.manifest, checked.manifest.workload
-    consumers = workload.connections * sum(role == Role.CONSUMER
-                                           for role, _ in checked.messages.values())
-    silent = sum(_connections(agent, workload)
+    consumers = sum(_copies(agent, workload) for agent in manifest.agents
+                    if agent.role == Role.CONSUMER and agent.id in checked.messages)
+    silent = sum(_copies(agent, workload)
                  for agent in _absent(manifest, checked.messages) if agent.role == Role.CONSUMER)
     return delivery.Expected(consumers, silent, delivery.Dead.of(manifest, checked.messages))
 

@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
-from sixnines.formats.manifest import Manifest
-from sixnines.formats.vocabulary import SENDERS, Role
+from sixnines.formats.manifest import Manifest, Workload
+from sixnines.formats.vocabulary import SENDERS, FanOut, Role
 
 
 @dataclass(frozen=True)
@@ -31,14 +31,14 @@ class Watched:
 
     It died (what it received after its last kept chunk is gone), or it is a requester
     whose responder died (requests that reached the responder after that got no reply).
-    `connections`: its connections expecting each message; `ids`: the producer ids it
+    `copies`: how many of its connections expect each message (`copies`); `ids`: the producer ids it
     expects messages from, [first, end) (a requester: its own requests), None for all (a
     consumer: fan-out); `relay_died`: the responder died, so the instant the far end is
     known to have been alive is the latest request it answered (sent_ns on this agent's
     clock), not this agent's last receipt."""
 
     agent_index: int
-    connections: int
+    copies: int
     ids: tuple[int, int] | None = None
     relay_died: bool = False
 
@@ -58,16 +58,16 @@ class Dead:
         """The dead among `analysed` (agent ids with files read), and the requesters of a
         responder that died, keyed by agent_index (their position in the manifest)."""
         kept = set(analysed)
-        connections = manifest.workload.connections
+        workload = manifest.workload
         relay_died = any(agent.died for agent in manifest.agents
                          if agent.role == Role.RESPONDER)
         receivers, producer_ids = [], []
         for index, agent in enumerate(manifest.agents):
             if agent.id not in kept:
                 continue
-            n = agent.connections or connections
+            n = agent.connections or workload.connections
             if agent.died and agent.role == Role.CONSUMER:
-                receivers.append(Watched(index, n))
+                receivers.append(Watched(index, copies(workload, n)))
             if agent.role == Role.REQUESTER and agent.first_id is not None and (
                     agent.died or relay_died):
                 receivers.append(Watched(index, 1, (agent.first_id, agent.first_id + n),
@@ -77,12 +77,19 @@ class Dead:
         return cls(tuple(receivers), tuple(producer_ids))
 
 
+def copies(workload: Workload, connections: int) -> int:
+    """How many times a consumer agent with `connections` expects each message: once, over
+    whichever connection its lane is (docs/design.md, "Connections divide the load"), or
+    once per connection in runs recorded before schema 5 (FanOut.CONNECTION)."""
+    return connections if workload.fan_out == FanOut.CONNECTION else 1
+
+
 @dataclass(frozen=True)
 class Expected:
-    """What one run's accounting needs besides its rows. `consumers`: the receiving
-    consumer connections analysed, dead ones with kept chunks included (None: those with
-    rows); `absent`: consumer connections of agents that left no data; `dead`: its agents
-    that died but left chunks (see `accounting`)."""
+    """What one run's accounting needs besides its rows. `consumers`: the copies of each
+    message the consumers analysed expect (`copies`), dead ones with kept chunks included
+    (None: the consumers with rows); `absent`: the copies expected by consumers that left
+    no data; `dead`: its agents that died but left chunks (see `accounting`)."""
 
     consumers: int | None = None
     absent: int = 0
@@ -96,7 +103,8 @@ COUNTS = ("sent", "requests", "received", "delivered", "lost", "unknown", "dupli
 @dataclass
 class Tally:
     """What an agent's files alone count: sends, requests and receipts (measured and
-    warm-up), its consumer connections with rows, and its reordered receipts (seq below
+    warm-up), the copies of each message its receipts stand for (a consumer with rows: 1,
+    or its connections with rows in runs before schema 5), and its reordered receipts (seq below
     the highest received before them in their stream)."""
 
     sent: int = 0
@@ -113,10 +121,10 @@ class Tally:
 
 @dataclass
 class Matched:
-    """An agent's measured receipts matched against the measured sends: one per message
-    and connection (unique), again (duplicated), of no message sent (unexpected); and,
-    at a watched receiver, the misses that may have come after its stream is known whole
-    (late: unknown, not lost)."""
+    """An agent's measured receipts matched against the measured sends: one per message,
+    or per message and connection in runs before schema 5 (unique); again (duplicated);
+    of no message sent (unexpected); and, at a watched receiver, the misses that may have
+    come after its stream is known whole (late: unknown, not lost)."""
 
     unique: int = 0
     duplicated: int = 0
@@ -133,11 +141,11 @@ def _added(one, other):
 
 
 def counts(expected: Expected, tally: Tally, matched: Matched) -> dict[str, int]:
-    """A run's counts (COUNTS) from its agents' tallies and matching. One-way delivery is
-    fan-out, so every consumer connection expects every message sent, and each expected
-    delivery is delivered (the unique deliveries), lost or unknown: lost = consumers ·
-    sent + requests − delivered − unknown. `absent` consumer connections (of agents that
-    left no data: killed) received what is not known, so their absent · sent expected
+    """A run's counts (COUNTS) from its agents' tallies and matching. One-way delivery
+    fans out to consumers, so every consumer expects every message sent (`copies` of
+    it), and each expected delivery is delivered (the unique deliveries), lost or
+    unknown: lost = consumers · sent + requests − delivered − unknown. Consumers that left
+    no data (killed) received what is not known, so their absent · sent expected
     deliveries are `unknown`, never lost (nor "0 lost"); so are the deliveries a watched
     receiver misses and may have received after its stream is known whole (`late`). A
     requester is its own receiver: each request expects one reply; one that left no

@@ -228,17 +228,21 @@ def _flagged(flags: np.ndarray, positions: np.ndarray) -> int:
 
 class Matching:
     """An agent's measured receipts matched by (producer, seq) against the measured sends,
-    per receiving connection, batch after batch, in receive order.
+    batch after batch, in receive order: per agent (its connections divide the messages),
+    or per receiving connection where each expects every message (`per_connection`: runs
+    recorded before schema 5, spark_jobs.delivery.copies).
 
-    Per stream (connection and producer) a flag per message its producer sent, set once
-    received, so a message received again in a later batch is a duplicate there too. A
-    receipt of a seq not among the sends given is kept pending while more sends may come
-    (`final=False`: closed chunks analysed while the run goes, docs/design.md, "Analysis")
-    and matched again against the next sends; once they are final it is unexpected.
+    Per stream (producer, or connection and producer) a flag per message its producer
+    sent, set once received, so a message received again in a later batch is a duplicate
+    there too. A receipt of a seq not among the sends given is kept pending while more
+    sends may come (`final=False`: closed chunks analysed while the run goes,
+    docs/design.md, "Analysis") and matched again against the next sends; once they are
+    final it is unexpected.
     Counts are of the multiset of receipts, so the order receipts are settled in does not
     change them."""
 
-    def __init__(self) -> None:
+    def __init__(self, per_connection: bool = False) -> None:
+        self.per_connection = per_connection
         self.found = Matched()
         self.streams: dict[int, _Stream] = {}
 
@@ -246,7 +250,9 @@ class Matching:
         mine = rows.receipt & rows.measured
         if not mine.any():
             return
-        keys = ((rows.consumer[mine] + 1) << 32) + rows.producer_id[mine]
+        keys = rows.producer_id[mine]
+        if self.per_connection:
+            keys = ((rows.consumer[mine] + 1) << 32) + keys
         order = np.argsort(keys, kind="stable")
         keys, seqs = keys[order], rows.seq[mine][order]
         for start, end in segments(keys):
@@ -285,7 +291,7 @@ class WatchedReceiver:
     """A receiving agent whose misses may be of unknown fate (spark_jobs.delivery
     .Watched), with the files of the senders it expects messages from."""
 
-    connections: int
+    copies: int
     ids: tuple[int, int] | None
     relay_died: bool
     senders: tuple[AgentFiles, ...] = ()
@@ -352,20 +358,23 @@ def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missing: i
 
 
 def late(rows: Rows, watched: WatchedReceiver, extra: Messages | None) -> int:
-    """The measured messages sent that a watched receiver's connections miss and may have
-    received after the instant its stream is known whole: sent at or after its horizon
-    with that producer, or from a producer it kept nothing from."""
+    """The measured messages sent that a watched receiver misses (each expected `copies`
+    times: on that many connections) and may have received after the instant its stream
+    is known whole: sent at or after its horizon with that producer, or from a producer
+    it kept nothing from."""
     producer, seq, sent = _sends_of(watched, extra)
     if len(producer) == 0:
         return 0
     ids, horizon = _horizons(rows, watched.relay_died)
     got_rows = rows.receipt & rows.measured
     keys = _pack(rows.producer_id[got_rows], rows.seq[got_rows])
-    order = np.lexsort((rows.consumer[got_rows], keys))
-    keys, consumers = keys[order], rows.consumer[got_rows][order]
-    distinct = np.concatenate([[True], (keys[1:] != keys[:-1])
-                               | (consumers[1:] != consumers[:-1])])
-    got_keys, got = np.unique(keys[distinct], return_counts=True)
-    received = _lookup(got_keys, got, _pack(producer, seq), 0)
+    if watched.copies > 1:  # a copy per connection: (message, connection) pairs count
+        order = np.lexsort((rows.consumer[got_rows], keys))
+        keys, consumers = keys[order], rows.consumer[got_rows][order]
+        distinct = np.concatenate([[True], (keys[1:] != keys[:-1])
+                                   | (consumers[1:] != consumers[:-1])])
+        keys = keys[distinct]
+    got_keys, got = np.unique(keys, return_counts=True)
+    received = _lookup(got_keys, np.minimum(got, watched.copies), _pack(producer, seq), 0)
     maybe_later = sent >= _lookup(ids, horizon, producer, np.iinfo(np.int64).min)
-    return int(np.sum((watched.connections - received)[maybe_later]))
+    return int(np.sum((watched.copies - received)[maybe_later]))

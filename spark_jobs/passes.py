@@ -30,7 +30,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from sixnines.formats.manifest import AgentEntry, Manifest
-from sixnines.formats.vocabulary import RECORDING, SENDERS, Role
+from sixnines.formats.vocabulary import RECORDING, SENDERS, FanOut, Role
 from sixnines.spark_jobs import (
     agent_pass,
     agent_rows,
@@ -199,7 +199,8 @@ def context(run_index: int, run: Run) -> RunContext:
     return RunContext(run_index, run.load, run.window, warmup_ends(manifest),
                       producer_clocks(manifest), sole_domain(manifest),
                       manifest.cross_host_latency,
-                      frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns)
+                      frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
+                      manifest.workload.fan_out == FanOut.CONNECTION)
 
 
 def agent_files(runs: Sequence[Run]) -> list[AgentFiles]:
@@ -386,7 +387,7 @@ def watched_receivers(run: Run, agents: list[AgentFiles]) -> dict[int, WatchedRe
         theirs = [agent for agent in senders
                   if ids is None or _claims(run.manifest.agents[agent.agent_index],
                                             connections, ids)]
-        found[receiver.agent_index] = WatchedReceiver(receiver.connections, ids,
+        found[receiver.agent_index] = WatchedReceiver(receiver.copies, ids,
                                               receiver.relay_died, tuple(theirs))
     return found
 

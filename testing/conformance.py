@@ -26,7 +26,15 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from sixnines.drivers.base import Driver, DriverError, Lane, Receiver, Responder, Sender
+from sixnines.drivers.base import (
+    SOLE_LANE,
+    Driver,
+    DriverError,
+    Lane,
+    Receiver,
+    Responder,
+    Sender,
+)
 from sixnines.formats.payload import build_frames, frame_dtype
 
 SIZE = 64  # the message size of the cases that do not choose another
@@ -104,8 +112,10 @@ class Outgoing:
     messages: list[bytes]
 
 
-def outgoing(driver: Driver, producer_id: int, count: int, size: int = SIZE) -> Outgoing:
-    framing = driver.framing(size)
+def outgoing(driver: Driver, producer_id: int, count: int, size: int = SIZE,
+             lane: Lane = SOLE_LANE) -> Outgoing:
+    """`count` messages of producer `producer_id` framed for a sender on `lane`."""
+    framing = driver.framing(size, lane)
     prefix, suffix = len(framing.prefix), len(framing.suffix)
     buf = build_frames(framing.prefix, size, count, seed=producer_id, suffix=framing.suffix)
     view = buf.view(frame_dtype(prefix, size, suffix))
@@ -314,7 +324,7 @@ class DriverConformance:
         ids = range(2 * lanes)
         senders = [driver.sender(SIZE, p, Lane(p % lanes, lanes)) for p in ids]
         closing(*receivers, *senders)
-        sent = [outgoing(driver, p, 120) for p in ids]
+        sent = [outgoing(driver, p, 120, lane=Lane(p % lanes, lanes)) for p in ids]
         for k in range(0, 120, 20):
             for sender, out in zip(senders, sent, strict=True):
                 sender.send(memoryview(out.buf)[k * out.stride : (k + 20) * out.stride], 20)

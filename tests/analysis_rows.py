@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sixnines.formats.chunks import chunk_name
-from sixnines.formats.manifest import Manifest
+from sixnines.formats.manifest import SCHEMA_VERSION, Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import Load, Role
 from sixnines.spark_jobs import delivery, passes
@@ -59,7 +59,8 @@ def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] 
     entries (default: the rows' agents, by id), whose order gives agent_index;
     `manifest`: further manifest fields."""
     entries = agents if agents is not None else _agents(rows)
-    written = Manifest.model_validate({"agents": entries, **manifest})
+    written = Manifest.model_validate({"schema_version": SCHEMA_VERSION, "agents": entries,
+                                       **manifest})
     index = {entry["id"]: i for i, entry in enumerate(entries)}
     messages = {}
     for entry in entries:

@@ -69,6 +69,51 @@ def test_accounting_fan_out(tmp_path):
     assert (third_died["lost"], third_died["unknown"]) == (1, 4)
 
 
+def _lanes_rows() -> list[tuple]:
+    """Producers 0 and 1 (one agent, lanes 0 and 1) send seqs 0..3; consumer c's connection
+    10 (lane 0) gets producer 0's, 11 (lane 1) producer 1's, except 1's seq 3, which comes
+    over connection 10 instead, and 0's seq 2, which comes over both."""
+    rows = [("p", "producer", pid, s, 100 * s, 100 * s, None, None, False)
+            for pid in (0, 1) for s in range(4)]
+    got = [(0, 0, 10), (0, 1, 10), (0, 2, 10), (0, 3, 10), (1, 0, 11), (1, 1, 11),
+           (1, 2, 11), (1, 3, 10), (0, 2, 11)]
+    rows += [("c", "consumer", pid, s, 100 * s, 100 * s, 100 * s + 9, i, False, consumer)
+             for i, (pid, s, consumer) in enumerate(got)]
+    return rows
+
+
+def test_a_consumer_s_connections_divide_the_messages(tmp_path):
+    """Each message is expected once per consumer, over any of its connections: one that
+    came on two connections is a duplicate, not a delivery to each."""
+    agents = [{"id": "c", "role": "consumer", "first_id": 10, "connections": 2},
+              {"id": "p", "role": "producer", "first_id": 0, "connections": 2}]
+    got = _counts(tmp_path, _lanes_rows(), agents=agents)
+    assert (got["sent"], got["received"], got["delivered"]) == (8, 9, 8)
+    assert (got["lost"], got["duplicated"], got["unknown"]) == (0, 1, 0)
+    # a second consumer that left no data: one copy of each message unknown, not lost
+    absent = _counts(tmp_path, _lanes_rows(), delivery.Expected(1, 1), agents=agents)
+    assert (absent["lost"], absent["unknown"]) == (0, 8)
+    # had c died, its message received twice still stands for one copy, and its last
+    # messages it did not get (producer 0's seq 3 kept only) may have come after: unknown
+    missing = [row for row in _lanes_rows() if row[:4] != ("c", "consumer", 1, 3)]
+    dead = _counts(tmp_path, missing, delivery.Expected(dead=delivery.Dead(
+        (delivery.Watched(0, 1),))), agents=agents)
+    assert (dead["delivered"], dead["lost"], dead["unknown"]) == (7, 0, 1)
+
+
+def test_runs_recorded_before_lanes_expect_every_message_on_every_connection(tmp_path):
+    """A manifest older than schema 5 recorded fan-out per connection: read so, each of
+    the consumer's two connections expects every message."""
+    agents = [{"id": "c", "role": "consumer", "first_id": 10, "connections": 2},
+              {"id": "p", "role": "producer", "first_id": 0, "connections": 2}]
+    run = _run(tmp_path, _lanes_rows(), agents=agents, schema_version=4,
+               workload={"connections": 2})
+    assert run.manifest.workload.fan_out == "connection"
+    got = figures(run)[0].counts
+    # connection 10 got 0's four and 1's seq 3; 11 got 1's 0..2 and 0's seq 2
+    assert (got["delivered"], got["lost"], got["duplicated"]) == (9, 16 - 9, 0)
+
+
 def test_a_dead_consumer_s_misses_are_lost_before_its_horizon_unknown_after(tmp_path):
     # consumer c died having kept only seq 2 (recv − sent 15): its horizon with producer 1
     # is 220 − 15 = 205; seq 1 (sent 105) would have needed 115 to come after: lost;

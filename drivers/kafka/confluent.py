@@ -93,8 +93,9 @@ class Backend:
                 raise DriverError(f"{self.label}: cannot connect (no metadata within "
                                   f"{self.timeout_s:g} s: {seen})")
 
-    def ensure_topic(self, name: str) -> int:
-        """Create the topic unless it exists; wait until its metadata shows partitions."""
+    def ensure_topic(self, name: str, partitions: int) -> int:
+        """Create the topic (with `partitions`) unless it exists; wait until its metadata
+        shows partitions; how many it has."""
         opts = self.options
         deadline = time.monotonic() + self.timeout_s
         created = False
@@ -107,7 +108,7 @@ class Backend:
                 return len(topic.partitions)
             if not created:
                 future = self.admin.create_topics(
-                    [NewTopic(name, opts.partitions, opts.replication,
+                    [NewTopic(name, partitions, opts.replication,
                               config={"max.message.bytes": str(self.driver.record_bytes)})],
                     request_timeout=self.timeout_s)[name]
                 try:
@@ -142,7 +143,8 @@ class Backend:
     def sender(self, topic: str, partition: int) -> ConfluentSender:
         return ConfluentSender(self, topic, partition)
 
-    def receiver(self, topic: str, partitions: int, message_size: int) -> ConfluentReceiver:
+    def receiver(self, topic: str, partitions: list[int],
+                 message_size: int) -> ConfluentReceiver:
         return ConfluentReceiver(self, topic, partitions)
 
     def responder(self, topic: str, partitions: int, message_size: int,
@@ -261,10 +263,11 @@ class ConfluentSender(_Alarms, Sender):
 
 
 class ConfluentReceiver(_Alarms, Receiver):
-    """A consumer over every partition of a topic; `pollable` (a descriptor, one per
-    receiver) becomes readable when librdkafka queues something for it (see Doorbell)."""
+    """A consumer of `partitions` of a topic (a lane's share); `pollable` (a descriptor,
+    one per receiver) becomes readable when librdkafka queues something for it (see
+    Doorbell)."""
 
-    def __init__(self, backend: Backend, topic: str, partitions: int) -> None:
+    def __init__(self, backend: Backend, topic: str, partitions: list[int]) -> None:
         super().__init__(backend)
         opts = backend.options
         client_id = f"sixnines-{uuid.uuid4().hex[:12]}"
@@ -287,10 +290,10 @@ class ConfluentReceiver(_Alarms, Receiver):
         self.pollable = self.bell.fileno()
         self.held: list = []  # messages polled while joining a group, returned first
         if opts.group:
-            self._join(topic)
+            self._join(topic, set(partitions))
         else:
             self.consumer.assign([self._at_end(TopicPartition(topic, p))
-                                  for p in range(partitions)])
+                                  for p in partitions])
 
     def _at_end(self, tp: TopicPartition) -> TopicPartition:
         """Start exactly at the end offset as of now (not "latest" when fetching starts)."""
@@ -302,11 +305,13 @@ class ConfluentReceiver(_Alarms, Receiver):
                               f"{_reason(exc)}") from None
         return TopicPartition(tp.topic, tp.partition, high if high >= 0 else OFFSET_END)
 
-    def _join(self, topic: str) -> None:
+    def _join(self, topic: str, mine: set[int]) -> None:
+        """Join a consumer group of its own and read, of what it assigns (every partition:
+        the receiver is its only member), the partitions in `mine` (the lane's)."""
         assigned: list[bool] = []
 
         def on_assign(consumer: Consumer, partitions: list[TopicPartition]) -> None:
-            consumer.assign([self._at_end(tp) for tp in partitions])
+            consumer.assign([self._at_end(tp) for tp in partitions if tp.partition in mine])
             assigned.append(True)
 
         self.consumer.subscribe([topic], on_assign=on_assign)
@@ -390,7 +395,7 @@ class ConfluentResponder(Responder):
     """Requests from `<topic>` produced back, unchanged, to `<prefix><producer id>`."""
 
     def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
-        self.receiver = ConfluentReceiver(backend, topic, partitions)
+        self.receiver = ConfluentReceiver(backend, topic, list(range(partitions)))
         self.sender = ConfluentSender(backend, "", 0)
         self.prefix = prefix
         self.replies: dict[int, str] = {}  # producer id -> reply topic

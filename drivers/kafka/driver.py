@@ -1,9 +1,13 @@
 """Kafka protocol: topics on a Kafka-compatible broker, through confluent-kafka or kafka-python.
 
-One-way mode is fan-out without consumer-group rebalances: every receiver is assigned all
-partitions of the topic itself, starting at the end offsets it looked up when it was created
-(`group: true` instead gives each receiver connection a consumer group of its own). A sender
-writes to partition `connection_id % partitions`, so each sender's messages stay in order.
+One-way mode is fan-out without consumer-group rebalances: every receiver assigns itself
+its lane's partitions (p with p % lane.count == lane.index, `Lane`), starting at the end
+offsets it looked up when it was created, so every consumer gets every message, its
+connections dividing them (`group: true` instead gives each receiver connection a consumer
+group of its own, of which it reads the lane's share). A sender writes to partition
+`connection_id % partitions`, so each sender's messages stay in order. A topic the driver
+creates gets one partition per connection unless the `partitions` option says otherwise;
+a lane that would read no partition is refused.
 
 Round trip: requests go to `<topic>.req`, replies to `<topic>.reply.<requester id>` (created
 by the requester before it sends); the responder reads the requests topic and produces each
@@ -21,11 +25,13 @@ from __future__ import annotations
 import socket
 from typing import ClassVar
 
-from sixnines.drivers.base import Credential, Driver, DriverError, split_address
+from sixnines.drivers.base import SOLE_LANE, Credential, Driver, DriverError, Lane, split_address
 from sixnines.drivers.kafka import confluent, kafka_python
 from sixnines.drivers.kafka.options import KafkaOptions
 from sixnines.drivers.kafka.wire import (
     MAX_MESSAGE_BYTES,
+    created_partitions,
+    lane_partitions,
     record_bytes,
     reply_prefix,
     requests_topic,
@@ -50,10 +56,22 @@ class KafkaDriver(Driver):
 
     @classmethod
     def workload_problems(cls, options: KafkaOptions, workload) -> list[str]:
+        if not isinstance(options, KafkaOptions):
+            return []  # invalid options (still a dict): the scenario loader reports them
+        problems = []
         if workload.message_size > MAX_MESSAGE_BYTES:
-            return [f"kafka: {workload.message_size}-byte messages exceed the "
-                    f"{MAX_MESSAGE_BYTES}-byte limit this driver configures"]
-        return []
+            problems.append(f"kafka: {workload.message_size}-byte messages exceed the "
+                            f"{MAX_MESSAGE_BYTES}-byte limit this driver configures")
+        connections = workload.connections
+        if (str(workload.mode) == "one-way" and options.partitions is not None
+                and options.partitions < connections):
+            problems.append(
+                f"kafka: partitions {options.partitions} is fewer than the workload's "
+                f"{connections} connections: a consumer's connections divide the topic's "
+                f"partitions, so connection {options.partitions} and above would read "
+                f"nothing; set option partitions to at least {connections}, or leave it "
+                "out (one per connection)")
+        return problems
 
     def _size_for(self, message_size: int) -> None:
         """Records above Kafka's default 1 MB limit need it raised on the topics the driver
@@ -76,31 +94,48 @@ class KafkaDriver(Driver):
             self._backend = backend.Backend(self, CONNECT_TIMEOUT_S)
         return self._backend
 
-    def topic(self, name: str) -> int:
-        """Create `name` unless it exists; its partition count."""
+    def topic(self, name: str, partitions: int | None = None) -> int:
+        """Create `name` with `partitions` (default: the option, else one) unless it
+        exists; its partition count."""
         if name not in self.partitions:
-            self.partitions[name] = self.backend.ensure_topic(name)
+            count = partitions or self.options.partitions or 1
+            self.partitions[name] = self.backend.ensure_topic(name, count)
         return self.partitions[name]
+
+    def _one_way_topic(self, lane: Lane) -> int:
+        topic = self.options.topic
+        return self.topic(topic, created_partitions(self.options.partitions, lane))
 
     # -- connections ------------------------------------------------------------------------
 
-    def sender(self, message_size: int, connection_id: int):
+    def sender(self, message_size: int, connection_id: int, lane: Lane = SOLE_LANE):
         """Messages are handed to the client's producer one by one (it batches them into
-        produce requests itself): `sent_ns` is when a message was handed to the client."""
+        produce requests itself): `sent_ns` is when a message was handed to the client.
+        Whichever receiver lane reads the partition gets them: senders need no lane."""
         self._size_for(message_size)
-        topic = self.options.topic
-        return self.backend.sender(topic, connection_id % self.topic(topic))
+        return self.backend.sender(self.options.topic,
+                                   connection_id % self._one_way_topic(lane))
 
-    def receiver(self, message_size: int, connection_id: int):
+    def receiver(self, message_size: int, connection_id: int, lane: Lane = SOLE_LANE):
         self._size_for(message_size)
         topic = self.options.topic
-        return self.backend.receiver(topic, self.topic(topic), message_size)
+        count = self._one_way_topic(lane)
+        mine = lane_partitions(count, lane)
+        if not mine:
+            raise DriverError(
+                f"{self.label}: topic {topic!r} has {count} partition"
+                f"{'s' if count > 1 else ''}, fewer than the "
+                f"{lane.count} connections dividing it: connection {lane.index} would read "
+                f"none (give the topic at least {lane.count} partitions, or use fewer "
+                "connections)")
+        return self.backend.receiver(topic, mine, message_size)
 
     def requester(self, message_size: int, connection_id: int):
         self._size_for(message_size)
         requests = requests_topic(self.options.topic)
         replies = f"{reply_prefix(self.options.topic)}{connection_id}"
-        receiver = self.backend.receiver(replies, self.topic(replies), message_size)
+        receiver = self.backend.receiver(replies, list(range(self.topic(replies))),
+                                         message_size)
         return self.backend.sender(requests, connection_id % self.topic(requests)), receiver
 
     def responder(self, message_size: int, connection_id: int):

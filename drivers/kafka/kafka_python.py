@@ -17,7 +17,7 @@ import socket
 import time
 import uuid
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
@@ -90,14 +90,15 @@ class Backend:
         thread retrying a broker that died for as long as the process lives."""
         return KafkaAdminClient(**self.conf(request_timeout_ms=self.timeout_ms))
 
-    def ensure_topic(self, name: str) -> int:
+    def ensure_topic(self, name: str, partitions: int) -> int:
+        """Create the topic (with `partitions`) unless it exists; how many it has."""
         opts = self.options
         try:
             with contextlib.closing(self._new_admin()) as admin:
                 if name not in admin.list_topics():
                     with contextlib.suppress(TopicAlreadyExistsError):
                         admin.create_topics(
-                            [NewTopic(name, opts.partitions, opts.replication,
+                            [NewTopic(name, partitions, opts.replication,
                                       topic_configs={"max.message.bytes":
                                                      str(self.driver.record_bytes)})],
                             timeout_ms=self.timeout_ms)
@@ -143,7 +144,8 @@ class Backend:
     def sender(self, topic: str, partition: int) -> PythonSender:
         return PythonSender(self, topic, partition)
 
-    def receiver(self, topic: str, partitions: int, message_size: int) -> PythonReceiver:
+    def receiver(self, topic: str, partitions: list[int],
+                 message_size: int) -> PythonReceiver:
         return PythonReceiver(self, topic, partitions)
 
     def responder(self, topic: str, partitions: int, message_size: int,
@@ -204,7 +206,9 @@ class PythonSender(Sender):
 
 
 class PythonReceiver(Receiver):
-    def __init__(self, backend: Backend, topic: str, partitions: int) -> None:
+    """A consumer of `partitions` of a topic (a lane's share)."""
+
+    def __init__(self, backend: Backend, topic: str, partitions: list[int]) -> None:
         self.label = backend.label
         self.address = backend.address
         self.group = backend.options.group
@@ -212,9 +216,9 @@ class PythonReceiver(Receiver):
             self.consumer = backend.consumer(self.group)
             self.held: list = []
             if self.group:
-                self._join(topic)
+                self._join(topic, set(partitions))
             else:
-                tps = [TopicPartition(topic, p) for p in range(partitions)]
+                tps = [TopicPartition(topic, p) for p in partitions]
                 self.consumer.assign(tps)
                 self._seek_to_end(tps)
         except KafkaError as exc:
@@ -231,16 +235,30 @@ class PythonReceiver(Receiver):
         for tp, offset in self.consumer.end_offsets(tps).items():
             self.consumer.seek(tp, offset)
 
-    def _join(self, topic: str) -> None:
-        self.consumer.subscribe([topic])
+    def _join(self, topic: str, mine: set[int]) -> None:
+        """Join a consumer group of its own and read, of what it assigns (every partition:
+        the receiver is its only member), the partitions in `mine` (the lane's); the
+        others stay paused (a subscribed consumer cannot assign itself a subset), again
+        after any reassignment."""
+        consumer = self.consumer
+
+        class Share(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked) -> None:
+                pass
+
+            def on_partitions_assigned(self, assigned) -> None:
+                consumer.pause(*(tp for tp in assigned if tp.partition not in mine))
+
+        consumer.subscribe([topic], listener=Share())
         deadline = time.monotonic() + JOIN_TIMEOUT_S
-        while not self.consumer.assignment():
+        while not consumer.assignment():
             if time.monotonic() > deadline:
                 raise DriverError(f"{self.label}: no partitions of {topic!r} assigned to "
                                   f"the consumer group within {JOIN_TIMEOUT_S:g} s")
-            for records in self.consumer.poll(timeout_ms=100).values():
-                self.held += records
-        self._seek_to_end(list(self.consumer.assignment()))
+            for tp, records in consumer.poll(timeout_ms=100).items():
+                if tp.partition in mine:
+                    self.held += records
+        self._seek_to_end([tp for tp in consumer.assignment() if tp.partition in mine])
 
     def take(self, room: int, timeout_ms: int) -> list:
         """Up to `room` records (a list per partition), waiting up to `timeout_ms`."""
@@ -295,7 +313,7 @@ class PythonReceiver(Receiver):
 
 class PythonResponder(Responder):
     def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
-        self.receiver = PythonReceiver(backend, topic, partitions)
+        self.receiver = PythonReceiver(backend, topic, list(range(partitions)))
         self.sender = PythonSender(backend, "", 0)
         self.prefix = prefix
         self.replies: dict[int, str] = {}

@@ -28,8 +28,11 @@ class KafkaOptions(LoginOptions):
     client: Literal["confluent", "kafka-python"] = "confluent"
     topic: str = Field("sixnines", pattern=TOPIC_CHARS)
     """One-way topic; round trip uses `<topic>.req` and `<topic>.reply.<id>`."""
-    partitions: int = Field(1, ge=1)
-    """Partitions of topics the driver creates (an existing topic is used as it is)."""
+    partitions: int | None = Field(None, ge=1)
+    """Partitions of topics the driver creates (an existing topic is used as it is). None
+    (the default): the one-way topic gets one per connection (a consumer's connections
+    divide the partitions, so each needs one: one with one connection), round-trip topics
+    one. A number: every topic gets that many; one-way needs at least one per connection."""
     replication: int = Field(1, ge=1)
     acks: Literal[0, 1, "all"] = 1
     linger_ms: int = Field(0, ge=0)
@@ -38,9 +41,11 @@ class KafkaOptions(LoginOptions):
     """Producer batch size in bytes (None: the client's default)."""
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
     group: bool = False
-    """False: each receiver assigns itself every partition (no group coordination, no
-    rebalance delay). True: each receiver connection joins a consumer group of its own
-    (still fan-out); joining takes about half the session timeout (6 s here)."""
+    """False: each receiver assigns itself its lane's partitions (no group coordination,
+    no rebalance delay). True: each receiver connection joins a consumer group of its own
+    (consumers still fan out) and reads the lane's share of what the group assigns it (all
+    partitions: it is the only member); joining takes about half the session timeout (6 s
+    here)."""
     fetch_wait_ms: int = Field(10, ge=0)
     """How long the broker may hold a fetch for data to arrive (latency vs requests)."""
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None

@@ -27,7 +27,7 @@ from nats.js import api
 
 from sixnines.drivers.base import DriverError, secret
 from sixnines.drivers.nats.options import NatsOptions
-from sixnines.drivers.nats.wire import PING, Parser, sub_line
+from sixnines.drivers.nats.wire import PING, Parser, covers, lanes_pattern, sub_line
 from sixnines.drivers.sockets import SocketIO
 
 CONNECT_TIMEOUT_S = 5
@@ -234,11 +234,13 @@ def manage(host: str, port: int, arguments: dict, label: str, work) -> object:
         loop.close()
 
 
-async def ensure_stream(jsm, options: NatsOptions, label: str) -> None:
-    """Create the stream, or accept an existing one that has our subject, storage and
-    replicas (its other settings, e.g. limits, are left as they are)."""
+async def ensure_stream(jsm, options: NatsOptions, label: str, subjects: list[str]) -> None:
+    """Create the stream, or accept an existing one that takes `subjects` (those this
+    agent publishes to) and has our storage and replicas (its other settings, e.g. limits,
+    are left as they are). A stream made here takes the subject and every lane's
+    (`lanes_pattern`), so runs with any number of connections share it."""
     config = api.StreamConfig(
-        name=options.stream, subjects=[options.subject],
+        name=options.stream, subjects=[options.subject, lanes_pattern(options.subject)],
         storage=api.StorageType.MEMORY if options.storage == "memory" else api.StorageType.FILE,
         num_replicas=options.replicas, max_bytes=options.max_bytes,
         discard=api.DiscardPolicy.OLD,
@@ -251,10 +253,14 @@ async def ensure_stream(jsm, options: NatsOptions, label: str) -> None:
             raise
     existing = (await jsm.stream_info(options.stream)).config
     have = existing.subjects or []
-    if options.subject not in have:
+    missing = [subject for subject in subjects
+               if not any(covers(pattern, subject) for pattern in have)]
+    if missing:
+        lanes = (f" (several connections publish to {lanes_pattern(options.subject)!r})"
+                 if missing != [options.subject] else "")
         raise DriverError(
             f"{label}: stream {options.stream!r} exists with subjects {sorted(have)}, "
-            f"without {options.subject!r}: use another stream name or subject")
+            f"without {missing[0]!r}{lanes}: use another stream name or subject")
     for what, want, got in (("storage", config.storage, existing.storage),
                             ("replicas", config.num_replicas, existing.num_replicas)):
         if got is not None and _plain(got) != _plain(want):

@@ -6,10 +6,10 @@ the text protocol directly (drivers/nats/wire.py): frames are pre-encoded
 `PUB <subject> [reply] <size>\\r\\n` + message + `\\r\\n` (the `Framing`), so a batch goes
 out in one write; receivers parse `MSG` lines and copy payloads out.
 
-One framing serves every connection of an agent, producer and requester alike (the
-framework asks for it once, before it opens connections), so the PUB line cannot name a
-per-connection reply subject. Requests therefore go to the same subject S as one-way
-messages, and the responder sends each back to `S.reply.<producer id>`, the id read from
+The framework asks for the framing per sending connection with its lane; requesters all
+get the sole lane's, so the PUB line does not name a per-connection reply subject.
+Requests therefore go to the same subject S as one-way messages of one connection, and
+the responder sends each back to `S.reply.<producer id>`, the id read from
 the message header; requester connection N subscribes to `S.reply.N`.
 
 - core one-way: `PUB S`, every receiver subscribes to S (fan-out).
@@ -22,6 +22,13 @@ the message header; requester connection N subscribes to `S.reply.N`.
   sees every message published after it was created. A responder agent's connections
   share one such consumer (as core responders share a queue group) and answer over core
   NATS. Pull requests ask for `batch` messages; the next goes out when half have come.
+- Lanes (several connections per agent): lane i's senders publish to `S.<i>` and its
+  receivers subscribe to (their pull consumers filter) only that, so a consumer's
+  connections divide the messages. A lane's framing is its own PUB line (`PUB S.<i>`,
+  with the ack inbox in JetStream), so its batches go out as the framework laid them.
+  A stream the driver creates takes S and `S.*` (every lane, not the replies
+  `S.reply.<id>`); an existing one must take the subjects the agent publishes to. One
+  connection: the same subject, the same bytes as before.
 - The server's PINGs are answered on every connection (a sender looks about once a
   millisecond, without blocking); -ERR is a DriverError.
 """
@@ -36,10 +43,12 @@ from collections.abc import Callable
 from nats.js import api
 
 from sixnines.drivers.base import (
+    SOLE_LANE,
     Credential,
     Driver,
     DriverError,
     Framing,
+    Lane,
     Receiver,
     Responder,
     Sender,
@@ -182,12 +191,14 @@ class NatsDriver(Driver):
         self._js = options.mode == "jetstream"
         self._token = os.urandom(8).hex()  # names this agent's inbox and consumers
         self._acks = f"_INBOX.{self._token}"
-        self._stream_ready = False
+        self._stream_ready: set[str] = set()  # subjects the stream is known to take
         self._consumers: dict[str, int] = {}  # JetStream consumers made here: connections
 
-    def framing(self, message_size: int) -> Framing:
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        """A PUB to `lane`'s subject, in JetStream mode asking for the ack on the agent's
+        inbox."""
         reply = self._acks if self._js else ""
-        return Framing(prefix=pub_line(self.options.subject, message_size, reply),
+        return Framing(prefix=pub_line(self.lane_subject(lane), message_size, reply),
                        suffix=CRLF)
 
     def receive_framing(self, message_size: int) -> Framing:
@@ -206,13 +217,27 @@ class NatsDriver(Driver):
         """nats-py's connect arguments, the login looked up now."""
         return client_arguments(self.options, self.login(), self._label)
 
-    def _open(self, size: int, consumer: str = "") -> Link:
-        """A connection after the handshake; in JetStream mode the stream exists (and the
-        pull consumer `consumer`, when named) before it returns."""
-        if self._js and (consumer or not self._stream_ready):
-            manage(self._host, self._port, self._arguments(), self._label,
-                    lambda jsm: self._prepare(jsm, consumer))
-            self._stream_ready = True
+    def lane_subject(self, lane: Lane) -> str:
+        """The subject of one-way `lane`: `subject` itself with one lane."""
+        return lane.name(self.options.subject)
+
+    def _published(self, lane: Lane) -> list[str]:
+        """The subjects the stream must take for an agent on `lane`'s count of lanes: the
+        subject (round trips) and every lane's, all checked on the first connection."""
+        return list(dict.fromkeys([self.options.subject] + [
+            self.lane_subject(Lane(index, lane.count)) for index in range(lane.count)]))
+
+    def _open(self, size: int, consumer: str = "", lane: Lane = SOLE_LANE) -> Link:
+        """A connection after the handshake; in JetStream mode the stream exists and takes
+        the lane's subjects (and the pull consumer `consumer`, when named, filtering the
+        lane's subject) before it returns."""
+        if self._js:
+            subjects = self._published(lane)
+            if consumer or not self._stream_ready.issuperset(subjects):
+                manage(self._host, self._port, self._arguments(), self._label,
+                        lambda jsm: self._prepare(jsm, consumer, subjects,
+                                                  self.lane_subject(lane)))
+                self._stream_ready.update(subjects)
         sock, leftover, info = handshake(self._host, self._port, self._arguments(),
                                           self._label)
         link = Link(sock, leftover, info, size, self._label)
@@ -222,13 +247,14 @@ class NatsDriver(Driver):
                               f"max_payload of {link.max_payload} bytes")
         return link
 
-    async def _prepare(self, jsm, consumer: str) -> None:
-        if not self._stream_ready:
-            await ensure_stream(jsm, self.options, self._label)
+    async def _prepare(self, jsm, consumer: str, subjects: list[str], filter_subject: str
+                       ) -> None:
+        if not self._stream_ready.issuperset(subjects):
+            await ensure_stream(jsm, self.options, self._label, subjects)
         if consumer:
             await jsm.add_consumer(self.options.stream, api.ConsumerConfig(
                 name=consumer, deliver_policy=api.DeliverPolicy.NEW,
-                ack_policy=api.AckPolicy.NONE, filter_subject=self.options.subject,
+                ack_policy=api.AckPolicy.NONE, filter_subject=filter_subject,
                 inactive_threshold=CONSUMER_INACTIVE_S))
 
     def _publisher(self, link: Link, reads: bool) -> NatsSender:
@@ -237,18 +263,20 @@ class NatsDriver(Driver):
             link.subscribe(self._acks, ACK_SID, b"acks")
         return NatsSender(link, reads)
 
-    def _subscriber(self, size: int, name: str, queue: bytes = b"") -> tuple[Link, Release]:
-        """A connection subscribed to the one-way subject, in JetStream mode by pulling
-        from the consumer `sixnines-<agent token>-<name>` (created by the first connection
-        that names it, deleted when the last one closes); returns it with the release."""
+    def _subscriber(self, size: int, name: str, queue: bytes = b"",
+                    lane: Lane = SOLE_LANE) -> tuple[Link, Release]:
+        """A connection subscribed to `lane`'s subject, in JetStream mode by pulling from
+        the consumer `sixnines-<agent token>-<name>` (created by the first connection that
+        names it, deleted when the last one closes); returns it with the release."""
         if not self._js:
+            subject = self.lane_subject(lane)
             link = self._open(size)
             link.data_sid = DATA_SID
-            link.subscribe(self.options.subject, DATA_SID, queue)
-            link.fast = msg_line(self.options.subject, DATA_SID, size)
+            link.subscribe(subject, DATA_SID, queue)
+            link.fast = msg_line(subject, DATA_SID, size)
             return link, None
         consumer = f"sixnines-{self._token}-{name}"
-        link = self._open(size, consumer="" if consumer in self._consumers else consumer)
+        link = self._open(size, "" if consumer in self._consumers else consumer, lane)
         self._consumers[consumer] = self._consumers.get(consumer, 0) + 1
         inbox = f"{self._acks}.pull.{os.urandom(6).hex()}"
         link.data_sid = DATA_SID
@@ -277,14 +305,17 @@ class NatsDriver(Driver):
             _close(link, release)
             raise
 
-    def sender(self, message_size: int, connection_id: int) -> NatsSender:
-        link = self._open(message_size)
-        sender = self._publisher(link, reads=True)
+    def sender(self, message_size: int, connection_id: int,
+               lane: Lane = SOLE_LANE) -> NatsSender:
+        link = self._open(message_size, lane=lane)
+        sender = self._publisher(link, reads=True)  # the lane is in the framing
         self._ready(link)
         return sender
 
-    def receiver(self, message_size: int, connection_id: int) -> NatsReceiver:
-        link, release = self._subscriber(message_size, f"receiver-{connection_id}")
+    def receiver(self, message_size: int, connection_id: int,
+                 lane: Lane = SOLE_LANE) -> NatsReceiver:
+        link, release = self._subscriber(message_size, f"receiver-{connection_id}",
+                                         lane=lane)
         self._ready(link, release)
         return NatsReceiver(link, release)
 

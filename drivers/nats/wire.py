@@ -22,6 +22,25 @@ def pub_line(subject: str, size: int, reply: str = "") -> bytes:
     return f"PUB {subject}{' ' + reply if reply else ''} {size}\r\n".encode()
 
 
+def lanes_pattern(subject: str) -> str:
+    """The subjects of every one-way lane of `subject` (`Lane.name`: `<subject>.<i>`), as a
+    stream captures them. One token only, so round trips' `<subject>.reply.<id>` (core
+    NATS) stay out of the stream."""
+    return f"{subject}.*"
+
+
+def covers(pattern: str, subject: str) -> bool:
+    """Whether a stream subject `pattern` (`*`: one token, `>`: one or more, last) takes
+    messages published to the literal `subject`."""
+    want, have = subject.split("."), pattern.split(".")
+    for k, token in enumerate(have):
+        if token == ">":
+            return len(want) > k
+        if k >= len(want) or (token != "*" and token != want[k]):
+            return False
+    return len(want) == len(have)
+
+
 def sub_line(subject: str, sid: bytes, queue: bytes = b"") -> bytes:
     """Subscribe to `subject` as subscription `sid` (in the queue group `queue`)."""
     group = b" " + queue if queue else b""

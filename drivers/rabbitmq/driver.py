@@ -19,11 +19,18 @@ wire.py; pika is not used on that connection again):
   frames from the broker, which also surfaces a channel or connection closed under us;
   a nack is a DriverError.
 
-Delivery: with a named exchange (fanout) every receiver connection gets its own exclusive
-auto-delete queue bound to it (fan-out); with `exchange: ""` everything goes through one
-named queue (work-sharing, so one receiver connection at most). Round trip always uses the
-default exchange: requests to "<queue>.requests", each carrying reply_to = the requester's
-exclusive server-named queue; the responder publishes each body back to its reply_to.
+Delivery is by lane (`Lane`: connection c of an agent is on lane c of the workload's
+connections). With a named exchange (fanout) each lane has an exchange of its own,
+`lane.name(exchange)` (the exchange itself with one connection), and every receiver
+connection gets its own exclusive auto-delete queue bound to its lane's exchange: consumers
+fan out, a consumer's connections divide the senders' lanes. With `exchange: ""` each lane
+goes through one named queue, `lane.name(queue)`, which its consumers would share (so one
+consumer at most). `framing` is asked per connection, so each lane's pre-encoded publish
+names its own route.
+
+Round trip always uses the default exchange: requests to "<queue>.requests", each carrying
+reply_to = the requester's exclusive server-named queue; the responder publishes each body
+back to its reply_to.
 """
 
 from __future__ import annotations
@@ -32,10 +39,12 @@ import numpy as np
 import pika.exceptions as errors
 
 from sixnines.drivers.base import (
+    SOLE_LANE,
     Credential,
     Driver,
     DriverError,
     Framing,
+    Lane,
     Receiver,
     Responder,
     Sender,
@@ -54,6 +63,14 @@ from sixnines.drivers.rabbitmq.wire import (
 MAX_MESSAGE = 128 << 20  # RabbitMQ's default max_message_size
 READ_BYTES = 4 << 20
 SCALAR_BATCH = 4  # up to this many messages, slice copies beat numpy's call overhead
+
+
+def lane_route(options: RabbitmqOptions, lane: Lane) -> tuple[str, str]:
+    """(exchange, routing key) of one-way messages on `lane`: the lane's fanout exchange,
+    or the default exchange and the lane's queue. With one lane, the options' names."""
+    if options.exchange:
+        return lane.name(options.exchange), ""
+    return "", lane.name(options.queue)
 
 
 class _Publisher(Sender):
@@ -245,14 +262,13 @@ class RabbitmqDriver(Driver):
     def _requests(self) -> str:
         return f"{self.options.queue}.requests"
 
-    def framing(self, message_size: int) -> Framing:
-        """The whole Basic.Publish up to the body, when the body fits one frame (channel 1:
-        pika opens it first on every connection)."""
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        """The whole Basic.Publish to the lane's route up to the body, when the body fits
+        one frame (channel 1: pika opens it first on every connection)."""
         if not fits_one_frame(message_size):
             return Framing()
         options = self.options
-        head = publish_head(1, options.exchange, "" if options.exchange else options.queue,
-                             message_size, options.persistent)
+        head = publish_head(1, *lane_route(options, lane), message_size, options.persistent)
         return Framing(prefix=head + FRAME.pack(BODY_FRAME, 1, message_size), suffix=END)
 
     def receive_framing(self, message_size: int) -> Framing:
@@ -263,14 +279,15 @@ class RabbitmqDriver(Driver):
         if not isinstance(options, RabbitmqOptions):
             return []  # invalid options (still a dict): the scenario loader reports them
         problems = []
-        receivers = workload.consumers * workload.connections
-        if str(workload.mode) == "one-way" and not options.exchange and receivers > 1:
+        if (str(workload.mode) == "one-way" and not options.exchange
+                and workload.consumers > 1):
             problems.append(
-                f"exchange \"\" (the default exchange) shares queue {options.queue!r} among "
-                f"its consumers, each message going to one of them, but this workload has "
-                f"{receivers} receiver connections and sixnines measures fan-out (every "
-                "receiver gets every message): name a fanout exchange (option exchange) or "
-                "use one consumer with one connection")
+                f"exchange \"\" (the default exchange) sends each lane through one named "
+                f"queue ({options.queue!r}; {options.queue!r}.<lane> with several "
+                f"connections) whose consumers share its messages, each message going to "
+                f"one of them, but this workload has {workload.consumers} consumers and "
+                "sixnines measures fan-out (every consumer gets every message): name a "
+                "fanout exchange (option exchange) or use one consumer")
         if workload.message_size > MAX_MESSAGE:
             problems.append(f"message_size {workload.message_size} is above RabbitMQ's "
                             f"default max_message_size ({MAX_MESSAGE} bytes)")
@@ -309,7 +326,8 @@ class RabbitmqDriver(Driver):
         return channel.queue_declare("", durable=options.persistent, exclusive=True,
                                      auto_delete=True).method.queue
 
-    def _publisher(self, link: Link, message_size: int, head: bytes, framed: bool):
+    def _publisher(self, link: Link, message_size: int, head: bytes, framed: bool,
+                   lane: Lane = SOLE_LANE):
         confirms = self.options.confirms
         if framed and fits_one_frame(message_size):
             if link.channel != 1 or link.frame_max < message_size + 8:
@@ -318,32 +336,35 @@ class RabbitmqDriver(Driver):
                                   f"{link.frame_max} on channel {link.channel}; pre-encoded "
                                   f"publishing needs {message_size + 8} on channel 1")
             return DirectSender(link, confirms)
-        offset = len(self.framing(message_size).prefix)
+        offset = len(self.framing(message_size, lane).prefix)
         return TemplateSender(link, head, message_size, offset, confirms)
 
-    def sender(self, message_size: int, connection_id: int):
+    def sender(self, message_size: int, connection_id: int, lane: Lane = SOLE_LANE):
+        """Publishes to the lane's route (which `framing(message_size, lane)` names)."""
         options = self.options
+        exchange, routing_key = lane_route(options, lane)
 
         def prepare(channel) -> None:
-            if options.exchange:
-                channel.exchange_declare(options.exchange, "fanout", durable=True)
+            if exchange:
+                channel.exchange_declare(exchange, "fanout", durable=True)
 
         link, _ = self._setup("producer", connection_id, prepare)
-        head = publish_head(link.channel, options.exchange,
-                             "" if options.exchange else options.queue, message_size,
-                             options.persistent)
-        return self._publisher(link, message_size, head, framed=True)
+        head = publish_head(link.channel, exchange, routing_key, message_size,
+                            options.persistent)
+        return self._publisher(link, message_size, head, framed=True, lane=lane)
 
-    def receiver(self, message_size: int, connection_id: int) -> RabbitmqReceiver:
-        options = self.options
+    def receiver(self, message_size: int, connection_id: int,
+                 lane: Lane = SOLE_LANE) -> RabbitmqReceiver:
+        """A queue of its own bound to the lane's exchange, or the lane's named queue."""
+        exchange, routing_key = lane_route(self.options, lane)
 
         def prepare(channel) -> str:
-            if not options.exchange:
-                return self._consumer(channel, options.queue)
-            channel.exchange_declare(options.exchange, "fanout", durable=True)
-            queue = self._consumer(channel)
-            channel.queue_bind(queue, options.exchange)
-            return queue
+            if not exchange:
+                return self._consumer(channel, routing_key)  # the default exchange's queue
+            channel.exchange_declare(exchange, "fanout", durable=True)
+            own = self._consumer(channel)
+            channel.queue_bind(own, exchange)
+            return own
 
         return self._subscribe("consumer", connection_id, prepare, message_size)[0]
 

@@ -12,9 +12,11 @@ GUEST = "guest"  # RabbitMQ's default user, whose password is its name
 class RabbitmqOptions(LoginOptions):
     exchange: str = Field("sixnines", max_length=127)
     """A fanout exchange (declared durable) giving each receiver connection its own queue:
-    fan-out. "" is the default exchange: one named queue shared by its consumers."""
+    fan-out. With several connections each lane has one, "<exchange>.<lane>". "" is the
+    default exchange: one named queue per lane, shared by its consumers (so one consumer)."""
     queue: str = Field("sixnines", min_length=1, max_length=127)
-    """The queue of the default-exchange form; round trip uses "<queue>.requests"."""
+    """The queue of the default-exchange form ("<queue>.<lane>" with several connections);
+    round trip uses "<queue>.requests"."""
     persistent: bool = False
     """delivery_mode 2 on every message and durable queues (the broker writes to disk)."""
     confirms: bool = False

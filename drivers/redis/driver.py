@@ -18,10 +18,19 @@ reads what comes back itself:
   into the caller's buffer; every receiver starts from the entry that was last when it was
   created, so each receiver sees every entry (fan-out).
 
-Round trip: a RESP2 subscriber cannot publish, so a requester has two connections. Framing
-is per driver, not per role, so requests are published exactly like one-way messages (on
-`channel`, or XADDed to the `channel` stream); the responder subscribes to (reads) that and
-sends each request to `<channel>.reply.<producer id from the header>`. In streams mode the
+Lanes (`Lane`, several connections per agent): lane i's senders publish to (XADD to)
+`<channel>.<i>` and its receivers subscribe to (read) only that, so a consumer's
+connections divide the messages. The framework asks `framing` per sending connection with
+its lane, so a lane's commands come pre-encoded with its channel (and, in streams mode, its
+share of `stream_maxlen`) and go out as they are. Receive framing is one for all lanes
+(it names `channel`), so a lane's pub/sub receiver copies payloads out of its pushes. With
+one connection the names, and so the bytes, are as they were.
+
+Round trip: a RESP2 subscriber cannot publish, so a requester has two connections.
+Requesters are framed as the sole lane, so requests are published exactly like one-way
+messages of one connection (on `channel`, or XADDed to the `channel` stream); the
+responder subscribes to (reads) that and sends each request to
+`<channel>.reply.<producer id from the header>`. In streams mode the
 replies go to per-requester reply *streams*, so the whole round trip measures the streams
 path (append, XREAD wake-up) in both directions rather than half streams, half pub/sub.
 """
@@ -36,10 +45,12 @@ import numpy as np
 from redis.connection import Connection
 
 from sixnines.drivers.base import (
+    SOLE_LANE,
     Credential,
     Driver,
     DriverError,
     Framing,
+    Lane,
     Receiver,
     Responder,
     Sender,
@@ -59,6 +70,7 @@ from sixnines.drivers.redis.wire import (
     StreamReplies,
     error_at,
     error_line,
+    lane_maxlen,
     publish_head,
     push_head,
     reply_key,
@@ -137,8 +149,8 @@ class RespWriter(Sender):
 class PushReceiver(Receiver):
     """Reads pub/sub pushes off a subscribed connection. When the caller's frame layout is
     the push itself (one-way: `receive_framing`), frames land in place (FrameStream);
-    otherwise (replies on a longer channel name) whole pushes are read into a buffer of
-    ours and their payloads copied out."""
+    otherwise (replies, or a lane's pushes, on a longer channel name) whole pushes are read
+    into a buffer of ours and their payloads copied out."""
 
     def __init__(self, conn: Connection, label: str, head: bytes, size: int,
                  out_prefix: int) -> None:
@@ -337,10 +349,18 @@ class RedisDriver(Driver):
     def _xadd_head(self, key: bytes, size: int) -> bytes:
         return xadd_head(key, self.options.stream_maxlen, size)
 
-    def framing(self, message_size: int) -> Framing:
+    def lane_channel(self, lane: Lane) -> bytes:
+        """The channel (stream key) of one-way `lane`: `channel` itself with one lane."""
+        return lane.name(self.options.channel).encode()
+
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        """A PUBLISH (XADD) to `lane`'s channel (stream) around every message; a lane's
+        stream trims to its share of `stream_maxlen` (`lane_maxlen`)."""
+        channel = self.lane_channel(lane)
         if self.options.mode == "streams":
-            return Framing(self._xadd_head(self._channel, message_size), CRLF)
-        return Framing(publish_head(self._channel, message_size), CRLF)
+            maxlen = lane_maxlen(self.options.stream_maxlen, lane.count)
+            return Framing(xadd_head(channel, maxlen, message_size), CRLF)
+        return Framing(publish_head(channel, message_size), CRLF)
 
     def receive_framing(self, message_size: int) -> Framing:
         if self.options.mode == "streams":
@@ -391,14 +411,17 @@ class RedisDriver(Driver):
 
     # --- roles --------------------------------------------------------------------------
 
-    def sender(self, message_size: int, connection_id: int) -> RespWriter:
+    def sender(self, message_size: int, connection_id: int,
+               lane: Lane = SOLE_LANE) -> RespWriter:
+        """A writer; the lane is in the bytes it is given (`framing(size, lane)`)."""
         return self._writer()
 
-    def receiver(self, message_size: int, connection_id: int):
+    def receiver(self, message_size: int, connection_id: int, lane: Lane = SOLE_LANE):
+        channel = self.lane_channel(lane)
         if self.options.mode == "streams":
-            return self._stream_reader(self._channel, message_size, connection_id)
+            return self._stream_reader(channel, message_size, connection_id)
         prefix = len(self.receive_framing(message_size).prefix)
-        return self._subscriber(self._channel, message_size, prefix)
+        return self._subscriber(channel, message_size, prefix)
 
     def requester(self, message_size: int, connection_id: int):
         reply = reply_key(self.options.channel, connection_id)

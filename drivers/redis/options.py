@@ -16,13 +16,15 @@ class RedisOptions(LoginOptions):
     """pubsub: PUBLISH/SUBSCRIBE (nothing stored, a slow subscriber is disconnected by the
     server's client-output-buffer-limit). streams: XADD to a stream, XREAD/XREADGROUP."""
     channel: str = Field("sixnines", min_length=1)
-    """The pub/sub channel, or the stream key in streams mode. Replies of round trips use
+    """The pub/sub channel, or the stream key in streams mode. With several connections
+    per agent, one-way lane i uses `<channel>.<i>`; replies of round trips use
     `<channel>.reply.<producer id>`."""
     db: int = Field(0, ge=0)
     """Database for stream keys (pub/sub channels are global to the server)."""
     stream_maxlen: int = Field(1_000_000, ge=1)
-    """streams: XADD trims to about this many entries (MAXLEN ~), so memory stays bounded.
-    A reader more than this many entries behind loses messages (counted as lost)."""
+    """streams: XADD trims to about this many entries (MAXLEN ~), so memory stays bounded;
+    with several connections, the lanes' streams share it (each keeps its share). A reader
+    more than this many entries behind loses messages (counted as lost)."""
     group: bool = False
     """streams: read with XREADGROUP through a consumer group of its own per receiver
     connection and XACK each batch (the group is destroyed at close), instead of XREAD."""

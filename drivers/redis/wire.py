@@ -46,8 +46,16 @@ def subscribed(channel: bytes) -> bytes:
 
 
 def reply_key(channel: str, producer_id: int) -> bytes:
-    """Where a round trip's replies to producer `producer_id` go."""
+    """Where a round trip's replies to producer `producer_id` go. Never a lane's channel
+    (`Lane.name`: `<channel>.<digits>`), so one-way lanes and replies cannot mix."""
     return f"{channel}.reply.{producer_id}".encode()
+
+
+def lane_maxlen(maxlen: int, lanes: int) -> int:
+    """A lane's stream trim length: `stream_maxlen` is for the lanes' streams together, so
+    more connections neither multiply the memory held nor shorten how far behind (in time)
+    a reader may fall."""
+    return max(1, -(-maxlen // lanes))
 
 
 def error_line(data: bytes | bytearray, start: int, end: int) -> str:

@@ -2,14 +2,24 @@
 
 The wire format is drivers/tcp/wire.py; the relay (drivers/tcp/relay.py) answers the hello
 once the connection is registered, so a receiver is subscribed by the time `receiver()`
-returns.
+returns. A connection's lane travels in its hello: the relay forwards a publisher's frames
+to the subscribers on the same lane only, so the send and receive paths know nothing of
+lanes.
 """
 
 from __future__ import annotations
 
 import socket
 
-from sixnines.drivers.base import Driver, Framing, Receiver, Sender, split_address
+from sixnines.drivers.base import (
+    SOLE_LANE,
+    Driver,
+    Framing,
+    Lane,
+    Receiver,
+    Sender,
+    split_address,
+)
 from sixnines.drivers.sockets import FrameStream, SocketIO
 from sixnines.drivers.tcp.connection import connect
 from sixnines.drivers.tcp.options import TcpOptions
@@ -50,23 +60,27 @@ class TcpDriver(Driver):
     Options = TcpOptions
     has_builtin_broker = True
 
-    def framing(self, message_size: int) -> Framing:
-        return Framing(prefix=frame_prefix(message_size))
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        return Framing(prefix=frame_prefix(message_size))  # the lane is the hello's
 
-    def _connect(self, role: bytes, message_size: int) -> socket.socket:
+    def _connect(self, role: bytes, message_size: int, lane: Lane = SOLE_LANE
+                 ) -> socket.socket:
         host, port = split_address(self.address, self.name)
         return connect(host, port, role, LENGTH.size + message_size, self.options.nodelay,
-                       self._label)
+                       self._label, lane)
 
     @property
     def _label(self) -> str:
         return f"tcp relay at {self.address}"
 
-    def sender(self, message_size: int, connection_id: int) -> TcpSender:
-        return TcpSender(self._connect(PUBLISH, message_size), self._label)
+    def sender(self, message_size: int, connection_id: int,
+               lane: Lane = SOLE_LANE) -> TcpSender:
+        return TcpSender(self._connect(PUBLISH, message_size, lane), self._label)
 
-    def receiver(self, message_size: int, connection_id: int) -> TcpReceiver:
-        return TcpReceiver(self._connect(SUBSCRIBE, message_size), self._label, message_size)
+    def receiver(self, message_size: int, connection_id: int,
+                 lane: Lane = SOLE_LANE) -> TcpReceiver:
+        return TcpReceiver(self._connect(SUBSCRIBE, message_size, lane), self._label,
+                           message_size)
 
     def requester(self, message_size: int, connection_id: int) -> tuple[TcpSender, TcpReceiver]:
         sock = self._connect(ECHO, message_size)

@@ -1,9 +1,13 @@
 """The sixnines TCP relay: a minimal fan-out broker and echo peer.
 
-Publishers' frames go to every subscriber, cut at frame boundaries so that frames of
-several publishers never interleave mid-frame; one epoll thread serves them. It buffers
-per subscriber and stops reading publishers while any subscriber is more than HIGH_WATER
-bytes behind, so a slow consumer shows up as send lag, not as lost messages.
+Publishers' frames go to every subscriber on the publisher's lane (the one its hello
+named), cut at frame boundaries so that frames of several publishers never interleave
+mid-frame; one epoll thread serves them. Each lane is a `Route`, found once at the hello,
+so forwarding never looks a lane up. The relay buffers per subscriber and stops reading a
+lane's publishers while any of that lane's subscribers is more than HIGH_WATER bytes
+behind, so a slow consumer shows up as send lag, not as lost messages (only the
+publishers feeding it wait: other lanes' data never reaches it). With one lane, that is
+every publisher, as before lanes.
 
 Echo connections (round trip) each get a thread of their own: the shortest path from
 receive to send is what sets the round-trip floor, and a generic event loop adds ~5-10 µs.
@@ -17,6 +21,7 @@ import selectors
 import socket
 import threading
 
+from sixnines.drivers.base import Lane
 from sixnines.drivers.tcp.wire import (
     ACK,
     ECHO,
@@ -32,14 +37,26 @@ HIGH_WATER = 64 << 20
 LOW_WATER = 8 << 20
 
 
+class Route:
+    """One lane's connections: its publishers' frames go to its subscribers, and a
+    subscriber far behind pauses its publishers (`paused`)."""
+
+    def __init__(self, lane: Lane) -> None:
+        self.lane = lane
+        self.publishers: list[Peer] = []
+        self.subscribers: list[Peer] = []
+        self.paused = False
+
+
 class Peer:
-    """One accepted connection: its role, the frame length it declared, and what is still
-    to be written to it."""
+    """One accepted connection: its role, the frame length it declared, its lane's route
+    (publishers and subscribers), and what is still to be written to it."""
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.role = b""
         self.stride = 0
+        self.route: Route | None = None  # set by the hello (never for echo connections)
         self.inbox = bytearray()  # bytes read but not yet forwarded (hello, partial frame)
         self.outbox = bytearray()  # bytes to write when the socket becomes writable
         self.events = 0  # what the selector watches for this peer (0: not registered)
@@ -51,9 +68,7 @@ class Relay:
         self._listener.setblocking(False)
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._listener, selectors.EVENT_READ)
-        self._subscribers: list[Peer] = []
-        self._publishers: list[Peer] = []
-        self._paused = False
+        self._routes: dict[Lane, Route] = {}
 
     @property
     def address(self) -> str:
@@ -105,21 +120,27 @@ class Relay:
         if hello is None:
             self._drop(peer)
             return
-        role, peer.stride = hello
+        role, peer.stride, lane = hello
         peer.role = role
         if role == ECHO:
             self._selector.unregister(peer.sock)
             peer.events = 0
             threading.Thread(target=echo, args=(peer.sock, ACK + rest), daemon=True).start()
             return
-        {PUBLISH: self._publishers, SUBSCRIBE: self._subscribers}[role].append(peer)
+        route = self._routes.get(lane)
+        if route is None:
+            route = self._routes[lane] = Route(lane)
+        peer.route = route
+        (route.publishers if role == PUBLISH else route.subscribers).append(peer)
         self._write(peer, ACK)
+        if peer.route is None:  # dropped: the acknowledgement could not be written
+            return
         self._update(peer)
         if rest and role == PUBLISH:
             self._publish(peer, rest)
 
     def _publish(self, peer: Peer, data: bytes) -> None:
-        """Forward the whole frames received so far to every subscriber."""
+        """Forward the whole frames received so far to every subscriber of its lane."""
         if peer.inbox:
             peer.inbox += data
             data = bytes(peer.inbox)
@@ -129,7 +150,7 @@ class Relay:
             peer.inbox += data[whole:]
             data = data[:whole]
         if data:
-            for subscriber in tuple(self._subscribers):  # a failed write drops one mid-loop
+            for subscriber in tuple(peer.route.subscribers):  # a failed write drops one
                 self._write(subscriber, data)
 
     def _write(self, peer: Peer, data: bytes) -> None:
@@ -147,8 +168,8 @@ class Relay:
                 return
             peer.outbox += memoryview(data)[sent:]
             self._update(peer)
-        if peer.role == SUBSCRIBE and len(peer.outbox) > HIGH_WATER and not self._paused:
-            self._pause_publishers(True)
+        if peer.role == SUBSCRIBE and len(peer.outbox) > HIGH_WATER and not peer.route.paused:
+            self._pause(peer.route, True)
 
     def _flush(self, peer: Peer) -> None:
         try:
@@ -161,14 +182,14 @@ class Relay:
         del peer.outbox[:sent]
         if not peer.outbox:
             self._update(peer)
-        if self._paused and all(len(s.outbox) < LOW_WATER for s in self._subscribers):
-            self._pause_publishers(False)
+        if peer.route.paused:  # only publishers and subscribers have anything to flush
+            self._resume_if_caught_up(peer.route)
 
     def _update(self, peer: Peer) -> None:
         """Register a peer for exactly the events its state needs: write while it has an
         outbox, read unless it is a publisher held back by a slow subscriber."""
         events = selectors.EVENT_WRITE if peer.outbox else 0
-        if not (peer.role == PUBLISH and self._paused):
+        if not (peer.role == PUBLISH and peer.route.paused):
             events |= selectors.EVENT_READ
         if events and peer.events:
             self._selector.modify(peer.sock, events, peer)
@@ -178,21 +199,31 @@ class Relay:
             self._selector.unregister(peer.sock)
         peer.events = events
 
-    def _pause_publishers(self, paused: bool) -> None:
-        self._paused = paused
-        for publisher in self._publishers:
+    def _pause(self, route: Route, paused: bool) -> None:
+        """Stop (or resume) reading the publishers of one lane."""
+        route.paused = paused
+        for publisher in route.publishers:
             self._update(publisher)
 
+    def _resume_if_caught_up(self, route: Route) -> None:
+        if route.paused and all(len(s.outbox) < LOW_WATER for s in route.subscribers):
+            self._pause(route, False)
+
     def _drop(self, peer: Peer) -> None:
-        for group in (self._publishers, self._subscribers):
-            if peer in group:
-                group.remove(peer)
+        route, peer.route = peer.route, None
         if peer.events:
             self._selector.unregister(peer.sock)
             peer.events = 0
         peer.sock.close()
-        if self._paused and all(len(s.outbox) < LOW_WATER for s in self._subscribers):
-            self._pause_publishers(False)
+        if route is None:
+            return
+        for group in (route.publishers, route.subscribers):
+            if peer in group:
+                group.remove(peer)
+        if not route.publishers and not route.subscribers:
+            del self._routes[route.lane]  # a later run's lanes start afresh
+        else:
+            self._resume_if_caught_up(route)
 
 
 def echo(sock: socket.socket, first: bytes) -> None:

@@ -4,12 +4,13 @@ broker's own sockets bound on three consecutive ports."""
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import zmq
 from zmq.utils.monitor import recv_monitor_message
 
 from sixnines.drivers.base import DriverError
-from sixnines.drivers.zmq.wire import WELCOME, endpoint
+from sixnines.drivers.zmq.wire import WELCOME, endpoint, subscribes_to
 
 READY_TIMEOUT_MS = 10_000
 BIND_ATTEMPTS = 20
@@ -20,14 +21,17 @@ MONITORED = zmq.EVENT_HANDSHAKE_SUCCEEDED | zmq.EVENT_DISCONNECTED
 
 
 def client_socket(context: zmq.Context, kind: int, host: str, port: int,
-                  hwm: int) -> zmq.Socket:
+                  hwm: int, subscribe: Sequence[bytes] = ()) -> zmq.Socket:
     """A socket connecting to the broker's `port`, monitored from before it connects (its
     `get_monitor_socket()`): ZeroMQ connects and reconnects silently, only the monitor
-    tells."""
+    tells. A SUB socket's `subscribe` prefixes are set before it connects, as the welcome
+    message needs."""
     sock = context.socket(kind)
     sock.setsockopt(zmq.SNDHWM, hwm)
     sock.setsockopt(zmq.RCVHWM, hwm)
     sock.setsockopt(zmq.LINGER, 0)
+    for prefix in subscribe:
+        sock.setsockopt(zmq.SUBSCRIBE, prefix)
     sock.get_monitor_socket(MONITORED)
     sock.connect(endpoint(host, port))
     return sock
@@ -73,6 +77,19 @@ def await_first(sock: zmq.Socket, what: str, label: str) -> bytes:
         raise DriverError(f"{label}: no {what} within {READY_TIMEOUT_MS // 1000} s (is a "
                           "sixnines zmq broker listening there?)")
     return sock.recv()
+
+
+def await_subscription(sock: zmq.Socket, topic: bytes, label: str) -> None:
+    """Wait until a subscription that `topic`'s messages match reaches this publisher's
+    XPUB (until then ZeroMQ drops what it sends); other lanes' subscriptions pass by."""
+    deadline = time.monotonic() + READY_TIMEOUT_MS / 1000
+    while sock.poll(max(0, int((deadline - time.monotonic()) * 1000))):
+        if subscribes_to(sock.recv(), topic):
+            return
+    close(sock)
+    raise DriverError(f"{label}: no subscription from the broker within "
+                      f"{READY_TIMEOUT_MS // 1000} s (is a sixnines zmq broker listening "
+                      "there?)")
 
 
 def bind_broker(context: zmq.Context, host: str, port: int):

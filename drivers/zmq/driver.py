@@ -4,6 +4,11 @@ ZeroMQ subscriptions propagate asynchronously ("slow joiner"), and a PUB socket 
 drops what nobody is subscribed to yet, so both ends wait for proof before reporting
 ready: the broker's XPUB sends a welcome message to each new subscriber, and publishers
 use an XPUB socket that sees the subscription arrive. The ports are drivers/zmq/wire.py's.
+
+Lanes are topics (wire.py): with more than one, each message goes out as the lane's topic
+frame then the message (`ZmqLaneSender`), a receiver subscribes to its lane's topic only
+and reads the topic frame into a scratch buffer (`ZmqLaneReceiver`), and a sender waits
+for a subscription to its own lane. One lane keeps the single-frame classes.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from collections.abc import Sequence
 import zmq
 
 from sixnines.drivers.base import (
+    SOLE_LANE,
     Credential,
     Driver,
     DriverError,
+    Lane,
     Receiver,
     Sender,
     Waiter,
@@ -25,13 +32,21 @@ from sixnines.drivers.base import (
 from sixnines.drivers.zmq.connection import (
     await_connected,
     await_first,
+    await_subscription,
     bind_broker,
     client_socket,
     close,
     lost,
 )
 from sixnines.drivers.zmq.options import ZmqOptions
-from sixnines.drivers.zmq.wire import ECHO, PUBLISHERS, SUBSCRIBERS, WELCOME, broker_address
+from sixnines.drivers.zmq.wire import (
+    ECHO,
+    PUBLISHERS,
+    SUBSCRIBERS,
+    WELCOME,
+    broker_address,
+    topic,
+)
 
 CHECK_EVERY = 64  # sends between two looks at the connection's monitor (a look: ~1 µs)
 
@@ -64,6 +79,27 @@ class ZmqSender(Sender):
         close(self._sock)
 
 
+class ZmqLaneSender(ZmqSender):
+    """Sends each frame as a message of two frames, the lane's topic first: ZeroMQ routes
+    (and filters) on a message's first frame, and the framework's messages stay as laid
+    out."""
+
+    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes) -> None:
+        super().__init__(sock, label)
+        self._topic = lane_topic
+
+    def send(self, frames: memoryview, count: int) -> None:
+        stride = len(frames) // count
+        send = self._sock.send
+        lane_topic = self._topic
+        for offset in range(0, len(frames), stride):
+            send(lane_topic, zmq.SNDMORE)
+            send(frames[offset : offset + stride])
+        self._unchecked += 1
+        if self._unchecked >= CHECK_EVERY:
+            self.settle()
+
+
 class ZmqReceiver(Receiver):
     def __init__(self, sock: zmq.Socket, label: str) -> None:
         self._sock = sock
@@ -94,6 +130,41 @@ class ZmqReceiver(Receiver):
         close(self._sock)
 
 
+class ZmqLaneReceiver(ZmqReceiver):
+    """Receives two-frame messages (`ZmqLaneSender`): the topic into a scratch buffer, the
+    message into the caller's. ZeroMQ delivers a message's frames together, so the second
+    is there once the first is."""
+
+    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes) -> None:
+        super().__init__(sock, label)
+        self._scratch = bytearray(len(lane_topic))
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        sock = self._sock
+        if timeout_ms and not sock.poll(None if timeout_ms < 0 else timeout_ms):
+            return 0
+        scratch = self._scratch
+        count = 0
+        room = len(out) // stride
+        offset = 0
+        while count < room:
+            try:
+                sock.recv_into(scratch, flags=zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            except zmq.ZMQError as exc:
+                raise DriverError(f"{self._label}: receive failed ({exc})") from exc
+            try:
+                got = sock.recv_into(out[offset : offset + stride], flags=zmq.NOBLOCK)
+            except zmq.ZMQError as exc:
+                raise DriverError(f"{self._label}: receive failed ({exc})") from exc
+            if got != stride:
+                raise DriverError(f"{self._label}: got a {got}-byte message, expected {stride}")
+            count += 1
+            offset += stride
+        return count
+
+
 class ZmqWaiter(Waiter):
     """zmq.Poller: a zmq socket's descriptor signals edges of its own state machine, not
     "messages waiting", so only libzmq's poll can wait on zmq sockets."""
@@ -122,27 +193,38 @@ class ZmqDriver(Driver):
         self._host, self._port = split_address(address, self.name)
         self._context = zmq.Context.instance()
 
-    def _socket(self, kind: int, port_offset: int) -> zmq.Socket:
+    def _socket(self, kind: int, port_offset: int, subscribe: Sequence[bytes] = ()
+                ) -> zmq.Socket:
         return client_socket(self._context, kind, self._host, self._port + port_offset,
-                             self.options.hwm)
+                             self.options.hwm, subscribe)
 
     def waiter(self, receivers: Sequence[Receiver]) -> ZmqWaiter:
         return ZmqWaiter(receivers)
 
-    def sender(self, message_size: int, connection_id: int) -> ZmqSender:
+    def sender(self, message_size: int, connection_id: int,
+               lane: Lane = SOLE_LANE) -> ZmqSender:
+        lane_topic = topic(lane)
         sock = self._socket(zmq.XPUB, PUBLISHERS)
         sock.setsockopt(zmq.XPUB_NODROP, 1)  # block at the high-water mark, never drop
         label = f"zmq broker at {self.address}"
-        await_first(sock, "subscription from the broker", label)
+        await_subscription(sock, lane_topic, label)
+        if lane_topic:
+            return ZmqLaneSender(sock, label, lane_topic)
         return ZmqSender(sock, label)
 
-    def receiver(self, message_size: int, connection_id: int) -> ZmqReceiver:
-        sock = self._socket(zmq.SUB, SUBSCRIBERS)
-        sock.setsockopt(zmq.SUBSCRIBE, b"")
+    def receiver(self, message_size: int, connection_id: int,
+                 lane: Lane = SOLE_LANE) -> ZmqReceiver:
+        lane_topic = topic(lane)
+        # b"" (everything) takes in the welcome message; a lane's topic does not
+        sock = self._socket(zmq.SUB, SUBSCRIBERS,
+                            (WELCOME, lane_topic) if lane_topic else (b"",))
         label = f"zmq broker at {self.address}"
         if await_first(sock, "welcome message", label) != WELCOME:
             close(sock)
             raise DriverError(f"{label}: unexpected first message")
+        if lane_topic:
+            sock.setsockopt(zmq.UNSUBSCRIBE, WELCOME)
+            return ZmqLaneReceiver(sock, label, lane_topic)
         return ZmqReceiver(sock, label)
 
     def requester(self, message_size: int, connection_id: int) -> tuple[ZmqSender, ZmqReceiver]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sixnines.drivers.base import DriverError, Waiter
+from sixnines.drivers.base import DriverError, Lane, Waiter
 from sixnines.drivers.kafka import KafkaDriver, KafkaOptions
 from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.scenario import ScenarioError
@@ -183,6 +183,38 @@ def test_the_confluent_pollable_wakes_a_waiter_when_messages_arrive(server, clos
         receivers[1].receive(out, SIZE, 0)
 
 
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_lanes_divide_a_topic_created_with_one_partition_per_connection(server, closing,
+                                                                       variant):
+    """Without the partitions option the driver creates the topic with one partition per
+    lane; each lane reads its own, whichever sender wrote it."""
+    driver = KafkaDriver(server.address, KafkaOptions(topic=fresh_topic(), **VARIANTS[variant]))
+    lanes = 3
+    receivers = [driver.receiver(SIZE, c, Lane(c, lanes)) for c in range(lanes)]
+    senders = [driver.sender(SIZE, p, Lane(p, lanes)) for p in range(lanes)]
+    for thing in [*receivers, *senders]:
+        closing(thing)
+    assert driver.partitions[driver.options.topic] == lanes
+    for producer_id, sender in enumerate(senders):
+        sender.send(memoryview(frames_of(producer_id, 50)), 50)
+        sender.settle()
+    for lane, receiver in enumerate(receivers):
+        assert {producer_of(frame) for frame in collect(receiver, SIZE, 50)} == {lane}
+
+
+def test_a_lane_without_a_partition_is_refused(server, closing):
+    """An existing topic (here made with one partition) keeps its partitions: a second
+    lane would read nothing."""
+    topic = fresh_topic()
+    one = KafkaDriver(server.address, KafkaOptions(topic=topic))
+    closing(one.receiver(SIZE, 0))
+    driver = KafkaDriver(server.address, KafkaOptions(topic=topic))
+    closing(driver.receiver(SIZE, 0, Lane(0, 2)))
+    with pytest.raises(DriverError, match=f"topic {topic!r} has 1 partition, fewer than the "
+                                          "2 connections dividing it: connection 1"):
+        driver.receiver(SIZE, 1, Lane(1, 2))
+
+
 def test_a_message_of_another_size_is_an_error_not_garbage(manual_driver, closing):
     receiver, sender = connected(manual_driver, closing, 1)
     sender.send(memoryview(frames_of(1, 1)), 1)
@@ -324,3 +356,13 @@ def test_every_option_is_accepted():
 def test_workload_problems_refuse_messages_over_the_driver_limit():
     with pytest.raises(ScenarioError, match="limit this driver configures"):
         parse("{}", "message_size: 65MiB")
+
+
+def test_workload_problems_refuse_fewer_partitions_than_connections():
+    """A consumer's connections divide the partitions: each needs one."""
+    with pytest.raises(ScenarioError, match="set option partitions to at least 4, or leave "
+                                            r"it out \(one per connection\)"):
+        parse("{partitions: 2}", "message_size: 64, connections: 4")
+    parse("{}", "message_size: 64, connections: 4")
+    parse("{partitions: 4}", "message_size: 64, connections: 4")
+    parse("{partitions: 1}", "message_size: 64, mode: round-trip, connections: 4")

@@ -13,10 +13,12 @@ import time
 
 import numpy as np
 import pytest
+from nats.js import api
 
-from sixnines.drivers.base import DriverError
+from sixnines.drivers.base import DriverError, Lane, split_address
 from sixnines.drivers.nats import NatsDriver, NatsOptions
-from sixnines.formats.payload import frame_dtype
+from sixnines.drivers.nats.connection import manage
+from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.problems import ScenarioError
 from sixnines.orchestrator.scenario import parse_scenario
 from tests.drivers.certs import self_signed
@@ -80,6 +82,18 @@ def frames_of(driver: NatsDriver, producer_id: int, count: int, size: int = SIZE
     return buf, stride, support.payloads(driver, buf, size)
 
 
+def lane_frames(driver: NatsDriver, lane: Lane, producer_id: int, count: int):
+    """`count` frames as the framework lays them out for a sender on `lane` (its own PUB
+    line), headers stamped (producer_id, seq): (buffer, stride, each message)."""
+    framing = driver.framing(SIZE, lane)
+    buf = build_frames(framing.prefix, SIZE, count, seed=producer_id, suffix=framing.suffix)
+    view = buf.view(frame_dtype(len(framing.prefix), SIZE, len(framing.suffix)))
+    view["producer_id"] = producer_id
+    view["seq"] = np.arange(count, dtype=np.uint64)
+    stride, at, raw = framing.stride(SIZE), len(framing.prefix), buf.tobytes()
+    return buf, stride, [raw[k + at : k + at + SIZE] for k in range(0, len(raw), stride)]
+
+
 def collect(receiver, count: int, size: int = SIZE, timeout_s: float = 20.0,
             responders=()) -> list[bytes]:
     """Receive exactly `count` messages through a small buffer (many calls, partial
@@ -140,6 +154,29 @@ def test_two_responders_share_the_requests(driver, closing):
         assert wait_for_acks([sender for sender, _ in pairs.values()], 400) == 400
 
 
+def test_each_lane_receives_what_its_senders_send(driver, closing):
+    """Senders on lanes 0 and 1 of 2 send their lane's framing (`PUB S.<i>`, with the ack
+    inbox in JetStream) as it is; each lane's receiver gets exactly that lane's messages,
+    and in JetStream every publish is acknowledged."""
+    lanes = [Lane(index, 2) for index in range(2)]
+    receivers = [driver.receiver(SIZE, index, lane) for index, lane in enumerate(lanes)]
+    senders = [driver.sender(SIZE, 10 + index, lane) for index, lane in enumerate(lanes)]
+    for thing in (*receivers, *senders):
+        closing(thing)
+    sent = []
+    for index, (sender, lane) in enumerate(zip(senders, lanes, strict=True)):
+        buf, stride, messages = lane_frames(driver, lane, 10 + index, 300)
+        send_in_batches(sender, buf, stride)
+        sent.append(messages)
+    for receiver, messages in zip(receivers, sent, strict=True):
+        assert collect(receiver, 300) == messages
+    time.sleep(0.1)
+    assert all(receiver.receive(memoryview(bytearray(8 * SIZE)), SIZE, 0) == 0
+               for receiver in receivers)
+    if driver.options.mode == "jetstream":
+        assert wait_for_acks(senders, 600) == 600
+
+
 def test_a_jetstream_receiver_gets_what_was_published_after_it_was_created(server, closing):
     driver = make_driver(server.address, "jetstream")
     sender = driver.sender(SIZE, 0)
@@ -188,6 +225,24 @@ def test_an_existing_stream_with_other_storage_is_refused(server, closing):
                                                    stream=stream, storage="file"))
     with pytest.raises(DriverError, match="exists with storage memory, not file"):
         other.sender(SIZE, 0)
+
+
+def test_an_existing_stream_without_the_lanes_subjects_serves_one_connection_only(server,
+                                                                                  closing):
+    """A stream taking only the subject (made by hand, or by an older sixnines) serves
+    single-connection runs; lanes publish to `<subject>.<lane>`, so they are refused."""
+    stream, subject = fresh("s"), fresh("t")
+
+    async def make(jsm) -> None:
+        await jsm.add_stream(api.StreamConfig(name=stream, subjects=[subject],
+                                              storage=api.StorageType.MEMORY))
+    manage(*split_address(server.address, "nats"), {}, "test", make)
+    driver = NatsDriver(server.address, NatsOptions(subject=subject, mode="jetstream",
+                                                    stream=stream))
+    closing(driver.sender(SIZE, 0))
+    with pytest.raises(DriverError, match=rf"without '{subject}\.0' \(several connections "
+                       rf"publish to '{subject}\.\*'\)"):
+        driver.sender(SIZE, 1, Lane(0, 2))
 
 
 def test_jetstream_on_a_server_without_it_is_named(closing):

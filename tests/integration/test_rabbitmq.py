@@ -12,11 +12,13 @@ import time
 import uuid
 from functools import partial
 
+import numpy as np
 import pika
 import pytest
 
-from sixnines.drivers.base import DriverError
+from sixnines.drivers.base import DriverError, Lane
 from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
+from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.scenario import ScenarioError, Workload
 from tests.integration.support import (
     SIZE,
@@ -102,6 +104,29 @@ def test_the_default_exchange_shares_one_queue(server, closing):
         send_in_batches(sender, buf, stride)
     assert seqs_by_producer(collect(driver, receiver, 200)) == {
         1: list(range(100)), 2: list(range(100))}
+
+
+def test_the_default_exchange_gives_each_lane_a_queue_of_its_own(server, closing):
+    """Connections divide the load: lane i's senders reach lane i's queue,
+    "<queue>.<i>"; each message arrives once, over its lane."""
+    options = fresh(exchange="")
+    driver = RabbitmqDriver(server.address, options)
+    receivers = [driver.receiver(SIZE, c, Lane(c, 2)) for c in range(2)]
+    senders = [driver.sender(SIZE, p, Lane(p, 2)) for p in range(2)]
+    for thing in [*receivers, *senders]:
+        closing(thing)
+    for producer_id, sender in enumerate(senders):
+        framing = driver.framing(SIZE, Lane(producer_id, 2))  # names the lane's queue
+        buf = build_frames(framing.prefix, SIZE, 100, seed=producer_id, suffix=framing.suffix)
+        view = buf.view(frame_dtype(len(framing.prefix), SIZE, len(framing.suffix)))
+        view["producer_id"] = producer_id
+        view["seq"] = np.arange(100, dtype=np.uint64)
+        send_in_batches(sender, buf, framing.stride(SIZE))
+    for lane, receiver in enumerate(receivers):
+        assert seqs_by_producer(collect(driver, receiver, 100)) == {lane: list(range(100))}
+    queues = admin(server)
+    for lane in range(2):
+        assert queues.queue_declare(f"{options.queue}.{lane}", passive=True)
 
 
 def test_a_deleted_queue_is_a_driver_error(server, closing):
@@ -202,11 +227,11 @@ def test_the_documented_options_are_accepted():
           "auto_ack: false, username: u, password_env: P, vhost: /v}")
 
 
-def test_the_shared_queue_refuses_several_receivers():
+def test_the_shared_queue_refuses_several_consumers_not_several_connections():
+    """A consumer's connections have a queue each (one per lane); consumers would share."""
     with pytest.raises(ScenarioError, match="fan-out"):
         parse("{exchange: ''}", "message_size: 64, consumers: 2")
-    with pytest.raises(ScenarioError, match="fan-out"):
-        parse("{exchange: ''}", "message_size: 64, connections: 2")
+    parse("{exchange: ''}", "message_size: 64, connections: 2")
     parse("{exchange: ''}", "message_size: 64, mode: round-trip, producers: 3")
     parse("{}", "message_size: 64, consumers: 3")
 

@@ -11,11 +11,13 @@ import time
 import uuid
 from functools import partial
 
+import numpy as np
 import pytest
 import redis
 
-from sixnines.drivers.base import DriverError
+from sixnines.drivers.base import DriverError, Lane
 from sixnines.drivers.redis import RedisDriver, RedisOptions
+from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.scenario import ScenarioError
 from tests.integration.support import (
     SIZE,
@@ -32,6 +34,7 @@ from tests.integration.support import (
     recipe_server,
     redis_with_password,
     run_with_broker_killed,
+    send_in_batches,
 )
 from tests.integration.support import closing as closing_fixture
 
@@ -52,6 +55,18 @@ def server(tmp_path_factory):
 def fresh_channel() -> str:
     """A channel (stream key) of its own per test: tests share one server."""
     return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def lane_frames(driver: RedisDriver, lane: Lane, producer_id: int, count: int):
+    """`count` frames as the framework lays them out for a sender on `lane` (its own
+    framing), headers stamped (producer_id, seq): (buffer, stride, each message)."""
+    framing = driver.framing(SIZE, lane)
+    buf = build_frames(framing.prefix, SIZE, count, seed=producer_id, suffix=framing.suffix)
+    view = buf.view(frame_dtype(len(framing.prefix), SIZE, len(framing.suffix)))
+    view["producer_id"] = producer_id
+    view["seq"] = np.arange(count, dtype=np.uint64)
+    stride, at, raw = framing.stride(SIZE), len(framing.prefix), buf.tobytes()
+    return buf, stride, [raw[k + at : k + at + SIZE] for k in range(0, len(raw), stride)]
 
 
 # --- driver level -----------------------------------------------------------------------
@@ -117,6 +132,49 @@ def test_streams_are_trimmed_to_about_stream_maxlen(server, closing):
         assert 500 <= client.xlen(driver.options.channel) < 5000
     finally:
         client.close()
+
+
+def test_lanes_write_a_stream_key_each_sharing_stream_maxlen(server, closing):
+    """Connection 1 of 2, given its lane's framing, XADDs to `<channel>.1` only, trimmed to
+    its half of stream_maxlen."""
+    driver = RedisDriver(server.address, RedisOptions(mode="streams", stream_maxlen=1000,
+                                                      channel=fresh_channel()))
+    sender = driver.sender(SIZE, 1, Lane(1, 2))
+    buf, _, messages = lane_frames(driver, Lane(1, 2), 1, 5000)
+    sender.send(memoryview(buf), 5000)
+    sender.close()
+    channel = driver.options.channel
+    client = redis.Redis.from_url(f"redis://{server.address}")
+    try:
+        assert 500 <= client.xlen(f"{channel}.1") < 1000
+        last = client.xrevrange(f"{channel}.1", count=1)[0][1]
+        assert last == {b"m": messages[-1]}
+        assert not client.exists(channel) and not client.exists(f"{channel}.0")
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize("mode", ["pubsub", "streams"])
+def test_each_lane_receives_what_its_senders_send(server, closing, mode):
+    """Senders on lanes 0 and 1 of 2 send their lane's framing as it is; the receiver of
+    each lane gets exactly that lane's messages, through the one receive framing."""
+    driver = RedisDriver(server.address, RedisOptions(mode=mode, channel=fresh_channel()))
+    lanes = [Lane(index, 2) for index in range(2)]
+    receivers = [driver.receiver(SIZE, index, lane) for index, lane in enumerate(lanes)]
+    senders = [driver.sender(SIZE, 10 + index, lane) for index, lane in enumerate(lanes)]
+    for thing in (*receivers, *senders):
+        closing(thing)
+    sent = []
+    for index, (sender, lane) in enumerate(zip(senders, lanes, strict=True)):
+        buf, stride, messages = lane_frames(driver, lane, 10 + index, 300)
+        send_in_batches(sender, buf, stride)
+        sent.append(messages)
+    for receiver, messages in zip(receivers, sent, strict=True):
+        assert collect(driver, receiver, 300) == messages
+    time.sleep(0.1)
+    stride = driver.receive_framing(SIZE).stride(SIZE)
+    assert all(receiver.receive(memoryview(bytearray(8 * stride)), stride, 0) == 0
+               for receiver in receivers)
 
 
 # --- errors -----------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The hub's sixnines driver: the contract of sixnines.drivers.base (the Sender and Receiver
-ABCs, a Driver whose default Waiter polls the sockets) in about 100 lines."""
+ABCs, a Driver whose default Waiter polls the sockets) in about 100 lines. One-way
+connections name their `Lane` in the hello, and the hub routes by it."""
 
 from __future__ import annotations
 
@@ -7,16 +8,18 @@ import select
 import socket
 
 from sixnines.drivers.base import (
+    SOLE_LANE,
     Driver,
     DriverError,
     Framing,
+    Lane,
     LoginOptions,
     Receiver,
     Sender,
     split_address,
 )
 
-from sixnines_hub.wire import ECHO, HELLO, LENGTH, MAGIC, PUBLISH, SUBSCRIBE, WELCOME
+from sixnines_hub.wire import ECHO, LENGTH, PUBLISH, SUBSCRIBE, WELCOME, hello
 
 
 class HubOptions(LoginOptions):
@@ -84,17 +87,18 @@ class HubDriver(Driver):
     def label(self) -> str:
         return f"hub at {self.address}"
 
-    def framing(self, message_size: int) -> Framing:
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
         return Framing(prefix=LENGTH.pack(message_size))
 
-    def _connect(self, role: bytes, message_size: int) -> socket.socket:
+    def _connect(self, role: bytes, message_size: int,
+                 lane: Lane = SOLE_LANE) -> socket.socket:
         host, port = split_address(self.address, self.name)
         _, password = self.login()
         secret = (password or "").encode()
         try:
             sock = socket.create_connection((host, port), self.options.connect_timeout_s)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            sock.sendall(HELLO.pack(MAGIC, role, message_size, len(secret)) + secret)
+            sock.sendall(hello(role, message_size, lane, secret))
             answer = sock.recv(1)
         except OSError as exc:
             raise DriverError(f"{self.label}: cannot connect ({exc})") from None
@@ -105,11 +109,14 @@ class HubDriver(Driver):
         sock.settimeout(None)
         return sock
 
-    def sender(self, message_size: int, connection_id: int) -> HubSender:
-        return HubSender(self._connect(PUBLISH, message_size), self.label)
+    def sender(self, message_size: int, connection_id: int,
+               lane: Lane = SOLE_LANE) -> HubSender:
+        return HubSender(self._connect(PUBLISH, message_size, lane), self.label)
 
-    def receiver(self, message_size: int, connection_id: int) -> HubReceiver:
-        return HubReceiver(self._connect(SUBSCRIBE, message_size), self.label, message_size)
+    def receiver(self, message_size: int, connection_id: int,
+                 lane: Lane = SOLE_LANE) -> HubReceiver:
+        return HubReceiver(self._connect(SUBSCRIBE, message_size, lane), self.label,
+                           message_size)
 
     def requester(self, message_size: int,
                   connection_id: int) -> tuple[HubSender, HubReceiver]:
@@ -141,8 +148,9 @@ class LossySender(HubSender):
 class LossyHubDriver(HubDriver):
     name = "hub-lossy"
 
-    def sender(self, message_size: int, connection_id: int) -> LossySender:
-        return LossySender(self._connect(PUBLISH, message_size), self.label)
+    def sender(self, message_size: int, connection_id: int,
+               lane: Lane = SOLE_LANE) -> LossySender:
+        return LossySender(self._connect(PUBLISH, message_size, lane), self.label)
 
     def requester(self, message_size: int,
                   connection_id: int) -> tuple[HubSender, HubReceiver]:

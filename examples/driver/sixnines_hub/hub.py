@@ -1,5 +1,6 @@
-"""The hub: publishers' frames go to every subscriber, an echo connection's frames back to
-it. One thread per connection; a password, when set, is checked in the hello."""
+"""The hub: publishers' frames go to every subscriber on their lane, an echo connection's
+frames back to it. One thread per connection; a password, when set, is checked in the
+hello."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import os
 import signal
 import socket
 import threading
+
+from sixnines.drivers.base import Lane
 
 from sixnines_hub.wire import ECHO, HELLO, LENGTH, MAGIC, PUBLISH, REFUSED, SUBSCRIBE, WELCOME
 
@@ -28,7 +31,7 @@ class Hub:
         self._listener = socket.create_server((host, port))
         self.address = "{}:{}".format(*self._listener.getsockname()[:2])
         self._password = password
-        self._subscribers: list[socket.socket] = []
+        self._subscribers: dict[Lane, list[socket.socket]] = {}
         self._connections: set[socket.socket] = set()
         self._lock = threading.Lock()
         self._closed = False
@@ -58,29 +61,32 @@ class Hub:
 
     def _serve(self, conn: socket.socket) -> None:
         try:
-            magic, role, size, length = HELLO.unpack(_read_exactly(conn, HELLO.size))
+            magic, role, size, index, count, length = HELLO.unpack(
+                _read_exactly(conn, HELLO.size))
             password = _read_exactly(conn, length).decode()
             if magic != MAGIC or (self._password is not None
                                   and not hmac.compare_digest(password, self._password)):
                 conn.sendall(REFUSED)
                 return
             conn.sendall(WELCOME)
+            lane = Lane(index, count)
             if role == SUBSCRIBE:
                 with self._lock:
-                    self._subscribers.append(conn)
+                    self._subscribers.setdefault(lane, []).append(conn)
                 conn.recv(1)  # until it goes
             elif role in (PUBLISH, ECHO):
-                self._relay(conn, LENGTH.size + size, echo=role == ECHO)
+                self._relay(conn, LENGTH.size + size, lane, echo=role == ECHO)
         except OSError:
             pass
         finally:
             with self._lock:
                 self._connections.discard(conn)
-                if conn in self._subscribers:
-                    self._subscribers.remove(conn)
+                for subscribers in self._subscribers.values():
+                    if conn in subscribers:
+                        subscribers.remove(conn)
             conn.close()
 
-    def _relay(self, conn: socket.socket, stride: int, echo: bool) -> None:
+    def _relay(self, conn: socket.socket, stride: int, lane: Lane, echo: bool) -> None:
         pending = b""
         while chunk := conn.recv(1 << 16):
             pending += chunk
@@ -92,11 +98,12 @@ class Hub:
                 conn.sendall(frames)
                 continue
             with self._lock:
-                for subscriber in list(self._subscribers):
+                subscribers = self._subscribers.get(lane, [])
+                for subscriber in list(subscribers):
                     try:
                         subscriber.sendall(frames)
                     except OSError:
-                        self._subscribers.remove(subscriber)
+                        subscribers.remove(subscriber)
 
 
 def serve(host: str, port: int, announce) -> None:
