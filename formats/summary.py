@@ -32,7 +32,12 @@ from sixnines.formats.document import Document
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
+
+#: "generator saturated" (docs/design.md rule 2): the generator, not the system, set the
+#: pace when its send-lag p99 exceeds this, or it sent under this share of the rate.
+SATURATED_LAG_P99_US = 1000.0
+SATURATED_RATE_SHARE = 0.95
 
 
 class Figures(Document):
@@ -265,11 +270,14 @@ class RunSummary(Versioned):
     """Messages (requests in round trip) sent after the warm-up."""
     received: int | None = None
     """Deliveries received after the warm-up (each fan-out delivery counts; replies in
-    round trip), duplicates and unexpected ones included."""
+    round trip), duplicates and unexpected ones included. Since schema_version 4 a
+    consumer's connections divide its deliveries (docs/design.md, "Connections divide
+    the load"); before, each of its connections received every message."""
     delivered: int | None = None
     """Expected deliveries that arrived, each once (since schema_version 2). Every
-    delivery expected — each message sent, at each consumer connection (fan-out), or each
-    request's reply — is delivered, lost or unknown: the three add up to it."""
+    delivery expected — each message sent, at each consumer (fan-out; at each consumer
+    connection before schema_version 4), or each request's reply — is delivered, lost or
+    unknown: the three add up to it."""
     lost: int | None = None
     """Expected deliveries the evidence says the system lost: missing at a receiver that
     reported; at a consumer that died (docs/design.md, "When an agent dies"), missing
@@ -338,9 +346,53 @@ class RunSummary(Versioned):
         return self.metric(field) or Figures()
 
 
+class CapacityProbe(Document):
+    """One run of a capacity search and its verdict (docs/design.md, "Capacity search")."""
+
+    run_id: str
+    rate: float
+    """The rate it was scheduled at, msg/s in total."""
+    confirming: bool
+    """Whether it ran again at a rate that had passed, to confirm it."""
+    verdict: str
+    """pass, fail, or generator-bound (the producers could not keep the rate: no verdict
+    on the system)."""
+    reasons: list[str]
+    """Why it failed or was generator-bound."""
+    status: str | None
+    send_rate: float | None
+    receive_rate: float | None
+    latency_us: dict[str, float | None]
+    """p50, p99, p99.9, p99.99 of its latency (recv − intended), µs."""
+
+
+class CapacityResult(Document):
+    """What a capacity search found for one system and workload point."""
+
+    system: str
+    point: str
+    """The search's run id (its probes' ids add `-probeNN-rate=R`)."""
+    finding: str
+    """confirmed (the capacity, confirmed by runs that all passed), at-least (`to` passed
+    and was confirmed), below (`from` failed), generator-bound (the producers could not
+    keep a rate: the search stopped), budget (runs or time ran out first)."""
+    capacity_msg_s: float | None
+    """The highest rate that passed (confirmed only when finding is confirmed or
+    at-least); null when none did."""
+    note: str
+    """The finding in one line, as the console prints it."""
+    objective_us: dict[str, float]
+    """Percentile → the most its latency may be, µs."""
+    precision: float
+    probes: list[CapacityProbe]
+    """Every probe in the order run."""
+
+
 class ResultsSummary(Versioned):
     """A scenario's results (`<results>/summary.json`): every run's summary, in run
-    order."""
+    order, and what each capacity search found."""
+
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version", "capacity")
 
     schema_version: int = 1
     """The shape of this file (formats.summary.SCHEMA_VERSION when it was written; 1 when
@@ -348,3 +400,6 @@ class ResultsSummary(Versioned):
     scenario: str | None
     """The scenario's name."""
     runs: list[RunSummary]
+    capacity: list[CapacityResult] = Field(default_factory=list)
+    """One per capacity search (`rate: {search: max, …}`), in run order (since
+    schema_version 4)."""

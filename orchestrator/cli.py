@@ -66,6 +66,7 @@ def _footprint(file: str, points: list, scenario, output: Path) -> tuple[list[st
 
 def _validate(args, console: Console) -> int:
     from sixnines.orchestrator.matrix import expand
+    from sixnines.orchestrator.search_runs import describe
 
     scenario = _load(args.file)
     points = expand(scenario)
@@ -73,7 +74,7 @@ def _validate(args, console: Console) -> int:
     verdict = "does not fit this machine" if problems else "ok"
     _say(console, f"{args.file}: {verdict}, {len(points)} run(s)")
     for point in points:
-        _say(console, f"  {point.run_id}")
+        _say(console, f"  {describe(point)}")
     _say(console, "estimate:")
     for line in estimate:
         _say(console, f"  {line}")
@@ -92,10 +93,17 @@ def _run(args, console: Console) -> int:
     from sixnines.orchestrator.interrupts import describe, exit_code
     from sixnines.orchestrator.launchers.base import LaunchError
     from sixnines.orchestrator.matrix import expand
+    from sixnines.orchestrator.search_runs import is_search
 
     scenario = _load(args.file)
     output = args.output if args.output is not None else Path(scenario.output)
-    _, problems = _footprint(args.file, expand(scenario), scenario, output)
+    points = expand(scenario)
+    if args.no_analysis and any(map(is_search, points)):
+        _say(console, f"{args.file}: a capacity search (rate: {{search: …}}) judges each "
+                      "probe by its analysis before choosing the next rate: run it without "
+                      "--no-analysis")
+        return EXIT_BAD_INPUT
+    _, problems = _footprint(args.file, points, scenario, output)
     for problem in problems:
         _say(console, problem)
     if problems:

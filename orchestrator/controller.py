@@ -18,16 +18,17 @@ from pathlib import Path
 from rich.console import Console
 
 from sixnines.formats.atomic import WriteFailure
-from sixnines.formats.summary import RunSummary
+from sixnines.formats.summary import CapacityResult, RunSummary
 from sixnines.orchestrator import footprint
 from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.interrupts import held
 from sixnines.orchestrator.launchers.base import LaunchError
-from sixnines.orchestrator.matrix import expand
+from sixnines.orchestrator.matrix import RunPoint, expand
 from sixnines.orchestrator.progress import ProgressView
 from sixnines.orchestrator.report import analyse, print_tables, read_summary
-from sixnines.orchestrator.reports import write_results
+from sixnines.orchestrator.reports import capacity, write_results
 from sixnines.orchestrator.runner import Run, RunSettings
+from sixnines.orchestrator.search_runs import is_search, run_search
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +87,8 @@ def _prepare(fleet: Fleet, points: list, agent_hosts: tuple[str, ...],
 
 def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
                  spark_master: str | None, console: Console) -> Outcome:
-    """Run every point; analyse them on `spark_master` (None: record only)."""
+    """Run every point; analyse them on `spark_master` (None: record only). A capacity
+    search's probes are analysed as each ends (the next rate depends on it)."""
     points = expand(scenario)
     results_dir = results_dir_for(scenario, output)
     results_dir.mkdir(parents=True)
@@ -97,16 +99,36 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     settings = RunSettings.of(scenario, analysed=spark_master is not None)
     run_dirs, statuses = [], []
     followed: dict[Path, Path] = {}  # run dir → the summary its sidecar wrote
+    judged: dict[Path, RunSummary] = {}  # probes of capacity searches, analysed as they ran
+    searches: list[CapacityResult] = []
+
+    def execute(point: RunPoint) -> Path:
+        run_dir = results_dir / point.run_id
+        run = Run(point, run_dir, fleet, view, settings)
+        run.execute()
+        if run.analysed is not None:
+            followed[run_dir] = run.analysed
+        run_dirs.append(run_dir)
+        statuses.append(run.manifest.status)
+        return run_dir
+
+    def probe(point: RunPoint) -> tuple[Path, RunSummary]:
+        """A capacity search's probe, run and analysed at once: the next rate hangs on it."""
+        run_dir = execute(point)
+        summary = read_summary(followed[run_dir]) if run_dir in followed else \
+            analyse([run_dir], spark_master, results_dir / "analysis.log")[0]
+        judged[run_dir] = summary
+        return run_dir, summary
+
     try:
         _prepare(fleet, points, scenario.placement.agents, console)
         for point in points:
-            run_dir = results_dir / point.run_id
-            run = Run(point, run_dir, fleet, view, settings)
-            run.execute()
-            if run.analysed is not None:
-                followed[run_dir] = run.analysed
-            run_dirs.append(run_dir)
-            statuses.append(run.manifest.status)
+            if is_search(point):
+                searches.append(run_search(point, probe).result)
+                console.print(capacity.console_line(searches[-1]), markup=False,
+                              highlight=False, soft_wrap=True)
+            else:
+                execute(point)
     except KeyboardInterrupt as exc:
         return Outcome(results_dir, [], statuses, interrupted=exc)
     except WriteFailure as exc:
@@ -116,9 +138,9 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
             fleet.close()
     if spark_master is None:
         return Outcome(results_dir, [], statuses)
-    rest = [run_dir for run_dir in run_dirs if run_dir not in followed]
+    rest = [run_dir for run_dir in run_dirs if run_dir not in followed | judged]
     if followed:
-        console.print(f"{len(followed)} run(s) analysed while they ran")
+        console.print(f"{len(followed)} run(s) analysed by their sidecar, without Spark")
     if rest:
         console.print(f"analysing {len(rest)} run(s) with Spark ({spark_master})")
     try:
@@ -126,9 +148,12 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
                             if rest else [], strict=True))
     except KeyboardInterrupt as exc:
         return Outcome(results_dir, [], statuses, interrupted=exc, during_analysis=True)
-    summaries = [analysed.get(run_dir) or read_summary(followed[run_dir])
-                 for run_dir in run_dirs]
-    written = write_results(results_dir, scenario.name, summaries, console)
+    summaries = [analysed.get(run_dir) or judged.get(run_dir)
+                 or read_summary(followed[run_dir]) for run_dir in run_dirs]
+    written = write_results(results_dir, scenario.name, summaries, console, searches)
     print_tables(summaries, console)
+    for result in searches:
+        console.print(capacity.console_line(result), markup=False, highlight=False,
+                      soft_wrap=True)
     return Outcome(results_dir, summaries, [s.status or "failed" for s in summaries],
                    results_written=written)

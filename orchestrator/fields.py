@@ -95,6 +95,13 @@ def _rate(value: object) -> float | str:
     return rate
 
 
+def _numeric_rate(value: object) -> float:
+    rate = _rate(value)
+    if isinstance(rate, str):
+        raise ValueError("must be a rate in msg/s here, not max")
+    return rate
+
+
 def _duration_at_most(value: object, limit_ns: int) -> int:
     ns = units.parse_duration(value)
     _at_most(ns, limit_ns, units.format_duration(limit_ns))
@@ -126,6 +133,7 @@ Name = Annotated[str, Field(strict=True), AfterValidator(_name)]
 Text = Annotated[str, Field(strict=True, min_length=1), AfterValidator(_text)]
 Size = Annotated[int, BeforeValidator(_size)]
 Rate = Annotated[float | Literal["max"], BeforeValidator(_rate)]
+NumericRate = Annotated[float, BeforeValidator(_numeric_rate)]
 RunTime = Annotated[int, BeforeValidator(_run_time)]
 Wait = Annotated[int, BeforeValidator(_wait)]
 #: in ns; written back as "<n>ns" so a dumped scenario reloads the same

@@ -33,6 +33,7 @@ from sixnines.formats.vocabulary import Role
 from sixnines.orchestrator.hosts import LOCAL
 from sixnines.orchestrator.matrix import RunPoint
 from sixnines.orchestrator.plan import AgentPlan, plan_agents
+from sixnines.orchestrator.search_runs import heaviest
 
 MiB = 1 << 20
 AGENT_BASE_BYTES = 256 * MiB  # an agent's interpreter, libraries and driver, idle
@@ -57,8 +58,8 @@ class AgentNeed:
 
 
 def _rows(plan: AgentPlan) -> int:
-    """Rows the agent records: a producer one per message sent, a consumer one per delivery
-    to each of its connections, a requester both (its requests and their replies), a
+    """Rows the agent records: a producer one per message sent, a consumer one per message
+    (over whichever of its connections), a requester both (its requests and their replies), a
     responder none."""
     return 0 if plan.role == Role.RESPONDER else plan.sends + plan.expected
 
@@ -143,7 +144,7 @@ def estimate(points: Iterable[RunPoint], agent_hosts: tuple[str, ...] = (LOCAL,)
     memory: dict[str, tuple[int, str, list[AgentNeed]]] = {}
     host_disk: dict[str, int] = {}
     disk = 0
-    for point in points:
+    for point in map(heaviest, points):  # a capacity search: its heaviest probe
         needs = agent_needs(point, agent_hosts)
         disk += sum(need.disk for need in needs)
         for host in dict.fromkeys(need.plan.host for need in needs):

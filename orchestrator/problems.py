@@ -128,11 +128,15 @@ def problems_from(
 
 def _source_path(data: Any, loc: YamlPath) -> YamlPath:
     """Pydantic's loc as a path into the file: drop the `[0]` pydantic adds when a single
-    value stands for a one-item sweep, and the tag a discriminated union adds before the
-    fields of the alternative it chose (`hosts[0].ssh.address`)."""
+    value stands for a one-item sweep, the tag a discriminated union adds before the
+    fields of the alternative it chose (`hosts[0].ssh.address`), and the `[key]` it adds
+    after a mapping key that is itself wrong (the key is the place)."""
     path: list[Any] = []
     node = data
     for index, part in enumerate(loc):
+        if part == "[key]" or (isinstance(part, str) and node is not None
+                               and not isinstance(node, dict | list)):
+            continue  # a wrong key, or a union's tag after a scalar (`rate: 1e30`)
         if isinstance(node, dict) and isinstance(part, str) and part not in node:
             part = _key_named(node, part)
         is_key = isinstance(node, dict) and part in node

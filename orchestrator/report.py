@@ -22,7 +22,7 @@ from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.integrity import Damaged, read_manifest
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import CORRUPT, FAILED
-from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
+from sixnines.formats.summary import CapacityResult, Figures, ResultsSummary, RunSummary
 from sixnines.orchestrator.launchers.local import run_guarded
 from sixnines.orchestrator.load import latency_of, run_load, saturation
 from sixnines.orchestrator.manifest import MANIFEST_FILE
@@ -141,10 +141,12 @@ def _unanalysed(run_dir: Path, problem: str | None) -> RunSummary:
 
 
 def write_results_summary(results_dir: Path, scenario: str | None,
-                          summaries: list[RunSummary]) -> Path:
+                          summaries: list[RunSummary],
+                          searches: list[CapacityResult] | None = None) -> Path:
     """summary.json and summary.csv, each whole or not at all (WriteFailure names it)."""
     path = results_dir / SUMMARY_FILE
-    write_atomically(path, ResultsSummary(scenario=scenario, runs=summaries).text())
+    write_atomically(path, ResultsSummary(scenario=scenario, runs=summaries,
+                                          capacity=searches or []).text())
     write_results_csv(results_dir / CSV_FILE, summaries)
     return path
 

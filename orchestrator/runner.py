@@ -116,13 +116,13 @@ class RunSettings:
     cpu_sample_ns: int = p.DEFAULT_CPU_SAMPLE_NS
     throughput_window: int = DEFAULT_THROUGHPUT_WINDOW  # recorded for the analysis
     loop_cpus: LoopCpus = LoopCpus.DEDICATED
-    follow: bool = False  # analyse closed chunks while the run goes (orchestrator.sidecar)
+    follow: str | None = None  # the analysis sidecar's mode (orchestrator.sidecar.mode)
 
     @classmethod
     def of(cls, scenario, analysed: bool = False) -> RunSettings:
         return cls(scenario.name, scenario.placement, scenario.cpu_sample,
                    scenario.throughput_window, scenario.loop_cpus,
-                   analysed and sidecar.wanted())
+                   sidecar.mode() if analysed else None)
 
 
 class Run:
@@ -219,10 +219,14 @@ class Run:
                     self.broker.stop(keep_data=self.manifest.status != "ok")
 
     def _start_sidecar(self) -> None:
-        """The run's analysis sidecar, when its agents' chunks are here as they close;
-        started before the CPU placement, which keeps it off the loops' CPUs."""
-        if self.follow and not any(agent.remote for agent in self.agents.values()):
-            self.sidecar = sidecar.AnalysisSidecar(self.run_dir)
+        """The run's analysis sidecar, when its agents' chunks are here (orchestrator
+        .sidecar says when); started before the CPU placement, which keeps it off the
+        loops' CPUs."""
+        if not self.follow or any(agent.remote for agent in self.agents.values()):
+            return
+        records = sum(agent.plan.sends + agent.plan.expected for agent in self.agents.values())
+        if self.follow == sidecar.LIVE or records <= sidecar.END_RECORDS:
+            self.sidecar = sidecar.AnalysisSidecar(self.run_dir, self.follow == sidecar.LIVE)
 
     def _stop_sidecar(self) -> None:
         if self.sidecar is not None:

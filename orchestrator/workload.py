@@ -29,7 +29,6 @@ from sixnines.orchestrator.fields import (
     Messages,
     Name,
     Parallel,
-    Rate,
     RunTime,
     Seed,
     Size,
@@ -38,6 +37,7 @@ from sixnines.orchestrator.fields import (
     as_list,
 )
 from sixnines.orchestrator.problems import shown
+from sixnines.orchestrator.rate_search import RateOrSearch, RateSearch, search_problems
 from sixnines.orchestrator.yaml_source import YamlPath
 
 #: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
@@ -72,7 +72,7 @@ class Workload(BaseModel):
 
     mode: Mode = Mode.ONE_WAY
     message_size: Size
-    rate: Rate
+    rate: RateOrSearch
     messages: Messages | None = None
     schedule: Schedule = Schedule.FIXED
     duration_ns: Annotated[int, Field(strict=True, gt=0, le=MAX_RUN_TIME_NS)]
@@ -113,6 +113,12 @@ def cross_field_problems(workload: Workload) -> list[tuple[str, str]]:
     if workload.schedule is Schedule.CLOSED and workload.mode is not Mode.ROUND_TRIP:
         found.append(("schedule", "'closed' needs mode 'round-trip' (a closed loop sends the "
                       "next request when the reply arrives)"))
+    if isinstance(workload.rate, RateSearch):
+        if workload.schedule is Schedule.CLOSED:
+            found.append(("schedule", "'closed' cannot search for a rate (a closed loop sends "
+                          "when the reply arrives, at whatever rate that gives)"))
+        found += [("rate", problem) for problem in search_problems(workload.rate,
+                                                                   workload.duration_ns)]
     if not workload.saturation:
         if workload.messages is not None:
             found.append(("messages", "only with rate: max (at a fixed rate, rate × duration "
@@ -140,7 +146,7 @@ class WorkloadSpec(BaseModel):
 
     mode: Sweep[Mode] = (Mode.ONE_WAY,)
     message_size: Sweep[Size]
-    rate: Sweep[Rate]
+    rate: Sweep[RateOrSearch]
     messages: Sweep[Messages | None] = (None,)
     schedule: Sweep[Schedule] = (Schedule.FIXED,)
     duration: Sweep[RunTime | None] = (None,)
@@ -242,7 +248,7 @@ class WorkloadBase(WorkloadSpec):
     given; `given` says which fields the file set)."""
 
     message_size: Sweep[Size] = ()
-    rate: Sweep[Rate] = ()
+    rate: Sweep[RateOrSearch] = ()
 
     @model_serializer
     def _as_yaml(self) -> dict[str, Any]:

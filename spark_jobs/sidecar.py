@@ -1,12 +1,12 @@
-"""The analysis of one run while it goes: `python -m sixnines.spark_jobs.sidecar RUN_DIR`,
-started by the controller with the run (orchestrator.sidecar) when every agent writes
-its files on this machine.
+"""The analysis of one run beside the controller: `python -m sixnines.spark_jobs.sidecar
+RUN_DIR [--live]`, started by the controller with the run (orchestrator.sidecar) when
+every agent writes its files on this machine.
 
-Every POLL_S it reads the run's manifest and each agent's chunk index, checks each newly
-closed chunk against its index line (size and sha256: a chunk that fails is never read)
-and folds it into the run's passes (spark_jobs.follow). It runs at the lowest CPU
-priority there is (SCHED_IDLE), so it only takes CPU time the agents leave; what it has
-not folded by the end it folds then.
+With `--live`, every POLL_S it reads the run's manifest and each agent's chunk index,
+checks each newly closed chunk against its index line (size and sha256: a chunk that
+fails is never read) and folds it into the run's passes (spark_jobs.follow); without, it
+waits for the run's end and folds everything then (nothing runs beside the agents'
+loops). It runs at the lowest CPU priority there is (SCHED_IDLE).
 
 Its input is the controller's: the line `finish` once the run's manifest is final. It then
 checks the run's files as the whole analysis does (spark_jobs.analyze.check_run), folds
@@ -173,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sixnines.spark_jobs.sidecar",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    parser.add_argument("--live", action="store_true",
+                        help="fold closed chunks while the run goes")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(message)s")
@@ -180,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     sidecar, commands = Sidecar(args.run_dir), _commands()
     while True:
         try:
-            line = commands.get(timeout=POLL_S)
+            line = commands.get(timeout=POLL_S if args.live else None)
         except queue.Empty:
             sidecar.poll()
             continue

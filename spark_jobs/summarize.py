@@ -21,7 +21,12 @@ import numpy as np
 from sixnines.formats import hdr, hgrm
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
-from sixnines.formats.summary import Figures, OutOfRange
+from sixnines.formats.summary import (
+    SATURATED_LAG_P99_US,
+    SATURATED_RATE_SHARE,
+    Figures,
+    OutOfRange,
+)
 from sixnines.formats.vocabulary import Schedule
 from sixnines.spark_jobs.agent_rows import PAIRS
 from sixnines.spark_jobs.distribution import Detail, robust_centre
@@ -230,10 +235,6 @@ def clock_warnings(pairs: ClockPairs, cross_host: bool) -> list[str]:
             "`cross_host_latency: true` in the scenario's placement: both ends are then put "
             "on the controller's clock by the measured offsets and the figures reported with "
             "that bound (clock_bound_ns)"]
-
-
-SATURATED_LAG_P99_US = 1000.0
-SATURATED_RATE_SHARE = 0.95
 
 
 def saturation_warnings(send_lag: Figures, send_rate: float | None,

@@ -7,16 +7,16 @@ analysis left in `<run-id>/report/` (series.json, *.hgrm) when present.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import ValidationError
 from rich.console import Console
 
 from sixnines.formats.atomic import write_atomically
-from sixnines.formats.summary import ResultsSummary, RunSummary
+from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
 from sixnines.orchestrator.report import write_results_summary
-from sixnines.orchestrator.reports import gnuplot, html, nines, per_run, sweeps
+from sixnines.orchestrator.reports import capacity, gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
 
 REPORT_DIR = "report"
@@ -24,19 +24,32 @@ PAGE = "index.html"
 HGRM_METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
 
 
+def _recorded(results_dir: Path) -> ResultsSummary | None:
+    try:
+        return ResultsSummary.model_validate_json(
+            (results_dir / "summary.json").read_text(encoding="utf-8"))
+    except (OSError, ValidationError):
+        return None
+
+
+def recorded_searches(results_dir: Path) -> list[CapacityResult]:
+    """The capacity searches summary.json records (none without a readable one)."""
+    recorded = _recorded(results_dir)
+    return recorded.capacity if recorded is not None else []
+
+
 def _title(results_dir: Path) -> str:
     """'<scenario> / <timestamp>': the scenario from summary.json when it is there."""
-    try:
-        scenario = ResultsSummary.model_validate_json(
-            (results_dir / "summary.json").read_text(encoding="utf-8")).scenario
-    except (OSError, ValidationError):
-        scenario = None
+    recorded = _recorded(results_dir)
+    scenario = recorded.scenario if recorded is not None else None
     name = results_dir.parent.name if scenario is None else scenario
     return f"{name} / {results_dir.name}"
 
 
-def write_reports(results_dir: Path, summaries: list[RunSummary]) -> Path:
-    """Write the page and the gnuplot files for these runs; return the page's path."""
+def write_reports(results_dir: Path, summaries: list[RunSummary],
+                  searches: Sequence[CapacityResult] = ()) -> Path:
+    """Write the page and the gnuplot files for these runs and capacity searches; return
+    the page's path."""
     out = results_dir / REPORT_DIR
     out.mkdir(parents=True, exist_ok=True)
     runs = [read_run(results_dir, summary, HGRM_METRICS) for summary in summaries]
@@ -46,12 +59,13 @@ def write_reports(results_dir: Path, summaries: list[RunSummary]) -> Path:
     overlays = nines.figures(runs)
     swept = sweeps.swept(summaries)
     parametrised = sweeps.figures(summaries)
-    every = [*overlays, *(f for fs in parametrised.values() for f in fs),
+    loads = [(result, capacity.figure(result)) for result in searches]
+    every = [*(f for _, f in loads), *overlays, *(f for fs in parametrised.values() for f in fs),
              *(f for section in sections for f in section.figures)]
     for figure in every:
         gnuplot.write(figure, out)
     page = html.page(_title(results_dir), sections, overlays, parametrised, swept,
-                     [f"{figure.slug}.gp" for figure in every], HGRM_METRICS)
+                     [f"{figure.slug}.gp" for figure in every], HGRM_METRICS, loads)
     return write_atomically(out / PAGE, page)
 
 
@@ -67,14 +81,17 @@ def _attempt(write: Callable[[], object], console: Console) -> bool:
 
 
 def write_results(results_dir: Path, scenario: str | None, summaries: list[RunSummary],
-                  console: Console) -> bool:
+                  console: Console, searches: Sequence[CapacityResult] | None = None) -> bool:
     """Everything a results directory gets from an analysis: summary.json, summary.csv
     and the report (its page printed). Each file is whole or absent (formats.atomic); one
     that cannot be written (a full disk) is named on the console and the next writer is
-    still tried. True when every file was written."""
-    summary = _attempt(lambda: write_results_summary(results_dir, scenario, summaries),
+    still tried. True when every file was written. `searches`: what the scenario's
+    capacity searches found; None (an analysis again) keeps what summary.json recorded,
+    each search's decisions having been made on its probes as they ran."""
+    found = recorded_searches(results_dir) if searches is None else list(searches)
+    summary = _attempt(lambda: write_results_summary(results_dir, scenario, summaries, found),
                        console)
-    page = _attempt(lambda: console.print(f"report: {write_reports(results_dir, summaries)}",
-                                          markup=False, highlight=False, soft_wrap=True),
-                    console)
+    page = _attempt(lambda: console.print(
+        f"report: {write_reports(results_dir, summaries, found)}", markup=False,
+        highlight=False, soft_wrap=True), console)
     return summary and page

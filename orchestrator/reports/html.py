@@ -8,13 +8,15 @@ files a user can take further (gnuplot scripts, .hgrm files).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 from importlib.resources import files
 from urllib.parse import quote
 
 from sixnines.formats.status import CORRUPT
-from sixnines.orchestrator.reports import per_run, svg
+from sixnines.formats.summary import CapacityResult
+from sixnines.orchestrator.reports import capacity, per_run, svg
 from sixnines.orchestrator.reports.cpu import cpu_table
 from sixnines.orchestrator.reports.inputs import SERIES_FILE, RunInputs
 from sixnines.orchestrator.reports.model import Figure, slugify
@@ -34,6 +36,19 @@ def _asset(name: str) -> str:
 
 def _figures(figures: list[Figure]) -> str:
     return "".join(svg.render(figure) for figure in figures)
+
+
+def _capacity_section(searches: Sequence[tuple[CapacityResult, Figure]]) -> str:
+    if not searches:
+        return ""
+    parts = "".join(f"<h3>{escape(result.system)}: {escape(result.point)}</h3>"
+                    f'<p>{escape(result.note)}</p>{svg.render(figure)}'
+                    f"{capacity.table(result)}" for result, figure in searches)
+    return (f'<section id="capacity"><h2>Capacity</h2><p class="note">Each probe is an '
+            "open-loop run at one rate; a probe passes with no loss, every objective "
+            "percentile met on enough samples, receivers keeping up and latency not rising "
+            "through the run (docs/design.md, \"Capacity search\").</p>"
+            f"{parts}</section>")
 
 
 def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
@@ -68,10 +83,13 @@ def _nav(entries: list[tuple[str, str]]) -> str:
 
 def page(title: str, runs: list[RunSection], nines: list[Figure],
          sweeps: dict[str, list[Figure]], swept: list[str], gnuplot_files: list[str],
-         hgrm_metrics: tuple[str, ...]) -> str:
+         hgrm_metrics: tuple[str, ...],
+         searches: Sequence[tuple[CapacityResult, Figure]] = ()) -> str:
     """The whole page. `swept`: parameters that vary across runs (table columns);
-    `sweeps`: the plots of the numeric ones."""
-    entries = [("summary", "Summary"), ("percentiles", "Percentile distribution")]
+    `sweeps`: the plots of the numeric ones; `searches`: each capacity search with its
+    latency-against-load plot."""
+    entries = [("summary", "Summary")] + ([("capacity", "Capacity")] if searches else [])
+    entries += [("percentiles", "Percentile distribution")]
     entries += [(f"across-{slugify(p)}", f"Across {p}") for p in sweeps]
     entries += [("runs", "Runs"), ("files", "Files")]
     sweep_sections = "".join(
@@ -88,6 +106,7 @@ def page(title: str, runs: list[RunSection], nines: list[Figure],
         "intended send time (open loop, coordinated-omission free).</p>"
         f"{_nav(entries)}"
         f'<section id="summary"><h2>Summary</h2>{table}</section>'
+        f"{_capacity_section(searches)}"
         f'<section id="percentiles"><h2>Percentile distribution</h2>'
         f"{_figures(nines) or '<p class=note>No run measured any latency.</p>'}</section>"
         f"{sweep_sections}"

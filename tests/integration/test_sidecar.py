@@ -1,7 +1,8 @@
 """The analysis sidecar with a real `sixnines run` (orchestrator.sidecar,
-spark_jobs.sidecar): it folds the agents' chunks as they close, the report it writes is
-byte for byte the whole analysis' of the same files, and a chunk changed after it read it
-makes the run corrupt, never analysed as good."""
+spark_jobs.sidecar): by default it analyses the run once it ended, live it folds the
+agents' chunks as they close; either way the report it writes is byte for byte the whole
+analysis' of the same files, and a chunk changed after it read it makes the run corrupt,
+never analysed as good."""
 
 from __future__ import annotations
 
@@ -40,15 +41,20 @@ def run_dir_of(tmp_path: Path) -> Path:
     return next((tmp_path / "out").glob("followed/*/01-tcp"))
 
 
-def test_the_sidecar_folds_chunks_as_they_close_and_reports_as_the_whole_analysis(tmp_path):
-    controller = Sixnines("run", str(scenario(tmp_path)), cwd=tmp_path, env=STREAMING)
+@pytest.mark.parametrize("mode", ["end", "live"])
+def test_the_sidecar_reports_as_the_whole_analysis(mode, tmp_path):
+    env = {**STREAMING, **({"SIXNINES_FOLLOW": mode} if mode == "live" else {})}
+    controller = Sixnines("run", str(scenario(tmp_path)), cwd=tmp_path, env=env)
     code, _, err = controller.finish(timeout_s=600)
     assert code == 0, err
-    assert "1 run(s) analysed while they ran" in err and "with Spark" not in err
+    assert "1 run(s) analysed by their sidecar" in err and "with Spark" not in err
     run_dir = run_dir_of(tmp_path)
     log = (run_dir / "sidecar.log").read_text()
     folds = log.split("finished in")[0].count("folded")
-    assert folds >= 3, log  # while the run went, not all at its end
+    if mode == "live":
+        assert folds >= 3, log  # while the run went, not all at its end
+    else:
+        assert folds == 1, log  # nothing beside the agents' loops: all at the end
 
     whole = tmp_path / "whole"
     shutil.copytree(run_dir, whole)
@@ -64,7 +70,7 @@ def test_the_sidecar_folds_chunks_as_they_close_and_reports_as_the_whole_analysi
 
 def test_a_chunk_changed_after_the_sidecar_read_it_makes_the_run_corrupt(tmp_path):
     controller = Sixnines("run", str(scenario(tmp_path, duration="8s")), cwd=tmp_path,
-                          env=STREAMING)
+                          env={**STREAMING, "SIXNINES_FOLLOW": "live"})
     deadline = time.monotonic() + 120
     while True:  # the consumer's first chunks closed, and the sidecar given time to read
         folders = list((tmp_path / "out").glob("followed/*/01-tcp/agents/consumer-0"))
@@ -81,7 +87,7 @@ def test_a_chunk_changed_after_the_sidecar_read_it_makes_the_run_corrupt(tmp_pat
     code, _, err = controller.finish(timeout_s=600)
     assert code == 1, err
     run_dir = run_dir_of(tmp_path)
-    assert "analysed while they ran" not in err
+    assert "analysed by their sidecar" not in err
     summary = json.loads((run_dir / "report" / "summary.json").read_text())
     assert summary["status"] == "corrupt"
     assert any(chunk.name in problem for problem in summary["problems"])

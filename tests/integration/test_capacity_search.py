@@ -1,0 +1,88 @@
+"""Capacity searches run for real (`sixnines run` of `rate: {search: max, …}` on the
+builtin relay): every verdict agrees with its probe's own figures, the search ends as its
+probes say, the results carry its capacity section and plot; and a rate one producer
+cannot keep is called generator-bound, never the system's capacity."""
+
+from __future__ import annotations
+
+import json
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sixnines.formats.summary import ResultsSummary, RunSummary
+from sixnines.orchestrator.probe_verdict import judge
+from sixnines.orchestrator.rate_search import RateSearch
+from sixnines.orchestrator.search_runs import SERIES
+from tests.faults.processes import Sixnines
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+
+def search(tmp_path: Path, workload: str, cases: str = "") -> tuple[int, str, ResultsSummary,
+                                                                       Path]:
+    path = tmp_path / "s.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        name: cap
+        systems: [{{name: relay, driver: tcp}}]
+        workload: {workload}
+        output: out
+        """) + textwrap.dedent(cases))
+    code, _, err = Sixnines("run", str(path), cwd=tmp_path).finish(timeout_s=600)
+    results = next((tmp_path / "out" / "cap").iterdir())
+    summary = ResultsSummary.model_validate_json((results / "summary.json").read_text())
+    return code, err, summary, results
+
+
+def test_verdicts_follow_each_probe_s_own_figures(tmp_path):
+    """A loose objective passes its way up to `to` and is confirmed there; one no system
+    meets fails `from` and ends the search below it."""
+    code, err, summary, results = search(
+        tmp_path, "{message_size: 64, warmup: 1s, duration: 1s, drain: 1s}", """\
+        cases:
+          - {name: loose, rate: {search: max, objective: {p99: 100ms}, from: 1k, to: 4k}}
+          - {name: impossible, rate: {search: max, objective: {p50: 1us}, from: 1k, to: 4k}}
+        """)
+    assert code == 0, err
+    loose, impossible = summary.capacity
+    assert [p.rate for p in loose.probes] == [1000, 2000, 4000, 4000, 4000]
+    assert (loose.finding, loose.capacity_msg_s) == ("at-least", 4000)
+    assert [p.confirming for p in loose.probes] == [False, False, False, True, True]
+    assert (impossible.finding, impossible.capacity_msg_s) == ("below", None)
+    assert [p.verdict for p in impossible.probes] == ["fail"]
+    assert "p50" in impossible.probes[0].reasons[0]
+    for result in summary.capacity:
+        spec = RateSearch.model_validate({"search": "max", "from": 1, "to": 2,
+                                          "objective": {key: f"{round(us * 1000)}ns" for
+                                                        key, us in result.objective_us.items()}})
+        for probe in result.probes:
+            run = results / probe.run_id
+            own = RunSummary.model_validate_json((run / "report" / "summary.json").read_text())
+            curve = json.loads((run / SERIES).read_text())["latency"]["mean_us"]
+            assert judge(own, curve, spec, probe.rate).kind == probe.verdict
+            assert probe.latency_us["p50"] == own.latency_us.p50
+            key, limit = next(iter(result.objective_us.items()))
+            assert (own.latency_us.figure(key) <= limit) == (probe.verdict == "pass")
+    assert {run.run_id for run in summary.runs} == {
+        p.run_id for r in summary.capacity for p in r.probes}
+    assert "capacity relay (01-relay-loose): at least 4,000 msg/s" in err
+    page = (results / "report" / "index.html").read_text()
+    assert 'id="capacity"' in page and "latency against offered load" in page
+    assert (results / "report" / "capacity-01-relay-loose.gp").is_file()
+
+
+def test_a_rate_one_producer_cannot_keep_is_generator_bound(tmp_path):
+    """10 million messages a second: more than one producer sends on any machine."""
+    _, err, summary, _ = search(
+        tmp_path, "{message_size: 64, warmup: 1s, duration: 1s, drain: 2s, producers: 1, "
+        "rate: {search: max, objective: {p99: 1s}, from: 10M, to: 20M}}")
+    (result,) = summary.capacity
+    assert result.finding == "generator-bound", result
+    assert [p.verdict for p in result.probes] == ["generator-bound"]
+    assert "generator-bound at 10,000,000 msg/s" in result.note
+    assert re.search(r"needs at least [2-9]\d* producers for that rate \(it has 1;",
+                     result.note), result.note
+    assert "not the system's capacity" in result.note
+    assert "generator-bound at 10,000,000 msg/s" in err

@@ -1,0 +1,232 @@
+"""The capacity search without servers: its syntax and errors, the probe verdicts on
+hand-made summaries, and the search's steps against simulated systems (orchestrator
+.rate_search, probe_verdict, capacity)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from sixnines.formats.summary import Figures, RunSummary
+from sixnines.orchestrator.capacity import Finding, Searcher
+from sixnines.orchestrator.probe_verdict import Verdict, VerdictKind, judge
+from sixnines.orchestrator.problems import ScenarioError
+from sixnines.orchestrator.rate_search import PROBE_LIMIT_NS, RateOrSearch, RateSearch
+from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.search_runs import rate_label
+from tests.integration.support import points
+
+SECOND = 1_000_000_000
+
+
+def spec(**fields) -> RateSearch:
+    return RateSearch.model_validate({"search": "max", "objective": {"p99": "1ms"},
+                                      "from": "1k", "to": "1M", **fields})
+
+
+# --- syntax -----------------------------------------------------------------------------
+
+
+def test_a_search_reads_as_written():
+    found = spec(objective={"p99": "500us", "p99.99": "5ms"}, precision="2%", confirm=4,
+                 max_runs=12, max_time="30m")
+    assert (found.low, found.high, found.precision, found.confirm) == (1000, 1e6, 0.02, 4)
+    assert found.objective == {"p99": 500_000, "p99.99": 5_000_000}
+    assert found.max_time == 1800 * SECOND
+    assert found.label() == "p99 ≤ 500us, p99.99 ≤ 5ms"
+    rate = TypeAdapter(RateOrSearch)
+    assert rate.validate_python("20k") == 20_000
+    assert rate.validate_python("max") == "max"
+    assert isinstance(rate.validate_python({"search": "max", "objective": {"p50": "1ms"},
+                                            "from": 10, "to": 20}), RateSearch)
+
+
+@pytest.mark.parametrize(("fields", "message"), [
+    ({"to": "1k"}, "must be above `from`"),
+    ({"from": "max"}, "not max"),
+    ({"objective": {}}, "at least 1 item"),
+    ({"objective": {"p98": "1ms"}}, "'p99.9'"),
+    ({"objective": {"p99": "0ms"}}, "longer than 0"),
+    ({"precision": "60%"}, "between 0.1% and 50%"),
+    ({"confirm": 2}, "greater than or equal to 3"),
+    ({"search": "min"}, "'max'"),
+    ({"spare": 1}, "Extra inputs"),
+])
+def test_a_search_refuses_what_cannot_run(fields, message):
+    with pytest.raises(ValidationError, match=message):
+        spec(**fields)
+
+
+def test_a_probe_is_as_long_as_its_objective_needs():
+    found = spec(objective={"p99.99": "5ms"})  # 10 / 1e-4 = 100,000 samples
+    assert found.samples_needed() == 100_000
+    assert found.probe_duration(10 * SECOND, 1e6) == 10 * SECOND
+    assert found.probe_duration(10 * SECOND, 1000) == 100 * SECOND
+
+
+def test_scenario_errors_name_the_field_and_line(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text("""name: cap
+systems: [{name: tcp, driver: tcp}]
+workload:
+  message_size: 64
+  duration: 5s
+  rate:
+    search: max
+    objective: {p98: 1ms, p99.9999: 5ms}
+    from: 100
+    to: 1k
+    precision: 70%
+""")
+    with pytest.raises(ScenarioError) as error:
+        load_scenario(path)
+    text = str(error.value)
+    assert "s.yaml:8: workload.rate.objective.p98: must be 'p50'" in text
+    assert "s.yaml:11: workload.rate.precision: must be between 0.1% and 50%" in text
+
+
+def test_a_search_whose_objective_would_need_too_long_a_probe_is_refused():
+    with pytest.raises(ScenarioError, match=r"raise `from` to at least 16,667 msg/s"):
+        points("""
+name: cap
+systems: [{name: tcp, driver: tcp}]
+workload: {message_size: 64, duration: 5s,
+           rate: {search: max, objective: {p99.9999: 1ms}, from: 100, to: 1M}}
+""")
+    assert PROBE_LIMIT_NS == 600 * SECOND
+
+
+def test_a_closed_loop_cannot_search():
+    with pytest.raises(ScenarioError, match="'closed' cannot search for a rate"):
+        points("""
+name: cap
+systems: [{name: tcp, driver: tcp}]
+workload: {mode: round-trip, schedule: closed, message_size: 64, duration: 5s,
+           rate: {search: max, objective: {p99: 1ms}, from: 1k, to: 10k}}
+""")
+
+
+# --- verdicts ---------------------------------------------------------------------------
+
+
+def summary(p99_us: float = 200.0, count: int = 10_000, **fields) -> RunSummary:
+    """An analysed probe at 10,000 msg/s that passes a p99 ≤ 1 ms objective."""
+    base = dict(run_id="r", status="ok", params={"mode": "one-way", "consumers": 1},
+                sent=count, lost=0, unknown=0, send_rate=10_000.0, receive_rate=10_000.0,
+                latency_us=Figures(p50=50.0, p99=p99_us, count=count),
+                send_lag_us=Figures(p99=5.0, count=count))
+    return RunSummary(**{**base, **fields})
+
+
+FLAT = [100.0] * 40
+
+
+def test_a_probe_within_its_objective_passes():
+    assert judge(summary(), FLAT, spec(), 10_000).kind == VerdictKind.PASS
+
+
+@pytest.mark.parametrize(("changes", "curve", "reason"), [
+    ({"p99_us": 1500.0}, FLAT, "p99 1,500.0 µs over 1,000.0 µs"),
+    ({"lost": 3}, FLAT, "3 lost"),
+    ({"unknown": 2}, FLAT, "2 of unknown fate"),
+    ({"count": 500}, FLAT, "p99 unmeasured: 500 samples, 1,000 needed"),
+    ({"receive_rate": 9000.0}, FLAT, "receivers took 9,000 deliveries/s of the 10,000"),
+    ({}, [100.0] * 10 + [150.0] * 20 + [400.0] * 10, "latency rising through the run"),
+    ({"status": "partial", "problems": ["consumer-0 died"]}, FLAT, "run partial"),
+])
+def test_a_probe_fails_on_its_own_figures(changes, curve, reason):
+    verdict = judge(summary(**changes), curve, spec(), 10_000)
+    assert verdict.kind == VerdictKind.FAIL
+    assert any(reason in line for line in verdict.reasons), verdict.reasons
+
+
+def test_fan_out_and_round_trips_keep_up_by_their_own_measure():
+    two = summary(params={"mode": "one-way", "consumers": 2}, receive_rate=20_000.0)
+    assert judge(two, FLAT, spec(), 10_000).passed
+    assert not judge(summary(params={"mode": "one-way", "consumers": 2}), FLAT, spec(),
+                     10_000).passed
+    assert judge(summary(params={"mode": "round-trip", "consumers": 3}), FLAT, spec(),
+                 10_000).passed
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"send_lag_us": Figures(p99=4000.0, count=10_000)}, "send lag p99 4,000 µs"),
+    ({"send_rate": 8000.0, "receive_rate": 8000.0}, "sent 8,000 msg/s of the 10,000"),
+])
+def test_a_generator_that_cannot_keep_the_rate_is_no_verdict_on_the_system(changes, reason):
+    verdict = judge(summary(p99_us=9000.0, **changes), FLAT, spec(), 10_000)
+    assert verdict.kind == VerdictKind.GENERATOR_BOUND
+    assert any(reason in line for line in verdict.reasons), verdict.reasons
+
+
+# --- the search -------------------------------------------------------------------------
+
+
+def search(found: RateSearch, system, budget: int = 1000) -> Searcher:
+    """Run the search against `system` (rate → Verdict)."""
+    searcher = Searcher(found)
+    while (rate := searcher.next_rate(budget - len(searcher.probes))) is not None:
+        searcher.record(rate, system(rate))
+    return searcher
+
+
+def capped(capacity: float, flaky: set[int] = frozenset()):
+    """A system passing every rate up to `capacity`; probe numbers in `flaky` fail."""
+    count = [0]
+
+    def system(rate: float) -> Verdict:
+        count[0] += 1
+        ok = rate <= capacity and count[0] not in flaky
+        return Verdict(VerdictKind.PASS if ok else VerdictKind.FAIL)
+    return system
+
+
+@pytest.mark.parametrize("capacity", [1_000, 1_234, 47_000, 333_333, 999_999])
+def test_the_search_finds_the_capacity_within_its_precision(capacity):
+    found = search(spec(), capped(capacity))
+    assert found.finding == Finding.CONFIRMED
+    rate = found.capacity()
+    assert rate <= capacity < found.failing() <= rate * 1.05
+    assert sum(1 for p in found.probes if p.rate == rate and p.verdict.passed) == 3
+    assert all(p.confirming for p in found.probes[-2:])
+    ramp = [p.rate for p in found.probes[:3]]
+    assert ramp[:2] == [1000, 2000][:len(ramp[:2])]
+
+
+def test_rates_read_as_people_write_them():
+    found = search(spec(), capped(47_000))
+    assert all(float(f"{p.rate:.3g}") == p.rate for p in found.probes)
+    assert [rate_label(r) for r in (800.0, 41_200.0, 1_500_000.0)] == ["800", "41.2k", "1.5M"]
+
+
+def test_a_confirmation_that_fails_moves_the_capacity_below_it():
+    clean = search(spec(), capped(47_000))
+    confirming = len(clean.probes) - 1  # the first confirmation fails this time
+    found = search(spec(), capped(47_000, {confirming}))
+    assert found.finding == Finding.CONFIRMED
+    assert found.capacity() < clean.capacity()
+    assert found.failing() == clean.capacity()
+
+
+def test_the_ends_of_the_range():
+    assert search(spec(), capped(500)).finding == Finding.BELOW
+    top = search(spec(), capped(5e6))
+    assert (top.finding, top.capacity()) == (Finding.AT_LEAST, 1e6)
+    assert len(top.probes) == math.ceil(math.log2(1000)) + 1 + 2
+
+
+def test_a_generator_bound_probe_stops_the_search():
+    def system(rate: float) -> Verdict:
+        if rate > 100_000:
+            return Verdict(VerdictKind.GENERATOR_BOUND, ("sent less",))
+        return Verdict(VerdictKind.PASS)
+    found = search(spec(), system)
+    assert found.finding == Finding.GENERATOR_BOUND
+    assert (found.probes[-1].rate, found.capacity()) == (128_000, 64_000)
+
+
+def test_the_budget_ends_a_search_unconfirmed():
+    found = search(spec(), capped(47_000), budget=5)
+    assert (found.finding, len(found.probes)) == (Finding.BUDGET, 5)
