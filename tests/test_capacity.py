@@ -9,11 +9,12 @@ import math
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from sixnines.formats.summary import Figures, RunSummary
+from sixnines.formats.summary import CapacityProbe, CapacityResult, Figures, RunSummary
 from sixnines.orchestrator.capacity import Finding, Searcher
 from sixnines.orchestrator.probe_verdict import Verdict, VerdictKind, judge
 from sixnines.orchestrator.problems import ScenarioError
 from sixnines.orchestrator.rate_search import PROBE_LIMIT_NS, RateOrSearch, RateSearch
+from sixnines.orchestrator.reports import capacity
 from sixnines.orchestrator.scenario import load_scenario
 from sixnines.orchestrator.search_runs import rate_label
 from tests.integration.support import points
@@ -230,3 +231,29 @@ def test_a_generator_bound_probe_stops_the_search():
 def test_the_budget_ends_a_search_unconfirmed():
     found = search(spec(), capped(47_000), budget=5)
     assert (found.finding, len(found.probes)) == (Finding.BUDGET, 5)
+
+
+# --- the report ---------------------------------------------------------------------------
+
+
+def test_the_plot_shows_every_probe_by_rate_with_its_verdict_and_the_objective():
+    def probe(rate: float, verdict: str, p99: float) -> CapacityProbe:
+        return CapacityProbe(run_id=f"r-{rate}", rate=rate, confirming=False, verdict=verdict,
+                             reasons=[] if verdict == "pass" else ["p99 over"], status="ok",
+                             send_rate=rate, receive_rate=rate,
+                             latency_us={"p50": 10.0, "p99": p99, "p99.9": 2 * p99,
+                                         "p99.99": 3 * p99})
+    result = CapacityResult(system="s", point="01-s", finding="confirmed", capacity_msg_s=2e3,
+                            note="2,000 msg/s", objective_us={"p99": 500.0}, precision=0.05,
+                            probes=[probe(1e3, "pass", 100.0), probe(4e3, "fail", 900.0),
+                                    probe(2e3, "pass", 300.0), probe(2e3, "pass", 320.0)])
+    figure = capacity.figure(result)
+    lines = {line.name: line for line in figure.lines}
+    assert list(lines["p99"].xs) == [1e3, 2e3, 2e3, 4e3]  # joined in rate order
+    assert list(lines["p99"].ys) == [100.0, 300.0, 320.0, 900.0]
+    assert (list(lines["fail (p99)"].xs), lines["fail (p99)"].style) == ([4e3], "markers")
+    assert len(lines["pass (p99)"].xs) == 3
+    assert list(lines["objective p99"].ys) == [500.0, 500.0] and lines["objective p99"].dashed
+    assert (figure.x.scale, figure.y.scale) == ("log", "log")
+    table = capacity.table(result)
+    assert table.count("<tr>") == 5 and "p99 over" in table

@@ -10,30 +10,35 @@ from sixnines.formats.summary import CapacityResult
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, colour, slugify
 
 PERCENTILES = ("p50", "p99", "p99.9", "p99.99")
+#: Blue, purple, orange, cyan (model.PALETTE): the verdicts keep green, red and grey.
+PERCENTILE_COLOURS = dict(zip(PERCENTILES, (colour(0), colour(3), colour(4), colour(5)),
+                              strict=True))
 VERDICT_COLOURS = {"pass": "#2ca02c", "fail": "#d62728", "generator-bound": "#7f7f7f"}
 
 
 def figure(result: CapacityResult) -> Figure:
-    """Latency (µs, log) against the offered rate (msg/s, log) of every probe."""
-    probes = result.probes
+    """Latency (µs, log) against the offered rate (msg/s, log) of every probe, each
+    percentile joined in rate order; each probe's verdict circled at the objective's
+    first percentile."""
+    probes = sorted(result.probes, key=lambda probe: probe.rate)
     rates = [probe.rate for probe in probes]
-    lines = [Line(key, rates, [probe.latency_us.get(key) for probe in probes], colour(i),
-                  "points")
-             for i, key in enumerate(PERCENTILES)]
+    lines = [Line(key, rates, [probe.latency_us.get(key) for probe in probes],
+                  PERCENTILE_COLOURS[key], "points") for key in PERCENTILES]
     marked = next(iter(result.objective_us), "p99")
     for verdict, shade in VERDICT_COLOURS.items():
         mine = [probe for probe in probes if probe.verdict == verdict]
         if mine:
             lines.append(Line(f"{verdict} ({marked})", [p.rate for p in mine],
-                              [p.latency_us.get(marked) for p in mine], shade, "points"))
-    span = [min(rates), max(rates)] if rates else []
-    lines += [Line(f"objective {key}", span, [limit] * len(span), colour(PERCENTILES.index(key))
-                   if key in PERCENTILES else "#000000", "line", dashed=True)
+                              [p.latency_us.get(marked) for p in mine], shade, "markers"))
+    span = ([rates[0], rates[-1]] if rates[0] < rates[-1] else [rates[0] / 1.25, rates[0] * 1.25]
+            ) if rates else []
+    lines += [Line(f"objective {key}", span, [limit] * len(span),
+                   PERCENTILE_COLOURS.get(key, "#000000"), "line", dashed=True)
               for key, limit in result.objective_us.items()]
     return Figure(f"capacity-{slugify(result.point)}",
                   f"{result.system}: latency against offered load ({result.point})",
                   Axis("offered rate (msg/s)", "log"), Axis("latency (µs)", "log"),
-                  tuple(lines), zoomable=False, caption=result.note)
+                  tuple(lines), zoomable=False)
 
 
 def table(result: CapacityResult) -> str:

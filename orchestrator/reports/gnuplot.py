@@ -90,7 +90,8 @@ def _plot_clause(index: int, series: Line | Band, source: str) -> str:
                 f"title {_quote(f'{series.name} min–max')}")
     title = f"title {_quote(series.name)}"
     dash = " dt 2" if series.dashed else ""
-    how = {"line": "lines", "steps": "steps", "points": "linespoints pt 7 ps 0.8"}[series.style]
+    how = {"line": "lines", "steps": "steps", "points": "linespoints pt 7 ps 0.8",
+           "markers": "points pt 6 ps 1.6"}[series.style]
     return f"{source} index {index} using 1:2 with {how} lw 2{dash} {colour} {title}"
 
 

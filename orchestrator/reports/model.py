@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 Scale = Literal["linear", "log", "nines"]
-Style = Literal["line", "steps", "points"]
+Style = Literal["line", "steps", "points", "markers"]  # points: joined; markers: alone
 
 # Distinguishable on white and in print; a run keeps its colour across the page.
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",

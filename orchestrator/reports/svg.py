@@ -89,9 +89,10 @@ def _line(index: int, line: Line, fig: Figure, mx: _Map, my: _Map) -> str:
     xs, ys = _steps(line) if line.style == "steps" else (line.xs, line.ys)
     x, y = _decimate(_drawable(xs, fig.x.scale), _drawable(ys, fig.y.scale))
     dash = ' stroke-dasharray="7 4"' if line.dashed else ""
+    stroke = "none" if line.style == "markers" else line.colour
     out = [f'<path class="s" data-i="{index}" data-name="{escape(line.name)}" '
-           f'd="{_path(x, y, mx, my)}" stroke="{line.colour}"{dash}/>']
-    if line.style == "points":
+           f'd="{_path(x, y, mx, my)}" stroke="{stroke}"{dash}/>']
+    if line.style in ("points", "markers"):
         out += [f'<circle data-i="{index}" cx="{mx(px):.2f}" cy="{my(py):.2f}" r="3.5" '
                 f'fill="{line.colour}"/>'
                 for px, py in zip(x, y, strict=True) if not (math.isnan(px) or math.isnan(py))]
