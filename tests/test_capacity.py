@@ -9,7 +9,14 @@ import math
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from sixnines.formats.summary import CapacityProbe, CapacityResult, Figures, RunSummary
+from sixnines.formats.summary import (
+    CapacityProbe,
+    CapacityResult,
+    Cpu,
+    CpuSide,
+    Figures,
+    RunSummary,
+)
 from sixnines.orchestrator.capacity import Finding, Searcher
 from sixnines.orchestrator.probe_verdict import Verdict, VerdictKind, judge
 from sixnines.orchestrator.problems import ScenarioError
@@ -157,9 +164,23 @@ def test_fan_out_and_round_trips_keep_up_by_their_own_measure():
     ({"send_rate": 8000.0, "receive_rate": 8000.0}, "sent 8,000 msg/s of the 10,000"),
 ])
 def test_a_generator_that_cannot_keep_the_rate_is_no_verdict_on_the_system(changes, reason):
-    verdict = judge(summary(p99_us=9000.0, **changes), FLAT, spec(), 10_000)
-    assert verdict.kind == VerdictKind.GENERATOR_BOUND
-    assert any(reason in line for line in verdict.reasons), verdict.reasons
+    busy = Cpu(sender=CpuSide(us_per_message=Figures(), cores=0.99, empty_intervals=0),
+               receiver=None, broker=None, interval_ms=1000.0, notes=[])
+    for cpu in (busy, None):  # loops busy, or no CPU figures: the generator's doing
+        verdict = judge(summary(p99_us=9000.0, cpu=cpu, **changes), FLAT, spec(), 10_000)
+        assert verdict.kind == VerdictKind.GENERATOR_BOUND
+        assert any(reason in line for line in verdict.reasons), verdict.reasons
+
+
+def test_senders_blocked_by_the_system_fail_the_probe():
+    """Lagging while their loops idled (Redis at 1.6M msg/s: 0.19 cores, lag 313 ms):
+    their sends blocked on the system, which is not keeping up."""
+    idle = Cpu(sender=CpuSide(us_per_message=Figures(), cores=0.19, empty_intervals=0),
+               receiver=None, broker=None, interval_ms=1000.0, notes=[])
+    verdict = judge(summary(send_lag_us=Figures(p99=313_524.0, count=10_000), cpu=idle),
+                    FLAT, spec(), 10_000)
+    assert verdict.kind == VerdictKind.FAIL
+    assert any("the system pushed back" in line for line in verdict.reasons)
 
 
 # --- the search -------------------------------------------------------------------------
