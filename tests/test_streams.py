@@ -18,7 +18,7 @@ from sixnines.agents.recording import RECEIPT_DTYPES, Columns, PiecePool, Record
 from sixnines.agents.roles import Control, Producer
 from sixnines.agents.schedule import Pieces, intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
-from sixnines.drivers.base import Framing, Sender
+from sixnines.drivers.base import Framing, Lane, Sender
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
 from sixnines.formats.chunks import chunk_name, message_files, read_index
 from sixnines.formats.integrity import sha256_of
@@ -361,7 +361,7 @@ def max_prepare(messages: int, connections: int, duration_ns: int = 60 * NS,
 
 
 def test_a_max_mode_producer_sends_exactly_its_messages(driver, tmp_path):
-    receiver = driver.receiver(SIZE, 0)
+    receivers = [driver.receiver(SIZE, c, Lane(c, 3)) for c in range(3)]  # one consumer
     producer = Producer(max_prepare(2001, connections=3, out_dir=tmp_path), driver)
     try:
         assert [s.count for s in producer.streams] == [667, 667, 667]
@@ -376,12 +376,14 @@ def test_a_max_mode_producer_sends_exactly_its_messages(driver, tmp_path):
         assert (rows.intended_ns == rows.sent_ns).all()
         assert {"latency.hlog", "chunks.jsonl"} < files.keys()
         inbox = Inbox(2001, TCP_FRAMING, SIZE)
-        take_all(inbox, receiver, 2001)
+        for lane, receiver in enumerate(receivers):  # a connection's 667 on each lane
+            take_all(inbox, receiver, 667 * (lane + 1), lane)
         pairs = set(zip(inbox.producer_id.tolist(), inbox.seq.tolist(), strict=True))
         assert len(pairs) == 2001
     finally:
         producer.close()
-        receiver.close()
+        for receiver in receivers:
+            receiver.close()
 
 
 def test_the_time_cap_ends_a_max_mode_run_early(driver, tmp_path):

@@ -7,8 +7,8 @@ use an XPUB socket that sees the subscription arrive. The ports are drivers/zmq/
 
 Lanes are topics (wire.py): with more than one, each message goes out as the lane's topic
 frame then the message (`ZmqLaneSender`), a receiver subscribes to its lane's topic only
-and reads the topic frame into a scratch buffer (`ZmqLaneReceiver`), and a sender waits
-for a subscription to its own lane. One lane keeps the single-frame classes.
+and reads the topic frame into a scratch buffer (`ZmqReceiver` given the topic), and a
+sender waits for a subscription to its own lane. One lane keeps single frames.
 """
 
 from __future__ import annotations
@@ -101,20 +101,28 @@ class ZmqLaneSender(ZmqSender):
 
 
 class ZmqReceiver(Receiver):
-    def __init__(self, sock: zmq.Socket, label: str) -> None:
+    """Receives single-frame messages, or with a `lane_topic` two-frame ones
+    (`ZmqLaneSender`): the topic into a scratch buffer, the message into the caller's.
+    ZeroMQ delivers a message's frames together, so the second is there once the first is."""
+
+    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes = b"") -> None:
         self._sock = sock
         self._label = label
+        self._scratch = bytearray(len(lane_topic)) if lane_topic else None
         self.pollable = sock  # a zmq socket's FD is edge-triggered: ZmqWaiter polls it
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         sock = self._sock
         if timeout_ms and not sock.poll(None if timeout_ms < 0 else timeout_ms):
             return 0
+        scratch = self._scratch
         count = 0
         room = len(out) // stride
         offset = 0
         while count < room:
             try:
+                if scratch is not None:
+                    sock.recv_into(scratch, flags=zmq.NOBLOCK)
                 got = sock.recv_into(out[offset : offset + stride], flags=zmq.NOBLOCK)
             except zmq.Again:
                 break
@@ -128,41 +136,6 @@ class ZmqReceiver(Receiver):
 
     def close(self) -> None:
         close(self._sock)
-
-
-class ZmqLaneReceiver(ZmqReceiver):
-    """Receives two-frame messages (`ZmqLaneSender`): the topic into a scratch buffer, the
-    message into the caller's. ZeroMQ delivers a message's frames together, so the second
-    is there once the first is."""
-
-    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes) -> None:
-        super().__init__(sock, label)
-        self._scratch = bytearray(len(lane_topic))
-
-    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        sock = self._sock
-        if timeout_ms and not sock.poll(None if timeout_ms < 0 else timeout_ms):
-            return 0
-        scratch = self._scratch
-        count = 0
-        room = len(out) // stride
-        offset = 0
-        while count < room:
-            try:
-                sock.recv_into(scratch, flags=zmq.NOBLOCK)
-            except zmq.Again:
-                break
-            except zmq.ZMQError as exc:
-                raise DriverError(f"{self._label}: receive failed ({exc})") from exc
-            try:
-                got = sock.recv_into(out[offset : offset + stride], flags=zmq.NOBLOCK)
-            except zmq.ZMQError as exc:
-                raise DriverError(f"{self._label}: receive failed ({exc})") from exc
-            if got != stride:
-                raise DriverError(f"{self._label}: got a {got}-byte message, expected {stride}")
-            count += 1
-            offset += stride
-        return count
 
 
 class ZmqWaiter(Waiter):
@@ -224,7 +197,7 @@ class ZmqDriver(Driver):
             raise DriverError(f"{label}: unexpected first message")
         if lane_topic:
             sock.setsockopt(zmq.UNSUBSCRIBE, WELCOME)
-            return ZmqLaneReceiver(sock, label, lane_topic)
+            return ZmqReceiver(sock, label, lane_topic)
         return ZmqReceiver(sock, label)
 
     def requester(self, message_size: int, connection_id: int) -> tuple[ZmqSender, ZmqReceiver]:

@@ -135,17 +135,17 @@ def logged_seconds(summary: dict, agent: str) -> int:
     return int(re.search(r"latency\.hlog checked over its first ([\d,]+) s", line)[1])
 
 
-def unknown_at(dead: pd.DataFrame, sent: pd.DataFrame, connections: int) -> int:
-    """The rule of docs/design.md, from the files: a message a dead consumer's connection
-    misses is unknown when sent at or after (its last kept receive time − the longest
-    recv − sent of its receipts from that producer), or after the newest it kept from that
-    producer."""
+def unknown_at(dead: pd.DataFrame, sent: pd.DataFrame) -> int:
+    """The rule of docs/design.md, from the files: a message a dead consumer misses (over
+    all its connections, which divide the messages) is unknown when sent at or after (its
+    last kept receive time − the longest recv − sent of its receipts from that
+    producer), or after the newest it kept from that producer."""
     lateness = (dead.recv_ns - dead.sent_ns).groupby(dead.producer_id).max()
     newest = dead.groupby("producer_id").sent_ns.max()
     horizon = pd.concat([dead.recv_ns.max() - lateness, newest], axis=1).min(axis=1)
     late = sent[sent.sent_ns >= sent.producer_id.map(horizon)]
-    got = dead.drop_duplicates([*MESSAGE, "consumer_id"]).merge(late[MESSAGE], on=MESSAGE)
-    return connections * len(late) - len(got)
+    got = dead.drop_duplicates(MESSAGE).merge(late[MESSAGE], on=MESSAGE)
+    return len(late) - len(got)
 
 
 @pytest.fixture(scope="module")
@@ -167,14 +167,14 @@ def test_a_dead_consumer_s_kept_chunks_are_delivered_and_its_tail_unknown(dead_c
     assert 0 < gap_s < GAP_LIMIT_S
     sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
     alive = records(run_dir, "consumer-0")
-    unknown = unknown_at(dead, sent, connections=2)
+    unknown = unknown_at(dead, sent)
     summary = analyze_run(spark, run_dir)
     print(f"consumer SIGKILLed: {len(sent):,} sent, {unknown:,} deliveries unknown")
     assert summary["status"] == "partial"
     assert (summary["sent"], summary["received"]) == (len(sent), len(alive) + len(dead))
-    assert 0 < summary["unknown"] == unknown < 2 * len(sent)
+    assert 0 < summary["unknown"] == unknown < len(sent)
     assert summary["lost"] == 0
-    assert summary["delivered"] + summary["unknown"] == 4 * len(sent)  # 2 consumers × 2
+    assert summary["delivered"] + summary["unknown"] == 2 * len(sent)  # 2 consumers
     assert summary["hlog_agrees"] is True
     assert logged_seconds(summary, "consumer-1") >= 2  # its hlog too, as far as written
 
@@ -183,11 +183,11 @@ def test_sixnines_report_shows_delivered_lost_and_unknown_apart(dead_consumer, t
     run_dir = tmp_path / "run"
     shutil.copytree(dead_consumer[0], run_dir, ignore=shutil.ignore_patterns("report"))
     sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
-    unknown = unknown_at(kept_records(run_dir / "agents" / "consumer-1"), sent, connections=2)
+    unknown = unknown_at(kept_records(run_dir / "agents" / "consumer-1"), sent)
     done = sixnines("report", run_dir)
     assert done.returncode == 1, done.stderr  # a partial run
     console = " ".join(done.stderr.split())  # the tables, however their titles wrapped
-    assert (f"delivered {4 * len(sent) - unknown:,} lost 0 unknown {unknown:,} "
+    assert (f"delivered {2 * len(sent) - unknown:,} lost 0 unknown {unknown:,} "
             "duplicated 0") in console
 
 
@@ -242,7 +242,7 @@ def test_a_dead_producer_s_later_messages_are_delivered_not_unexpected(tmp_path,
     assert summary["status"] == "partial"
     assert (summary["sent"], summary["received"]) == (sent, len(got))
     assert (summary["delivered"], summary["lost"], summary["unknown"],
-            summary["unexpected"], summary["duplicated"]) == (4 * sent, 0, 0, 0, 0)
+            summary["unexpected"], summary["duplicated"]) == (2 * sent, 0, 0, 0, 0)
     assert summary["hlog_agrees"] is True
     assert logged_seconds(summary, "producer-1") >= 2  # its hlog too, as far as written
 
@@ -264,7 +264,7 @@ def test_a_dead_monitor_leaves_the_run_partial_and_its_samples_so_far(tmp_path, 
     assert any(problem.startswith("the broker CPU monitor died during the run")
                for problem in summary["problems"])
     assert (summary["sent"], summary["delivered"], summary["lost"], summary["unknown"]) == (
-        sent, 4 * sent, 0, 0)
+        sent, 2 * sent, 0, 0)
     assert summary["cpu"]["broker"] is not None  # from the samples it kept
 
 
@@ -284,7 +284,7 @@ def test_a_dead_kafka_consumer_of_several_partitions_is_unknown_not_lost(tmp_pat
     dead = kept_records(run_dir / "agents" / "consumer-1")
     report_gap("kafka consumer", killed_ns, dead.recv_ns.max(), len(dead))
     sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
-    unknown = unknown_at(dead, sent, connections=1)
+    unknown = unknown_at(dead, sent)
     summary = analyze_run(spark, run_dir)
     assert summary["status"] == "partial"
     assert (summary["sent"], summary["lost"], summary["unknown"]) == (len(sent), 0, unknown)
@@ -441,7 +441,7 @@ def test_a_consumer_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(
     summary = analyze_run(spark, run_dir)
     assert summary["status"] == "partial"
     assert (summary["sent"], summary["lost"]) == (len(sent), 0)
-    assert 0 < summary["unknown"] == unknown_at(dead, sent, connections=2)
+    assert 0 < summary["unknown"] == unknown_at(dead, sent)
 
 
 def test_a_requester_killed_on_an_ssh_host_has_its_chunks_fetched_and_analysed(

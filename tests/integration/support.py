@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sixnines.drivers.base import SOLE_LANE, Lane
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.brokers import start_recipe
@@ -168,10 +169,10 @@ def closing():
         thing.close()
 
 
-def frames_of(driver, producer_id: int, count: int, size: int = SIZE):
-    """`count` frames framed for `driver`, headers stamped (producer_id, seq): (buffer,
-    stride)."""
-    framing = driver.framing(size)
+def frames_of(driver, producer_id: int, count: int, size: int = SIZE, lane: Lane = SOLE_LANE):
+    """`count` frames framed for `driver`'s sender on `lane`, headers stamped
+    (producer_id, seq): (buffer, stride)."""
+    framing = driver.framing(size, lane)
     buf = build_frames(framing.prefix, size, count, seed=producer_id, suffix=framing.suffix)
     view = buf.view(frame_dtype(len(framing.prefix), size, len(framing.suffix)))
     view["producer_id"] = producer_id
@@ -179,9 +180,11 @@ def frames_of(driver, producer_id: int, count: int, size: int = SIZE):
     return buf, framing.stride(size)
 
 
-def payloads(driver, buf: np.ndarray, size: int = SIZE) -> list[bytes]:
-    """Each frame's message, as a receiver must hand it over (the driver's framing cut)."""
-    framing = driver.framing(size)
+def payloads(driver, buf: np.ndarray, size: int = SIZE, lane: Lane = SOLE_LANE
+             ) -> list[bytes]:
+    """Each frame's message, as a receiver must hand it over (the driver's framing for
+    `lane` cut)."""
+    framing = driver.framing(size, lane)
     stride, at = framing.stride(size), len(framing.prefix)
     raw = buf.tobytes()
     return [raw[k + at : k + at + size] for k in range(0, len(raw), stride)]

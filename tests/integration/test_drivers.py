@@ -17,7 +17,7 @@ import pytest
 from sixnines.drivers import registry
 from sixnines.drivers.base import DriverError, Framing
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
-from sixnines.drivers.tcp.wire import ACK, HELLO, LENGTH, PUBLISH
+from sixnines.drivers.tcp.wire import ACK, HELLO, LENGTH, PUBLISH, hello
 from sixnines.drivers.zmq import ZmqDriver, ZmqOptions
 from sixnines.formats.payload import HEADER_SIZE, build_frames, frame_dtype
 from sixnines.testing.brokers import builtin_broker
@@ -128,13 +128,13 @@ def raw_publisher(address: str, stride: int, hello_pieces: tuple[int, ...], firs
     host, port = address.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)), timeout=10)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    hello = HELLO.pack(b"SXN", PUBLISH, stride)
+    opening = hello(PUBLISH, stride)
     start = 0
     for n in hello_pieces:
-        sock.sendall(hello[start : start + n])
+        sock.sendall(opening[start : start + n])
         start += n
         time.sleep(0.005)
-    sock.sendall(hello[start:] + first)
+    sock.sendall(opening[start:] + first)
     assert sock.recv(1) == ACK
     return sock
 
@@ -186,7 +186,7 @@ def test_relay_forwards_frames_sent_with_the_hello(tcp_address, closing):
 def test_relay_drops_a_connection_with_a_bad_hello(tcp_address):
     host, port = tcp_address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as sock:
-        sock.sendall(HELLO.pack(b"XYZ", PUBLISH, 68))
+        sock.sendall(HELLO.pack(b"XYZ", PUBLISH, 68, 0, 1))
         assert sock.recv(1) == b""  # closed, no acknowledgement
 
 

@@ -18,7 +18,7 @@ from nats.js import api
 from sixnines.drivers.base import DriverError, Lane, split_address
 from sixnines.drivers.nats import NatsDriver, NatsOptions
 from sixnines.drivers.nats.connection import manage
-from sixnines.formats.payload import build_frames, frame_dtype
+from sixnines.formats.payload import frame_dtype
 from sixnines.orchestrator.problems import ScenarioError
 from sixnines.orchestrator.scenario import parse_scenario
 from tests.drivers.certs import self_signed
@@ -83,15 +83,10 @@ def frames_of(driver: NatsDriver, producer_id: int, count: int, size: int = SIZE
 
 
 def lane_frames(driver: NatsDriver, lane: Lane, producer_id: int, count: int):
-    """`count` frames as the framework lays them out for a sender on `lane` (its own PUB
-    line), headers stamped (producer_id, seq): (buffer, stride, each message)."""
-    framing = driver.framing(SIZE, lane)
-    buf = build_frames(framing.prefix, SIZE, count, seed=producer_id, suffix=framing.suffix)
-    view = buf.view(frame_dtype(len(framing.prefix), SIZE, len(framing.suffix)))
-    view["producer_id"] = producer_id
-    view["seq"] = np.arange(count, dtype=np.uint64)
-    stride, at, raw = framing.stride(SIZE), len(framing.prefix), buf.tobytes()
-    return buf, stride, [raw[k + at : k + at + SIZE] for k in range(0, len(raw), stride)]
+    """`count` frames as the framework lays them out for a sender on `lane` (its own
+    framing), headers stamped (producer_id, seq): (buffer, stride, each message)."""
+    buf, stride = support.frames_of(driver, producer_id, count, lane=lane)
+    return buf, stride, support.payloads(driver, buf, lane=lane)
 
 
 def collect(receiver, count: int, size: int = SIZE, timeout_s: float = 20.0,

@@ -11,13 +11,11 @@ import time
 import uuid
 from functools import partial
 
-import numpy as np
 import pytest
 import redis
 
 from sixnines.drivers.base import DriverError, Lane
 from sixnines.drivers.redis import RedisDriver, RedisOptions
-from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.scenario import ScenarioError
 from tests.integration.support import (
     SIZE,
@@ -60,13 +58,8 @@ def fresh_channel() -> str:
 def lane_frames(driver: RedisDriver, lane: Lane, producer_id: int, count: int):
     """`count` frames as the framework lays them out for a sender on `lane` (its own
     framing), headers stamped (producer_id, seq): (buffer, stride, each message)."""
-    framing = driver.framing(SIZE, lane)
-    buf = build_frames(framing.prefix, SIZE, count, seed=producer_id, suffix=framing.suffix)
-    view = buf.view(frame_dtype(len(framing.prefix), SIZE, len(framing.suffix)))
-    view["producer_id"] = producer_id
-    view["seq"] = np.arange(count, dtype=np.uint64)
-    stride, at, raw = framing.stride(SIZE), len(framing.prefix), buf.tobytes()
-    return buf, stride, [raw[k + at : k + at + SIZE] for k in range(0, len(raw), stride)]
+    buf, stride = frames_of(driver, producer_id, count, lane=lane)
+    return buf, stride, payloads(driver, buf, lane=lane)
 
 
 # --- driver level -----------------------------------------------------------------------
