@@ -124,7 +124,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
         _prepare(fleet, points, scenario.placement.agents, console)
         for point in points:
             if is_search(point):
-                searches.append(run_search(point, probe).result)
+                searches.append(run_search(point, probe))
                 console.print(capacity.console_line(searches[-1]), markup=False,
                               highlight=False, soft_wrap=True)
             else:

@@ -9,7 +9,6 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from sixnines.formats.summary import (
@@ -71,37 +70,26 @@ def heaviest(point: RunPoint) -> RunPoint:
     return probe_point(point, point.workload.rate.high, 0) if is_search(point) else point
 
 
-@dataclass
-class SearchDone:
-    """A finished search: its result for summary.json and its probes' runs."""
-
-    result: CapacityResult
-    run_dirs: list[Path]
-    summaries: list[RunSummary]
-
-
 def run_search(point: RunPoint, run_and_analyse: RunAndAnalyse,
-               clock: Callable[[], float] = time.monotonic) -> SearchDone:
+               clock: Callable[[], float] = time.monotonic) -> CapacityResult:
     """Every probe of `point`'s search in turn, until the search is over or its budget
-    (max_runs, max_time: a probe that could not end in time is not started) is spent."""
+    (max_runs, max_time: a probe that could not end in time is not started) is spent;
+    what it found, for summary.json."""
     search: RateSearch = point.workload.rate  # type: ignore[assignment]
     searcher = Searcher(search)
     started = clock()
-    run_dirs, summaries, probes = [], [], []
-    while (rate := searcher.next_rate(_runs_left(search, point, searcher, clock() - started,
+    probes: list[CapacityProbe] = []
+    while (rate := searcher.next_rate(_runs_left(search, point, clock() - started,
                                                  len(probes)))) is not None:
         probe = probe_point(point, rate, len(probes) + 1)
         run_dir, summary = run_and_analyse(probe)
         verdict = judge(summary, _latency_curve(run_dir), search, rate)
         searcher.record(rate, verdict)
-        run_dirs.append(run_dir)
-        summaries.append(summary)
         probes.append(_probe_record(probe, summary, verdict, searcher.probes[-1].confirming))
-    return SearchDone(_result(point, searcher, probes), run_dirs, summaries)
+    return _result(point, searcher, probes)
 
 
-def _runs_left(search: RateSearch, point: RunPoint, searcher: Searcher, elapsed_s: float,
-               done: int) -> int:
+def _runs_left(search: RateSearch, point: RunPoint, elapsed_s: float, done: int) -> int:
     """Probes the budget still allows: none once the next could not end within max_time
     (judged by the longest a probe at `from` takes: warm-up, measuring and drain)."""
     left = search.max_runs - done
