@@ -34,10 +34,14 @@ from sixnines.formats.vocabulary import Load
 
 SCHEMA_VERSION = 4
 
-#: "generator saturated" (docs/design.md rule 2): the generator, not the system, set the
-#: pace when its send-lag p99 exceeds this, or it sent under this share of the rate.
+#: The senders did not keep their schedule (docs/design.md rule 2) when their send-lag p99
+#: exceeds this, or they sent under this share of the rate.
 SATURATED_LAG_P99_US = 1000.0
 SATURATED_RATE_SHARE = 0.95
+#: Whose doing that was: a sender loop paces by spinning, so one keeping its schedule, or
+#: falling behind on its own work, uses a whole core; one under this share of a core per
+#: sending agent mostly waited in its send calls — the system pushed back.
+PUSHED_BACK_CORES = 0.5
 
 
 class Figures(Document):
@@ -196,6 +200,15 @@ class Cpu(Document):
     partial, but for its death mid-run: its samples stop there)."""
 
 
+def pushed_back(cpu: Cpu | None, senders: int) -> bool:
+    """Whether senders that lagged were mostly blocked in their send calls (the system
+    pushed back) rather than busy (the generator set the pace): their loops used under
+    PUSHED_BACK_CORES of a core each. False without CPU figures."""
+    side = cpu.sender if cpu is not None else None
+    return side is not None and side.cores is not None and \
+        side.cores < PUSHED_BACK_CORES * senders
+
+
 class Versioned(Document):
     """A summary object: built by a writer, it carries SCHEMA_VERSION; read from a file
     without schema_version (written before it existed), it reads as version 1
@@ -332,9 +345,11 @@ class RunSummary(Versioned):
     cpu: Cpu | None = None
     warnings: list[str] = Field(default_factory=list)
     """What to know before trusting the figures: "generator saturated" (send-lag p99 over
-    1 ms, or under 95% of the scheduled rate sent: the generator, not the system, set the
-    pace), deliveries left out of latency for their clocks, multi-modal latency, "time cap
-    reached" (throughput mode: `duration` ended sending early)."""
+    1 ms, or under 95% of the scheduled rate sent, the senders' loops busy: the
+    generator, not the system, set the pace), "system pushed back" (the same with the
+    loops mostly blocked in send calls: `pushed_back`), deliveries left out of latency
+    for their clocks, multi-modal latency, "time cap reached" (throughput mode: `duration`
+    ended sending early)."""
 
     def metric(self, field: str) -> Figures | None:
         """A latency field by its name (latency_us … saturation_latency_us, as

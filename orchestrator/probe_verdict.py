@@ -5,7 +5,7 @@ In order, the first that holds decides:
 - the run did not finish well (failed, partial, corrupt): fail, with its status;
 - the senders did not keep the schedule (send-lag p99 over 1 ms, or under 95 % of the
   rate sent: the rule of the "generator saturated" warning) while their loops were
-  busy (at least PUSHED_BACK_CORES of a core per sending agent, or no CPU figures):
+  busy (formats.summary.pushed_back: at least half a core per agent, or no CPU figures):
   generator-bound, never a verdict on the system. Lagging with idle loops, their sends
   blocked: the system pushed back (a full socket), and the probe fails;
 - a delivery lost or of unknown fate: fail;
@@ -32,15 +32,12 @@ from sixnines.formats.summary import (
     SATURATED_LAG_P99_US,
     SATURATED_RATE_SHARE,
     RunSummary,
+    pushed_back,
 )
 from sixnines.formats.vocabulary import Mode
 from sixnines.orchestrator.rate_search import SAMPLES_BEYOND, RateSearch
 
 KEEP_UP = 0.98
-#: A sender loop paces by spinning, so one keeping its schedule or falling behind on its
-#: own work uses a whole core; under this share of a core per agent it mostly waited in
-#: its send calls.
-PUSHED_BACK_CORES = 0.5
 RISE = 2.0
 RISE_MIN_US = 50.0
 
@@ -74,22 +71,15 @@ def judge(summary: RunSummary, latency_means_us: Sequence[float], search: RateSe
         bound.append(f"send lag p99 {lag_p99:,.0f} µs (over {SATURATED_LAG_P99_US:,.0f} µs)")
     if summary.send_rate is not None and summary.send_rate < SATURATED_RATE_SHARE * rate:
         bound.append(f"sent {summary.send_rate:,.0f} msg/s of the {rate:,.0f} scheduled")
+    if bound and pushed_back(summary.cpu, summary.params.get("producers", 1)):
+        cores = summary.cpu.sender.cores  # type: ignore[union-attr]
+        return _fail(*bound, f"the senders' loops used {cores:.2f} core(s): their sends "
+                     "blocked, the system pushed back")
     if bound:
-        return _pushed_back(summary, bound) or Verdict(VerdictKind.GENERATOR_BOUND,
-                                                       tuple(bound))
+        return Verdict(VerdictKind.GENERATOR_BOUND, tuple(bound))
     reasons = [*_losses(summary), *_objective(summary, search), *_keeping_up(summary),
                *_rising(latency_means_us)]
     return _fail(*reasons) if reasons else Verdict(VerdictKind.PASS)
-
-
-def _pushed_back(summary: RunSummary, lagging: list[str]) -> Verdict | None:
-    """A fail when the lagging senders' loops were mostly idle (blocked in their sends)."""
-    sender = summary.cpu.sender if summary.cpu else None
-    agents = summary.params.get("producers", 1)
-    if sender is None or sender.cores is None or sender.cores >= PUSHED_BACK_CORES * agents:
-        return None
-    return _fail(*lagging, f"the senders' loops used {sender.cores:.2f} core(s) for "
-                 f"{agents} agent(s): their sends blocked, the system pushed back")
 
 
 def _fail(*reasons: str) -> Verdict:

@@ -324,6 +324,7 @@ def report(checked: Checked, figured: passes.Figures) -> RunSummary:
         notes.append(f"{counts['unexpected']} received messages match no sent message")
 
     figures = summarize.summary_figures(metrics)
+    used = usage.summary()
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params, load=load,
         broker=_broker(manifest), status=_status(manifest, counts, agrees),
@@ -338,9 +339,9 @@ def report(checked: Checked, figured: passes.Figures) -> RunSummary:
         latency_pairs=LatencyPairs(**pairs.totals), clock_bound_ns=pairs.bound_ns,
         hlog_agrees=agrees,
         **series.summary_fields(per_message, humps),
-        cpu=usage.summary(),
+        cpu=used,
         warnings=[*summarize.saturation_warnings(figures["send_lag_us"], rate["send_rate"],
-                                                 manifest.params),
+                                                 manifest.params, used),
                   *saturation_warnings(counts, manifest.params),
                   *summarize.clock_warnings(pairs, manifest.cross_host_latency),
                   *series.humps_warnings(humps, load)])

@@ -24,8 +24,10 @@ from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
 from sixnines.formats.summary import (
     SATURATED_LAG_P99_US,
     SATURATED_RATE_SHARE,
+    Cpu,
     Figures,
     OutOfRange,
+    pushed_back,
 )
 from sixnines.formats.vocabulary import Schedule
 from sixnines.spark_jobs.agent_rows import PAIRS
@@ -238,18 +240,26 @@ def clock_warnings(pairs: ClockPairs, cross_host: bool) -> list[str]:
 
 
 def saturation_warnings(send_lag: Figures, send_rate: float | None,
-                        params: dict[str, Any]) -> list[str]:
-    """Say when the generator, not the system under test, set the pace (docs/design.md rule 2):
-    a large send lag, or fewer messages per second sent than the schedule asked for."""
+                        params: dict[str, Any], cpu: Cpu | None = None) -> list[str]:
+    """Say when the senders did not keep their schedule (docs/design.md rule 2): a large
+    send lag, or fewer messages per second sent than the schedule asked for; and whose
+    doing it was (formats.summary.pushed_back): "generator saturated" when their loops
+    were busy (or their CPU is not known), "system pushed back" when they mostly waited
+    in send calls."""
     if params.get("schedule") == Schedule.CLOSED or load_of(params) == SATURATION:
         return []  # a closed loop waits on purpose, rate: max has no schedule to lag
-    warnings = []
+    found = []
     lag_p99 = send_lag.p99
     if lag_p99 is not None and lag_p99 > SATURATED_LAG_P99_US:
-        warnings.append(f"generator saturated: send lag p99 is {lag_p99:,.0f} µs (over "
-                        f"{SATURATED_LAG_P99_US:,.0f} µs); latency includes that wait")
+        found.append(f"send lag p99 is {lag_p99:,.0f} µs (over {SATURATED_LAG_P99_US:,.0f} "
+                     "µs); latency includes that wait")
     rate = params.get("rate")
     if send_rate is not None and rate and send_rate < SATURATED_RATE_SHARE * rate:
-        warnings.append(f"generator saturated: sent {send_rate:,.0f} msg/s of the "
-                        f"{rate:,.0f} msg/s scheduled")
-    return warnings
+        found.append(f"sent {send_rate:,.0f} msg/s of the {rate:,.0f} msg/s scheduled")
+    if not found:
+        return []
+    if pushed_back(cpu, params.get("producers", 1)):
+        cores = cpu.sender.cores  # type: ignore[union-attr]
+        return [f"system pushed back: {line} (the senders' loops used {cores:.2f} core(s): "
+                "their sends blocked)" for line in found]
+    return [f"generator saturated: {line}" for line in found]

@@ -7,7 +7,7 @@ import numpy as np
 
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
-from sixnines.formats.summary import Figures
+from sixnines.formats.summary import Cpu, CpuSide, Figures
 from sixnines.spark_jobs.summarize import (
     ClockPairs,
     MetricCounts,
@@ -111,3 +111,18 @@ def test_hgrm_footer_is_in_microseconds_like_its_values(tmp_path):
     footer = next(line for line in path.read_text().splitlines() if line.startswith("#[Mean"))
     mean, stddev = (float(part.split("=")[1].strip(" ]")) for part in footer.split(","))
     assert abs(mean - 2000) < 2 and abs(stddev - 1000) < 2
+
+
+def test_senders_blocked_by_the_system_are_not_called_a_saturated_generator():
+    """Lagging with the senders' loops mostly idle (blocked in send calls): the system
+    pushed back; busy loops, or no CPU figures: the generator set the pace."""
+    def cpu(cores: float) -> Cpu:
+        return Cpu(sender=CpuSide(us_per_message=Figures(), cores=cores, empty_intervals=0),
+                   receiver=None, broker=None, interval_ms=1000.0, notes=[])
+    params = {"rate": 1000, "schedule": "fixed", "producers": 2}
+    blocked = saturation_warnings(figures(5_000), 800.0, params, cpu(0.3))
+    assert [w.split(":")[0] for w in blocked] == ["system pushed back"] * 2
+    assert "the senders' loops used 0.30 core(s)" in blocked[0]
+    for busy in (cpu(1.9), None):
+        assert all(w.startswith("generator saturated: ")
+                   for w in saturation_warnings(figures(5_000), 800.0, params, busy))
