@@ -5,7 +5,7 @@ In order, the first that holds decides:
 - the run did not finish well (failed, partial, corrupt): fail, with its status;
 - the senders did not keep the schedule (send-lag p99 over 1 ms, or under 95 % of the
   rate sent: the rule of the "generator saturated" warning) while their loops were
-  busy (formats.summary.pushed_back: at least half a core per agent, or no CPU figures):
+  busy (formats.summary.pushed_back: a quarter of a core per agent, or no CPU figures):
   generator-bound, never a verdict on the system. Lagging with idle loops, their sends
   blocked: the system pushed back (a full socket), and the probe fails;
 - a delivery lost or of unknown fate: fail;
