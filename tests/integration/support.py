@@ -190,6 +190,29 @@ def payloads(driver, buf: np.ndarray, size: int = SIZE, lane: Lane = SOLE_LANE
     return [raw[k + at : k + at + size] for k in range(0, len(raw), stride)]
 
 
+def assert_each_lane_gets_its_own(driver, closing, take, count: int = 300) -> list:
+    """Senders on lanes 0 and 1 of 2 send their lane's framing as it is; each lane's
+    receiver gets exactly that lane's messages (`take(receiver, count)`) through the one
+    receive framing, and nothing after. Returns the senders."""
+    lanes = [Lane(index, 2) for index in range(2)]
+    receivers = [driver.receiver(SIZE, index, lane) for index, lane in enumerate(lanes)]
+    senders = [driver.sender(SIZE, 10 + index, lane) for index, lane in enumerate(lanes)]
+    for thing in (*receivers, *senders):
+        closing(thing)
+    sent = []
+    for index, (sender, lane) in enumerate(zip(senders, lanes, strict=True)):
+        buf, stride = frames_of(driver, 10 + index, count, lane=lane)
+        send_in_batches(sender, buf, stride)
+        sent.append(payloads(driver, buf, lane=lane))
+    for receiver, messages in zip(receivers, sent, strict=True):
+        assert take(receiver, count) == messages
+    time.sleep(0.1)
+    stride = driver.receive_framing(SIZE).stride(SIZE)
+    assert all(receiver.receive(memoryview(bytearray(8 * stride)), stride, 0) == 0
+               for receiver in receivers)
+    return senders
+
+
 def send_in_batches(sender, buf: np.ndarray, stride: int, batches=(1, 7, 50, 13)) -> None:
     """All of `buf` through `sender` in calls of changing size, as an agent's batches vary."""
     wire = memoryview(buf)

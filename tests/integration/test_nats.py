@@ -82,13 +82,6 @@ def frames_of(driver: NatsDriver, producer_id: int, count: int, size: int = SIZE
     return buf, stride, support.payloads(driver, buf, size)
 
 
-def lane_frames(driver: NatsDriver, lane: Lane, producer_id: int, count: int):
-    """`count` frames as the framework lays them out for a sender on `lane` (its own
-    framing), headers stamped (producer_id, seq): (buffer, stride, each message)."""
-    buf, stride = support.frames_of(driver, producer_id, count, lane=lane)
-    return buf, stride, support.payloads(driver, buf, lane=lane)
-
-
 def collect(receiver, count: int, size: int = SIZE, timeout_s: float = 20.0,
             responders=()) -> list[bytes]:
     """Receive exactly `count` messages through a small buffer (many calls, partial
@@ -153,21 +146,7 @@ def test_each_lane_receives_what_its_senders_send(driver, closing):
     """Senders on lanes 0 and 1 of 2 send their lane's framing (`PUB S.<i>`, with the ack
     inbox in JetStream) as it is; each lane's receiver gets exactly that lane's messages,
     and in JetStream every publish is acknowledged."""
-    lanes = [Lane(index, 2) for index in range(2)]
-    receivers = [driver.receiver(SIZE, index, lane) for index, lane in enumerate(lanes)]
-    senders = [driver.sender(SIZE, 10 + index, lane) for index, lane in enumerate(lanes)]
-    for thing in (*receivers, *senders):
-        closing(thing)
-    sent = []
-    for index, (sender, lane) in enumerate(zip(senders, lanes, strict=True)):
-        buf, stride, messages = lane_frames(driver, lane, 10 + index, 300)
-        send_in_batches(sender, buf, stride)
-        sent.append(messages)
-    for receiver, messages in zip(receivers, sent, strict=True):
-        assert collect(receiver, 300) == messages
-    time.sleep(0.1)
-    assert all(receiver.receive(memoryview(bytearray(8 * SIZE)), SIZE, 0) == 0
-               for receiver in receivers)
+    senders = support.assert_each_lane_gets_its_own(driver, closing, collect)
     if driver.options.mode == "jetstream":
         assert wait_for_acks(senders, 600) == 600
 

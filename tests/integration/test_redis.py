@@ -19,6 +19,7 @@ from sixnines.drivers.redis import RedisDriver, RedisOptions
 from sixnines.orchestrator.scenario import ScenarioError
 from tests.integration.support import (
     SIZE,
+    assert_each_lane_gets_its_own,
     assert_every_message_accounted,
     assert_partial_with_loss_counted,
     assert_unreachable_run_fails,
@@ -32,7 +33,6 @@ from tests.integration.support import (
     recipe_server,
     redis_with_password,
     run_with_broker_killed,
-    send_in_batches,
 )
 from tests.integration.support import closing as closing_fixture
 
@@ -53,13 +53,6 @@ def server(tmp_path_factory):
 def fresh_channel() -> str:
     """A channel (stream key) of its own per test: tests share one server."""
     return f"t-{uuid.uuid4().hex[:10]}"
-
-
-def lane_frames(driver: RedisDriver, lane: Lane, producer_id: int, count: int):
-    """`count` frames as the framework lays them out for a sender on `lane` (its own
-    framing), headers stamped (producer_id, seq): (buffer, stride, each message)."""
-    buf, stride = frames_of(driver, producer_id, count, lane=lane)
-    return buf, stride, payloads(driver, buf, lane=lane)
 
 
 # --- driver level -----------------------------------------------------------------------
@@ -133,7 +126,8 @@ def test_lanes_write_a_stream_key_each_sharing_stream_maxlen(server, closing):
     driver = RedisDriver(server.address, RedisOptions(mode="streams", stream_maxlen=1000,
                                                       channel=fresh_channel()))
     sender = driver.sender(SIZE, 1, Lane(1, 2))
-    buf, _, messages = lane_frames(driver, Lane(1, 2), 1, 5000)
+    buf, _ = frames_of(driver, 1, 5000, lane=Lane(1, 2))
+    messages = payloads(driver, buf, lane=Lane(1, 2))
     sender.send(memoryview(buf), 5000)
     sender.close()
     channel = driver.options.channel
@@ -152,22 +146,8 @@ def test_each_lane_receives_what_its_senders_send(server, closing, mode):
     """Senders on lanes 0 and 1 of 2 send their lane's framing as it is; the receiver of
     each lane gets exactly that lane's messages, through the one receive framing."""
     driver = RedisDriver(server.address, RedisOptions(mode=mode, channel=fresh_channel()))
-    lanes = [Lane(index, 2) for index in range(2)]
-    receivers = [driver.receiver(SIZE, index, lane) for index, lane in enumerate(lanes)]
-    senders = [driver.sender(SIZE, 10 + index, lane) for index, lane in enumerate(lanes)]
-    for thing in (*receivers, *senders):
-        closing(thing)
-    sent = []
-    for index, (sender, lane) in enumerate(zip(senders, lanes, strict=True)):
-        buf, stride, messages = lane_frames(driver, lane, 10 + index, 300)
-        send_in_batches(sender, buf, stride)
-        sent.append(messages)
-    for receiver, messages in zip(receivers, sent, strict=True):
-        assert collect(driver, receiver, 300) == messages
-    time.sleep(0.1)
-    stride = driver.receive_framing(SIZE).stride(SIZE)
-    assert all(receiver.receive(memoryview(bytearray(8 * stride)), stride, 0) == 0
-               for receiver in receivers)
+    assert_each_lane_gets_its_own(driver, closing,
+                                  lambda receiver, count: collect(driver, receiver, count))
 
 
 # --- errors -----------------------------------------------------------------------------
