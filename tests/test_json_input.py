@@ -6,6 +6,9 @@ import pytest
 
 from sixnines.formats.json_input import MAX_DEPTH, RefusedJson, read_json
 
+#: the files here are named as results files and are not results on purpose
+pytestmark = pytest.mark.unchecked_results
+
 
 @pytest.mark.parametrize(("text", "why"), [
     ("[" * 100_000 + "]" * 100_000, "nested more than"),  # past the parser's recursion
