@@ -11,6 +11,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import select
 import signal
@@ -84,8 +85,11 @@ def _validate(args, console: Console) -> int:
 
 
 def _say(console: Console, text: str) -> None:
-    """A message as it is: no markup, and not wrapped (it holds paths and commands)."""
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    """A message as it is: no markup, not wrapped (it holds paths and commands), and
+    nothing a terminal would act on (the paths and names in it may come from files)."""
+    from sixnines.orchestrator.terminal import printable_lines
+
+    console.print(printable_lines(text), markup=False, highlight=False, soft_wrap=True)
 
 
 def _run(args, console: Console) -> int:
@@ -213,11 +217,21 @@ def _runs(args, console: Console) -> int:
     return EXIT_OK
 
 
+#: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
+#: (and `inf` would turn every check off).
+MAX_THRESHOLD_PCT = 1000.0
+
+
 def _percentage(text: str) -> float:
-    """A positive percentage for --threshold (argparse turns the error into exit 2)."""
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text}: a percentage above 0 is expected")
+    """A percentage above 0 and at most MAX_THRESHOLD_PCT for --threshold (argparse turns
+    the error into exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_THRESHOLD_PCT:
+        raise argparse.ArgumentTypeError(
+            f"{text}: a percentage above 0 and at most {MAX_THRESHOLD_PCT:,.0f} is expected")
     return value
 
 

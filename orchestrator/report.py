@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from sixnines.formats.atomic import atomic_path, write_atomically
@@ -26,6 +25,7 @@ from sixnines.formats.summary import CapacityResult, Figures, ResultsSummary, Ru
 from sixnines.orchestrator.launchers.local import run_guarded
 from sixnines.orchestrator.load import latency_of, run_load, saturation
 from sixnines.orchestrator.manifest import MANIFEST_FILE
+from sixnines.orchestrator.terminal import markup
 
 SUMMARY_FILE = "summary.json"
 CSV_FILE = "summary.csv"
@@ -248,7 +248,7 @@ STATUS_COLOUR = {"ok": "green", "partial": "yellow", CORRUPT: "bold red"}  # els
 
 def _status_text(summary: RunSummary) -> str:
     status = summary.status
-    return f"[{STATUS_COLOUR.get(status, 'red')}]{escape(str(status))}[/]"
+    return f"[{STATUS_COLOUR.get(status, 'red')}]{markup(status)}[/]"
 
 
 def _counts(summary: RunSummary) -> str:
@@ -267,7 +267,7 @@ def run_table(summary: RunSummary) -> Table:
     figures timed across hosts carry their clock bound in a "± clock" column."""
     rates = (f"send {summary.send_rate or 0:,.0f} msg/s  "
              f"receive {summary.receive_rate or 0:,.0f} msg/s")
-    table = Table(title=f"{escape(str(summary.run_id))}  {_status_text(summary)}\n"
+    table = Table(title=f"{markup(summary.run_id)}  {_status_text(summary)}\n"
                         f"{_counts(summary)}\n{rates}", title_justify="left")
     table.add_column("µs", justify="left")
     bound = _clock_bound_us(summary)
@@ -289,14 +289,14 @@ def print_tables(summaries: list[RunSummary], console: Console) -> None:
     a line saying so stands in for its table."""
     for summary in summaries:
         if summary.status == CORRUPT:
-            console.print(f"{escape(str(summary.run_id))}  {_status_text(summary)}: its "
+            console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: its "
                           "files fail their checks, no figures")
         else:
             console.print(run_table(summary))
         for problem in summary.problems:
-            console.print(f"  [yellow]! {escape(str(problem))}[/]", soft_wrap=True)
+            console.print(f"  [yellow]! {markup(problem)}[/]", soft_wrap=True)
         for warning in summary.warnings:
-            console.print(f"  [yellow]! {escape(str(warning))}[/]", soft_wrap=True)
+            console.print(f"  [yellow]! {markup(warning)}[/]", soft_wrap=True)
         note = summary.broker.note
         if note:
-            console.print(f"  note: {escape(str(note))}", soft_wrap=True)
+            console.print(f"  note: {markup(note)}", soft_wrap=True)

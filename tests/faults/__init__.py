@@ -12,6 +12,9 @@ category, each test one case.
 - test_full_disk_run.py     ENOSPC in an agent's files and in the manifest
 - test_full_disk_report.py  ENOSPC while writing the report
 - test_corrupt_artifacts.py edited, truncated and bit-flipped files given to `report`
+- test_compare_input.py     impossible figures, nesting and escape sequences in summaries,
+                            given to `compare` and `runs`
+- test_compare_fuzz.py      a real pair of summaries mangled at random, through `compare`
 
 Helpers: processes.py (real `sixnines` processes and their trees), disks.py (tmpfs that
 fill up), validate_worker.py (many scenarios through validate in one capped process).

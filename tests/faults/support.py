@@ -49,11 +49,38 @@ def sixnines(*args: str | Path, cwd: Path | None = None) -> subprocess.Completed
                           capture_output=True, text=True, timeout=600)
 
 
+def analysed(directory: Path, scenario: str = SMALL_RUN) -> Path:
+    """The results directory of `sixnines run` of `scenario` under `directory`, analysed
+    (by the runs' sidecars: no Spark); the run must have gone well."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "scenario.yaml").write_text(scenario)
+    done = sixnines("run", "scenario.yaml", "--output", "runs", cwd=directory)
+    assert done.returncode == 0, done.stderr
+    return directory / done.stdout.strip().splitlines()[-1]
+
+
+def control_characters(text: str) -> list[str]:
+    """The characters of `text` a terminal would act on (all but line breaks)."""
+    return [char for char in text if not char.isprintable() and char != "\n"]
+
+
 def failed_cleanly(done: subprocess.CompletedProcess) -> str:
     """stderr of a command that must have said what is wrong and exited 1, no traceback."""
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     return done.stderr
+
+
+def refused(done: subprocess.CompletedProcess) -> str:
+    """The one line of a command that must have refused its input: exit 2, nothing on
+    stdout, no traceback, no control character."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == "", done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not control_characters(done.stderr), done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
 
 
 def line_with(text: str, *parts: str) -> str:
