@@ -78,7 +78,8 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
             summaries.append(_unanalysed(run_dir, None))
         else:
             error = result.get("error", "the analysis did not finish")
-            summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}"))
+            summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}; "
+                                         f"`sixnines report {run_dir}` analyses it again"))
     return summaries
 
 
@@ -285,12 +286,15 @@ def run_table(summary: RunSummary) -> Table:
 
 
 def print_tables(summaries: list[RunSummary], console: Console) -> None:
-    """Each run's table, then its problems and warnings; a corrupt run has no figures, so
-    a line saying so stands in for its table."""
+    """Each run's table, then its problems and warnings. A run without figures (corrupt:
+    its files fail their checks; or never analysed: nothing recorded, or its analysis
+    failed) gets a line saying so instead of a table of zeros; its problems say why."""
     for summary in summaries:
         if summary.status == CORRUPT:
             console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: its "
                           "files fail their checks, no figures")
+        elif summary.sent is None:
+            console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: no figures")
         else:
             console.print(run_table(summary))
         for problem in summary.problems:

@@ -4,6 +4,7 @@ damage, and `sixnines` run as a user runs it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,10 +44,14 @@ def edit_manifest(run_dir: Path, change) -> dict:
     return manifest
 
 
-def sixnines(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The real CLI in its own process, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "sixnines", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+def sixnines(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+             limits: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """The real CLI in its own process, as a user runs it; `env` adds to the environment,
+    `limits` are prlimit options it starts under (`--nofile=64`)."""
+    prefix = ["prlimit", *limits, "--"] if limits else []
+    return subprocess.run([*prefix, sys.executable, "-m", "sixnines", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
 
 
 def analysed(directory: Path, scenario: str = SMALL_RUN) -> Path:
