@@ -23,7 +23,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -37,6 +36,7 @@ from pydantic import (
 from sixnines.formats.errors import SixninesError
 from sixnines.orchestrator import units
 from sixnines.orchestrator.launchers.base import check_env_name
+from sixnines.orchestrator.yaml_source import SourceError, YamlSyntaxError, parse, read_source
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "deploy" / "recipes"
 PATH_VARIABLE = "SIXNINES_RECIPE_PATH"
@@ -143,14 +143,26 @@ def search_path() -> list[Path]:
     return [*extra, BUILTIN_DIR]
 
 
+#: A mapping with none of these is no recipe: its keys are not listed as unknown fields.
+RECIPE_KEYS = {"name", "native", "ports", "address"}
+
+
 @cache
 def _load(path: Path) -> Recipe:
+    """The recipe in `path`, read as scenarios are (bounded: yaml_source); a file that is
+    not a recipe is named with a line, never quoted (it may be any file of that name)."""
     try:
-        return Recipe.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        doc = parse(read_source(path))
+    except (SourceError, YamlSyntaxError) as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise RecipeError(f"broker recipe {where}: {exc.message}") from None
+    if not isinstance(doc.data, dict) or not RECIPE_KEYS & set(doc.data):
+        raise RecipeError(f"broker recipe {path}:{doc.line_of(())}: not a broker recipe (its "
+                          "content is not shown)")
+    try:
+        return Recipe.model_validate(doc.data)
     except ValidationError as exc:
         raise RecipeError(f"broker recipe {path}: {_errors(exc)}") from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise RecipeError(f"broker recipe {path}: {exc}") from None
 
 
 def _errors(exc: ValidationError) -> str:

@@ -486,3 +486,57 @@ def test_a_recipe_name_too_long_for_a_file_name(tmp_path: Path) -> None:
     path = text(long)(tmp_path)
     outcome = validate_all([path], tmp_path)[str(path)]
     assert judge(outcome) is None, judge(outcome)
+
+
+# --- files that are not the document expected: named, never quoted -----------------------
+
+HASH = "$6$rounds=5000$Zk1sb3cK$Q2hhbmdlTWVQbGVhc2VJdElzTm90QVJlYWxIYXNo"
+SECRET_FILES = {
+    "shadow": "".join(f"user{i}:{HASH}{i}:20228:0:99999:7:::\n" for i in range(29)),
+    "private-key": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{HASH}\n"
+                   "-----END OPENSSH PRIVATE KEY-----\n",
+    "credentials-json": f'{{"token": "{HASH}", "user": "admin"}}\n',
+    "env-file": f"API_KEY: {HASH}\nDB_PASSWORD: {HASH}x\n",
+    "yaml-alias": f"hosts: *{HASH[3:20]}\n",
+    "yaml-tag": f"x: !{HASH[3:20]} y\n",
+}
+
+
+def quotes_the_secret(text: str) -> bool:
+    """Whether any piece of the hash (its salt, any ten characters of it) was printed."""
+    secret = HASH[3:]
+    return any(secret[start:start + 10] in text for start in range(len(secret) - 9))
+
+
+@pytest.mark.parametrize("content", SECRET_FILES.values(), ids=SECRET_FILES.keys())
+def test_an_inventory_that_is_no_inventory_is_named_never_quoted(content: str,
+                                                                 tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text(content)
+    text(f"{MINIMAL}inventory: {secret}\n")(tmp_path)
+    done = sixnines(tmp_path, "validate", "scenario.yaml")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert not quotes_the_secret(done.stdout + done.stderr), done.stderr
+    assert re.fullmatch(rf"{re.escape(str(secret))}:\d+: [^\n]+\n", done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("content", SECRET_FILES.values(), ids=SECRET_FILES.keys())
+def test_a_scenario_that_is_no_scenario_is_named_never_quoted(content: str,
+                                                              tmp_path: Path) -> None:
+    path = text(content, "secret")(tmp_path)
+    done = sixnines(tmp_path, "validate", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert not quotes_the_secret(done.stdout + done.stderr), done.stderr
+    assert all(line.startswith(f"{path}:") for line in done.stderr.splitlines())
+
+
+@pytest.mark.parametrize("content", SECRET_FILES.values(), ids=SECRET_FILES.keys())
+def test_a_recipe_that_is_no_recipe_is_named_never_quoted(content: str, tmp_path: Path) -> None:
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "mine.yaml").write_text(content)
+    text(MINIMAL.replace("driver: tcp}", "driver: redis, broker: {recipe: mine}}"))(tmp_path)
+    done = sixnines(tmp_path, "validate", "scenario.yaml", "--recipes", "recipes")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert not quotes_the_secret(done.stdout + done.stderr), done.stderr
+    assert re.fullmatch(r"scenario\.yaml:3: systems\[0\]\.broker\.recipe: broker recipe "
+                        r"recipes/mine\.yaml(:\d+)?: [^\n]+\n", done.stderr), done.stderr
