@@ -211,6 +211,18 @@ SWEEPS = [
 
 # --- 6. numbers and names past their bounds -----------------------------------------------
 
+#: External broker addresses `run` could not connect to as written: (id, address, words).
+EXTERNAL_ADDRESSES = [
+    ("5000-characters", "a" * 4994 + ":7000", ("must be at most 4096 characters",)),
+    ("host-of-300", "a." * 150 + "b:7000", ("longer than 253 characters",)),
+    ("label-of-64", "a" * 64 + ".lab:7000", ("1 to 63 characters",)),
+    ("empty-label", "broker..lab:7000", ("1 to 63 characters",)),
+    ("space", "broker lab:7000", ("letters, digits, '-' and '_'",)),
+    ("not-ipv4", "10.0.0.256:7000", ("is not an IPv4 address",)),
+    ("not-ipv6", "[::g]:7000", ("is not an IPv6 address",)),
+    ("port-0", "127.0.0.1:0", ("from 1 to 65535",)),
+    ("port-99999", "127.0.0.1:99999", ("from 1 to 65535",)),
+]
 BOUNDS = [
     Case("rate-1e30", workload("rate", "1e30"), 6, "workload.rate",
          ("must be at most 100M msg/s",)),
@@ -259,6 +271,15 @@ BOUNDS = [
     Case("output-path-5000", top("output: " + "o" * 5000), 8, "output",
          ("must be at most 4096 characters",)),
     Case("output-with-nul", top('output: "runs\\0"'), 8, "output", ("control characters",)),
+    *(Case(f"external-{id_}", text(MINIMAL.replace("driver: tcp}", "driver: tcp, broker: "
+                                                  f"{{external: '{address}'}}}}")), 3,
+           "systems[0].broker.external", words)
+      for id_, address, words in EXTERNAL_ADDRESSES),
+    Case("ssh-address-label-of-64", top("hosts: [{name: h, address: " + "a" * 64 + ".lab}]"),
+         8, "hosts[0].address", ("1 to 63 characters",)),
+    Case("container-address-not-ipv4", top("hosts: [{name: h, docker: 'unix:///x', "
+                                           "address: 10.0.0.256}]"), 8,
+         "hosts[0].address", ("is not an IPv4 address",)),
     Case("hosts-1001", top("hosts: [" + ", ".join(f"{{name: h{i}, address: a}}"
                                                     for i in range(1001)) + "]"), 8, "hosts",
          ("must have at most 1,000 items",)),
@@ -468,6 +489,7 @@ def sixnines(cwd: Path, *args: str, timeout: float = 60) -> subprocess.Completed
     ("validate", ALIAS_BOMBS[0]), ("validate", DEEP_NESTING[0]), ("validate", SWEEPS[1]),
     ("validate", NOT_SCENARIO_FILES[0]), ("validate", NOT_SCENARIO_FILES[1]),
     ("run", ALIAS_BOMBS[1]), ("run", NOT_SCENARIO_FILES[7]),
+    *(("run", case) for case in BOUNDS if case.id.startswith("external-")),
 ], ids=lambda x: x if isinstance(x, str) else x.id)
 def test_the_command_line_refuses_and_starts_nothing(command: str, case: Case,
                                                      tmp_path: Path) -> None:
