@@ -25,6 +25,7 @@ from rich.console import Console
 
 from sixnines import __version__
 from sixnines.formats.errors import SixninesError
+from sixnines.orchestrator.terminal import printable_lines
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
 SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
@@ -87,8 +88,6 @@ def _validate(args, console: Console) -> int:
 def _say(console: Console, text: str) -> None:
     """A message as it is: no markup, not wrapped (it holds paths and commands), and
     nothing a terminal would act on (the paths and names in it may come from files)."""
-    from sixnines.orchestrator.terminal import printable_lines
-
     console.print(printable_lines(text), markup=False, highlight=False, soft_wrap=True)
 
 
@@ -243,25 +242,35 @@ def _agent(args, console: Console) -> int:
 
 def _broker(args, console: Console) -> int:
     from sixnines.drivers import registry
-    from sixnines.drivers.base import split_address
+    from sixnines.orchestrator.fields import split_address
 
     try:
         driver = registry.load(args.driver)
-        host, port = split_address(args.bind, args.driver)
+        host, port = split_address(args.bind, any_port=True)
     except (LookupError, ValueError) as exc:
-        console.print(str(exc), markup=False)
+        _say(console, f"sixnines broker: {exc}")
         return EXIT_BAD_INPUT
     if not driver.has_builtin_broker:
-        console.print(f"driver {args.driver!r} has no builtin broker")
+        _say(console, f"sixnines broker: driver {args.driver!r} has no builtin broker")
         return EXIT_BAD_INPUT
+    listening: list[str] = []  # the address, once bound
 
     def announce(address: str) -> None:
+        listening.append(address)
         print(json.dumps({"listening": address}), flush=True)
 
     if args.exit_on_eof:
         _exit_at_end_of_input()
-    with contextlib.suppress(KeyboardInterrupt):
-        driver.serve_broker(host, port, announce)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            driver.serve_broker(host, port, announce)
+    except OSError as exc:  # the address cannot be bound (bad input), or serving failed
+        why = exc.strerror or str(exc)
+        if listening:
+            _say(console, f"sixnines broker {args.driver} at {listening[0]}: stopped: {why}")
+            return EXIT_NOT_OK
+        _say(console, f"sixnines broker: cannot listen on {args.bind}: {why}")
+        return EXIT_BAD_INPUT
     return EXIT_OK
 
 
