@@ -52,16 +52,19 @@ def _load(file: str):
     return load_scenario(file)
 
 
-def _footprint(file: str, points: list, scenario, output: Path) -> tuple[list[str], list[str]]:
-    """The runs' memory and disk estimate in words, and why they cannot fit this machine
-    (each naming `file`). Remote hosts are checked once they are prepared."""
-    from sixnines.orchestrator import footprint
+def _footprint(file: str, points: list, scenario, output: Path, *, run: bool
+               ) -> tuple[list[str], list[str]]:
+    """The runs' memory and disk estimate in words, and why they cannot run on this
+    machine (each naming `file`): too big for it, or what it lacks (orchestrator.preflight;
+    `run` leaves recipes to each run). Remote hosts are checked once they are prepared."""
+    from sixnines.orchestrator import footprint, preflight
     from sixnines.orchestrator.hosts import LOCAL
 
     found = footprint.estimate(points, scenario.placement.agents)
     available = {LOCAL: footprint.available_memory()}
     free = footprint.free_disk(output)
-    problems = footprint.problems(found, available, free, str(output))
+    problems = [*preflight.problems(scenario, points, output, run=run),
+                *footprint.problems(found, available, free, str(output))]
     return (found.lines(available, free, str(output)),
             [f"{file}: {problem}" for problem in problems])
 
@@ -72,8 +75,9 @@ def _validate(args, console: Console) -> int:
 
     scenario = _load(args.file)
     points = expand(scenario)
-    estimate, problems = _footprint(args.file, points, scenario, Path(scenario.output))
-    verdict = "does not fit this machine" if problems else "ok"
+    estimate, problems = _footprint(args.file, points, scenario, Path(scenario.output),
+                                    run=False)
+    verdict = "cannot run on this machine" if problems else "ok"
     _say(console, f"{args.file}: {verdict}, {len(points)} run(s)")
     for point in points:
         _say(console, f"  {describe(point)}")
@@ -106,7 +110,7 @@ def _run(args, console: Console) -> int:
                       "probe by its analysis before choosing the next rate: run it without "
                       "--no-analysis")
         return EXIT_BAD_INPUT
-    _, problems = _footprint(args.file, points, scenario, output)
+    _, problems = _footprint(args.file, points, scenario, output, run=True)
     for problem in problems:
         _say(console, problem)
     if problems:

@@ -15,6 +15,9 @@ category, each test one case.
 - test_compare_input.py     impossible figures, nesting and escape sequences in summaries,
                             given to `compare` and `runs`
 - test_compare_fuzz.py      a real pair of summaries mangled at random, through `compare`
+- test_environment.py       what the machine lacks or breaks: output directory, open-file
+                            limit, recipe programs and variables, `broker --bind`, servers
+                            that never answer or answer garbage, a dead analysis
 
 Helpers: processes.py (real `sixnines` processes and their trees), disks.py (tmpfs that
 fill up), validate_worker.py (many scenarios through validate in one capped process).

@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import resource
+import shutil
 import socket
 import stat
 import subprocess
@@ -21,6 +23,8 @@ import pytest
 from tests.faults.support import SMALL_RUN, line_with, sixnines
 
 pytestmark = pytest.mark.integration
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 NO_JAVA = """#!/bin/sh
 echo "this java refuses to start" >&2
@@ -107,3 +111,144 @@ def test_a_relay_out_of_files_says_so_in_one_line() -> None:
     assert code == 1, stderr
     assert stderr == (f"sixnines broker tcp at {host}:{port}: stopped: Too many open files: a "
                       "connection takes a file and the open-file limit (ulimit -n) is 16\n")
+
+
+# --- where the results go ----------------------------------------------------------------------
+
+
+def unwritable_outputs(tmp_path: Path) -> dict[str, tuple[Path, str]]:
+    (tmp_path / "a-file").write_text("")
+    return {"dev-null": (Path("/dev/null"), "output /dev/null is not a directory"),
+            "under-a-file": (tmp_path / "a-file" / "runs",
+                             f"output {tmp_path / 'a-file' / 'runs'}: {tmp_path / 'a-file'} is "
+                             "not a directory")}
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+@pytest.mark.parametrize("case", ["dev-null", "under-a-file"])
+def test_an_output_that_is_no_directory_is_refused_before_anything_starts(
+        tmp_path: Path, command: str, case: str) -> None:
+    output, words = unwritable_outputs(tmp_path)[case]
+    file = scenario(tmp_path, f"{SMALL_RUN}output: {output}\n")
+    done = sixnines(command, file, cwd=tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert "Traceback" not in done.stderr
+    line_with(done.stderr, f"{file}: {words}; choose another `output` (or --output)")
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_read_only_output_is_refused_before_anything_starts(tmp_path: Path,
+                                                              command: str) -> None:
+    read_only = tmp_path / "read-only"
+    read_only.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64M", "tmpfs",
+                              str(read_only)], capture_output=True, text=True, check=False)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs (needs root): {mounted.stderr.strip()}")
+    try:
+        file = scenario(tmp_path, f"{SMALL_RUN}output: {read_only / 'runs'}\n")
+        done = sixnines(command, file, cwd=tmp_path)
+    finally:
+        subprocess.run(["umount", "--lazy", str(read_only)], check=False)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert "Traceback" not in done.stderr
+    line_with(done.stderr, f"{file}: output {read_only / 'runs'}: {read_only} is on a "
+                           "read-only filesystem")
+
+
+# --- open files --------------------------------------------------------------------------------
+
+MANY_CONNECTIONS = SMALL_RUN.replace("warmup: 0s}", "warmup: 0s, connections: 50}")
+
+
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_an_open_file_limit_too_low_for_the_connections_is_named_with_the_need(
+        tmp_path: Path, command: str) -> None:
+    """50 connections under `ulimit -n 64`: 'Connection reset by peer' from a relay out of
+    files, before; now refused before anything starts, with the number to raise it to."""
+    file = scenario(tmp_path, MANY_CONNECTIONS)
+    done = sixnines(command, file, cwd=tmp_path, limits=("--nofile=64:64",))
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    assert "Traceback" not in done.stderr
+    line_with(done.stderr, f"{file}: run 01-tcp needs about 632 open files in one process",
+              "50 connection(s)", "the open-file limit here is 64", "ulimit -n 632")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_run_raises_a_low_soft_limit_to_the_hard_one(tmp_path: Path) -> None:
+    """`ulimit -Sn 64` with room under the hard limit: the run raises it, and goes well."""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 1000:
+        pytest.skip(f"the hard open-file limit here ({hard}) is below what the run needs")
+    file = scenario(tmp_path, MANY_CONNECTIONS)
+    done = sixnines("run", file, cwd=tmp_path, limits=(f"--nofile=64:{hard}",))
+    assert done.returncode == 0, done.stderr
+
+
+# --- broker recipes: what they need from this machine ------------------------------------------
+
+TWO_SYSTEMS = """
+name: two
+systems:
+  - {{name: first, driver: {driver}, broker: {{recipe: {recipe}}}}}
+  - {{name: tcp, driver: tcp}}
+workload: {{message_size: 64, rate: 1000, duration: 1s, warmup: 0s}}
+"""
+
+
+def without(program: str, directory: Path) -> str:
+    """A PATH holding every program of this one's but `program`."""
+    directory.mkdir()
+    for folder in os.environ["PATH"].split(os.pathsep):
+        with contextlib.suppress(OSError):
+            for entry in os.scandir(folder):
+                link = directory / entry.name
+                if entry.name != program and not os.path.lexists(link):
+                    link.symlink_to(entry.path)
+    return str(directory)
+
+
+def run_without_a_broker(tmp_path: Path, recipe: str, driver: str,
+                         env: dict[str, str]) -> tuple[Path, str]:
+    """`run` of the recipe's system beside tcp: the first fails, saying why; the other
+    still runs; the results directory is printed. (results, the first run's problem)"""
+    file = scenario(tmp_path, TWO_SYSTEMS.format(recipe=recipe, driver=driver))
+    done = sixnines("run", file, "--output", tmp_path / "runs", cwd=tmp_path, env=env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    results = Path(done.stdout.strip())
+    summary = json.loads((results / "summary.json").read_text())
+    first, tcp = summary["runs"]
+    manifest = json.loads((results / "01-first" / "manifest.json").read_text())
+    assert (first["status"], manifest["status"], tcp["status"]) == ("failed", "failed", "ok")
+    assert first["problems"] == manifest["problems"] and len(first["problems"]) == 1
+    line_with(done.stderr, first["problems"][0])
+    return results, first["problems"][0]
+
+
+def test_a_recipe_needing_an_unset_environment_variable(tmp_path: Path, monkeypatch) -> None:
+    """`{recipe: kafka}` without KAFKA_HOME passed validate; run stopped the scenario at the
+    first run with `unknown placeholder`, exit 1, no results directory, `problems: []`."""
+    monkeypatch.delenv("KAFKA_HOME", raising=False)
+    file = scenario(tmp_path, TWO_SYSTEMS.format(recipe="kafka", driver="kafka"), "v.yaml")
+    checked = sixnines("validate", file)
+    assert checked.returncode == 2, checked.stderr
+    line_with(checked.stderr, f"{file}: systems[0] (first): recipe kafka needs the environment "
+                              "variable KAFKA_HOME ({env.KAFKA_HOME}), which is not set here")
+    _, problem = run_without_a_broker(tmp_path, "kafka", "kafka", {})
+    assert problem == ("first: recipe kafka on local: needs the environment variable "
+                       "KAFKA_HOME ({env.KAFKA_HOME}), which is not set here")
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server not installed")
+def test_a_recipe_whose_program_is_not_installed(tmp_path: Path) -> None:
+    """examples/capacity.yaml on a machine without redis-server (the README's first
+    command installs none): a FileNotFoundError traceback from the launcher, before."""
+    path = without("redis-server", tmp_path / "bin")
+    checked = sixnines("validate", EXAMPLES / "capacity.yaml", env={"PATH": path})
+    assert checked.returncode == 2 and "Traceback" not in checked.stderr, checked.stderr
+    line_with(checked.stderr, f"{EXAMPLES / 'capacity.yaml'}: systems[1] (redis): recipe "
+                              "redis: redis-server not installed", "apt-get install redis-server",
+              "deploy/setup.sh --test")
+    _, problem = run_without_a_broker(tmp_path, "redis", "redis", {"PATH": path})
+    assert problem.startswith("first: recipe redis on local: redis-server not installed "
+                              "(not on PATH, or not executable): apt-get install redis-server")
