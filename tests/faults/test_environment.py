@@ -16,11 +16,13 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.faults.support import SMALL_RUN, line_with, sixnines
+from tests.faults.support import SMALL_RUN, control_characters, line_with, sixnines
 
 pytestmark = pytest.mark.integration
 
@@ -252,3 +254,64 @@ def test_a_recipe_whose_program_is_not_installed(tmp_path: Path) -> None:
     _, problem = run_without_a_broker(tmp_path, "redis", "redis", {"PATH": path})
     assert problem.startswith("first: recipe redis on local: redis-server not installed "
                               "(not on PATH, or not executable): apt-get install redis-server")
+
+
+# --- a server that is not the system: silent, or answering garbage ----------------------------
+
+GARBAGE = b"HTTP/1.1 400 Bad Request\r\n\x1b]0;owned\x07\x1b[31m\r\n\r\n" + bytes(range(256)) * 8
+
+
+#: What each driver says of a server that never answers.
+SILENCE = {"rabbitmq": "no AMQP handshake within 10 s", "nats": "no answer within 5",
+           "redis": "no answer within", "kafka": "no metadata within",
+           "zmq": "no welcome message within", "tcp": "cannot connect (timed out)"}
+
+
+@contextlib.contextmanager
+def impostor(answer: bytes | None) -> Iterator[int]:
+    """A TCP server on loopback that accepts every connection and never answers
+    (`answer` None) or sends `answer` and reads on; yields its port."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                peer, _ = listener.accept()
+                held.append(peer)
+                if answer is not None:
+                    with contextlib.suppress(OSError):
+                        peer.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        for sock in [listener, *held]:
+            sock.close()
+
+
+@pytest.mark.parametrize("answer", [None, GARBAGE], ids=["never-answers", "answers-garbage"])
+@pytest.mark.parametrize("driver", ["rabbitmq", "nats", "redis", "kafka", "zmq", "tcp"])
+def test_a_server_that_is_not_the_system_is_one_line_naming_its_address(
+        tmp_path: Path, driver: str, answer: bytes | None) -> None:
+    """RabbitMQ's agent died after 12 s with AMQPConnectorStackTimeout as a traceback in
+    its log, and the console said only "exited (code 1) without reporting its results"."""
+    with impostor(answer) as port:
+        file = scenario(tmp_path, SMALL_RUN.replace(
+            "driver: tcp}", f"driver: {driver}, broker: {{external: '127.0.0.1:{port}'}}}}"))
+        done = sixnines("run", file, "--output", tmp_path / "runs", cwd=tmp_path)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert not control_characters(done.stderr), done.stderr
+    line = line_with(done.stderr, "consumer-0 could not start: ", f"127.0.0.1:{port}")
+    assert "exited (code" not in line, line
+    if answer is None:
+        assert SILENCE[driver] in line, line
+    results = Path(done.stdout.strip())
+    for log in (results / "01-tcp" / "agents").glob("*/agent.log"):
+        assert "Traceback" not in log.read_text(errors="replace"), log
