@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a run or analysis was not ok, a result file could not be written,
 or `compare` found a regression; 2 bad input (scenario, arguments, a directory without
-results); 130 interrupted by Ctrl-C, 143 by SIGTERM (data kept either way).
+results, a summary no analysis can write) or a plan this machine cannot run; 130
+interrupted by Ctrl-C, 143 by SIGTERM (data kept either way).
 """
 
 from __future__ import annotations
