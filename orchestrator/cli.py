@@ -53,7 +53,7 @@ def _load(file: str):
     return load_scenario(file)
 
 
-def _footprint(file: str, points: list, scenario, output: Path, *, run: bool
+def _machine_checks(file: str, points: list, scenario, output: Path, *, run: bool
                ) -> tuple[list[str], list[str]]:
     """The runs' memory and disk estimate in words, and why they cannot run on this
     machine (each naming `file`): too big for it, or what it lacks (orchestrator.preflight;
@@ -76,7 +76,7 @@ def _validate(args, console: Console) -> int:
 
     scenario = _load(args.file)
     points = expand(scenario)
-    estimate, problems = _footprint(args.file, points, scenario, Path(scenario.output),
+    estimate, problems = _machine_checks(args.file, points, scenario, Path(scenario.output),
                                     run=False)
     verdict = "cannot run on this machine" if problems else "ok"
     _say(console, f"{args.file}: {verdict}, {len(points)} run(s)")
@@ -111,7 +111,7 @@ def _run(args, console: Console) -> int:
                       "probe by its analysis before choosing the next rate: run it without "
                       "--no-analysis")
         return EXIT_BAD_INPUT
-    _, problems = _footprint(args.file, points, scenario, output, run=True)
+    _, problems = _machine_checks(args.file, points, scenario, output, run=True)
     for problem in problems:
         _say(console, problem)
     if problems:
