@@ -27,7 +27,15 @@ from sixnines.formats.errors import SixninesError
 from sixnines.orchestrator.handoff import handoff_argv, handoff_line
 from sixnines.orchestrator.hosts import is_loopback
 from sixnines.orchestrator.launchers.base import Completed, Launcher, Process
-from sixnines.orchestrator.recipes import Auth, Recipe, RecipeError, load_recipe, render
+from sixnines.orchestrator.recipes import (
+    Auth,
+    Recipe,
+    RecipeError,
+    check_renders,
+    load_recipe,
+    programs,
+    render,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -188,6 +196,10 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
     requires the run's credential (`RunningBroker.credential`)."""
     host = launcher.address
     label = f"{system}: recipe {recipe.name} on {launcher.host}"
+    try:
+        check_renders(recipe)  # before anything is done on the host
+    except RecipeError as exc:
+        raise BrokerError(f"{label}: {exc}") from None
     credential = _credential(recipe, host, allow_unauthenticated, label)
     data = launcher.workdir(f"{key}/broker" if key else "broker", run_dir / "broker")
     launcher.run(["mkdir", "-p", data], timeout_s=60)
@@ -199,6 +211,10 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
 
     native = recipe.native
     env = fill(native.env)
+    missing = missing_programs(launcher, programs(recipe, host=host, ports=ports, data=data),
+                               env)
+    if missing:
+        raise BrokerError(f"{label}: {not_installed(missing, native.install)}")
     for name, content in fill(native.files).items():
         launcher.write_file(f"{data}/{name}", content)
     for command in fill(native.prepare):
@@ -238,6 +254,27 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         done = launcher.run(fill(native.version), env, timeout_s=60)
         broker.facts["version"] = done.output.strip().splitlines()[0] if done.output else None
     return broker
+
+
+#: Prints those of its arguments that are not programs found on PATH (or, written as a
+#: path, executable files).
+MISSING_PROGRAMS = """\
+import os, shutil, sys
+print(" ".join(p for p in sys.argv[1:]
+               if not (os.access(p, os.X_OK) if "/" in p else shutil.which(p))))
+"""
+
+
+def missing_programs(launcher: Launcher, names: list[str], env: dict) -> list[str]:
+    """Those of `names` the launcher's host cannot run (looked up there, with `env`)."""
+    done = launcher.run([launcher.python, "-c", MISSING_PROGRAMS, *names], env, timeout_s=60)
+    return done.output.split() if done.code == 0 else []
+
+
+def not_installed(missing: list[str], install: str | None) -> str:
+    """What to say of programs a recipe runs that are not there, and how to get them."""
+    how = f": {install}" if install else ""
+    return f"{', '.join(missing)} not installed (not on PATH, or not executable){how}"
 
 
 def _set_up(broker: RunningBroker, auth: Auth, fill, login: dict, env: dict, label: str,

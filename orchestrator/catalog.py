@@ -5,7 +5,9 @@ A results directory is recognised by its contents, not its place, because a scen
 `output:` may put results anywhere: it holds summary.json, scenario.yaml, or run
 directories (with manifest.json). Directories recorded but never analysed (`--no-analysis`,
 an interrupted run, a failed analysis) are listed from their manifests, with the command that
-analyses them.
+analyses them, and so are those whose summary.json cannot be what sixnines wrote
+(orchestrator.summaries), with the reason. Every name printed may come from someone else's
+files: it goes through orchestrator.terminal.
 """
 
 from __future__ import annotations
@@ -18,9 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypedDict
 
-from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from sixnines.formats.manifest import Manifest
@@ -29,6 +29,8 @@ from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
 from sixnines.orchestrator.load import SATURATION, run_load
 from sixnines.orchestrator.manifest import MANIFEST_FILE
 from sixnines.orchestrator.report import STATUS_COLOUR, SUMMARY_FILE, manifest_or_problem
+from sixnines.orchestrator.summaries import SummaryRefused, read_results_summary
+from sixnines.orchestrator.terminal import markup, printable
 
 SCENARIO_FILE = "scenario.yaml"
 MAX_DEPTH = 3  # <root>/<scenario>/<stamp>/: the root itself, a scenario or a results root
@@ -57,6 +59,7 @@ class Entry:
     analysed: bool
     statuses: Counter = field(default_factory=Counter)
     headlines: list[Headline] = field(default_factory=list)  # one per run
+    refused: str | None = None  # why its summary.json is not read, when it is not
 
     def as_json(self) -> dict:
         body = {"path": str(self.path), "scenario": self.scenario,
@@ -65,6 +68,8 @@ class Entry:
                 "headlines": self.headlines}
         if not self.analysed:
             body["hint"] = analyse_hint(self.path)
+        if self.refused is not None:
+            body["refused"] = self.refused
         return body
 
 
@@ -105,11 +110,12 @@ def entry_for(path: Path) -> Entry:
     """The summary's view when analysed, the manifests' otherwise."""
     manifests = _manifests(path)
     readable = [manifest for manifest in manifests if manifest is not None]
-    summary = _summary(path)
+    summary, refused = _summary(path)
     scenario = ((summary.scenario if summary is not None else None)
                 or next((m.scenario for m in readable if m.scenario), None)
                 or path.parent.name)
-    entry = Entry(path, scenario, _when(path, readable), analysed=summary is not None)
+    entry = Entry(path, scenario, _when(path, readable), analysed=summary is not None,
+                  refused=refused)
     statuses = ([CORRUPT if m is None else m.status for m in manifests] if summary is None
                 else [run.status for run in summary.runs])
     entry.statuses = Counter(status or "unknown" for status in statuses)
@@ -118,13 +124,15 @@ def entry_for(path: Path) -> Entry:
     return entry
 
 
-def _summary(path: Path) -> ResultsSummary | None:
-    """summary.json, or None when missing or unreadable (listed as not analysed)."""
+def _summary(path: Path) -> tuple[ResultsSummary | None, str | None]:
+    """summary.json, or None and why when it is there but refused (either way listed as
+    not analysed)."""
+    if not (path / SUMMARY_FILE).is_file():
+        return None, None
     try:
-        return ResultsSummary.model_validate_json(
-            (path / SUMMARY_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValidationError):
-        return None
+        return read_results_summary(path / SUMMARY_FILE), None
+    except SummaryRefused as refused:
+        return None, str(refused)
 
 
 def _manifests(path: Path) -> list[Manifest | None]:
@@ -162,7 +170,7 @@ def catalog(root: Path) -> list[Entry]:
 
 def _statuses(statuses: Counter) -> str:
     """Status counts, best first (spark_jobs.status)."""
-    return " ".join(f"[{STATUS_COLOUR.get(status, 'red')}]{count} {escape(status)}[/]"
+    return " ".join(f"[{STATUS_COLOUR.get(status, 'red')}]{count} {markup(status)}[/]"
                     for status, count in sorted(statuses.items(),
                                                 key=lambda item: (rank(item[0]), item[0])))
 
@@ -176,13 +184,13 @@ def _number(value: float | None) -> str:
 def catalog_table(entries: list[Entry], root: Path) -> Table:
     """One section per results directory: its line (path, scenario, date, status counts),
     then one indented line per run with the headline figures."""
-    table = Table(title=f"results under {escape(str(root))}", title_justify="left")
+    table = Table(title=f"results under {markup(root)}", title_justify="left")
     for header in ("results / run", "scenario / system", "date / status", "runs"):
         table.add_column(header)
     for header in (*(f"{key} µs" for key in HEADLINE), "receive msg/s"):
         table.add_column(header, justify="right")
     for entry in entries:
-        table.add_row(f"[bold]{escape(_relative(entry.path, root))}[/]", escape(entry.scenario),
+        table.add_row(f"[bold]{markup(_relative(entry.path, root))}[/]", markup(entry.scenario),
                       entry.when.strftime("%Y-%m-%d %H:%M:%S"), _statuses(entry.statuses),
                       end_section=entry.analysed and not entry.headlines)
         if not entry.analysed:
@@ -196,10 +204,10 @@ def _run_cells(run: Headline) -> list[str]:
     status = run["status"] or "unknown"
     rate = _number(run["receive_rate"])
     saturated = run["load"] == SATURATION
-    return [f"  {escape(str(run['run_id']))}"
+    return [f"  {markup(run['run_id'])}"
             + (" [dim](rate: max, headline msg/s)[/]" if saturated else ""),
-            escape(str(run["system"])),
-            f"[{STATUS_COLOUR.get(status, 'red')}]{escape(status)}[/]", "",
+            markup(run["system"]),
+            f"[{STATUS_COLOUR.get(status, 'red')}]{markup(status)}[/]", "",
             *(_number(value) for value in (run["p50_us"], run["p99_us"], run["max_us"])),
             f"[bold]{rate}[/]" if saturated else rate]
 
@@ -210,10 +218,13 @@ def _relative(path: Path, root: Path) -> str:
 
 def print_catalog(entries: list[Entry], root: Path, console: Console) -> None:
     if not entries:
-        console.print(f"no results under {root}", markup=False, highlight=False)
+        console.print(f"no results under {printable(root)}", markup=False, highlight=False)
         return
     console.print(catalog_table(entries, root))
     for entry in entries:
+        if entry.refused is not None:
+            console.print(printable(entry.refused), markup=False, highlight=False,
+                          soft_wrap=True)
         if not entry.analysed:  # one line each, whole, to copy
-            console.print(f"not analysed: run `{analyse_hint(entry.path)}`", markup=False,
-                          highlight=False, soft_wrap=True)
+            console.print(f"not analysed: run `{printable(analyse_hint(entry.path))}`",
+                          markup=False, highlight=False, soft_wrap=True)

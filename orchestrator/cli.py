@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a run or analysis was not ok, a result file could not be written,
 or `compare` found a regression; 2 bad input (scenario, arguments, a directory without
-results); 130 interrupted by Ctrl-C, 143 by SIGTERM (data kept either way).
+results, a summary no analysis can write) or a plan this machine cannot run; 130
+interrupted by Ctrl-C, 143 by SIGTERM (data kept either way).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import argparse
 import contextlib
 import json
 import logging
+import math
 import os
 import select
 import signal
@@ -24,6 +26,7 @@ from rich.console import Console
 
 from sixnines import __version__
 from sixnines.formats.errors import SixninesError
+from sixnines.orchestrator.terminal import printable_lines
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
 SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
@@ -50,16 +53,19 @@ def _load(file: str):
     return load_scenario(file)
 
 
-def _footprint(file: str, points: list, scenario, output: Path) -> tuple[list[str], list[str]]:
-    """The runs' memory and disk estimate in words, and why they cannot fit this machine
-    (each naming `file`). Remote hosts are checked once they are prepared."""
-    from sixnines.orchestrator import footprint
+def _machine_checks(file: str, points: list, scenario, output: Path, *, run: bool
+               ) -> tuple[list[str], list[str]]:
+    """The runs' memory and disk estimate in words, and why they cannot run on this
+    machine (each naming `file`): too big for it, or what it lacks (orchestrator.preflight;
+    `run` leaves recipes to each run). Remote hosts are checked once they are prepared."""
+    from sixnines.orchestrator import footprint, preflight
     from sixnines.orchestrator.hosts import LOCAL
 
     found = footprint.estimate(points, scenario.placement.agents)
     available = {LOCAL: footprint.available_memory()}
     free = footprint.free_disk(output)
-    problems = footprint.problems(found, available, free, str(output))
+    problems = [*preflight.problems(scenario, points, output, run=run),
+                *footprint.problems(found, available, free, str(output))]
     return (found.lines(available, free, str(output)),
             [f"{file}: {problem}" for problem in problems])
 
@@ -70,8 +76,9 @@ def _validate(args, console: Console) -> int:
 
     scenario = _load(args.file)
     points = expand(scenario)
-    estimate, problems = _footprint(args.file, points, scenario, Path(scenario.output))
-    verdict = "does not fit this machine" if problems else "ok"
+    estimate, problems = _machine_checks(args.file, points, scenario, Path(scenario.output),
+                                    run=False)
+    verdict = "cannot run on this machine" if problems else "ok"
     _say(console, f"{args.file}: {verdict}, {len(points)} run(s)")
     for point in points:
         _say(console, f"  {describe(point)}")
@@ -84,8 +91,9 @@ def _validate(args, console: Console) -> int:
 
 
 def _say(console: Console, text: str) -> None:
-    """A message as it is: no markup, and not wrapped (it holds paths and commands)."""
-    console.print(text, markup=False, highlight=False, soft_wrap=True)
+    """A message as it is: no markup, not wrapped (it holds paths and commands), and
+    nothing a terminal would act on (the paths and names in it may come from files)."""
+    console.print(printable_lines(text), markup=False, highlight=False, soft_wrap=True)
 
 
 def _run(args, console: Console) -> int:
@@ -103,7 +111,7 @@ def _run(args, console: Console) -> int:
                       "probe by its analysis before choosing the next rate: run it without "
                       "--no-analysis")
         return EXIT_BAD_INPUT
-    _, problems = _footprint(args.file, points, scenario, output)
+    _, problems = _machine_checks(args.file, points, scenario, output, run=True)
     for problem in problems:
         _say(console, problem)
     if problems:
@@ -213,11 +221,21 @@ def _runs(args, console: Console) -> int:
     return EXIT_OK
 
 
+#: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
+#: (and `inf` would turn every check off).
+MAX_THRESHOLD_PCT = 1000.0
+
+
 def _percentage(text: str) -> float:
-    """A positive percentage for --threshold (argparse turns the error into exit 2)."""
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text}: a percentage above 0 is expected")
+    """A percentage above 0 and at most MAX_THRESHOLD_PCT for --threshold (argparse turns
+    the error into exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= MAX_THRESHOLD_PCT:
+        raise argparse.ArgumentTypeError(
+            f"{text}: a percentage above 0 and at most {MAX_THRESHOLD_PCT:,.0f} is expected")
     return value
 
 
@@ -229,25 +247,35 @@ def _agent(args, console: Console) -> int:
 
 def _broker(args, console: Console) -> int:
     from sixnines.drivers import registry
-    from sixnines.drivers.base import split_address
+    from sixnines.orchestrator.fields import split_address
 
     try:
         driver = registry.load(args.driver)
-        host, port = split_address(args.bind, args.driver)
+        host, port = split_address(args.bind, any_port=True)
     except (LookupError, ValueError) as exc:
-        console.print(str(exc), markup=False)
+        _say(console, f"sixnines broker: {exc}")
         return EXIT_BAD_INPUT
     if not driver.has_builtin_broker:
-        console.print(f"driver {args.driver!r} has no builtin broker")
+        _say(console, f"sixnines broker: driver {args.driver!r} has no builtin broker")
         return EXIT_BAD_INPUT
+    listening: list[str] = []  # the address, once bound
 
     def announce(address: str) -> None:
+        listening.append(address)
         print(json.dumps({"listening": address}), flush=True)
 
     if args.exit_on_eof:
         _exit_at_end_of_input()
-    with contextlib.suppress(KeyboardInterrupt):
-        driver.serve_broker(host, port, announce)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            driver.serve_broker(host, port, announce)
+    except OSError as exc:  # the address cannot be bound (bad input), or serving failed
+        why = exc.strerror or str(exc)
+        if listening:
+            _say(console, f"sixnines broker {args.driver} at {listening[0]}: stopped: {why}")
+            return EXIT_NOT_OK
+        _say(console, f"sixnines broker: cannot listen on {args.bind}: {why}")
+        return EXIT_BAD_INPUT
     return EXIT_OK
 
 

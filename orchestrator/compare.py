@@ -47,26 +47,27 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ValidationError
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
-from sixnines.formats.document import first_error
 from sixnines.formats.errors import BadInput
 from sixnines.formats.status import rank
-from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
+from sixnines.formats.summary import Figures, RunSummary
 from sixnines.orchestrator.load import LATENCY, latency_of, run_load
 from sixnines.orchestrator.manifest import MANIFEST_FILE
 from sixnines.orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
+from sixnines.orchestrator.summaries import read_results_summary, read_run_summary
+from sixnines.orchestrator.terminal import markup
 
 ABSOLUTE_FLOOR_US = 5.0
 MIN_TAIL_SAMPLES = 10
 SIGMAS = 4.0
 LADDER_MARGIN = 1.5
+#: A latency.hgrm lists a few hundred lines (one per percentile step, 1 h at 3 digits).
+MAX_HGRM_BYTES = 4 * 1024 * 1024
 LATENCY_FIELDS = {field: label for field, label in LATENCY.values()}
 RATES = ("send_rate", "receive_rate")
 ACCOUNTING = ("lost", "unknown", "duplicated")
@@ -100,10 +101,17 @@ class Tail:
 
     @classmethod
     def from_hgrm(cls, path: Path) -> Tail | None:
-        """The run's latency.hgrm; None when it is missing, damaged (not text) or holds no
+        """The run's latency.hgrm; None when it is missing, not a regular file, larger than
+        any HdrHistogram prints (MAX_HGRM_BYTES), damaged (not text) or holds no
         distribution: the summary's ladder then serves."""
         try:
-            return cls.from_text(path.read_text(encoding="utf-8"))
+            if not path.is_file():
+                return None
+            with open(path, "rb") as source:
+                data = source.read(MAX_HGRM_BYTES + 1)
+            if len(data) > MAX_HGRM_BYTES:
+                return None
+            return cls.from_text(data.decode("utf-8"))
         except (OSError, ValueError):
             return None
 
@@ -114,8 +122,10 @@ class Tail:
         rows = []
         for line in text.splitlines():
             fields = line.split()
-            with contextlib.suppress(ValueError, IndexError):
-                rows.append((float(fields[0]), int(float(fields[2]))))
+            with contextlib.suppress(ValueError, IndexError, OverflowError):
+                value = float(fields[0])
+                if math.isfinite(value):
+                    rows.append((value, int(float(fields[2]))))
         if not rows or rows[-1][1] <= 0:
             return None
         count = rows[-1][1]
@@ -228,11 +238,11 @@ def load_side(path: Path) -> Side:
     if not path.is_dir():
         raise CompareError(f"{path}: no such directory")
     if (path / SUMMARY_FILE).is_file():
-        runs = _read(path / SUMMARY_FILE, ResultsSummary).runs
+        runs = read_results_summary(path / SUMMARY_FILE).runs
         return Side(path, runs, single=False, tails=_tails(
-            {run.run_id: (run, path / str(run.run_id)) for run in runs}))
+            {run.run_id: (run, path / run.run_id) for run in runs if _plain(run.run_id)}))
     if (path / "report" / SUMMARY_FILE).is_file():
-        run = _read(path / "report" / SUMMARY_FILE, RunSummary)
+        run = read_run_summary(path / "report" / SUMMARY_FILE)
         return Side(path, [run], single=True, tails=_tails({run.run_id: (run, path)}))
     recorded = (path / MANIFEST_FILE).is_file() or any(
         (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
@@ -241,27 +251,19 @@ def load_side(path: Path) -> Side:
     raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
 
 
+def _plain(run_id: str | None) -> bool:
+    """Whether a run id from the summary can name a directory of the results: one plain
+    name, never a way out of them (`../x`, `/etc`)."""
+    return bool(run_id) and run_id not in (".", "..") and "/" not in run_id \
+        and "\0" not in run_id
+
+
 def _tails(run_dirs: dict[str | None, tuple[RunSummary, Path]]) -> dict[str | None, Tail]:
     """Each run's distribution from the .hgrm of its latency (saturation latency in
     throughput mode), by run id."""
     tails = {run_id: Tail.from_hgrm(run_dir / "report" / hgrm_name(run))
              for run_id, (run, run_dir) in run_dirs.items()}
     return {run_id: tail for run_id, tail in tails.items() if tail is not None}
-
-
-Summary = TypeVar("Summary", bound=BaseModel)
-
-
-def _read(path: Path, model: type[Summary]) -> Summary:
-    try:
-        body = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CompareError(f"{path}: unreadable: {exc}") from exc
-    try:
-        return model.model_validate(body)
-    except ValidationError as exc:
-        why = "" if not isinstance(body, dict) else f" ({first_error(exc)})"
-        raise CompareError(f"{path}: not a sixnines summary{why}") from exc
 
 
 def swept_keys(*sides: list[RunSummary]) -> list[str]:
@@ -443,11 +445,11 @@ VERDICT_STYLE = {"regression": "bold red", "improved": "green", "not comparable"
 
 def pair_table(pair: Pair) -> Table:
     """One matched run: A, B, change and tolerance for every latency percentile and rate."""
-    matched = escape("  ".join(f"{name}={value}" for name, value in pair.match.items()))
+    matched = markup("  ".join(f"{name}={value}" for name, value in pair.match.items()))
     colour = "red" if pair.regression else "green"
-    table = Table(title=f"{escape(str(pair.system))}  {matched}\n"
-                        f"A {escape(str(pair.run_a))} ({pair.status_a})   "
-                        f"B {escape(str(pair.run_b))} ({pair.status_b})   [{colour}]"
+    table = Table(title=f"{markup(pair.system)}  {matched}\n"
+                        f"A {markup(pair.run_a)} ({markup(pair.status_a)})   "
+                        f"B {markup(pair.run_b)} ({markup(pair.status_b)})   [{colour}]"
                         f"{'REGRESSION' if pair.regression else 'no regression'}[/]",
                   title_justify="left")
     for header in ("", "A", "B", "change", "tolerance", ""):
@@ -475,14 +477,14 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
     for pair in comparison.pairs:
         console.print(pair_table(pair))
         for finding in pair.findings:
-            console.print(f"  [bold red]✗ {escape(finding)}[/]", highlight=False)
+            console.print(f"  [bold red]✗ {markup(finding)}[/]", highlight=False)
         for note in pair.notes:
-            console.print(f"  [yellow]! {escape(note)}[/]", highlight=False)
+            console.print(f"  [yellow]! {markup(note)}[/]", highlight=False)
     for run in comparison.only_in_a:
-        console.print(f"[bold red]✗ only in A: {escape(_name(run))}[/]",
+        console.print(f"[bold red]✗ only in A: {markup(_name(run))}[/]",
                       highlight=False)
     for run in comparison.only_in_b:
-        console.print(f"[yellow]! only in B: {escape(_name(run))}[/]",
+        console.print(f"[yellow]! only in B: {markup(_name(run))}[/]",
                       highlight=False)
     regressed = sum(pair.regression for pair in comparison.pairs)
     verdict = "[bold red]regression[/]" if comparison.regression else "[green]no regression[/]"

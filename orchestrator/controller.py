@@ -18,6 +18,7 @@ from pathlib import Path
 from rich.console import Console
 
 from sixnines.formats.atomic import WriteFailure
+from sixnines.formats.errors import BadInput
 from sixnines.formats.summary import CapacityResult, RunSummary
 from sixnines.orchestrator import footprint
 from sixnines.orchestrator.fleet import Fleet
@@ -91,8 +92,12 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     search's probes are analysed as each ends (the next rate depends on it)."""
     points = expand(scenario)
     results_dir = results_dir_for(scenario, output)
-    results_dir.mkdir(parents=True)
-    shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
+    try:
+        results_dir.mkdir(parents=True)
+        shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
+    except OSError as exc:  # checked before (orchestrator.preflight), changed since
+        raise BadInput(f"cannot write the results in {results_dir}: "
+                       f"{exc.strerror or exc}") from None
     view = ProgressView(len(points), console.file)
     logger.info("%d run(s) of %s into %s", len(points), scenario.name, results_dir)
     fleet = Fleet.for_scenario(scenario)

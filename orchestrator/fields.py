@@ -11,6 +11,7 @@ run that cannot start or never ends. (Whether a plan fits the machines is checke
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Annotated, Literal, TypeVar
 
@@ -19,6 +20,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.vocabulary import MAX_RATE
 from sixnines.orchestrator import units
+from sixnines.orchestrator.problems import shown
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SECOND_NS = 1_000_000_000
@@ -29,6 +31,11 @@ MIN_SAMPLE_NS = 10_000_000
 MAX_NAME_LENGTH = 64
 #: Paths, addresses and other free text: Linux's PATH_MAX.
 MAX_TEXT_LENGTH = 4096
+#: A host name as DNS has it: 253 characters, in labels of at most 63.
+MAX_HOST_NAME = 253
+MAX_LABEL = 63
+_LABEL = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]*[A-Za-z0-9_])?")
+ADDRESS_EXAMPLE = "e.g. 127.0.0.1:7000, [::1]:7000 or broker.lab:7000"
 #: Largest message: frames are built ahead in memory, a few per connection. Each driver
 #: refuses what its system cannot carry below this (NATS and Kafka 64 MiB, RabbitMQ's
 #: default 128 MiB, Redis 512 MiB).
@@ -58,12 +65,71 @@ def _name(value: str) -> str:
     return value
 
 
-def _text(value: str) -> str:
+def check_text(value: str) -> str:
+    """`value` if it is free text of at most MAX_TEXT_LENGTH printable characters."""
     if len(value) > MAX_TEXT_LENGTH:
         raise ValueError(f"must be at most {MAX_TEXT_LENGTH} characters")
     if not value.isprintable():
         raise ValueError("must not contain control characters (NUL, newline, tab, ...)")
     return value
+
+
+def check_host(host: str) -> str:
+    """`host` if a connection can be made to it as written: an IPv4 address, an IPv6 one
+    (bracketed or not), or a host name (as IDNA encodes it for the resolver: labels of 1
+    to 63 letters, digits, '-' and '_', 253 characters in all). What `run` would otherwise
+    only find out when it connects (an idna error, or no such host)."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if ":" in bare or bare is not host:
+        try:
+            ipaddress.IPv6Address(bare)
+        except ValueError:
+            raise ValueError("is not an IPv6 address") from None
+        return host
+    if re.fullmatch(r"[\d.]+", host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            raise ValueError("is not an IPv4 address") from None
+        return host
+    try:
+        name = host.encode("idna").decode("ascii")
+    except UnicodeError:
+        name = host  # the label checks below say what is wrong
+    labels = name.removesuffix(".").split(".")
+    if len(name.removesuffix(".")) > MAX_HOST_NAME:
+        raise ValueError(f"is not a host name: longer than {MAX_HOST_NAME} characters")
+    for label in labels:
+        if not label or len(label) > MAX_LABEL:
+            raise ValueError(f"is not a host name: each part between dots must have 1 to "
+                             f"{MAX_LABEL} characters")
+        if not _LABEL.fullmatch(label):
+            raise ValueError("is not a host name: letters, digits, '-' and '_' between dots")
+    return host
+
+
+def split_address(address: str, any_port: bool = False) -> tuple[str, int]:
+    """HOST:PORT (IPv6 in brackets) as (host, port), each checked (`check_host`; a port
+    from 1, or from 0 with `any_port`, to 65535); ValueError naming what is wrong."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or (":" in host and not (host.startswith("[")
+                                                    and host.endswith("]"))):
+        raise ValueError(f"{shown(address)} is not HOST:PORT ({ADDRESS_EXAMPLE})")
+    if not port.isascii() or not port.isdigit() or not (0 if any_port else 1) <= int(port) <= 65535:
+        raise ValueError(f"{shown(address)}: the port must be a number from "
+                         f"{0 if any_port else 1} to 65535")
+    try:
+        check_host(host)
+    except ValueError as exc:
+        raise ValueError(f"{shown(address)}: {shown(host)} {exc}") from None
+    return host.strip("[]"), int(port)
+
+
+def _host(value: str) -> str:
+    try:
+        return check_host(value)
+    except ValueError as exc:
+        raise ValueError(f"{shown(value)} {exc}") from None
 
 
 def _at_most(value: float, limit: float, limit_text: str) -> None:
@@ -130,7 +196,10 @@ def _sample_interval(value: object) -> int:
 
 
 Name = Annotated[str, Field(strict=True), AfterValidator(_name)]
-Text = Annotated[str, Field(strict=True, min_length=1), AfterValidator(_text)]
+Text = Annotated[str, Field(strict=True, min_length=1), AfterValidator(check_text)]
+#: Where a host is reached: an IP address or a host name (`check_host`).
+Host = Annotated[str, Field(strict=True, min_length=1), AfterValidator(check_text),
+                 AfterValidator(_host)]
 Size = Annotated[int, BeforeValidator(_size)]
 Rate = Annotated[float | Literal["max"], BeforeValidator(_rate)]
 NumericRate = Annotated[float, BeforeValidator(_numeric_rate)]

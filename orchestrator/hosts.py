@@ -19,7 +19,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Field, Tag
 
-from sixnines.orchestrator.fields import SECOND_NS, Name, Text
+from sixnines.orchestrator.fields import SECOND_NS, Host, Name, Text
 from sixnines.orchestrator.problems import shown
 from sixnines.orchestrator.units import format_duration, parse_duration
 
@@ -99,7 +99,7 @@ class SshHost(_Host):
 
     kind: ClassVar[str] = "ssh"
 
-    address: Text
+    address: Host
     user: Text | None = None
     port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = None
     key: Text | None = None
@@ -123,7 +123,7 @@ class ContainerHost(_Host):
     """The agent image; default: built from deploy/Dockerfile with this checkout."""
     base_image: Text | None = None
     """What that build starts FROM (default: $SIXNINES_BASE_IMAGE, else the Dockerfile's)."""
-    address: Text = "127.0.0.1"
+    address: Host = "127.0.0.1"
 
 
 def _host_kind(value: Any) -> str | None:

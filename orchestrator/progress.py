@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.table import Table
 
 from sixnines.formats.atomic import human_bytes
+from sixnines.orchestrator.terminal import markup, printable
 
 REDRAWS_PER_S = 1
 
@@ -91,7 +92,7 @@ class ProgressView:
         if row is not None:
             row["state"] = state
             if self.live is None and state != "ok":
-                self.console.print(f"  {agent_id} on {row['host']}: {state}")
+                self.console.print(f"  {agent_id} on {row['host']}: {markup(state)}")
 
     def end_run(self, point, status: str, problems: list[str]) -> None:
         if self.live is not None:
@@ -100,8 +101,8 @@ class ProgressView:
         colour = {"ok": "green", "partial": "yellow"}.get(status, "red")
         self.console.print(f"  [{colour}]{status}[/]")
         for problem in problems:  # not wrapped: problems hold paths to copy
-            self.console.print(f"  - {problem}", style=colour, markup=False, highlight=False,
-                               soft_wrap=True)
+            self.console.print(f"  - {printable(problem)}", style=colour, markup=False,
+                               highlight=False, soft_wrap=True)
 
     # -- rendering ----------------------------------------------------------------------------
 
@@ -114,7 +115,7 @@ class ProgressView:
         for agent_id, row in self.rows.items():
             sent = f"{row['sent']:,}/{row['planned']:,}" if row["planned"] else "-"
             received = f"{row['received']:,}" if row["role"] != "producer" else "-"
-            table.add_row(agent_id, row["role"], row["host"], sent, received, row["state"])
+            table.add_row(agent_id, row["role"], row["host"], sent, received, markup(row["state"]))
         table.caption = "disk: " + "; ".join(
             f"{host} {human_bytes(written)} written, {human_bytes(free) if free >= 0 else '?'} left"
             for host, (written, free) in self.disks().items())

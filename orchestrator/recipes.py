@@ -23,7 +23,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Annotated
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -37,6 +36,7 @@ from pydantic import (
 from sixnines.formats.errors import SixninesError
 from sixnines.orchestrator import units
 from sixnines.orchestrator.launchers.base import check_env_name
+from sixnines.orchestrator.yaml_source import SourceError, YamlSyntaxError, parse, read_source
 
 BUILTIN_DIR = Path(__file__).resolve().parent.parent / "deploy" / "recipes"
 PATH_VARIABLE = "SIXNINES_RECIPE_PATH"
@@ -89,6 +89,7 @@ class Auth(Strict):
 class Native(Strict):
     prepare: list[Command] = []  # run once, in order, before `command` (e.g. format storage)
     command: Command
+    install: str | None = None  # how to get its programs, said when one is missing (as is)
     env: dict[EnvName, str] = {}
     files: dict[str, str] = {}  # file name in {data} -> content, written before `prepare`
     ready: Ready
@@ -143,14 +144,26 @@ def search_path() -> list[Path]:
     return [*extra, BUILTIN_DIR]
 
 
+#: A mapping with none of these is no recipe: its keys are not listed as unknown fields.
+RECIPE_KEYS = {"name", "native", "ports", "address"}
+
+
 @cache
 def _load(path: Path) -> Recipe:
+    """The recipe in `path`, read as scenarios are (bounded: yaml_source); a file that is
+    not a recipe is named with a line, never quoted (it may be any file of that name)."""
     try:
-        return Recipe.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+        doc = parse(read_source(path))
+    except (SourceError, YamlSyntaxError) as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise RecipeError(f"broker recipe {where}: {exc.message}") from None
+    if not isinstance(doc.data, dict) or not RECIPE_KEYS & set(doc.data):
+        raise RecipeError(f"broker recipe {path}:{doc.line_of(())}: not a broker recipe (its "
+                          "content is not shown)")
+    try:
+        return Recipe.model_validate(doc.data)
     except ValidationError as exc:
         raise RecipeError(f"broker recipe {path}: {_errors(exc)}") from None
-    except (OSError, yaml.YAMLError) as exc:
-        raise RecipeError(f"broker recipe {path}: {exc}") from None
 
 
 def _errors(exc: ValidationError) -> str:
@@ -186,12 +199,17 @@ def load_recipe(name: str) -> Recipe:
 
 
 class _Strict(string.Formatter):
-    """str.format that names a misspelt placeholder instead of raising a bare KeyError."""
+    """str.format that names a misspelt placeholder, or the environment variable one needs,
+    instead of raising a bare KeyError."""
 
     def get_field(self, field_name, args, kwargs):
         try:
             return super().get_field(field_name, args, kwargs)
         except (KeyError, AttributeError):
+            variable = field_name.removeprefix("env.")
+            if variable != field_name:
+                raise RecipeError(f"needs the environment variable {variable} ({{{field_name}}}"
+                                  "), which is not set here") from None
             raise RecipeError(f"unknown placeholder {{{field_name}}}") from None
 
 
@@ -211,3 +229,27 @@ def _fill(value, names: dict):
     if isinstance(value, dict):
         return {k: _fill(v, names) for k, v in value.items()}
     return value
+
+
+#: Stand-ins for what only a run knows, to render a recipe before one (`check_renders`).
+_TRIAL = {"host": "127.0.0.1", "data": "/", "user": "", "secret": ""}
+
+
+def check_renders(recipe: Recipe) -> None:
+    """RecipeError naming the first placeholder of the recipe's native form that cannot be
+    filled here (an environment variable not set, a misspelt name), as starting it would."""
+    render([recipe.address, recipe.native.model_dump(exclude={"install"})],
+           ports=dict.fromkeys(recipe.ports, 1), **_TRIAL)
+
+
+def programs(recipe: Recipe, **values) -> list[str]:
+    """The programs the recipe's native form runs, rendered with `values` (host, ports,
+    data; stand-ins by default): each must be found on the broker host's PATH, or be a
+    path to an executable there."""
+    native = recipe.native
+    commands = [*native.prepare, native.command, native.ready.command, native.version,
+                *native.stop, *(step.command for step in (native.auth.setup if native.auth
+                                                          else []))]
+    values = {**_TRIAL, "ports": dict.fromkeys(recipe.ports, 1), **values}
+    return list(dict.fromkeys(render([command[0] for command in commands if command],
+                                     **values)))

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 from sixnines.formats.atomic import atomic_path, write_atomically
@@ -26,6 +25,7 @@ from sixnines.formats.summary import CapacityResult, Figures, ResultsSummary, Ru
 from sixnines.orchestrator.launchers.local import run_guarded
 from sixnines.orchestrator.load import latency_of, run_load, saturation
 from sixnines.orchestrator.manifest import MANIFEST_FILE
+from sixnines.orchestrator.terminal import markup
 
 SUMMARY_FILE = "summary.json"
 CSV_FILE = "summary.csv"
@@ -78,7 +78,8 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
             summaries.append(_unanalysed(run_dir, None))
         else:
             error = result.get("error", "the analysis did not finish")
-            summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}"))
+            summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}; "
+                                         f"`sixnines report {run_dir}` analyses it again"))
     return summaries
 
 
@@ -248,7 +249,7 @@ STATUS_COLOUR = {"ok": "green", "partial": "yellow", CORRUPT: "bold red"}  # els
 
 def _status_text(summary: RunSummary) -> str:
     status = summary.status
-    return f"[{STATUS_COLOUR.get(status, 'red')}]{escape(str(status))}[/]"
+    return f"[{STATUS_COLOUR.get(status, 'red')}]{markup(status)}[/]"
 
 
 def _counts(summary: RunSummary) -> str:
@@ -267,7 +268,7 @@ def run_table(summary: RunSummary) -> Table:
     figures timed across hosts carry their clock bound in a "± clock" column."""
     rates = (f"send {summary.send_rate or 0:,.0f} msg/s  "
              f"receive {summary.receive_rate or 0:,.0f} msg/s")
-    table = Table(title=f"{escape(str(summary.run_id))}  {_status_text(summary)}\n"
+    table = Table(title=f"{markup(summary.run_id)}  {_status_text(summary)}\n"
                         f"{_counts(summary)}\n{rates}", title_justify="left")
     table.add_column("µs", justify="left")
     bound = _clock_bound_us(summary)
@@ -285,18 +286,21 @@ def run_table(summary: RunSummary) -> Table:
 
 
 def print_tables(summaries: list[RunSummary], console: Console) -> None:
-    """Each run's table, then its problems and warnings; a corrupt run has no figures, so
-    a line saying so stands in for its table."""
+    """Each run's table, then its problems and warnings. A run without figures (corrupt:
+    its files fail their checks; or never analysed: nothing recorded, or its analysis
+    failed) gets a line saying so instead of a table of zeros; its problems say why."""
     for summary in summaries:
         if summary.status == CORRUPT:
-            console.print(f"{escape(str(summary.run_id))}  {_status_text(summary)}: its "
+            console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: its "
                           "files fail their checks, no figures")
+        elif summary.sent is None:
+            console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: no figures")
         else:
             console.print(run_table(summary))
         for problem in summary.problems:
-            console.print(f"  [yellow]! {escape(str(problem))}[/]", soft_wrap=True)
+            console.print(f"  [yellow]! {markup(problem)}[/]", soft_wrap=True)
         for warning in summary.warnings:
-            console.print(f"  [yellow]! {escape(str(warning))}[/]", soft_wrap=True)
+            console.print(f"  [yellow]! {markup(warning)}[/]", soft_wrap=True)
         note = summary.broker.note
         if note:
-            console.print(f"  note: {escape(str(note))}", soft_wrap=True)
+            console.print(f"  note: {markup(note)}", soft_wrap=True)

@@ -69,6 +69,11 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
+#: A mapping with none of these is no scenario: its keys are not listed as unknown fields.
+SCENARIO_KEYS = {"name", "systems", "workload", "cases"}
+#: Said of a file that is not the document expected, whose content is not quoted (a
+#: scenario or inventory naming /etc/shadow: its lines would be its keys).
+NOT_THE_DOCUMENT = "not {} (its content is not shown)"
 #: Known host names listed when a placement names an unknown one.
 MAX_HOSTS_LISTED = 10
 _DEFER_CASES = "sixnines.defer_case_checks"
@@ -164,8 +169,9 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
         doc = parse(text)
     except YamlSyntaxError as exc:
         raise ScenarioError(file, [Problem("", exc.line, f"invalid YAML: {exc.message}")]) from None
-    if not isinstance(doc.data, dict):
-        what = "the file is empty" if doc.data is None else "the file is not a mapping"
+    if not isinstance(doc.data, dict) or not SCENARIO_KEYS & set(doc.data):
+        what = ("the file is empty" if doc.data is None else "the file is not a mapping"
+                if not isinstance(doc.data, dict) else NOT_THE_DOCUMENT.format("a scenario"))
         message = f"{what}: a scenario needs at least name, systems and workload"
         raise ScenarioError(file, [Problem("", doc.line_of(()), message)])
 
@@ -251,8 +257,13 @@ def _inventory_hosts(doc: Document, file: str) -> tuple[HostSpec, ...]:
     except YamlSyntaxError as exc:
         raise ScenarioError(str(path), [Problem("", exc.line, f"invalid YAML: {exc.message}")]
                             ) from None
+    data = inventory_doc.data or {}
+    if not isinstance(data, dict) or ("hosts" not in data and data):
+        what = NOT_THE_DOCUMENT.format("an inventory")
+        raise ScenarioError(str(path), [Problem("", inventory_doc.line_of(()), f"{what}: an "
+                                                "inventory is a mapping with a hosts: list")])
     try:
-        return Inventory.model_validate(inventory_doc.data or {}).hosts
+        return Inventory.model_validate(data).hosts
     except ValidationError as exc:
         raise ScenarioError(str(path), problems_from(exc, inventory_doc, Inventory)) from None
 

@@ -22,29 +22,13 @@ from pydantic import (
 
 from sixnines.drivers import registry
 from sixnines.drivers.base import Driver, DriverOptions
-from sixnines.orchestrator.fields import Name
+from sixnines.orchestrator.fields import ADDRESS_EXAMPLE, Name, check_text, split_address
 from sixnines.orchestrator.problems import problems_from
 from sixnines.orchestrator.recipes import RecipeError, load_recipe
 
 _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
 #: Validation context key: keep invalid driver options as a dict (the loader reports them).
 DEFER_OPTIONS = "sixnines.defer_driver_options"
-
-
-def _check_address(address: str) -> str:
-    host, sep, port = address.rpartition(":")
-    bracketed = host.startswith("[") and host.endswith("]")
-    if (
-        not sep
-        or not host.strip("[]")
-        or not port.isdigit()
-        or not 0 < int(port) < 65536
-        or any(c.isspace() for c in host)
-        or (":" in host and not bracketed)
-        or (host.startswith("[") != host.endswith("]"))
-    ):
-        raise ValueError(f"{address!r} is not HOST:PORT (e.g. 127.0.0.1:7000 or [::1]:7000)")
-    return address
 
 
 class Broker(BaseModel):
@@ -84,8 +68,9 @@ class Broker(BaseModel):
     @classmethod
     def _external(cls, value: Any) -> Any:
         if not isinstance(value, str):
-            raise ValueError("must be HOST:PORT as a string, e.g. 127.0.0.1:7000")
-        return _check_address(value)
+            raise ValueError(f"must be HOST:PORT as a string ({ADDRESS_EXAMPLE})")
+        split_address(check_text(value))
+        return value
 
     @field_validator("recipe")
     @classmethod

@@ -8,11 +8,14 @@ PyYAML silently resolves to the last value, are recorded so the caller can rejec
 The input may be hostile (a file from elsewhere, a fuzzer): reading, parsing and building
 are each bounded, so a bad file ends in `SourceError` or `YamlSyntaxError` with its line,
 never in a traceback, a hang or all of the machine's memory. The bounds are named below.
+A file that does not parse may be anything (a scenario naming /etc/shadow as its
+inventory): its errors name the line, never quote what is written there.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,12 +135,27 @@ def parse(text: str) -> Document:
         return doc
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        message = ": ".join(part for part in (exc.context, exc.problem) if part) or str(exc)
-        raise YamlSyntaxError(message, mark.line + 1 if mark else None) from None
-    except yaml.YAMLError as exc:
-        raise YamlSyntaxError(str(exc), None) from None
+        message = ": ".join(part for part in (exc.context, exc.problem) if part) or \
+            type(exc).__name__
+        raise YamlSyntaxError(without_content(message), mark.line + 1 if mark else None
+                              ) from None
+    except yaml.YAMLError as exc:  # unmarked: its text may quote the file
+        raise YamlSyntaxError(f"not YAML ({type(exc).__name__})", None) from None
     finally:
         loader.dispose()
+
+
+#: What PyYAML quotes that is not the file's own text: one character, its escape, or the
+#: name of a token ('<stream end>').
+_QUOTED = re.compile(r"'([^']*)'")
+_NOT_CONTENT = re.compile(r".?|\\(x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|<[a-z ]+>")
+
+
+def without_content(message: str) -> str:
+    """A YAML error message with what it quotes from the file (an alias, a tag, a
+    handle: possibly someone's password hash) left out."""
+    return _QUOTED.sub(lambda quoted: quoted.group(0) if _NOT_CONTENT.fullmatch(
+        quoted.group(1)) else "(not shown)", message)
 
 
 def _loader(text: str) -> _Loader:

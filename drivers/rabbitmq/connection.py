@@ -13,6 +13,7 @@ import time
 
 import pika
 import pika.exceptions as errors
+from pika.adapters.utils import connection_workflow
 
 from sixnines.drivers.base import DriverError
 from sixnines.drivers.rabbitmq.options import GUEST, RabbitmqOptions
@@ -59,7 +60,11 @@ def connect(host: str, port: int, options: RabbitmqOptions,
     except errors.ProbableAccessDeniedError as exc:
         raise DriverError(f"{label}: access to vhost {options.vhost!r} denied "
                           f"({reason(exc)})") from exc
-    except (errors.AMQPError, OSError) as exc:
+    except connection_workflow.AMQPConnectorStackTimeout as exc:
+        raise DriverError(f"{label}: cannot connect (no AMQP handshake within "
+                          f"{CONNECT_TIMEOUT_S:.0f} s: is a RabbitMQ server listening "
+                          "there?)") from exc
+    except (errors.AMQPError, connection_workflow.AMQPConnectorException, OSError) as exc:
         raise DriverError(f"{label}: cannot connect ({reason(exc)})") from exc
     try:
         return connection, connection.channel()

@@ -11,7 +11,7 @@ import contextlib
 import socket
 
 from redis.connection import Connection
-from redis.exceptions import AuthenticationError, RedisError, ResponseError
+from redis.exceptions import AuthenticationError, InvalidResponse, RedisError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -45,7 +45,16 @@ def connect(host: str, port: int, options: RedisOptions, login: tuple[str | None
     except AuthenticationError as exc:
         conn.disconnect()
         raise DriverError(f"{label}: authentication failed ({exc})") from None
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+    except RedisTimeoutError:
+        conn.disconnect()
+        raise DriverError(f"{label}: cannot connect (no answer within "
+                          f"{options.connect_timeout_s:g} s: is a Redis server listening "
+                          "there?)") from None
+    except InvalidResponse as exc:  # what it read, quoted (repr): no control character
+        conn.disconnect()
+        raise DriverError(f"{label}: cannot connect (not a Redis server: "
+                          f"{str(exc)[:200]})") from None
+    except (RedisConnectionError, OSError) as exc:
         conn.disconnect()
         raise DriverError(f"{label}: cannot connect ({exc})") from None
     except RedisError as exc:

@@ -16,6 +16,8 @@ receive to send is what sets the round-trip floor, and a generic event loop adds
 from __future__ import annotations
 
 import contextlib
+import errno
+import resource
 import select
 import selectors
 import socket
@@ -89,7 +91,17 @@ class Relay:
                     self._read(peer)
 
     def _accept(self) -> None:
-        sock, _ = self._listener.accept()
+        try:
+            sock, _ = self._listener.accept()
+        except (BlockingIOError, InterruptedError, ConnectionAbortedError):
+            return  # gone before it was taken
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):  # the relay cannot serve them all
+                self._close_all()  # stops here, and leaves files to say why
+                limit = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+                raise OSError(exc.errno, f"{exc.strerror}: a connection takes a file and the "
+                              f"open-file limit (ulimit -n) is {limit}") from None
+            raise
         sock.setblocking(False)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._update(Peer(sock))
@@ -208,6 +220,11 @@ class Relay:
     def _resume_if_caught_up(self, route: Route) -> None:
         if route.paused and all(len(s.outbox) < LOW_WATER for s in route.subscribers):
             self._pause(route, False)
+
+    def _close_all(self) -> None:
+        for key in list(self._selector.get_map().values()):
+            key.fileobj.close()
+        self._selector.close()
 
     def _drop(self, peer: Peer) -> None:
         route, peer.route = peer.route, None

@@ -209,7 +209,10 @@ class ZmqDriver(Driver):
     @classmethod
     def serve_broker(cls, host: str, port: int, announce) -> None:
         context = zmq.Context.instance()
-        frontend, backend, echo, port = bind_broker(context, host, port)
+        try:
+            frontend, backend, echo, port = bind_broker(context, host, port)
+        except zmq.ZMQError as exc:  # as the other builtin broker's bind says it
+            raise OSError(exc.errno, exc.strerror) from None
         # ROUTER proxied onto itself: each request is routed back to the identity it came from
         threading.Thread(target=zmq.proxy, args=(echo, echo), daemon=True).start()
         announce(broker_address(host, port))

@@ -12,6 +12,12 @@ category, each test one case.
 - test_full_disk_run.py     ENOSPC in an agent's files and in the manifest
 - test_full_disk_report.py  ENOSPC while writing the report
 - test_corrupt_artifacts.py edited, truncated and bit-flipped files given to `report`
+- test_compare_input.py     impossible figures, nesting and escape sequences in summaries,
+                            given to `compare` and `runs`
+- test_compare_fuzz.py      a real pair of summaries mangled at random, through `compare`
+- test_environment.py       what the machine lacks or breaks: output directory, open-file
+                            limit, recipe programs and variables, `broker --bind`, servers
+                            that never answer or answer garbage, a dead analysis
 
 Helpers: processes.py (real `sixnines` processes and their trees), disks.py (tmpfs that
 fill up), validate_worker.py (many scenarios through validate in one capped process).

@@ -4,6 +4,7 @@ damage, and `sixnines` run as a user runs it."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -43,10 +44,29 @@ def edit_manifest(run_dir: Path, change) -> dict:
     return manifest
 
 
-def sixnines(*args: str | Path, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    """The real CLI in its own process, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "sixnines", *map(str, args)], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+def sixnines(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None,
+             limits: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """The real CLI in its own process, as a user runs it; `env` adds to the environment,
+    `limits` are prlimit options it starts under (`--nofile=64`)."""
+    prefix = ["prlimit", *limits, "--"] if limits else []
+    return subprocess.run([*prefix, sys.executable, "-m", "sixnines", *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=600,
+                          env={**os.environ, **(env or {})})
+
+
+def analysed(directory: Path, scenario: str = SMALL_RUN) -> Path:
+    """The results directory of `sixnines run` of `scenario` under `directory`, analysed
+    (by the runs' sidecars: no Spark); the run must have gone well."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "scenario.yaml").write_text(scenario)
+    done = sixnines("run", "scenario.yaml", "--output", "runs", cwd=directory)
+    assert done.returncode == 0, done.stderr
+    return directory / done.stdout.strip().splitlines()[-1]
+
+
+def control_characters(text: str) -> list[str]:
+    """The characters of `text` a terminal would act on (all but line breaks)."""
+    return [char for char in text if not char.isprintable() and char != "\n"]
 
 
 def failed_cleanly(done: subprocess.CompletedProcess) -> str:
@@ -54,6 +74,18 @@ def failed_cleanly(done: subprocess.CompletedProcess) -> str:
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     return done.stderr
+
+
+def refused(done: subprocess.CompletedProcess) -> str:
+    """The one line of a command that must have refused its input: exit 2, nothing on
+    stdout, no traceback, no control character."""
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stdout == "", done.stdout
+    assert "Traceback" not in done.stderr, done.stderr
+    assert not control_characters(done.stderr), done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    return lines[0]
 
 
 def line_with(text: str, *parts: str) -> str:

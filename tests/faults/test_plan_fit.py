@@ -39,7 +39,7 @@ def test_a_plan_bigger_than_the_machine_is_refused_before_anything_starts(tmp_pa
     assert "of memory on host" not in done.stderr  # chunks: an hour needs no more memory
     assert not (tmp_path / "runs").exists()
     if command == "validate":
-        assert "does not fit this machine" in done.stderr and "estimate:" in done.stderr
+        assert "cannot run on this machine" in done.stderr and "estimate:" in done.stderr
 
 
 @pytest.mark.integration

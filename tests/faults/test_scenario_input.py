@@ -211,6 +211,18 @@ SWEEPS = [
 
 # --- 6. numbers and names past their bounds -----------------------------------------------
 
+#: External broker addresses `run` could not connect to as written: (id, address, words).
+EXTERNAL_ADDRESSES = [
+    ("5000-characters", "a" * 4994 + ":7000", ("must be at most 4096 characters",)),
+    ("host-of-300", "a." * 150 + "b:7000", ("longer than 253 characters",)),
+    ("label-of-64", "a" * 64 + ".lab:7000", ("1 to 63 characters",)),
+    ("empty-label", "broker..lab:7000", ("1 to 63 characters",)),
+    ("space", "broker lab:7000", ("letters, digits, '-' and '_'",)),
+    ("not-ipv4", "10.0.0.256:7000", ("is not an IPv4 address",)),
+    ("not-ipv6", "[::g]:7000", ("is not an IPv6 address",)),
+    ("port-0", "127.0.0.1:0", ("from 1 to 65535",)),
+    ("port-99999", "127.0.0.1:99999", ("from 1 to 65535",)),
+]
 BOUNDS = [
     Case("rate-1e30", workload("rate", "1e30"), 6, "workload.rate",
          ("must be at most 100M msg/s",)),
@@ -259,6 +271,15 @@ BOUNDS = [
     Case("output-path-5000", top("output: " + "o" * 5000), 8, "output",
          ("must be at most 4096 characters",)),
     Case("output-with-nul", top('output: "runs\\0"'), 8, "output", ("control characters",)),
+    *(Case(f"external-{id_}", text(MINIMAL.replace("driver: tcp}", "driver: tcp, broker: "
+                                                  f"{{external: '{address}'}}}}")), 3,
+           "systems[0].broker.external", words)
+      for id_, address, words in EXTERNAL_ADDRESSES),
+    Case("ssh-address-label-of-64", top("hosts: [{name: h, address: " + "a" * 64 + ".lab}]"),
+         8, "hosts[0].address", ("1 to 63 characters",)),
+    Case("container-address-not-ipv4", top("hosts: [{name: h, docker: 'unix:///x', "
+                                           "address: 10.0.0.256}]"), 8,
+         "hosts[0].address", ("is not an IPv4 address",)),
     Case("hosts-1001", top("hosts: [" + ", ".join(f"{{name: h{i}, address: a}}"
                                                     for i in range(1001)) + "]"), 8, "hosts",
          ("must have at most 1,000 items",)),
@@ -468,6 +489,7 @@ def sixnines(cwd: Path, *args: str, timeout: float = 60) -> subprocess.Completed
     ("validate", ALIAS_BOMBS[0]), ("validate", DEEP_NESTING[0]), ("validate", SWEEPS[1]),
     ("validate", NOT_SCENARIO_FILES[0]), ("validate", NOT_SCENARIO_FILES[1]),
     ("run", ALIAS_BOMBS[1]), ("run", NOT_SCENARIO_FILES[7]),
+    *(("run", case) for case in BOUNDS if case.id.startswith("external-")),
 ], ids=lambda x: x if isinstance(x, str) else x.id)
 def test_the_command_line_refuses_and_starts_nothing(command: str, case: Case,
                                                      tmp_path: Path) -> None:
@@ -486,3 +508,57 @@ def test_a_recipe_name_too_long_for_a_file_name(tmp_path: Path) -> None:
     path = text(long)(tmp_path)
     outcome = validate_all([path], tmp_path)[str(path)]
     assert judge(outcome) is None, judge(outcome)
+
+
+# --- files that are not the document expected: named, never quoted -----------------------
+
+HASH = "$6$rounds=5000$Zk1sb3cK$Q2hhbmdlTWVQbGVhc2VJdElzTm90QVJlYWxIYXNo"
+SECRET_FILES = {
+    "shadow": "".join(f"user{i}:{HASH}{i}:20228:0:99999:7:::\n" for i in range(29)),
+    "private-key": f"-----BEGIN OPENSSH PRIVATE KEY-----\n{HASH}\n"
+                   "-----END OPENSSH PRIVATE KEY-----\n",
+    "credentials-json": f'{{"token": "{HASH}", "user": "admin"}}\n',
+    "env-file": f"API_KEY: {HASH}\nDB_PASSWORD: {HASH}x\n",
+    "yaml-alias": f"hosts: *{HASH[3:20]}\n",
+    "yaml-tag": f"x: !{HASH[3:20]} y\n",
+}
+
+
+def quotes_the_secret(text: str) -> bool:
+    """Whether any piece of the hash (its salt, any ten characters of it) was printed."""
+    secret = HASH[3:]
+    return any(secret[start:start + 10] in text for start in range(len(secret) - 9))
+
+
+@pytest.mark.parametrize("content", SECRET_FILES.values(), ids=SECRET_FILES.keys())
+def test_an_inventory_that_is_no_inventory_is_named_never_quoted(content: str,
+                                                                 tmp_path: Path) -> None:
+    secret = tmp_path / "secret"
+    secret.write_text(content)
+    text(f"{MINIMAL}inventory: {secret}\n")(tmp_path)
+    done = sixnines(tmp_path, "validate", "scenario.yaml")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert not quotes_the_secret(done.stdout + done.stderr), done.stderr
+    assert re.fullmatch(rf"{re.escape(str(secret))}:\d+: [^\n]+\n", done.stderr), done.stderr
+
+
+@pytest.mark.parametrize("content", SECRET_FILES.values(), ids=SECRET_FILES.keys())
+def test_a_scenario_that_is_no_scenario_is_named_never_quoted(content: str,
+                                                              tmp_path: Path) -> None:
+    path = text(content, "secret")(tmp_path)
+    done = sixnines(tmp_path, "validate", str(path))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert not quotes_the_secret(done.stdout + done.stderr), done.stderr
+    assert all(line.startswith(f"{path}:") for line in done.stderr.splitlines())
+
+
+@pytest.mark.parametrize("content", SECRET_FILES.values(), ids=SECRET_FILES.keys())
+def test_a_recipe_that_is_no_recipe_is_named_never_quoted(content: str, tmp_path: Path) -> None:
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "mine.yaml").write_text(content)
+    text(MINIMAL.replace("driver: tcp}", "driver: redis, broker: {recipe: mine}}"))(tmp_path)
+    done = sixnines(tmp_path, "validate", "scenario.yaml", "--recipes", "recipes")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert not quotes_the_secret(done.stdout + done.stderr), done.stderr
+    assert re.fullmatch(r"scenario\.yaml:3: systems\[0\]\.broker\.recipe: broker recipe "
+                        r"recipes/mine\.yaml(:\d+)?: [^\n]+\n", done.stderr), done.stderr
