@@ -591,8 +591,9 @@ class Run:
                                          f"{agent.failure}): broker CPU covers the run up "
                                          "to its last kept sample")
         statuses = {self._entry(agent, final=True)["status"] for agent in self._measuring()}
-        if not statuses or statuses <= {"failed", "missing"}:
-            self.manifest.status = "failed"
+        if not any(agent.done is not None or kept_chunks(agent.out_dir).listed
+                   for agent in self._measuring()):
+            self.manifest.status = "failed"  # nothing recorded (what died keeps its chunks)
         elif self.problems or statuses != {"ok"}:
             self.manifest.status = "partial"
         else:
