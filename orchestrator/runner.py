@@ -33,6 +33,7 @@ from sixnines.agents.facts import clock_domain, kernel_id
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.chunks import kept_chunks
+from sixnines.formats.controller_lock import holding
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.integrity import sha256_of
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock, MonitorEntry
@@ -161,8 +162,14 @@ class Run:
         model; on disk from the start, rewritten as the run goes).
         An interrupt (Ctrl-C, SIGTERM) winds the run down like any failure and is then
         raised again, so the caller stops the scenario; interrupts during the wind-down
-        only hurry it (orchestrator.interrupts)."""
+        only hurry it (orchestrator.interrupts). The run directory is locked meanwhile
+        (formats.controller_lock): no other command takes the run for one whose controller
+        died."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        with holding(self.run_dir):
+            return self._execute()
+
+    def _execute(self) -> dict:
         self._record()
         interruption: KeyboardInterrupt | None = None
         try:
