@@ -46,6 +46,7 @@ from sixnines.formats.records import CPU_FILE
 from sixnines.formats.vocabulary import SENDERS
 from sixnines.formats.vocabulary import Role as Kind
 
+RECEIVERS = (Kind.CONSUMER, Kind.REQUESTER)  # whose records are what reached them
 ROLES: dict[str, type[Role]] = {
     Kind.PRODUCER: Producer, Kind.CONSUMER: Consumer, Kind.REQUESTER: Requester,
     Kind.RESPONDER: Responder,
@@ -179,7 +180,10 @@ def _ending(role: Role, control: Control, broke: str | None) -> dict[str, object
     """How a receiver's listening ended, for the analysis (docs/design.md, "The end of a
     receiver's records"): `cut_short` when the agent itself ended it early (stopped, or a
     failure of its own), `drain_ended_ns` when its drain ran out before every message
-    expected had arrived (the instant it ended; the drain began `drain_ns` before)."""
+    expected had arrived (the instant it ended; the drain began `drain_ns` before). A
+    sender's records hold all it sent, however early it stopped."""
+    if role.spec.role not in RECEIVERS:
+        return {}
     if control.stopping or broke:
         return {"cut_short": f"stopped early ({control.stop_reason})" if control.stopping
                 else broke}

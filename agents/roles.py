@@ -160,8 +160,8 @@ class Chunked(Role):
         return {"recording": self.recorder.summary()}
 
     def records_lost(self) -> str | None:
-        problems = self.recorder.problems
-        return f"its recording ended early ({problems[0]})" if problems else None
+        lost = self.recorder.lost()
+        return f"its records are not all on disk ({lost})" if lost else None
 
     @abstractmethod
     def _arm_buffers(self, t0: int) -> None:

@@ -128,11 +128,13 @@ class AgentEntry(Open):
     """A requester's replies to no request it sent (older manifests: the analysis now
     counts them, in the run's `unexpected`)."""
     cut_short: str | None = None
-    """Why its records end before the run did when the agent itself ended them (stopped:
-    an interrupt, the controller gone, the run overran; a failure of its own; its recording
-    ended): what a receiver may have had after its last kept receipt is `unknown`
-    (docs/design.md, "The end of a receiver's records"). Absent: it ran to its end, or the
-    system broke it off (a driver error)."""
+    """Why its records fall short of what it did, when the agent itself is the cause: a
+    receiver stopped early (an interrupt, the controller gone, the run overran) or failing
+    on its own; any agent whose writer process is gone or could not write chunks. A
+    receiver's misses after its last kept receipt are then `unknown`, and what receivers
+    got from a sender beyond its records counts as sent (docs/design.md, "The end of a
+    receiver's records"). Absent: its records are whole, or the system broke it off (a
+    driver error)."""
     drain_ended_ns: int | None = None
     """A receiver whose drain ran out before every message expected had arrived: the
     instant it stopped listening (its clock); its drain began `workload.drain_ns` before."""

@@ -169,18 +169,14 @@ def _died_notes(run_dir: Path, manifest: Manifest,
     return notes
 
 
-CUT_SHORT = ("deliveries it may have had after its last kept receipt are unknown, older "
-             "ones lost")
-
-
 def _cut_short_notes(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
                      ) -> list[str]:
-    """Why the misses of each receiver that reported but cut its records short may be
-    unknown (spark_jobs.delivery)."""
+    """What the records of each agent that reported but cut them short count for: as a
+    dead agent's kept chunks (spark_jobs.delivery)."""
     return [f"agent {agent.id} ({agent.role}): its records end before the run did "
-            f"({agent.cut_short}): {CUT_SHORT}" for agent in manifest.agents
-            if agent.cut_short is not None and not agent.died and delivery.receives(agent)
-            and agent.id in messages]
+            f"({agent.cut_short}): {DIED_MEANING[agent.role]}" for agent in manifest.agents
+            if agent.cut_short is not None and not agent.died and agent.id in messages
+            and agent.role in DIED_MEANING]
 
 
 def check_run(run_dir: Path) -> Checked:

@@ -62,7 +62,8 @@ class Dead:
     receivers: the receiving agents whose misses may be unknown (`Watched`) by what the
     manifest says: they died, were cut short, or lost their responder (those whose drain
     ran out are known only from their records: spark_jobs.passes); producer_ids: the ids
-    of each dead sender's connections (producers and requesters)."""
+    of the connections of each sender (producer or requester) that died or whose records
+    are cut short, so what receivers got from it beyond them counts as sent."""
 
     receivers: tuple[Watched, ...] = ()
     producer_ids: tuple[int, ...] = ()
@@ -83,7 +84,7 @@ class Dead:
             lost_relay = relay_died and agent.role == Role.REQUESTER
             if receives(agent) and (agent.died or agent.cut_short is not None or lost_relay):
                 receivers.append(Watched.of(index, agent, workload, lost_relay))
-            if agent.died and agent.role in SENDERS and agent.first_id is not None:
+            if agent.ended_early and agent.role in SENDERS and agent.first_id is not None:
                 n = agent.connections or workload.connections
                 producer_ids += range(agent.first_id, agent.first_id + n)
         return cls(tuple(receivers), tuple(producer_ids))

@@ -273,15 +273,19 @@ def test_a_drain_that_ran_out_while_deliveries_still_came_leaves_the_backlog_unk
 def test_a_receiver_cut_short_is_watched_like_a_dead_one(tmp_path):
     """A consumer that reported but was stopped early (cut_short), and a requester too:
     their misses after their horizon are unknown (delivery.Dead.of); one the system cut off
-    (no cut_short) is not watched."""
+    (no cut_short) is not watched. What receivers got from a sender beyond its records
+    cut short counts as sent, as a dead sender's."""
     manifest = Manifest.model_validate({"agents": [
         {"id": "c", "role": "consumer", "status": "partial",
          "cut_short": "stopped early (terminated (SIGTERM))"},
         {"id": "r", "role": "requester", "first_id": 5, "status": "partial",
          "cut_short": "stopped early (interrupted by the user (Ctrl-C))"},
-        {"id": "d", "role": "consumer", "status": "partial"}]})
-    assert delivery.Dead.of(manifest, ["c", "r", "d"]) == delivery.Dead(
-        (delivery.Watched(0, 1), delivery.Watched(1, 1, (5, 6))))
+        {"id": "d", "role": "consumer", "status": "partial"},
+        {"id": "p", "role": "producer", "first_id": 1, "status": "partial",
+         "cut_short": "its records are not all on disk (no space)"},
+        {"id": "q", "role": "producer", "first_id": 2, "status": "partial"}]})
+    assert delivery.Dead.of(manifest, ["c", "r", "d", "p", "q"]) == delivery.Dead(
+        (delivery.Watched(0, 1), delivery.Watched(1, 1, (5, 6))), (5, 1))
     found = figures(_run(tmp_path, _stalled(range(4)), agents=[
         {"id": "c", "role": "consumer", "cut_short": "stopped early (overran the planned end)"},
         {"id": "p", "role": "producer", "first_id": 1}],
