@@ -174,6 +174,7 @@ def test_ctrl_c_three_times_keeps_every_file_on_disk(tmp_path, spark):
     assert (summary["sent"], summary["lost"]) == (sent, 0)
     assert summary["delivered"] + summary["unknown"] == sent
     assert summary["delivered"] == len(messages(run_dir / "agents" / "consumer-0"))
+    assert summary["hlog_agrees"] is True
 
 
 def with_environment(name: str, value: str) -> set[int]:
@@ -223,6 +224,14 @@ def test_sigkill_of_the_controller_leaves_nothing_running_and_report_recovers(
     assert summary["status"] == "partial"
     assert summary["received"] > 0 and summary["latency_us"]["count"] > 0
     assert not (run_dir / "manifest.json.partial").exists()
+    # its agents stopped together when their input closed: what the consumer had not yet
+    # received when it stopped is unknown, never lost
+    consumer = next(e for e in manifest["agents"] if e["role"] == "consumer")
+    assert consumer["cut_short"] == "stopped early (control channel closed)"
+    print(f"{broker}: controller SIGKILLed, {summary['sent']:,} sent, "
+          f"{summary['unknown']:,} unknown")
+    assert summary["lost"] == 0
+    assert summary["delivered"] + summary["unknown"] == summary["sent"]
 
 
 def test_the_controller_killed_with_its_agents_leaves_their_chunks_to_analyse(tmp_path):
