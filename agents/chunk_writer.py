@@ -127,7 +127,7 @@ class ChunkWriter:
 
     def close(self) -> dict:
         """Close the log and the index; returns the report: out-of-range values per tag,
-        problems, chunks written."""
+        problems, chunks written, and the first chunk that could not be (none: [])."""
         out_of_range: dict = {}
         if self.log is not None:
             try:
@@ -142,7 +142,8 @@ class ChunkWriter:
             problems.append(self.unwritten[0] + (
                 f"; {self.unwritten_count:,} chunks not written in all"
                 if self.unwritten_count > 1 else ""))
-        return {"out_of_range": out_of_range, "problems": problems, "chunks": self.chunks}
+        return {"out_of_range": out_of_range, "problems": problems, "chunks": self.chunks,
+                "unwritten": self.unwritten[:1]}
 
     def _fail(self, problem: str) -> None:
         if len(self.failures) < MAX_FAILURES:

@@ -46,6 +46,7 @@ from sixnines.formats.records import CPU_FILE
 from sixnines.formats.vocabulary import SENDERS
 from sixnines.formats.vocabulary import Role as Kind
 
+RECEIVERS = (Kind.CONSUMER, Kind.REQUESTER)  # whose records are what reached them
 ROLES: dict[str, type[Role]] = {
     Kind.PRODUCER: Producer, Kind.CONSUMER: Consumer, Kind.REQUESTER: Requester,
     Kind.RESPONDER: Responder,
@@ -140,13 +141,16 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, start: p.Start) -> int
     sampler = CpuSampler(time.process_time_ns, _message_count(role), spec.cpu_sample_ns)
     sampler.start()
     problems = []
+    broke = None  # the agent's own failure: its records end there, not the system's doing
     try:
         role.run(control)
     except DriverError as exc:
         problems.append(f"{spec.agent_id}: {exc}")
     except Exception as exc:  # the data recorded so far is still written below
-        problems.append(f"{spec.agent_id}: {type(exc).__name__}: {exc}")
+        broke = f"{type(exc).__name__}: {exc}"
+        problems.append(f"{spec.agent_id}: {broke}")
         traceback.print_exc(file=sys.stderr)
+    ending = _ending(role, control, broke)
     finished.set()
     samples = sampler.finish()
     if control.stopping:
@@ -162,12 +166,30 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, start: p.Start) -> int
     cpu_files, cpu_unwritten = write_files(out_dir, {CPU_FILE: lambda path: write_cpu(path,
                                                                                    samples)})
     problems += [f"{spec.agent_id}: {problem}" for problem in (*unwritten, *cpu_unwritten)]
-    extra = {"out_of_range": out_of_range, **role.extra()}
+    extra = {"out_of_range": out_of_range, **role.extra(), **ending}
+    if (lost := role.records_lost()) and "cut_short" not in extra:
+        extra["cut_short"] = lost
     done = p.Done(agent_id=spec.agent_id, status="partial" if problems else "ok",
                   sent=role.sent, received=role.received, t0_ns=at_ns,
                   artifacts=files | cpu_files, problems=problems, extra=extra)
     channel.send(keep_done(out_dir, done))
     return 0
+
+
+def _ending(role: Role, control: Control, broke: str | None) -> dict[str, object]:
+    """How a receiver's listening ended, for the analysis (docs/design.md, "The end of a
+    receiver's records"): `cut_short` when the agent itself ended it early (stopped, or a
+    failure of its own), `drain_ended_ns` when its drain ran out before every message
+    expected had arrived (the instant it ended; the drain began `drain_ns` before). A
+    sender's records hold all it sent, however early it stopped."""
+    if role.spec.role not in RECEIVERS:
+        return {}
+    if control.stopping or broke:
+        return {"cut_short": f"stopped early ({control.stop_reason})" if control.stopping
+                else broke}
+    if control.finishing and role.received < control.expected:
+        return {"drain_ended_ns": control.deadline_ns}
+    return {}
 
 
 def _message_count(role: Role) -> Callable[[], int]:

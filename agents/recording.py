@@ -394,6 +394,12 @@ class Recorder:
                 self.report.get("out_of_range", {}),
                 self.problems + self.report.get("problems", []))
 
+    def lost(self) -> str | None:
+        """Why records the loop made are not on disk (after `finish`): the writer process
+        gone, or chunks it could not write; None when every one is there."""
+        gone = self.problems or self.report.get("unwritten")
+        return gone[0] if gone else None
+
     def summary(self) -> dict:
         """For the agent's manifest entry: chunks written, times the writer was behind."""
         return {"chunks": self.report.get("chunks", 0), "behind": self.behind()}

@@ -105,6 +105,11 @@ class Role(ABC):
     def label(self) -> str:
         return f"{self.spec.run_id} {self.spec.agent_id} ({self.spec.role})"
 
+    def records_lost(self) -> str | None:
+        """Why records it made are not on disk (read once its results are written), None
+        when every one is."""
+        return None
+
     def helpers(self) -> list[int]:
         """The processes the role runs beside its own (a recorder's writer)."""
         return []
@@ -153,6 +158,10 @@ class Chunked(Role):
 
     def extra(self) -> dict[str, object]:
         return {"recording": self.recorder.summary()}
+
+    def records_lost(self) -> str | None:
+        lost = self.recorder.lost()
+        return f"its records are not all on disk ({lost})" if lost else None
 
     @abstractmethod
     def _arm_buffers(self, t0: int) -> None:

@@ -29,7 +29,7 @@ from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import FanOut, Role
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
 DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
@@ -127,6 +127,17 @@ class AgentEntry(Open):
     unexpected_replies: int | None = None
     """A requester's replies to no request it sent (older manifests: the analysis now
     counts them, in the run's `unexpected`)."""
+    cut_short: str | None = None
+    """Why its records fall short of what it did, when the agent itself is the cause: a
+    receiver stopped early (an interrupt, the controller gone, the run overran) or failing
+    on its own; any agent whose writer process is gone or could not write chunks. A
+    receiver's misses after its last kept receipt are then `unknown`, and what receivers
+    got from a sender beyond its records counts as sent (docs/design.md, "The end of a
+    receiver's records"). Absent: its records are whole, or the system broke it off (a
+    driver error)."""
+    drain_ended_ns: int | None = None
+    """A receiver whose drain ran out before every message expected had arrived: the
+    instant it stopped listening (its clock); its drain began `workload.drain_ns` before."""
     files_at: dict[str, str] | None = None
     """Where its files are on another host while they are there (the controller died
     before it fetched them, or they failed their check): `dir`, and `container` (its id)
@@ -137,6 +148,11 @@ class AgentEntry(Open):
     def died(self) -> bool:
         """It sent no `done` (killed, its host gone): no file of it is announced."""
         return self.status in UNREPORTED
+
+    @property
+    def ended_early(self) -> bool:
+        """Its records end before the run did: it died, or it cut them short."""
+        return self.died or self.cut_short is not None
 
 
 class MonitorEntry(AgentEntry):

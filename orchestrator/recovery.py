@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import TypeVar
 
 from sixnines.agents.artifacts import read_done
+from sixnines.formats.chunks import kept_chunks
 from sixnines.formats.integrity import Damaged, read_manifest
 from sixnines.formats.manifest import AgentEntry
+from sixnines.formats.records import DONE_FILE
 from sixnines.orchestrator.manifest import RUNNING, verified_artifacts, write_manifest
 
 CONTROLLER_DIED = ("the controller stopped before the run ended (killed, or its machine "
@@ -42,7 +44,7 @@ def recover(run_dir: Path) -> bool:
     if manifest.monitor is not None and manifest.monitor.id is not None:
         monitor, notes = recovered_entry(run_dir, manifest.monitor)
         manifest.monitor = monitor.model_copy(update={"notes": [*monitor.notes, *notes]})
-    recorded = any(entry.artifacts for entry in agents)
+    recorded = any(entry.artifacts or closed_chunks(run_dir, entry) for entry in agents)
     manifest.agents, manifest.problems = agents, problems
     manifest.status = "partial" if recorded else "failed"
     manifest.recovered_at = time.time()
@@ -53,12 +55,21 @@ def recover(run_dir: Path) -> bool:
 Entry = TypeVar("Entry", bound=AgentEntry)
 
 
+def closed_chunks(run_dir: Path, entry: AgentEntry) -> int:
+    """How many chunks the index of an agent's folder here lists: what the analysis reads
+    of an agent that wrote no done.json (formats.chunks.kept_chunks)."""
+    return len(kept_chunks(run_dir / "agents" / entry.id).listed)
+
+
 def recovered_entry(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
     """`entry` filled from the agent's done.json, and the problems to record."""
     out_dir = run_dir / "agents" / entry.id
     done = read_done(out_dir)
     if done is None or done.agent_id != entry.id:
         why = "left no results (stopped before it could write them)"
+        if chunks := closed_chunks(run_dir, entry):
+            why = (f"wrote no account of its run ({DONE_FILE}); the {chunks:,} chunks its "
+                   f"index lists are analysed")
         if entry.files_at is not None:
             why = (f"its files were not fetched from {entry.files_at['dir']} there; "
                    "`sixnines collect` fetches them")

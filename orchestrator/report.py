@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sixnines.formats.atomic import atomic_path, write_atomically
+from sixnines.formats.controller_lock import holder
 from sixnines.formats.errors import BadInput
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.integrity import Damaged, read_manifest
@@ -46,13 +47,21 @@ class AnalysisError(BadInput):
 
 
 def find_run_dirs(path: Path) -> list[Path]:
-    """A run directory itself, or every run directory inside a results directory."""
+    """A run directory itself, or every run directory inside a results directory; refused
+    (exit 2) while a run among them is still going: its manifest is its controller's to
+    write until the end (formats.controller_lock)."""
     if (path / MANIFEST_FILE).is_file():
-        return [path]
-    runs = sorted(d for d in path.iterdir() if (d / MANIFEST_FILE).is_file()) \
-        if path.is_dir() else []
+        runs = [path]
+    else:
+        runs = sorted(d for d in path.iterdir() if (d / MANIFEST_FILE).is_file()) \
+            if path.is_dir() else []
     if not runs:
         raise AnalysisError(f"{path}: no run directory (with {MANIFEST_FILE}) found there")
+    for run_dir in runs:
+        if (pid := holder(run_dir)) is not None:
+            by = f" (pid {pid})" if pid else ""
+            raise AnalysisError(f"{run_dir}: the run is still going: its controller{by} "
+                                "holds it until the run ends; try again then")
     return runs
 
 

@@ -33,6 +33,7 @@ from sixnines.agents.facts import clock_domain, kernel_id
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.chunks import kept_chunks
+from sixnines.formats.controller_lock import holding
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.integrity import sha256_of
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock, MonitorEntry
@@ -150,6 +151,7 @@ class Run:
         self.problems: list[str] = self.manifest.problems
         self.stop_reason = ""  # why the agents were told to stop early, if they were
         self.hurry = False  # a repeated interrupt: wait no longer than needed
+        self.finish_sent = False  # the receivers were told how much was sent
         self.follow = settings.follow
         self.sidecar: sidecar.AnalysisSidecar | None = None
         self.analysed: Path | None = None  # its summary.json, when its sidecar wrote it
@@ -160,8 +162,14 @@ class Run:
         model; on disk from the start, rewritten as the run goes).
         An interrupt (Ctrl-C, SIGTERM) winds the run down like any failure and is then
         raised again, so the caller stops the scenario; interrupts during the wind-down
-        only hurry it (orchestrator.interrupts)."""
+        only hurry it (orchestrator.interrupts). The run directory is locked meanwhile
+        (formats.controller_lock): no other command takes the run for one whose controller
+        died."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        with holding(self.run_dir):
+            return self._execute()
+
+    def _execute(self) -> dict:
         self._record()
         interruption: KeyboardInterrupt | None = None
         try:
@@ -370,7 +378,6 @@ class Run:
         w = self.point.workload
         planned_end = time.monotonic() + START_DELAY_S + (w.warmup_ns + w.duration_ns) / NS
         deadline = planned_end + w.drain_ns / NS + OVERRUN_S
-        finish_sent = False
         while not all(a.finished for a in self._measuring()):
             message, agent = self._next(time.monotonic() + SUPERVISE_TICK_S)
             if isinstance(message, p.Progress):
@@ -378,9 +385,8 @@ class Run:
                 self.view.progress(agent.plan.agent_id, message.sent, message.received,
                                    message.disk_written, message.disk_free)
             self._check_broker()
-            if not finish_sent and all(a.finished for a in self._senders()):
+            if not self.finish_sent and all(a.finished for a in self._senders()):
                 self._finish_consumers()
-                finish_sent = True
             if time.monotonic() > deadline:
                 self.problems.append(f"run overran its planned end by {OVERRUN_S:.0f} s")
                 self._stop_agents("overran the planned end")
@@ -429,6 +435,7 @@ class Run:
 
     def _finish_consumers(self) -> None:
         """Tell the receiving agents how much was sent, so they stop once it has arrived."""
+        self.finish_sent = True
         sent = sum(a.done.sent for a in self._senders() if a.done is not None)
         for agent in self._measuring():
             if not agent.plan.sends_messages and not agent.finished:
@@ -442,14 +449,40 @@ class Run:
                                  "during the run")
 
     def _stop_agents(self, reason: str) -> None:
-        """Ask every agent still running to stop, and wait for its data to be written
-        (until a repeated interrupt hurries us: `_collect` still finds what they wrote)."""
-        for agent in self.agents.values():
+        """Stop what still runs, senders first, and wait for each to write its data (until
+        a repeated interrupt hurries us: `_collect` still finds what they wrote). Once the
+        senders have reported, the receivers hear out what was sent: `finish` with its
+        count, so they stop when it has arrived or their drain has passed, as at a normal
+        end — a receiver stopped at once would miss what was still on its way, which is
+        not the system's loss. They are stopped instead when that count is not known (a
+        sender did not report), when they were told to finish before (the run overran, or
+        was interrupted during their drain) or when we are hurried; what they miss after
+        their last receipt is then `unknown` (docs/design.md, "The end of a receiver's
+        records"). The monitor goes last."""
+        senders = self._senders()
+        self._await_end(self._told_to_stop(senders, reason), STOP_GRACE_S)
+        receivers = [a for a in self._measuring() if not a.plan.sends_messages]
+        if self.finish_sent or self.hurry or any(a.done is None for a in senders):
+            self._told_to_stop(receivers, reason)
+        else:
+            self._finish_consumers()
+        self._await_end(receivers, self.point.workload.drain_ns / NS + STOP_GRACE_S)
+        if self.monitor is not None:
+            self._await_end(self._told_to_stop([self.monitor], reason), STOP_GRACE_S)
+
+    def _told_to_stop(self, group: list[AgentHandle], reason: str) -> list[AgentHandle]:
+        """`group`, each agent still running told to stop."""
+        for agent in group:
             if not agent.finished:
                 logger.info("%s: stopping %s (%s)", self.point.run_id, agent.plan.agent_id, reason)
                 agent.send(p.Stop(reason=reason))
-        deadline = time.monotonic() + STOP_GRACE_S
-        while not self.hurry and not all(a.finished for a in self.agents.values()):
+        return group
+
+    def _await_end(self, group: list[AgentHandle], seconds: float) -> None:
+        """Until every agent of `group` has finished, `seconds` have passed, or we are
+        hurried."""
+        deadline = time.monotonic() + seconds
+        while not self.hurry and not all(a.finished for a in group):
             _, source = self._next(min(deadline, time.monotonic() + SUPERVISE_TICK_S))
             if source is None and time.monotonic() >= deadline:
                 break
@@ -565,8 +598,9 @@ class Run:
                                          f"{agent.failure}): broker CPU covers the run up "
                                          "to its last kept sample")
         statuses = {self._entry(agent, final=True)["status"] for agent in self._measuring()}
-        if not statuses or statuses <= {"failed", "missing"}:
-            self.manifest.status = "failed"
+        if not any(agent.done is not None or kept_chunks(agent.out_dir).listed
+                   for agent in self._measuring()):
+            self.manifest.status = "failed"  # nothing recorded (what died keeps its chunks)
         elif self.problems or statuses != {"ok"}:
             self.manifest.status = "partial"
         else:

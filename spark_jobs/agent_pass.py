@@ -126,6 +126,7 @@ class FirstPass:
     seen: Seen | None
     log: LogRead | None  # its hlog
     started_ns: int | None  # its start instant if it died (AgentFiles.started_ns)
+    last_receipt: int | None = None  # its clock: when its latest receipt came (warm-up too)
 
 
 def _logged_until(agent: AgentFiles, log: LogRead | None) -> int | None:
@@ -142,8 +143,8 @@ class FirstFold:
     (each stream's highest seq, the consumer connections) and every batch's mergeable
     part, merged as it comes so the state stays small."""
 
-    PARTS = ("sent_span", "recv_span", "pairs", "metrics", "logged", "extents", "sent",
-             "by_dead", "seen")
+    PARTS = ("sent_span", "recv_span", "last_recv", "pairs", "metrics", "logged", "extents",
+             "sent", "by_dead", "seen")
 
     def __init__(self, agent: AgentFiles, logged_until: int | None = None) -> None:
         self.agent, self.logged_until = agent, logged_until
@@ -161,6 +162,7 @@ class FirstFold:
             self.consumers.update(np.unique(rows.consumer[rows.consumer >= 0]).tolist())
         parts["sent_span"].append(_span(rows.sent[rows.sender & measured]))
         parts["recv_span"].append(_span(rows.recv[rows.timed & measured]))
+        parts["last_recv"].append(_span(rows.recv[rows.timed]))
         parts["pairs"].append(clock_pairs(rows, agent.agent_id))
         parts["metrics"].append(metric_buckets(rows, run.load, measured))
         if self.logged_until is not None:
@@ -176,7 +178,8 @@ class FirstFold:
 
     def _merge(self) -> None:
         parts = self.parts
-        merges = {"sent_span": _joined, "recv_span": _joined, "pairs": merged_pairs,
+        merges = {"sent_span": _joined, "recv_span": _joined, "last_recv": _joined,
+                  "pairs": merged_pairs,
                   "metrics": merged_buckets, "logged": merged_buckets,
                   "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends}
         for name, merge in merges.items():  # the dead senders' messages seen: at the end
@@ -198,7 +201,7 @@ class FirstFold:
             one("pairs", None), one("metrics", {}),
             one("logged", {}) if self.logged_until is not None else None,
             one("extents", []), one("sent", {}), one("by_dead", {}), merged_seen(parts["seen"]),
-            log, agent.started_ns)
+            log, agent.started_ns, last[2] if (last := one("last_recv", None)) else None)
 
 
 def first_pass(agent: AgentFiles) -> FirstPass:

@@ -169,6 +169,16 @@ def _died_notes(run_dir: Path, manifest: Manifest,
     return notes
 
 
+def _cut_short_notes(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
+                     ) -> list[str]:
+    """What the records of each agent that reported but cut them short count for: as a
+    dead agent's kept chunks (spark_jobs.delivery)."""
+    return [f"agent {agent.id} ({agent.role}): its records end before the run did "
+            f"({agent.cut_short}): {DIED_MEANING[agent.role]}" for agent in manifest.agents
+            if agent.cut_short is not None and not agent.died and agent.id in messages
+            and agent.role in DIED_MEANING]
+
+
 def check_run(run_dir: Path) -> Checked:
     """Check a run dir's manifest and files (plain Python; its hlogs are read by the
     first pass, spark_jobs.passes, and a damaged one refuses the run then)."""
@@ -216,10 +226,12 @@ def _absent_notes(absent: list[AgentEntry], workload: Workload, sent: int) -> li
     return notes
 
 
-def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None) -> str | None:
+def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None,
+            drained_out: list[str]) -> str | None:
     """The manifest's status, made partial when the data show more than the run knew:
-    deliveries of unknown fate, or hlogs that disagree with the raw records."""
-    doubtful = counts["unknown"] > 0 or agrees is False
+    deliveries of unknown fate, a drain that ran out while the system still held
+    messages, or hlogs that disagree with the raw records."""
+    doubtful = counts["unknown"] > 0 or bool(drained_out) or agrees is False
     return worst(manifest.status, PARTIAL if doubtful else OK)
 
 
@@ -314,6 +326,7 @@ def report(checked: Checked, figured: passes.Figures) -> RunSummary:
                           "records'")
     notes = [*_absent_notes(absent, workload, int(counts["sent"] - counts["requests"])),
              *_died_notes(run_dir, manifest, checked.messages, figured.log_ends_s),
+             *_cut_short_notes(manifest, checked.messages), *figured.drained_out,
              *checked.notes,
              *(f"agent {agent_id}: its start instant is unknown; hlog check skipped"
                for agent_id in figured.unplaced),
@@ -327,7 +340,7 @@ def report(checked: Checked, figured: passes.Figures) -> RunSummary:
     used = usage.summary()
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params, load=load,
-        broker=_broker(manifest), status=_status(manifest, counts, agrees),
+        broker=_broker(manifest), status=_status(manifest, counts, agrees, figured.drained_out),
         problems=[*manifest.problems, *notes],
         **{key: int(counts[key]) for key in
            ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
-from sixnines.formats.manifest import Manifest, Workload
+from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.vocabulary import SENDERS, FanOut, Role
 
 
@@ -29,34 +29,50 @@ from sixnines.formats.vocabulary import SENDERS, FanOut, Role
 class Watched:
     """A receiving agent whose misses may be of unknown fate rather than lost.
 
-    It died (what it received after its last kept chunk is gone), or it is a requester
-    whose responder died (requests that reached the responder after that got no reply).
-    `copies`: how many of its connections expect each message (`copies`); `ids`: the producer ids it
-    expects messages from, [first, end) (a requester: its own requests), None for all (a
-    consumer: fan-out); `relay_died`: the responder died, so the instant the far end is
-    known to have been alive is the latest request it answered (sent_ns on this agent's
-    clock), not this agent's last receipt."""
+    Its records end before everything sent to it could have arrived: it died (what it
+    received after its last kept chunk is gone), it was cut short (stopped, or its own
+    failure), its drain ran out while the system still held messages (`drain_verdict`),
+    or it is a requester whose responder died (requests that reached the responder after
+    that got no reply). `copies`: how many of its connections expect each message
+    (`copies`); `ids`: the producer ids it expects messages from, [first, end) (a
+    requester: its own requests), None for all (a consumer: fan-out); `relay_died`: the
+    responder died, so the instant the far end is known to have been alive is the latest
+    request it answered (sent_ns on this agent's clock), not this agent's last receipt."""
 
     agent_index: int
     copies: int
     ids: tuple[int, int] | None = None
     relay_died: bool = False
 
+    @classmethod
+    def of(cls, index: int, agent: AgentEntry, workload: Workload, relay_died: bool = False
+           ) -> Watched:
+        """The receiver at `index` of the manifest watched: a consumer expects every
+        message, a requester the replies to its own requests."""
+        n = agent.connections or workload.connections
+        if agent.role == Role.REQUESTER:
+            return cls(index, 1, (agent.first_id, agent.first_id + n), relay_died)
+        return cls(index, copies(workload, n))
+
 
 @dataclass(frozen=True)
 class Dead:
-    """The agents that died mid-run and whose closed chunks are analysed.
+    """The agents whose records end before the run did, and whose files are analysed.
 
-    receivers: the receiving agents whose misses may be unknown (`Watched`); producer_ids:
-    the ids of each dead sender's connections (producers and requesters)."""
+    receivers: the receiving agents whose misses may be unknown (`Watched`) by what the
+    manifest says: they died, were cut short, or lost their responder (those whose drain
+    ran out are known only from their records: spark_jobs.passes); producer_ids: the ids
+    of the connections of each sender (producer or requester) that died or whose records
+    are cut short, so what receivers got from it beyond them counts as sent."""
 
     receivers: tuple[Watched, ...] = ()
     producer_ids: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, manifest: Manifest, analysed: Iterable[str]) -> Dead:
-        """The dead among `analysed` (agent ids with files read), and the requesters of a
-        responder that died, keyed by agent_index (their position in the manifest)."""
+        """The dead or cut short among `analysed` (agent ids with files read), and the
+        requesters of a responder that died, keyed by agent_index (their position in the
+        manifest)."""
         kept = set(analysed)
         workload = manifest.workload
         relay_died = any(agent.died for agent in manifest.agents
@@ -65,16 +81,42 @@ class Dead:
         for index, agent in enumerate(manifest.agents):
             if agent.id not in kept:
                 continue
-            n = agent.connections or workload.connections
-            if agent.died and agent.role == Role.CONSUMER:
-                receivers.append(Watched(index, copies(workload, n)))
-            if agent.role == Role.REQUESTER and agent.first_id is not None and (
-                    agent.died or relay_died):
-                receivers.append(Watched(index, 1, (agent.first_id, agent.first_id + n),
-                                         relay_died))
-            if agent.died and agent.role in SENDERS and agent.first_id is not None:
+            lost_relay = relay_died and agent.role == Role.REQUESTER
+            if receives(agent) and (agent.died or agent.cut_short is not None or lost_relay):
+                receivers.append(Watched.of(index, agent, workload, lost_relay))
+            if agent.ended_early and agent.role in SENDERS and agent.first_id is not None:
+                n = agent.connections or workload.connections
                 producer_ids += range(agent.first_id, agent.first_id + n)
         return cls(tuple(receivers), tuple(producer_ids))
+
+
+def receives(agent: AgentEntry) -> bool:
+    """Whether messages are expected at the agent: a consumer, or a requester placing
+    producer ids (the replies to its requests)."""
+    return agent.role == Role.CONSUMER or (agent.role == Role.REQUESTER
+                                           and agent.first_id is not None)
+
+
+def drain_verdict(drain_ended_ns: int, drain_ns: int, last_receipt_ns: int | None
+                  ) -> str | None:
+    """Why a receiver whose drain ran out before everything arrived may not have seen what
+    it misses, None when the system had plainly finished delivering (docs/design.md, "The
+    end of a receiver's records"). Its deliveries caught up with the sending and then
+    stopped — its last receipt within one drain before the drain began, nothing during
+    it — and what it misses is lost. Otherwise the system still held messages when the
+    drain ended: it was still delivering during the drain (a backlog), or had stopped
+    answering more than a drain before the drain began (a stall), or never delivered."""
+    began = drain_ended_ns - drain_ns
+    drain = f"{drain_ns / 1e9:g} s"
+    if last_receipt_ns is None:
+        return f"nothing was delivered to it before its drain of {drain} ran out"
+    quiet = f"{(drain_ended_ns - last_receipt_ns) / 1e9:.1f} s"
+    if last_receipt_ns > began:
+        return (f"still receiving during its drain of {drain}, which ran out first (the "
+                f"last delivery {quiet} before its end)")
+    if last_receipt_ns <= began - drain_ns:
+        return f"no delivery for {quiet} before the end; its drain of {drain} ran out first"
+    return None
 
 
 def copies(workload: Workload, connections: int) -> int:

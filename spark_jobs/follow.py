@@ -13,9 +13,9 @@ the whole run is made incremental:
   (`spread`), in stretches: a new stretch of an agent's files starts with a new spread
   when the median moves out of the last, and at the end only the stretches whose spread
   missed the final median's bucket are read again for it.
-A run without planned axes, or whose analysis context changed by its end (an agent died,
-a clock was measured again), is not followed: `finish` says so and the caller analyses it
-whole.
+A run without planned axes, or whose analysis context changed by its end (an agent died
+or cut its records short, a clock was measured again), is not followed: `finish` says so
+and the caller analyses it whole.
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ class RunFollower:
         it cannot be followed to its end (the module doc): analyse it whole."""
         if (passes.planned(run.manifest) != self.planned or self.planned is None
                 or passes.context(0, run) != self.context
-                or any(agent.died and agent.id in run.hlogs for agent in run.manifest.agents)):
+                or any(agent.ended_early and agent.id in run.hlogs
+                       for agent in run.manifest.agents)):
             return None
         try:
             self.feed({agent_id: paths for agent_id, (_, paths) in run.messages.items()},
@@ -130,7 +131,7 @@ class RunFollower:
         merged = passes.merge_first(first)
         run_axes = passes.axes(run, merged.extents)
         plan = passes.plan(merged, run_axes)
-        watched = passes.watched_receivers(run, agents)
+        watched = passes.watched_receivers(run, agents, first)
         second = [self._second(agent, plan, watched) for agent in agents]
         return passes.assembled(run, first, merged, run_axes, second)
 

@@ -82,6 +82,7 @@ class Figures:
     logs: dict[str, dict[str, np.ndarray]]  # agent_id → its hlog's measured counts per tag
     log_ends_s: dict[str, float]  # of agents that died: how far their hlog was written
     unplaced: list[str]  # agents that died with an hlog but no known start: not checked
+    drained_out: list[str] = field(default_factory=list)  # problem lines (`drained_out`)
 
 
 @dataclass(frozen=True)
@@ -214,8 +215,8 @@ def agent_files(runs: Sequence[Run]) -> list[AgentFiles]:
                 hlog = run.hlogs.get(agent.id)
                 found.append(AgentFiles(
                     run_context, index, agent.id, str(role), tuple(map(str, paths)),
-                    agent_clock(agent), str(hlog) if hlog is not None else None, agent.died,
-                    run.manifest.t0_of(agent) if agent.died else None))
+                    agent_clock(agent), str(hlog) if hlog is not None else None,
+                    agent.ended_early, run.manifest.t0_of(agent) if agent.ended_early else None))
     return found
 
 
@@ -376,19 +377,51 @@ def plan(merged: Merged, found_axes: Axes) -> RunPlan:
                    _placements(found_axes.streams, SCHEDULE, found_axes.schedule), streams)
 
 
-def watched_receivers(run: Run, agents: list[AgentFiles]) -> dict[int, WatchedReceiver]:
-    """agent_index → each receiver of the run whose misses may be unknown, with the files
-    of the senders it expects."""
-    senders = [agent for agent in agents if agent.role in SENDERS]
-    connections = run.manifest.workload.connections
+#: What a problem line says of a receiver whose drain ran out while the system still held
+#: messages (after delivery.drain_verdict's reason).
+DRAINED_OUT = ("what it misses that was sent after its last delivery (less the longest "
+               "latency seen) is unknown, not lost: the system may still hold it; lengthen "
+               "`drain`")
+
+
+def drained_out(run: Run, first: list[FirstPass]) -> dict[int, str]:
+    """agent_index → a problem line for each receiver of the run whose drain ran out while
+    the system still held messages (delivery.drain_verdict, from when its last receipt
+    came: `first`, the run's first pass). None when the broker sixnines started exited
+    during the run: what it held is lost with it."""
+    manifest = run.manifest
+    drain_ns = manifest.workload.drain_ns
+    if manifest.broker_exit is not None or drain_ns is None:
+        return {}
+    last = {result.agent_index: result.last_receipt for result in first}
     found = {}
-    for receiver in run.expected.dead.receivers:
+    for index, agent in enumerate(manifest.agents):
+        if (index in last and delivery.receives(agent) and agent.drain_ended_ns is not None
+                and not agent.died and agent.cut_short is None):
+            verdict = delivery.drain_verdict(agent.drain_ended_ns, drain_ns, last[index])
+            if verdict is not None:
+                found[index] = f"agent {agent.id}: {verdict}: {DRAINED_OUT}"
+    return found
+
+
+def watched_receivers(run: Run, agents: list[AgentFiles], first: list[FirstPass]
+                      ) -> dict[int, WatchedReceiver]:
+    """agent_index → each receiver of the run whose misses may be unknown (those the
+    manifest names, and those whose drain ran out: `drained_out`), with the files of the
+    senders it expects."""
+    senders = [agent for agent in agents if agent.role in SENDERS]
+    manifest, connections = run.manifest, run.manifest.workload.connections
+    watched = [*run.expected.dead.receivers,
+               *(delivery.Watched.of(index, manifest.agents[index], manifest.workload)
+                 for index in drained_out(run, first))]
+    found = {}
+    for receiver in watched:
         ids = receiver.ids
         theirs = [agent for agent in senders
-                  if ids is None or _claims(run.manifest.agents[agent.agent_index],
+                  if ids is None or _claims(manifest.agents[agent.agent_index],
                                             connections, ids)]
         found[receiver.agent_index] = WatchedReceiver(receiver.copies, ids,
-                                              receiver.relay_died, tuple(theirs))
+                                                      receiver.relay_died, tuple(theirs))
     return found
 
 
@@ -472,7 +505,8 @@ def assembled(run: Run, first: list[FirstPass], merged: Merged, found_axes: Axes
     matched = sum((result.matched for result in second), delivery.Matched())
     counts = delivery.counts(run.expected, merged.tally, matched)
     return Figures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
-                   _per_message(run, found_axes, second), *_logs(first))
+                   _per_message(run, found_axes, second), *_logs(first),
+                   list(drained_out(run, first).values()))
 
 
 def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]:
@@ -488,7 +522,8 @@ def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]
     merged = [merge_first(found) for found in by_run]
     run_axes = [axes(run, m.extents) for run, m in zip(runs, merged, strict=True)]
     plans = [plan(m, a) for m, a in zip(merged, run_axes, strict=True)]
-    watched = [watched_receivers(run, [a for a in agents if a.run.run_index == index])
+    watched = [watched_receivers(run, [a for a in agents if a.run.run_index == index],
+                                 by_run[index])
                for index, run in enumerate(runs)]
     jobs = [(agent, plans[agent.run.run_index],
              watched[agent.run.run_index].get(agent.agent_index))

@@ -221,6 +221,95 @@ def test_a_dead_responder_leaves_requests_after_the_last_one_answered_unknown(tm
     assert (got["sent"], got["lost"], got["unknown"]) == (8, 2, 3)
 
 
+def _stalled(got: list[int], latency: int = 10) -> list[tuple]:
+    """Producer p (id 1) sends seqs 0..9 at 100·seq; consumer c gets those of `got`,
+    `latency` after their send."""
+    rows = [("p", "producer", 1, s, 100 * s, 100 * s, None, None, False) for s in range(10)]
+    return rows + [("c", "consumer", 1, s, 100 * s, 100 * s, 100 * s + latency, i, False)
+                   for i, s in enumerate(got)]
+
+
+def _drained(tmp_path: Path, rows: list[tuple], drain_ended_ns: int, drain_ns: int = 300,
+             **manifest: Any) -> passes.Figures:
+    """The figures of a run whose consumer c heard its drain of `drain_ns` out, to
+    `drain_ended_ns`, without every message."""
+    agents = [{"id": "c", "role": "consumer", "drain_ended_ns": drain_ended_ns},
+              {"id": "p", "role": "producer", "first_id": 1}]
+    return figures(_run(tmp_path, rows, agents=agents,
+                        workload={"drain_ns": drain_ns}, **manifest))[0]
+
+
+def test_a_drain_that_ran_out_on_a_stalled_system_leaves_its_holdings_unknown(tmp_path):
+    # c's last delivery (seq 3) came at 310; its drain of 300 ran from 1700 to 2000: no
+    # delivery for more than a drain before it began. Seqs 4..9 were sent after its
+    # horizon (310 − 10): the system may still hold them
+    found = _drained(tmp_path, _stalled(range(4)), drain_ended_ns=2000)
+    assert (found.counts["delivered"], found.counts["lost"], found.counts["unknown"]) == (
+        4, 0, 6)
+    (line,) = found.drained_out
+    assert line.startswith("agent c: no delivery for ") and line.endswith(passes.DRAINED_OUT)
+    # the broker sixnines started exited during the run: what it held is lost with it
+    gone = _drained(tmp_path, _stalled(range(4)), drain_ended_ns=2000, broker_exit=1)
+    assert (gone.counts["lost"], gone.counts["unknown"], gone.drained_out) == (6, 0, [])
+
+
+def test_a_drain_that_ran_out_after_deliveries_caught_up_counts_the_tail_lost(tmp_path):
+    # c got seqs 0..8 (the last at 810) and nothing more in its drain of 300 (1100 to
+    # 1400), which began within a drain of that delivery: the system had finished
+    # delivering, so seq 9, sent after c's horizon, is lost (a lossy system's tail)
+    found = _drained(tmp_path, _stalled(range(9)), drain_ended_ns=1400)
+    assert (found.counts["lost"], found.counts["unknown"], found.drained_out) == (1, 0, [])
+
+
+def test_a_drain_that_ran_out_while_deliveries_still_came_leaves_the_backlog_unknown(
+        tmp_path):
+    # each delivery took 1000 (a backlog): c got seqs 0..5, the last at 1500, during its
+    # drain (1300 to 1600). Its horizon is 1500 − 1000 = 500: seqs 6..9 are unknown
+    found = _drained(tmp_path, _stalled(range(6), latency=1000), drain_ended_ns=1600)
+    assert (found.counts["lost"], found.counts["unknown"]) == (0, 4)
+    assert found.drained_out[0].startswith("agent c: still receiving during its drain of ")
+
+
+def test_a_receiver_cut_short_is_watched_like_a_dead_one(tmp_path):
+    """A consumer that reported but was stopped early (cut_short), and a requester too:
+    their misses after their horizon are unknown (delivery.Dead.of); one the system cut off
+    (no cut_short) is not watched. What receivers got from a sender beyond its records
+    cut short counts as sent, as a dead sender's."""
+    manifest = Manifest.model_validate({"agents": [
+        {"id": "c", "role": "consumer", "status": "partial",
+         "cut_short": "stopped early (terminated (SIGTERM))"},
+        {"id": "r", "role": "requester", "first_id": 5, "status": "partial",
+         "cut_short": "stopped early (interrupted by the user (Ctrl-C))"},
+        {"id": "d", "role": "consumer", "status": "partial"},
+        {"id": "p", "role": "producer", "first_id": 1, "status": "partial",
+         "cut_short": "its records are not all on disk (no space)"},
+        {"id": "q", "role": "producer", "first_id": 2, "status": "partial"}]})
+    assert delivery.Dead.of(manifest, ["c", "r", "d", "p", "q"]) == delivery.Dead(
+        (delivery.Watched(0, 1), delivery.Watched(1, 1, (5, 6))), (5, 1))
+    found = figures(_run(tmp_path, _stalled(range(4)), agents=[
+        {"id": "c", "role": "consumer", "cut_short": "stopped early (overran the planned end)"},
+        {"id": "p", "role": "producer", "first_id": 1}],
+        expected=delivery.Expected(dead=delivery.Dead((delivery.Watched(0, 1),)))))[0]
+    assert (found.counts["lost"], found.counts["unknown"]) == (0, 6)
+
+
+def test_drain_verdicts():
+    """What a receiver whose drain (here 2 s) ran out says of the system: nothing when it
+    caught up and went quiet; a stall, a backlog, or no delivery at all otherwise."""
+    s = 1_000_000_000
+    assert delivery.drain_verdict(20 * s, 2 * s, 17 * s) is None
+    assert delivery.drain_verdict(20 * s, 2 * s, 16 * s + 1) is None
+    assert delivery.drain_verdict(20 * s, 2 * s, 12 * s) == (
+        "no delivery for 8.0 s before the end; its drain of 2 s ran out first")
+    assert delivery.drain_verdict(20 * s, 2 * s, 19 * s) == (
+        "still receiving during its drain of 2 s, which ran out first (the last delivery "
+        "1.0 s before its end)")
+    assert delivery.drain_verdict(20 * s, 2 * s, None) == (
+        "nothing was delivered to it before its drain of 2 s ran out")
+    # no drain at all: whatever was still on its way is the system's to say
+    assert delivery.drain_verdict(20 * s, 0, 19 * s) is not None
+
+
 def _tiny_agents(clocks: dict[str, dict] | None = None) -> list[dict[str, Any]]:
     """The manifest entries of the _tiny agents, in their agent_index order (a, b, p)."""
     agents: list[dict[str, Any]] = [

@@ -5,11 +5,16 @@ category, each test one case.
 - test_scenario_fuzz.py     hundreds of mangled example scenarios through validate, capped
 - test_plan_fit.py          plans bigger than the machine; the estimate against real agents
 - test_security.py          recipes from elsewhere, shell injection, unauthenticated brokers
-- test_interrupts.py        Ctrl-C (once, three times), SIGTERM, SIGKILL of the controller,
-                            during a run and during the analysis
-- test_dead_agents.py       a producer, consumer, monitor or requester SIGKILLed mid-run:
-                            its closed chunks analysed, unknown fate apart from loss
-- test_full_disk_run.py     ENOSPC in an agent's files and in the manifest
+- test_interrupts.py        Ctrl-C (once, three times), SIGTERM (builtin relay, RabbitMQ),
+                            SIGKILL of the controller (alone, or with its agents), during a
+                            run and during the analysis; nothing sent counted lost; `report`
+                            and `collect` refusing a run still going
+- test_dead_agents.py       a producer, consumer, monitor or requester SIGKILLed mid-run, a
+                            consumer's writer process killed: its closed chunks analysed,
+                            unknown fate apart from loss
+- test_stalls.py            the broker frozen past the drain: what it held is unknown
+- test_full_disk_run.py     ENOSPC in an agent's files and in the manifest; the chunks kept
+                            analysed when no done.json could be written
 - test_full_disk_report.py  ENOSPC while writing the report
 - test_corrupt_artifacts.py edited, truncated and bit-flipped files given to `report`
 - test_compare_input.py     impossible figures, nesting and escape sequences in summaries,

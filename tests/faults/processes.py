@@ -74,6 +74,15 @@ def pid_logging_to(log: Path) -> int | None:
     return agents[0] if agents else None
 
 
+def writer_logging_to(log: Path) -> int | None:
+    """The recorder's writer process of the agent whose stderr is `log`: the one whose
+    parent shares that stderr."""
+    pids = pids_logging(lambda path: path == str(log))
+    parent = parents()
+    writers = [pid for pid in pids if parent.get(pid) in pids]
+    return writers[0] if writers else None
+
+
 def pids_logging_under(run_dir: Path) -> set[int]:
     """Processes whose stderr is a file of the run (its agents, their writers, its broker)."""
     return pids_logging(lambda path: path.startswith(f"{run_dir}/"))

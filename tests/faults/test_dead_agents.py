@@ -41,6 +41,7 @@ from tests.faults.processes import (
     pid_logging_to,
     pids_logging_under,
     still_alive_after,
+    writer_logging_to,
 )
 from tests.faults.support import sixnines
 from tests.integration.support import RecordingView, execute, one_system, points
@@ -76,10 +77,12 @@ MESSAGE = ["producer_id", "seq"]
 
 
 def run_killing(scenario: str, agent: str, run_dir: Path, after_s: float = KILL_AFTER_S,
-                settings: RunSettings | None = None) -> tuple[dict, int, int]:
-    """A real run whose `agent` is SIGKILLed `after_s` after the start message; (manifest,
-    its pid, the instant of the kill on the agents' clock). Every process the run started
-    is gone once it returns."""
+                settings: RunSettings | None = None, process=pid_logging_to
+                ) -> tuple[dict, int, int]:
+    """A real run whose `agent` is SIGKILLed `after_s` after the start message (or another
+    of its processes: `process`, found from its agent.log); (manifest, its pid, the
+    instant of the kill on the agents' clock). Every process the run started is gone once
+    it returns."""
     view, killed, started = RecordingView(), [], []
 
     def kill() -> None:
@@ -87,7 +90,7 @@ def run_killing(scenario: str, agent: str, run_dir: Path, after_s: float = KILL_
             time.sleep(0.01)
         started.extend(pids_logging_under(run_dir))
         time.sleep(after_s)
-        pid = pid_logging_to(run_dir / "agents" / agent / "agent.log")
+        pid = process(run_dir / "agents" / agent / "agent.log")
         killed.append((pid, time.perf_counter_ns()))
         os.kill(pid, signal.SIGKILL)
 
@@ -219,6 +222,38 @@ def test_a_chunk_its_index_does_not_list_is_named_and_ignored(dead_consumer, tmp
         kept_records(folder))
     assert (f"agent consumer-1: {stray.name} is not in its chunk index (closed as it died): "
             "not analysed") in summary["problems"]
+
+
+def test_a_consumer_whose_writer_was_killed_leaves_what_it_missed_unknown(tmp_path, spark,
+                                                                         monkeypatch):
+    """The consumer's loop ends when its writer process is gone ("records from then on are
+    not kept"): it reports, but its records end there. What it missed after them is not
+    the system's loss: unknown, by the horizon of a dead consumer; its hlog is checked as
+    far as it was written."""
+    monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
+    run_dir = tmp_path / "run"
+    manifest, _, killed_ns = run_killing(LONGER, "consumer-1", run_dir, LATE_KILL_S,
+                                         process=writer_logging_to)
+    cut = entry(manifest, "consumer-1")
+    assert cut["status"] == "partial"
+    assert cut["cut_short"].startswith("WriterGone: the writer process ended during the run")
+    kept = records(run_dir, "consumer-1")
+    gap_s = report_gap("consumer's writer", killed_ns, kept.recv_ns.max(), len(kept))
+    assert 0 < gap_s < GAP_LIMIT_S
+    sent = pd.concat([records(run_dir, f"producer-{n}") for n in (0, 1)])
+    alive = records(run_dir, "consumer-0")
+    unknown = unknown_at(kept, sent)
+    summary = analyze_run(spark, run_dir)
+    print(f"consumer's writer SIGKILLed: {len(sent):,} sent, {len(kept):,} kept, "
+          f"{unknown:,} unknown")
+    assert summary["status"] == "partial"
+    assert (summary["sent"], summary["received"]) == (len(sent), len(alive) + len(kept))
+    assert (summary["lost"], summary["unknown"]) == (0, unknown)
+    assert 0 < unknown < len(sent)
+    assert summary["delivered"] + summary["unknown"] == 2 * len(sent)
+    assert summary["hlog_agrees"] is True
+    assert any(problem.startswith("agent consumer-1 (consumer): its records end before the "
+                                  "run did (WriterGone: ") for problem in summary["problems"])
 
 
 def test_a_dead_producer_s_later_messages_are_delivered_not_unexpected(tmp_path, spark,

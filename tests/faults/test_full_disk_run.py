@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from sixnines.formats.chunks import message_files
-from tests.faults.disks import leave_free, small_disk
+from sixnines.formats.chunks import message_files, read_index
+from tests.faults.disks import FILLER, leave_free, small_disk
 from tests.faults.processes import Sixnines, still_alive_after
 from tests.faults.test_interrupts import manifest_of, started
 
@@ -32,6 +33,16 @@ workload: {message_size: 64, rate: 25k, duration: 4s, warmup: 0s, drain: 2s}
     return controller, started(disk, controller)
 
 
+def closed(run_dir: Path, chunks: int, controller: Sixnines) -> dict[str, Path]:
+    """The folders of the run's producer and consumer, once each has closed `chunks`."""
+    folders = {name: run_dir / "agents" / name for name in ("producer-0", "consumer-0")}
+    deadline = time.monotonic() + 60
+    while min(len(read_index(folder)) for folder in folders.values()) < chunks:
+        assert time.monotonic() < deadline, controller.stderr
+        time.sleep(0.05)
+    return folders
+
+
 def half_files(disk: Path) -> list[Path]:
     return [path for path in disk.rglob("*") if path.name.endswith((".partial", ".tmp"))]
 
@@ -44,6 +55,7 @@ def test_an_agent_that_cannot_write_its_messages_keeps_its_histogram_and_says_wh
     with small_disk(tmp_path / "disk") as disk:
         controller, run_dir = start_run(tmp_path, disk)
         tree = controller.snapshot()
+        closed(run_dir, 1, controller)
         leave_free(disk, 160 * 1024)
         code, _, err = controller.finish()
         assert still_alive_after(tree, 2) == {}
@@ -60,6 +72,18 @@ def test_an_agent_that_cannot_write_its_messages_keeps_its_histogram_and_says_wh
         assert all(consumer["artifacts"][path.name]["verified"] for path in kept)
         assert consumer["artifacts"]["latency.hlog"]["verified"]
         assert half_files(disk) == []
+        # what the consumer received but could not keep is not the system's loss
+        assert consumer["cut_short"].startswith("its records are not all on disk (")
+        (disk / FILLER).unlink()
+        report = Sixnines("report", str(run_dir.parent), cwd=tmp_path)
+        code, _, err = report.finish(timeout_s=300)
+        assert code == 1 and "Traceback" not in err, err  # partial
+        summary = json.loads((run_dir / "report" / "summary.json").read_text())
+        print(f"disk full for chunks: {summary['sent']:,} sent, {summary['received']:,} "
+              f"kept received, {summary['unknown']:,} unknown")
+        assert (summary["lost"], summary["status"]) == (0, "partial")
+        assert summary["delivered"] + summary["unknown"] == summary["sent"]
+        assert summary["received"] > 0
 
 
 def test_a_manifest_that_cannot_be_written_still_stops_everything(tmp_path):
@@ -80,3 +104,32 @@ def test_a_manifest_that_cannot_be_written_still_stops_everything(tmp_path):
         assert json.loads((run_dir / "manifest.json").read_text())["run_id"] == \
             before["run_id"]
         assert half_files(disk) == []
+
+
+def test_chunks_closed_before_the_disk_filled_are_analysed_without_any_done_json(tmp_path):
+    """The disk fills to the last byte once the agents have closed a few chunks: no agent
+    can write its done.json, nor the controller the run's end. Once there is room again,
+    `sixnines report` analyses every chunk the agents' indexes list (the run partial)
+    rather than calling the run failed."""
+    with small_disk(tmp_path / "disk") as disk:
+        controller, run_dir = start_run(tmp_path, disk)
+        folders = closed(run_dir, 2, controller)
+        leave_free(disk, 0)
+        code, _, err = controller.finish()
+        assert code == 1 and "Traceback" not in err, err
+        assert not any((folder / "done.json").exists() for folder in folders.values())
+        assert manifest_of(run_dir)["status"] == "running"  # its end could not be written
+        (disk / FILLER).unlink()
+        sent, received = (sum(entry["rows"] for entry in read_index(folder))
+                          for folder in folders.values())
+        report = Sixnines("report", str(run_dir.parent), cwd=tmp_path)
+        code, _, err = report.finish(timeout_s=300)
+        assert code == 1 and "Traceback" not in err, err  # partial
+        summary = json.loads((run_dir / "report" / "summary.json").read_text())
+        print(f"disk full: {sent:,} sent and {received:,} received in the chunks kept, "
+              f"{summary['unknown']:,} unknown")
+        assert summary["status"] == "partial"
+        assert summary["received"] == received > 10_000
+        assert summary["sent"] >= sent > 10_000  # and what the consumer kept after
+        assert summary["lost"] == 0
+

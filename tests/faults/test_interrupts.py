@@ -8,14 +8,18 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from sixnines.formats.chunks import message_files
-from tests.faults.processes import Sixnines, command_line, still_alive_after
+from sixnines.formats.chunks import message_files, read_index
+from sixnines.formats.controller_lock import LOCK_FILE
+from sixnines.spark_jobs.analyze import analyze_run
+from tests.faults.processes import Sixnines, command_line, pid_logging_to, still_alive_after
 
 pytestmark = pytest.mark.integration
 
@@ -24,12 +28,13 @@ SIDECAR = "sixnines.spark_jobs.sidecar"
 
 
 def scenario(tmp_path: Path, broker: str = "builtin", driver: str = "tcp",
-             rate: str = "2000", duration: str = "60s") -> Path:
+             rate: str = "2000", duration: str = "60s", consumers: int = 1) -> Path:
     path = tmp_path / "s.yaml"
     path.write_text(f"""
 name: faults
 systems: [{{name: sut, driver: {driver}, broker: {broker}}}]
-workload: {{message_size: 64, rate: {rate}, duration: {duration}, warmup: 0s, drain: 2s}}
+workload: {{message_size: 64, rate: {rate}, duration: {duration}, warmup: 0s, drain: 2s,
+           consumers: {consumers}}}
 """)
     return path
 
@@ -102,9 +107,50 @@ def test_sigterm_mid_run_behaves_as_ctrl_c(tmp_path):
     assert still_alive_after(tree, 2) == {}
 
 
-def test_ctrl_c_three_times_keeps_every_file_on_disk(tmp_path):
+def messages(folder: Path) -> set[tuple[int, int]]:
+    """(producer id, seq) of every record of an agent's files (its chunks)."""
+    table = pq.read_table(message_files(folder), columns=["producer_id", "seq"])
+    return set(zip(table["producer_id"].to_pylist(), table["seq"].to_pylist(), strict=True))
+
+
+@pytest.mark.parametrize(("broker", "how"), [
+    ("builtin", signal.SIGINT), ("builtin", signal.SIGTERM),
+    ("{recipe: rabbitmq}", signal.SIGTERM)], ids=["ctrl-c", "sigterm", "rabbitmq-sigterm"])
+def test_an_interrupt_loses_only_messages_not_yet_sent(tmp_path, spark, broker, how):
+    """The producers stop first; the consumers are then told how many were sent and take
+    what was still on its way: each holds every message sent, and the analysis counts
+    none lost and none unknown."""
+    driver = {"builtin": "tcp"}.get(broker, broker[9:-1])
+    controller = Sixnines("run", str(scenario(tmp_path, broker, driver, consumers=2)),
+                          "--output", "out", cwd=tmp_path)
+    run_dir = started(tmp_path, controller, timeout_s=180)
+    time.sleep(3)
+    tree = controller.snapshot()
+    controller.process.send_signal(how)
+    code, _, err = controller.finish()
+    assert code == {signal.SIGINT: 130, signal.SIGTERM: 143}[how], err
+    assert "Traceback" not in err
+    assert still_alive_after(tree, BOUND_S) == {}
+    manifest = manifest_of(run_dir)
+    assert manifest["status"] == "partial"
+    agents = run_dir / "agents"
+    sent = messages(agents / "producer-0")
+    assert len(sent) > 1000
+    for consumer in ("consumer-0", "consumer-1"):
+        entry = next(e for e in manifest["agents"] if e["id"] == consumer)
+        assert (entry["status"], entry.get("cut_short")) == ("ok", None), entry
+        assert messages(agents / consumer) == sent  # each got every message sent
+    summary = analyze_run(spark, run_dir)
+    print(f"{broker} {how.name}: {len(sent):,} sent, summary {summary['delivered']:,} "
+          f"delivered, {summary['lost']} lost, {summary['unknown']} unknown")
+    assert (summary["sent"], summary["delivered"], summary["lost"], summary["unknown"]) == (
+        len(sent), 2 * len(sent), 0, 0)
+
+
+def test_ctrl_c_three_times_keeps_every_file_on_disk(tmp_path, spark):
     """The second and third Ctrl-C land while the run winds down: they may shorten the
-    waiting, never turn recorded data into "missing" agents."""
+    waiting, never turn recorded data into "missing" agents. The consumer is then stopped
+    without waiting for what was on its way: that is unknown, never lost."""
     controller = Sixnines("run", str(scenario(tmp_path, rate="20k")), "--output", "out",
                           cwd=tmp_path)
     run_dir = started(tmp_path, controller)
@@ -122,6 +168,13 @@ def test_ctrl_c_three_times_keeps_every_file_on_disk(tmp_path):
     consumer = next(e for e in manifest["agents"] if e["role"] == "consumer")
     assert consumer["received"] > 0
     assert still_alive_after(tree, 2) == {}
+    summary = analyze_run(spark, run_dir)
+    sent = len(messages(run_dir / "agents" / "producer-0"))
+    print(f"Ctrl-C three times: {sent:,} sent, {summary['unknown']:,} unknown")
+    assert (summary["sent"], summary["lost"]) == (sent, 0)
+    assert summary["delivered"] + summary["unknown"] == sent
+    assert summary["delivered"] == len(messages(run_dir / "agents" / "consumer-0"))
+    assert summary["hlog_agrees"] is True
 
 
 def with_environment(name: str, value: str) -> set[int]:
@@ -171,6 +224,80 @@ def test_sigkill_of_the_controller_leaves_nothing_running_and_report_recovers(
     assert summary["status"] == "partial"
     assert summary["received"] > 0 and summary["latency_us"]["count"] > 0
     assert not (run_dir / "manifest.json.partial").exists()
+    # its agents stopped together when their input closed: what the consumer had not yet
+    # received when it stopped is unknown, never lost
+    consumer = next(e for e in manifest["agents"] if e["role"] == "consumer")
+    assert consumer["cut_short"] == "stopped early (control channel closed)"
+    print(f"{broker}: controller SIGKILLed, {summary['sent']:,} sent, "
+          f"{summary['unknown']:,} unknown")
+    assert summary["lost"] == 0
+    assert summary["delivered"] + summary["unknown"] == summary["sent"]
+
+
+def test_the_controller_killed_with_its_agents_leaves_their_chunks_to_analyse(tmp_path):
+    """A machine crash: the controller and its agents SIGKILLed at once write no
+    done.json; `sixnines report` analyses the chunks each agent's index lists (their
+    writers finish them), and counts nothing lost."""
+    controller = Sixnines("run", str(scenario(tmp_path)), "--output", "out", cwd=tmp_path)
+    run_dir = started(tmp_path, controller)
+    time.sleep(4)
+    tree = controller.snapshot()
+    agents = {name: pid_logging_to(run_dir / "agents" / name / "agent.log")
+              for name in ("producer-0", "consumer-0")}
+    for pid in (controller.process.pid, *agents.values()):
+        os.kill(pid, signal.SIGKILL)
+    controller.finish()
+    assert still_alive_after(tree, BOUND_S) == {}
+    assert (run_dir / LOCK_FILE).is_file()  # left by the dead controller: it binds nobody
+    folders = {name: run_dir / "agents" / name for name in agents}
+    assert not any((folder / "done.json").exists() for folder in folders.values())
+    chunks = {name: len(read_index(folder)) for name, folder in folders.items()}
+    sent, got = (messages(folders[name]) for name in agents)
+    assert min(chunks.values()) >= 2 and len(sent) > 4000
+
+    report = Sixnines("report", results_of(run_dir), cwd=tmp_path)
+    code, _, err = report.finish(timeout_s=300)
+    assert code == 1, err  # partial
+    assert "Traceback" not in err
+    manifest = manifest_of(run_dir)
+    assert manifest["status"] == "partial"
+    for name, count in chunks.items():
+        assert (f"{name} on host local: wrote no account of its run (done.json); the "
+                f"{count:,} chunks its index lists are analysed") in manifest["problems"]
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    sent |= got  # what the consumer kept of the producer's last second counts as sent
+    print(f"killed together: {len(sent):,} sent, {len(got):,} received, "
+          f"{summary['unknown']:,} unknown")
+    assert summary["status"] == "partial"
+    assert (summary["sent"], summary["received"], summary["lost"]) == (len(sent), len(got), 0)
+    assert summary["delivered"] + summary["unknown"] == len(sent)
+
+
+def test_report_and_collect_refuse_a_run_still_going(tmp_path):
+    """While its controller lives a run is its own: `report` and `collect` say so in one
+    line (exit 2) and leave its manifest alone; once it has ended, `report` takes it."""
+    controller = Sixnines("run", str(scenario(tmp_path)), "--output", "out", cwd=tmp_path)
+    run_dir = started(tmp_path, controller)
+    time.sleep(1)
+    for command in ("report", "collect"):
+        for target in (results_of(run_dir), str(run_dir.relative_to(tmp_path))):
+            done = subprocess.run([sys.executable, "-m", "sixnines", command, target],
+                                  cwd=tmp_path, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 2, done.stderr
+            assert done.stderr.strip() == (
+                f"{run_dir.relative_to(tmp_path)}: the run is still going: its controller "
+                f"(pid {controller.process.pid}) holds it until the run ends; try again "
+                "then"), done.stderr
+    assert manifest_of(run_dir)["status"] == "running"
+    assert not (run_dir / "report").exists() or not any((run_dir / "report").iterdir())
+    controller.process.send_signal(signal.SIGTERM)
+    code, _, err = controller.finish()
+    assert code == 143, err
+    assert manifest_of(run_dir)["status"] == "partial"
+    assert not (run_dir / LOCK_FILE).exists()
+    report = Sixnines("report", results_of(run_dir), cwd=tmp_path)
+    code, _, err = report.finish(timeout_s=300)
+    assert code == 1 and "Traceback" not in err, err  # partial: it was interrupted
 
 
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL],
