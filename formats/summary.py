@@ -372,7 +372,8 @@ class CapacityProbe(Document):
     rate: float
     """The rate it was scheduled at, msg/s in total."""
     confirming: bool
-    """Whether it ran again at a rate that had passed, to confirm it."""
+    """Whether it ran again at a rate already probed: to confirm a rate that passed, or a
+    failure or generator-bound probe before the search ended on it."""
     verdict: str
     """pass, fail, or generator-bound (the producers could not keep the rate: no verdict
     on the system)."""
@@ -392,9 +393,9 @@ class CapacityResult(Document):
     point: str
     """The search's run id (its probes' ids add `-probeNN-rate=R`)."""
     finding: str
-    """confirmed (the capacity, confirmed by runs that all passed), at-least (`to` passed
-    and was confirmed), below (`from` failed), generator-bound (the producers could not
-    keep a rate: the search stopped), budget (runs or time ran out first)."""
+    """confirmed (the capacity, confirmed by runs that passed), at-least (`to` passed and
+    was confirmed), below (`from` failed, twice), generator-bound (the producers could not
+    keep a rate, twice: the search stopped), budget (runs or time ran out first)."""
     capacity_msg_s: float | None
     """The highest rate that passed (confirmed only when finding is confirmed or
     at-least); null when none did."""
