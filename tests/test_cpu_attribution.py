@@ -15,12 +15,14 @@ MS = 1_000_000
 WARMUP = 1000 * MS
 
 
-def _write(run_dir: Path, agent: str, t0_ns: int, rows: list[tuple[int, int, int | None]]
-           ) -> None:
-    """rows: (ms since t0, CPU ms, messages); written on a clock that reads t0_ns at t0."""
+def _write(run_dir: Path, agent: str, t0_ns: int, rows: list[tuple]) -> None:
+    """rows: (ms since t0, CPU ms, messages[, loop ms on a CPU, loop ms waiting for one]);
+    written on a clock that reads t0_ns at t0."""
     (run_dir / "agents" / agent).mkdir(parents=True)
     write_cpu(run_dir / "agents" / agent / "cpu.parquet",
-              [(t0_ns + t * MS, c * MS, m) for t, c, m in rows])
+              [(t0_ns + t * MS, c * MS, m, *(None if v is None else v * MS
+                                             for v in (*loop, None, None)[:2]))
+               for t, c, m, *loop in rows])
 
 
 def _manifest(broker: str = "builtin", monitor: dict | None = None) -> Manifest:
