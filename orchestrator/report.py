@@ -285,18 +285,21 @@ def run_table(summary: RunSummary) -> Table:
 
 
 def print_tables(summaries: list[RunSummary], console: Console) -> None:
-    """Each run's table, then its problems and warnings; a corrupt run has no figures, so
-    a line saying so stands in for its table."""
+    """Each run's table, then its problems (red), warnings (yellow: what to act on before
+    trusting the figures) and notes (dim: facts that ask nothing); a corrupt run has no
+    figures, so a line saying so stands in for its table."""
     for summary in summaries:
         if summary.status == CORRUPT:
             console.print(f"{escape(str(summary.run_id))}  {_status_text(summary)}: its "
                           "files fail their checks, no figures")
         else:
             console.print(run_table(summary))
-        for problem in summary.problems:
-            console.print(f"  [yellow]! {escape(str(problem))}[/]", soft_wrap=True)
-        for warning in summary.warnings:
-            console.print(f"  [yellow]! {escape(str(warning))}[/]", soft_wrap=True)
+        for style, mark, lines in (("red", "!", summary.problems),
+                                   ("yellow", "!", summary.warnings),
+                                   ("dim", "·", summary.notes)):
+            for line in lines:
+                console.print(f"  [{style}]{mark} {escape(str(line))}[/]", soft_wrap=True,
+                              highlight=False)
         note = summary.broker.note
         if note:
             console.print(f"  note: {escape(str(note))}", soft_wrap=True)
