@@ -5,15 +5,25 @@ the warnings of a run (spark_jobs.summarize) and the verdict on a capacity probe
 
 Senders that did not keep their schedule (send-lag p99 over 1 ms, or under 95 % of the
 rate sent) were behind it for `behind_s`, and the kernel says where their loop threads
-spent the run (`cpu.sender.loop`): blocked in a call, waiting for a CPU, or running. The
-one of blocked and waiting that holds at least half of the time behind, and more than
-the other, is the cause:
+spent the run (`cpu.sender.loop`): blocked in a call, waiting for a CPU, or running. A
+spinning loop is blocked only when a call does not return (measured: under 1 ms in a run
+of two loops sharing one CPU), while it waits for a CPU in slices all along on a busy
+machine. A side explains the lag when it holds at least a third of the time behind, and
+blocked calls also when they took 1 % of the loops' time (enough on their own to put
+send-lag p99 over 1 ms):
 
 - blocked: "system pushed back" — the sends did not return: the system stopped taking
-  messages (a broker stalled or full, a consumer stalled behind it);
+  messages (a broker stalled or full, a consumer stalled behind it). First, as the one
+  specific sign: a relay stalled 2 s on a machine so busy that the loop also waited 2 s
+  for its CPU (and was behind 4 s in all, blocked 1 s) is still a stalled system;
 - waiting, on a kernel whose busy loops had no CPU of their own (orchestrator.cpus):
-  "CPUs oversubscribed" — the placement, never the system;
-- waiting otherwise: "machine busy" — other work had the CPU;
+  "CPUs oversubscribed" — the placement, never the system: there, a system starved of
+  CPU by the generator's loops blocks their sends too, so blocked decides only when
+  waiting explains nothing;
+- waiting otherwise: "machine busy" — other work had the CPU; unless the loops sent
+  under the rate per second they ran (`_paced_on_cpu`: zmq at 3M msg/s sent 676k msg/s,
+  2.2M per second on a CPU, on a machine busy enough to keep it waiting 4.9 s of 7): a
+  CPU to themselves would not have kept it either;
 - neither: "generator saturated" — the loops ran and still fell behind.
 
 Without the kernel's account (runs recorded before it, kernels without schedstat) the
@@ -36,8 +46,13 @@ from sixnines.formats.summary import (
 from sixnines.formats.vocabulary import Load, Schedule
 
 #: A side (blocked, waiting) explains a lag when it holds at least this share of the time
-#: the senders were behind.
-EXPLAINS = 0.5
+#: the senders were behind, and at least EXPLAINS_FLOOR_S: several times what loops that
+#: kept up were blocked over a whole run (0.5–0.8 ms measured).
+EXPLAINS = 1 / 3
+EXPLAINS_FLOOR_S = 0.005
+#: Blocked calls explain it too when they took this share of the loops' time: the share
+#: of sends the p99 rule lets lag.
+BLOCKED_ALONE = 0.01
 #: Without the kernel's account: a loop keeping its schedule, or falling behind on its own
 #: work, uses a whole core; one under this share of a core per sending agent mostly
 #: waited. The bound sits below what contention leaves a loop (0.43 each for two producers
@@ -95,17 +110,32 @@ def _loops(summary: RunSummary) -> LoopTime | None:
     return side.loop if side is not None else None
 
 
+def _paced_on_cpu(summary: RunSummary, loops: LoopTime) -> bool:
+    """Whether the senders sent at least SATURATED_RATE_SHARE of the rate per second their
+    loops were on a CPU: given the CPU, they kept up (a loop keeping its schedule spins
+    between sends, so this holds for it whatever its capacity). True when unknown."""
+    rate, sent = summary.params.get("rate"), summary.send_rate
+    if not isinstance(rate, int | float) or sent is None or loops.running_s <= 0:
+        return True
+    spent = loops.running_s + loops.waiting_s + loops.blocked_s
+    return sent * spent >= SATURATED_RATE_SHARE * rate * loops.running_s
+
+
 def lag_cause(summary: RunSummary) -> LagCause:
     """Whose doing it was that the senders fell behind (the module doc has the rule)."""
     shared = bool(crowded(summary.cpu_placement))
     loops, behind = _loops(summary), summary.behind_s
     if loops is not None and behind is not None:
-        explains = EXPLAINS * behind
-        if loops.blocked_s >= max(explains, loops.waiting_s):
+        least = max(EXPLAINS * behind, EXPLAINS_FLOOR_S)
+        spent = loops.running_s + loops.waiting_s + loops.blocked_s
+        blocked = loops.blocked_s >= min(least, max(BLOCKED_ALONE * spent, EXPLAINS_FLOOR_S))
+        waiting = loops.waiting_s >= least
+        if shared:
+            return LagCause.SYSTEM if blocked and not waiting else LagCause.PLACEMENT
+        if blocked:
             return LagCause.SYSTEM
-        if loops.waiting_s >= explains:
-            return LagCause.PLACEMENT if shared else LagCause.MACHINE
-        return LagCause.GENERATOR
+        return LagCause.MACHINE if waiting and _paced_on_cpu(summary, loops) \
+            else LagCause.GENERATOR
     if shared:
         return LagCause.PLACEMENT
     side = summary.cpu.sender if summary.cpu is not None else None

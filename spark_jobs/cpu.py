@@ -19,10 +19,13 @@ counts the requests sent), their running counts interpolated at the broker's sam
 side's agents. The broker's CPU time comes from /proc in clock ticks (10 ms): one
 interval's value is that coarse, `cores` over the run is not.
 
-`loop` is how the agents' loop threads spent the measured intervals, by the kernel's
-account sampled with the CPU (agents.cpu.LoopAccount): on a CPU, waiting for one, and the
-rest of each interval blocked in a call; summed over the side's agents, and only when
-every one of them has that account (formats.lag weighs it against the send lag).
+`loop` is how the agents' loop threads spent the measured time, by the kernel's account
+sampled with the CPU (agents.cpu.LoopAccount): on a CPU, waiting for one, and the rest
+blocked in a call; summed over the side's agents, and only when every one of them has
+that account. It is weighed against the send lag of every measured message (formats.lag),
+so it covers the measured time whole: the interval the warm-up ends in counts for its
+measured part, its account taken as spread evenly over it (a 1 s probe sampled every 1 s
+has no interval starting after its warm-up).
 """
 
 from __future__ import annotations
@@ -77,13 +80,16 @@ class Samples:
 
 @dataclass(frozen=True)
 class Intervals:
-    """Measured intervals: middle (ns since t0), length, CPU used and messages in each,
-    and the loop thread's ns on a CPU and waiting for one (NaN where not known)."""
+    """Measured intervals: middle (ns since t0), length, CPU used and messages in each;
+    and the loop thread's account over the measured time (`loop_*`, one value per
+    interval reaching past the warm-up, for its measured part): its length, ns on a CPU
+    and ns waiting for one (NaN where not known)."""
 
     middle_ns: np.ndarray
     span_ns: np.ndarray
     cpu_ns: np.ndarray
     messages: np.ndarray
+    loop_span_ns: np.ndarray
     loop_run_ns: np.ndarray
     loop_wait_ns: np.ndarray
 
@@ -91,7 +97,7 @@ class Intervals:
     def join(cls, parts: list[Intervals]) -> Intervals:
         return cls(*(np.concatenate([getattr(p, name) for p in parts])
                      for name in ("middle_ns", "span_ns", "cpu_ns", "messages",
-                                  "loop_run_ns", "loop_wait_ns")))
+                                  "loop_span_ns", "loop_run_ns", "loop_wait_ns")))
 
 
 def intervals(samples: Samples, warmup_ns: int, messages: np.ndarray | None = None
@@ -101,12 +107,15 @@ def intervals(samples: Samples, warmup_ns: int, messages: np.ndarray | None = No
     counts = samples.messages if messages is None else messages
     start, end = samples.t_ns[:-1], samples.t_ns[1:]
     keep = start >= warmup_ns
-    unknown = np.full(len(start), np.nan)
-    run, wait = (np.diff(column).astype(np.float64) for column in samples.loop) \
+    reach = end > warmup_ns  # the loop's account: every interval with a measured part
+    measured = (end - np.maximum(start, warmup_ns))[reach]
+    share = measured / np.maximum(end - start, 1)[reach]
+    unknown = np.full(int(reach.sum()), np.nan)
+    run, wait = (np.diff(column)[reach] * share for column in samples.loop) \
         if samples.loop is not None else (unknown, unknown)
     return Intervals(((start + end) / 2)[keep], (end - start)[keep],
-                     np.diff(samples.cpu_ns)[keep], np.diff(counts)[keep], run[keep],
-                     wait[keep])
+                     np.diff(samples.cpu_ns)[keep], np.diff(counts)[keep],
+                     measured.astype(np.float64), run, wait)
 
 
 def delivered(at_ns: np.ndarray, receivers: list[Samples]) -> np.ndarray:
@@ -148,7 +157,7 @@ def _loop(measured: Intervals) -> LoopTime | None:
     run, wait = measured.loop_run_ns, measured.loop_wait_ns
     if len(run) == 0 or np.isnan(run).any() or np.isnan(wait).any():
         return None
-    blocked = np.maximum(measured.span_ns - run - wait, 0)
+    blocked = np.maximum(measured.loop_span_ns - run - wait, 0)
     return LoopTime(running_s=float(run.sum() / 1e9), waiting_s=float(wait.sum() / 1e9),
                     blocked_s=float(blocked.sum() / 1e9))
 

@@ -186,10 +186,10 @@ def test_senders_blocked_by_the_system_fail_the_probe():
     assert any(line.startswith("system pushed back: ") for line in verdict.reasons)
 
 
-def loops(waiting_s: float, blocked_s: float) -> Cpu:
-    """Senders whose loop threads ran 1 s, and waited for a CPU or blocked so long."""
+def loops(waiting_s: float, blocked_s: float, running_s: float = 1.0) -> Cpu:
+    """Senders whose loop threads ran, waited for a CPU and blocked so long."""
     return Cpu(sender=CpuSide(us_per_message=Figures(), cores=0.9, empty_intervals=0,
-                              loop=LoopTime(running_s=1.0, waiting_s=waiting_s,
+                              loop=LoopTime(running_s=running_s, waiting_s=waiting_s,
                                             blocked_s=blocked_s)),
                receiver=None, broker=None, interval_ms=1000.0, notes=[])
 
@@ -199,13 +199,14 @@ def test_a_stall_of_the_machine_the_senders_caught_up_from_leaves_the_probe_to_i
     waiting for its CPU, the rate kept. Not generator-bound: its latency (stall included)
     meets the objective, so it passes; over the objective it fails as any probe would."""
     stalled = dict(send_lag_us=Figures(p99=6_200.0, count=10_000), behind_s=0.02,
-                   cpu=loops(waiting_s=0.12, blocked_s=0.01))
+                   cpu=loops(waiting_s=0.12, blocked_s=0.0005))
     verdict = judge(summary(p99_us=900.0, **stalled), FLAT, spec(), 10_000)
     assert (verdict.kind, verdict.lag) == (VerdictKind.PASS, LagCause.MACHINE)
     assert judge(summary(p99_us=6_300.0, **stalled), FLAT, spec(), 10_000).kind == \
         VerdictKind.FAIL
-    behind = judge(summary(**{**stalled, "send_rate": 8_000.0, "receive_rate": 8_000.0}),
-                   FLAT, spec(), 10_000)  # too busy a machine to keep the rate
+    busier = {**stalled, "send_rate": 8_000.0, "receive_rate": 8_000.0,
+              "cpu": loops(waiting_s=0.6, blocked_s=0.0005, running_s=0.5)}
+    behind = judge(summary(**busier), FLAT, spec(), 10_000)  # too busy to keep the rate
     assert (behind.kind, behind.lag) == (VerdictKind.GENERATOR_BOUND, LagCause.MACHINE)
 
 

@@ -76,7 +76,7 @@ def test_a_crowded_placement_is_said_also_when_the_senders_kept_up():
 
 def test_a_loop_kept_from_its_cpu_by_other_work_is_the_machine_s_doing():
     busy = run(3_879.0, behind_s=0.02, cpu=cpu(0.85, LoopTime(
-        running_s=0.85, waiting_s=0.11, blocked_s=0.04)))
+        running_s=0.85, waiting_s=0.11, blocked_s=0.0005)))
     assert lag_cause(busy) == LagCause.MACHINE
     assert lag_warnings(busy)[0].startswith("machine busy: send lag p99 is 3,879 µs")
 
@@ -102,3 +102,40 @@ def test_the_placement_note_reads_back():
     assert crowded([PLACED, CROWDED, crowded_note("host a, b (one kernel)", 3, 2)]) == [
         "host local: 2 busy loop(s) on 1 CPU(s): no CPU of their own",
         "host a, b (one kernel): 3 busy loop(s) on 2 CPU(s): no CPU of their own"]
+
+
+def test_a_system_stall_on_a_busy_machine_is_still_the_system_s():
+    """Measured under a load of 5 on two cores: the relay stalled 2 s, the loop blocked
+    1.67 s and also waited 2.08 s for its CPU, 3.67 s behind in all: the blocked sends are
+    the specific sign, the waiting is in the evidence."""
+    both = run(1_601_176.0, 20_000.0, behind_s=3.67, cpu=cpu(0.3, LoopTime(
+        running_s=1.7, waiting_s=2.08, blocked_s=1.67)))
+    assert lag_cause(both) == LagCause.SYSTEM
+    assert "waited for a CPU 2.08 s" in lag_warnings(both)[0]
+
+
+def test_on_a_crowded_host_blocked_sends_are_the_system_s_only_when_waiting_explains_nothing():
+    """There the relay shares the loops' CPUs: starved, it blocks their sends too."""
+    crowded_both = run(behind_s=1.0, cpu_placement=[CROWDED],
+                       cpu=cpu(0.4, LoopTime(running_s=2.0, waiting_s=1.5, blocked_s=0.6)))
+    assert lag_cause(crowded_both) == LagCause.PLACEMENT
+    stalled = crowded_both.model_copy(update={"cpu": cpu(0.4, LoopTime(
+        running_s=2.0, waiting_s=0.1, blocked_s=0.9))})
+    assert lag_cause(stalled) == LagCause.SYSTEM
+
+
+def test_a_blocked_millisecond_explains_no_lag():
+    """Loops that kept up were blocked 0.5–0.8 ms over a whole run: not the system's doing,
+    however short the time behind."""
+    tiny = run(1_100.0, behind_s=0.002, cpu=cpu(0.99, LoopTime(
+        running_s=5.0, waiting_s=0.0, blocked_s=0.0008)))
+    assert lag_cause(tiny) == LagCause.GENERATOR
+
+
+def test_sends_blocked_long_enough_to_lag_on_their_own_are_the_system_s():
+    """Under a load of 4: the relay stalled 2 s while the loop waited 3.2 s for its CPU;
+    blocked 1.0 s of 4.15 s behind, under a third, but 18 % of the loop's time: the system
+    alone would have put p99 over 1 ms."""
+    both = run(472_908.0, 10_000.0, behind_s=4.15, cpu=cpu(0.3, LoopTime(
+        running_s=1.47, waiting_s=3.21, blocked_s=1.02)))
+    assert lag_cause(both) == LagCause.SYSTEM
