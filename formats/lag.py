@@ -1,6 +1,6 @@
 """Whose doing a send lag was (docs/design.md rule 2): the system that stopped taking
 messages, the CPUs the generator's loops had, or the generator's own work. One rule for
-the warnings of a run (spark_jobs.summarize) and the verdict on a capacity probe
+the warnings of a run (spark_jobs.analyze) and the verdict on a capacity probe
 (orchestrator.probe_verdict).
 
 Senders that did not keep their schedule (send-lag p99 over 1 ms, or under 95 % of the
