@@ -333,13 +333,6 @@ class RunSummary(Versioned):
     """recv − sent, µs."""
     send_lag_us: Figures | None = None
     """sent − intended, µs: the generator's own delay."""
-    behind_s: float | None = None
-    """How long the senders were more than SATURATED_LAG_P99_US behind their schedule,
-    seconds summed over the sending agents: the messages sent that late, over each
-    agent's share of send_rate (a loop stalled for G s leaves rate × (G − 1 ms) messages
-    that late; one falling behind sends them at its own rate). Weighed against
-    cpu.sender.loop to say whose doing a lag was (formats.lag). Null without a schedule
-    (throughput mode) or sends (since schema_version 5)."""
     saturation_latency_us: Figures | None = None
     """recv − sent under saturation (throughput mode), µs: never compared with open-loop
     latency."""
@@ -360,6 +353,13 @@ class RunSummary(Versioned):
     """The mean interval between consecutive receipts of a receiver stream, over all of
     them; null without a stream of two receipts."""
     humps: Humps | None = None
+    behind_s: float | None = None
+    """How long the senders were more than SATURATED_LAG_P99_US behind their schedule,
+    seconds summed over the sending agents: the messages sent that late, over each
+    agent's share of send_rate (a loop stalled for G s leaves rate × (G − 1 ms) messages
+    that late; one falling behind sends them at its own rate). Weighed against
+    cpu.sender.loop to say whose doing a lag was (formats.lag). Null without a schedule
+    (throughput mode) or sends (since schema_version 5)."""
     cpu: Cpu | None = None
     cpu_placement: list[str] = Field(default_factory=list)
     """What the CPU placement did on each kernel with a busy loop, as the manifest records
