@@ -48,9 +48,12 @@ def test_verdicts_follow_each_probe_s_own_figures(tmp_path):
         """)
     assert code == 0, err
     loose, impossible = summary.capacity
-    assert [p.rate for p in loose.probes] == [1000, 2000, 4000, 4000, 4000]
+    rates = [p.rate for p in loose.probes]  # [1000, 2000, 4000, 4000, 4000] on a quiet machine
+    assert rates[:2] == [1000, 2000] and rates[-3:] == [4000, 4000, 4000], rates
     assert (loose.finding, loose.capacity_msg_s) == ("at-least", 4000)
-    assert [p.confirming for p in loose.probes] == [False, False, False, True, True]
+    assert [p.confirming for p in loose.probes[-2:]] == [True, True]
+    for failed in (p for p in loose.probes if p.verdict != "pass"):  # a busy machine's
+        assert any(p.rate == failed.rate and p.verdict == "pass" for p in loose.probes)
     assert (impossible.finding, impossible.capacity_msg_s) == ("below", None)
     assert [(p.verdict, p.confirming) for p in impossible.probes] == [("fail", False),
                                                                       ("fail", True)]
