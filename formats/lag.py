@@ -10,20 +10,22 @@ spinning loop is blocked only when a call does not return (measured: under 1 ms 
 of two loops sharing one CPU), while it waits for a CPU in slices all along on a busy
 machine. A side explains the lag when it holds at least a third of the time behind, and
 blocked calls also when they took 1 % of the loops' time (enough on their own to put
-send-lag p99 over 1 ms):
+send-lag p99 over 1 ms). In this order:
 
+- on a kernel whose busy loops had no CPU of their own (orchestrator.cpus): "CPUs
+  oversubscribed" — the placement, never the system: there, a system starved of CPU by
+  the generator's loops blocks their sends too, so blocked decides only when waiting
+  explains nothing;
+- loops that sent under the rate per second they ran (`_paced_on_cpu`): "generator
+  saturated" — a CPU to themselves would not have kept it, whatever else held them (zmq
+  at 3M msg/s sent 2.2M per second on a CPU, on a machine busy enough to keep it
+  waiting 4.9 s of 7; the relay at 20M msg/s blocked the sends a third of the time, and
+  they ran at 10M per second on a CPU);
 - blocked: "system pushed back" — the sends did not return: the system stopped taking
-  messages (a broker stalled or full, a consumer stalled behind it). First, as the one
-  specific sign: a relay stalled 2 s on a machine so busy that the loop also waited 2 s
-  for its CPU (and was behind 4 s in all, blocked 1 s) is still a stalled system;
-- waiting, on a kernel whose busy loops had no CPU of their own (orchestrator.cpus):
-  "CPUs oversubscribed" — the placement, never the system: there, a system starved of
-  CPU by the generator's loops blocks their sends too, so blocked decides only when
-  waiting explains nothing;
-- waiting otherwise: "machine busy" — other work had the CPU; unless the loops sent
-  under the rate per second they ran (`_paced_on_cpu`: zmq at 3M msg/s sent 676k msg/s,
-  2.2M per second on a CPU, on a machine busy enough to keep it waiting 4.9 s of 7): a
-  CPU to themselves would not have kept it either;
+  messages (a broker stalled or full, a consumer stalled behind it); also on a machine so
+  busy that the loop waited for its CPU longer (the relay stalled 2 s: behind 4 s in
+  all, blocked 1 s, waiting 3.2 s);
+- waiting: "machine busy" — other work had the CPU;
 - neither: "generator saturated" — the loops ran and still fell behind.
 
 Without the kernel's account (runs recorded before it, kernels without schedstat) the
@@ -132,10 +134,11 @@ def lag_cause(summary: RunSummary) -> LagCause:
         waiting = loops.waiting_s >= least
         if shared:
             return LagCause.SYSTEM if blocked and not waiting else LagCause.PLACEMENT
+        if not _paced_on_cpu(summary, loops):
+            return LagCause.GENERATOR
         if blocked:
             return LagCause.SYSTEM
-        return LagCause.MACHINE if waiting and _paced_on_cpu(summary, loops) \
-            else LagCause.GENERATOR
+        return LagCause.MACHINE if waiting else LagCause.GENERATOR
     if shared:
         return LagCause.PLACEMENT
     side = summary.cpu.sender if summary.cpu is not None else None

@@ -139,3 +139,13 @@ def test_sends_blocked_long_enough_to_lag_on_their_own_are_the_system_s():
     both = run(472_908.0, 10_000.0, behind_s=4.15, cpu=cpu(0.3, LoopTime(
         running_s=1.47, waiting_s=3.21, blocked_s=1.02)))
     assert lag_cause(both) == LagCause.SYSTEM
+
+
+def test_loops_too_slow_on_a_cpu_are_the_generator_s_though_the_system_blocked_them_too():
+    """20M msg/s through the relay: the relay blocked the sends a third of the time, but
+    the loop sent 1M messages in 0.095 s on a CPU, 10.5M a second: 20M was never its."""
+    flood = RunSummary(params={"rate": 2e7, "schedule": "fixed", "producers": 1},
+                       load="open-loop", send_lag_us=Figures(p99=138_019.0),
+                       send_rate=5_383_286.0, behind_s=0.18, cpu=cpu(None, LoopTime(
+                           running_s=0.095, waiting_s=0.062, blocked_s=0.036)))
+    assert lag_cause(flood) == LagCause.GENERATOR
