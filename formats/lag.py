@@ -72,8 +72,7 @@ class LagCause(StrEnum):
     GENERATOR = "generator saturated"
 
 
-_CROWDED = re.compile(r"^(?P<where>.+): (?P<loops>\d+) busy loop\(s\) on (?P<cpus>\d+) CPU\(s\)"
-                      r": no CPU of their own")
+_CROWDED = re.compile(r"^.+: \d+ busy loop\(s\) on \d+ CPU\(s\): no CPU of their own")
 
 
 def crowded_note(where: str, loops: int, cpus: int) -> str:
