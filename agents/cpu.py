@@ -1,11 +1,13 @@
 """CPU time sampling beside the measuring loop: `cpu.parquet` (formats/records.py `CPU`).
 
-A `CpuSampler` thread wakes every interval and records (clock, CPU time, message count):
-the loops themselves never do anything for it (docs/design.md rule 4), the count is a plain
-read of a counter the loop keeps anyway. Each wake-up takes the GIL from the loop for a
-few microseconds, like the once-a-second progress report. An agent reads its own process
-CPU time (`time.process_time_ns`: every thread, user + system, ns resolution); the broker
-monitor sums /proc over the broker's process tree (`ProcessTree`, clock-tick resolution).
+A `CpuSampler` thread wakes every interval and records (clock, CPU time, message count,
+and how the loop thread spent its time): the loops themselves never do anything for it
+(docs/design.md rule 4), the count is a plain read of a counter the loop keeps anyway.
+Each wake-up takes the GIL from the loop for a few microseconds, like the once-a-second
+progress report. An agent reads its own process CPU time (`time.process_time_ns`: every
+thread, user + system, ns resolution) and its loop thread's schedstat (`LoopAccount`); the
+broker monitor sums /proc over the broker's process tree (`ProcessTree`, clock-tick
+resolution).
 """
 
 from __future__ import annotations
@@ -29,7 +31,9 @@ PPID, PGRP, UTIME, CSTIME = 1, 2, 11, 14
 TICK_HZ = os.sysconf("SC_CLK_TCK")
 
 
-Samples = list[tuple[int, int, int | None]]
+#: (clock, CPU ns, messages, loop thread's ns on a CPU, its ns waiting for one)
+Samples = list[tuple[int, int, int | None, int | None, int | None]]
+Account = tuple[int, int] | None  # (ns on a CPU, ns waiting for one), None: not kept
 KEEP_EVERY_NS = NS // 2  # a kept sampler writes its samples so far at most this often
 #: ... and waits this many times its last write's CPU time before the next, so writing
 #: the whole account again never takes more than ~2 % of a core on the host it measures
@@ -48,10 +52,12 @@ class CpuSampler(threading.Thread):
     as it goes, so being killed costs it a fraction of a second of them, not the run."""
 
     def __init__(self, cpu_ns: Callable[[], int], messages: Callable[[], int | None],
-                 interval_ns: int, keep: Callable[[Samples], None] | None = None) -> None:
+                 interval_ns: int, keep: Callable[[Samples], None] | None = None,
+                 loop: Callable[[], Account] = lambda: None) -> None:
         super().__init__(name="cpu-sampler", daemon=True)
         self._cpu_ns = cpu_ns
         self._messages = messages
+        self._loop = loop
         self._interval_s = interval_ns / NS
         self._keep = keep
         self._keep_at = 0  # the next keep is due at the first sample from then on
@@ -61,7 +67,9 @@ class CpuSampler(threading.Thread):
 
     def _sample(self) -> None:
         try:
-            self.samples.append((clock(), self._cpu_ns(), self._messages()))
+            now, cpu_ns, messages = clock(), self._cpu_ns(), self._messages()
+            run_ns, wait_ns = self._loop() or (None, None)
+            self.samples.append((now, cpu_ns, messages, run_ns, wait_ns))
         except OSError as exc:
             self.error = self.error or f"{type(exc).__name__}: {exc}"
             return
@@ -84,6 +92,24 @@ class CpuSampler(threading.Thread):
         if self.error is None:
             self._sample()
         return self.samples
+
+
+class LoopAccount:
+    """The kernel's account of one thread (the agent's loop): ns on a CPU and ns runnable
+    but waiting for one (/proc/self/task/<tid>/schedstat, kept by kernels with
+    CONFIG_SCHED_INFO). Time in neither was spent blocked in a call: a send the system did
+    not take, a receive with nothing to read. None where the kernel keeps no account."""
+
+    def __init__(self, native_id: int) -> None:
+        self._path = f"/proc/self/task/{native_id}/schedstat"
+
+    def __call__(self) -> Account:
+        try:
+            with open(self._path, "rb") as stat:
+                run_ns, wait_ns = stat.read().split()[:2]
+            return int(run_ns), int(wait_ns)
+        except (OSError, ValueError):
+            return None
 
 
 def _stat_fields(pid: str) -> list[str] | None:
@@ -163,7 +189,7 @@ class ProcessTree:
 
 
 def write_cpu(path: Path, samples: Samples) -> None:
-    columns = list(zip(*samples, strict=True)) if samples else [[], [], []]
+    columns = list(zip(*samples, strict=True)) if samples else [[] for _ in CPU]
     arrays = [pa.array(values, type=field.type) for values, field in zip(columns, CPU,
                                                                         strict=True)]
     pq.write_table(pa.Table.from_arrays(arrays, schema=CPU), path, compression="zstd")

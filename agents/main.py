@@ -26,7 +26,7 @@ from typing import TextIO
 
 from sixnines.agents.affinity import keep_off, pin_python_threads
 from sixnines.agents.artifacts import keep_done, write_files
-from sixnines.agents.cpu import CpuSampler, write_cpu
+from sixnines.agents.cpu import CpuSampler, LoopAccount, write_cpu
 from sixnines.agents.disk import DiskGauge
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.monitor import serve_monitor
@@ -138,7 +138,8 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, start: p.Start) -> int
     finished = threading.Event()
     threading.Thread(target=_report_progress, args=(channel, role, spec.agent_id, finished),
                      daemon=True).start()
-    sampler = CpuSampler(time.process_time_ns, _message_count(role), spec.cpu_sample_ns)
+    sampler = CpuSampler(time.process_time_ns, _message_count(role), spec.cpu_sample_ns,
+                         loop=LoopAccount(threading.get_native_id()))  # the loop's thread
     sampler.start()
     problems = []
     broke = None  # the agent's own failure: its records end there, not the system's doing

@@ -44,11 +44,18 @@ DONE_FILE = "done.json"
 #: `cpu_ns` the user + system CPU time used since the process started (monotone), and
 #: `messages` the role's running count when it was taken: sent for producers and
 #: requesters, received for consumers and responders, null for the monitor.
+#: `loop_run_ns` and `loop_wait_ns` are the kernel's account of the agent's loop thread
+#: (/proc/<pid>/task/<tid>/schedstat, monotone): time on a CPU, and time runnable but
+#: waiting for one; whatever else passed it was blocked in a call. Null for the monitor,
+#: where the kernel keeps no such account, and in files written before they existed
+#: (which lack the two columns).
 CPU = pa.schema(
     [
         pa.field("t_ns", pa.int64(), nullable=False),
         pa.field("cpu_ns", pa.int64(), nullable=False),
         pa.field("messages", pa.int64()),
+        pa.field("loop_run_ns", pa.int64()),
+        pa.field("loop_wait_ns", pa.int64()),
     ]
 )
 

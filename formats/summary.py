@@ -32,20 +32,13 @@ from sixnines.formats.document import Document
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: The senders did not keep their schedule (docs/design.md rule 2) when their send-lag p99
-#: exceeds this, or they sent under this share of the rate.
+#: exceeds this, or they sent under this share of the rate (formats.lag says whose doing
+#: it was).
 SATURATED_LAG_P99_US = 1000.0
 SATURATED_RATE_SHARE = 0.95
-#: Whose doing that was: a sender loop paces by spinning, so one keeping its schedule, or
-#: falling behind on its own work, uses a whole core; one under this share of a core per
-#: sending agent mostly waited in its send calls — the system pushed back. A loop that
-#: wants the CPU but shares it also uses less than a core, so the bound sits well below
-#: what contention leaves one (0.43 each for two producers beside the relay and two
-#: consumers on two cores) and above what blocked loops used (0.13–0.19 against Redis at
-#: 1.6M msg/s). Telling the two apart for sure needs the loops' run-queue wait.
-PUSHED_BACK_CORES = 0.25
 
 
 class Figures(Document):
@@ -171,6 +164,22 @@ class Humps(Document):
     modes_us: list[float]
 
 
+class LoopTime(Document):
+    """How a side's loop threads spent the measured intervals, by the kernel's account
+    (/proc/<pid>/task/<tid>/schedstat, sampled with the CPU), seconds summed over the
+    side's agents (since schema_version 5). A busy-waiting sender runs all the time it is
+    not kept from it: waiting is the CPU another thread had (other work on the machine,
+    or more busy loops than CPUs), blocked a call that did not return (a send the system
+    did not take; for a blocking receiver, nothing to read)."""
+
+    running_s: float
+    """On a CPU."""
+    waiting_s: float
+    """Runnable, waiting for a CPU."""
+    blocked_s: float
+    """Neither: asleep in a call."""
+
+
 class CpuSide(Document):
     """CPU used by one side's processes, attributed to the messages of each sample
     interval (spark_jobs.cpu has the definitions, agents.cpu the sampling)."""
@@ -183,6 +192,9 @@ class CpuSide(Document):
     side's processes; null without a measured interval."""
     empty_intervals: int
     """Measured intervals without messages, left out of us_per_message."""
+    loop: LoopTime | None = None
+    """How the agents' loop threads spent the measured time; null for the broker, and
+    unless every agent of the side has the kernel's account."""
 
 
 class Cpu(Document):
@@ -202,15 +214,6 @@ class Cpu(Document):
     notes: list[str]
     """Why a side has no figures, and the monitor's troubles (which never make a run
     partial, but for its death mid-run: its samples stop there)."""
-
-
-def pushed_back(cpu: Cpu | None, senders: int) -> bool:
-    """Whether senders that lagged were mostly blocked in their send calls (the system
-    pushed back) rather than busy (the generator set the pace): their loops used under
-    PUSHED_BACK_CORES of a core each. False without CPU figures."""
-    side = cpu.sender if cpu is not None else None
-    return side is not None and side.cores is not None and \
-        side.cores < PUSHED_BACK_CORES * senders
 
 
 class Versioned(Document):
@@ -283,6 +286,10 @@ class RunSummary(Versioned):
     """What went wrong, one line each: the run's own problems (from its manifest), then
     the analysis's (files failing their checks, agents without data, hlog disagreements,
     values out of range)."""
+    notes: list[str] = Field(default_factory=list)
+    """Facts about how the figures were made that ask nothing of the reader, one line
+    each: windows left out of the throughput figures, hlog checks that did not apply
+    (since schema_version 5; before, among the problems)."""
     sent: int | None = None
     """Messages (requests in round trip) sent after the warm-up."""
     received: int | None = None
@@ -346,14 +353,28 @@ class RunSummary(Versioned):
     """The mean interval between consecutive receipts of a receiver stream, over all of
     them; null without a stream of two receipts."""
     humps: Humps | None = None
+    behind_s: float | None = None
+    """How long the senders were more than SATURATED_LAG_P99_US behind their schedule,
+    seconds summed over the sending agents: the messages sent that late, over each
+    agent's share of send_rate (a loop stalled for G s leaves rate × (G − 1 ms) messages
+    that late; one falling behind sends them at its own rate). Weighed against
+    cpu.sender.loop to say whose doing a lag was (formats.lag). Null without a schedule
+    (throughput mode) or sends (since schema_version 5)."""
     cpu: Cpu | None = None
+    cpu_placement: list[str] = Field(default_factory=list)
+    """What the CPU placement did on each kernel with a busy loop, as the manifest records
+    it (docs/design.md, "CPU placement"); a kernel whose loops had no CPU of their own
+    says "N busy loop(s) on M CPU(s): no CPU of their own" (since schema_version 5)."""
     warnings: list[str] = Field(default_factory=list)
-    """What to know before trusting the figures: "generator saturated" (send-lag p99 over
-    1 ms, or under 95% of the scheduled rate sent, the senders' loops busy: the
-    generator, not the system, set the pace), "system pushed back" (the same with the
-    loops mostly blocked in send calls: `pushed_back`), deliveries left out of latency
-    for their clocks, multi-modal latency, "time cap reached" (throughput mode: `duration`
-    ended sending early)."""
+    """What to act on before trusting the figures, one line each. When the senders did
+    not keep their schedule (send-lag p99 over 1 ms, or under 95% of the scheduled rate
+    sent), one line names whose doing it was (formats.lag): "system pushed back" (their
+    loops blocked in send calls: the system did not take the messages), "CPUs
+    oversubscribed" (more busy loops than CPUs: the placement, never the system),
+    "machine busy" (their loops waited for a CPU other work had), "generator saturated"
+    (their loops ran and still fell behind). Also: a placement without a CPU per busy
+    loop, deliveries left out of latency for their clocks, multi-modal latency, "time cap
+    reached" (throughput mode: `duration` ended sending early)."""
 
     def metric(self, field: str) -> Figures | None:
         """A latency field by its name (latency_us … saturation_latency_us, as
@@ -372,7 +393,8 @@ class CapacityProbe(Document):
     rate: float
     """The rate it was scheduled at, msg/s in total."""
     confirming: bool
-    """Whether it ran again at a rate that had passed, to confirm it."""
+    """Whether it ran again at a rate already probed: to confirm a rate that passed, or a
+    failure or generator-bound probe before the search ended on it."""
     verdict: str
     """pass, fail, or generator-bound (the producers could not keep the rate: no verdict
     on the system)."""
@@ -392,9 +414,9 @@ class CapacityResult(Document):
     point: str
     """The search's run id (its probes' ids add `-probeNN-rate=R`)."""
     finding: str
-    """confirmed (the capacity, confirmed by runs that all passed), at-least (`to` passed
-    and was confirmed), below (`from` failed), generator-bound (the producers could not
-    keep a rate: the search stopped), budget (runs or time ran out first)."""
+    """confirmed (the capacity, confirmed by runs that passed), at-least (`to` passed and
+    was confirmed), below (`from` failed, twice), generator-bound (the producers could not
+    keep a rate, twice: the search stopped), budget (runs or time ran out first)."""
     capacity_msg_s: float | None
     """The highest rate that passed (confirmed only when finding is confirmed or
     at-least); null when none did."""

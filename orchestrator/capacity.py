@@ -7,8 +7,13 @@ A geometric ramp doubles from `from` until a probe fails (or `to` passes); bisec
 the geometric mean of the highest passing and the lowest failing rate then narrows them
 to within `precision`; the highest passing rate is then run again until `confirm` runs
 at it have passed. A confirmation that fails makes that rate a failing one, and the
-search narrows below it. A generator-bound probe stops the search: the rate it was at
-says nothing about the system.
+search narrows below it. A generator-bound probe says nothing about the system: the
+search stops there.
+
+One stall of the machine must not decide a search: a probe that failed, or was
+generator-bound, is run again once before the search ends on it. A failure whose re-run
+passes was not the system's limit (the rate counts as not failed; both probes stay on
+record); a generator-bound probe whose re-run is generator-bound again ends the search.
 """
 
 from __future__ import annotations
@@ -26,15 +31,15 @@ class Finding(StrEnum):
 
     CONFIRMED = "confirmed"  # the capacity, every confirming run passed
     AT_LEAST = "at-least"  # `to` itself passed and was confirmed: the capacity is higher
-    BELOW = "below"  # `from` failed: the capacity is lower
-    GENERATOR_BOUND = "generator-bound"  # the producers could not keep a rate
+    BELOW = "below"  # `from` failed (twice): the capacity is lower
+    GENERATOR_BOUND = "generator-bound"  # the producers could not keep a rate, twice
     BUDGET = "budget"  # out of runs or time before it was confirmed
 
 
 @dataclass(frozen=True)
 class Probe:
-    """One run of the search: its rate, whether it confirms a rate that passed, and its
-    verdict."""
+    """One run of the search: its rate, whether it ran again at a rate already probed
+    (to confirm that rate's verdict), and its verdict."""
 
     rate: float
     confirming: bool
@@ -49,23 +54,40 @@ class Searcher:
     spec: RateSearch
     probes: list[Probe] = field(default_factory=list)
     finding: Finding | None = None
-    _candidate: float | None = None  # the rate being confirmed
+
+    def _verdicts(self, rate: float) -> list[VerdictKind]:
+        return [p.verdict.kind for p in self.probes if p.rate == rate]
+
+    def _failed(self, rate: float) -> bool:
+        """Whether `rate` counts as failed: it failed twice, or once with no pass since
+        (a failure whose re-run passed was a stall, not the system's limit)."""
+        verdicts = self._verdicts(rate)
+        fails = verdicts.count(VerdictKind.FAIL)
+        if fails != 1:
+            return fails > 1
+        return VerdictKind.PASS not in verdicts[verdicts.index(VerdictKind.FAIL):]
+
+    def _settled(self, rate: float) -> bool:
+        """Whether a rate's last verdict was seen twice there: its failure (or its
+        generator-bound probe) confirmed by a re-run."""
+        verdicts = self._verdicts(rate)
+        return verdicts.count(verdicts[-1]) > 1
 
     def passing(self) -> float | None:
-        """The highest rate that passed and was not failed by a confirmation since."""
+        """The highest rate that passed, below the lowest failing one."""
         failed = self.failing()
         rates = [p.rate for p in self.probes if p.verdict.passed
                  and (failed is None or p.rate < failed)]
         return max(rates, default=None)
 
     def failing(self) -> float | None:
-        """The lowest rate a probe failed at (a failed confirmation included)."""
-        return min((p.rate for p in self.probes if p.verdict.kind == VerdictKind.FAIL),
-                   default=None)
+        """The lowest rate that counts as failed (`_failed`)."""
+        return min((p.rate for p in self.probes if p.verdict.kind == VerdictKind.FAIL
+                    and self._failed(p.rate)), default=None)
 
     def record(self, rate: float, verdict: Verdict) -> None:
-        self.probes.append(Probe(rate, rate == self._candidate, verdict))
-        if verdict.kind == VerdictKind.GENERATOR_BOUND:
+        self.probes.append(Probe(rate, any(p.rate == rate for p in self.probes), verdict))
+        if verdict.kind == VerdictKind.GENERATOR_BOUND and self._settled(rate):
             self.finding = Finding.GENERATOR_BOUND
 
     def next_rate(self, runs_left: int) -> float | None:
@@ -76,6 +98,12 @@ class Searcher:
         spec, low, high = self.spec, self.passing(), self.failing()
         if not self.probes:
             return self._next(spec.low, runs_left)
+        last = self.probes[-1]
+        if last.verdict.kind == VerdictKind.GENERATOR_BOUND:  # once: _settled ended it
+            return self._next(last.rate, runs_left)
+        if high is not None and not self._settled(high) and (
+                low is None or high / low - 1 <= spec.precision):
+            return self._next(high, runs_left)  # the search would end on it: once more
         if low is None:
             self.finding = Finding.BELOW
             return None
@@ -86,11 +114,10 @@ class Searcher:
         if self._confirmations(low) >= spec.confirm:
             self.finding = Finding.AT_LEAST if high is None else Finding.CONFIRMED
             return None
-        self._candidate = low
         return self._next(low, runs_left)
 
     def _confirmations(self, rate: float) -> int:
-        return sum(1 for p in self.probes if p.rate == rate and p.verdict.passed)
+        return self._verdicts(rate).count(VerdictKind.PASS)
 
     def _next(self, rate: float, runs_left: int) -> float | None:
         if runs_left <= 0:

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from sixnines.formats.lag import crowded_note
+
 
 @dataclass(frozen=True)
 class Seat:
@@ -60,9 +62,7 @@ def place_loops(seats: list[Seat]) -> CpuPlacement:
         if len({seat.host for seat in group}) > 1:
             name += " (one kernel)"
         if len(taken) < len(loops) or short or len(every) <= len(loops):
-            placement.notes.append(
-                f"{name}: {len(loops)} busy loop(s) on {len(every)} CPU(s): no CPU of their "
-                "own; loops share their CPUs with everything else (expect send-lag tails)")
+            placement.notes.append(crowded_note(name, len(loops), len(every)))
             continue
         placement.loop_cpu |= taken
         placement.keep_off[kernel] = sorted(cpus)

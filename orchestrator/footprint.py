@@ -17,9 +17,10 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from sixnines.agents.affinity import busy_loop, usable_cpus
 from sixnines.agents.recording import (
     CHUNK_NS,
     pool_buffers,
@@ -29,6 +30,7 @@ from sixnines.agents.recording import (
 from sixnines.agents.schedule import NS
 from sixnines.agents.streams import INBOX_BYTES, RING_BYTES
 from sixnines.formats.atomic import human_bytes as human
+from sixnines.formats.lag import FEWER_LOOPS, crowded, crowded_note
 from sixnines.formats.vocabulary import Role
 from sixnines.orchestrator.hosts import LOCAL
 from sixnines.orchestrator.matrix import RunPoint
@@ -123,6 +125,7 @@ class Estimate:
     memory: dict[str, tuple[int, str, list[AgentNeed]]]  # host -> (bytes, run id, agents)
     disk: int
     host_disk: dict[str, int]
+    crowded: list[str] = field(default_factory=list)  # runs whose loops lack CPUs here
 
     def lines(self, available: dict[str, int | None], free: int | None, output: str
               ) -> list[str]:
@@ -136,16 +139,22 @@ class Estimate:
                        f"({parts})")
         has_disk = f" of {human(free)} free" if free is not None else ""
         out.append(f"disk: {human(self.disk)}{has_disk} under {output} for every run's files")
-        return out
+        return out + self.crowded
 
 
-def estimate(points: Iterable[RunPoint], agent_hosts: tuple[str, ...] = (LOCAL,)
-             ) -> Estimate:
+def estimate(points: Iterable[RunPoint], agent_hosts: tuple[str, ...] = (LOCAL,),
+             cpus: int | None = None) -> Estimate:
+    """What the runs need; `cpus`: how many this machine lets sixnines use (its affinity
+    when not given), for the runs whose busy loops would have none of their own here."""
     memory: dict[str, tuple[int, str, list[AgentNeed]]] = {}
     host_disk: dict[str, int] = {}
     disk = 0
+    crowded: dict[int, str] = {}  # busy loops here -> the first run with that many
     for point in map(heaviest, points):  # a capacity search: its heaviest probe
         needs = agent_needs(point, agent_hosts)
+        loops = sum(1 for need in needs if need.plan.host == LOCAL
+                    and busy_loop(need.plan.role, str(point.workload.receive)))
+        crowded.setdefault(loops, point.run_id)
         disk += sum(need.disk for need in needs)
         for host in dict.fromkeys(need.plan.host for need in needs):
             on_host = [need for need in needs if need.plan.host == host]
@@ -153,7 +162,20 @@ def estimate(points: Iterable[RunPoint], agent_hosts: tuple[str, ...] = (LOCAL,)
             if host not in memory or total > memory[host][0]:
                 memory[host] = (total, point.run_id, on_host)
             host_disk[host] = max(host_disk.get(host, 0), sum(n.disk for n in on_host))
-    return Estimate(memory, disk, host_disk)
+    return Estimate(memory, disk, host_disk, _crowded(crowded, cpus))
+
+
+def _crowded(loops_by_run: dict[int, str], cpus: int | None) -> list[str]:
+    """One line on the most busy loops a run puts on this machine, when they would have no
+    CPU of their own there (orchestrator.cpus: as many loops as CPUs or more): their send
+    lag would be the placement's, whatever the system does."""
+    cpus = len(usable_cpus()) if cpus is None else cpus
+    most = max(loops_by_run, default=0)
+    if not most or most < cpus:
+        return []
+    (kernel,) = crowded([crowded_note("host local", most, cpus)])
+    return [f"CPUs: run {loops_by_run[most]}: {kernel}: expect send-lag tails from the "
+            f"placement, not the system: {FEWER_LOOPS}"]
 
 
 def problems(found: Estimate, available: dict[str, int | None], free: int | None,

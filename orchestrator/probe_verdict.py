@@ -4,10 +4,12 @@ the probe's own figures: its summary.json and the latency curve of its series.js
 In order, the first that holds decides:
 - the run did not finish well (failed, partial, corrupt): fail, with its status;
 - the senders did not keep the schedule (send-lag p99 over 1 ms, or under 95 % of the
-  rate sent: the rule of the "generator saturated" warning) while their loops were
-  busy (formats.summary.pushed_back: a quarter of a core per agent, or no CPU figures):
-  generator-bound, never a verdict on the system. Lagging with idle loops, their sends
-  blocked: the system pushed back (a full socket), and the probe fails;
+  rate sent), and formats.lag says whose doing it was (the rule of the run's warning):
+  the system's (their sends blocked) fails the probe; a stall of the machine the senders
+  caught up from (their loops waited for a CPU, and they kept the rate) leaves the probe
+  to the rules below, its latency including the stall; anything else (their own work,
+  more busy loops than CPUs, a machine too busy for them to keep the rate) is
+  generator-bound, never a verdict on the system;
 - a delivery lost or of unknown fate: fail;
 - an objective percentile resting on too few samples (fewer than
   rate_search.SAMPLES_BEYOND beyond it): fail, as unmeasured;
@@ -28,12 +30,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from sixnines.formats.hdr import PERCENTILE_KEYS, PERCENTILES
-from sixnines.formats.summary import (
-    SATURATED_LAG_P99_US,
-    SATURATED_RATE_SHARE,
-    RunSummary,
-    pushed_back,
-)
+from sixnines.formats.lag import LagCause, behind_schedule, evidence, lag_cause
+from sixnines.formats.summary import SATURATED_RATE_SHARE, RunSummary
 from sixnines.formats.vocabulary import Mode
 from sixnines.orchestrator.rate_search import SAMPLES_BEYOND, RateSearch
 
@@ -53,6 +51,8 @@ class Verdict:
     kind: VerdictKind
     reasons: tuple[str, ...] = ()
     """Why it failed or was generator-bound, one line each (empty for a pass)."""
+    lag: LagCause | None = None
+    """Whose doing the senders' lag was, when they did not keep the schedule."""
 
     @property
     def passed(self) -> bool:
@@ -65,21 +65,19 @@ def judge(summary: RunSummary, latency_means_us: Sequence[float], search: RateSe
     per bucket of the measured stretch, in schedule order) these are."""
     if summary.status != "ok" or summary.sent is None:
         return _fail(f"run {summary.status}: {'; '.join(summary.problems) or 'no figures'}")
-    lag_p99 = summary.send_lag_us.p99 if summary.send_lag_us else None
-    bound = []
-    if lag_p99 is not None and lag_p99 > SATURATED_LAG_P99_US:
-        bound.append(f"send lag p99 {lag_p99:,.0f} µs (over {SATURATED_LAG_P99_US:,.0f} µs)")
-    if summary.send_rate is not None and summary.send_rate < SATURATED_RATE_SHARE * rate:
-        bound.append(f"sent {summary.send_rate:,.0f} msg/s of the {rate:,.0f} scheduled")
-    if bound and pushed_back(summary.cpu, summary.params.get("producers", 1)):
-        cores = summary.cpu.sender.cores  # type: ignore[union-attr]
-        return _fail(*bound, f"the senders' loops used {cores:.2f} core(s): their sends "
-                     "blocked, the system pushed back")
-    if bound:
-        return Verdict(VerdictKind.GENERATOR_BOUND, tuple(bound))
+    behind = behind_schedule(summary)
+    cause = lag_cause(summary) if behind else None
+    if cause is not None:
+        why = (*behind, f"{cause}: {evidence(summary, cause)}")
+        if cause == LagCause.SYSTEM:
+            return Verdict(VerdictKind.FAIL, why, cause)
+        kept = summary.send_rate is not None and summary.send_rate >= SATURATED_RATE_SHARE * rate
+        if not (cause == LagCause.MACHINE and kept):
+            return Verdict(VerdictKind.GENERATOR_BOUND, why, cause)
     reasons = [*_losses(summary), *_objective(summary, search), *_keeping_up(summary),
                *_rising(latency_means_us)]
-    return _fail(*reasons) if reasons else Verdict(VerdictKind.PASS)
+    return Verdict(VerdictKind.FAIL, tuple(reasons), cause) if reasons else \
+        Verdict(VerdictKind.PASS, (), cause)
 
 
 def _fail(*reasons: str) -> Verdict:

@@ -51,6 +51,11 @@ class ProgressView:
                              refresh_per_second=REDRAWS_PER_S, transient=True)
             self.live.start()
 
+    def warn(self, text: str) -> None:
+        """A warning about the run as it starts, on a line of its own (not wrapped)."""
+        self.console.print(f"  ! {text}", style="yellow", markup=False, highlight=False,
+                           soft_wrap=True)
+
     def started(self, at_ns: int, span_ns: int) -> None:
         self.started_mono = time.monotonic()
         self.span_s = span_ns / 1e9

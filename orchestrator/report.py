@@ -295,9 +295,11 @@ def run_table(summary: RunSummary) -> Table:
 
 
 def print_tables(summaries: list[RunSummary], console: Console) -> None:
-    """Each run's table, then its problems and warnings. A run without figures (corrupt:
-    its files fail their checks; or never analysed: nothing recorded, or its analysis
-    failed) gets a line saying so instead of a table of zeros; its problems say why."""
+    """Each run's table, then its problems (red), warnings (yellow: what to act on before
+    trusting the figures) and notes (dim: facts that ask nothing). A run without figures
+    (corrupt: its files fail their checks; or never analysed: nothing recorded, or its
+    analysis failed) gets a line saying so instead of a table of zeros; its problems say
+    why."""
     for summary in summaries:
         if summary.status == CORRUPT:
             console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: its "
@@ -306,10 +308,12 @@ def print_tables(summaries: list[RunSummary], console: Console) -> None:
             console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: no figures")
         else:
             console.print(run_table(summary))
-        for problem in summary.problems:
-            console.print(f"  [yellow]! {markup(problem)}[/]", soft_wrap=True)
-        for warning in summary.warnings:
-            console.print(f"  [yellow]! {markup(warning)}[/]", soft_wrap=True)
+        for style, mark, lines in (("red", "!", summary.problems),
+                                   ("yellow", "!", summary.warnings),
+                                   ("dim", "·", summary.notes)):
+            for line in lines:
+                console.print(f"  [{style}]{mark} {markup(line)}[/]", soft_wrap=True,
+                              highlight=False)
         note = summary.broker.note
         if note:
             console.print(f"  note: {markup(note)}", soft_wrap=True)

@@ -36,6 +36,7 @@ from sixnines.formats.chunks import kept_chunks
 from sixnines.formats.controller_lock import holding
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.integrity import sha256_of
+from sixnines.formats.lag import FEWER_LOOPS, LagCause, crowded
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock, MonitorEntry
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import MAX_RATE, LoopCpus, Role
@@ -408,6 +409,9 @@ class Run:
         self.manifest.cpu_placement = self.cpus.notes
         for note in self.cpus.notes:
             logger.info("%s: CPU placement: %s", self.point.run_id, note)
+        for crowded_kernel in crowded(self.cpus.notes):
+            self.view.warn(f"{LagCause.PLACEMENT}: {crowded_kernel}: expect send-lag tails "
+                           f"from the placement, not the system: {FEWER_LOOPS}")
         looping = {agent.ready.pid for agent in self.agents.values()
                    if agent.plan.agent_id in self.cpus.loop_cpu}
         ours = [os.getpid(), *(pid for pid in descendants(os.getpid()) if pid not in looping)]

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from sixnines.formats.lag import FEWER_LOOPS, LagCause
 from sixnines.formats.summary import (
     SATURATED_RATE_SHARE,
     CapacityProbe,
@@ -148,7 +149,8 @@ def _note(finding: Finding, searcher: Searcher, point: RunPoint,
     if finding == Finding.BELOW:
         return f"below {search.low:,.0f} msg/s (`from` failed: {_reasons(searcher)})"
     if finding == Finding.GENERATOR_BOUND:
-        return _generator_note(probes[-1], point.workload.producers, shown)
+        return _generator_note(probes[-1], searcher.probes[-1].verdict.lag,
+                               point.workload.producers, shown)
     return (f"budget spent after {runs}: highest passing {shown}, not confirmed"
             + (f", lowest failing {searcher.failing():,.0f} msg/s"
                if searcher.failing() is not None else ""))
@@ -158,13 +160,21 @@ def _reasons(searcher: Searcher) -> str:
     return "; ".join(searcher.probes[-1].verdict.reasons)
 
 
-def _generator_note(last: CapacityProbe, producers: int, shown: str) -> str:
-    """Generator-bound: the rate it happened at, why, and how many producers would keep
-    that rate, at the rate each one did keep (one more when they kept it, but late)."""
+def _generator_note(last: CapacityProbe, lag: LagCause | None, producers: int,
+                    shown: str) -> str:
+    """Generator-bound: the rate it happened at, why, and what would keep that rate: for
+    loops that ran and fell behind, how many producers, at the rate each one did keep
+    (one more when they kept it, but late); for loops kept from a CPU, CPUs."""
+    found = (f"generator-bound at {last.rate:,.0f} msg/s ({'; '.join(last.reasons)}): not "
+             f"the system's capacity; highest passing {shown}. ")
+    if lag == LagCause.PLACEMENT:
+        return found + f"The producers' loops need CPUs of their own: {FEWER_LOOPS}"
+    if lag == LagCause.MACHINE:
+        return found + ("Other work on the machine kept the producers' loops from a CPU: "
+                        "run it where they have CPUs to themselves")
     kept = (last.send_rate or 0) / producers
     needed = math.ceil(last.rate / kept) if 0 < kept < SATURATED_RATE_SHARE * last.rate \
         / producers else producers + 1
-    return (f"generator-bound at {last.rate:,.0f} msg/s ({'; '.join(last.reasons)}): not "
-            f"the system's capacity; highest passing {shown}. The scenario needs at least "
-            f"{needed} producers for that rate (it has {producers}; each kept "
-            f"{kept:,.0f} msg/s), on more hosts if this one's cores are taken")
+    return found + (f"The scenario needs at least {needed} producers for that rate (it has "
+                    f"{producers}; each kept {kept:,.0f} msg/s), on more hosts if this "
+                    "one's cores are taken")

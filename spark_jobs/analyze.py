@@ -72,6 +72,7 @@ from pyspark.sql import SparkSession
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
 from sixnines.formats.chunks import kept_chunks
+from sixnines.formats.lag import lag_warnings
 from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.records import HLOG_FILE
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
@@ -316,32 +317,30 @@ def report(checked: Checked, figured: passes.Figures) -> RunSummary:
 
     logged = {agent_id: (checked.messages[agent_id][0], counts)
               for agent_id, counts in figured.logs.items()}
-    agrees, hlog_notes = summarize.hlog_agreement(logged, figured.per_agent,
-                                                  pairs.off_clock, load)
-    if agrees is None and not hlog_notes:
-        hlog_notes.append("no hlog to check against the messages")
+    agrees, skipped, differing = summarize.hlog_agreement(logged, figured.per_agent,
+                                                          pairs.off_clock, load)
+    if agrees is None and not skipped:
+        skipped.append("no hlog to check against the messages")
     if agrees is False:
-        hlog_notes.append("the agents' hlogs disagree with their raw records (above): the "
-                          "files do not hold one measurement; the figures are the raw "
-                          "records'")
-    notes = [*_absent_notes(absent, workload, int(counts["sent"] - counts["requests"])),
-             *_died_notes(run_dir, manifest, checked.messages, figured.log_ends_s),
-             *_cut_short_notes(manifest, checked.messages), *figured.drained_out,
-             *checked.notes,
-             *(f"agent {agent_id}: its start instant is unknown; hlog check skipped"
-               for agent_id in figured.unplaced),
-             *hlog_notes]
-    notes += summarize.out_of_range_notes(metrics)
-    notes += series.notes(per_message)
+        differing.append("the agents' hlogs disagree with their raw records (above): the "
+                         "files do not hold one measurement; the figures are the raw "
+                         "records'")
+    problems = [*_absent_notes(absent, workload, int(counts["sent"] - counts["requests"])),
+                *_died_notes(run_dir, manifest, checked.messages, figured.log_ends_s),
+                *_cut_short_notes(manifest, checked.messages), *figured.drained_out,
+                *checked.notes, *differing]
+    problems += summarize.out_of_range_notes(metrics)
     if counts["unexpected"]:
-        notes.append(f"{counts['unexpected']} received messages match no sent message")
+        problems.append(f"{counts['unexpected']} received messages match no sent message")
+    facts = [*(f"agent {agent_id}: its start instant is unknown; hlog check skipped"
+               for agent_id in figured.unplaced),
+             *skipped, *series.notes(per_message)]
 
     figures = summarize.summary_figures(metrics)
-    used = usage.summary()
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params, load=load,
         broker=_broker(manifest), status=_status(manifest, counts, agrees, figured.drained_out),
-        problems=[*manifest.problems, *notes],
+        problems=[*manifest.problems, *problems], notes=facts,
         **{key: int(counts[key]) for key in
            ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
             "unexpected")},
@@ -351,13 +350,13 @@ def report(checked: Checked, figured: passes.Figures) -> RunSummary:
         **figures, out_of_range=summarize.out_of_range(metrics),
         latency_pairs=LatencyPairs(**pairs.totals), clock_bound_ns=pairs.bound_ns,
         hlog_agrees=agrees,
+        behind_s=summarize.behind_s(metrics["send_lag"], rate["send_rate"],
+                                    manifest.params.get("producers", 1)),
         **series.summary_fields(per_message, humps),
-        cpu=used,
-        warnings=[*summarize.saturation_warnings(figures["send_lag_us"], rate["send_rate"],
-                                                 manifest.params, used),
-                  *saturation_warnings(counts, manifest.params),
-                  *summarize.clock_warnings(pairs, manifest.cross_host_latency),
-                  *series.humps_warnings(humps, load)])
+        cpu=usage.summary(), cpu_placement=manifest.cpu_placement)
+    summary.warnings = [*lag_warnings(summary), *saturation_warnings(counts, manifest.params),
+                        *summarize.clock_warnings(pairs, manifest.cross_host_latency),
+                        *series.humps_warnings(humps, load)]
     document = {**series.series_json(per_message, metrics, histogram, humps),
                 "cpu": usage.series()}
     _write_report(run_dir, {  # the other load's metrics are empty: no .hgrm for them

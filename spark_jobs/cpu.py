@@ -18,6 +18,14 @@ counts the requests sent), their running counts interpolated at the broker's sam
 `cores` is CPU seconds per wall-clock second over the measured intervals, summed over a
 side's agents. The broker's CPU time comes from /proc in clock ticks (10 ms): one
 interval's value is that coarse, `cores` over the run is not.
+
+`loop` is how the agents' loop threads spent the measured time, by the kernel's account
+sampled with the CPU (agents.cpu.LoopAccount): on a CPU, waiting for one, and the rest
+blocked in a call; summed over the side's agents, and only when every one of them has
+that account. It is weighed against the send lag of every measured message (formats.lag),
+so it covers the measured time whole: the interval the warm-up ends in counts for its
+measured part, its account taken as spread evenly over it (a 1 s probe sampled every 1 s
+has no interval starting after its warm-up).
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ import pyarrow.parquet as pq
 from sixnines.formats import hdr
 from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.records import CPU_FILE
-from sixnines.formats.summary import Cpu, CpuSide
+from sixnines.formats.summary import Cpu, CpuSide, LoopTime
 from sixnines.formats.vocabulary import SENDERS, Role
 from sixnines.spark_jobs.distribution import Detail, median_bucket
 from sixnines.spark_jobs.summarize import MetricCounts, metric_summary
@@ -43,13 +51,19 @@ BROKER_DENOMINATORS = (Role.CONSUMER, Role.REQUESTER)  # the first role present 
 MAX_POINTS = 2000  # as series.MAX_POINTS: curves stay small
 
 
+LOOP_COLUMNS = ("loop_run_ns", "loop_wait_ns")
+
+
 @dataclass(frozen=True)
 class Samples:
-    """One process's samples: ns since its t0, cumulative CPU ns, cumulative messages."""
+    """One process's samples: ns since its t0, cumulative CPU ns, cumulative messages, and
+    its loop thread's cumulative ns on a CPU and waiting for one (None when any sample
+    lacks them: the monitor, a kernel without the account, files from before it)."""
 
     t_ns: np.ndarray
     cpu_ns: np.ndarray
     messages: np.ndarray
+    loop: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def read(cls, path: Path, t0_ns: int) -> Samples:
@@ -57,22 +71,33 @@ class Samples:
         table = pq.read_table(path)
         t_ns, cpu_ns, messages = (pc.fill_null(table.column(name), 0).to_numpy()
                                   for name in ("t_ns", "cpu_ns", "messages"))
-        return cls(t_ns - t0_ns, cpu_ns, messages)
+        known = all(name in table.column_names and table.column(name).null_count == 0
+                    for name in LOOP_COLUMNS)
+        loop = tuple(table.column(name).to_numpy() for name in LOOP_COLUMNS) if known \
+            else None
+        return cls(t_ns - t0_ns, cpu_ns, messages, loop)
 
 
 @dataclass(frozen=True)
 class Intervals:
-    """Measured intervals: middle (ns since t0), length, CPU used and messages in each."""
+    """Measured intervals: middle (ns since t0), length, CPU used and messages in each;
+    and the loop thread's account over the measured time (`loop_*`, one value per
+    interval reaching past the warm-up, for its measured part): its length, ns on a CPU
+    and ns waiting for one (NaN where not known)."""
 
     middle_ns: np.ndarray
     span_ns: np.ndarray
     cpu_ns: np.ndarray
     messages: np.ndarray
+    loop_span_ns: np.ndarray
+    loop_run_ns: np.ndarray
+    loop_wait_ns: np.ndarray
 
     @classmethod
     def join(cls, parts: list[Intervals]) -> Intervals:
         return cls(*(np.concatenate([getattr(p, name) for p in parts])
-                     for name in ("middle_ns", "span_ns", "cpu_ns", "messages")))
+                     for name in ("middle_ns", "span_ns", "cpu_ns", "messages",
+                                  "loop_span_ns", "loop_run_ns", "loop_wait_ns")))
 
 
 def intervals(samples: Samples, warmup_ns: int, messages: np.ndarray | None = None
@@ -82,8 +107,15 @@ def intervals(samples: Samples, warmup_ns: int, messages: np.ndarray | None = No
     counts = samples.messages if messages is None else messages
     start, end = samples.t_ns[:-1], samples.t_ns[1:]
     keep = start >= warmup_ns
+    reach = end > warmup_ns  # the loop's account: every interval with a measured part
+    measured = (end - np.maximum(start, warmup_ns))[reach]
+    share = measured / np.maximum(end - start, 1)[reach]
+    unknown = np.full(int(reach.sum()), np.nan)
+    run, wait = (np.diff(column)[reach] * share for column in samples.loop) \
+        if samples.loop is not None else (unknown, unknown)
     return Intervals(((start + end) / 2)[keep], (end - start)[keep],
-                     np.diff(samples.cpu_ns)[keep], np.diff(counts)[keep])
+                     np.diff(samples.cpu_ns)[keep], np.diff(counts)[keep],
+                     measured.astype(np.float64), run, wait)
 
 
 def delivered(at_ns: np.ndarray, receivers: list[Samples]) -> np.ndarray:
@@ -115,7 +147,19 @@ def figures(measured: Intervals) -> CpuSide:
     busy = measured.messages > 0
     per_message = measured.cpu_ns[busy] / measured.messages[busy]
     return CpuSide(us_per_message=metric_summary(value_counts(per_message)),
-                   cores=_cores(measured), empty_intervals=int((~busy).sum()))
+                   cores=_cores(measured), empty_intervals=int((~busy).sum()),
+                   loop=_loop(measured))
+
+
+def _loop(measured: Intervals) -> LoopTime | None:
+    """How the loop threads spent the measured intervals, seconds summed over them; None
+    unless every interval has the kernel's account."""
+    run, wait = measured.loop_run_ns, measured.loop_wait_ns
+    if len(run) == 0 or np.isnan(run).any() or np.isnan(wait).any():
+        return None
+    blocked = np.maximum(measured.loop_span_ns - run - wait, 0)
+    return LoopTime(running_s=float(run.sum() / 1e9), waiting_s=float(wait.sum() / 1e9),
+                    blocked_s=float(blocked.sum() / 1e9))
 
 
 def _cores(measured: Intervals) -> float | None:

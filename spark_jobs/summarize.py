@@ -21,24 +21,19 @@ import numpy as np
 from sixnines.formats import hdr, hgrm
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
-from sixnines.formats.summary import (
-    SATURATED_LAG_P99_US,
-    SATURATED_RATE_SHARE,
-    Cpu,
-    Figures,
-    OutOfRange,
-    pushed_back,
-)
-from sixnines.formats.vocabulary import Schedule
+from sixnines.formats.summary import SATURATED_LAG_P99_US, Figures, OutOfRange
 from sixnines.spark_jobs.agent_rows import PAIRS
 from sixnines.spark_jobs.distribution import Detail, robust_centre
-from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, TAGS_BY_ROLE, load_of
+from sixnines.spark_jobs.load import OPEN_LOOP, TAGS_BY_ROLE
 
 METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
 #: a receiver's time minus a producer's time
 RECEIVER_TAGS = ("latency", "service_time", "saturation_latency")
 NS_PER_US = 1000.0
 CROSS_CLOCK, EXCLUDED = PAIRS[1:]
+#: the first HDR bucket of values past SATURATED_LAG_P99_US (ns)
+_LATE_FROM = int(hdr.bucket_indices(np.array([SATURATED_LAG_P99_US * NS_PER_US],
+                                              dtype=np.int64))[0]) + 1
 
 
 def _zeros() -> np.ndarray:
@@ -150,15 +145,15 @@ def hlog_agreement(
     computed_counts: dict[str, dict[str, np.ndarray]],
     off_clock: Mapping[str, int],
     load: str = OPEN_LOOP,
-) -> tuple[bool | None, list[str]]:
+) -> tuple[bool | None, list[str], list[str]]:
     """Does every agent's hlog hold exactly the buckets the passes built from its messages?
 
     logged maps agent_id → (role, its hlog's measured counts per tag; see read_log) for
     agents that have both files; off_clock maps agent_id → its deliveries not timed on its
     own clock alone (see ClockPairs); load says which tags agents write
-    (spark_jobs.load.TAGS_BY_ROLE). Returns (None, notes) when there was nothing to
-    compare, else the verdict and the notes: why a tag was not applicable, and one note per
-    disagreement (only these make it False).
+    (spark_jobs.load.TAGS_BY_ROLE). Returns the verdict (None when there was nothing to
+    compare), why tags were not applicable (facts), and one line per disagreement (only
+    these make it False).
     """
     skipped: list[str] = []
     notes: list[str] = []
@@ -178,8 +173,8 @@ def hlog_agreement(
                     f"{int(hdr.value_from_index(first))} ns"
                 )
     if compared == 0:
-        return None, skipped
-    return not notes, skipped + notes
+        return None, skipped, []
+    return not notes, skipped, notes
 
 
 def out_of_range_notes(metrics: dict[str, MetricCounts]) -> list[str]:
@@ -239,27 +234,11 @@ def clock_warnings(pairs: ClockPairs, cross_host: bool) -> list[str]:
             "that bound (clock_bound_ns)"]
 
 
-def saturation_warnings(send_lag: Figures, send_rate: float | None,
-                        params: dict[str, Any], cpu: Cpu | None = None) -> list[str]:
-    """Say when the senders did not keep their schedule (docs/design.md rule 2): a large
-    send lag, or fewer messages per second sent than the schedule asked for; and whose
-    doing it was (formats.summary.pushed_back): "generator saturated" when their loops
-    were busy (or their CPU is not known), "system pushed back" when they mostly waited
-    in send calls."""
-    if params.get("schedule") == Schedule.CLOSED or load_of(params) == SATURATION:
-        return []  # a closed loop waits on purpose, rate: max has no schedule to lag
-    found = []
-    lag_p99 = send_lag.p99
-    if lag_p99 is not None and lag_p99 > SATURATED_LAG_P99_US:
-        found.append(f"send lag p99 is {lag_p99:,.0f} µs (over {SATURATED_LAG_P99_US:,.0f} "
-                     "µs); latency includes that wait")
-    rate = params.get("rate")
-    if send_rate is not None and rate and send_rate < SATURATED_RATE_SHARE * rate:
-        found.append(f"sent {send_rate:,.0f} msg/s of the {rate:,.0f} msg/s scheduled")
-    if not found:
-        return []
-    if pushed_back(cpu, params.get("producers", 1)):
-        cores = cpu.sender.cores  # type: ignore[union-attr]
-        return [f"system pushed back: {line} (the senders' loops used {cores:.2f} core(s): "
-                "their sends blocked)" for line in found]
-    return [f"generator saturated: {line}" for line in found]
+def behind_s(send_lag: MetricCounts, send_rate: float | None, senders: int) -> float | None:
+    """summary.json `behind_s`: the sends later than SATURATED_LAG_P99_US after their
+    intended time, over each sending agent's share of the measured send rate; None
+    without sends (formats.summary.RunSummary.behind_s)."""
+    if not send_rate or send_lag.count == 0:
+        return None
+    late = int(send_lag.counts[_LATE_FROM:].sum())
+    return late * max(senders, 1) / send_rate

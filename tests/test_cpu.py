@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from itertools import pairwise
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from sixnines.agents.cpu import KEEP_EVERY_NS, CpuSampler, ProcessTree, write_cpu
+from sixnines.agents.cpu import KEEP_EVERY_NS, CpuSampler, LoopAccount, ProcessTree, write_cpu
 from sixnines.formats.records import CPU
 
 BURN = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
@@ -98,20 +99,41 @@ def test_a_child_started_between_scans_is_counted_from_the_next_scan() -> None:
 
 def test_sampler_takes_first_periodic_and_last_samples(tmp_path: Path) -> None:
     sent = [0]
-    sampler = CpuSampler(time.process_time_ns, lambda: sent[0], 20_000_000)
+    sampler = CpuSampler(time.process_time_ns, lambda: sent[0], 20_000_000,
+                         loop=LoopAccount(threading.get_native_id()))
     sampler.start()
     end = time.process_time_ns() + 200_000_000
     while time.process_time_ns() < end:  # the "loop": counts and burns, nothing more
         sent[0] += 1
     samples = sampler.finish()
     assert len(samples) >= 6  # 0.2 s of CPU take at least 0.2 s: 10 intervals, and two ends
-    t_ns, cpu_ns, messages = zip(*samples, strict=True)
+    t_ns, cpu_ns, messages, run_ns, wait_ns = zip(*samples, strict=True)
     assert list(t_ns) == sorted(t_ns) and list(cpu_ns) == sorted(cpu_ns)
     assert messages[-1] == sent[0] and messages[0] < messages[-1]
     assert cpu_ns[-1] - cpu_ns[0] >= 0.15e9  # the burning main thread is counted
+    assert list(run_ns) == sorted(run_ns) and list(wait_ns) == sorted(wait_ns)
+    assert run_ns[-1] - run_ns[0] >= 0.15e9  # ... and it is the loop's own account
     write_cpu(tmp_path / "cpu.parquet", samples)
     table = pq.read_table(tmp_path / "cpu.parquet")
     assert table.schema == CPU and table.column("messages").to_pylist() == list(messages)
+    assert table.column("loop_run_ns").to_pylist() == list(run_ns)
+
+
+def test_a_loop_blocked_in_a_call_is_neither_running_nor_waiting() -> None:
+    """What tells a send the system did not take from a loop short of CPU: a thread asleep
+    in a call gains neither time on a CPU nor time waiting for one."""
+    account = LoopAccount(threading.get_native_id())
+    run_before, wait_before = account()
+    start = time.perf_counter_ns()
+    time.sleep(0.3)  # blocked, as in a send the system does not take
+    elapsed = time.perf_counter_ns() - start
+    run_after, wait_after = account()
+    assert (run_after - run_before) + (wait_after - wait_before) < 0.1 * elapsed
+    end = time.process_time_ns() + 100_000_000
+    while time.process_time_ns() < end:
+        pass
+    assert account()[0] - run_after >= 0.09e9
+    assert LoopAccount(2**31 - 1)() is None  # no such thread: no account
 
 
 def test_a_kept_sampler_hands_over_its_samples_as_it_goes_not_at_the_end() -> None:
@@ -136,5 +158,5 @@ def test_sampler_keeps_what_it_had_when_the_process_goes() -> None:
     _end(child)
     time.sleep(0.05)
     samples = sampler.finish()
-    assert samples and all(messages is None for _, _, messages in samples)
+    assert samples and all(messages is None for _, _, messages, _, _ in samples)
     assert "gone" in sampler.error

@@ -15,12 +15,14 @@ MS = 1_000_000
 WARMUP = 1000 * MS
 
 
-def _write(run_dir: Path, agent: str, t0_ns: int, rows: list[tuple[int, int, int | None]]
-           ) -> None:
-    """rows: (ms since t0, CPU ms, messages); written on a clock that reads t0_ns at t0."""
+def _write(run_dir: Path, agent: str, t0_ns: int, rows: list[tuple]) -> None:
+    """rows: (ms since t0, CPU ms, messages[, loop ms on a CPU, loop ms waiting for one]);
+    written on a clock that reads t0_ns at t0."""
     (run_dir / "agents" / agent).mkdir(parents=True)
     write_cpu(run_dir / "agents" / agent / "cpu.parquet",
-              [(t0_ns + t * MS, c * MS, m) for t, c, m in rows])
+              [(t0_ns + t * MS, c * MS, m, *(None if v is None else v * MS
+                                             for v in (*loop, None, None)[:2]))
+               for t, c, m, *loop in rows])
 
 
 def _manifest(broker: str = "builtin", monitor: dict | None = None) -> Manifest:
@@ -83,3 +85,17 @@ def test_a_monitor_that_never_started_leaves_its_note(run_dir: Path) -> None:
     monitor = {"status": "failed", "notes": ["broker CPU monitor: not ready"]}
     summary = cpu.analyse(run_dir, _manifest(monitor=monitor)).summary().as_json()
     assert summary["broker"] is None and summary["notes"] == ["broker CPU monitor: not ready"]
+
+
+def test_the_loops_account_covers_the_measured_time_whole(tmp_path: Path) -> None:
+    """The interval the warm-up ends in counts for its measured half; what the loop was
+    neither on a CPU nor waiting for one, it was blocked. An agent without the account
+    (a file from before it, or the monitor) leaves its side without one."""
+    _write(tmp_path, "producer-0", 7_000 * MS,
+           [(500, 0, 0, 0, 0), (1500, 400, 100, 400, 100), (2500, 1300, 200, 1300, 100)])
+    _write(tmp_path, "consumer-0", 50_000 * MS, [(900, 0, 0), (1900, 5, 20)])
+    summary = cpu.analyse(tmp_path, _manifest(broker="external")).summary()
+    assert summary.sender.loop.model_dump() == pytest.approx(
+        {"running_s": 0.2 + 0.9, "waiting_s": 0.05, "blocked_s": 0.25 + 0.1})
+    assert summary.sender.cores == pytest.approx(0.9)  # measured intervals alone, as before
+    assert summary.receiver.loop is None

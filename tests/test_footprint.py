@@ -90,3 +90,21 @@ def test_a_remote_host_without_room_for_a_run_is_named():
                                agent_hosts=("h1",))
     problems = footprint.problems(found, {}, None, "", host_free={"h1": 10 << 20})
     assert len(problems) == 1 and "on host h1, but 10.0 MB is free" in problems[0]
+
+
+def test_runs_whose_busy_loops_would_have_no_cpu_of_their_own_here_are_named():
+    """Three producers on two CPUs: their send lag is the placement's, and validate says so
+    before anything runs (the run that puts the most busy loops here)."""
+    found = footprint.estimate(points("{message_size: 64, rate: 5k, duration: 1s, "
+                                      "producers: [1, 3]}"), cpus=2)
+    (line,) = found.crowded
+    assert line.startswith("CPUs: run 02-tcp-producers=3: host local: 3 busy loop(s) on 2 "
+                           "CPU(s): no CPU of their own")
+    assert "fewer busy loops per host" in line and line in found.lines({}, None, "runs")
+    assert footprint.estimate(points("{message_size: 64, rate: 5k, duration: 1s}"),
+                              cpus=2).crowded == []
+    polling = points("{message_size: 64, rate: 5k, duration: 1s, receive: busy-poll}")
+    assert "2 busy loop(s) on 2 CPU(s)" in footprint.estimate(polling, cpus=2).crowded[0]
+    elsewhere = points("{message_size: 64, rate: 5k, duration: 1s, producers: 3}",
+                       "hosts: [{name: h1, address: 10.0.0.1}]\nplacement: {agents: [h1]}")
+    assert footprint.estimate(elsewhere, ("h1",), cpus=2).crowded == []

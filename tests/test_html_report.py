@@ -22,6 +22,9 @@ from sixnines.orchestrator.reports.svg import AREA_H, MAX_POINTS, render
 from sixnines.orchestrator.reports.ticks import logarithmic, percent, ticks
 
 HOSTILE = "<script>alert(1)</script>"
+ZERO_SPAN = ("receiver throughput: 1,144 windows of 100 messages undefined (a stream's first "
+             "read or batch, which has no time before it, or a span of 0 ns): left out")
+PLACED = "host local: producer-0 on CPU 1; everything else sixnines runs there keeps off CPU 1"
 KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999")
 
 
@@ -111,7 +114,8 @@ def synthetic_results(base: Path) -> tuple[Path, list[dict]]:
     """A results directory as `sixnines run` leaves it, before the report is written."""
     results = base / "quickstart" / "20260101-120000"
     summaries = [
-        summary("01-tcp-message_size=64", "tcp", 64, 70.0),
+        summary("01-tcp-message_size=64", "tcp", 64, 70.0, notes=[ZERO_SPAN],
+                cpu_placement=[PLACED]),
         summary("02-tcp-message_size=1KB", "tcp", 1024, 76.0,
                 warnings=["generator saturated: send lag p99 is 1,500 µs (over 1,000 µs)"]),
         summary("03-zmq-message_size=64", "zmq", 64, 120.0, lost=12, received=19_988),
@@ -188,6 +192,36 @@ def test_the_summary_table_carries_the_warnings(written):
     assert "multi-modal latency: 2 humps: modes at 75 µs, 1.3k µs" in text
     # 20,000 samples cannot support p99.999 and beyond: those cells are dimmed
     assert 'class="dim"' in text
+
+
+def test_facts_are_in_the_run_s_details_never_coloured(written):
+    """A window left out of the throughput figures is how every run is measured, not an
+    alarm: in the run's folded notes, beside its CPU placement; not in the summary table,
+    not red, not amber."""
+    _, text, _ = written
+    summary_table = text[text.index('id="summary"'):text.index('id="percentiles"')]
+    assert "windows of 100 messages undefined" not in summary_table
+    run = text[text.index('<article id="run-01-tcp'):]
+    run = run[:run.index("</article>")]
+    facts = re.search(r'<details class="facts"><summary>notes \(2\)</summary>(.*?)</details>',
+                      run)
+    assert facts and "windows of 100 messages undefined" in facts[1]
+    assert "CPU placement: host local: producer-0 on CPU 1" in facts[1]
+    assert not re.search(r'class="(bad|warn)"[^<]*windows of 100', text)
+
+
+def test_the_summary_table_fits_the_page_with_the_rates_first(written):
+    """Fewer columns: the percentiles to p99.99 and the max, the send rate before the
+    receive rate, what was lost; every count is in the run's section (the browser test
+    measures the width)."""
+    _, text, _ = written
+    head = re.search(r'id="summary".*?<thead>(.*?)</thead>', text)[1]
+    titles = re.findall(r"<th[^>]*>(.*?)</th>", head)
+    assert titles == ["run", "system", "parameters", "status", "latency p50", "p90", "p99",
+                      "p99.9", "p99.99", "max", "± clock", "count", "send msg/s",
+                      "recv msg/s", "lost", "unknown"]
+    run = text[text.index('<article id="run-03-zmq'):]
+    assert "sent 20,000 · received 19,988" in run[:run.index("</article>")]
 
 
 def test_runs_without_series_say_a_reanalysis_is_needed(written):

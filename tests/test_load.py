@@ -7,10 +7,10 @@ import numpy as np
 
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
-from sixnines.formats.summary import Figures
+from sixnines.formats.lag import lag_warnings
+from sixnines.formats.summary import Figures, RunSummary
 from sixnines.spark_jobs.load import OPEN_LOOP, SATURATION, load_of, saturation_warnings
 from sixnines.spark_jobs.summarize import hlog_agreement, read_log
-from sixnines.spark_jobs.summarize import saturation_warnings as generator_warnings
 
 FLOOD = {"rate": "max", "messages": 20_000, "duration_ns": 600 * 10**9, "schedule": "fixed"}
 COUNTS = {"sent": 20_000, "warmup_sent": 0}
@@ -32,8 +32,12 @@ def test_a_saturation_run_warns_about_the_cap_and_an_all_warm_up_run_only():
 
 def test_no_generator_saturation_warning_without_a_schedule():
     lagging = Figures(p99=5000.0)
-    assert generator_warnings(lagging, 10.0, FLOOD) == []
-    assert len(generator_warnings(lagging, 10.0, {"rate": 2000.0})) == 2
+    flood = RunSummary(params=FLOOD, load=SATURATION, send_lag_us=lagging, send_rate=10.0)
+    assert lag_warnings(flood) == []
+    scheduled = RunSummary(params={"rate": 2000.0}, load=OPEN_LOOP, send_lag_us=lagging,
+                           send_rate=10.0)
+    (line,) = lag_warnings(scheduled)
+    assert "send lag p99 is 5,000 µs" in line and "sent 10 msg/s of the 2,000" in line
 
 
 def test_the_hlog_check_reads_the_saturation_tags_agents_write(tmp_path):
@@ -45,7 +49,7 @@ def test_the_hlog_check_reads_the_saturation_tags_agents_write(tmp_path):
     hlogs = {"consumer-0": ("consumer", read_log(consumer, 0.0).counts()),
              "producer-0": ("producer", read_log(producer, 0.0).counts())}
     spark = {"consumer-0": {"saturation_latency": hdr.counts_of(values)}}
-    assert hlog_agreement(hlogs, spark, {}, SATURATION) == (True, [])
+    assert hlog_agreement(hlogs, spark, {}, SATURATION) == (True, [], [])
     spark["consumer-0"]["saturation_latency"] = hdr.counts_of(values[:2])
-    agrees, notes = hlog_agreement(hlogs, spark, {}, SATURATION)
+    agrees, _, notes = hlog_agreement(hlogs, spark, {}, SATURATION)
     assert agrees is False and "hlog saturation_latency holds 3 values" in notes[0]

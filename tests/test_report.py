@@ -75,3 +75,24 @@ def test_deliveries_of_unknown_fate_are_shown_beside_the_losses():
     assert "lost 0  duplicated" in rendered(SUMMARY)  # nothing unknown: nothing said
     text = rendered({**SUMMARY, "status": "partial", "received": 10_000, "unknown": 20_000})
     assert "lost 0  unknown 20,000  duplicated 0" in text
+
+
+def test_problems_are_red_warnings_yellow_and_facts_dim():
+    """What asks for action stands out; a fact of every run (windows left out of the
+    throughput figures) is there, dim, never an alarm."""
+    fact = ("receiver throughput: 1,144 windows of 100 messages undefined (a stream's first "
+            "read or batch, which has no time before it, or a span of 0 ns): left out")
+    summary = {**SUMMARY, "problems": ["agent consumer-0 died"], "notes": [fact],
+               "warnings": ["system pushed back: send lag p99 is 1,724,908 µs"]}
+    out = io.StringIO()
+    print_tables([RunSummary.model_validate(summary)],
+                 Console(file=out, width=300, force_terminal=True, color_system="standard"))
+    lines = {text: line for line in out.getvalue().splitlines()
+             for text in ("consumer-0 died", "system pushed back", "windows of 100")
+             if text in line}
+    red, yellow, dim = "\x1b[31m", "\x1b[33m", "\x1b[2m"
+    assert red in lines["consumer-0 died"]
+    assert yellow in lines["system pushed back"] and red not in lines["system pushed back"]
+    assert dim in lines["windows of 100"]
+    assert red not in lines["windows of 100"] and yellow not in lines["windows of 100"]
+    assert "!" not in lines["windows of 100"]

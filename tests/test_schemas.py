@@ -21,7 +21,7 @@ from tests.result_schemas import DOCS, MANIFEST, SUMMARY, unchecked_problems, vi
 #: version, once released, keeps its shape.
 SHAPES = {
     SUMMARY: {1: "87d47d8c6e5f5765", 2: "64fdf974a8fc97d5", 3: "64fdf974a8fc97d5",
-              4: "fe5e4adce5b81996"},
+              4: "fe5e4adce5b81996", 5: "e17d1e64662aa302"},
     MANIFEST: {1: "63fd376dff80d39a", 2: "6a1c32a770d4c7f4", 3: "d94aee0e3204e6c7",
                4: "830b66f822739f8b", 5: "9ecebca4e558eeaf", 6: "536ef85425d7cfc0"},
 }
@@ -64,7 +64,8 @@ FIGURES = {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 30
            "p99.999": 3500.0, "p99.9999": 3500.0, "max": 3500.0, "mean": 75.5,
            "lower_median": 70.1, "robust_deviation": 4.5, "count": 20_000}
 EMPTY = {**dict.fromkeys(FIGURES), "count": 0}
-CPU_SIDE = {"us_per_message": FIGURES, "cores": 0.98, "empty_intervals": 0}
+CPU_SIDE = {"us_per_message": FIGURES, "cores": 0.98, "empty_intervals": 0,
+            "loop": {"running_s": 9.8, "waiting_s": 0.1, "blocked_s": 0.1}}
 
 
 def analysed() -> RunSummary:
@@ -73,12 +74,12 @@ def analysed() -> RunSummary:
         "run_id": "01-tcp", "system": "tcp", "params": {"rate": 2000.0, "message_size": 64},
         "load": "open-loop",
         "broker": {"kind": "builtin", "recipe": None, "version": None, "note": None},
-        "status": "ok", "problems": [], "sent": 20_000, "received": 20_000,
+        "status": "ok", "problems": [], "notes": [], "sent": 20_000, "received": 20_000,
         "delivered": 20_000, "lost": 0,
         "unknown": 0, "duplicated": 0, "reordered": 0, "unexpected": 0,
         "warmup": {"sent": 100, "received": 100}, "send_rate": 2000.0, "receive_rate": 1999.9,
         "latency_us": FIGURES, "service_time_us": FIGURES, "send_lag_us": FIGURES,
-        "saturation_latency_us": EMPTY,
+        "behind_s": 0.0, "saturation_latency_us": EMPTY,
         "out_of_range": {"latency": {"negative": 0, "too_large": 0}},
         "latency_pairs": {"same_clock": 20_000, "cross_clock": 0, "excluded": 0},
         "clock_bound_ns": None, "hlog_agrees": True,
@@ -88,6 +89,8 @@ def analysed() -> RunSummary:
         "density_us": 500.0, "humps": {"count": 1, "modes_us": [70.0]},
         "cpu": {"sender": CPU_SIDE, "receiver": CPU_SIDE, "broker": None,
                 "interval_ms": 1000.0, "notes": ["no broker CPU: the broker is external"]},
+        "cpu_placement": ["host local: producer-0 on CPU 1; everything else sixnines runs "
+                          "there keeps off CPU 1"],
         "warnings": []})
 
 

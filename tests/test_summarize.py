@@ -1,5 +1,5 @@
-"""Driver-side rules of spark_jobs/summarize.py (saturation, clock pairs, hlog check): pure
-Python on small tables and files, no Spark session needed."""
+"""Driver-side rules of spark_jobs/summarize.py (time behind the schedule, clock pairs,
+hlog check): pure Python on small tables and files, no Spark session needed."""
 
 from __future__ import annotations
 
@@ -7,40 +7,16 @@ import numpy as np
 
 from sixnines.formats import hdr
 from sixnines.formats.hlog import write_hlog
-from sixnines.formats.summary import Cpu, CpuSide, Figures
 from sixnines.spark_jobs.summarize import (
     ClockPairs,
     MetricCounts,
+    behind_s,
     clock_pairs,
     clock_warnings,
     hlog_agreement,
     read_log,
-    saturation_warnings,
     write_hgrm,
 )
-
-
-def figures(lag_p99_us: float) -> Figures:
-    return Figures(p99=lag_p99_us)
-
-
-def test_a_large_send_lag_is_flagged():
-    warnings = saturation_warnings(figures(5_000), 1000.0, {"rate": 1000, "schedule": "fixed"})
-    assert len(warnings) == 1 and "send lag p99 is 5,000 µs" in warnings[0]
-
-
-def test_a_shortfall_in_rate_is_flagged():
-    warnings = saturation_warnings(figures(10), 800.0, {"rate": 1000, "schedule": "fixed"})
-    assert len(warnings) == 1 and "sent 800 msg/s of the 1,000" in warnings[0]
-
-
-def test_on_schedule_is_quiet():
-    assert saturation_warnings(figures(10), 999.0, {"rate": 1000, "schedule": "poisson"}) == []
-
-
-def test_a_closed_loop_waits_on_purpose():
-    assert saturation_warnings(figures(50_000), 10.0, {"rate": 1000, "schedule": "closed"}) == []
-
 
 # --- clocks (docs/design.md rule 3) -------------------------------------------------------------
 
@@ -91,15 +67,15 @@ def test_hlog_check_leaves_out_receivers_timed_across_clocks(tmp_path):
     hlogs = {"c": ("consumer", read["c"].counts()), "p": ("producer", read["p"].counts())}
     spark_counts = {"c": {tag: hdr.counts_of(values[:7]) for tag, values in raw.items()},
                     "p": {"send_lag": hdr.counts_of(np.full(10, 30))}}
-    agrees, notes = hlog_agreement(hlogs, spark_counts, {})
-    assert agrees is False and len(notes) == 2  # latency and service_time differ
-    agrees, notes = hlog_agreement(hlogs, spark_counts, {"c": 3})
-    assert agrees is True
-    assert notes == ["agent c: hlog latency and service_time check not applicable: 3 of its "
-                     "deliveries came from a producer on another clock (raw in its hlog, left "
-                     "out or offset-corrected here)"]
-    agrees, notes = hlog_agreement({"c": hlogs["c"]}, spark_counts, {"c": 3})
-    assert agrees is None and len(notes) == 1
+    agrees, skipped, differing = hlog_agreement(hlogs, spark_counts, {})
+    assert agrees is False and len(differing) == 2 and not skipped  # latency, service_time
+    agrees, skipped, differing = hlog_agreement(hlogs, spark_counts, {"c": 3})
+    assert agrees is True and differing == []
+    assert skipped == ["agent c: hlog latency and service_time check not applicable: 3 of "
+                       "its deliveries came from a producer on another clock (raw in its "
+                       "hlog, left out or offset-corrected here)"]
+    agrees, skipped, differing = hlog_agreement({"c": hlogs["c"]}, spark_counts, {"c": 3})
+    assert agrees is None and len(skipped) == 1 and differing == []
 
 
 def test_hgrm_footer_is_in_microseconds_like_its_values(tmp_path):
@@ -113,16 +89,13 @@ def test_hgrm_footer_is_in_microseconds_like_its_values(tmp_path):
     assert abs(mean - 2000) < 2 and abs(stddev - 1000) < 2
 
 
-def test_senders_blocked_by_the_system_are_not_called_a_saturated_generator():
-    """Lagging with the senders' loops mostly idle (blocked in send calls): the system
-    pushed back; busy loops, or no CPU figures: the generator set the pace."""
-    def cpu(cores: float) -> Cpu:
-        return Cpu(sender=CpuSide(us_per_message=Figures(), cores=cores, empty_intervals=0),
-                   receiver=None, broker=None, interval_ms=1000.0, notes=[])
-    params = {"rate": 1000, "schedule": "fixed", "producers": 2}
-    blocked = saturation_warnings(figures(5_000), 800.0, params, cpu(0.3))
-    assert [w.split(":")[0] for w in blocked] == ["system pushed back"] * 2
-    assert "the senders' loops used 0.30 core(s)" in blocked[0]
-    for busy in (cpu(1.9), None):
-        assert all(w.startswith("generator saturated: ")
-                   for w in saturation_warnings(figures(5_000), 800.0, params, busy))
+def test_time_behind_is_the_late_sends_at_each_sender_s_rate():
+    """A loop stalled 0.5 s at 1,000 msg/s leaves 499 sends over 1 ms late: 0.499 s behind;
+    two senders sharing 2,000 msg/s, each stalled so, were behind 0.499 s each."""
+    lags_ns = np.concatenate([np.full(9_000, 20_000), 1_000_000 + np.arange(1, 500) * 1_000_000,
+                              np.full(501, 900_000)])
+    late = MetricCounts(counts=hdr.counts_of(lags_ns), total=0.0, max=int(lags_ns.max()))
+    assert behind_s(late, 1000.0, 1) == 0.499
+    assert behind_s(late, 2000.0, 2) == 0.499
+    assert behind_s(MetricCounts(), 1000.0, 1) is None
+    assert behind_s(late, None, 1) is None

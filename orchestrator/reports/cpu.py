@@ -1,6 +1,8 @@
 """A run's CPU figures (summary.json `cpu`, spark_jobs.cpu) as a small HTML table beside
 its latency figures: CPU µs per message for sender, receiver and broker, the cores each
-used, and the notes (why the broker has no figures, the monitor's troubles)."""
+used, how the agents' loops spent their time (on a CPU, waiting for one, blocked in a
+call: what says whose doing a send lag was, formats.lag), and the notes (why the broker
+has no figures, the monitor's troubles)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from sixnines.orchestrator.reports.table import DIM_TITLE, count, micro
 SIDES = ("sender", "receiver", "broker")
 FIGURES = ("lower_median", "mean", "robust_deviation", "p90", "p99", "max")
 HEAD = ("CPU µs per message", "median", "mean", "robust dev.", "p90", "p99", "max",
-        "intervals", "cores", "empty intervals")
+        "intervals", "cores", "empty intervals", "loops ran s", "waited s", "blocked s")
+LOOP = ("running_s", "waiting_s", "blocked_s")
 
 
 def _cell(figures: Figures, key: str) -> str:
@@ -31,7 +34,10 @@ def _row(side: str, figures: CpuSide | None) -> str:
             + "".join(_cell(per_message, key) for key in FIGURES)
             + f"<td>{count(per_message.count)}</td>"
             + f"<td>{'–' if cores is None else f'{cores:.3f}'}</td>"
-            + f"<td>{count(figures.empty_intervals)}</td></tr>")
+            + f"<td>{count(figures.empty_intervals)}</td>"
+            + "".join(f"<td>{'–' if loop is None else f'{getattr(loop, key):,.2f}'}</td>"
+                      for loop in (figures.loop,) for key in LOOP)
+            + "</tr>")
 
 
 def cpu_table(summary: RunSummary) -> str:

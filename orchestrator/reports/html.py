@@ -20,7 +20,14 @@ from sixnines.orchestrator.reports import capacity, per_run, svg
 from sixnines.orchestrator.reports.cpu import cpu_table
 from sixnines.orchestrator.reports.inputs import SERIES_FILE, RunInputs
 from sixnines.orchestrator.reports.model import Figure, slugify
-from sixnines.orchestrator.reports.table import metrics_table, notes_list, param_text, summary_table
+from sixnines.orchestrator.reports.table import (
+    counts_line,
+    details,
+    metrics_table,
+    notes_list,
+    param_text,
+    summary_table,
+)
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,8 @@ def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
         plots = _figures(section.figures) + missing
     return (f'<article id="{section.anchor}"><h3>{escape(run.run_id)}</h3>'
             f'<p class="note">system {escape(str(s.system or "?"))} · '
-            f'{escape(params)}</p>{notes_list(run)}{metrics_table(s)}{cpu_table(s)}'
+            f'{escape(params)}</p>{notes_list(run)}{counts_line(s)}{metrics_table(s)}'
+            f"{cpu_table(s)}{details(s)}"
             + (f'<p class="note">HdrHistogram plotter files: {links}</p>' if links else "")
             + f"{plots}</article>")
 

@@ -23,6 +23,10 @@ METRICS = (("latency_us", "latency"), ("service_time_us", "service time"),
            ("send_lag_us", "send lag"))
 TEXT_COLUMNS = ("run", "system", "parameters", "status", "µs")
 DIM_TITLE = "too few samples for this percentile (fewer than 1/(1−p))"
+#: The summary table's percentiles: the deepest two are in each run's own table.
+SUMMARY_KEYS = (*PERCENTILE_KEYS[:5], "max")
+#: what spark_jobs.series.humps_warnings says of a multi-modal distribution
+HUMPS_WARNING = "is multi-modal"
 
 
 def micro(value: object) -> str:
@@ -45,9 +49,9 @@ def rate(value: object) -> str:
     return f"{value:,.0f}" if isinstance(value, int | float) else "–"
 
 
-def _percentile_cells(figures: Figures) -> str:
+def _percentile_cells(figures: Figures, keys: tuple[str, ...] = FIGURE_KEYS) -> str:
     cells = []
-    for key in FIGURE_KEYS:
+    for key in keys:
         value = micro(figures.figure(key))
         if supported(key, figures.count):
             cells.append(f"<td>{value}</td>")
@@ -70,7 +74,8 @@ def clock_bound_us(summary: RunSummary) -> float | None:
 def notes(run: RunInputs) -> list[tuple[str, str]]:
     """(css class, escaped text) of everything a reader must know before trusting the
     figures: problems, warnings (generator saturated …), losses, clock bound, broker note,
-    multi-modal latency."""
+    multi-modal latency. Facts that ask nothing of the reader (summary `notes`) are the
+    run's details instead (`details`)."""
     s = run.summary
     out = [("bad", escape(str(p))) for p in s.problems]
     out += [("warn", escape(str(w))) for w in s.warnings]
@@ -95,9 +100,23 @@ def notes(run: RunInputs) -> list[tuple[str, str]]:
     if note:
         out.append(("note", escape(f"broker: {note}")))
     humps = (run.series or {}).get("humps")
-    if isinstance(humps, dict) and isinstance(humps.get("count"), int) and humps["count"] > 1:
+    said = any(HUMPS_WARNING in str(warning) for warning in s.warnings)
+    if isinstance(humps, dict) and isinstance(humps.get("count"), int) and humps["count"] > 1 \
+            and not said:
         out.append(("warn", escape(f"multi-modal latency: {humps_text(run.series)}")))
     return out
+
+
+def details(summary: RunSummary) -> str:
+    """A run's facts, folded in its section: how its figures were made (summary `notes`:
+    windows left out, checks that did not apply) and its CPU placement. Nothing there asks
+    the reader to act, so nothing there is coloured."""
+    facts = [*summary.notes, *(f"CPU placement: {note}" for note in summary.cpu_placement)]
+    if not facts:
+        return ""
+    items = "".join(f"<li>{escape(str(fact))}</li>" for fact in facts)
+    return (f'<details class="facts"><summary>notes ({len(facts)})</summary>'
+            f'<ul class="note">{items}</ul></details>')
 
 
 def notes_list(run: RunInputs) -> str:
@@ -149,12 +168,14 @@ def summary_table(runs: list[RunInputs], anchors: list[str], swept: list[str]) -
 
 def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
                 swept: list[str]) -> str:
-    """The runs of one load, their `field` figures under `label` p50 …"""
+    """The runs of one load, their `field` figures under `label` p50 … p99.99 and max,
+    the rates and what was lost; the rest (p99.999 on, the counts) is in each run's
+    section, so the table fits the page."""
     bounds = any(clock_bound_us(r.summary) is not None for r, _ in members)
     head = ["run", "system", *(["parameters"] if swept else []), "status",
-            *(f"{label} {k}" if k == "p50" else k for k in FIGURE_KEYS),
-            *(["± clock"] if bounds else []), "count", "recv msg/s", "send msg/s", "sent",
-            "received", "delivered", "lost", "unknown", "dup", "reord"]
+            *(f"{label} {k}" if k == "p50" else k for k in SUMMARY_KEYS),
+            *(["± clock"] if bounds else []), "count", "send msg/s", "recv msg/s", "lost",
+            "unknown"]
     rows = []
     for run, anchor in members:
         s, figures = run.summary, run.summary.figures(field)
@@ -163,15 +184,12 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
                  f'<td class="text">{escape(str(s.system or "?"))}</td>',
                  *([_params(s, swept)] if swept else []),
                  f'<td class="text">{_status(s)}</td>',
-                 _percentile_cells(figures),
+                 _percentile_cells(figures, SUMMARY_KEYS),
                  *([f"<td>{'' if bound is None else micro(bound)}</td>"] if bounds else []),
                  f"<td>{_count(s, field)}</td>",
-                 f"<td>{rate(s.receive_rate)}</td><td>{rate(s.send_rate)}</td>",
-                 f"<td>{count(s.sent)}</td><td>{count(s.received)}</td>"
-                 f"<td>{count(s.delivered)}</td>",
+                 f"<td>{rate(s.send_rate)}</td><td>{rate(s.receive_rate)}</td>",
                  *(f'<td class="{"bad" if n else ""}">{count(n)}</td>'
-                   for n in (s.lost, s.unknown)),
-                 f"<td>{count(s.duplicated)}</td><td>{count(s.reordered)}</td>"]
+                   for n in (s.lost, s.unknown))]
         rows.append(f"<tr>{''.join(cells)}</tr>")
         listed = notes_list(run)
         if listed:
@@ -180,9 +198,24 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
             f'<tbody>{"".join(rows)}</tbody></table></div>'
             f'<p class="caption">{CAPTIONS[label]} Dimmed: too few '
             "samples for that percentile (fewer than 1/(1−p)). Rates are measured at the "
-            "senders and at the receivers separately."
+            "senders and at the receivers separately. Each run's section has p99.999 and "
+            "beyond, and every count."
             + (" ± clock: the bound of figures timed across hosts (µs)." if bounds else "")
             + "</p>")
+
+
+def counts_line(summary: RunSummary) -> str:
+    """A run's accounting, as the console's table title says it."""
+    if summary.sent is None:
+        return ""
+    found = [("sent", summary.sent), ("received", summary.received),
+             ("delivered", summary.delivered), ("lost", summary.lost),
+             ("unknown", summary.unknown), ("duplicated", summary.duplicated),
+             ("reordered", summary.reordered)]
+    return ('<p class="counts">' + " · ".join(f"{name} {count(value)}" for name, value in found
+                                              if value or name != "unknown")
+            + f" · send {rate(summary.send_rate)} msg/s · receive "
+            f"{rate(summary.receive_rate)} msg/s</p>")
 
 
 def metrics_table(summary: RunSummary) -> str:

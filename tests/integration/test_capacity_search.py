@@ -39,7 +39,7 @@ def search(tmp_path: Path, workload: str, cases: str = "",
 
 def test_verdicts_follow_each_probe_s_own_figures(tmp_path):
     """A loose objective passes its way up to `to` and is confirmed there; one no system
-    meets fails `from` and ends the search below it."""
+    meets fails `from`, again on its re-run, and ends the search below it."""
     code, err, summary, results = search(
         tmp_path, "{message_size: 64, warmup: 1s, duration: 1s, drain: 1s}", """\
         cases:
@@ -48,12 +48,16 @@ def test_verdicts_follow_each_probe_s_own_figures(tmp_path):
         """)
     assert code == 0, err
     loose, impossible = summary.capacity
-    assert [p.rate for p in loose.probes] == [1000, 2000, 4000, 4000, 4000]
+    rates = [p.rate for p in loose.probes]  # [1000, 2000, 4000, 4000, 4000] on a quiet machine
+    assert rates[:2] == [1000, 2000] and rates[-3:] == [4000, 4000, 4000], rates
     assert (loose.finding, loose.capacity_msg_s) == ("at-least", 4000)
-    assert [p.confirming for p in loose.probes] == [False, False, False, True, True]
+    assert [p.confirming for p in loose.probes[-2:]] == [True, True]
+    for failed in (p for p in loose.probes if p.verdict != "pass"):  # a busy machine's
+        assert any(p.rate == failed.rate and p.verdict == "pass" for p in loose.probes)
     assert (impossible.finding, impossible.capacity_msg_s) == ("below", None)
-    assert [p.verdict for p in impossible.probes] == ["fail"]
-    assert "p50" in impossible.probes[0].reasons[0]
+    assert [(p.verdict, p.confirming) for p in impossible.probes] == [("fail", False),
+                                                                      ("fail", True)]
+    assert all("p50" in p.reasons[0] for p in impossible.probes)
     for result in summary.capacity:
         spec = RateSearch.model_validate({"search": "max", "from": 1, "to": 2,
                                           "objective": {key: f"{round(us * 1000)}ns" for
@@ -81,14 +85,15 @@ def test_verdicts_follow_each_probe_s_own_figures(tmp_path):
 
 def test_a_rate_one_producer_cannot_keep_is_generator_bound(tmp_path):
     """3 million messages a second through zmq, whose PUB socket drops rather than blocks
-    (the system cannot push back on the sender): one producer's loop cannot keep that."""
+    (the system cannot push back on the sender): one producer's loop cannot keep that, on
+    the probe and on its re-run."""
     _, err, summary, _ = search(
         tmp_path, "{message_size: 64, warmup: 1s, duration: 1s, drain: 2s, producers: 1, "
         "rate: {search: max, objective: {p99: 1s}, from: 3M, to: 6M}}",
         system="{name: zmq, driver: zmq}")
     (result,) = summary.capacity
     assert result.finding == "generator-bound", result
-    assert [p.verdict for p in result.probes] == ["generator-bound"]
+    assert [p.verdict for p in result.probes] == ["generator-bound", "generator-bound"]
     assert "generator-bound at 3,000,000 msg/s" in result.note
     assert re.search(r"needs at least [2-9]\d* producers for that rate \(it has 1;",
                      result.note), result.note

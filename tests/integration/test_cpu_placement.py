@@ -2,12 +2,15 @@
 `sixnines run` measures, the producer's loop thread (with the Python threads sharing its
 GIL) runs on a CPU of its own and no other process of the run (the controller, the
 consumer, the chunk writers, the builtin broker and its monitor) may run there;
-`loop_cpus: shared` leaves it all to the kernel. Read from /proc while the run goes."""
+`loop_cpus: shared` leaves it all to the kernel. Read from /proc while the run goes. And
+loops that cannot have a CPU of their own are named as the cause of their send lag."""
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -112,3 +115,47 @@ def test_shared_loop_cpus_leave_placement_to_the_kernel(tmp_path):
     manifest = manifest_of(tmp_path)
     assert not manifest.get("cpu_placement")
     assert all(agent.get("loop_cpu") is None for agent in manifest["agents"])
+
+
+CROWDED = """
+name: crowded
+systems: [{name: tcp, driver: tcp, broker: builtin}]
+workload: {rate: 5k, producers: 2, duration: 3s, warmup: 1s, message_size: 64}
+output: out
+"""
+
+
+def on_one_cpu(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """`sixnines ARGS` confined to one CPU, as under `taskset -c N`: two producers there
+    have no CPU of their own."""
+    cpu = min(os.sched_getaffinity(0))
+    return subprocess.run([sys.executable, "-m", "sixnines", *args], cwd=cwd, text=True,
+                          capture_output=True, timeout=300,
+                          preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+
+
+def test_loops_without_a_cpu_of_their_own_are_named_as_the_cause_not_the_system(tmp_path):
+    """Two producers on one CPU: validate says so, the run says so as it starts, and the
+    send lag their loops show is the placement's in summary.json and on the console —
+    never "system pushed back" (which the loops' low CPU share alone once read as)."""
+    (tmp_path / "crowded.yaml").write_text(CROWDED)
+    said = "host local: 2 busy loop(s) on 1 CPU(s): no CPU of their own"
+    checked = on_one_cpu("validate", "crowded.yaml", cwd=tmp_path)
+    assert checked.returncode == 0, checked.stderr
+    assert f"CPUs: run 01-tcp: {said}" in checked.stdout + checked.stderr
+
+    done = on_one_cpu("run", "crowded.yaml", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    err = done.stderr
+    assert f"! CPUs oversubscribed: {said}" in err.split("  ok")[0]  # as the run starts
+    (run,) = json.loads(next((tmp_path / "out" / "crowded").glob("*/summary.json"))
+                        .read_text())["runs"]
+    assert any(said in note for note in run["cpu_placement"])
+    placement = [w for w in run["warnings"] if w.startswith("CPUs oversubscribed: ")]
+    assert len(placement) == 1 and said in placement[0], run["warnings"]
+    assert not any(w.startswith(("system pushed back", "generator saturated"))
+                   for w in run["warnings"]), run["warnings"]
+    assert "system pushed back" not in err
+    page = (next((tmp_path / "out" / "crowded").glob("*/report/index.html"))
+            .read_text(encoding="utf-8"))
+    assert "CPUs oversubscribed: " in page and said in page

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from sixnines.formats.lag import LagCause
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.support import RecordingView, execute, external_broker, points
 
@@ -154,8 +155,9 @@ workload: {message_size: 64, rate: 20M, duration: 50ms, warmup: 0s}
 
 def test_a_healthy_run_has_no_saturation_warning(tmp_path, spark):
     """500 msg/s is nothing for one process; but on a shared 2-core machine under heavy
-    load the scheduler can hold a sender back for milliseconds, and then the warning is
-    right. So up to three attempts: a warning that fires every time is the defect."""
+    load the scheduler can hold a sender back for milliseconds, and then a warning is
+    right, and says the machine was busy. So up to three attempts: a warning blaming the
+    generator or the system every time is the defect."""
     point = points("""
 name: calm
 systems: [{name: tcp, driver: tcp}]
@@ -165,6 +167,6 @@ workload: {message_size: 64, rate: 500, duration: 1s, warmup: 0s}
     for attempt in range(3):
         execute(point, tmp_path / f"run-{attempt}")
         seen.append(analyze_run(spark, tmp_path / f"run-{attempt}")["warnings"])
-        if seen[-1] == []:
+        if not any(w.startswith((LagCause.GENERATOR, LagCause.SYSTEM)) for w in seen[-1]):
             return
     pytest.fail(f"every attempt warned: {seen}")

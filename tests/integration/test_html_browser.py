@@ -347,3 +347,25 @@ def test_every_chart_takes_hover_and_wheel_without_errors(browser):
         if ident.startswith("fig-nines"):
             assert readout.startswith("percentile: ") and "%" in readout
     assert devtools.errors() == []
+
+
+def test_the_summary_table_fits_a_1400_px_page(browser):
+    """Every column of the summary table, the send rate included, is on the page at
+    1400 px: no scroll bar hides any of it."""
+    devtools, _ = browser
+    devtools.page("Emulation.setDeviceMetricsOverride", width=1400, height=900,
+                  deviceScaleFactor=1, mobile=False)
+    try:
+        found = devtools.evaluate("""(() => {
+            const tables = Array.from(document.querySelectorAll('#summary .scroll'));
+            const send = Array.from(document.querySelectorAll('#summary th'))
+                .filter(th => th.textContent === 'send msg/s');
+            return {overflow: tables.map(t => t.scrollWidth - t.clientWidth),
+                    send: send.map(th => th.getBoundingClientRect().right),
+                    page: document.documentElement.clientWidth}; })()""")
+    finally:
+        devtools.page("Emulation.setDeviceMetricsOverride", width=1200, height=900,
+                      deviceScaleFactor=1, mobile=False)
+    assert found["overflow"] and all(extra <= 0 for extra in found["overflow"]), found
+    assert found["send"] and all(right <= found["page"] for right in found["send"]), found
+    assert devtools.errors() == []

@@ -4,20 +4,27 @@ An open-loop sender keeps sending during a stall of S seconds, so every message 
 stall waits for the broker to resume: its latency is (resume − intended), spread evenly
 between S and 0. The report's percentiles must follow that analytic curve. A closed-loop
 requester (the classic benchmark mistake) sends nothing while it waits, records a single
-slow sample, and reports a tail as if nothing had happened: coordinated omission.
+slow sample, and reports a tail as if nothing had happened: coordinated omission. And
+when the stall pushes back on the sender, its send lag is the system's doing, and the
+report says so.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from sixnines.formats.lag import LagCause
+from sixnines.orchestrator.runner import START_DELAY_S
 from sixnines.spark_jobs.analyze import analyze_run
+from tests.faults.processes import Sixnines, pid_logging_to
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration
@@ -115,3 +122,61 @@ def test_closed_loop_hides_the_stall(tmp_path, spark):
     # small fraction of that.
     assert reported["p99"] < 0.1 * stall_us
     assert reported["p99.9"] < 0.5 * stall_us
+
+
+# --- whose doing the send lag of a stall is ------------------------------------------------
+
+#: Loads whose stall pushes back on the sender within the 2 s: the relay stopped, the
+#: sender's socket and the relay's fill in well under a second at 20 MB/s; the consumer
+#: stopped, the relay buffers up to 64 MB for it before it stops reading the producer, so
+#: 80 MB/s.
+PUSHING_BACK = {"relay": "{message_size: 1KB, rate: 20k}",
+                "consumer": "{message_size: 8KB, rate: 10k}"}
+FROZEN_S = 2.0
+
+
+def stopped_pid(run, results: Path, what: str) -> int:
+    """The builtin relay, or the consumer agent (not its writer), of the run."""
+    if what == "relay":
+        return run.wait_for_descendant("broker tcp", 30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for log in results.glob("stall/*/01-tcp/agents/consumer-0/agent.log"):
+            if (pid := pid_logging_to(log)) is not None:
+                return pid
+        time.sleep(0.05)
+    raise AssertionError(f"no consumer agent:\n{run.stderr}")
+
+
+@pytest.mark.parametrize("what", ["relay", "consumer"])
+def test_a_stalled_system_is_said_to_have_pushed_back_not_a_saturated_generator(tmp_path, what):
+    """The relay (or the consumer behind it) SIGSTOPped 2 s mid-run: the producer blocks in
+    its sends until it resumes, so the send lag is the system's doing. Its loop used most
+    of a core over the run (0.58 here), which alone once read as "generator saturated";
+    the kernel's account says it was blocked as long as it was behind."""
+    load = PUSHING_BACK[what]
+    (tmp_path / "s.yaml").write_text(
+        "name: stall\nsystems: [{name: tcp, driver: tcp, broker: builtin}]\n"
+        f"workload: {load[:-1]}, duration: 6s, warmup: 1s, drain: 3s}}\noutput: out\n")
+    run = Sixnines("-v", "run", "s.yaml", cwd=tmp_path)
+    try:
+        pid = stopped_pid(run, tmp_path / "out", what)
+        run.wait_for("agents start in", 60)
+        time.sleep(START_DELAY_S + 1.0 + 2.0)  # 2 s into the measured 6 s
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            time.sleep(FROZEN_S)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        code, _, err = run.finish(timeout_s=300)
+    finally:
+        if run.process.poll() is None:
+            run.process.kill()
+    assert code == 0, err
+    summary = json.loads(next((tmp_path / "out" / "stall").glob("*/summary.json")).read_text())
+    (found,) = summary["runs"]
+    lag = [w for w in found["warnings"] if w.startswith(tuple(LagCause))]
+    assert [w.split(":")[0] for w in lag] == [LagCause.SYSTEM], found["warnings"]
+    assert found["behind_s"] > 0.5 and found["cpu"]["sender"]["loop"]["blocked_s"] > 0.5
+    assert "! system pushed back: send lag p99" in err
+    assert "generator saturated" not in err
