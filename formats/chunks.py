@@ -14,6 +14,11 @@ files: its index does. `kept_chunks` is what the analysis reads of any such agen
 its role — the chunks the index lists, each to be checked against its line — and names the
 chunk files it does not list (renamed into place as the agent died, before their line was
 written), which are never read.
+
+A results directory is untrusted input (formats.run_files), so what the analysis reads of
+any agent of one is `recorded_chunks`: only the chunks its index lists — and, for an agent
+that reported, that its manifest entry lists with their checksums too — each reached
+through formats.run_files; a chunk file copied in beside them is named, never read.
 """
 
 from __future__ import annotations
@@ -24,7 +29,15 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from sixnines.formats.manifest import AgentEntry
 from sixnines.formats.records import MESSAGES_FILE
+from sixnines.formats.run_files import (
+    RefusedPath,
+    agent_file,
+    agent_folder,
+    json_bound,
+    open_regular,
+)
 
 CHUNK_INDEX = "chunks.jsonl"
 CHUNK_GLOB = "messages-[0-9]*.parquet"
@@ -36,10 +49,12 @@ def chunk_name(number: int) -> str:
 
 
 def message_files(folder: Path) -> list[Path]:
-    """An agent's per-message files in `folder`: its chunks in order, or the whole-run
-    messages.parquet (empty when it left neither)."""
+    """An agent's per-message files in `folder`: the chunks its index lists in order, or
+    the whole-run messages.parquet of results recorded before chunks (empty when it left
+    neither)."""
     whole = folder / MESSAGES_FILE
-    return sorted(folder.glob(CHUNK_GLOB)) + ([whole] if whole.is_file() else [])
+    chunks = [folder / entry["file"] for entry in read_index(folder)]
+    return chunks or ([whole] if whole.is_file() else [])
 
 
 def append_entry(index: int, entry: dict) -> None:
@@ -49,14 +64,23 @@ def append_entry(index: int, entry: dict) -> None:
     os.fsync(index)
 
 
-def read_index(folder: Path) -> list[dict]:
+def read_index(folder: Path, max_bytes: int | None = None) -> list[dict]:
     """The chunks the index in `folder` lists (empty without one); a last line cut short
-    by a kill is left out."""
+    by a kill is left out. With `max_bytes` (an index in a results directory), one larger,
+    or anything but a regular file, is RefusedPath."""
     try:
-        text = (folder / CHUNK_INDEX).read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
+        with open_regular(folder / CHUNK_INDEX) as index:
+            data = index.read() if max_bytes is None else index.read(max_bytes + 1)
+    except RefusedPath:
+        if max_bytes is not None:
+            raise
         return []
-    return [entry for line in text.splitlines() if (entry := index_entry(line)) is not None]
+    except OSError:
+        return []
+    if max_bytes is not None and len(data) > max_bytes:
+        raise RefusedPath(f"{folder / CHUNK_INDEX}: larger than {max_bytes:,} bytes, more "
+                          "than its agent writes for the files there; not read")
+    return [entry for line in data.splitlines() if (entry := index_entry(line)) is not None]
 
 
 def index_entry(line: str | bytes) -> dict | None:
@@ -96,6 +120,36 @@ class KeptChunks:
 def kept_chunks(folder: Path) -> KeptChunks:
     """The chunks an agent that died left in `folder` (see the module docstring)."""
     listed = [(folder / entry["file"], entry) for entry in read_index(folder)]
+    return KeptChunks(listed, _unlisted(folder, listed))
+
+
+def _unlisted(folder: Path, listed: list[tuple[Path, dict]]) -> list[Path]:
     names = {path.name for path, _ in listed}
-    return KeptChunks(listed, [path for path in sorted(folder.glob(CHUNK_GLOB))
-                               if path.name not in names])
+    return [path for path in sorted(folder.glob(CHUNK_GLOB)) if path.name not in names]
+
+
+def index_of(run_dir: Path, agent_id: str) -> list[dict]:
+    """The chunks an agent's index in a results directory lists (`read_index`), read
+    through formats.run_files and within the size its folder calls for: RefusedPath when
+    the index or the folder is not what it should be."""
+    folder = agent_folder(run_dir, agent_id)
+    agent_file(run_dir, agent_id, CHUNK_INDEX)  # inside the run, and a file if there
+    return read_index(folder, json_bound([folder]))
+
+
+def recorded_chunks(run_dir: Path, entry: AgentEntry) -> KeptChunks:
+    """What is read of an agent's records in a results directory (see the module
+    docstring): the chunks its index lists, of an agent that reported only those its
+    manifest entry lists as well; else, for results recorded before chunks, its
+    messages.parquet (with an empty index line). RefusedPath when its folder, its
+    index or a chunk is not what it should be."""
+    folder = agent_folder(run_dir, entry.id)
+    lines = index_of(run_dir, entry.id)
+    vouched = entry.died or not entry.artifacts
+    listed = [(agent_file(run_dir, entry.id, line["file"]), line) for line in lines
+              if vouched or line["file"] in entry.artifacts]
+    whole = agent_file(run_dir, entry.id, MESSAGES_FILE)
+    if not lines and not entry.died and whole.is_file() and \
+            (vouched or MESSAGES_FILE in entry.artifacts):
+        listed = [(whole, {})]
+    return KeptChunks(listed, _unlisted(folder, listed))

@@ -133,10 +133,11 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
 def _unanalysed(run_dir: Path, problem: str | None) -> RunSummary:
     """A run without an analysis: failed, or corrupt when its manifest cannot be read."""
     manifest, unusable = manifest_or_problem(run_dir)
-    manifest = manifest or Manifest()
-    return RunSummary(run_id=manifest.run_id or run_dir.name, system=manifest.system,
-                      params=manifest.params, status=CORRUPT if unusable else FAILED,
-                      problems=[*manifest.problems,
+    known = dict(run_id=run_dir.name, system=None, params={}) if manifest is None else \
+        dict(run_id=manifest.run_id or run_dir.name, system=manifest.system,
+             params=manifest.params)
+    return RunSummary(**known, status=CORRUPT if unusable else FAILED,
+                      problems=[*(manifest.problems if manifest else []),
                                 *(line for line in (unusable, problem) if line)])
 
 

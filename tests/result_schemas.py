@@ -71,8 +71,8 @@ def unchecked_problems(base: Path) -> list[str]:
                 if _checked.get(path) == (stat.st_mtime_ns, stat.st_size):
                     continue
                 document = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue  # gone, or damaged on purpose: not a result any more
+            except (OSError, ValueError, RecursionError):
+                continue  # gone, or damaged on purpose (a `[[[[…`): not a result any more
             if not isinstance(document, dict) or "schema_version" not in document:
                 continue
             found = violations(document, *_schema_of(path))
