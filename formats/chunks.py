@@ -88,7 +88,7 @@ def index_entry(line: str | bytes) -> dict | None:
     or not one of the agent's: see `_is_entry`)."""
     try:
         entry = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # cut short, or no line an agent writes (`[[[[…`)
         return None
     return entry if _is_entry(entry) else None
 

@@ -44,7 +44,7 @@ from pydantic import ValidationError
 from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.document import first_error
 from sixnines.formats.errors import SixninesError
-from sixnines.formats.json_input import read_json
+from sixnines.formats.json_input import RefusedJson, read_json
 from sixnines.formats.manifest import (
     AgentEntry,
     Artifact,
@@ -92,6 +92,9 @@ def unreadable(path: Path, error: Exception) -> str:
     """One line on a JSON file that cannot be used, naming it."""
     if isinstance(error, OSError):
         return f"{path}: cannot be read ({error.strerror or error})"
+    if isinstance(error, RefusedJson):  # too big or too deep is not what sixnines writes
+        garbled = str(error).startswith("not valid JSON")
+        return f"{path}: {first_line(str(error))}{': cut short or edited' if garbled else ''}"
     return f"{path}: not valid JSON ({first_line(str(error))}): cut short or edited"
 
 

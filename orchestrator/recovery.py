@@ -70,10 +70,12 @@ Entry = TypeVar("Entry", bound=AgentEntry)
 
 def recovered_entry(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
     """`entry` filled from the agent's done.json, and the problems to record."""
-    path = agent_file(run_dir, entry.id, DONE_FILE)
     try:
+        path = agent_file(run_dir, entry.id, DONE_FILE)
         done = read_done(path)
-    except (RefusedPath, OSError, ValueError) as error:
+    except RefusedPath as refused:
+        return _missing(entry, str(refused))
+    except (OSError, ValueError) as error:
         return _missing(entry, f"{path}: not read ({error})")
     if done is None or done.agent_id != entry.id:
         if entry.files_at is not None:

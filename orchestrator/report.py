@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -118,7 +118,7 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     logging.getLogger(__name__).info("analysis: %s (its log: %s)", " ".join(argv), log_path)
-    with open(log_path, "ab") as log:  # an interrupt stops the job (and its JVM): see above
+    with _log_file(log_path) as log:  # an interrupt stops the job (and its JVM): see above
         _, output = run_guarded(argv, env, None, stderr=log)
     results = {}
     for line in output.splitlines():
@@ -128,6 +128,20 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
         except (ValueError, KeyError, TypeError):
             continue
     return results
+
+
+def _log_file(path: Path) -> BinaryIO:
+    """The analysis log, opened to append. The results directory may have come from
+    anywhere: a link or a FIFO in its place is removed, never written through or waited
+    on."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        try:
+            path.unlink()
+        except OSError as error:
+            raise AnalysisError(f"{path}: {error.strerror}; it cannot be the analysis "
+                                "log") from None
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    return open(os.open(path, flags, 0o644), "ab")
 
 
 def _unanalysed(run_dir: Path, problem: str | None) -> RunSummary:
