@@ -95,12 +95,15 @@ def index_entry(line: str | bytes) -> dict | None:
 
 def _is_entry(entry: object) -> bool:
     """An index line of the agent's: a chunk's own name (never a path, so an edited index
-    cannot point elsewhere), its row count, sha256 and size."""
+    cannot point elsewhere), its row count, sha256 (64 hex digits) and size."""
     if not isinstance(entry, dict):
         return False
     name, rows, sha256, size = (entry.get(key) for key in ("file", "rows", "sha256", "bytes"))
     return (isinstance(name, str) and "/" not in name and fnmatchcase(name, CHUNK_GLOB)
-            and isinstance(sha256, str) and all(isinstance(n, int) for n in (rows, size)))
+            and isinstance(sha256, str) and len(sha256) == 64
+            and all(char in "0123456789abcdef" for char in sha256)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                    for n in (rows, size)))
 
 
 @dataclass(frozen=True)
@@ -147,9 +150,17 @@ def recorded_chunks(run_dir: Path, entry: AgentEntry) -> KeptChunks:
     lines = index_of(run_dir, entry.id)
     vouched = entry.died or not entry.artifacts
     listed = [(agent_file(run_dir, entry.id, line["file"]), line) for line in lines
-              if vouched or line["file"] in entry.artifacts]
+              if vouched or _arrived(entry, line["file"])]
     whole = agent_file(run_dir, entry.id, MESSAGES_FILE)
     if not lines and not entry.died and whole.is_file() and \
-            (vouched or MESSAGES_FILE in entry.artifacts):
+            (vouched or _arrived(entry, MESSAGES_FILE)):
         listed = [(whole, {})]
     return KeptChunks(listed, _unlisted(folder, listed))
+
+
+def _arrived(entry: AgentEntry, name: str) -> bool:
+    """Whether a reported agent's manifest entry lists the file as one the controller got
+    and verified (`verified: false` is a file it never got, or one that changed on the way
+    and refuses the run: formats.integrity)."""
+    recorded = entry.artifacts.get(name)
+    return recorded is not None and recorded.verified is not False

@@ -50,7 +50,7 @@ MAX_PATH = 4096
 
 #: What every manifest has held since the first (`missing_fields`): a file without them
 #: is no manifest, whatever the defaults a model built in code starts from.
-READ_REQUIRED = ("run_id", "status")
+READ_REQUIRED = ("run_id", "status", "agents")
 
 
 def missing_fields(body: dict) -> list[str]:

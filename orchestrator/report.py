@@ -47,9 +47,9 @@ class AnalysisError(BadInput):
 
 def find_run_dirs(path: Path) -> list[Path]:
     """A run directory itself, or every run directory inside a results directory."""
-    if (path / MANIFEST_FILE).is_file():
+    if os.path.lexists(path / MANIFEST_FILE):  # whatever it is: its check names it
         return [path]
-    runs = sorted(d for d in path.iterdir() if (d / MANIFEST_FILE).is_file()) \
+    runs = sorted(d for d in path.iterdir() if os.path.lexists(d / MANIFEST_FILE)) \
         if path.is_dir() else []
     if not runs:
         raise AnalysisError(f"{path}: no run directory (with {MANIFEST_FILE}) found there")

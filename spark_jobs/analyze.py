@@ -60,6 +60,7 @@ import argparse
 import functools
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -229,10 +230,13 @@ def _absent_notes(absent: list[AgentEntry], workload: Workload, sent: int) -> li
     return notes
 
 
-def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None) -> str | None:
+def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None,
+            absent: list[AgentEntry]) -> str | None:
     """The manifest's status, made partial when the data show more than the run knew:
-    deliveries of unknown fate, or hlogs that disagree with the raw records."""
-    doubtful = counts["unknown"] > 0 or agrees is False
+    deliveries of unknown fate, hlogs that disagree with the raw records, or an agent that
+    died or left no records (a manifest saying `ok` then was edited)."""
+    doubtful = counts["unknown"] > 0 or agrees is False or bool(absent) or \
+        any(agent.died for agent in manifest.agents)
     return worst(manifest.status, PARTIAL if doubtful else OK)
 
 
@@ -342,7 +346,7 @@ def report(checked: Checked, figured: passes.Figures) -> RunSummary:
     used = usage.summary()
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params, load=load,
-        broker=_broker(manifest), status=_status(manifest, counts, agrees),
+        broker=_broker(manifest), status=_status(manifest, counts, agrees, absent),
         problems=[*manifest.problems, *notes],
         **{key: int(counts[key]) for key in
            ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
@@ -464,7 +468,8 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
 
 
 def _check(run_dirs: list[Path]) -> None:
-    missing = [str(d) for d in run_dirs if not (Path(d) / MANIFEST).is_file()]
+    """Each is a run directory: one whose manifest is no file is refused by its checks."""
+    missing = [str(d) for d in run_dirs if not os.path.lexists(Path(d) / MANIFEST)]
     if missing:
         raise FileNotFoundError(f"no {MANIFEST} in: {', '.join(missing)}")
 

@@ -84,7 +84,7 @@ RUN = '"run_id": "x", "status": "ok"'
      "should be a valid dictionary)"),
     (f'{{{RUN}, "agents": [], "throughput_window": "many"}}', "(`throughput_window`: Input "
      "should be a valid integer"),
-    ("{}", "not a sixnines manifest (no run_id, status)"),
+    ("{}", "not a sixnines manifest (no run_id, status, agents)"),
 ])
 def test_an_unusable_manifest_is_named(tmp_path, text, finding):
     (tmp_path / "manifest.json").write_text(text)

@@ -215,6 +215,8 @@ def reported(recorded, tmp_path_factory) -> Iterator[Reported]:
     for case, damage in REPORT_CASES.items():
         damage(copy_run(recorded, results / case), outside)
     fifo(outside / "canary.fifo")
+    (outside / "log.txt").write_text("not the analysis log\n")
+    os.symlink(outside / "log.txt", results / "analysis.log")
     before = snapshot(outside)
     canaries = Canaries(outside)
     try:
@@ -233,6 +235,8 @@ def test_report_reads_writes_and_removes_nothing_outside_the_runs(reported):
     assert reported.touched == []
     assert reported.vanished == set()
     assert (reported.outside / "report" / "summary.json").read_text() == '{"keep": "me"}\n'
+    assert (reported.outside / "log.txt").read_text() == "not the analysis log\n"
+    assert not (reported.results / "analysis.log").is_symlink()
 
 
 def corrupt_with(reported: Reported, case: str, *parts: str) -> str:
@@ -262,7 +266,7 @@ def corrupt_with(reported: Reported, case: str, *parts: str) -> str:
                                       "chunk.parquet", "outside the run directory")),
     ("newer-schema", (f"written by a newer sixnines (schema 999; this one reads up to "
                       f"{SCHEMA_VERSION})",)),
-    ("empty-manifest", ("not a sixnines manifest (no run_id, status)",)),
+    ("empty-manifest", ("not a sixnines manifest (no run_id, status, agents)",)),
     ("agent-twice", (f"agent '{REMOTE_AGENT}' is listed more than once in `agents`",)),
     ("rate-in-words", ("`params.rate`: 'lots' is not a rate",)),
     ("manifest-too-big", ("manifest.json: larger than", "bytes, more than sixnines writes")),
