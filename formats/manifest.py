@@ -35,7 +35,7 @@ from typing_extensions import TypedDict
 from sixnines.formats.document import Document
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
-from sixnines.formats.run_files import name_problem, plain_name, shown
+from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
 SCHEMA_VERSION = 6
@@ -44,8 +44,6 @@ DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
 #: only what it had closed (formats.chunks.kept_chunks).
 UNREPORTED = ("failed", "missing")
-#: The longest path `files_at` may name (PATH_MAX).
-MAX_PATH = 4096
 
 
 #: What every manifest has held since the first (`missing_fields`): a file without them
@@ -211,7 +209,7 @@ class AgentEntry(Open):
         if folder is None:
             raise ValueError("no `dir`")
         parts = folder.split("/")
-        if len(folder) > MAX_PATH or not folder.startswith("/") or \
+        if len(folder) > PATH_MAX or not folder.startswith("/") or \
                 str(PurePosixPath(folder)) != folder or \
                 any(part in (".", "..") or name_problem(part) for part in parts[1:]):
             raise ValueError(f"`dir` {shown(folder)} is not a clean absolute path")

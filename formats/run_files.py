@@ -31,10 +31,15 @@ AGENTS = "agents"
 REPORT = "report"
 #: The longest name a Linux file system takes; sixnines' ids and file names are far shorter.
 MAX_NAME = 255
-#: What a JSON file of a run may hold besides its lines per file (host facts, problems).
+#: The longest path Linux takes (a link's target is shown whole up to it).
+PATH_MAX = 4096
+#: What a JSON file of a run may hold besides what its folders call for (problems, notes).
 BASE_BYTES = 4 << 20
-#: Per file in the folders a JSON file describes: an artifact entry or an index line is
-#: ~200 bytes with the longest sha256 and name sixnines writes; a name may reach MAX_NAME.
+#: Per folder a JSON file describes: a manifest's agent entry with its host facts,
+#: versions and clock is ~3 KB.
+BYTES_PER_FOLDER = 16 << 10
+#: Per file in those folders: an artifact entry or an index line is ~200 bytes with the
+#: longest sha256 and name sixnines writes; a name may reach MAX_NAME.
 BYTES_PER_FILE = 1 << 10
 
 
@@ -67,10 +72,11 @@ def plain_name(name: str, what: str) -> str:
     return name
 
 
-def shown(value: object) -> str:
-    """A value from a file for a message: quoted, control characters escaped, cut short."""
+def shown(value: object, limit: int = 80) -> str:
+    """A value from a file for a message: quoted, control characters escaped, cut short
+    past `limit` characters."""
     text = repr(value)
-    return text if len(text) <= 80 else f"{text[:77]}…"
+    return text if len(text) <= limit else f"{text[:limit - 3]}…"
 
 
 def agent_folder(run_dir: Path, agent_id: str) -> Path:
@@ -143,8 +149,9 @@ def _leading_out(path: Path, target: Path) -> str:
     except OSError:
         what = ""
     if path.is_symlink():
-        return f"a symbolic link to {shown(os.readlink(path))}{what}, outside the run directory"
-    return f"leads outside the run directory, to {shown(str(target))}{what}"
+        link = shown(os.readlink(path), PATH_MAX)
+        return f"a symbolic link to {link}{what}, outside the run directory"
+    return f"leads outside the run directory, to {shown(str(target), PATH_MAX)}{what}"
 
 
 def kind(mode: int) -> str:
@@ -161,14 +168,14 @@ def kind(mode: int) -> str:
 def json_bound(folders: Iterable[Path]) -> int:
     """The most bytes a JSON file describing the files in `folders` may hold (see the
     module docstring); folders absent count none."""
-    files = 0
+    bound = BASE_BYTES
     for folder in folders:
         try:
             with os.scandir(folder) as entries:
-                files += sum(1 for _ in entries)
+                bound += BYTES_PER_FOLDER + BYTES_PER_FILE * sum(1 for _ in entries)
         except OSError:
             continue
-    return BASE_BYTES + BYTES_PER_FILE * files
+    return bound
 
 
 def agent_folders(run_dir: Path) -> list[Path]:
