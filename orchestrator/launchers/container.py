@@ -177,7 +177,7 @@ class ContainerLauncher(Launcher):
         """`image`: the agent image to use as it is (default: built here from the bundle,
         FROM `base_image`, default $SIXNINES_BASE_IMAGE or the Dockerfile's own).
         `session`: the label of an earlier launcher's containers, to reach them again
-        (`close` then leaves them: `discard_files` removes each once its files are safe)."""
+        (`close` then leaves them: `discard_left_files` removes each once its files are safe)."""
         self.host = host
         self.url = url
         self.address = address
