@@ -76,6 +76,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     path = Path(path)
     temp = path.with_name(path.name + TEMP_SUFFIX)
     try:
+        temp.unlink(missing_ok=True)  # a stale one, or a link put there: never written through
         yield temp
         with open(temp, "rb+") as written:
             os.fsync(written.fileno())

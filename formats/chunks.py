@@ -14,6 +14,11 @@ files: its index does. `kept_chunks` is what the analysis reads of any such agen
 its role — the chunks the index lists, each to be checked against its line — and names the
 chunk files it does not list (renamed into place as the agent died, before their line was
 written), which are never read.
+
+A results directory is untrusted input (formats.run_files), so what the analysis reads of
+any agent of one is `recorded_chunks`: only the chunks its index lists — and, for an agent
+that reported, that its manifest entry lists with their checksums too — each reached
+through formats.run_files; a chunk file copied in beside them is named, never read.
 """
 
 from __future__ import annotations
@@ -24,7 +29,15 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from sixnines.formats.manifest import AgentEntry
 from sixnines.formats.records import MESSAGES_FILE
+from sixnines.formats.run_files import (
+    RefusedPath,
+    agent_file,
+    agent_folder,
+    json_bound,
+    open_regular,
+)
 
 CHUNK_INDEX = "chunks.jsonl"
 CHUNK_GLOB = "messages-[0-9]*.parquet"
@@ -36,10 +49,12 @@ def chunk_name(number: int) -> str:
 
 
 def message_files(folder: Path) -> list[Path]:
-    """An agent's per-message files in `folder`: its chunks in order, or the whole-run
-    messages.parquet (empty when it left neither)."""
+    """An agent's per-message files in `folder`: the chunks its index lists in order, or
+    the whole-run messages.parquet of results recorded before chunks (empty when it left
+    neither)."""
     whole = folder / MESSAGES_FILE
-    return sorted(folder.glob(CHUNK_GLOB)) + ([whole] if whole.is_file() else [])
+    chunks = [folder / entry["file"] for entry in read_index(folder)]
+    return chunks or ([whole] if whole.is_file() else [])
 
 
 def append_entry(index: int, entry: dict) -> None:
@@ -49,14 +64,23 @@ def append_entry(index: int, entry: dict) -> None:
     os.fsync(index)
 
 
-def read_index(folder: Path) -> list[dict]:
+def read_index(folder: Path, max_bytes: int | None = None) -> list[dict]:
     """The chunks the index in `folder` lists (empty without one); a last line cut short
-    by a kill is left out."""
+    by a kill is left out. With `max_bytes` (an index in a results directory), one larger,
+    or anything but a regular file, is RefusedPath."""
     try:
-        text = (folder / CHUNK_INDEX).read_text(encoding="ascii")
-    except (OSError, UnicodeDecodeError):
+        with open_regular(folder / CHUNK_INDEX) as index:
+            data = index.read() if max_bytes is None else index.read(max_bytes + 1)
+    except RefusedPath:
+        if max_bytes is not None:
+            raise
         return []
-    return [entry for line in text.splitlines() if (entry := index_entry(line)) is not None]
+    except OSError:
+        return []
+    if max_bytes is not None and len(data) > max_bytes:
+        raise RefusedPath(f"{folder / CHUNK_INDEX}: larger than {max_bytes:,} bytes, more "
+                          "than its agent writes for the files there; not read")
+    return [entry for line in data.splitlines() if (entry := index_entry(line)) is not None]
 
 
 def index_entry(line: str | bytes) -> dict | None:
@@ -64,19 +88,22 @@ def index_entry(line: str | bytes) -> dict | None:
     or not one of the agent's: see `_is_entry`)."""
     try:
         entry = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # cut short, or no line an agent writes (`[[[[…`)
         return None
     return entry if _is_entry(entry) else None
 
 
 def _is_entry(entry: object) -> bool:
     """An index line of the agent's: a chunk's own name (never a path, so an edited index
-    cannot point elsewhere), its row count, sha256 and size."""
+    cannot point elsewhere), its row count, sha256 (64 hex digits) and size."""
     if not isinstance(entry, dict):
         return False
     name, rows, sha256, size = (entry.get(key) for key in ("file", "rows", "sha256", "bytes"))
     return (isinstance(name, str) and "/" not in name and fnmatchcase(name, CHUNK_GLOB)
-            and isinstance(sha256, str) and all(isinstance(n, int) for n in (rows, size)))
+            and isinstance(sha256, str) and len(sha256) == 64
+            and all(char in "0123456789abcdef" for char in sha256)
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                    for n in (rows, size)))
 
 
 @dataclass(frozen=True)
@@ -96,6 +123,44 @@ class KeptChunks:
 def kept_chunks(folder: Path) -> KeptChunks:
     """The chunks an agent that died left in `folder` (see the module docstring)."""
     listed = [(folder / entry["file"], entry) for entry in read_index(folder)]
+    return KeptChunks(listed, _unlisted(folder, listed))
+
+
+def _unlisted(folder: Path, listed: list[tuple[Path, dict]]) -> list[Path]:
     names = {path.name for path, _ in listed}
-    return KeptChunks(listed, [path for path in sorted(folder.glob(CHUNK_GLOB))
-                               if path.name not in names])
+    return [path for path in sorted(folder.glob(CHUNK_GLOB)) if path.name not in names]
+
+
+def index_of(run_dir: Path, agent_id: str) -> list[dict]:
+    """The chunks an agent's index in a results directory lists (`read_index`), read
+    through formats.run_files and within the size its folder calls for: RefusedPath when
+    the index or the folder is not what it should be."""
+    folder = agent_folder(run_dir, agent_id)
+    agent_file(run_dir, agent_id, CHUNK_INDEX)  # inside the run, and a file if there
+    return read_index(folder, json_bound([folder]))
+
+
+def recorded_chunks(run_dir: Path, entry: AgentEntry) -> KeptChunks:
+    """What is read of an agent's records in a results directory (see the module
+    docstring): the chunks its index lists, of an agent that reported only those its
+    manifest entry lists as well; else, for results recorded before chunks, its
+    messages.parquet (with an empty index line). RefusedPath when its folder, its
+    index or a chunk is not what it should be."""
+    folder = agent_folder(run_dir, entry.id)
+    lines = index_of(run_dir, entry.id)
+    vouched = entry.died or not entry.artifacts
+    listed = [(agent_file(run_dir, entry.id, line["file"]), line) for line in lines
+              if vouched or _arrived(entry, line["file"])]
+    whole = agent_file(run_dir, entry.id, MESSAGES_FILE)
+    if not lines and not entry.died and whole.is_file() and \
+            (vouched or _arrived(entry, MESSAGES_FILE)):
+        listed = [(whole, {})]
+    return KeptChunks(listed, _unlisted(folder, listed))
+
+
+def _arrived(entry: AgentEntry, name: str) -> bool:
+    """Whether a reported agent's manifest entry lists the file as one the controller got
+    and verified (`verified: false` is a file it never got, or one that changed on the way
+    and refuses the run: formats.integrity)."""
+    recorded = entry.artifacts.get(name)
+    return recorded is not None and recorded.verified is not False

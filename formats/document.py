@@ -21,6 +21,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sixnines.formats.run_files import shown
+
 
 class Document(BaseModel):
     """A JSON object sixnines writes; see the module doc."""
@@ -47,9 +49,17 @@ class Document(BaseModel):
 
 def first_error(error: ValidationError) -> str:
     """One line on why a JSON object is not the document it should be: the first problem,
-    with where it is (`agents[0].id: Field required`)."""
+    with where it is (`agents[0].id: Field required`). A key from the file is shown quoted
+    and escaped (`artifacts['/etc/x']`): the file may be anyone's."""
     found = error.errors()[0]
-    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}"
-                    for part in found["loc"]).lstrip(".")
+    where = "".join(_step(part) for part in found["loc"] if part != "[key]").lstrip(".")
+    message = found["msg"].removeprefix("Value error, ")
     more = f" (and {error.error_count() - 1} more)" if error.error_count() > 1 else ""
-    return f"{f'`{where}`: ' if where else ''}{found['msg']}{more}"
+    return f"{f'`{where}`: ' if where else ''}{message}{more}"
+
+
+def _step(part: int | str) -> str:
+    if isinstance(part, int):
+        return f"[{part}]"
+    return f".{part}" if part.replace("_", "").replace("-", "").isalnum() and \
+        part.isascii() else f"[{shown(part)}]"

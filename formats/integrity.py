@@ -14,10 +14,15 @@ Plain Python (streamed sha256, pyarrow), run before Spark opens a file:
   here rather than deep inside a Spark job. hlogs are parsed whole before Spark starts
   anyway (formats.hlog.read_hlog names a damaged line).
 - an agent that died announced nothing: each chunk its own index lists (formats.chunks.
-  kept_chunks) must have the size and sha256 of its index line, as a listed file must
+  recorded_chunks) must have the size and sha256 of its index line, as a listed file must
   match the manifest. Chunk files the index does not list are never read, so never
   checked (the analysis names them).
-- the manifest itself must parse and fit its model (formats.manifest).
+- the manifest itself must parse within its size bound and fit its model
+  (formats.manifest), and be of a schema this sixnines reads.
+- every name the manifest or an index gives is a plain name, and the file it names stays
+  inside the run directory and is a regular file (formats.run_files): one leading out, a
+  FIFO or a device is named for what it is. So no file outside the run is read, and no
+  checksum of one is ever printed.
 
 A run with any such problem is `corrupt` (spark_jobs.status) and refused whole: a
 damaged consumer file left out would turn its deliveries into lost or unknown ones, a
@@ -28,27 +33,43 @@ experiment than the one run, however plausible.
 from __future__ import annotations
 
 import hashlib
-import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import ValidationError
 
-from sixnines.formats.chunks import kept_chunks, message_files
+from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.document import first_error
 from sixnines.formats.errors import SixninesError
-from sixnines.formats.manifest import AgentEntry, Artifact, Manifest
+from sixnines.formats.json_input import RefusedJson, read_json
+from sixnines.formats.manifest import (
+    AgentEntry,
+    Artifact,
+    Manifest,
+    missing_fields,
+    newer_schema,
+)
 from sixnines.formats.records import CPU_FILE
-
-MANIFEST = "manifest.json"
+from sixnines.formats.run_files import (
+    MANIFEST,
+    RefusedPath,
+    agent_file,
+    agent_folder,
+    agent_folders,
+    json_bound,
+    open_regular,
+    run_file,
+)
 
 
 def sha256_of(path: Path) -> str:
-    """The file's sha256, read in 1 MiB pieces (artifacts reach gigabytes)."""
+    """The file's sha256, read in 1 MiB pieces (artifacts reach gigabytes); RefusedPath
+    for anything but a regular file."""
     digest = hashlib.sha256()
-    with open(path, "rb") as data:
+    with open_regular(path) as data:
         while chunk := data.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
@@ -71,18 +92,29 @@ def unreadable(path: Path, error: Exception) -> str:
     """One line on a JSON file that cannot be used, naming it."""
     if isinstance(error, OSError):
         return f"{path}: cannot be read ({error.strerror or error})"
+    if isinstance(error, RefusedJson):  # too big or too deep is not what sixnines writes
+        garbled = str(error).startswith("not valid JSON")
+        return f"{path}: {first_line(str(error))}{': cut short or edited' if garbled else ''}"
     return f"{path}: not valid JSON ({first_line(str(error))}): cut short or edited"
 
 
 def read_manifest(run_dir: Path) -> Manifest:
-    """The run's manifest, or Damaged naming it and what is wrong (not JSON, or not a
-    manifest: formats.manifest says what one holds)."""
+    """The run's manifest, or Damaged naming it and what is wrong (not a file, too big, not
+    JSON, written by a newer sixnines, or not a manifest: formats.manifest says what one
+    holds)."""
     path = Path(run_dir) / MANIFEST
     try:
-        body = json.loads(path.read_text(encoding="utf-8"))
+        body = read_json(run_file(run_dir, MANIFEST), json_bound(agent_folders(run_dir)))
+    except RefusedPath as error:
+        raise Damaged([str(error)]) from error
     except (OSError, ValueError) as error:
         raise Damaged([unreadable(path, error)]) from error
+    if isinstance(body, dict) and (newer := newer_schema(body.get("schema_version"))):
+        raise Damaged([f"{path}: {newer}; not read"])
     try:
+        if isinstance(body, dict) and (missing := missing_fields(body)):
+            raise Damaged([f"{path}: not a sixnines manifest (no {', '.join(missing)}): "
+                           "edited or damaged"])
         return Manifest.model_validate(body)
     except ValidationError as error:
         why = "not a JSON object" if not isinstance(body, dict) else first_error(error)
@@ -100,21 +132,45 @@ def _entries(manifest: Manifest) -> Iterator[AgentEntry]:
 def problems(run_dir: Path, manifest: Manifest) -> list[str]:
     """One line per file of the run that fails its check (the module docstring lists
     them); empty when every file may be read."""
-    found = []
+    found: list[str | None] = []
     for entry in _entries(manifest):
-        folder = Path(run_dir) / "agents" / entry.id
-        for name, recorded in entry.artifacts.items():
-            found.append(against_record(folder / name, recorded))
-        unchecked = [folder / CPU_FILE]  # read with a parquet reader
-        if entry.died:
-            found += [against_record(path, Artifact(sha256=line["sha256"], bytes=line["bytes"]),
-                                      INDEX) for path, line in kept_chunks(folder).listed]
-        else:
-            unchecked += message_files(folder)
-        for path in unchecked:
-            if path.name not in entry.artifacts and path.is_file():
-                found.append(_undecodable(path))
-    return [problem for problem in found if problem]
+        try:
+            agent_folder(run_dir, entry.id)
+        except RefusedPath as refused:  # one line for the agent, none per file in its folder
+            found.append(str(refused))
+            continue
+        found += [_refused_or(_artifact_problem, run_dir, entry.id, name, recorded)
+                  for name, recorded in entry.artifacts.items()]
+        found.append(_refused_or(_records_problem, run_dir, entry))
+    return list(dict.fromkeys(problem for problem in found if problem))  # each file once
+
+
+def _refused_or(check: Callable[..., str | None], *args: Any) -> str | None:
+    """What `check(*args)` finds, or why a path it checks is refused (formats.run_files)."""
+    try:
+        return check(*args)
+    except RefusedPath as refused:
+        return str(refused)
+
+
+def _artifact_problem(run_dir: Path, agent_id: str, name: str, recorded: Artifact
+                      ) -> str | None:
+    return against_record(agent_file(run_dir, agent_id, name), recorded)
+
+
+def _records_problem(run_dir: Path, entry: AgentEntry) -> str | None:
+    """The first problem of the records an entry's agent left (formats.chunks.
+    recorded_chunks): a dead agent's chunks against its index, and every parquet file
+    read that no checksum covers decoded whole."""
+    records = recorded_chunks(run_dir, entry)
+    found = []
+    if entry.died:
+        found += [against_record(path, Artifact(sha256=line["sha256"], bytes=line["bytes"]),
+                                 INDEX) for path, line in records.listed]
+    for path in [agent_file(run_dir, entry.id, CPU_FILE), *records.paths]:
+        if path.name not in entry.artifacts and path.is_file():
+            found.append(_undecodable(path))
+    return next((problem for problem in found if problem), None)
 
 
 MANIFEST_RECORD = "the manifest"
@@ -131,7 +187,7 @@ def against_record(path: Path, recorded: Artifact, source: str = MANIFEST_RECORD
         return None if not path.exists() else (
             f"{path}: did not match its checksum when the controller collected it "
             "(verified: false in the manifest)")
-    if not path.is_file():
+    if not path.exists():
         return f"{path}: missing, though {source} lists it: deleted since the run"
     size, expected = path.stat().st_size, recorded.bytes
     if expected is not None and size != expected:

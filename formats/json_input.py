@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sixnines.formats.run_files import RefusedPath, open_regular
+
 #: Deeper than any document sixnines writes (a manifest nests about six levels).
 MAX_DEPTH = 64
 
@@ -24,8 +26,13 @@ class RefusedJson(ValueError):
 
 def read_json(path: Path, max_bytes: int) -> Any:
     """The JSON value in `path`, or RefusedJson saying why it is not read (OSError when it
-    cannot be read at all)."""
-    with open(path, "rb") as source:
+    cannot be read at all). Only a regular file is read: opened without waiting, a FIFO put
+    in its place cannot hang the reader."""
+    try:
+        source = open_regular(path)
+    except RefusedPath as refused:
+        raise RefusedJson(str(refused).removeprefix(f"{path}: ")) from None
+    with source:
         data = source.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise RefusedJson(f"larger than {max_bytes:,} bytes, more than sixnines writes")

@@ -10,24 +10,33 @@ Every field has the default an older manifest without it reads as (no
 `throughput_window`: 100; no clock domain: every agent on one clock; no `first_id`: a
 sender placing no producer ids), and keys no model names are kept when the manifest is
 rewritten. A manifest that does not fit these models (an agent without an id, an
-`artifacts` that is not a mapping, a count that is text) was edited or damaged:
-formats.integrity refuses it, and the run is `corrupt`.
+`artifacts` that is not a mapping, a count that is text, an agent listed twice, a rate
+that is no number) was edited or damaged: formats.integrity refuses it, and the run is
+`corrupt`. A results directory is untrusted input, so every name a manifest gives that
+becomes a path is a plain name (formats.run_files: agent ids, artifact names), and where
+files wait on another host (`files_at`) is a clean absolute path.
 
 `schema_version` (SCHEMA_VERSION) says which shape a manifest has; bump it when a field is
 added, removed, renamed or retyped, or changes meaning. Manifests written before it
-existed have none and read as version 1.
+existed have none and read as version 1; one written by a newer sixnines is not read
+(`newer_schema`): its fields may mean what this one does not know.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import math
+from collections import Counter
+from pathlib import PurePosixPath
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from typing_extensions import TypedDict
 
 from sixnines.formats.document import Document
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
-from sixnines.formats.vocabulary import FanOut, Role
+from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
+from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
 SCHEMA_VERSION = 6
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
@@ -35,6 +44,60 @@ DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
 #: only what it had closed (formats.chunks.kept_chunks).
 UNREPORTED = ("failed", "missing")
+
+
+#: What every manifest has held since the first (`missing_fields`): a file without them
+#: is no manifest, whatever the defaults a model built in code starts from.
+READ_REQUIRED = ("run_id", "status", "agents")
+
+
+def missing_fields(body: dict) -> list[str]:
+    """The fields every manifest holds that `body`, read from a file, lacks."""
+    return [name for name in READ_REQUIRED if body.get(name) is None]
+
+
+def newer_schema(version: object) -> str | None:
+    """Why a manifest of `version` is not read (None: this sixnines reads it)."""
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        return (f"written by a newer sixnines (schema {version}; this one reads up to "
+                f"{SCHEMA_VERSION})")
+    return None
+
+
+def _plain(name: str) -> str:
+    """A name a manifest gives that becomes a path (formats.run_files)."""
+    return plain_name(name, "name")
+
+
+PlainName = Annotated[str, BeforeValidator(_plain)]
+
+
+def _rate(value: object) -> object:
+    """Messages per second (a finite number above 0), "max", or none given."""
+    if value is None or value == MAX_RATE:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(value) or value <= 0:
+        raise ValueError(f'{shown(value)} is not a rate: messages per second above 0, or "max"')
+    return value
+
+
+Rate = Annotated[float | Literal["max"] | None, BeforeValidator(_rate)]
+Count = Annotated[int, Field(ge=0)]
+Sha256 = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
+
+
+class Params(TypedDict, total=False):
+    """The workload point as JSON (the scenario's Workload fields; sizes in bytes, times in
+    ns). Those the analysis computes with are typed; any other key is kept as it is."""
+
+    __pydantic_config__ = ConfigDict(extra="allow")  # type: ignore[misc]
+
+    rate: Rate
+    messages: Count | None
+    duration_ns: Count | None
+    producers: Count
+    schedule: str
 
 
 class Open(Document):
@@ -48,9 +111,9 @@ class Artifact(Open):
     """One file an agent wrote, as it announced it, and whether the copy the controller
     holds matched (formats.integrity checks it again before anything reads it)."""
 
-    sha256: str | None = None
+    sha256: Sha256 | None = None
     """The agent's checksum of the file (absent: the manifest was edited)."""
-    bytes: int | None = None
+    bytes: Count | None = None
     """Its size."""
     verified: bool | None = None
     """Whether the controller's copy matched when it collected it; false and absent is a
@@ -89,7 +152,7 @@ class AgentEntry(Open):
     """One agent of the run as the controller saw it: its plan, its process, its clock,
     and, once it reported (`done`), its status, start instant and files."""
 
-    id: str
+    id: PlainName
     """The agent's id, also its directory under agents/ ("producer-0")."""
     role: Role | None = None
     host: str | None = None
@@ -116,7 +179,7 @@ class AgentEntry(Open):
     running (while the run goes)."""
     t0_ns: int | None = None
     """The start instant on its own clock: where its schedule began."""
-    artifacts: dict[str, Artifact] = Field(default_factory=dict)
+    artifacts: dict[PlainName, Artifact] = Field(default_factory=dict)
     """Its files by name (latency.hlog, cpu.parquet, and messages.parquet or its chunks
     messages-NNNNNN.parquet with chunks.jsonl)."""
     out_of_range: dict[str, Any] | None = None
@@ -144,6 +207,29 @@ class AgentEntry(Open):
     on a container host; how to reach the host is in `hosts[host].contact`. What
     `sixnines collect` fetches them from. Absent: they are in agents/<id>/ here."""
 
+    @field_validator("files_at")
+    @classmethod
+    def _where(cls, files_at: dict[str, str] | None) -> dict[str, str] | None:
+        """`dir`: a clean absolute path (nothing to resolve, no control character);
+        `container`: an engine's hex id."""
+        if files_at is None:
+            return None
+        if unknown := set(files_at) - {"dir", "container"}:
+            raise ValueError(f"unknown key {shown(sorted(unknown)[0])}")
+        folder = files_at.get("dir")
+        if folder is None:
+            raise ValueError("no `dir`")
+        parts = folder.split("/")
+        if len(folder) > PATH_MAX or not folder.startswith("/") or \
+                str(PurePosixPath(folder)) != folder or \
+                any(part in (".", "..") or name_problem(part) for part in parts[1:]):
+            raise ValueError(f"`dir` {shown(folder)} is not a clean absolute path")
+        container = files_at.get("container")
+        if container is not None and not (
+                0 < len(container) <= 64 and all(c in "0123456789abcdef" for c in container)):
+            raise ValueError(f"`container` {shown(container)} is not a container id")
+        return files_at
+
     @property
     def died(self) -> bool:
         """It sent no `done` (killed, its host gone): no file of it is announced."""
@@ -159,7 +245,7 @@ class MonitorEntry(AgentEntry):
     """The broker's CPU monitor (agents.monitor), outside `agents`: its troubles are notes,
     never the run's problems. Only a status and notes when it could not start."""
 
-    id: str | None = None  # type: ignore[assignment]
+    id: PlainName | None = None  # type: ignore[assignment]
     notes: list[str] = Field(default_factory=list)
 
 
@@ -186,7 +272,7 @@ class Workload(Open):
     duration_ns: int | None = None
     """The measured stretch after the warm-up (None: a run of `messages` at rate max)."""
     drain_ns: int | None = None
-    rate: float | str | None = None
+    rate: Rate = None
     """Messages per second over all senders, or "max" (formats.vocabulary.MAX_RATE)."""
     connections: int = 1
     """Connections per agent."""
@@ -216,7 +302,7 @@ class Manifest(Open):
     model_config = ConfigDict(json_schema_extra={"required": list(_WRITTEN)})
     ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version",)
 
-    schema_version: int = SCHEMA_VERSION
+    schema_version: Annotated[int, Field(ge=1)] = SCHEMA_VERSION
     """The shape of this manifest (formats.manifest.SCHEMA_VERSION when it was written)."""
     sixnines: Sixnines = Field(default_factory=Sixnines)
     scenario: str | None = None
@@ -226,14 +312,22 @@ class Manifest(Open):
     driver: str | None = None
     driver_options: dict[str, Any] = Field(default_factory=dict)
     broker: BrokerRecord = Field(default_factory=BrokerRecord)
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: Params = Field(default_factory=dict)  # type: ignore[arg-type]
     """The workload point as JSON (summary.json copies it)."""
+
+    @field_validator("params", mode="wrap")
+    @classmethod
+    def _in_written_order(cls, params: Any, check: Any) -> Params:
+        """Its typed keys checked, every key kept where it was (summary.csv's columns
+        follow it)."""
+        checked = check(params)
+        return {key: checked[key] for key in params}  # type: ignore[return-value]
     swept: dict[str, Any] = Field(default_factory=dict)
     """The swept fields of the point, as the scenario wrote them."""
     workload: Workload = Field(default_factory=Workload)
     controller: dict[str, Any] = Field(default_factory=dict)
     """The controller's host facts and versions."""
-    status: str | None = None
+    status: Literal["running", "ok", "partial", "failed"] | None = None
     """running while the run goes, then ok, partial or failed (formats.status)."""
     problems: list[str] = Field(default_factory=list)
     agents: list[AgentEntry] = Field(default_factory=list)
@@ -275,6 +369,23 @@ class Manifest(Open):
         if isinstance(workload, dict) and "fan_out" not in workload:
             return {**data, "workload": {**workload, "fan_out": FanOut.CONNECTION}}
         return data
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_schema(cls, version: int) -> int:
+        if problem := newer_schema(version):
+            raise ValueError(problem)
+        return version
+
+    @model_validator(mode="after")
+    def _one_entry_each(self) -> Manifest:
+        """Each agent once: an entry twice would count its records twice."""
+        ids = Counter(agent.id for agent in self.agents)
+        if self.monitor is not None and self.monitor.id is not None:
+            ids[self.monitor.id] += 1
+        if twice := next((i for i, count in ids.items() if count > 1), None):
+            raise ValueError(f"agent {shown(twice)} is listed more than once in `agents`")
+        return self
 
     def t0_of(self, agent: AgentEntry) -> int | None:
         """An agent's start instant on its own clock: the one it reported, else (it died

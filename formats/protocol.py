@@ -183,11 +183,16 @@ def encode(message: Message) -> str:
 
 def decode(line: str) -> Message:
     try:
-        data = json.loads(line)
-        cls = MESSAGE_TYPES[data.pop("type")]
-        return cls(**data)
+        return message_of(json.loads(line))
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ProtocolError(f"bad control message {_excerpt(line)}: {exc}") from exc
+
+
+def message_of(data: dict) -> Message:
+    """The message a decoded JSON object is (KeyError, TypeError or AttributeError when it
+    is none)."""
+    fields = dict(data)
+    return MESSAGE_TYPES[fields.pop("type")](**fields)
 
 
 def _excerpt(line: str) -> str:

@@ -188,8 +188,8 @@ def _collect(args, console: Console) -> int:
         if collected.recovered:
             _say(console, f"{run_dir}: its controller stopped before the run ended; "
                           "recovered from the files its agents wrote")
-        for problem in collected.problems:
-            _say(console, f"{run_dir}: {problem}")
+        for line in (*collected.notes, *collected.problems):
+            _say(console, f"{run_dir}: {line}")
         complete = complete and collected.complete
     print(args.dir)
     return EXIT_OK if complete else EXIT_NOT_OK

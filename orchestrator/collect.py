@@ -13,6 +13,14 @@ copies that arrived whole. Run after `report` recovered the run without them, it
 the agents it fetches the same way. A host it cannot reach is named with the reason, its files left
 in place for a later try. `sixnines report DIR` then analyses the run.
 
+A results directory is untrusted input (formats.run_files), and `collect` acts on other
+machines, so it reaches only what a run of sixnines leaves: a folder `files_at` names is
+fetched only when it is the one sixnines would have made for this run's agent
+(`<workdir>/…/<run id>/agents/<agent id>` on that host, `_made_for`) and holds that agent's
+done.json or chunk index; only its regular files are copied, each into the agent's folder
+of this run directory; and only the files whose copy here was verified (against a
+checksum, or byte for byte) are removed there, never the folder with anything else in it.
+
 A separate command, not part of `report`: the analysis must run anywhere the results are
 (a copy, a Spark cluster's shared disk) without contacting the hosts, and reaching them
 needs their keys and network, which a user grants by running `collect` where they are.
@@ -20,18 +28,26 @@ needs their keys and network, which a user grants by running `collect` where the
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from sixnines.formats.chunks import read_index
-from sixnines.formats.integrity import Damaged, read_manifest, sha256_of
-from sixnines.formats.manifest import AgentEntry, Manifest
+from sixnines.formats.atomic import WriteFailure
+from sixnines.formats.chunks import CHUNK_INDEX, recorded_chunks
+from sixnines.formats.integrity import INDEX, Damaged, against_record, read_manifest
+from sixnines.formats.manifest import AgentEntry, Artifact, Manifest
+from sixnines.formats.records import DONE_FILE
+from sixnines.formats.run_files import AGENTS, RefusedPath, agent_file, agent_folder
 from sixnines.orchestrator.fleet import launcher_from_contact
 from sixnines.orchestrator.launchers.base import Launcher, LaunchError
 from sixnines.orchestrator.manifest import write_manifest
 from sixnines.orchestrator.recovery import recover, recovered_entry
+
+#: The most a done.json or chunks.jsonl read on a host to tell whose folder it is may hold
+#: (a day of one-second chunks is ~12 MB of index).
+MARKER_BYTES = 64 << 20
 
 
 @dataclass
@@ -41,6 +57,7 @@ class Collected:
     run_dir: Path
     fetched: list[str] = field(default_factory=list)  # agent ids
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # files left on a host on purpose
     recovered: bool = False
 
     @property
@@ -59,12 +76,12 @@ def collect(run_dir: Path) -> Collected:
         return collected
     by_host: dict[str, list[AgentEntry]] = defaultdict(list)
     for entry in _remote_entries(manifest):
-        by_host[entry.host].append(entry)
+        by_host[entry.host].append(entry)  # type: ignore[index]
     launchers: dict[str, Launcher] = {}
-    fetched: list[AgentEntry] = []
+    fetched: dict[str, list[str]] = {}
     try:
         for host, entries in by_host.items():
-            fetched += _fetch_from(host, manifest, entries, run_dir, collected, launchers)
+            fetched |= _fetch_from(host, manifest, entries, run_dir, collected, launchers)
         collected.recovered = recover(run_dir)
         if not collected.recovered:
             _refill(run_dir, fetched)
@@ -85,7 +102,7 @@ def unfetched_hosts(run_dir: Path) -> list[str]:
         manifest = read_manifest(run_dir)
     except Damaged:
         return []
-    return sorted({entry.host for entry in _remote_entries(manifest)})
+    return sorted({entry.host for entry in _remote_entries(manifest)})  # type: ignore[misc]
 
 
 def _remote_entries(manifest: Manifest) -> Iterator[AgentEntry]:
@@ -96,38 +113,27 @@ def _remote_entries(manifest: Manifest) -> Iterator[AgentEntry]:
             yield entry
 
 
-def _out_dir(run_dir: Path, entry: AgentEntry) -> Path:
-    return run_dir / "agents" / entry.id
-
-
-def _whole(run_dir: Path, entry: AgentEntry) -> bool:
-    """Whether every file of the agent here passed its check: those its done.json lists,
-    or, without one (it was killed), the chunks its index lists."""
-    return all(a.verified for a in entry.artifacts.values()) and \
-        not _unchecked_chunks(run_dir, entry)
-
-
 def _fetch_from(host: str, manifest: Manifest, entries: list[AgentEntry], run_dir: Path,
-                collected: Collected, launchers: dict[str, Launcher]) -> list[AgentEntry]:
-    """Fetch each entry's directory from `host` (its launcher kept in `launchers`); the
-    entries fetched."""
-    contact = manifest.hosts.get(host, {}).get("contact")
-    if not contact:
+                collected: Collected, launchers: dict[str, Launcher]) -> dict[str, list[str]]:
+    """Fetch each entry's files from `host` (its launcher kept in `launchers`): the names
+    fetched, by agent id."""
+    record = manifest.hosts.get(host)
+    contact = record.get("contact") if isinstance(record, dict) else None
+    if not isinstance(contact, dict) or not contact:
         collected.problems.append(
             f"host {host}: the manifest does not say how to reach it (written by an older "
             f"sixnines); the files of {', '.join(e.id for e in entries)} stay there")
-        return []
-    done = []
+        return {}
+    done = {}
     try:
         launcher = launchers[host] = launcher_from_contact(host, contact)
         launcher.connect()
         for entry in entries:
             try:
-                launcher.fetch_files(entry.files_at, _out_dir(run_dir, entry))
-            except LaunchError as exc:
+                done[entry.id] = _fetch(launcher, run_dir, manifest.run_id, entry)
+            except (LaunchError, RefusedPath, WriteFailure) as exc:
                 collected.problems.append(f"{entry.id}: {exc}")
                 continue
-            done.append(entry)
             collected.fetched.append(entry.id)
     except LaunchError as exc:
         collected.problems.append(f"host {host} unreachable, the files of "
@@ -135,21 +141,57 @@ def _fetch_from(host: str, manifest: Manifest, entries: list[AgentEntry], run_di
     return done
 
 
-def _refill(run_dir: Path, fetched: list[AgentEntry]) -> None:
+def _fetch(launcher: Launcher, run_dir: Path, run_id: str, entry: AgentEntry) -> list[str]:
+    """The files of the agent's folder on its host, copied into its folder here, if that
+    folder is the one sixnines made for it; their names."""
+    where = entry.files_at or {}
+    folder = agent_folder(run_dir, entry.id)
+    if not _made_for(launcher, where["dir"], run_id, entry.id, folder) or \
+            not _holds_its_account(launcher, where, entry.id):
+        raise LaunchError(f"{where['dir']} on host {entry.host} is not the folder sixnines "
+                          f"makes for agent {entry.id} of run {run_id} (with its {DONE_FILE} "
+                          f"or {CHUNK_INDEX}): left alone, nothing fetched")
+    folder.mkdir(parents=True, exist_ok=True)
+    return launcher.fetch_left_files(where, folder)
+
+
+def _made_for(launcher: Launcher, remote: str, run_id: str, agent_id: str, folder: Path
+              ) -> bool:
+    """Whether `remote` is the folder the launcher gives an agent of a run (runner:
+    `<scenario>/<stamp>/<run id>/agents/<agent id>` under its work directory)."""
+    parts = PurePosixPath(remote).parts
+    if len(parts) < 6 or parts[-3:] != (run_id, AGENTS, agent_id):
+        return False
+    return launcher.workdir("/".join(parts[-5:]), folder) == remote
+
+
+def _holds_its_account(launcher: Launcher, where: dict[str, str], agent_id: str) -> bool:
+    """Whether the folder holds the agent's done.json (naming it), or, an agent killed
+    before it wrote one, its chunk index."""
+    done = launcher.read_left_file(where, DONE_FILE, MARKER_BYTES)
+    if done is None:
+        return launcher.read_left_file(where, CHUNK_INDEX, MARKER_BYTES) is not None
+    try:
+        account = json.loads(done)
+    except ValueError:
+        return False
+    return isinstance(account, dict) and account.get("agent_id") == agent_id
+
+
+def _refill(run_dir: Path, fetched: dict[str, list[str]]) -> None:
     """A run already brought to its end (its controller recorded it, or `report` recovered
     it) before these files arrived: their entries are filled from the agents' done.json,
     each file checked against its checksum, as a recovery does."""
     if not fetched:
         return
     manifest = read_manifest(run_dir)
-    ids = {entry.id for entry in fetched}
     problems = []
     for index, entry in enumerate(manifest.agents):
-        if entry.id in ids:
+        if entry.id in fetched:
             manifest.agents[index], found = recovered_entry(run_dir, entry)
             problems += found
     monitor = manifest.monitor
-    if monitor is not None and monitor.id in ids:
+    if monitor is not None and monitor.id in fetched:
         manifest.monitor, _ = recovered_entry(run_dir, monitor)
     manifest.problems = [*manifest.problems, *(p for p in problems
                                                if p not in manifest.problems)]
@@ -161,31 +203,56 @@ def _refill(run_dir: Path, fetched: list[AgentEntry]) -> None:
 def _unchecked_chunks(run_dir: Path, entry: AgentEntry) -> list[str]:
     """Chunks of an agent that left no done.json (killed), checked against its chunk
     index: one problem per chunk that does not match."""
-    folder = _out_dir(run_dir, entry)
-    if entry.artifacts or not folder.is_dir():
+    if entry.artifacts:
         return []
-    problems = []
-    for chunk in read_index(folder):
-        path = folder / chunk["file"]
-        if not path.is_file() or sha256_of(path) != chunk["sha256"]:
-            problems.append(f"{entry.id}: {chunk['file']} is missing or does not match its "
-                            "checksum in chunks.jsonl")
-    return problems
+    try:
+        listed = recorded_chunks(run_dir, entry).listed
+    except RefusedPath as refused:
+        return [f"{entry.id}: {refused}"]
+    return [f"{entry.id}: {path.name} is missing or does not match its checksum in "
+            f"{CHUNK_INDEX}" for path, line in listed if not _matches(path, line)]
 
 
-def _discard_safe_copies(run_dir: Path, manifest: Manifest, fetched: list[AgentEntry],
+def _matches(path: Path, line: dict) -> bool:
+    return against_record(path, Artifact(sha256=line["sha256"], bytes=line["bytes"]),
+                          INDEX) is None
+
+
+def _verified_here(run_dir: Path, entry: AgentEntry, launcher: Launcher,
+                   where: dict[str, str], fetched: list[str]) -> list[str]:
+    """The fetched files whose copy here is verified: against the checksum its done.json
+    gave, or, of an agent killed before writing one, its index line; the small files no
+    checksum covers (done.json, a killed agent's chunk index) byte for byte."""
+    verified = {name for name, artifact in entry.artifacts.items() if artifact.verified}
+    if not entry.artifacts:
+        verified |= {path.name for path, line in recorded_chunks(run_dir, entry).listed
+                     if _matches(path, line)}
+    for name in {DONE_FILE, CHUNK_INDEX} - verified:
+        local = agent_file(run_dir, entry.id, name)
+        if local.is_file() and launcher.read_left_file(where, name, MARKER_BYTES) == \
+                local.read_bytes():
+            verified.add(name)
+    return sorted(verified & set(fetched))
+
+
+def _discard_safe_copies(run_dir: Path, manifest: Manifest, fetched: dict[str, list[str]],
                          launchers: dict[str, Launcher], collected: Collected) -> None:
-    """Remove the remote copies of the files that arrived whole (`_whole`), and record
+    """Remove the remote copies of the files that arrived whole and verified, and record
     that those are here only; the others stay for another try."""
-    now = {entry.id: entry for entry in _remote_entries(manifest)}
-    for entry in fetched:
-        if not _whole(run_dir, now[entry.id]):
+    for entry in _remote_entries(manifest):
+        if entry.id not in fetched or _unchecked_chunks(run_dir, entry) or \
+                not all(a.verified for a in entry.artifacts.values()):
             continue
+        launcher, where = launchers[entry.host], entry.files_at  # type: ignore[index]
         try:
-            launchers[entry.host].discard_files(entry.files_at)
-        except LaunchError as exc:
+            verified = _verified_here(run_dir, entry, launcher, where, fetched[entry.id])
+            left = launcher.discard_left_files(where, verified)
+        except (LaunchError, RefusedPath) as exc:
             collected.problems.append(f"{entry.id}: its files are here, but removing the "
                                       f"remote copy failed: {exc}")
             continue
-        now[entry.id].files_at = None
+        if left:
+            collected.notes.append(f"{entry.id}: left in {where['dir']} on host "
+                                   f"{entry.host}, not verified here: {', '.join(left)}")
+        entry.files_at = None
     write_manifest(run_dir, manifest)

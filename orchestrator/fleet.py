@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from pydantic import ValidationError
+
+from sixnines.formats.document import first_error
+from sixnines.formats.run_files import shown
 from sixnines.orchestrator.hosts import LOCAL, ContainerHost, HostSpec, SshHost
 from sixnines.orchestrator.launchers.base import Launcher, LaunchError
 from sixnines.orchestrator.launchers.local import LocalLauncher
@@ -25,20 +29,29 @@ def launcher_for(spec: HostSpec) -> Launcher:
 
 def launcher_from_contact(host: str, contact: dict) -> Launcher:
     """A launcher reaching a host again as a manifest recorded it (`Launcher.contact`),
-    after the controller that used it is gone."""
-    if contact.get("kind") == "ssh":
-        from sixnines.orchestrator.launchers.ssh import SshLauncher
+    after the controller that used it is gone; LaunchError for a contact sixnines did not
+    write (the manifest was edited)."""
+    try:
+        if contact.get("kind") == "ssh":
+            from sixnines.orchestrator.launchers.ssh import SshLauncher
 
-        spec = SshHost(name=host, address=contact["address"], port=contact["port"],
-                       user=contact["user"], key=contact["key"] or None,
-                       known_hosts=contact["known_hosts"], workdir=contact["workdir"])
-        return SshLauncher(spec)
-    if contact.get("kind") == "container":
-        from sixnines.orchestrator.launchers.container import ContainerLauncher
+            spec = SshHost(name=host, address=contact["address"], port=contact["port"],
+                           user=contact["user"], key=contact["key"] or None,
+                           known_hosts=contact["known_hosts"], workdir=contact["workdir"])
+            return SshLauncher(spec)
+        if contact.get("kind") == "container":
+            from sixnines.orchestrator.launchers.container import ContainerLauncher
 
-        return ContainerLauncher(host, contact["docker"], session=contact["session"])
-    raise LaunchError(f"host {host}: the manifest's contact for it is not one sixnines "
-                      f"knows ({contact.get('kind')!r})")
+            return ContainerLauncher(host, str(contact["docker"]),
+                                     session=str(contact["session"]))
+    except KeyError as missing:
+        raise LaunchError(f"host {shown(host)}: the manifest's contact for it has no "
+                          f"{missing}") from None
+    except ValidationError as error:
+        raise LaunchError(f"host {shown(host)}: the manifest's contact for it is not one "
+                          f"sixnines wrote ({first_error(error)})") from None
+    raise LaunchError(f"host {shown(host)}: the manifest's contact for it is not one "
+                      f"sixnines knows ({shown(contact.get('kind'))})")
 
 
 class Fleet:

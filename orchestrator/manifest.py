@@ -12,8 +12,9 @@ from sixnines.formats.atomic import write_atomically
 from sixnines.formats.integrity import sha256_of
 from sixnines.formats.manifest import Artifact, BrokerRecord, Manifest, Sixnines, Workload
 from sixnines.formats.protocol import PROTOCOL_VERSION
+from sixnines.formats.run_files import MANIFEST as MANIFEST_FILE
+from sixnines.formats.run_files import RefusedPath, agent_file
 
-MANIFEST_FILE = "manifest.json"
 #: A run's status until its controller records the end (ok / partial / failed); still
 #: there afterwards, it means the controller was killed (orchestrator.recovery).
 RUNNING = "running"
@@ -36,15 +37,22 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> Path:
     return write_atomically(run_dir / MANIFEST_FILE, manifest.text(allow_nan=True))
 
 
-def verified_artifacts(agent_id: str, out_dir: Path, announced: dict
+def verified_artifacts(run_dir: Path, agent_id: str, announced: dict[str, Artifact | dict]
                        ) -> tuple[dict[str, Artifact], list[str]]:
     """An agent's files as it announced them ({name: {sha256, bytes}}), each checked
-    against the file in `out_dir` ("verified"), and a problem for each that fails."""
+    against its file in the run directory ("verified": reached through formats.run_files,
+    so a name that is no plain name, or a file that is none, never verifies), and a
+    problem for each that fails."""
     files, problems = {}, []
     for name, facts in announced.items():
-        path = out_dir / name
-        verified = path.is_file() and sha256_of(path) == facts["sha256"]
+        recorded = Artifact.model_validate(facts)
+        try:
+            path = agent_file(run_dir, agent_id, name)
+            verified = path.is_file() and sha256_of(path) == recorded.sha256
+            why = "is missing or does not match its checksum"
+        except RefusedPath as refused:
+            verified, why = False, f"is not used: {refused}"
         if not verified:
-            problems.append(f"{agent_id}: {name} is missing or does not match its checksum")
-        files[name] = Artifact(**facts, verified=verified)
+            problems.append(f"{agent_id}: {name} {why}")
+        files[name] = recorded.model_copy(update={"verified": verified})
     return files, problems

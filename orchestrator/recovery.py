@@ -7,6 +7,11 @@ done.json, their own account of the run (agents.artifacts). `recover` fills each
 entry from that account, checks every file against the checksum the agent computed, marks
 the run partial (failed when no agent left data) and says so in its problems, so
 `sixnines report` analyses what there is instead of refusing the directory.
+
+A done.json is read as any file of a results directory is (formats.run_files): within a
+size bound, only when it is a regular file inside the run, and what it claims is checked
+against the manifest's model (plain file names, counts that are numbers) before any file
+it names is looked at; one that fails is named, and its agent counts as having left none.
 """
 
 from __future__ import annotations
@@ -15,13 +20,22 @@ import time
 from pathlib import Path
 from typing import TypeVar
 
-from sixnines.agents.artifacts import read_done
-from sixnines.formats.chunks import kept_chunks
+from pydantic import TypeAdapter, ValidationError
+
+from sixnines.formats import protocol as p
+from sixnines.formats.chunks import index_of
+from sixnines.formats.document import first_error
 from sixnines.formats.integrity import Damaged, read_manifest
+from sixnines.formats.json_input import read_json
 from sixnines.formats.manifest import AgentEntry
 from sixnines.formats.records import DONE_FILE
+from sixnines.formats.run_files import RefusedPath, agent_file, json_bound
 from sixnines.orchestrator.manifest import RUNNING, verified_artifacts, write_manifest
 
+#: What a done.json's `extra` may fill of its agent's entry; any other field of the entry is
+#: the controller's to record (an agent's id, host or `files_at` never come from its file).
+DONE_FILLS = {"out_of_range", "duplicate_replies", "unexpected_replies"}
+DONE = TypeAdapter(p.Done)
 CONTROLLER_DIED = ("the controller stopped before the run ended (killed, or its machine "
                    "went down); the run was recovered from the files its agents wrote")
 
@@ -57,27 +71,60 @@ Entry = TypeVar("Entry", bound=AgentEntry)
 
 def closed_chunks(run_dir: Path, entry: AgentEntry) -> int:
     """How many chunks the index of an agent's folder here lists: what the analysis reads
-    of an agent that wrote no done.json (formats.chunks.kept_chunks)."""
-    return len(kept_chunks(run_dir / "agents" / entry.id).listed)
+    of an agent that wrote no done.json (formats.chunks.recorded_chunks); none when its
+    folder or index is not what it should be (the analysis names it)."""
+    try:
+        return len(index_of(run_dir, entry.id))
+    except RefusedPath:
+        return 0
 
 
 def recovered_entry(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
     """`entry` filled from the agent's done.json, and the problems to record."""
-    out_dir = run_dir / "agents" / entry.id
-    done = read_done(out_dir)
+    try:
+        path = agent_file(run_dir, entry.id, DONE_FILE)
+        done = read_done(path)
+    except RefusedPath as refused:
+        return _missing(entry, str(refused))
+    except (OSError, ValueError) as error:
+        return _missing(entry, f"{path}: not read ({error})")
     if done is None or done.agent_id != entry.id:
-        why = "left no results (stopped before it could write them)"
         if chunks := closed_chunks(run_dir, entry):
-            why = (f"wrote no account of its run ({DONE_FILE}); the {chunks:,} chunks its "
-                   f"index lists are analysed")
+            return _missing(entry, f"wrote no account of its run ({DONE_FILE}); the "
+                                   f"{chunks:,} chunks its index lists are analysed")
         if entry.files_at is not None:
-            why = (f"its files were not fetched from {entry.files_at['dir']} there; "
-                   "`sixnines collect` fetches them")
-        return entry.model_copy(update={"status": "missing"}), [
-            f"{entry.id} on host {entry.host}: {why}"]
-    artifacts, unverified = verified_artifacts(entry.id, out_dir, done.artifacts)
-    recovered = type(entry).model_validate({
-        **entry.as_json(), "status": done.status, "t0_ns": done.t0_ns, "sent": done.sent,
-        "received": done.received, **done.extra,
-        "artifacts": {name: a.as_json() for name, a in artifacts.items()}})
-    return recovered, [*done.problems, *unverified]
+            return _missing(entry, f"its files were not fetched from {entry.files_at['dir']} "
+                                   "there; `sixnines collect` fetches them")
+        return _missing(entry, "left no results (stopped before it could write them)")
+    extra = {key: value for key, value in done.extra.items()
+             if key in DONE_FILLS or key not in AgentEntry.model_fields}
+    try:
+        claimed = type(entry).model_validate({
+            **entry.as_json(), "status": done.status, "t0_ns": done.t0_ns, "sent": done.sent,
+            "received": done.received, **extra, "artifacts": done.artifacts})
+    except ValidationError as error:
+        return _missing(entry, f"{path}: not an agent's account ({first_error(error)}): "
+                               "edited or damaged")
+    artifacts, unverified = verified_artifacts(run_dir, entry.id, claimed.artifacts)
+    problems = [problem for problem in done.problems if isinstance(problem, str)]
+    return claimed.model_copy(update={"artifacts": artifacts}), [*problems, *unverified]
+
+
+def read_done(path: Path) -> p.Done | None:
+    """The `done` an agent kept at `path` (formats.run_files.agent_file), None when there
+    is none; RefusedPath, OSError or ValueError when it cannot be one."""
+    if not path.exists():
+        return None
+    body = read_json(path, json_bound([path.parent]))
+    if not isinstance(body, dict) or body.get("type") != p.Done.TYPE:
+        raise ValueError("not an agent's `done`")
+    try:
+        return DONE.validate_python({key: value for key, value in body.items()
+                                     if key != "type"})
+    except ValidationError as error:
+        raise ValueError(first_error(error)) from None
+
+
+def _missing(entry: Entry, why: str) -> tuple[Entry, list[str]]:
+    return entry.model_copy(update={"status": "missing"}), [
+        f"{entry.id} on host {entry.host}: {why}"]

@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from rich.console import Console
 from rich.table import Table
@@ -50,10 +50,10 @@ def find_run_dirs(path: Path) -> list[Path]:
     """A run directory itself, or every run directory inside a results directory; refused
     (exit 2) while a run among them is still going: its manifest is its controller's to
     write until the end (formats.controller_lock)."""
-    if (path / MANIFEST_FILE).is_file():
+    if os.path.lexists(path / MANIFEST_FILE):  # whatever it is: its check names it
         runs = [path]
     else:
-        runs = sorted(d for d in path.iterdir() if (d / MANIFEST_FILE).is_file()) \
+        runs = sorted(d for d in path.iterdir() if os.path.lexists(d / MANIFEST_FILE)) \
             if path.is_dir() else []
     if not runs:
         raise AnalysisError(f"{path}: no run directory (with {MANIFEST_FILE}) found there")
@@ -128,7 +128,7 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
     env = {**os.environ, "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
     log_path.parent.mkdir(parents=True, exist_ok=True)
     logging.getLogger(__name__).info("analysis: %s (its log: %s)", " ".join(argv), log_path)
-    with open(log_path, "ab") as log:  # an interrupt stops the job (and its JVM): see above
+    with _log_file(log_path) as log:  # an interrupt stops the job (and its JVM): see above
         _, output = run_guarded(argv, env, None, stderr=log)
     results = {}
     for line in output.splitlines():
@@ -140,13 +140,28 @@ def _run_spark_job(run_dirs: list[Path], spark_master: str, log_path: Path,
     return results
 
 
+def _log_file(path: Path) -> BinaryIO:
+    """The analysis log, opened to append. The results directory may have come from
+    anywhere: a link or a FIFO in its place is removed, never written through or waited
+    on."""
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        try:
+            path.unlink()
+        except OSError as error:
+            raise AnalysisError(f"{path}: {error.strerror}; it cannot be the analysis "
+                                "log") from None
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    return open(os.open(path, flags, 0o644), "ab")
+
+
 def _unanalysed(run_dir: Path, problem: str | None) -> RunSummary:
     """A run without an analysis: failed, or corrupt when its manifest cannot be read."""
     manifest, unusable = manifest_or_problem(run_dir)
-    manifest = manifest or Manifest()
-    return RunSummary(run_id=manifest.run_id or run_dir.name, system=manifest.system,
-                      params=manifest.params, status=CORRUPT if unusable else FAILED,
-                      problems=[*manifest.problems,
+    known = dict(run_id=run_dir.name, system=None, params={}) if manifest is None else \
+        dict(run_id=manifest.run_id or run_dir.name, system=manifest.system,
+             params=manifest.params)
+    return RunSummary(**known, status=CORRUPT if unusable else FAILED,
+                      problems=[*(manifest.problems if manifest else []),
                                 *(line for line in (unusable, problem) if line)])
 
 

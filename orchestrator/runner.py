@@ -638,7 +638,7 @@ class Run:
 
     def _verified(self, agent: AgentHandle) -> dict[str, Artifact]:
         """Artifacts as announced, each checked against the file on disk."""
-        files, problems = verified_artifacts(agent.plan.agent_id, agent.out_dir,
+        files, problems = verified_artifacts(self.run_dir, agent.plan.agent_id,
                                              agent.done.artifacts)
         self._problems_of(agent).extend(problems)
         return files

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from sixnines.formats.chunks import kept_chunks, message_files
+from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import MESSAGES, MESSAGES_FILE
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Load, Role
@@ -49,13 +49,12 @@ REPLY_ONLY = ("recv_ns", "consumer_id", "rx_index")
 
 def message_paths(run_dir: Path, manifest: Manifest) -> dict[str, tuple[Role, list[Path]]]:
     """{agent_id: (role, its per-message files)} for the manifest's agents that left any:
-    its chunks in order, or its messages.parquet (formats.chunks). Of an agent that died
-    (it never reported), only the chunks its index lists: whatever its role, what it closed
-    before it died is read the same way (spark_jobs.delivery says what it means)."""
+    the chunks its index lists in order, or its messages.parquet (formats.chunks.
+    recorded_chunks). An agent that died (it never reported) is read the same way, whatever
+    its role: what it closed before it died (spark_jobs.delivery says what it means)."""
     found = {}
     for agent in manifest.agents:
-        folder = Path(run_dir) / "agents" / agent.id
-        paths = kept_chunks(folder).paths if agent.died else message_files(folder)
+        paths = recorded_chunks(run_dir, agent).paths
         if agent.role in RECORDING and paths:
             found[agent.id] = (agent.role, paths)
     return found

@@ -60,6 +60,7 @@ import argparse
 import functools
 import json
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -71,10 +72,11 @@ from pyspark.sql import SparkSession
 
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
-from sixnines.formats.chunks import kept_chunks
+from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.lag import lag_warnings
 from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.records import HLOG_FILE
+from sixnines.formats.run_files import MANIFEST, REPORT, agent_file, report_folder
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
 from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
 from sixnines.formats.vocabulary import RECORDING, Role
@@ -84,8 +86,7 @@ from sixnines.spark_jobs.session import spark_session
 
 log = logging.getLogger("sixnines.analyze")
 
-MANIFEST = "manifest.json"
-REPORT_DIR = "report"
+REPORT_DIR = REPORT
 SUMMARY = "summary.json"
 SERIES = "series.json"
 
@@ -100,12 +101,13 @@ class Checked:
     """A run dir after the checks made before Spark reads anything (spark_jobs.integrity).
 
     damaged: one line per file failing them; the run is then refused whole and the other
-    fields stay empty. Otherwise messages (agent_id → (role, its message files)), hlogs
-    (agent_id → its hlog, read by the first pass), notes on missing hlogs.
+    fields stay empty (the manifest too, when it is what failed). Otherwise messages
+    (agent_id → (role, its message files)), hlogs (agent_id → its hlog, read by the first
+    pass), notes on missing hlogs and on chunk files not read.
     """
 
     run_dir: Path
-    manifest: Manifest
+    manifest: Manifest | None
     damaged: list[str] = field(default_factory=list)
     messages: dict[str, tuple[Role, list[Path]]] = field(default_factory=dict)
     hlogs: dict[str, Path] = field(default_factory=dict)
@@ -118,7 +120,7 @@ def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
     notes: list[str] = []
     hlogs: dict[str, Path] = {}
     for agent_id, (role, _) in messages.items():
-        hlog = run_dir / "agents" / agent_id / HLOG_FILE
+        hlog = agent_file(run_dir, agent_id, HLOG_FILE)
         if hlog.is_file():
             hlogs[agent_id] = hlog
         else:
@@ -144,10 +146,10 @@ RELAY_DIED = ("died mid-run: requests it may have received after the latest one 
 def _died_notes(run_dir: Path, manifest: Manifest,
                 messages: dict[str, tuple[Role, list[Path]]], logged_s: dict[str, float]
                 ) -> list[str]:
-    """What is read of each sending or receiving agent that died, and what is not: the
-    chunks its index lists are analysed, its hlog as far as it was written (`logged_s`:
-    seconds from its start); chunk files the index does not list are named and ignored. A
-    responder that died leaves no records: what its death means for the requests is said."""
+    """What is read of each sending or receiving agent that died: the chunks its index
+    lists are analysed, its hlog as far as it was written (`logged_s`: seconds from its
+    start). A responder that died leaves no records: what its death means for the requests
+    is said."""
     notes = []
     for agent in manifest.agents:
         if agent.died and agent.role == Role.RESPONDER:
@@ -155,7 +157,7 @@ def _died_notes(run_dir: Path, manifest: Manifest,
                          + RELAY_DIED)
         if not (agent.died and agent.role in RECORDING):
             continue
-        kept = kept_chunks(run_dir / "agents" / agent.id)
+        kept = recorded_chunks(run_dir, agent)
         if agent.id in messages:
             rows = sum(line["rows"] for _, line in kept.listed)
             meaning = DIED_MEANING.get(agent.role)
@@ -165,8 +167,19 @@ def _died_notes(run_dir: Path, manifest: Manifest,
                          f"mid-run: the {len(kept.listed):,} chunks its index lists are "
                          f"analysed ({rows:,} records{hlog})"
                          + (f": {meaning}" if meaning else ""))
-        notes += [f"agent {agent.id}: {path.name} is not in its chunk index (closed as it "
-                  "died): not analysed" for path in kept.unlisted]
+    return notes
+
+
+def _unread_notes(run_dir: Path, manifest: Manifest) -> list[str]:
+    """A note naming each chunk file in an agent's folder that is not read: its index (and,
+    when it reported, its manifest entry) does not list it (formats.chunks)."""
+    notes = []
+    for agent in manifest.agents:
+        listed = ("in its chunk index (closed as it died)" if agent.died else
+                  "among the chunks its index and its manifest entry list" if agent.artifacts
+                  else "in its chunk index")
+        notes += [f"agent {agent.id}: {path.name} is not {listed}: not analysed"
+                  for path in recorded_chunks(run_dir, agent).unlisted]
     return notes
 
 
@@ -187,13 +200,14 @@ def check_run(run_dir: Path) -> Checked:
     try:
         manifest = integrity.read_manifest(run_dir)
     except integrity.Damaged as damaged:
-        return Checked(run_dir, Manifest(), damaged.problems)
+        return Checked(run_dir, None, damaged.problems)
     damaged = integrity.problems(run_dir, manifest)
     if damaged:
         return Checked(run_dir, manifest, damaged)
     messages = agent_rows.message_paths(run_dir, manifest)
     notes, hlogs = _hlog_paths(messages, run_dir)
-    return Checked(run_dir, manifest, damaged, messages, hlogs, notes)
+    return Checked(run_dir, manifest, damaged, messages, hlogs,
+                   [*notes, *_unread_notes(run_dir, manifest)])
 
 
 def _absent(manifest: Manifest, messages: dict[str, tuple[Role, list[Path]]]
@@ -228,25 +242,28 @@ def _absent_notes(absent: list[AgentEntry], workload: Workload, sent: int) -> li
 
 
 def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None,
-            drained_out: list[str]) -> str | None:
+            drained_out: list[str], absent: list[AgentEntry]) -> str | None:
     """The manifest's status, made partial when the data show more than the run knew:
     deliveries of unknown fate, a drain that ran out while the system still held
-    messages, or hlogs that disagree with the raw records."""
-    doubtful = counts["unknown"] > 0 or bool(drained_out) or agrees is False
+    messages, hlogs that disagree with the raw records, or an agent that died or left no
+    records (a manifest saying `ok` then was edited)."""
+    doubtful = counts["unknown"] > 0 or bool(drained_out) or agrees is False or \
+        bool(absent) or any(agent.died for agent in manifest.agents)
     return worst(manifest.status, PARTIAL if doubtful else OK)
 
 
 def clear_report(run_dir: Path) -> None:
     """Remove what an earlier analysis wrote: no figure may outlive a new verdict."""
+    report = report_folder(run_dir)
     for name in (SUMMARY, SERIES, *(f"{metric}.hgrm" for metric in summarize.METRICS)):
-        (run_dir / REPORT_DIR / name).unlink(missing_ok=True)
+        (report / name).unlink(missing_ok=True)
 
 
 def _write_report(run_dir: Path, files: dict[str, str]) -> None:
     """All of a run's report files or none: each whole or not at all (formats.atomic),
     summary.json last, and those written removed again when one fails (a full disk:
     WriteFailure names that file)."""
-    report = run_dir / REPORT_DIR
+    report = report_folder(run_dir)
     try:
         report.mkdir(exist_ok=True)
     except OSError as error:
@@ -270,11 +287,12 @@ def refused(checked: Checked) -> RunSummary:
     """The summary of a run whose files fail their checks: status corrupt, the files and
     what is wrong with each in its problems, no figure."""
     manifest = checked.manifest
-    summary = RunSummary(
-        run_id=manifest.run_id or checked.run_dir.name, system=manifest.system,
-        params=manifest.params, load=load_of(manifest.params), broker=_broker(manifest),
-        status=CORRUPT, problems=[*manifest.problems, *checked.damaged, NOT_ANALYSED],
-        warnings=[])
+    known = dict(run_id=checked.run_dir.name, system=None, params={}) if manifest is None \
+        else dict(run_id=manifest.run_id, system=manifest.system, params=manifest.params,
+                  load=load_of(manifest.params), broker=_broker(manifest))
+    summary = RunSummary(**known, status=CORRUPT,
+                         problems=[*(manifest.problems if manifest else []),
+                                   *checked.damaged, NOT_ANALYSED], warnings=[])
     _write_report(checked.run_dir, {SUMMARY: summary.text()})
     return summary
 
@@ -339,7 +357,8 @@ def report(checked: Checked, figured: passes.Figures) -> RunSummary:
     figures = summarize.summary_figures(metrics)
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params, load=load,
-        broker=_broker(manifest), status=_status(manifest, counts, agrees, figured.drained_out),
+        broker=_broker(manifest),
+        status=_status(manifest, counts, agrees, figured.drained_out, absent),
         problems=[*manifest.problems, *problems], notes=facts,
         **{key: int(counts[key]) for key in
            ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
@@ -461,7 +480,8 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
 
 
 def _check(run_dirs: list[Path]) -> None:
-    missing = [str(d) for d in run_dirs if not (Path(d) / MANIFEST).is_file()]
+    """Each is a run directory: one whose manifest is no file is refused by its checks."""
+    missing = [str(d) for d in run_dirs if not os.path.lexists(Path(d) / MANIFEST)]
     if missing:
         raise FileNotFoundError(f"no {MANIFEST} in: {', '.join(missing)}")
 

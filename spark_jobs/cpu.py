@@ -41,6 +41,7 @@ import pyarrow.parquet as pq
 from sixnines.formats import hdr
 from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.records import CPU_FILE
+from sixnines.formats.run_files import agent_file
 from sixnines.formats.summary import Cpu, CpuSide, LoopTime
 from sixnines.formats.vocabulary import SENDERS, Role
 from sixnines.spark_jobs.distribution import Detail, median_bucket
@@ -206,7 +207,7 @@ def _samples(run_dir: Path, manifest: Manifest, entry: AgentEntry, notes: list[s
              ) -> Samples | None:
     """A process's samples; one that died (the monitor keeps its samples as it goes) is
     placed by the start instant it was sent (Manifest.t0_of)."""
-    path = run_dir / "agents" / str(entry.id) / CPU_FILE
+    path = agent_file(run_dir, str(entry.id), CPU_FILE)
     t0_ns = manifest.t0_of(entry)
     if path.is_file() and t0_ns is not None:
         return Samples.read(path, t0_ns)

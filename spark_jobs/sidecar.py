@@ -32,8 +32,9 @@ import time
 from pathlib import Path
 
 from sixnines.formats import integrity
-from sixnines.formats.chunks import read_index
+from sixnines.formats.chunks import index_of
 from sixnines.formats.manifest import Artifact, Manifest
+from sixnines.formats.run_files import agent_file, agent_folder
 from sixnines.formats.vocabulary import RECORDING
 from sixnines.spark_jobs import analyze, delivery, passes
 from sixnines.spark_jobs.follow import RunFollower
@@ -92,13 +93,14 @@ class Sidecar:
 
     def _closed(self, agent_id: str) -> list[Path]:
         """The agent's chunks its index lists, each new one checked against its line."""
-        folder = self.run_dir / "agents" / agent_id
+        folder = agent_folder(self.run_dir, agent_id)
         read = self.read.setdefault(agent_id, {})
-        for entry in read_index(folder):
+        for entry in index_of(self.run_dir, agent_id):
             name = entry["file"]
             if name not in read:
                 line = Artifact(sha256=entry["sha256"], bytes=entry["bytes"])
-                problem = integrity.against_record(folder / name, line, integrity.INDEX)
+                problem = integrity.against_record(agent_file(self.run_dir, agent_id, name),
+                                                   line, integrity.INDEX)
                 if problem:
                     raise ValueError(problem)
                 read[name] = entry["sha256"]
@@ -138,7 +140,7 @@ class Sidecar:
             for name, sha256 in self.read.get(agent.id, {}).items():
                 recorded = agent.artifacts.get(name)
                 if recorded is None or recorded.sha256 != sha256:
-                    return str(self.run_dir / "agents" / agent.id / name)
+                    return str(agent_file(self.run_dir, agent.id, name))
         return None
 
     def _not_followed(self, why: str) -> dict[str, str]:

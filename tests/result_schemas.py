@@ -15,6 +15,7 @@ import functools
 import json
 import os
 from pathlib import Path
+from stat import S_ISREG
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -68,7 +69,8 @@ def unchecked_problems(base: Path) -> list[str]:
             path = Path(folder) / name
             try:
                 stat = path.stat()
-                if _checked.get(path) == (stat.st_mtime_ns, stat.st_size):
+                if _checked.get(path) == (stat.st_mtime_ns, stat.st_size) or \
+                        not S_ISREG(stat.st_mode):  # a FIFO put there on purpose: not read
                     continue
                 document = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError, RecursionError):

@@ -28,7 +28,7 @@ def recorded(results: Path, runs: dict[str, str], created_at: float = 1.7e9) -> 
     for run_id, status in runs.items():
         (results / run_id / "agents").mkdir(parents=True)
         manifest = {"scenario": results.parent.name, "run_id": run_id, "status": status,
-                    "created_at": created_at}
+                    "created_at": created_at, "agents": []}
         (results / run_id / MANIFEST_FILE).write_text(json.dumps(manifest))
     return results
 

@@ -72,15 +72,19 @@ def test_without_a_checksum_a_parquet_file_must_decode(tmp_path):
     assert problem.endswith("no checksum recorded") and "\n" not in problem
 
 
+RUN = '"run_id": "x", "status": "ok"'
+
+
 @pytest.mark.parametrize(("text", "finding"), [
     ('{"run_id": "x", "agents": [', "not valid JSON (Expecting value: line 1 column 28"),
     ("[1, 2]", "not a sixnines manifest (not a JSON object)"),
-    ('{"agents": [{"role": "consumer"}]}', "not a sixnines manifest (`agents[0].id`: Field "
-     "required)"),
-    ('{"agents": [{"id": "c", "artifacts": []}]}', "(`agents[0].artifacts`: Input should be a "
-     "valid dictionary)"),
-    ('{"agents": [], "throughput_window": "many"}', "(`throughput_window`: Input should be a "
-     "valid integer"),
+    (f'{{{RUN}, "agents": [{{"role": "consumer"}}]}}', "not a sixnines manifest "
+     "(`agents[0].id`: Field required)"),
+    (f'{{{RUN}, "agents": [{{"id": "c", "artifacts": []}}]}}', "(`agents[0].artifacts`: Input "
+     "should be a valid dictionary)"),
+    (f'{{{RUN}, "agents": [], "throughput_window": "many"}}', "(`throughput_window`: Input "
+     "should be a valid integer"),
+    ("{}", "not a sixnines manifest (no run_id, status, agents)"),
 ])
 def test_an_unusable_manifest_is_named(tmp_path, text, finding):
     (tmp_path / "manifest.json").write_text(text)

@@ -23,7 +23,7 @@ SHAPES = {
     SUMMARY: {1: "87d47d8c6e5f5765", 2: "64fdf974a8fc97d5", 3: "64fdf974a8fc97d5",
               4: "fe5e4adce5b81996", 5: "e17d1e64662aa302"},
     MANIFEST: {1: "63fd376dff80d39a", 2: "6a1c32a770d4c7f4", 3: "d94aee0e3204e6c7",
-               4: "830b66f822739f8b", 5: "9ecebca4e558eeaf", 6: "536ef85425d7cfc0"},
+               4: "830b66f822739f8b", 5: "9ecebca4e558eeaf", 6: "164eb10a76095fd0"},
 }
 MODULES = {SUMMARY: summary, MANIFEST: manifest}
 SCENARIO = """
@@ -144,7 +144,8 @@ def test_an_older_manifest_reads_with_the_promised_fallbacks(tmp_path):
 
 
 def test_a_manifest_that_breaks_the_model_is_one_line_refusal(tmp_path):
-    (tmp_path / "manifest.json").write_text('{"agents": [{"id": "p", "sent": "many"}]}')
+    (tmp_path / "manifest.json").write_text(
+        '{"run_id": "01", "status": "ok", "agents": [{"id": "p", "sent": "many"}]}')
     with pytest.raises(Damaged) as caught:
         read_manifest(tmp_path)
     assert caught.value.problems == [

@@ -170,14 +170,29 @@ class Launcher(ABC):
         """Reach the host now (LaunchError if it cannot be reached), so that a host that
         is gone is found once, not once per thing to do there."""
 
-    def fetch_files(self, files_at: dict[str, str], local_dir: Path) -> None:
-        """Copy the files a process left at `files_at` (its `Process.files_at`) into
-        `local_dir`, with no process to ask: it is gone, and so is its controller.
-        Raises LaunchError (unreachable host, files gone)."""
+    # -- files a process left behind (`sixnines collect`) ------------------------------------
+    # `files_at` comes from a manifest, which may have been edited: a launcher touches only
+    # the regular files directly in a folder under its own work directory (LaunchError
+    # otherwise), and writes each into `local_dir` whole under its own name (formats.atomic:
+    # a link waiting there is replaced, never followed).
+
+    def read_left_file(self, files_at: dict[str, str], name: str, max_bytes: int
+                       ) -> bytes | None:
+        """The content of the regular file `name` a process left at `files_at` (its
+        `Process.files_at`), None when there is none; LaunchError when it is larger than
+        `max_bytes` or cannot be read (unreachable host)."""
         raise LaunchError(f"host {self.host}: its processes' files cannot be fetched later")
 
-    def discard_files(self, files_at: dict[str, str]) -> None:  # noqa: B027 (none kept)
-        """Remove what holds those files on the host, once they are safe here."""
+    def fetch_left_files(self, files_at: dict[str, str], local_dir: Path) -> list[str]:
+        """Copy every regular file a process left at `files_at` into `local_dir`, with no
+        process to ask: it is gone, and so is its controller; their names. Raises
+        LaunchError (unreachable host, files gone)."""
+        raise LaunchError(f"host {self.host}: its processes' files cannot be fetched later")
+
+    def discard_left_files(self, files_at: dict[str, str], names: list[str]) -> list[str]:
+        """Remove those of the files at `files_at` (fetched, and verified here), nothing
+        else; the names of the files still there."""
+        return []
 
     def workdir(self, key: str, local_dir: Path) -> str:
         """Where the files of `key` (`<scenario>/<stamp>/<run-id>/...`, whose controller

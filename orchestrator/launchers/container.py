@@ -37,6 +37,8 @@ from docker.models.images import Image
 from docker.utils import socket as frames
 
 from sixnines.formats import protocol as p
+from sixnines.formats.atomic import atomic_path
+from sixnines.formats.run_files import name_problem, plain_name
 from sixnines.orchestrator.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
 from sixnines.orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
 
@@ -45,6 +47,7 @@ BASE_IMAGE_VARIABLE = "SIXNINES_BASE_IMAGE"
 AGENT_REPOSITORY = "sixnines-agent"
 BUILD_ID_LABEL = "sixnines.build-id"
 LABEL = "sixnines"
+WORKDIR = "/work"  # in each container: where a process writes its files
 API_TIMEOUT_S = 60
 BUILD_TIMEOUT_S = 1800  # pip installs the wheels silently: no output for a minute or more
 ENGINE_MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}  # Docker's names → platform's
@@ -174,7 +177,7 @@ class ContainerLauncher(Launcher):
         """`image`: the agent image to use as it is (default: built here from the bundle,
         FROM `base_image`, default $SIXNINES_BASE_IMAGE or the Dockerfile's own).
         `session`: the label of an earlier launcher's containers, to reach them again
-        (`close` then leaves them: `discard_files` removes each once its files are safe)."""
+        (`close` then leaves them: `discard_left_files` removes each once its files are safe)."""
         self.host = host
         self.url = url
         self.address = address
@@ -186,6 +189,7 @@ class ContainerLauncher(Launcher):
         self._session = session or uuid.uuid4().hex  # labels every container it creates
         self._reaching_again = session is not None
         self._files: dict[str, str] = {}
+        self._left: dict[str, list[str]] = {}  # container id → the files fetched from it
 
     # -- host ------------------------------------------------------------------------------
     def prepare(self) -> dict:
@@ -272,13 +276,60 @@ class ContainerLauncher(Launcher):
     def contact(self) -> dict[str, str | int]:
         return {"kind": "container", "docker": self.url, "session": self._session}
 
-    def fetch_files(self, files_at: dict[str, str], local_dir: Path) -> None:
-        fetch_from(self._container(files_at), files_at["dir"], local_dir)
+    def _left_container(self, files_at: dict[str, str]) -> Container:
+        """The container holding `files_at`, if this launcher's session started it and the
+        folder is under the work directory; LaunchError otherwise."""
+        container = self._container(files_at)
+        labels = container.labels or {}
+        if labels.get(LABEL) != "1" or labels.get(f"{LABEL}.launcher") != self._session or \
+                not PurePosixPath(files_at["dir"]).is_relative_to(WORKDIR):
+            raise LaunchError(f"container host {self.host}: container {container.short_id} "
+                              f"({files_at['dir']}) is not one of this run's sixnines: left "
+                              "alone")
+        return container
 
-    def discard_files(self, files_at: dict[str, str]) -> None:
-        """The container itself (exited: its process saw its input end)."""
+    def read_left_file(self, files_at: dict[str, str], name: str, max_bytes: int
+                       ) -> bytes | None:
+        container = self._left_container(files_at)
+        path = f"{files_at['dir']}/{plain_name(name, 'file name')}"
+        try:
+            chunks, _ = container.get_archive(path)
+            with tarfile.open(fileobj=io.BufferedReader(ChunkReader(chunks)), mode="r|") as tar:
+                member = next(iter(tar), None)
+                if member is None or not member.isfile():
+                    return None
+                data = tar.extractfile(member).read(max_bytes + 1)  # type: ignore[union-attr]
+        except NotFound:
+            return None
+        except (APIError, requests.RequestException, tarfile.TarError) as exc:
+            raise LaunchError(f"container host {self.host}: reading {path} failed: "
+                              f"{exc}") from exc
+        if len(data) > max_bytes:
+            raise LaunchError(f"container host {self.host}: {path} is larger than "
+                              f"{max_bytes:,} bytes, more than a sixnines agent writes")
+        return data
+
+    def fetch_left_files(self, files_at: dict[str, str], local_dir: Path) -> list[str]:
+        container = self._left_container(files_at)
+        try:
+            chunks, _ = container.get_archive(files_at["dir"])
+            names = untar_files(io.BufferedReader(ChunkReader(chunks)), local_dir)
+        except (APIError, requests.RequestException, tarfile.TarError, OSError) as exc:
+            raise LaunchError(f"container host {self.host}: fetching {files_at['dir']} from "
+                              f"container {container.short_id} failed: {exc}") from exc
+        self._left[container.id] = names
+        return names
+
+    def discard_left_files(self, files_at: dict[str, str], names: list[str]) -> list[str]:
+        """The container itself (exited: its process saw its input end), once every file
+        fetched from it is among `names`; else it stays whole."""
+        container = self._left_container(files_at)
+        fetched = self._left.get(container.id)
+        if fetched is None or not set(fetched) <= set(names):
+            return sorted(fetched or [])
         with contextlib.suppress(NotFound):
-            self._container(files_at).remove(force=True)
+            container.remove(force=True)
+        return []
 
     def _container(self, files_at: dict[str, str]) -> Container:
         try:
@@ -290,7 +341,7 @@ class ContainerLauncher(Launcher):
             raise LaunchError(f"container host {self.host}: {exc}") from None
 
     def workdir(self, key: str, local_dir: Path) -> str:
-        return f"/work/{key}"
+        return f"{WORKDIR}/{key}"
 
     def write_file(self, path: str, content: str) -> None:
         """Containers share no file system: the file is put into every container started
@@ -467,6 +518,23 @@ def untar(stream: IO[bytes], local_dir: Path) -> None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 with archive.extractfile(member) as source, open(target, "wb") as sink:
                     shutil.copyfileobj(source, sink)
+
+
+def untar_files(stream: IO[bytes], local_dir: Path) -> list[str]:
+    """Extract the regular files directly in the archived directory into `local_dir`, each
+    whole under its own plain name (formats.atomic); nothing else in the archive is
+    written. Their names."""
+    names = []
+    with tarfile.open(fileobj=stream, mode="r|") as archive:
+        for member in archive:
+            parts = PurePosixPath(member.name).parts
+            if len(parts) != 2 or not member.isfile() or name_problem(parts[1]) is not None:
+                continue
+            with archive.extractfile(member) as source, \
+                    atomic_path(local_dir / parts[1]) as temp, open(temp, "wb") as sink:
+                shutil.copyfileobj(source, sink)
+            names.append(parts[1])
+    return sorted(names)
 
 
 def tar_files(files: dict[str, str]) -> bytes:

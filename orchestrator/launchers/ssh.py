@@ -28,6 +28,8 @@ from pathlib import Path, PurePosixPath
 
 import paramiko
 
+from sixnines.formats.atomic import atomic_path
+from sixnines.formats.run_files import name_problem, plain_name
 from sixnines.orchestrator.bundle import Bundle, BundleError, build_bundle
 from sixnines.orchestrator.hosts import SshHost
 from sixnines.orchestrator.launchers.base import (
@@ -258,24 +260,67 @@ class SshLauncher(Launcher):
         with self._sftp() as sftp:
             _get_tree(sftp, remote_dir, local_dir)
 
-    def fetch_files(self, files_at: dict[str, str], local_dir: Path) -> None:
+    def _left_folder(self, files_at: dict[str, str], sftp: paramiko.SFTPClient) -> str:
+        """`files_at`'s folder, if it is one under this host's work directory for runs with
+        no link on the way (the host resolves it); LaunchError otherwise."""
+        folder, runs = files_at["dir"], self.root / "runs"
+        path = PurePosixPath(folder)
+        if not path.is_relative_to(runs) or path == runs or ".." in path.parts or \
+                sftp.normalize(folder) != folder:
+            raise LaunchError(f"{self.label}: {folder} is not a folder under its work "
+                              f"directory {runs}: left alone")
+        return folder
+
+    def read_left_file(self, files_at: dict[str, str], name: str, max_bytes: int
+                       ) -> bytes | None:
+        plain_name(name, "file name")
         try:
-            self.fetch_dir(files_at["dir"], local_dir)
+            with self._sftp() as sftp:
+                path = f"{self._left_folder(files_at, sftp)}/{name}"
+                if not stat.S_ISREG(sftp.lstat(path).st_mode or 0):
+                    return None
+                with sftp.open(path, "rb") as remote:
+                    data = remote.read(max_bytes + 1)
+        except FileNotFoundError:
+            return None
+        except (OSError, paramiko.SSHException) as exc:
+            raise LaunchError(f"{self.label}: reading {files_at['dir']}/{name} failed: "
+                              f"{exc}") from None
+        if len(data) > max_bytes:
+            raise LaunchError(f"{self.label}: {files_at['dir']}/{name} is larger than "
+                              f"{max_bytes:,} bytes, more than a sixnines agent writes")
+        return data
+
+    def fetch_left_files(self, files_at: dict[str, str], local_dir: Path) -> list[str]:
+        fetched = []
+        try:
+            with self._sftp() as sftp:
+                folder = self._left_folder(files_at, sftp)
+                for entry in _left_files(sftp, folder):
+                    with atomic_path(local_dir / entry) as temp:
+                        sftp.get(f"{folder}/{entry}", str(temp))
+                    fetched.append(entry)
         except FileNotFoundError:
             raise LaunchError(f"{self.label}: {files_at['dir']} is not there (removed, or "
                               "never written)") from None
         except (OSError, paramiko.SSHException) as exc:
             raise LaunchError(f"{self.label}: fetching {files_at['dir']} failed: "
                               f"{exc}") from None
+        return fetched
 
-    def discard_files(self, files_at: dict[str, str]) -> None:
+    def discard_left_files(self, files_at: dict[str, str], names: list[str]) -> list[str]:
         try:
-            done = self._run_line(shlex.join(["rm", "-rf", files_at["dir"]]), ["rm"], 60.0)
+            with self._sftp() as sftp:
+                folder = self._left_folder(files_at, sftp)
+                for name in set(names) & set(_left_files(sftp, folder)):
+                    sftp.remove(f"{folder}/{name}")
+                left = sorted(sftp.listdir(folder))
+                if not left:
+                    sftp.rmdir(folder)
         except (OSError, paramiko.SSHException) as exc:
-            raise LaunchError(f"{self.label}: {exc}") from None
-        if done.code != 0:
-            raise LaunchError(f"{self.label}: rm -rf {files_at['dir']} failed (exit "
-                              f"{done.code}): {done.output.strip()[-300:]}")
+            raise LaunchError(f"{self.label}: removing files of {files_at['dir']} failed: "
+                              f"{exc}") from None
+        return left
 
     # -- preparing the host ----------------------------------------------------------------
     def prepare(self) -> dict:
@@ -453,6 +498,13 @@ class SshProcess(Process):
 
     def fetch(self, remote_dir: str, local_dir: Path) -> None:
         self._launcher.fetch_dir(remote_dir, local_dir)
+
+
+def _left_files(sftp: paramiko.SFTPClient, folder: str) -> list[str]:
+    """The regular files directly in `folder` with plain names (the listing's attributes
+    are the entries' own, so a link is no regular file)."""
+    return sorted(entry.filename for entry in sftp.listdir_attr(folder)
+                  if stat.S_ISREG(entry.st_mode or 0) and name_problem(entry.filename) is None)
 
 
 def _get_tree(sftp: paramiko.SFTPClient, remote_dir: str, local_dir: Path) -> None:
