@@ -34,7 +34,8 @@ from sixnines.orchestrator.manifest import RUNNING, verified_artifacts, write_ma
 
 #: What a done.json's `extra` may fill of its agent's entry; any other field of the entry is
 #: the controller's to record (an agent's id, host or `files_at` never come from its file).
-DONE_FILLS = {"out_of_range", "duplicate_replies", "unexpected_replies"}
+DONE_FILLS = {"out_of_range", "duplicate_replies", "unexpected_replies", "cut_short",
+              "drain_ended_ns"}
 DONE = TypeAdapter(p.Done)
 CONTROLLER_DIED = ("the controller stopped before the run ended (killed, or its machine "
                    "went down); the run was recovered from the files its agents wrote")
