@@ -16,6 +16,8 @@ import time
 
 import numpy as np
 
+from sixnines.agents.recording import PiecePool
+from sixnines.agents.schedule import Pieces
 from sixnines.agents.streams import Inbox, OutStream
 from sixnines.drivers.base import Framing, Sender
 from sixnines.formats.payload import build_frames, frame_dtype
@@ -53,9 +55,13 @@ def clock_cost(n: int = 1_000_000) -> float:
 
 
 def send_cost(batch: int, messages: int, size: int) -> float:
-    """ns per message for pump() when `batch` messages are due at each call."""
-    offsets = np.repeat(np.arange(messages // batch, dtype=np.int64), batch)
-    stream = OutStream(DiscardingSender(), TCP_FRAMING, size, offsets, 1, seed=1)
+    """ns per message for pump() when `batch` messages are due at each call: a fixed
+    schedule of `batch` messages a nanosecond, pumped once a nanosecond of its clock, held
+    whole in one piece (nothing records it)."""
+    count = messages // batch * batch
+    schedule = Pieces("fixed", batch * 1e9, count)
+    stream = OutStream(DiscardingSender(), TCP_FRAMING, size,
+                       PiecePool(schedule, count, 1, None), 1, seed=1)
     stream.arm(0)
     pump = stream.pump
     started = time.perf_counter_ns()

@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import common
 import numpy as np
-import pyarrow.parquet as pq
 
 SIZE = 64
 SERVER_CPU, CLIENT_CPU = "0", "1"
@@ -72,7 +72,7 @@ workload: {{mode: round-trip, schedule: closed, receive: {receive}, message_size
         relay.terminate()
         relay.wait(10)
     run_dir = next(Path(done.stdout.strip()).glob("01-*"))
-    rows = pq.read_table(run_dir / "agents/requester-0/messages.parquet").to_pandas()
+    rows = common.agent_messages(run_dir, "requester")
     rows = rows[~rows.warmup & rows.recv_ns.notna()]
     rtt = (rows.recv_ns - rows.sent_ns).to_numpy() / 1000
     figures = {f"p{p:g}": float(np.percentile(rtt, p)) for p in (50, 99, 99.9)}

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from pathlib import Path
 
 import common
 
-from sixnines.drivers.tcp.wire import HELLO, LENGTH, PUBLISH
+from sixnines.drivers.tcp.wire import LENGTH, PUBLISH, frame_prefix, hello
 
 SIZE = 64
 
@@ -50,9 +49,9 @@ def naive_rate(address: str, seconds: float = 2.0) -> float:
     host, port = address.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.sendall(HELLO.pack(b"SXN", PUBLISH, LENGTH.size + SIZE))
+    sock.sendall(hello(PUBLISH, LENGTH.size + SIZE))
     sock.recv(1)
-    frame = struct.pack("<I", SIZE) + bytes(SIZE)
+    frame = frame_prefix(SIZE) + bytes(SIZE)
     sent, deadline = 0, time.perf_counter() + seconds
     started = time.perf_counter()
     while time.perf_counter() < deadline:
