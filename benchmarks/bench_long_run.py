@@ -5,6 +5,7 @@ run (SIXNINES_FOLLOW=0, the baseline), alternated. The figure is the time from t
 end (its manifest's `ended_at`) to its summary.json on disk, against the records analysed.
 
     .venv/bin/python benchmarks/bench_long_run.py [--rate 100k] [--duration 3m] [--rounds 1]
+        [--smoke]
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def main() -> None:
     parser.add_argument("--rate", default="100k")
     parser.add_argument("--duration", default="3m")
     parser.add_argument("--rounds", type=int, default=1)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"rate": "1k", "duration": "1s"})
     found: dict[str, list[dict]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.rounds):

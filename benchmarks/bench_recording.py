@@ -6,7 +6,7 @@ buffer. Both at several batch sizes (a sender behind schedule coalesces; a recei
 whatever arrived together). The baseline, measured in the same run, is one
 `time.perf_counter_ns()` call: the irreducible cost of a timestamp.
 
-    .venv/bin/python benchmarks/bench_recording.py
+    .venv/bin/python benchmarks/bench_recording.py [--messages 2000000] [--size 64] [--smoke]
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import time
 
+import common
 import numpy as np
 
 from sixnines.agents.recording import PiecePool
@@ -87,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2_000_000)
     parser.add_argument("--size", type=int, default=64)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"messages": 20_000})
     baseline = min(clock_cost() for _ in range(3))
     print(f"baseline: perf_counter_ns() call = {baseline:.0f} ns")
     print(f"{'batch':>6} {'send ns/msg':>12} {'x clock':>8} {'receive ns/msg':>15} {'x clock':>8}")

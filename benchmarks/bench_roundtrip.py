@@ -6,7 +6,7 @@ the same time with the same CPU placement: the echo server on CPU 0, the client 
 its relay's echo and a requester with `schedule: closed`, `receive: blocking` and
 `receive: busy-poll`. Figures are full round trips in µs; ratios are sixnines / sockperf.
 
-    .venv/bin/python benchmarks/bench_roundtrip.py [--seconds 5]
+    .venv/bin/python benchmarks/bench_roundtrip.py [--seconds 5] [--smoke]
 
 Needs `sockperf` (Debian package) and two CPUs.
 """
@@ -31,24 +31,28 @@ KEYS = ("p50", "p99", "p99.9", "max")
 SOCKPERF_LINE = re.compile(r"---> (?:percentile (\d+\.\d+)|<(MAX)> observation) = +([\d.]+)")
 
 
-def sockperf(seconds: int, nonblocked: bool, port: int = 11911) -> dict:
+def sockperf(seconds: int, nonblocked: bool) -> dict:
+    port = common.free_port()
     server = subprocess.Popen(["taskset", "-c", SERVER_CPU, "sockperf", "server", "--tcp",
                                "-i", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        common.await_listening(port, server)
         argv = ["taskset", "-c", CLIENT_CPU, "sockperf", "ping-pong", "--tcp", "-i",
                 "127.0.0.1", "-p", str(port), "-m", str(SIZE), "-t", str(seconds),
                 "--full-rtt", "--pre-warmup-wait", "1"]
         if nonblocked:
             argv.append("--nonblocked")
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        done = subprocess.run(argv, capture_output=True, text=True, check=True)
     finally:
         server.terminate()
         server.wait(10)
     found = {}
-    for pct, is_max, value in SOCKPERF_LINE.findall(out):
+    for pct, is_max, value in SOCKPERF_LINE.findall(done.stdout):
         key = "max" if is_max else f"p{float(pct):g}"
         found[key] = float(value)
+    if not found.keys() >= set(KEYS):
+        sys.exit(f"sockperf printed no {', '.join(KEYS)}:\n{done.stdout}{done.stderr}")
     return {key: found[key] for key in KEYS}
 
 
@@ -82,7 +86,7 @@ workload: {{mode: round-trip, schedule: closed, receive: {receive}, message_size
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=5)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"seconds": 1})
     if not shutil.which("sockperf"):
         sys.exit("sockperf is not installed (apt-get install sockperf)")
     rows = []
