@@ -171,7 +171,7 @@ def main() -> None:
                         "run is cut into")
     parser.add_argument("--warmup", type=int, default=5, help="seconds of warm-up, each run")
     parser.add_argument("--keep", type=Path, help="keep the runs here (default: deleted)")
-    args = common.arguments(parser, smoke={"rate": "10k", "minutes": 2 / 60,
+    args = common.arguments(parser, smoke={"rate": "10k", "minutes": 1 / 60,
                                            "short_seconds": 1, "warmup": 1})
     rate = parse_rate(args.rate)
     with tempfile.TemporaryDirectory() as tmp:
