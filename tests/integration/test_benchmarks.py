@@ -26,7 +26,7 @@ SCRIPTS = sorted(BENCHMARKS.glob("bench_*.py"))
 SMOKE_TIMEOUT_S = 240
 VENV_BIN = str(Path(sys.executable).parent)
 
-N = r"[\d,.]+"  # a figure as the scripts print it
+N = r"-?[\d,.]+"  # a figure as the scripts print it
 #: the lines (regular expressions, one line each) a script's smoke run must print
 FIGURES: dict[str, list[str]] = {
     "bench_analysis_scale": [
@@ -36,7 +36,7 @@ FIGURES: dict[str, list[str]] = {
     "bench_codecs": [rf"^{name} +\d+ ns/msg$" for name in (
         r"redis XREAD reply", r"nats MSG \(fast path\)", r"nats MSG \(general\)",
         r"amqp deliveries")],
-    "bench_footprint": [rf"^{role} +{N}( +{N}){{3}} +{N} +{N}$"
+    "bench_footprint": [rf"^{role} +{N} +{N} +{N} +(-|{N}) +{N} +{N}$"  # slope: - for the first
                         for role in ("producer", "consumer")],
     "bench_histogram": [rf"^hdr\.counts_of +{N} +{N} s",
                         r"^speed-up \(hdrh / ours per value\) +\d+x",
@@ -54,8 +54,8 @@ FIGURES: dict[str, list[str]] = {
                    rf"^ +5,000( +{N}){{5}} +(yes|no) +{N}$",
                    rf"^highest sustained .*: {N} msg/s = {N}x nats-py's publish loop$"],
     "bench_orchestration": [rf"^local +{N} +\+0\.00 +{N} +\+0\.00$",
-                            rf"^1 SSH host +{N} +[-+]{N} +{N} +[-+]{N}$",
-                            rf"^3 SSH hosts +{N} +[-+]{N} +{N} +[-+]{N}$"],
+                            rf"^1 SSH host +{N} +\+?{N} +{N} +\+?{N}$",
+                            rf"^3 SSH hosts +{N} +\+?{N} +{N} +\+?{N}$"],
     "bench_rabbitmq": [line for mode in (r"\[transient, no confirms\]", r"\[with confirms\]")
                        for line in (
         rf"^{mode} pika basic_publish loop \(256 B\): {N} msg/s$",
