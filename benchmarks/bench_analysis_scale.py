@@ -6,7 +6,8 @@ finalises it, per agent messages.parquet and latency.hlog through `agents.artifa
 the timed step is the real one: `python -m sixnines.spark_jobs.analyze --master M RUN_DIR`, the
 process `sixnines report` starts, end to end (JVM and session start included).
 
-Shape (fan-out, our default model): 50 producers and 50 consumers, each consumer receiving
+Shape (fan-out, our default model): 50 producers and 50 consumers (`--agents`), each
+consumer receiving
 every producer's messages, planned by `orchestrator.plan.plan_agents`; a fixed-rate
 schedule (intended = t0 + phase + i/rate), 10 s of warm-up, then `--minutes` measured.
 At `--scale 1` every producer sends 20 msg/s (1,000 msg/s in all, so each consumer
@@ -26,12 +27,13 @@ can have for these rows.
 
 Generation holds one agent's rows at a time (what that agent itself held) and draws them a
 producer stream at a time; the directory is cached under benchmarks/out/ keyed by the
-parameters (manifest.json, written last, marks it complete), so re-runs only analyse.
-The cluster (master + 2 workers, 1 core each) is started on loopback from pyspark's own
-spark-class and stopped afterwards, also on failure.
+parameters (manifest.json, written last, marks it complete), so re-runs only analyse (a
+smoke run's goes to a temporary directory). The cluster (master + 2 workers, 1 core each)
+is started on loopback from pyspark's own spark-class and stopped afterwards, also on
+failure.
 
     SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python benchmarks/bench_analysis_scale.py \
-        [--scale 1] [--minutes 10] [--worker-memory 3g]
+        [--scale 1] [--minutes 10] [--agents 50] [--worker-memory 3g] [--out DIR] [--smoke]
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ import math
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -51,6 +52,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 
+import common
 import numpy as np
 import pyspark
 
@@ -74,7 +76,7 @@ SPARK_HOME = Path(pyspark.__file__).parent
 DEPLOY = "org.apache.spark.deploy"
 FORMAT = 1  # bump when the synthesised data changes, so cached directories are not reused
 
-AGENTS_PER_ROLE = 50
+AGENTS_PER_ROLE = 50  # producers, and as many consumers
 RATE_PER_PRODUCER = 20.0  # msg/s at --scale 1
 WARMUP_S = 10
 MESSAGE_SIZE = 256
@@ -88,15 +90,15 @@ WORKERS = 2
 
 # -- synthesis ---------------------------------------------------------------------------
 
-def scenario_text(scale: float, minutes: int) -> str:
+def scenario_text(scale: float, minutes: int, agents: int) -> str:
     """The scenario whose one run is synthesised (planned as the controller would)."""
-    rate = AGENTS_PER_ROLE * RATE_PER_PRODUCER * scale
+    rate = agents * RATE_PER_PRODUCER * scale
     return f"""
 name: analysis-scale
 systems: [{{name: tcp, driver: tcp, broker: builtin}}]
 workload: {{mode: one-way, message_size: {MESSAGE_SIZE}, rate: {rate}, schedule: fixed,
-           duration: {minutes}m, warmup: {WARMUP_S}s, producers: {AGENTS_PER_ROLE},
-           consumers: {AGENTS_PER_ROLE}}}
+           duration: {minutes}m, warmup: {WARMUP_S}s, producers: {agents},
+           consumers: {agents}}}
 """
 
 
@@ -198,9 +200,9 @@ def write_agent(run_dir: Path, plan: AgentPlan, columns: dict, t0_ns: int, warmu
     return files, out_of_range
 
 
-def synthesise(run_dir: Path, scale: float, minutes: int, seed: int) -> None:
+def synthesise(run_dir: Path, scale: float, minutes: int, seed: int, agents: int) -> None:
     """Write the whole run directory; manifest.json last."""
-    point = expand(parse_scenario(scenario_text(scale, minutes)))[0]
+    point = expand(parse_scenario(scenario_text(scale, minutes, agents)))[0]
     manifest = new_manifest(point, "analysis-scale").model_copy(update=dict(
         placement=Placement().model_dump(mode="json"), cross_host_latency=False, hosts={},
         broker=BrokerRecord(system="tcp", kind="builtin", address="127.0.0.1:0", host="local",
@@ -228,15 +230,17 @@ def synthesise(run_dir: Path, scale: float, minutes: int, seed: int) -> None:
     write_manifest(run_dir, manifest)
 
 
-def cached_run(scale: float, minutes: int, seed: int) -> Path:
-    """The synthesised run directory for these parameters, generated on first use."""
-    run_dir = OUT / f"v{FORMAT}-scale{scale:g}-{minutes}min-seed{seed}" / "01-tcp"
+def cached_run(out: Path, scale: float, minutes: int, seed: int, agents: int) -> Path:
+    """The synthesised run directory for these parameters in `out`, generated on first
+    use."""
+    shape = "" if agents == AGENTS_PER_ROLE else f"-{agents}agents"
+    run_dir = out / f"v{FORMAT}-scale{scale:g}-{minutes}min-seed{seed}{shape}" / "01-tcp"
     if (run_dir / "manifest.json").is_file():
         print(f"cached: {run_dir}", file=sys.stderr)
         return run_dir
     shutil.rmtree(run_dir, ignore_errors=True)  # an interrupted generation
     started = time.perf_counter()
-    synthesise(run_dir, scale, minutes, seed)
+    synthesise(run_dir, scale, minutes, seed, agents)
     print(f"synthesised {run_dir} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
     return run_dir
 
@@ -249,12 +253,6 @@ def run_facts(run_dir: Path) -> dict:
 
 
 # -- the standalone cluster --------------------------------------------------------------
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
 
 def spark_env() -> dict[str, str]:
     return {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1"}
@@ -300,7 +298,7 @@ def stop(process: subprocess.Popen) -> None:
 def standalone_cluster(work: Path, workers: int, memory: str) -> Iterator[str]:
     """A master and `workers` one-core workers on loopback; yields the master URL."""
     work.mkdir(parents=True, exist_ok=True)
-    port, ui = free_port(), free_port()
+    port, ui = common.free_port(), common.free_port()
     url = f"spark://127.0.0.1:{port}"
     processes = [spark_class([f"{DEPLOY}.master.Master", "--host", "127.0.0.1", "--port",
                               str(port), "--webui-port", str(ui)], work / "master.log")]
@@ -308,7 +306,7 @@ def standalone_cluster(work: Path, workers: int, memory: str) -> Iterator[str]:
         for k in range(workers):
             processes.append(spark_class(
                 [f"{DEPLOY}.worker.Worker", url, "--host", "127.0.0.1", "--cores", "1",
-                 "--memory", memory, "--webui-port", str(free_port()),
+                 "--memory", memory, "--webui-port", str(common.free_port()),
                  "--work-dir", str(work / f"worker-{k}")], work / f"worker-{k}.log"))
         await_workers(ui, workers, work / "master.log")
         yield url
@@ -410,16 +408,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiplies the rate")
     parser.add_argument("--minutes", type=int, default=10, help="measured minutes")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--agents", type=int, default=AGENTS_PER_ROLE,
+                        help="producers, and as many consumers")
     parser.add_argument("--worker-memory", default="3g",
                         help="each worker's memory, also its executor's")
-    args = parser.parse_args(argv)
+    parser.add_argument("--out", type=Path, default=OUT, help="where the run is cached")
+    args = common.arguments(parser, {"scale": 0.05, "minutes": 1, "agents": 2,
+                                     "worker_memory": "1g", "out": None}, argv)
+    with common.directory(args.out) as out:
+        return analyse(out, args)
 
-    run_dir = cached_run(args.scale, args.minutes, args.seed)
+
+def analyse(out: Path, args: argparse.Namespace) -> int:
+    """The run of `args` (synthesised into `out` if not there) analysed embedded and on
+    the cluster, side by side; 0 when both summaries agree."""
+    run_dir = cached_run(out, args.scale, args.minutes, args.seed, args.agents)
     facts = run_facts(run_dir)
     print(f"run: {facts['agents']} agents, {facts['rows']:,} rows, "
           f"{facts['bytes'] / 2**20:,.0f} MiB on disk ({run_dir})")
     hlog_s = hlog_seconds(run_dir, WARMUP_S)
-    work = OUT / "logs"
+    work = out / "logs"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     results, embedded, on_cluster = measure(run_dir, args.worker_memory, work)

@@ -7,7 +7,7 @@ the per-message codec cost is the parse of what arrives: RESP XREAD replies
 buffer of back-to-back messages into an output buffer, as a receiver does after a read;
 the figure is ns per message, best of `--repeat` (buffers are filled once, before).
 
-    .venv/bin/python benchmarks/bench_codecs.py [--messages 2000] [--size 64]
+    .venv/bin/python benchmarks/bench_codecs.py [--messages 2000] [--size 64] [--smoke]
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+
+import common
 
 from sixnines.drivers.nats.wire import Parser
 from sixnines.drivers.rabbitmq.wire import BODY_FRAME, END, FRAME, METHOD_FRAME, Reader, frame
@@ -88,7 +90,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=2000)
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"messages": 200, "repeat": 2})
     n, size = args.messages, args.size
     cases = {
         "redis XREAD reply": redis_xread(n, size),

@@ -10,7 +10,7 @@ buffers it read, so agent + writer overstates what both hold). `--mode round-tri
 a requester (its requests and their replies) instead of a producer and a consumer.
 
     .venv/bin/python benchmarks/bench_footprint.py [--counts 200k,1M,4M] [--size 64]
-        [--mode one-way|round-trip]
+        [--mode one-way|round-trip] [--seconds 4] [--smoke]
 """
 
 from __future__ import annotations
@@ -23,24 +23,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import common
+
 from sixnines.orchestrator import footprint
 from sixnines.orchestrator.matrix import expand
 from sixnines.orchestrator.scenario import load_scenario
 from sixnines.orchestrator.units import parse_rate
 from tests.faults.processes import Sixnines
 
-SECONDS = 4
 
-
-def measure(work: Path, messages: int, size: int, mode: str) -> dict[str, dict]:
-    """One run of `messages` per side: per role, its messages, peak bytes, file bytes and
-    the estimate."""
+def measure(work: Path, messages: int, size: int, mode: str, seconds: int) -> dict[str, dict]:
+    """One run of `messages` per side, sent over `seconds`: per role, its messages, peak
+    bytes, file bytes and the estimate."""
     scenario = work / f"fp-{messages}.yaml"
     scenario.write_text(f"""
 name: footprint
 systems: [{{name: tcp, driver: tcp}}]
-workload: {{mode: {mode}, message_size: {size}, rate: {messages // SECONDS},
-           duration: {SECONDS}s, warmup: 0s, drain: 5s}}
+workload: {{mode: {mode}, message_size: {size}, rate: {messages // seconds},
+           duration: {seconds}s, warmup: 0s, drain: 5s}}
 """)
     needs = {n.plan.role: n for n in footprint.agent_needs(expand(load_scenario(scenario))[0])}
     controller = Sixnines("run", str(scenario), "--output", str(work / "out"),
@@ -65,10 +65,12 @@ def main() -> int:
     parser.add_argument("--counts", default="200k,1M,4M")
     parser.add_argument("--size", type=int, default=64)
     parser.add_argument("--mode", choices=("one-way", "round-trip"), default="one-way")
-    args = parser.parse_args()
+    parser.add_argument("--seconds", type=int, default=4, help="how long each run sends")
+    args = common.arguments(parser, smoke={"counts": "2k,4k", "seconds": 1})
     counts = [int(parse_rate(text)) for text in args.counts.split(",")]
     with tempfile.TemporaryDirectory(prefix="bench-footprint-") as work:
-        results = [measure(Path(work), count, args.size, args.mode) for count in counts]
+        results = [measure(Path(work), count, args.size, args.mode, args.seconds)
+                   for count in counts]
     print(f"{'role':9} {'messages':>10} {'peak MB':>9} {'writer MB':>10} {'B/msg slope':>12} "
           f"{'disk B/msg':>11} {'both/estimate':>14}")
     for role in results[0]:

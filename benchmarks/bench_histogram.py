@@ -3,7 +3,7 @@
 Both sides are measured in the same run on the same machine (this VM's speed varies, so
 only side-by-side ratios mean anything).
 
-    .venv/bin/python benchmarks/bench_histogram.py [--n 10000000]
+    .venv/bin/python benchmarks/bench_histogram.py [--n 10000000] [--smoke]
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import common
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
@@ -43,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="values recorded one by one with hdrh's record_value")
     parser.add_argument("--seconds", type=int, default=60, help="hlog run length (intervals)")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
-    args = parser.parse_args(argv)
+    args = common.arguments(parser, {"n": 100_000, "baseline_n": 10_000, "seconds": 5,
+                                     "repeat": 1}, argv)
 
     rng = np.random.default_rng(1)
     values = latency_like(rng, args.n)

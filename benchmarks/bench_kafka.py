@@ -13,7 +13,7 @@ It prints two comparisons as confluent / kafka-python ratios:
 - the achieved send and receive rates at the highest tested rate (a fixed high rate: what
   each client gets through when asked for more than it can do).
 
-    .venv/bin/python benchmarks/bench_kafka.py [--seconds 5] [--rates 1k,10k,50k,200k]
+    .venv/bin/python benchmarks/bench_kafka.py [--seconds 5] [--rates 1k,10k,50k,200k] [--smoke]
 
 Broker, producer and consumer share this host's CPUs, so compare the ratio, not the
 absolute figures, and run it on an otherwise idle machine.
@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rates", default="1k,10k,50k,200k",
                         help="comma-separated open-loop rates, msg/s")
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"rates": "1k", "seconds": 1})
     rates = common.split_rates(args.rates)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

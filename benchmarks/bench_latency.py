@@ -1,10 +1,12 @@
 """CO-corrected one-way latency at 1,000 msg/s for every driver, one run each, side by side.
 
 Runs benchmarks/latency-1k.yaml with `sixnines run` (brokers from their recipes, Spark
-analysis) and prints each system's latency percentiles as a ratio to the raw-TCP relay
-measured in the same invocation (the brokerless floor of this machine).
+analysis; results under the scenario's output, relative to the working directory) and
+prints each system's latency percentiles as a ratio to the raw-TCP relay measured in the
+same invocation (the brokerless floor of this machine).
 
     .venv/bin/python benchmarks/bench_latency.py [--scenario benchmarks/latency-1k.yaml]
+        [--workload FIELD=VALUE ...] [--smoke]
 """
 
 from __future__ import annotations
@@ -13,17 +15,26 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+
+import common
 
 KEYS = ("p50", "p90", "p99", "p99.9", "max")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", default=str(Path(__file__).with_name("latency-1k.yaml")))
-    args = parser.parse_args()
-    done = subprocess.run([sys.executable, "-m", "sixnines", "run", args.scenario],
-                          capture_output=True, text=True, check=False)
+    parser.add_argument("--scenario", type=Path,
+                        default=Path(__file__).with_name("latency-1k.yaml"))
+    common.workload_option(parser)
+    args = common.arguments(parser, smoke={"workload": [("duration", "0.5s"), ("warmup", "0s")]})
+    with tempfile.TemporaryDirectory(prefix="bench-latency-") as work:
+        scenario = common.scenario_with(args.scenario, Path(work), args.workload)
+        done = subprocess.run([sys.executable, "-m", "sixnines", "run", str(scenario)],
+                              capture_output=True, text=True, check=False)
+    if not done.stdout.strip():
+        sys.exit(f"sixnines run printed no results directory:\n{done.stderr[-2000:]}")
     results = Path(done.stdout.strip().splitlines()[-1])
     runs = json.loads((results / "summary.json").read_text())["runs"]
     base = next(r for r in runs if r["system"] == "tcp")["latency_us"]

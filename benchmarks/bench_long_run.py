@@ -5,6 +5,7 @@ run (SIXNINES_FOLLOW=0, the baseline), alternated. The figure is the time from t
 end (its manifest's `ended_at`) to its summary.json on disk, against the records analysed.
 
     .venv/bin/python benchmarks/bench_long_run.py [--rate 100k] [--duration 3m] [--rounds 1]
+        [--warmup 2s] [--smoke]
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from sixnines.formats.chunks import message_files
 VARIANTS = {"sidecar": {}, "whole analysis after the run": {"SIXNINES_FOLLOW": "0"}}
 
 
-def measure(rate: str, duration: str, work: Path, env: dict[str, str]) -> dict:
+def measure(rate: str, duration: str, warmup: str, work: Path, env: dict[str, str]) -> dict:
     scenario = f"""
 name: long
 systems: [{{name: tcp, driver: tcp, broker: builtin}}]
-workload: {{message_size: 64, rate: {rate}, duration: {duration}, warmup: 2s, drain: 5s}}
+workload: {{message_size: 64, rate: {rate}, duration: {duration}, warmup: {warmup},
+           drain: 5s}}
 """
     run = common.sixnines_run(scenario, work, tty=False, env=env, analysis=True)
     manifest = json.loads((run / "manifest.json").read_text())
@@ -44,13 +46,14 @@ def main() -> None:
     parser.add_argument("--rate", default="100k")
     parser.add_argument("--duration", default="3m")
     parser.add_argument("--rounds", type=int, default=1)
-    args = parser.parse_args()
+    parser.add_argument("--warmup", default="2s")
+    args = common.arguments(parser, smoke={"rate": "1k", "duration": "1s", "warmup": "0s"})
     found: dict[str, list[dict]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.rounds):
             for name, env in VARIANTS.items():
-                result = measure(args.rate, args.duration, Path(tmp) / f"{round_}-{name}",
-                                 env)
+                result = measure(args.rate, args.duration, args.warmup,
+                                 Path(tmp) / f"{round_}-{name}", env)
                 found[name].append(result)
                 print(f"{name}: {result}", flush=True)
     baseline = min(r["report_after_s"] for r in found["whole analysis after the run"])

@@ -8,7 +8,7 @@ is nats-py's own publishing loop: `await nc.publish(...)` as fast as it goes, th
 `await nc.flush()` (no pacing, no stamping, nobody measuring latency).
 
     .venv/bin/python benchmarks/bench_nats.py [--rates 50k,100k,200k,300k,400k]
-        [--mode core|jetstream] [--seconds 3]
+        [--mode core|jetstream] [--seconds 3] [--smoke]
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--rates", default="50k,100k,200k,300k,400k")
     parser.add_argument("--mode", choices=["core", "jetstream"], default="core")
     parser.add_argument("--seconds", type=int, default=3)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"rates": "5k", "seconds": 1})
     rates = common.parse_rates(args.rates)
     with tempfile.TemporaryDirectory() as tmp, common.recipe_broker("nats", Path(tmp)) as broker:
         baseline = nats_py_rate(broker.address, args.mode, args.seconds)

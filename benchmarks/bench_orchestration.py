@@ -12,7 +12,7 @@ The hosts are test-bed hosts (deploy/testbed: network namespaces with their own 
 the network is loopback-fast and the figures are the orchestration's own cost. Each
 placement runs `--repeat` times and the median is printed, with the difference to local.
 
-    .venv/bin/python benchmarks/bench_orchestration.py [--repeat 3]
+    .venv/bin/python benchmarks/bench_orchestration.py [--repeat 3] [--seconds 2] [--smoke]
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from rich.console import Console
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import common
+
 from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.scenario import load_scenario
@@ -42,14 +44,14 @@ PLACEMENTS = {
     "1 SSH host": "{broker: h1, agents: [h1]}",
     "3 SSH hosts": "{broker: h1, agents: [h2, h3]}",
 }
-RATE, SECONDS = 1000, 2
+RATE = 1000
 
 
-def scenario(work: Path, inventory: Path, placement: str | None) -> Path:
+def scenario(work: Path, inventory: Path, placement: str | None, seconds: int) -> Path:
     text = textwrap.dedent(f"""\
         name: overhead
         systems: [{{name: tcp, driver: tcp}}]
-        workload: {{message_size: 256, rate: {RATE}, duration: {SECONDS}s, warmup: 0s,
+        workload: {{message_size: 256, rate: {RATE}, duration: {seconds}s, warmup: 0s,
                     producers: 2, consumers: 2}}
         inventory: {inventory}
         output: {work / "runs"}
@@ -61,8 +63,8 @@ def scenario(work: Path, inventory: Path, placement: str | None) -> Path:
     return path
 
 
-def measure(path: Path) -> tuple[float, float]:
-    """(start-up s, wind-down s) of one run of the scenario at `path`."""
+def measure(path: Path, seconds: int) -> tuple[float, float]:
+    """(start-up s, wind-down s) of one run of the scenario at `path`, `seconds` long."""
     loaded = load_scenario(path)
     began = time.perf_counter_ns()
     outcome = run_scenario(loaded, path, output=None, spark_master=None,
@@ -72,19 +74,21 @@ def measure(path: Path) -> tuple[float, float]:
         raise SystemExit(f"the run in {outcome.results_dir} was {outcome.statuses}")
     (manifest_path,) = outcome.results_dir.glob("*/manifest.json")
     t0 = json.loads(manifest_path.read_text())["started_at_ns"]
-    last = t0 + SECONDS * 1_000_000_000
+    last = t0 + seconds * 1_000_000_000
     return (t0 - began) / 1e9, (ended - last) / 1e9
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--seconds", type=int, default=2, help="each run's duration")
+    args = common.arguments(parser, smoke={"repeat": 1, "seconds": 1})
     with tempfile.TemporaryDirectory() as tmp, testbed(3) as bed:
         work = Path(tmp)
-        paths = {name: scenario(work, bed.inventory, p) for name, p in PLACEMENTS.items()}
+        paths = {name: scenario(work, bed.inventory, p, args.seconds)
+                 for name, p in PLACEMENTS.items()}
         Fleet.for_scenario(load_scenario(paths["3 SSH hosts"])).prepare()  # bootstrap cached
-        figures = {name: [measure(path) for _ in range(args.repeat)]
+        figures = {name: [measure(path, args.seconds) for _ in range(args.repeat)]
                    for name, path in paths.items()}
     print(f"orchestration overhead, median of {args.repeat} (load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)")

@@ -13,7 +13,7 @@ Both publish to a fanout exchange with one consumer draining its queue (for the 
 drain process started here, using the driver's receiver), on one node started from
 deploy/recipes/rabbitmq.yaml. Ratios printed are sixnines / pika (goal >= 1.0).
 
-    .venv/bin/python benchmarks/bench_rabbitmq.py [--rates 10k,20k,40k,60k] [--seconds 3]
+    .venv/bin/python benchmarks/bench_rabbitmq.py [--rates 10k,20k,40k,60k] [--seconds 3] [--smoke]
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def main() -> None:
     parser.add_argument("--rates", default="10k,20k,30k,40k,60k,80k",
                         help="the ladder of offered rates (msg/s)")
     parser.add_argument("--drain", metavar="ADDRESS", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"rates": "1k", "seconds": 1})
     if args.drain:
         drain(args.drain, args.size)
         return

@@ -6,7 +6,7 @@ buffer. Both at several batch sizes (a sender behind schedule coalesces; a recei
 whatever arrived together). The baseline, measured in the same run, is one
 `time.perf_counter_ns()` call: the irreducible cost of a timestamp.
 
-    .venv/bin/python benchmarks/bench_recording.py
+    .venv/bin/python benchmarks/bench_recording.py [--messages 2000000] [--size 64] [--smoke]
 """
 
 from __future__ import annotations
@@ -14,8 +14,11 @@ from __future__ import annotations
 import argparse
 import time
 
+import common
 import numpy as np
 
+from sixnines.agents.recording import PiecePool
+from sixnines.agents.schedule import Pieces
 from sixnines.agents.streams import Inbox, OutStream
 from sixnines.drivers.base import Framing, Sender
 from sixnines.formats.payload import build_frames, frame_dtype
@@ -53,9 +56,13 @@ def clock_cost(n: int = 1_000_000) -> float:
 
 
 def send_cost(batch: int, messages: int, size: int) -> float:
-    """ns per message for pump() when `batch` messages are due at each call."""
-    offsets = np.repeat(np.arange(messages // batch, dtype=np.int64), batch)
-    stream = OutStream(DiscardingSender(), TCP_FRAMING, size, offsets, 1, seed=1)
+    """ns per message for pump() when `batch` messages are due at each call: a fixed
+    schedule of `batch` messages a nanosecond, pumped once a nanosecond of its clock, held
+    whole in one piece (nothing records it)."""
+    count = messages // batch * batch
+    schedule = Pieces("fixed", batch * 1e9, count)
+    stream = OutStream(DiscardingSender(), TCP_FRAMING, size,
+                       PiecePool(schedule, count, 1, None), 1, seed=1)
     stream.arm(0)
     pump = stream.pump
     started = time.perf_counter_ns()
@@ -81,7 +88,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2_000_000)
     parser.add_argument("--size", type=int, default=64)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"messages": 20_000})
     baseline = min(clock_cost() for _ in range(3))
     print(f"baseline: perf_counter_ns() call = {baseline:.0f} ns")
     print(f"{'batch':>6} {'send ns/msg':>12} {'x clock':>8} {'receive ns/msg':>15} {'x clock':>8}")

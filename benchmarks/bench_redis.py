@@ -15,6 +15,7 @@ for redis-benchmark a raw subscriber started here), so the server does the same 
 work. The ratio printed is sixnines / redis-benchmark (goal >= 1.0).
 
     .venv/bin/python benchmarks/bench_redis.py [--size 256] [--pipeline 16] [--seconds 3]
+        [--rates 2M] [--smoke]
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def main() -> None:
     parser.add_argument("--rates", default="2M",
                         help="one saturating rate (achieved rate) or a ladder (highest held)")
     parser.add_argument("--drain", metavar="ADDRESS", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"rates": "10k", "seconds": 1,
+                                           "requests": 10_000})
     if args.drain:
         host, port = args.drain.rsplit(":", 1)
         drain(host, int(port), CHANNEL)

@@ -6,7 +6,7 @@ the same time with the same CPU placement: the echo server on CPU 0, the client 
 its relay's echo and a requester with `schedule: closed`, `receive: blocking` and
 `receive: busy-poll`. Figures are full round trips in µs; ratios are sixnines / sockperf.
 
-    .venv/bin/python benchmarks/bench_roundtrip.py [--seconds 5]
+    .venv/bin/python benchmarks/bench_roundtrip.py [--seconds 5] [--smoke]
 
 Needs `sockperf` (Debian package) and two CPUs.
 """
@@ -22,8 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import common
 import numpy as np
-import pyarrow.parquet as pq
 
 SIZE = 64
 SERVER_CPU, CLIENT_CPU = "0", "1"
@@ -31,24 +31,28 @@ KEYS = ("p50", "p99", "p99.9", "max")
 SOCKPERF_LINE = re.compile(r"---> (?:percentile (\d+\.\d+)|<(MAX)> observation) = +([\d.]+)")
 
 
-def sockperf(seconds: int, nonblocked: bool, port: int = 11911) -> dict:
+def sockperf(seconds: int, nonblocked: bool) -> dict:
+    port = common.free_port()
     server = subprocess.Popen(["taskset", "-c", SERVER_CPU, "sockperf", "server", "--tcp",
                                "-i", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
+        common.await_listening(port, server)
         argv = ["taskset", "-c", CLIENT_CPU, "sockperf", "ping-pong", "--tcp", "-i",
                 "127.0.0.1", "-p", str(port), "-m", str(SIZE), "-t", str(seconds),
                 "--full-rtt", "--pre-warmup-wait", "1"]
         if nonblocked:
             argv.append("--nonblocked")
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        done = subprocess.run(argv, capture_output=True, text=True, check=True)
     finally:
         server.terminate()
         server.wait(10)
     found = {}
-    for pct, is_max, value in SOCKPERF_LINE.findall(out):
+    for pct, is_max, value in SOCKPERF_LINE.findall(done.stdout):
         key = "max" if is_max else f"p{float(pct):g}"
         found[key] = float(value)
+    if not found.keys() >= set(KEYS):
+        sys.exit(f"sockperf printed no {', '.join(KEYS)}:\n{done.stdout}{done.stderr}")
     return {key: found[key] for key in KEYS}
 
 
@@ -72,7 +76,7 @@ workload: {{mode: round-trip, schedule: closed, receive: {receive}, message_size
         relay.terminate()
         relay.wait(10)
     run_dir = next(Path(done.stdout.strip()).glob("01-*"))
-    rows = pq.read_table(run_dir / "agents/requester-0/messages.parquet").to_pandas()
+    rows = common.agent_messages(run_dir, "requester")
     rows = rows[~rows.warmup & rows.recv_ns.notna()]
     rtt = (rows.recv_ns - rows.sent_ns).to_numpy() / 1000
     figures = {f"p{p:g}": float(np.percentile(rtt, p)) for p in (50, 99, 99.9)}
@@ -82,7 +86,7 @@ workload: {{mode: round-trip, schedule: closed, receive: {receive}, message_size
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=5)
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"seconds": 1})
     if not shutil.which("sockperf"):
         sys.exit("sockperf is not installed (apt-get install sockperf)")
     rows = []

@@ -3,10 +3,12 @@
 Runs `sixnines run examples/quickstart.yaml --no-analysis` (four runs, the measuring time
 is the baseline), then times `sixnines report` of its results (every report file: the
 Spark pass, summary.json, series.json, .hgrm, the HTML report) and prints the ratio. Then
-copies its runs into results directories of 1, 4 and 16 runs and times `sixnines report`
-of each, fresh JVM every time: what one more run costs once the runs are analysed together.
+copies its runs into results directories of 1, 4 and 16 runs (`--counts`) and times
+`sixnines report` of each, fresh JVM every time: what one more run costs once the runs are
+analysed together.
 
-    .venv/bin/python benchmarks/bench_scenario_analysis.py [--keep DIR]
+    .venv/bin/python benchmarks/bench_scenario_analysis.py [--keep DIR] [--counts 1,4,16]
+        [--workload FIELD=VALUE ...] [--smoke]
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import common
 
 REPO = Path(__file__).resolve().parents[1]
 SIXNINES = [sys.executable, "-m", "sixnines"]
@@ -50,9 +54,13 @@ def results_of(runs: list[Path], count: int, work: Path) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keep", type=Path, help="keep the results here")
-    args = parser.parse_args()
+    parser.add_argument("--counts", default="1,4,16", help="runs in each results directory")
+    common.workload_option(parser)
+    args = common.arguments(parser, smoke={
+        "counts": "1", "workload": [("duration", "0.5s"), ("warmup", "0s"), ("message_size", 64)]})
     work = Path(tempfile.mkdtemp(prefix="bench-analysis-", dir=args.keep))
-    measuring = timed("run", str(QUICKSTART), "--output", str(work / "out"), "--no-analysis",
+    scenario = common.scenario_with(QUICKSTART, work, args.workload)
+    measuring = timed("run", str(scenario), "--output", str(work / "out"), "--no-analysis",
                       cwd=work)
     (results,) = (work / "out" / "quickstart").iterdir()
     runs = sorted(path for path in results.iterdir() if (path / "manifest.json").is_file())
@@ -60,9 +68,10 @@ def main() -> int:
     print(f"quickstart: {len(runs)} runs measured in {measuring:.1f} s, "
           f"analysed in {analysis:.1f} s: {analysis / measuring:.2f} of the measuring time")
     times = {count: timed("report", str(results_of(runs, count, work)), cwd=work)
-             for count in (1, 4, 16)}
+             for count in map(int, args.counts.split(","))}
+    first, base = next(iter(times.items()))
     for count, seconds in times.items():
-        print(f"{count:>2} run(s): {seconds:5.1f} s   ({seconds / times[1]:.2f}× one run)")
+        print(f"{count:>2} run(s): {seconds:5.1f} s   ({seconds / base:.2f}× {first} run(s))")
     if args.keep is None:
         shutil.rmtree(work)
     return 0

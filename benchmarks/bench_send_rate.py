@@ -16,7 +16,7 @@ sidecar folding chunks while the run goes (as users run it) and with the whole a
 after the run. Every run is analysed, as users run it.
 
     .venv/bin/python benchmarks/bench_send_rate.py [--rates 100k,250k,500k,750k,1M,1.25M]
-        [--ab | --recording-ab | --analysis-ab]
+        [--seconds 3] [--baseline-seconds 2] [--ab | --recording-ab | --analysis-ab] [--smoke]
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import struct
 import subprocess
 import sys
 import tempfile
@@ -34,7 +33,7 @@ from pathlib import Path
 
 import common
 
-from sixnines.drivers.tcp.wire import HELLO, LENGTH, PUBLISH
+from sixnines.drivers.tcp.wire import LENGTH, PUBLISH, frame_prefix, hello
 
 SIZE = 64
 
@@ -45,14 +44,14 @@ def start_relay() -> tuple[subprocess.Popen, str]:
     return relay, json.loads(relay.stdout.readline())["listening"]
 
 
-def naive_rate(address: str, seconds: float = 2.0) -> float:
+def naive_rate(address: str, seconds: float) -> float:
     """One send() per 64-byte frame, unpaced: what a simple generator reaches."""
     host, port = address.rsplit(":", 1)
     sock = socket.create_connection((host, int(port)))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.sendall(HELLO.pack(b"SXN", PUBLISH, LENGTH.size + SIZE))
+    sock.sendall(hello(PUBLISH, LENGTH.size + SIZE))
     sock.recv(1)
-    frame = struct.pack("<I", SIZE) + bytes(SIZE)
+    frame = frame_prefix(SIZE) + bytes(SIZE)
     sent, deadline = 0, time.perf_counter() + seconds
     started = time.perf_counter()
     while time.perf_counter() < deadline:
@@ -103,6 +102,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rates", default="100k,250k,500k,750k,1M,1.25M")
     parser.add_argument("--seconds", type=int, default=3)
+    parser.add_argument("--baseline-seconds", type=float, default=2.0,
+                        help="how long the naive loop sends")
     parser.add_argument("--ab", action="store_true",
                         help="each rate also without the live view, without the monitor "
                         "and with loop CPUs shared")
@@ -111,14 +112,15 @@ def main() -> None:
     parser.add_argument("--analysis-ab", action="store_true",
                         help="each rate with the analysis sidecar and with the analysis "
                         "after the run")
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"rates": "10k", "seconds": 1,
+                                           "baseline_seconds": 0.2})
     rates = common.parse_rates(args.rates)
     variants = (SIDECARS if args.ab else RECORDING if args.recording_ab
                 else ANALYSIS if args.analysis_ab
                 else {AS_USERS_RUN_IT: SIDECARS[AS_USERS_RUN_IT]})
     relay, address = start_relay()
     try:
-        baseline = naive_rate(address)
+        baseline = naive_rate(address, args.baseline_seconds)
         print(f"baseline: naive one-send-per-message loop = {baseline:,.0f} msg/s")
         rows: dict[str, list[str]] = {name: [] for name in variants}
         best = dict.fromkeys(variants, 0.0)

@@ -15,9 +15,11 @@ then `python -m sixnines.spark_jobs.analyze RUN_DIR` once, the process `sixnines
 starts (JVM, both Spark jobs, every report file), on local[*]. Rows are raw rows (producer
 rows + consumer rows = 2 per message). The run (1M msg/s for messages / 1M seconds, 1 %
 warm-up, send lag ~3 µs log-normal, service time ~50 µs log-normal, FIFO) is cached under
-benchmarks/out/ keyed by its size; manifest.json, written last, marks it complete.
+benchmarks/out/ (or `--out`) keyed by its size; manifest.json, written last, marks it
+complete; a smoke run's goes to a temporary directory.
 
-    .venv/bin/python benchmarks/bench_series.py [--messages 10M] [--repeat 2]
+    .venv/bin/python benchmarks/bench_series.py [--messages 10M] [--repeat 2] [--out DIR]
+        [--smoke]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import common
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -75,9 +78,9 @@ def _table(rows: dict[str, np.ndarray], warmup_ns: int, receiving: bool) -> pa.T
     return pa.table(columns, schema=MESSAGES)
 
 
-def synthesise(messages: int) -> Path:
-    """The run dir (cached): agents p (producer) and c (consumer), one clock."""
-    run_dir = OUT / f"series-{messages}"
+def synthesise(messages: int, out: Path = OUT) -> Path:
+    """The run dir (cached in `out`): agents p (producer) and c (consumer), one clock."""
+    run_dir = out / f"series-{messages}"
     if (run_dir / "manifest.json").is_file():
         return run_dir
     warmup_ns = messages // 100 * PERIOD_NS
@@ -114,11 +117,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", default="10M", help="messages (e.g. 10M, 100M)")
     parser.add_argument("--repeat", type=int, default=2, help="best of this many rounds")
-    args = parser.parse_args(argv)
-    messages = int(parse_rate(args.messages))
+    parser.add_argument("--out", type=Path, default=OUT, help="where the run is cached")
+    args = common.arguments(parser, {"messages": "20k", "repeat": 1, "out": None}, argv)
+    with common.directory(args.out) as out:
+        return measure(int(parse_rate(args.messages)), args.repeat, out)
 
+
+def measure(messages: int, repeat: int, out: Path) -> int:
+    """Time every step on the run of `messages` (synthesised into `out` if not there)."""
     began = time.perf_counter()
-    run_dir = synthesise(messages)
+    run_dir = synthesise(messages, out)
     print(f"run: {run_dir} ({time.perf_counter() - began:.0f} s to have it)", flush=True)
     manifest = read_manifest(run_dir)
     run = passes.Run(manifest, agent_rows.message_paths(run_dir, manifest),
@@ -132,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         "first pass": lambda: [agent_pass.first_pass(agent) for agent in agents],
         "second pass": lambda: [agent_pass.second_pass(agent, plan) for agent in agents]}
     best = dict.fromkeys(steps, float("inf"))
-    for round_ in range(args.repeat):
+    for round_ in range(repeat):
         for name, step in steps.items():  # interleaved: every step sees the same load
             seconds = _timed(step)
             best[name] = min(best[name], seconds)
@@ -143,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         stdout=subprocess.DEVNULL))
 
     rows = 2 * messages
-    print(f"\n{messages:,} messages = {rows:,} raw rows, best of {args.repeat}")
+    print(f"\n{messages:,} messages = {rows:,} raw rows, best of {repeat}")
     print(f"{'step':<34}{'seconds':>9}{'rows/s/core':>14}{'× read':>8}")
     for name, seconds in best.items():
         print(f"{name + ' (one core)':<34}{seconds:>9.1f}{rows / seconds:>14,.0f}"

@@ -7,6 +7,7 @@ each variant's median p50, p99 and p99.9 of latency (recv − intended) and the 
 the baseline's.
 
     .venv/bin/python benchmarks/bench_sidecar_latency.py [--rates 40k,100k] [--rounds 3]
+        [--seconds 5] [--warmup 3s] [--smoke]
 """
 
 from __future__ import annotations
@@ -25,11 +26,13 @@ VARIANTS = {"no sidecar (baseline)": {"SIXNINES_FOLLOW": "0"},
 FIGURES = ("p50", "p99", "p99.9")
 
 
-def measure(rate: str, seconds: int, work: Path, env: dict[str, str]) -> dict[str, float]:
+def measure(rate: str, seconds: int, warmup: str, work: Path, env: dict[str, str]
+            ) -> dict[str, float]:
     scenario = f"""
 name: sidecar-latency
 systems: [{{name: tcp, driver: tcp, broker: builtin}}]
-workload: {{message_size: 64, rate: {rate}, duration: {seconds}s, warmup: 3s, drain: 2s}}
+workload: {{message_size: 64, rate: {rate}, duration: {seconds}s, warmup: {warmup},
+           drain: 2s}}
 """
     run = common.sixnines_run(scenario, work, tty=False, env=env, analysis=True)
     latency = json.loads((run / "report" / "summary.json").read_text())["latency_us"]
@@ -41,14 +44,16 @@ def main() -> None:
     parser.add_argument("--rates", default="40k,100k")
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--warmup", default="3s")
+    args = common.arguments(parser, smoke={"rates": "1k", "seconds": 1, "rounds": 1,
+                                           "warmup": "0s"})
     with tempfile.TemporaryDirectory() as tmp:
         for rate in args.rates.split(","):
             found: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
             for round_ in range(args.rounds):
                 for name, env in VARIANTS.items():
                     work = Path(tmp) / f"{rate}-{round_}-{len(found[name])}-{name[:4]}"
-                    found[name].append(measure(rate, args.seconds, work, env))
+                    found[name].append(measure(rate, args.seconds, args.warmup, work, env))
             baseline = {key: statistics.median(r[key] for r in found[next(iter(VARIANTS))])
                         for key in FIGURES}
             print(f"rate {rate} msg/s, {args.rounds} rounds of {args.seconds} s measured, "

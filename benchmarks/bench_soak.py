@@ -2,15 +2,17 @@
 lag of a long run match a short one's?
 
 Runs `sixnines run` (the product's path, chunks streaming as by default) of the builtin tcp
-relay, 64 B, one producer and one consumer at `--rate`: first a 10 s run (the baseline,
-same script, same sitting), then one of `--minutes`. While each runs, every agent's and
+relay, 64 B, one producer and one consumer at `--rate`, `--warmup` seconds of warm-up: first a
+short run of `--short-seconds` (the baseline, same script, same sitting), then one of
+`--minutes`. While each runs, every agent's and
 writer's resident memory is sampled once a second. Send lag comes from the producer's own
 interval log (latency.hlog, `send_lag`: what `sixnines report` reads), counts from the
 manifest, bytes on disk from the agents' files; the steal time of the loop's CPU (the
 hypervisor running something else on it) is shown, since it stalls the loop whatever
 sixnines does.
 
-    .venv/bin/python benchmarks/bench_soak.py [--rate 1M] [--minutes 10]
+    .venv/bin/python benchmarks/bench_soak.py [--rate 1M] [--minutes 10] [--short-seconds 10]
+        [--warmup 5] [--smoke]
 """
 
 from __future__ import annotations
@@ -29,23 +31,23 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import common
+
 from sixnines.agents.affinity import keep_off, restore
 from sixnines.formats import hdr
 from sixnines.formats.hlog import measured_counts, read_hlog
 from sixnines.orchestrator.units import parse_rate
 from tests.faults.processes import command_line, descendants, parents
 
-WARMUP_S = 5
-SHORT_S = 10  # the short run's measured seconds, and the stretches the long run is cut into
 LIMIT_US = 100.0
 MB = 1 << 20
 
 
-def scenario(rate: float, seconds: int, output: Path) -> str:
+def scenario(rate: float, seconds: int, warmup_s: int, output: Path) -> str:
     return f"""
 name: soak
 systems: [{{name: tcp, driver: tcp, broker: builtin}}]
-workload: {{message_size: 64, rate: {rate}, duration: {seconds}s, warmup: {WARMUP_S}s,
+workload: {{message_size: 64, rate: {rate}, duration: {seconds}s, warmup: {warmup_s}s,
            drain: 10s}}
 output: {output}
 """
@@ -69,11 +71,11 @@ def steal_ticks(cpu: int | None) -> int:
     return 0
 
 
-def run(work: Path, rate: float, seconds: int) -> dict:
-    """One run: its manifest, per-process RSS series {pid: [(t, bytes)]} and parents,
+def run(work: Path, rate: float, seconds: int, warmup_s: int) -> dict:
+    """One run: its manifest, its warm-up, per-process RSS series {pid: [(t, bytes)]} and parents,
     steal ticks per CPU."""
     work.mkdir(parents=True)
-    (work / "s.yaml").write_text(scenario(rate, seconds, work / "out"))
+    (work / "s.yaml").write_text(scenario(rate, seconds, warmup_s, work / "out"))
     steal_before = {cpu: steal_ticks(cpu) for cpu in (0, 1, None)}
     with open(work / "stderr.txt", "w") as stderr:
         controller = subprocess.Popen(
@@ -98,14 +100,16 @@ def run(work: Path, rate: float, seconds: int) -> dict:
     run_dir = next(work.glob("out/soak/*/*/manifest.json")).parent
     steal = {cpu: steal_ticks(cpu) - before for cpu, before in steal_before.items()}
     return {"dir": run_dir, "manifest": json.loads((run_dir / "manifest.json").read_text()),
+            "warmup_s": warmup_s,
             "rss": series, "parents": parent_of, "steal": steal}
 
 
-def send_lag(run_dir: Path) -> tuple[dict[str, float], list[tuple[float, float]]]:
+def send_lag(run_dir: Path, warmup_s: int
+             ) -> tuple[dict[str, float], list[tuple[float, float]]]:
     """Send-lag percentiles in µs after the warm-up, from the producer's interval log, and
     each interval's (start s, p99 µs)."""
     log = read_hlog(run_dir / "agents" / "producer-0" / "latency.hlog")
-    counts = measured_counts(log, WARMUP_S)["send_lag"]
+    counts = measured_counts(log, warmup_s)["send_lag"]
     values = hdr.percentile_values(counts, (50.0, 99.0, 99.9, 99.99))
     intervals = [(item.start_s, hdr.percentile_values(item.counts, (99.0,))[0] / 1000)
                  for item in log.intervals if item.tag == "send_lag"]
@@ -113,15 +117,15 @@ def send_lag(run_dir: Path) -> tuple[dict[str, float], list[tuple[float, float]]
                     strict=True)), intervals
 
 
-def window_p99s(run_dir: Path, seconds: float) -> np.ndarray:
+def window_p99s(run_dir: Path, warmup_s: int, seconds: float) -> np.ndarray:
     """Send-lag p99 (µs) of each consecutive stretch of `seconds` after the warm-up, from the
     producer's interval log: what a run of that length would have measured at that moment
     of the long one, so the long/short ratio can be read against their spread."""
     log = read_hlog(run_dir / "agents" / "producer-0" / "latency.hlog")
     windows: dict[int, np.ndarray] = {}
     for item in log.intervals:
-        if item.tag == "send_lag" and item.start_s >= WARMUP_S:
-            key = int((item.start_s - WARMUP_S) // seconds)
+        if item.tag == "send_lag" and item.start_s >= warmup_s:
+            key = int((item.start_s - warmup_s) // seconds)
             windows[key] = windows.get(key, 0) + item.counts
     return np.array([hdr.percentile_values(counts, (99.0,))[0] / 1000
                      for _, counts in sorted(windows.items())])
@@ -132,7 +136,7 @@ def report(name: str, result: dict) -> dict[str, float]:
     agents = {a["id"]: a for a in manifest["agents"]}
     sent, received = agents["producer-0"]["sent"], agents["consumer-0"]["received"]
     disk = sum(f["bytes"] for a in agents.values() for f in a["artifacts"].values())
-    lag, intervals = send_lag(result["dir"])
+    lag, intervals = send_lag(result["dir"], result["warmup_s"])
     slow = [(start, p99) for start, p99 in intervals if p99 > LIMIT_US]
     print(f"\n{name}: status {manifest['status']}, sent {sent:,}, received {received:,}, "
           f"lost {sent - received:,}; disk {disk / MB:,.0f} MiB = {disk / max(sent, 1):.2f} "
@@ -162,21 +166,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rate", default="1M")
     parser.add_argument("--minutes", type=float, default=10)
+    parser.add_argument("--short-seconds", type=int, default=10,
+                        help="the short run's measured seconds, and the stretches the long "
+                        "run is cut into")
+    parser.add_argument("--warmup", type=int, default=5, help="seconds of warm-up, each run")
     parser.add_argument("--keep", type=Path, help="keep the runs here (default: deleted)")
-    args = parser.parse_args()
+    args = common.arguments(parser, smoke={"rate": "10k", "minutes": 1 / 60,
+                                           "short_seconds": 1, "warmup": 1})
     rate = parse_rate(args.rate)
     with tempfile.TemporaryDirectory() as tmp:
         if args.keep:
             tmp = args.keep
-        short = report("10 s run", run(Path(tmp) / "short", rate, SHORT_S))
-        long_run = run(Path(tmp) / "long", rate, int(args.minutes * 60))
+        short = report(f"{args.short_seconds} s run",
+                       run(Path(tmp) / "short", rate, args.short_seconds, args.warmup))
+        long_run = run(Path(tmp) / "long", rate, int(args.minutes * 60), args.warmup)
         long = report(f"{args.minutes:g} min run", long_run)
-        windows = window_p99s(long_run["dir"], SHORT_S)
+        windows = window_p99s(long_run["dir"], args.warmup, args.short_seconds)
     near = np.count_nonzero(np.abs(windows / short["p99"] - 1) <= 0.1)
     print(f"\nsend-lag p99, long / short: {long['p99'] / short['p99']:.2f}")
-    print(f"the long run in {len(windows)} stretches of {SHORT_S} s: p99 µs min "
+    print(f"the long run in {len(windows)} stretches of {args.short_seconds} s: p99 µs min "
           f"{windows.min():,.1f}, median {np.median(windows):,.1f}, max {windows.max():,.1f}; "
-          f"{near} within 10 % of the 10 s run's")
+          f"{near} within 10 % of the {args.short_seconds} s run's")
 
 
 if __name__ == "__main__":

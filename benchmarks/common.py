@@ -1,24 +1,31 @@
-"""What the rate benchmarks share: a broker from its recipe, one real run per offered rate
-through `sixnines run` itself (a subprocess, its live view on a pseudo-terminal as on a
-laptop, unless asked otherwise) and the send-side figures read straight from the agents'
-parquet files, so every script measures a step the same way, and as users get it.
+"""What the benchmarks share: `--smoke` (every script's arguments go through `arguments`);
+for the rate benchmarks, a broker from its recipe, one real run per offered rate through
+`sixnines run` itself (a subprocess, its live view on a pseudo-terminal as on a laptop,
+unless asked otherwise) and the send-side figures read straight from the agents' parquet
+files, so every script measures a step the same way, and as users get it.
 
 Imported as `common`: the scripts run as files, with this folder first on sys.path."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import pty
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
+import yaml
 
 from sixnines.formats.chunks import message_files
 from sixnines.orchestrator.brokers import start_recipe
@@ -28,6 +35,62 @@ from sixnines.orchestrator.report import find_run_dirs
 from sixnines.orchestrator.units import parse_rate
 
 LAG_P99_LIMIT_US = 100.0  # a rate counts as held when send-lag p99 stays under this
+SMOKE_HELP = ("tiny settings (rates, a second or less, few rounds, small data): the same path "
+              "end to end in seconds, its figures meaningless; options given still win")
+
+
+def arguments(parser: argparse.ArgumentParser, smoke: dict[str, object],
+              argv: list[str] | None = None) -> argparse.Namespace:
+    """The script's arguments, with `--smoke`: `smoke` replaces the defaults it names, so a
+    smoke run takes the very path a measurement takes, only smaller (the test suite runs
+    every script so: tests/integration/test_benchmarks.py)."""
+    parser.add_argument("--smoke", action="store_true", help=SMOKE_HELP)
+    args = parser.parse_args(argv)
+    if args.smoke:
+        parser.set_defaults(**smoke)
+        args = parser.parse_args(argv)
+    return args
+
+
+@contextmanager
+def directory(path: Path | None) -> Iterator[Path]:
+    """`path` (made if missing), or a temporary directory removed afterwards when None
+    (where a smoke run keeps what a measurement would cache)."""
+    if path is not None:
+        path.mkdir(parents=True, exist_ok=True)
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-") as made:
+        yield Path(made)
+
+
+def workload_option(parser: argparse.ArgumentParser) -> None:
+    """`--workload FIELD=VALUE`, for the scripts that run a scenario file (see
+    scenario_with); each is kept as (field, value)."""
+    parser.add_argument("--workload", action="append", default=[], type=_field_value,
+                        metavar="FIELD=VALUE",
+                        help="replace a workload field of the scenario, e.g. duration=5s "
+                        "(a YAML value; repeatable)")
+
+
+def _field_value(text: str) -> tuple[str, object]:
+    field, equals, value = text.partition("=")
+    if not (field.strip() and equals):
+        raise argparse.ArgumentTypeError(f"{text!r} is not FIELD=VALUE")
+    return field.strip(), yaml.safe_load(value)
+
+
+def scenario_with(scenario: Path, work: Path, changes: list[tuple[str, object]]) -> Path:
+    """`scenario` itself, or a copy in `work` with the workload fields `changes` names
+    replaced; relative paths in it still resolve from the working directory, as
+    `sixnines run` resolves them."""
+    if not changes:
+        return scenario
+    text = yaml.safe_load(scenario.read_text())
+    text["workload"].update(changes)
+    copy = work / scenario.name
+    copy.write_text(yaml.safe_dump(text, sort_keys=False))
+    return copy
 
 
 def split_rates(text: str) -> list[str]:
@@ -38,6 +101,28 @@ def split_rates(text: str) -> list[str]:
 def parse_rates(text: str) -> list[float]:
     """`--rates 10k,1M` as msg/s."""
     return [parse_rate(rate) for rate in split_rates(text)]
+
+
+def free_port() -> int:
+    """A loopback TCP port nothing listens on at this moment."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def await_listening(port: int, server: subprocess.Popen, timeout_s: float = 10) -> None:
+    """Return once `server`, started a moment ago, accepts connections on loopback `port`
+    (a client started before would find nothing there); end the script if it exits or
+    takes longer than `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"{server.args} is not listening on port {port}") from None
+            time.sleep(0.05)
 
 
 @contextmanager

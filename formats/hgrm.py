@@ -30,6 +30,10 @@ from sixnines.formats.hdr import (
     value_from_index,
 )
 
+#: More than any .hgrm holds (a few hundred lines: one per percentile step out to 1 h at 3
+#: digits): what a reader of one from elsewhere reads at most.
+MAX_HGRM_BYTES = 4 * 1024 * 1024
+
 TICKS_PER_HALF_DISTANCE = 5
 _DIGITS = SIGNIFICANT_DIGITS
 _LINE = f"%12.{_DIGITS}f %2.12f %10d %14.2f\n"

@@ -103,6 +103,28 @@ def report_folder(run_dir: Path) -> Path:
     return folder
 
 
+def file_under(root: Path, *names: str) -> Path:
+    """`root`/names[0]/…/names[-1], each a plain name, checked to stay inside `root`
+    (links resolved) and to be a regular file where it exists: a results directory's file
+    named by a run id it lists (`<run-id>/report/latency.hgrm`), where the run's own folder
+    could be a link leading out."""
+    path = Path(root).joinpath(*(plain_name(name, "name") for name in names))
+    _check(root, path, stat.S_ISREG, "a regular file")
+    return path
+
+
+def read_bounded(path: Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file `path` (opened as `open_regular` does: a FIFO never
+    hangs the reader); RefusedPath when it holds more than `max_bytes`, more than
+    sixnines writes there."""
+    with open_regular(path) as source:
+        data = source.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise RefusedPath(f"{path}: larger than {max_bytes:,} bytes, more than sixnines "
+                          "writes there; not read")
+    return data
+
+
 def run_file(run_dir: Path, name: str) -> Path:
     """A file of the run directory itself (its manifest), checked as `agent_file` is."""
     path = Path(run_dir) / plain_name(name, "file name")

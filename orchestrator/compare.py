@@ -54,6 +54,8 @@ from rich.console import Console
 from rich.table import Table
 
 from sixnines.formats.errors import BadInput
+from sixnines.formats.hgrm import MAX_HGRM_BYTES
+from sixnines.formats.run_files import REPORT, RefusedPath, file_under, read_bounded
 from sixnines.formats.status import rank
 from sixnines.formats.summary import Figures, RunSummary
 from sixnines.orchestrator.load import LATENCY, latency_of, run_load
@@ -66,8 +68,6 @@ ABSOLUTE_FLOOR_US = 5.0
 MIN_TAIL_SAMPLES = 10
 SIGMAS = 4.0
 LADDER_MARGIN = 1.5
-#: A latency.hgrm lists a few hundred lines (one per percentile step, 1 h at 3 digits).
-MAX_HGRM_BYTES = 4 * 1024 * 1024
 LATENCY_FIELDS = {field: label for field, label in LATENCY.values()}
 RATES = ("send_rate", "receive_rate")
 ACCOUNTING = ("lost", "unknown", "duplicated")
@@ -105,14 +105,8 @@ class Tail:
         any HdrHistogram prints (MAX_HGRM_BYTES), damaged (not text) or holds no
         distribution: the summary's ladder then serves."""
         try:
-            if not path.is_file():
-                return None
-            with open(path, "rb") as source:
-                data = source.read(MAX_HGRM_BYTES + 1)
-            if len(data) > MAX_HGRM_BYTES:
-                return None
-            return cls.from_text(data.decode("utf-8"))
-        except (OSError, ValueError):
+            return cls.from_text(read_bounded(path, MAX_HGRM_BYTES).decode("utf-8"))
+        except (OSError, ValueError):  # RefusedPath and UnicodeDecodeError among them
             return None
 
     @classmethod
@@ -237,13 +231,13 @@ def load_side(path: Path) -> Side:
     report/summary.json); CompareError, with what to do, when there is none."""
     if not path.is_dir():
         raise CompareError(f"{path}: no such directory")
-    if (path / SUMMARY_FILE).is_file():
-        runs = read_results_summary(path / SUMMARY_FILE).runs
-        return Side(path, runs, single=False, tails=_tails(
-            {run.run_id: (run, path / run.run_id) for run in runs if _plain(run.run_id)}))
-    if (path / "report" / SUMMARY_FILE).is_file():
-        run = read_run_summary(path / "report" / SUMMARY_FILE)
-        return Side(path, [run], single=True, tails=_tails({run.run_id: (run, path)}))
+    if (results := _summary_under(path, SUMMARY_FILE)).is_file():
+        runs = read_results_summary(results).runs
+        return Side(path, runs, single=False, tails=_tails(path, runs, in_run_folders=True))
+    if (run := _summary_under(path, REPORT, SUMMARY_FILE)).is_file():
+        summary = read_run_summary(run)
+        return Side(path, [summary], single=True,
+                    tails=_tails(path, [summary], in_run_folders=False))
     recorded = (path / MANIFEST_FILE).is_file() or any(
         (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
     hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
@@ -251,19 +245,32 @@ def load_side(path: Path) -> Side:
     raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
 
 
-def _plain(run_id: str | None) -> bool:
-    """Whether a run id from the summary can name a directory of the results: one plain
-    name, never a way out of them (`../x`, `/etc`)."""
-    return bool(run_id) and run_id not in (".", "..") and "/" not in run_id \
-        and "\0" not in run_id
+def _summary_under(path: Path, *names: str) -> Path:
+    """A summary.json of the directory given; CompareError when it is a link leading out
+    of that directory (formats.run_files.file_under), which is not read."""
+    try:
+        return file_under(path, *names)
+    except RefusedPath as refused:
+        raise CompareError(str(refused)) from None
 
 
-def _tails(run_dirs: dict[str | None, tuple[RunSummary, Path]]) -> dict[str | None, Tail]:
+def _tails(root: Path, runs: list[RunSummary], in_run_folders: bool
+           ) -> dict[str | None, Tail]:
     """Each run's distribution from the .hgrm of its latency (saturation latency in
-    throughput mode), by run id."""
-    tails = {run_id: Tail.from_hgrm(run_dir / "report" / hgrm_name(run))
-             for run_id, (run, run_dir) in run_dirs.items()}
-    return {run_id: tail for run_id, tail in tails.items() if tail is not None}
+    throughput mode), by run id: `root`/<run id>/report/ of a results directory, or
+    `root`/report/ of one run directory. A run id is a name from a file, so it is taken
+    only as a plain name, and only what stays inside `root` is read
+    (formats.run_files.file_under)."""
+    tails = {}
+    for run in runs:
+        names = (REPORT, hgrm_name(run))
+        try:
+            path = file_under(root, *((run.run_id or "", *names) if in_run_folders else names))
+        except RefusedPath:
+            continue
+        if (tail := Tail.from_hgrm(path)) is not None:
+            tails[run.run_id] = tail
+    return tails
 
 
 def swept_keys(*sides: list[RunSummary]) -> list[str]:

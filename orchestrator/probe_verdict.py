@@ -2,14 +2,17 @@
 the probe's own figures: its summary.json and the latency curve of its series.json.
 
 In order, the first that holds decides:
-- the run did not finish well (failed, partial, corrupt): fail, with its status;
+- the run has no figures (failed, corrupt): fail, with its status;
 - the senders did not keep the schedule (send-lag p99 over 1 ms, or under 95 % of the
   rate sent), and formats.lag says whose doing it was (the rule of the run's warning):
   the system's (their sends blocked) fails the probe; a stall of the machine the senders
   caught up from (their loops waited for a CPU, and they kept the rate) leaves the probe
   to the rules below, its latency including the stall; anything else (their own work,
   more busy loops than CPUs, a machine too busy for them to keep the rate) is
-  generator-bound, never a verdict on the system;
+  generator-bound, never a verdict on the system — also when the run is partial: a
+  generator that could not offer the rate leaves a backlog its consumers' drain may not
+  hear out (zmq at 3M msg/s), which says nothing of the rate;
+- the run did not finish well (partial): fail, with its problems;
 - a delivery lost or of unknown fate: fail;
 - an objective percentile resting on too few samples (fewer than
   rate_search.SAMPLES_BEYOND beyond it): fail, as unmeasured;
@@ -63,8 +66,8 @@ def judge(summary: RunSummary, latency_means_us: Sequence[float], search: RateSe
           rate: float) -> Verdict:
     """The verdict on a probe at `rate` (msg/s) whose summary and latency curve (mean µs
     per bucket of the measured stretch, in schedule order) these are."""
-    if summary.status != "ok" or summary.sent is None:
-        return _fail(f"run {summary.status}: {'; '.join(summary.problems) or 'no figures'}")
+    if summary.status not in ("ok", "partial") or summary.sent is None:
+        return _unfinished(summary)
     behind = behind_schedule(summary)
     cause = lag_cause(summary) if behind else None
     if cause is not None:
@@ -74,10 +77,16 @@ def judge(summary: RunSummary, latency_means_us: Sequence[float], search: RateSe
         kept = summary.send_rate is not None and summary.send_rate >= SATURATED_RATE_SHARE * rate
         if not (cause == LagCause.MACHINE and kept):
             return Verdict(VerdictKind.GENERATOR_BOUND, why, cause)
+    if summary.status != "ok":
+        return _unfinished(summary)
     reasons = [*_losses(summary), *_objective(summary, search), *_keeping_up(summary),
                *_rising(latency_means_us)]
     return Verdict(VerdictKind.FAIL, tuple(reasons), cause) if reasons else \
         Verdict(VerdictKind.PASS, (), cause)
+
+
+def _unfinished(summary: RunSummary) -> Verdict:
+    return _fail(f"run {summary.status}: {'; '.join(summary.problems) or 'no figures'}")
 
 
 def _fail(*reasons: str) -> Verdict:

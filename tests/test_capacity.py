@@ -175,6 +175,21 @@ def test_a_generator_that_cannot_keep_the_rate_is_no_verdict_on_the_system(chang
         assert any(reason in line for line in verdict.reasons), verdict.reasons
 
 
+def test_a_generator_that_could_not_offer_the_rate_is_bound_though_the_run_is_partial():
+    """zmq at 3M msg/s: one producer sent 1.6M per second, its consumer still receiving the
+    backlog when its drain ended (deliveries of unknown fate, the run partial). The rate
+    was never offered: generator-bound, not a failure of the system; a run without figures
+    still fails."""
+    busy = Cpu(sender=CpuSide(us_per_message=Figures(), cores=0.99, empty_intervals=0),
+               receiver=None, broker=None, interval_ms=1000.0, notes=[])
+    backlog = dict(status="partial", unknown=900, send_rate=6_000.0, receive_rate=6_000.0,
+                   problems=["agent consumer-0: still receiving during its drain"], cpu=busy)
+    assert judge(summary(**backlog), FLAT, spec(), 10_000).kind == \
+        VerdictKind.GENERATOR_BOUND
+    failed = judge(summary(**{**backlog, "status": "failed"}), FLAT, spec(), 10_000)
+    assert failed.kind == VerdictKind.FAIL and failed.reasons[0].startswith("run failed")
+
+
 def test_senders_blocked_by_the_system_fail_the_probe():
     """Lagging while their loops idled (Redis at 1.6M msg/s: 0.19 cores, lag 313 ms):
     their sends blocked on the system, which is not keeping up."""

@@ -10,25 +10,26 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
 from rich.console import Console
 
 from sixnines.formats.atomic import write_atomically
+from sixnines.formats.run_files import RefusedPath, file_under, report_folder
 from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
-from sixnines.orchestrator.report import write_results_summary
+from sixnines.orchestrator.report import SUMMARY_FILE, write_results_summary
 from sixnines.orchestrator.reports import capacity, gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
+from sixnines.orchestrator.summaries import SummaryRefused, read_results_summary
 
-REPORT_DIR = "report"
 PAGE = "index.html"
 HGRM_METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
 
 
 def _recorded(results_dir: Path) -> ResultsSummary | None:
+    """The results' summary.json as an earlier analysis wrote it; None when there is none
+    sixnines could have written (formats.run_files, orchestrator.summaries)."""
     try:
-        return ResultsSummary.model_validate_json(
-            (results_dir / "summary.json").read_text(encoding="utf-8"))
-    except (OSError, ValidationError):
+        return read_results_summary(file_under(results_dir, SUMMARY_FILE))
+    except (RefusedPath, SummaryRefused):
         return None
 
 
@@ -49,8 +50,9 @@ def _title(results_dir: Path) -> str:
 def write_reports(results_dir: Path, summaries: list[RunSummary],
                   searches: Sequence[CapacityResult] = ()) -> Path:
     """Write the page and the gnuplot files for these runs and capacity searches; return
-    the page's path."""
-    out = results_dir / REPORT_DIR
+    the page's path. Its folder is checked first (formats.run_files.report_folder): a
+    `report` that is a link leading out of the results would have them written elsewhere."""
+    out = report_folder(results_dir)
     out.mkdir(parents=True, exist_ok=True)
     runs = [read_run(results_dir, summary, HGRM_METRICS) for summary in summaries]
     slugs = per_run.run_slugs(runs)
@@ -70,11 +72,12 @@ def write_reports(results_dir: Path, summaries: list[RunSummary],
 
 
 def _attempt(write: Callable[[], object], console: Console) -> bool:
-    """Run one writer; a file (or directory) it could not write is one line: its path and
-    why (WriteFailure's message, or the OSError's, which names it too)."""
+    """Run one writer; a file (or directory) it could not write, or would not write to (a
+    link leading out), is one line: its path and why (WriteFailure's message, the
+    OSError's or RefusedPath's, which name it too)."""
     try:
         write()
-    except OSError as failure:
+    except (OSError, RefusedPath) as failure:
         console.print(str(failure), markup=False, highlight=False, soft_wrap=True)
         return False
     return True

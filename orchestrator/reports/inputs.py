@@ -4,18 +4,24 @@ percentile distributions (`<run-id>/report/<metric>.hgrm`).
 
 Either may be missing (a run analysed before the per-message analysis existed, a failed
 run): the page then shows what the summaries allow and says what is missing, so nothing
-here raises on absent or malformed files.
+here raises on absent or malformed files. A results directory is untrusted input: each
+file is reached through formats.run_files (a plain run id, nothing outside the results
+directory, a regular file) and read within a bound.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sixnines.formats.hgrm import MAX_HGRM_BYTES
+from sixnines.formats.json_input import read_json
+from sixnines.formats.run_files import REPORT, RefusedPath, file_under, read_bounded
 from sixnines.formats.summary import RunSummary
 
 SERIES_FILE = "series.json"
+#: More than a series.json holds: a dozen curves of at most 2,000 points each.
+MAX_SERIES_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -39,10 +45,11 @@ class RunInputs:
 
 
 def read_hgrm(path: Path) -> Distribution | None:
-    """Parse HdrHistogram's percentile-distribution text; None when absent or empty."""
+    """Parse HdrHistogram's percentile-distribution text; None when absent, empty or not
+    one (no regular file, larger than any .hgrm)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_bounded(path, MAX_HGRM_BYTES).decode("utf-8", errors="replace")
+    except (OSError, RefusedPath):
         return None
     percentiles, values = [], []
     for line in text.splitlines():
@@ -62,11 +69,11 @@ def read_hgrm(path: Path) -> Distribution | None:
 
 def read_series(path: Path) -> tuple[dict | None, str | None]:
     """(series, None), or (None, why it cannot be used); (None, None) when absent."""
-    if not path.is_file():
+    if not path.exists():
         return None, None
     try:
-        series = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+        series = read_json(path, MAX_SERIES_BYTES)
+    except (OSError, ValueError) as error:  # RefusedJson, RefusedPath among them
         return None, f"{path.name} is unreadable ({error})"
     if not isinstance(series, dict):
         return None, f"{path.name} does not hold a JSON object"
@@ -74,12 +81,15 @@ def read_series(path: Path) -> tuple[dict | None, str | None]:
 
 
 def read_run(results_dir: Path, summary: RunSummary, metrics: tuple[str, ...]) -> RunInputs:
-    """Everything the report uses for one run. The run id names a directory, so one that
-    could step outside the results directory is not followed."""
-    run_id = summary.run_id or ""
-    if not run_id or "/" in run_id or "\\" in run_id or run_id in (".", ".."):
+    """Everything the report uses for one run. The run id is a name from a file: it is
+    followed only as a plain name, to files inside the results directory
+    (formats.run_files.file_under)."""
+    try:
+        series_path = file_under(results_dir, summary.run_id or "", REPORT, SERIES_FILE)
+        hgrms = {m: file_under(results_dir, summary.run_id or "", REPORT, f"{m}.hgrm")
+                 for m in metrics}
+    except RefusedPath:
         return RunInputs(summary)
-    report = results_dir / run_id / "report"
-    series, problem = read_series(report / SERIES_FILE)
-    hgrm = {m: d for m in metrics if (d := read_hgrm(report / f"{m}.hgrm")) is not None}
+    series, problem = read_series(series_path)
+    hgrm = {m: d for m, path in hgrms.items() if (d := read_hgrm(path)) is not None}
     return RunInputs(summary, series, problem, hgrm)

@@ -171,9 +171,12 @@ def done_claiming_its_entry(run_dir: Path, outside: Path) -> None:
 
 def report_linking_out(run_dir: Path, outside: Path) -> None:
     """The run's report folder a link to a folder outside holding a summary.json (which an
-    analysis clears and writes in its own)."""
+    analysis clears and writes in its own), and the series.json and .hgrm the results'
+    page and `compare` read of a run."""
     (outside / "report").mkdir()
     (outside / "report" / "summary.json").write_text('{"keep": "me"}\n')
+    (outside / "report" / "series.json").write_text("{}\n")
+    (outside / "report" / "latency.hgrm").write_text("       1.000 0.000000000000          1\n")
     os.symlink(outside / "report", run_dir / "report")
 
 
@@ -217,6 +220,9 @@ def reported(recorded, tmp_path_factory) -> Iterator[Reported]:
     fifo(outside / "canary.fifo")
     (outside / "log.txt").write_text("not the analysis log\n")
     os.symlink(outside / "log.txt", results / "analysis.log")
+    (outside / "results-report").mkdir()  # the results' own report folder leading out
+    (outside / "results-report" / "index.html").write_text("not the report\n")
+    os.symlink(outside / "results-report", results / "report")
     before = snapshot(outside)
     canaries = Canaries(outside)
     try:
@@ -237,6 +243,23 @@ def test_report_reads_writes_and_removes_nothing_outside_the_runs(reported):
     assert (reported.outside / "report" / "summary.json").read_text() == '{"keep": "me"}\n'
     assert (reported.outside / "log.txt").read_text() == "not the analysis log\n"
     assert not (reported.results / "analysis.log").is_symlink()
+    assert (reported.outside / "results-report" / "index.html").read_text() == \
+        "not the report\n"
+    line_with(reported.done.stderr, f"{reported.results / 'report'}: a symbolic link to",
+              "results-report", "outside the run directory")
+
+
+def test_compare_reads_nothing_outside_the_results(reported):
+    """A run of the results whose report folder leads out holds a latency.hgrm there:
+    `compare` takes the run's figures from the summary alone."""
+    canaries = Canaries(reported.outside)
+    try:
+        done = sixnines("compare", reported.results, reported.results)
+        touched = canaries.touched()
+    finally:
+        canaries.close()
+    assert done.returncode == 0, done.stderr
+    assert touched == []
 
 
 def corrupt_with(reported: Reported, case: str, *parts: str) -> str:

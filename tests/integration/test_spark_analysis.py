@@ -14,8 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from sixnines.formats import hdr
-from sixnines.formats.chunks import chunk_name
+from sixnines.formats.chunks import CHUNK_INDEX, chunk_name
 from sixnines.formats.hlog import write_hlog
+from sixnines.formats.integrity import sha256_of
 from sixnines.formats.records import HLOG_FILE, MESSAGES, MESSAGES_FILE
 
 pytestmark = pytest.mark.integration
@@ -30,8 +31,9 @@ START_EPOCH_S = 1_700_000_000.0
 def _write_agent(run_dir: Path, agent_id: str, rows: dict[str, np.ndarray],
                  series: dict[str, tuple[np.ndarray, np.ndarray]],
                  name: str = MESSAGES_FILE) -> None:
-    """messages.parquet (or the file `name`) and latency.hlog of one agent (series: tag →
-    (offsets, values))."""
+    """messages.parquet (or the file `name`: a chunk, listed in the agent's chunks.jsonl as
+    its recorder lists each) and latency.hlog of one agent (series: tag → (offsets,
+    values))."""
     folder = run_dir / "agents" / agent_id
     folder.mkdir(parents=True)
     n = len(rows["seq"])
@@ -39,6 +41,10 @@ def _write_agent(run_dir: Path, agent_id: str, rows: dict[str, np.ndarray],
     columns["size"] = np.full(n, 64, dtype=np.int32)
     columns["warmup"] = rows["intended_ns"] < WARMUP_NS
     pq.write_table(pa.table(columns, schema=MESSAGES), folder / name)
+    if name != MESSAGES_FILE:
+        (folder / CHUNK_INDEX).write_text(json.dumps({
+            "file": name, "rows": n, "sha256": sha256_of(folder / name),
+            "bytes": (folder / name).stat().st_size}) + "\n")
     write_hlog(folder / HLOG_FILE, start_epoch_s=START_EPOCH_S, series=series,
                warmup_ns=WARMUP_NS)
 
