@@ -8,7 +8,7 @@ then takes the send loop's CPU for scheduler slices of milliseconds, and each sl
 stall in the schedule. On two cores, send-lag p99 at 1M msg/s went from 2–5 ms to ~20 µs
 once the loop had its CPU to itself (docs/performance.md, "CPU placement").
 
-The controller decides (orchestrator.cpus); the agents and the broker monitor apply it
+The controller decides (orchestrator.plan.cpus); the agents and the broker monitor apply it
 here, on `start`.
 """
 

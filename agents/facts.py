@@ -29,7 +29,7 @@ def host_facts() -> dict:
 
 def kernel_id() -> str:
     """Names the running kernel (its boot id): processes with equal ids share CPUs, whatever
-    host name, network namespace or container they are in (orchestrator.cpus)."""
+    host name, network namespace or container they are in (orchestrator.plan.cpus)."""
     return _read("/proc/sys/kernel/random/boot_id") or f"host:{socket.gethostname()}"
 
 

@@ -8,7 +8,7 @@ process `sixnines report` starts, end to end (JVM and session start included).
 
 Shape (fan-out, our default model): 50 producers and 50 consumers (`--agents`), each
 consumer receiving
-every producer's messages, planned by `orchestrator.plan.plan_agents`; a fixed-rate
+every producer's messages, planned by `orchestrator.plan.agents.plan_agents`; a fixed-rate
 schedule (intended = t0 + phase + i/rate), 10 s of warm-up, then `--minutes` measured.
 At `--scale 1` every producer sends 20 msg/s (1,000 msg/s in all, so each consumer
 receives 1,000 msg/s); with the default 10 minutes the run spans 610 s:
@@ -63,12 +63,12 @@ from sixnines.formats.hlog import measured_counts, read_hlog
 from sixnines.formats.integrity import read_manifest
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock
 from sixnines.formats.records import HLOG_FILE
-from sixnines.orchestrator.hosts import Placement
-from sixnines.orchestrator.manifest import new_manifest, write_manifest
-from sixnines.orchestrator.matrix import expand
-from sixnines.orchestrator.plan import AgentPlan, plan_agents
-from sixnines.orchestrator.runner import PINGS
-from sixnines.orchestrator.scenario import parse_scenario
+from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
+from sixnines.orchestrator.run.manifest import new_manifest, write_manifest
+from sixnines.orchestrator.run.runner import PINGS
+from sixnines.orchestrator.scenario.hosts import Placement
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import parse_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out" / "analysis-scale"

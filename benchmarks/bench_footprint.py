@@ -1,4 +1,4 @@
-"""What an agent really holds and writes per message, against `orchestrator.footprint`.
+"""What an agent really holds and writes per message, against `orchestrator.plan.footprint`.
 
 Runs `sixnines run` (the product's own path) of the builtin tcp relay at 64 B for each
 message count, watches every agent's peak resident memory (VmHWM) and reads the sizes of
@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import common
 
-from sixnines.orchestrator import footprint
-from sixnines.orchestrator.matrix import expand
-from sixnines.orchestrator.scenario import load_scenario
-from sixnines.orchestrator.units import parse_rate
+from sixnines.orchestrator.plan import footprint
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import load_scenario
+from sixnines.orchestrator.scenario.units import parse_rate
 from tests.faults.processes import Sixnines
 
 

@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import common
 
 from sixnines.orchestrator.controller import run_scenario
-from sixnines.orchestrator.fleet import Fleet
-from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.run.fleet import Fleet
+from sixnines.orchestrator.scenario.model import load_scenario
 from tests.integration.testbed import testbed
 
 PLACEMENTS = {

@@ -86,7 +86,7 @@ SIDECARS = {AS_USERS_RUN_IT: Variant(), "no live view": Variant(tty=False),
 RECORDING = {"streaming": Variant(env={"SIXNINES_CHUNK_ROWS": "524288"}),
              "in memory": Variant(env={"SIXNINES_CHUNK_ROWS": "0"})}
 #: --analysis-ab: the analysis sidecar folding closed chunks while the run goes, against the
-#: whole analysis after the run (orchestrator.sidecar)
+#: whole analysis after the run (orchestrator.run.sidecar)
 ANALYSIS = {"sidecar": Variant(), "analysis after the run": Variant(env={"SIXNINES_FOLLOW": "0"})}
 
 

@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 from sixnines.formats.integrity import read_manifest
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import MESSAGES, MESSAGES_FILE
-from sixnines.orchestrator.units import parse_rate
+from sixnines.orchestrator.scenario.units import parse_rate
 from sixnines.spark_jobs import agent_pass, agent_rows, delivery, passes
 from sixnines.spark_jobs.load import load_of
 

@@ -1,6 +1,6 @@
 """What the analysis sidecar does to the latency it measures: `sixnines run` of one raw TCP
 stream (64 B, builtin relay) at each rate, analysed as users run it in each of the
-sidecar's modes (orchestrator.sidecar) — `end` (the default: it analyses the run after
+sidecar's modes (orchestrator.run.sidecar) — `end` (the default: it analyses the run after
 it), `live` (it folds closed chunks while the run goes) — and without it (the whole
 analysis after the run with Spark, the baseline), interleaved round after round. Prints
 each variant's median p50, p99 and p99.9 of latency (recv − intended) and the ratio to

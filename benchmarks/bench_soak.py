@@ -36,7 +36,7 @@ import common
 from sixnines.agents.affinity import keep_off, restore
 from sixnines.formats import hdr
 from sixnines.formats.hlog import measured_counts, read_hlog
-from sixnines.orchestrator.units import parse_rate
+from sixnines.orchestrator.scenario.units import parse_rate
 from tests.faults.processes import command_line, descendants, parents
 
 LIMIT_US = 100.0

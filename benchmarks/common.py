@@ -28,11 +28,11 @@ import pyarrow.parquet as pq
 import yaml
 
 from sixnines.formats.chunks import message_files
-from sixnines.orchestrator.brokers import start_recipe
 from sixnines.orchestrator.launchers.local import LocalLauncher
-from sixnines.orchestrator.recipes import load_recipe
-from sixnines.orchestrator.report import find_run_dirs
-from sixnines.orchestrator.units import parse_rate
+from sixnines.orchestrator.results.analysis import find_run_dirs
+from sixnines.orchestrator.run.brokers import start_recipe
+from sixnines.orchestrator.scenario.recipes import load_recipe
+from sixnines.orchestrator.scenario.units import parse_rate
 
 LAG_P99_LIMIT_US = 100.0  # a rate counts as held when send-lag p99 stays under this
 SMOKE_HELP = ("tiny settings (rates, a second or less, few rounds, small data): the same path "

@@ -1,6 +1,6 @@
 """The lock a run's controller holds on its run directory while the run goes, so that no
 other command takes a run still going for one whose controller died: `sixnines report`
-would recover it (orchestrator.recovery) and write `failed` into a manifest the run then
+would recover it (orchestrator.results.recovery) and write `failed` into a manifest the run then
 overwrites, and `collect` would fetch files still being written.
 
 An flock on `controller.lock` in the run directory: the kernel releases it when the

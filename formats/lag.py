@@ -1,7 +1,7 @@
 """Whose doing a send lag was (docs/design.md rule 2): the system that stopped taking
 messages, the CPUs the generator's loops had, or the generator's own work. One rule for
 the warnings of a run (spark_jobs.analyze) and the verdict on a capacity probe
-(orchestrator.probe_verdict).
+(orchestrator.capacity.verdict).
 
 Senders that did not keep their schedule (send-lag p99 over 1 ms, or under 95 % of the
 rate sent) were behind it for `behind_s`, and the kernel says where their loop threads
@@ -12,7 +12,7 @@ machine. A side explains the lag when it holds at least a third of the time behi
 blocked calls also when they took 1 % of the loops' time (enough on their own to put
 send-lag p99 over 1 ms). In this order:
 
-- on a kernel whose busy loops had no CPU of their own (orchestrator.cpus): "CPUs
+- on a kernel whose busy loops had no CPU of their own (orchestrator.plan.cpus): "CPUs
   oversubscribed" — the placement, never the system: there, a system starved of CPU by
   the generator's loops blocks their sends too, so blocked decides only when waiting
   explains nothing;

@@ -1,8 +1,8 @@
 """manifest.json: what a run was, where it ran, with what, and how it went.
 
 The controller writes it when the run starts and rewrites it as the run goes
-(orchestrator.runner; status `running` until the end); `sixnines report` rewrites it once
-more for a run whose controller died (orchestrator.recovery). The analysis and the
+(orchestrator.run.runner; status `running` until the end); `sixnines report` rewrites it once
+more for a run whose controller died (orchestrator.results.recovery). The analysis and the
 reports read it. docs/manifest.schema.json is its JSON Schema, generated from these models
 (`python -m sixnines.formats.schema`).
 
@@ -250,7 +250,7 @@ class MonitorEntry(AgentEntry):
 
 
 class BrokerRecord(Open):
-    """The broker as the run provided it (orchestrator.brokers), with the facts its start
+    """The broker as the run provided it (orchestrator.run.brokers), with the facts its start
     gathered."""
 
     system: str | None = None

@@ -48,7 +48,7 @@ def _messages(text: str) -> int:
 
 def _load(file: str):
     """The scenario in `file` (ScenarioError: every problem with its line)."""
-    from sixnines.orchestrator.scenario import load_scenario
+    from sixnines.orchestrator.scenario.model import load_scenario
 
     return load_scenario(file)
 
@@ -56,10 +56,10 @@ def _load(file: str):
 def _machine_checks(file: str, points: list, scenario, output: Path, *, run: bool
                ) -> tuple[list[str], list[str]]:
     """The runs' memory and disk estimate in words, and why they cannot run on this
-    machine (each naming `file`): too big for it, or what it lacks (orchestrator.preflight;
+    machine (each naming `file`): too big for it, or what it lacks (orchestrator.plan.preflight;
     `run` leaves recipes to each run). Remote hosts are checked once they are prepared."""
-    from sixnines.orchestrator import footprint, preflight
-    from sixnines.orchestrator.hosts import LOCAL
+    from sixnines.orchestrator.plan import footprint, preflight
+    from sixnines.orchestrator.scenario.hosts import LOCAL
 
     found = footprint.estimate(points, scenario.placement.agents)
     available = {LOCAL: footprint.available_memory()}
@@ -71,8 +71,8 @@ def _machine_checks(file: str, points: list, scenario, output: Path, *, run: boo
 
 
 def _validate(args, console: Console) -> int:
-    from sixnines.orchestrator.matrix import expand
-    from sixnines.orchestrator.search_runs import describe
+    from sixnines.orchestrator.capacity.probes import describe
+    from sixnines.orchestrator.scenario.matrix import expand
 
     scenario = _load(args.file)
     points = expand(scenario)
@@ -97,11 +97,11 @@ def _say(console: Console, text: str) -> None:
 
 
 def _run(args, console: Console) -> int:
+    from sixnines.orchestrator.capacity.probes import is_search
     from sixnines.orchestrator.controller import run_scenario
-    from sixnines.orchestrator.interrupts import describe, exit_code
     from sixnines.orchestrator.launchers.base import LaunchError
-    from sixnines.orchestrator.matrix import expand
-    from sixnines.orchestrator.search_runs import is_search
+    from sixnines.orchestrator.run.interrupts import describe, exit_code
+    from sixnines.orchestrator.scenario.matrix import expand
 
     scenario = _load(args.file)
     output = args.output if args.output is not None else Path(scenario.output)
@@ -140,16 +140,16 @@ def _run(args, console: Console) -> int:
 
 
 def _report(args, console: Console) -> int:
-    from sixnines.orchestrator.collect import unfetched_hosts
-    from sixnines.orchestrator.interrupts import describe, exit_code
-    from sixnines.orchestrator.recovery import recover
-    from sixnines.orchestrator.report import (
+    from sixnines.orchestrator.reports import write_results
+    from sixnines.orchestrator.results.analysis import (
         analyse,
         find_run_dirs,
         print_tables,
         scenario_of,
     )
-    from sixnines.orchestrator.reports import write_results
+    from sixnines.orchestrator.results.collect import unfetched_hosts
+    from sixnines.orchestrator.results.recovery import recover
+    from sixnines.orchestrator.run.interrupts import describe, exit_code
 
     run_dirs = find_run_dirs(args.dir)
     for run_dir in run_dirs:
@@ -176,8 +176,8 @@ def _report(args, console: Console) -> int:
 
 
 def _collect(args, console: Console) -> int:
-    from sixnines.orchestrator.collect import collect
-    from sixnines.orchestrator.report import find_run_dirs
+    from sixnines.orchestrator.results.analysis import find_run_dirs
+    from sixnines.orchestrator.results.collect import collect
 
     complete = True
     for run_dir in find_run_dirs(args.dir):
@@ -196,7 +196,7 @@ def _collect(args, console: Console) -> int:
 
 
 def _compare(args, console: Console) -> int:
-    from sixnines.orchestrator.compare import compare, load_side, print_comparison
+    from sixnines.orchestrator.results.compare import compare, load_side, print_comparison
 
     sides = load_side(args.run_a), load_side(args.run_b)
     comparison = compare(*sides, threshold_pct=args.threshold)
@@ -208,7 +208,7 @@ def _compare(args, console: Console) -> int:
 
 
 def _runs(args, console: Console) -> int:
-    from sixnines.orchestrator.catalog import catalog, print_catalog
+    from sixnines.orchestrator.results.catalog import catalog, print_catalog
 
     if not args.dir.is_dir():
         console.print(f"{args.dir}: no such directory", markup=False, highlight=False)
@@ -247,7 +247,7 @@ def _agent(args, console: Console) -> int:
 
 def _broker(args, console: Console) -> int:
     from sixnines.drivers import registry
-    from sixnines.orchestrator.fields import split_address
+    from sixnines.orchestrator.scenario.fields import split_address
 
     try:
         driver = registry.load(args.driver)
@@ -324,7 +324,7 @@ def _recipe_option(command: argparse.ArgumentParser) -> None:
 
 def _use_recipe_dirs(dirs: list[Path]) -> None:
     """--recipes: searched before $SIXNINES_RECIPE_PATH (recipes.search_path reads it)."""
-    from sixnines.orchestrator.recipes import PATH_VARIABLE
+    from sixnines.orchestrator.scenario.recipes import PATH_VARIABLE
 
     if dirs:
         given = [str(d) for d in dirs]
@@ -444,7 +444,7 @@ def entry() -> NoReturn:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sixnines.orchestrator import interrupts
+    from sixnines.orchestrator.run import interrupts
 
     args = parser().parse_args(argv)
     console = Console(file=sys.stderr)

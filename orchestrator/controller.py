@@ -20,16 +20,16 @@ from rich.console import Console
 from sixnines.formats.atomic import WriteFailure
 from sixnines.formats.errors import BadInput
 from sixnines.formats.summary import CapacityResult, RunSummary
-from sixnines.orchestrator import footprint
-from sixnines.orchestrator.fleet import Fleet
-from sixnines.orchestrator.interrupts import held
+from sixnines.orchestrator.capacity.probes import is_search, run_search
 from sixnines.orchestrator.launchers.base import LaunchError
-from sixnines.orchestrator.matrix import RunPoint, expand
-from sixnines.orchestrator.progress import ProgressView
-from sixnines.orchestrator.report import analyse, print_tables, read_summary
+from sixnines.orchestrator.plan import footprint
 from sixnines.orchestrator.reports import capacity, write_results
-from sixnines.orchestrator.runner import Run, RunSettings
-from sixnines.orchestrator.search_runs import is_search, run_search
+from sixnines.orchestrator.results.analysis import analyse, print_tables, read_summary
+from sixnines.orchestrator.run.fleet import Fleet
+from sixnines.orchestrator.run.interrupts import held
+from sixnines.orchestrator.run.progress import ProgressView
+from sixnines.orchestrator.run.runner import Run, RunSettings
+from sixnines.orchestrator.scenario.matrix import RunPoint, expand
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     try:
         results_dir.mkdir(parents=True)
         shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
-    except OSError as exc:  # checked before (orchestrator.preflight), changed since
+    except OSError as exc:  # checked before (orchestrator.plan.preflight), changed since
         raise BadInput(f"cannot write the results in {results_dir}: "
                        f"{exc.strerror or exc}") from None
     view = ProgressView(len(points), console.file)

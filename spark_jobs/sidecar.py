@@ -1,5 +1,5 @@
 """The analysis of one run beside the controller: `python -m sixnines.spark_jobs.sidecar
-RUN_DIR [--live]`, started by the controller with the run (orchestrator.sidecar) when
+RUN_DIR [--live]`, started by the controller with the run (orchestrator.run.sidecar) when
 every agent writes its files on this machine.
 
 With `--live`, every POLL_S it reads the run's manifest and each agent's chunk index,

@@ -19,13 +19,13 @@ from sixnines.formats.summary import (
     LoopTime,
     RunSummary,
 )
-from sixnines.orchestrator.capacity import Finding, Searcher
-from sixnines.orchestrator.probe_verdict import Verdict, VerdictKind, judge
-from sixnines.orchestrator.problems import ScenarioError
-from sixnines.orchestrator.rate_search import PROBE_LIMIT_NS, RateOrSearch, RateSearch
+from sixnines.orchestrator.capacity.probes import rate_label, run_search
+from sixnines.orchestrator.capacity.search import Finding, Searcher
+from sixnines.orchestrator.capacity.verdict import Verdict, VerdictKind, judge
 from sixnines.orchestrator.reports import capacity
-from sixnines.orchestrator.scenario import load_scenario
-from sixnines.orchestrator.search_runs import rate_label, run_search
+from sixnines.orchestrator.scenario.model import load_scenario
+from sixnines.orchestrator.scenario.problems import ScenarioError
+from sixnines.orchestrator.scenario.search_spec import PROBE_LIMIT_NS, RateOrSearch, RateSearch
 from tests.integration.support import points
 
 SECOND = 1_000_000_000

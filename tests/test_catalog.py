@@ -1,4 +1,4 @@
-"""`sixnines runs` (orchestrator/catalog.py) over synthetic results directories: analysed,
+"""`sixnines runs` (orchestrator/results/catalog.py) over synthetic results directories: analysed,
 recorded only, stamped by the controller or named by hand."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
-from sixnines.orchestrator.catalog import catalog, find_results_dirs
 from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_OK, main
-from sixnines.orchestrator.manifest import MANIFEST_FILE
-from sixnines.orchestrator.report import SUMMARY_FILE
+from sixnines.orchestrator.results.analysis import SUMMARY_FILE
+from sixnines.orchestrator.results.catalog import catalog, find_results_dirs
+from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 
 
 def summary(run_id: str, system: str, status: str = "ok", p50: float = 70.0) -> dict:

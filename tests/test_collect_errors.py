@@ -9,10 +9,10 @@ from pathlib import Path
 
 from sixnines.formats.integrity import read_manifest
 from sixnines.formats.manifest import AgentEntry
-from sixnines.orchestrator.collect import unfetched_hosts
-from sixnines.orchestrator.manifest import new_manifest, write_manifest
-from sixnines.orchestrator.matrix import expand
-from sixnines.orchestrator.scenario import parse_scenario
+from sixnines.orchestrator.results.collect import unfetched_hosts
+from sixnines.orchestrator.run.manifest import new_manifest, write_manifest
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import parse_scenario
 from tests.faults.support import SMALL_RUN, failed_cleanly, line_with, sixnines
 
 

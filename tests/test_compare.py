@@ -1,4 +1,4 @@
-"""`sixnines compare` (orchestrator/compare.py) on synthetic results built the way the
+"""`sixnines compare` (orchestrator/results/compare.py) on synthetic results built the way the
 analysis builds real ones: latencies sampled from realistic distributions (a lognormal body,
 a slow-path tail, rare VM stalls), HDR bucket counts, the summary's percentiles and the
 run's latency.hgrm from those counts."""
@@ -16,9 +16,9 @@ import pytest
 from sixnines.formats import hdr
 from sixnines.formats.summary import Figures
 from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
-from sixnines.orchestrator.compare import Tail, latency_figure
-from sixnines.orchestrator.manifest import MANIFEST_FILE
-from sixnines.orchestrator.report import FIGURE_KEYS, SUMMARY_FILE
+from sixnines.orchestrator.results.analysis import FIGURE_KEYS, SUMMARY_FILE
+from sixnines.orchestrator.results.compare import Tail, latency_figure
+from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 
 COUNT = 20_000
 PARAMS = {"mode": "one-way", "rate": 2000.0, "duration_ns": 10_000_000_000, "seed": None}

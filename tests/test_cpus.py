@@ -1,8 +1,8 @@
-"""The CPU placement the controller decides (orchestrator.cpus)."""
+"""The CPU placement the controller decides (orchestrator.plan.cpus)."""
 
 from __future__ import annotations
 
-from sixnines.orchestrator.cpus import Seat, place_loops
+from sixnines.orchestrator.plan.cpus import Seat, place_loops
 
 TWO = frozenset({0, 1})
 

@@ -28,7 +28,7 @@ EXTRAS_OF = {
     "sixnines.drivers.rabbitmq": {"rabbitmq"},
     "sixnines.drivers.kafka": {"kafka"},
     "sixnines.spark_jobs": {"analysis"},
-    "sixnines.orchestrator.bundle": {"remote"},
+    "sixnines.orchestrator.launchers.bundle": {"remote"},
     "sixnines.orchestrator.launchers.ssh": {"remote"},
     "sixnines.orchestrator.launchers.ssh_guard": {"remote"},
     "sixnines.orchestrator.launchers.container": {"remote"},

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from sixnines.orchestrator.matrix import expand
-from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import load_scenario
 
 EXAMPLES = sorted((Path(__file__).parent.parent / "examples").glob("*.yaml"))
 

@@ -1,17 +1,17 @@
-"""orchestrator.footprint: what a plan needs, and the refusal when a host cannot hold it."""
+"""orchestrator.plan.footprint: what a plan needs, and the refusal when a host cannot hold it."""
 
 from __future__ import annotations
 
 from sixnines.agents import recording
-from sixnines.orchestrator import footprint
-from sixnines.orchestrator.footprint import (
+from sixnines.orchestrator.plan import footprint
+from sixnines.orchestrator.plan.footprint import (
     AGENT_BASE_BYTES,
     CHUNK_ROW_BYTES,
     ROW_DISK_BYTES,
     WRITER_ROW_BYTES,
 )
-from sixnines.orchestrator.matrix import expand
-from sixnines.orchestrator.scenario import parse_scenario
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import parse_scenario
 
 GB = 1 << 30
 

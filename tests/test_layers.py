@@ -4,6 +4,12 @@
 - Layers, bottom up: `formats` (the ground floor every part shares) < `drivers` < `agents`,
   `spark_jobs` and `testing` (the driver conformance suite) < `orchestrator`; a module
   imports its own part and those below, never one above (docs/design.md, "Layers").
+- Inside `orchestrator`, rooms by what they do, bottom up: `terminal` (printing text from
+  files) < `scenario` (the file a user writes) < `launchers` (running a process here or
+  there) < `capacity` (the search's steps and verdicts) < `plan` (what a run needs and
+  where its loops go) < `run` (one run, start to finish) < `results` (what runs left:
+  analysis, summaries, compare, collect) < `reports` (the page) < `controller` (a whole
+  scenario) < `cli`; a module imports its own room and those below.
 - No import cycle between modules, lazy imports inside functions included.
 """
 
@@ -17,12 +23,15 @@ from pathlib import Path
 
 import pytest
 
-from sixnines.orchestrator.bundle import clean_source
+from sixnines.orchestrator.launchers.bundle import clean_source
 
 ROOT = Path(__file__).resolve().parents[1]
 PARTS = {"formats": 0, "drivers": 1, "agents": 2, "spark_jobs": 2, "testing": 2,
          "orchestrator": 3, "sixnines": 4}
 FOLDERS = {part: ROOT / part for part in PARTS}
+ROOMS = {room: rank for rank, room in enumerate((
+    "terminal", "scenario", "launchers", "capacity", "plan", "run", "results", "reports",
+    "controller", "cli"))}
 
 
 def modules() -> dict[str, Path]:
@@ -81,6 +90,25 @@ def test_nothing_is_imported_by_its_folder_name():
 def test_no_import_runs_up_the_layers():
     upward = sorted(f"{module} -> {name}" for module, names in internal_graph().items()
                     for name in names if PARTS[part_of(name)] > PARTS[part_of(module)])
+    assert not upward, upward
+
+
+def room_of(module: str) -> str | None:
+    """The room of an orchestrator module (its folder, or its own name at the top), None
+    outside the orchestrator."""
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["sixnines", "orchestrator"] and len(parts) > 2 else None
+
+
+def test_every_room_of_the_controller_is_ranked():
+    rooms = {room_of(module) for module in modules()} - {None}
+    assert rooms == set(ROOMS), "rank each room of orchestrator/ in ROOMS"
+
+
+def test_no_import_runs_up_the_rooms_of_the_controller():
+    upward = sorted(f"{module} -> {name}" for module, names in internal_graph().items()
+                    if room_of(module) is not None for name in names
+                    if room_of(name) is not None and ROOMS[room_of(name)] > ROOMS[room_of(module)])
     assert not upward, upward
 
 

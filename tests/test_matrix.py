@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from sixnines.orchestrator.matrix import CASE_KEY, expand, safe_label
-from sixnines.orchestrator.scenario import CaseScenario, Mode, load_scenario, parse_scenario
+from sixnines.orchestrator.scenario.matrix import CASE_KEY, expand, safe_label
+from sixnines.orchestrator.scenario.model import CaseScenario, Mode, load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""Planning one run's agents (orchestrator/plan.py)."""
+"""Planning one run's agents (orchestrator/plan/agents.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from sixnines.agents.schedule import NS, message_count
-from sixnines.orchestrator.plan import AgentPlan, plan_agents
-from sixnines.orchestrator.scenario import Workload
+from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
+from sixnines.orchestrator.scenario.model import Workload
 
 
 def workload(**fields) -> Workload:

@@ -1,4 +1,4 @@
-"""The live view's disk outlook (orchestrator.progress) and what agents report for it
+"""The live view's disk outlook (orchestrator.run.progress) and what agents report for it
 (agents.disk), the latter from a real recorder writing real chunks."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from sixnines.agents.disk import DiskGauge
 from sixnines.agents.recording import ReceiptPool, Recorder
 from sixnines.formats.chunks import CHUNK_INDEX, read_index
 from sixnines.formats.records import HLOG_FILE
-from sixnines.orchestrator.plan import AgentPlan
-from sixnines.orchestrator.progress import ProgressView, seconds_until_full
+from sixnines.orchestrator.plan.agents import AgentPlan
+from sixnines.orchestrator.run.progress import ProgressView, seconds_until_full
 
 MB = 1_000_000
 

@@ -1,5 +1,5 @@
-"""Broker recipes (orchestrator/recipes.py) and starting brokers from them
-(orchestrator/brokers.py), with throwaway recipes whose "server" is a few lines of Python."""
+"""Broker recipes (orchestrator/scenario/recipes.py) and starting brokers from them
+(orchestrator/run/brokers.py), with throwaway recipes whose "server" is a few lines of Python."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from sixnines.orchestrator import recipes
-from sixnines.orchestrator.brokers import BrokerError, start_recipe
 from sixnines.orchestrator.launchers.local import LocalLauncher
-from sixnines.orchestrator.recipes import RecipeError, load_recipe, recipe_names, render
+from sixnines.orchestrator.run.brokers import BrokerError, start_recipe
+from sixnines.orchestrator.scenario import recipes
+from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe, recipe_names, render
 
 # a "server" that listens on the port it is given
 SERVER = ("import socket, sys, time; s = socket.create_server(('127.0.0.1', int(sys.argv[1])));"

@@ -12,8 +12,7 @@ from sixnines.drivers import registry
 from sixnines.drivers.base import Driver
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
 from sixnines.drivers.zmq import ZmqOptions
-from sixnines.orchestrator.recipes import recipe_names
-from sixnines.orchestrator.scenario import (
+from sixnines.orchestrator.scenario.model import (
     CaseScenario,
     Mode,
     Problem,
@@ -25,7 +24,8 @@ from sixnines.orchestrator.scenario import (
     load_scenario,
     parse_scenario,
 )
-from sixnines.orchestrator.workload import MAX_RATE_CAP_NS
+from sixnines.orchestrator.scenario.recipes import recipe_names
+from sixnines.orchestrator.scenario.workload import MAX_RATE_CAP_NS
 
 VALID = """\
 name: demo

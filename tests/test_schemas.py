@@ -12,9 +12,9 @@ from sixnines.formats import manifest, schema, summary
 from sixnines.formats.integrity import Damaged, read_manifest
 from sixnines.formats.manifest import AgentEntry, Clock, Manifest
 from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
-from sixnines.orchestrator.manifest import new_manifest
-from sixnines.orchestrator.matrix import expand
-from sixnines.orchestrator.scenario import parse_scenario
+from sixnines.orchestrator.run.manifest import new_manifest
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import parse_scenario
 from tests.result_schemas import DOCS, MANIFEST, SUMMARY, unchecked_problems, violations
 
 #: The fingerprint of each schema version's shape (formats.schema.fingerprint): a

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from sixnines.orchestrator.hosts import Link, bits_per_second
-from sixnines.orchestrator.shaping import burst_bytes, interface_of, shape_commands
+from sixnines.orchestrator.launchers.shaping import burst_bytes, interface_of, shape_commands
+from sixnines.orchestrator.scenario.hosts import Link, bits_per_second
 
 
 def test_a_rate_cap_is_one_tbf_with_a_burst_of_4_ms_and_at_least_64_kib():

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sixnines.orchestrator.units import parse_duration, parse_rate, parse_size
+from sixnines.orchestrator.scenario.units import parse_duration, parse_rate, parse_size
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ it (`workdir`, `address`, `python`), starts processes and runs commands there.
 from __future__ import annotations
 
 import queue
-import re
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -23,22 +22,10 @@ from typing import TYPE_CHECKING
 from sixnines.formats.errors import SixninesError
 
 if TYPE_CHECKING:  # bundle.py needs the `remote` extra, which local runs do without
-    from sixnines.orchestrator.bundle import Bundle
+    from sixnines.orchestrator.launchers.bundle import Bundle
 
 EOF_LINE = None
 #: What a shell takes as a variable name: anything else on an `env` line is shell code.
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def check_env_name(name: str) -> str:
-    """`name` if it is an environment variable name (a launcher puts names on a shell line
-    unquoted: a name such as `X;touch f` or `$(id)` would run there)."""
-    if not ENV_NAME.fullmatch(name):
-        raise ValueError(f"{name!r} is not an environment variable name (letters, digits "
-                         "and '_', not starting with a digit)")
-    return name
-
-
 class Process(ABC):
     """A started process. Lines it prints arrive on `lines` (None once its output ends);
     `inbox` may be shared by several processes so one loop can wait on all of them."""

@@ -9,7 +9,7 @@ starts so nothing it prints is lost; its stderr goes to the process's log file. 
 outlive their process so its files can be fetched afterwards; the launcher's `close()`
 removes every container it created. A controller that dies leaves them exited (their
 processes saw their input end), and `sixnines collect` fetches their files and removes
-them (orchestrator.collect).
+them (orchestrator.results.collect).
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from docker.utils import socket as frames
 from sixnines.formats import protocol as p
 from sixnines.formats.atomic import atomic_path
 from sixnines.formats.run_files import name_problem, plain_name
-from sixnines.orchestrator.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
 from sixnines.orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
+from sixnines.orchestrator.launchers.bundle import PROJECT_ROOT, Bundle, BundleError, build_bundle
 
 DOCKERFILE = PROJECT_ROOT / "deploy" / "Dockerfile"
 BASE_IMAGE_VARIABLE = "SIXNINES_BASE_IMAGE"

@@ -30,17 +30,17 @@ import paramiko
 
 from sixnines.formats.atomic import atomic_path
 from sixnines.formats.run_files import name_problem, plain_name
-from sixnines.orchestrator.bundle import Bundle, BundleError, build_bundle
-from sixnines.orchestrator.hosts import SshHost
 from sixnines.orchestrator.launchers.base import (
     Completed,
     Launcher,
     LaunchError,
     Process,
-    check_env_name,
 )
+from sixnines.orchestrator.launchers.bundle import Bundle, BundleError, build_bundle
+from sixnines.orchestrator.launchers.shaping import clear_command, interface_of, shape_commands
 from sixnines.orchestrator.launchers.ssh_guard import SshGuard
-from sixnines.orchestrator.shaping import clear_command, interface_of, shape_commands
+from sixnines.orchestrator.scenario.fields import check_env_name
+from sixnines.orchestrator.scenario.hosts import SshHost
 
 CONNECT_TIMEOUT_S = 10.0
 START_TIMEOUT_S = 60.0

@@ -15,10 +15,10 @@ from rich.console import Console
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.run_files import RefusedPath, file_under, report_folder
 from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
-from sixnines.orchestrator.report import SUMMARY_FILE, write_results_summary
 from sixnines.orchestrator.reports import capacity, gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
-from sixnines.orchestrator.summaries import SummaryRefused, read_results_summary
+from sixnines.orchestrator.results.analysis import SUMMARY_FILE, write_results_summary
+from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
 
 PAGE = "index.html"
 HGRM_METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
@@ -26,7 +26,7 @@ HGRM_METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
 
 def _recorded(results_dir: Path) -> ResultsSummary | None:
     """The results' summary.json as an earlier analysis wrote it; None when there is none
-    sixnines could have written (formats.run_files, orchestrator.summaries)."""
+    sixnines could have written (formats.run_files, orchestrator.results.summaries)."""
     try:
         return read_results_summary(file_under(results_dir, SUMMARY_FILE))
     except (RefusedPath, SummaryRefused):

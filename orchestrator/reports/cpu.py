@@ -9,8 +9,8 @@ from __future__ import annotations
 from html import escape
 
 from sixnines.formats.summary import CpuSide, Figures, RunSummary
-from sixnines.orchestrator.report import supported
 from sixnines.orchestrator.reports.table import DIM_TITLE, count, micro
+from sixnines.orchestrator.results.analysis import supported
 
 SIDES = ("sender", "receiver", "broker")
 FIGURES = ("lower_median", "mean", "robust_deviation", "p90", "p99", "max")

@@ -4,7 +4,7 @@ x = −log10(1 − p), so 90%, 99%, 99.9% … are equally spaced and the tail ge
 deserves. A curve stops where its sample count stops supporting percentiles (p beyond
 1 − 1/count) and ends at the exact max, placed at 1 − 1/count, where the max sample sits.
 Open-loop runs and throughput-mode runs (`rate: max`, saturation latency) are never drawn
-on the same plot: their latencies mean different things (orchestrator.load).
+on the same plot: their latencies mean different things (orchestrator.results.load).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from sixnines.formats.hdr import PERCENTILE_KEYS, PERCENTILES
 from sixnines.formats.summary import RunSummary
-from sixnines.orchestrator.load import saturation
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, colour
+from sixnines.orchestrator.results.load import saturation
 
 #: (metric, label) plotted for each load
 METRICS = {"open-loop": (("latency", "latency"), ("service_time", "service time")),

@@ -1,6 +1,6 @@
 """The summary table and each run's figures table and warnings, as HTML.
 
-Same rules as the console tables (orchestrator/report.py): every percentile to 99.9999%
+Same rules as the console tables (orchestrator/results/analysis.py): every percentile to 99.9999%
 and the max with the sample count behind them; a percentile the count cannot support is
 dimmed; cross-host figures carry their clock bound. Every string from data is escaped.
 """
@@ -13,10 +13,10 @@ from html import escape
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.status import FAILED, ORDER
 from sixnines.formats.summary import Figures, RunSummary
-from sixnines.orchestrator.load import latency_of, saturation
-from sixnines.orchestrator.report import supported
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.per_run import humps_text
+from sixnines.orchestrator.results.analysis import supported
+from sixnines.orchestrator.results.load import latency_of, saturation
 
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
 METRICS = (("latency_us", "latency"), ("service_time_us", "service time"),

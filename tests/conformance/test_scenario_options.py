@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from sixnines.orchestrator.scenario import ScenarioError
+from sixnines.orchestrator.scenario.model import ScenarioError
 from tests.integration.support import parse_options
 
 DRIVERS = ["tcp", "zmq", "redis", "nats", "rabbitmq", "kafka"]

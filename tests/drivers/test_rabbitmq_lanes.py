@@ -10,7 +10,7 @@ from sixnines.drivers.base import SOLE_LANE, Lane
 from sixnines.drivers.rabbitmq.driver import RabbitmqDriver, lane_route
 from sixnines.drivers.rabbitmq.options import RabbitmqOptions
 from sixnines.drivers.rabbitmq.wire import publish_head
-from sixnines.orchestrator.workload import Workload
+from sixnines.orchestrator.scenario.workload import Workload
 
 
 def test_a_fanout_lane_has_an_exchange_of_its_own():

@@ -44,7 +44,7 @@ MUTATIONS: dict[str, Any] = {
     "newer-schema": 999,
 }
 MUST_REFUSE = {"nan", "inf", "-inf", "deep", "digits"}
-#: Fields whose negative values compare refuses (orchestrator.summaries).
+#: Fields whose negative values compare refuses (orchestrator.results.summaries).
 NON_NEGATIVE = {"sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
                 "unexpected", "send_rate", "receive_rate", "density_us", "clock_bound_ns"}
 LATENCIES = {"latency_us", "service_time_us", "send_lag_us", "saturation_latency_us"}

@@ -33,8 +33,8 @@ from rich.console import Console
 from sixnines.formats.chunks import CHUNK_INDEX, chunk_name, read_index
 from sixnines.formats.integrity import sha256_of
 from sixnines.orchestrator.controller import run_scenario
-from sixnines.orchestrator.runner import RunSettings
-from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.run.runner import RunSettings
+from sixnines.orchestrator.scenario.model import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.faults.processes import (
     parents,

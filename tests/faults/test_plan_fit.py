@@ -13,9 +13,9 @@ import sys
 
 import pytest
 
-from sixnines.orchestrator import footprint
-from sixnines.orchestrator.matrix import expand
-from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.plan import footprint
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import load_scenario
 from tests.faults.processes import Sixnines
 
 HUGE = """

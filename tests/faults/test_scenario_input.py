@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from sixnines.orchestrator.matrix import MAX_RUN_ID
-from sixnines.orchestrator.problems import shown
+from sixnines.orchestrator.scenario.matrix import MAX_RUN_ID
+from sixnines.orchestrator.scenario.problems import shown
 from tests.faults.validate_worker import MEMORY_CAP, ROOT, judge, validate_all
 
 MINIMAL = """\

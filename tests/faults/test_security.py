@@ -30,16 +30,17 @@ import yaml
 from rich.console import Console
 
 from sixnines.formats import protocol
-from sixnines.orchestrator import brokers, recipes
-from sixnines.orchestrator.brokers import BrokerError
 from sixnines.orchestrator.controller import run_scenario
-from sixnines.orchestrator.handoff import handoff_argv, handoff_line
-from sixnines.orchestrator.hosts import SshHost
 from sixnines.orchestrator.launchers.base import LaunchError
+from sixnines.orchestrator.launchers.handoff import handoff_argv, handoff_line
 from sixnines.orchestrator.launchers.local import LocalLauncher
 from sixnines.orchestrator.launchers.ssh import SshLauncher
-from sixnines.orchestrator.recipes import RecipeError, load_recipe
-from sixnines.orchestrator.scenario import ScenarioError, load_scenario
+from sixnines.orchestrator.run import brokers
+from sixnines.orchestrator.run.brokers import BrokerError
+from sixnines.orchestrator.scenario import recipes
+from sixnines.orchestrator.scenario.hosts import SshHost
+from sixnines.orchestrator.scenario.model import ScenarioError, load_scenario
+from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -25,9 +25,9 @@ import pytest
 
 from sixnines.formats.manifest import SCHEMA_VERSION
 from sixnines.formats.run_files import BASE_BYTES
-from sixnines.orchestrator.hosts import SshHost
 from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.launchers.ssh import SshLauncher
+from sixnines.orchestrator.scenario.hosts import SshHost
 from tests.faults.support import copy_run, edit_manifest, line_with, record, sixnines
 from tests.faults.untrusted import (
     REMOTE_AGENT,

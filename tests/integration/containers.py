@@ -22,7 +22,7 @@ from typing import IO
 import docker
 import pytest
 
-from sixnines.orchestrator.bundle import PROJECT_ROOT, build_id
+from sixnines.orchestrator.launchers.bundle import PROJECT_ROOT, build_id
 from sixnines.orchestrator.launchers.container import AGENT_REPOSITORY
 
 SCRIPTS = PROJECT_ROOT / "deploy" / "containers"

@@ -22,14 +22,14 @@ import pytest
 from sixnines.drivers.base import SOLE_LANE, Lane
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.payload import build_frames, frame_dtype
-from sixnines.orchestrator.brokers import start_recipe
-from sixnines.orchestrator.fleet import Fleet
 from sixnines.orchestrator.launchers.local import LocalLauncher
-from sixnines.orchestrator.matrix import RunPoint, expand
-from sixnines.orchestrator.progress import ProgressView
-from sixnines.orchestrator.recipes import load_recipe
-from sixnines.orchestrator.runner import Run, RunSettings
-from sixnines.orchestrator.scenario import parse_scenario
+from sixnines.orchestrator.run.brokers import start_recipe
+from sixnines.orchestrator.run.fleet import Fleet
+from sixnines.orchestrator.run.progress import ProgressView
+from sixnines.orchestrator.run.runner import Run, RunSettings
+from sixnines.orchestrator.scenario.matrix import RunPoint, expand
+from sixnines.orchestrator.scenario.model import parse_scenario
+from sixnines.orchestrator.scenario.recipes import load_recipe
 
 
 @contextmanager

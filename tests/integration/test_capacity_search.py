@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
-from sixnines.orchestrator.capacity import Searcher
-from sixnines.orchestrator.probe_verdict import Verdict, VerdictKind, judge
-from sixnines.orchestrator.rate_search import RateSearch
-from sixnines.orchestrator.search_runs import SERIES
+from sixnines.orchestrator.capacity.probes import SERIES
+from sixnines.orchestrator.capacity.search import Searcher
+from sixnines.orchestrator.capacity.verdict import Verdict, VerdictKind, judge
+from sixnines.orchestrator.scenario.search_spec import RateSearch
 from tests.faults.processes import Sixnines
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
@@ -39,7 +39,7 @@ def search(tmp_path: Path, workload: str, cases: str = "",
 
 
 def replayed(result: CapacityResult) -> tuple[list[float], str]:
-    """The rates the pure search (orchestrator.capacity) asks for, fed the verdicts the
+    """The rates the pure search (orchestrator.capacity.search) asks for, fed the verdicts the
     probes of `result` had, and how it ends: what the search must have done."""
     searcher = Searcher(RateSearch.model_validate({
         "search": "max", "from": result.probes[0].rate, "to": 4000,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.scenario.model import load_scenario
 
 pytestmark = pytest.mark.integration
 

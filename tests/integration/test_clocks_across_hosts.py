@@ -15,7 +15,7 @@ from rich.console import Console
 
 from sixnines.agents.facts import clock_domain
 from sixnines.orchestrator.controller import run_scenario
-from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.scenario.model import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.testbed import testbed
 

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from sixnines.orchestrator.controller import run_scenario
-from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.scenario.model import load_scenario
 from tests.integration.containers import BASE_IMAGE
 
 pytestmark = pytest.mark.integration

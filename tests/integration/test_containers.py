@@ -15,8 +15,8 @@ import docker
 import pytest
 
 from sixnines.formats import protocol as p
-from sixnines.orchestrator.bundle import build_id
 from sixnines.orchestrator.launchers.base import LaunchError, Process
+from sixnines.orchestrator.launchers.bundle import build_id
 from sixnines.orchestrator.launchers.container import ContainerLauncher, untar
 from tests.integration.containers import BASE_IMAGE
 from tests.integration.support import external_broker

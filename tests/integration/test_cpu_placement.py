@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sixnines.agents.affinity import threads_of
-from sixnines.orchestrator.runner import START_DELAY_S
+from sixnines.orchestrator.run.runner import START_DELAY_S
 from tests.faults.processes import Sixnines, command_line, descendants, pid_logging_to
 
 pytestmark = [

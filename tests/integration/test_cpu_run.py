@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sixnines.formats.records import CPU_FILE
-from sixnines.orchestrator.runner import RunSettings
+from sixnines.orchestrator.run.runner import RunSettings
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration

@@ -20,7 +20,7 @@ import pytest
 from sixnines.drivers.base import DriverError, Lane, Waiter
 from sixnines.drivers.kafka import KafkaDriver, KafkaOptions
 from sixnines.formats.payload import build_frames, frame_dtype
-from sixnines.orchestrator.scenario import ScenarioError
+from sixnines.orchestrator.scenario.model import ScenarioError
 from tests.integration.support import (
     SIZE,
     assert_every_message_accounted,

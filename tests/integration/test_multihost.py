@@ -25,10 +25,10 @@ import yaml
 from rich.console import Console
 
 from sixnines.orchestrator.controller import run_scenario
-from sixnines.orchestrator.hosts import Inventory, Link
 from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.launchers.ssh import SshLauncher
-from sixnines.orchestrator.scenario import load_scenario
+from sixnines.orchestrator.scenario.hosts import Inventory, Link
+from sixnines.orchestrator.scenario.model import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
 

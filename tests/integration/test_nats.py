@@ -19,8 +19,8 @@ from sixnines.drivers.base import DriverError, Lane, split_address
 from sixnines.drivers.nats import NatsDriver, NatsOptions
 from sixnines.drivers.nats.connection import manage
 from sixnines.formats.payload import frame_dtype
-from sixnines.orchestrator.problems import ScenarioError
-from sixnines.orchestrator.scenario import parse_scenario
+from sixnines.orchestrator.scenario.model import parse_scenario
+from sixnines.orchestrator.scenario.problems import ScenarioError
 from tests.drivers.certs import self_signed
 from tests.integration import support
 from tests.integration.support import (

@@ -19,7 +19,7 @@ import pytest
 from sixnines.drivers.base import DriverError, Lane
 from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
 from sixnines.formats.payload import build_frames, frame_dtype
-from sixnines.orchestrator.scenario import ScenarioError, Workload
+from sixnines.orchestrator.scenario.model import ScenarioError, Workload
 from tests.integration.support import (
     SIZE,
     assert_every_message_accounted,

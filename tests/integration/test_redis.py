@@ -16,7 +16,7 @@ import redis
 
 from sixnines.drivers.base import DriverError, Lane
 from sixnines.drivers.redis import RedisDriver, RedisOptions
-from sixnines.orchestrator.scenario import ScenarioError
+from sixnines.orchestrator.scenario.model import ScenarioError
 from tests.integration.support import (
     SIZE,
     assert_each_lane_gets_its_own,

@@ -1,4 +1,4 @@
-"""The analysis sidecar with a real `sixnines run` (orchestrator.sidecar,
+"""The analysis sidecar with a real `sixnines run` (orchestrator.run.sidecar,
 spark_jobs.sidecar): by default it analyses the run once it ended, live it folds the
 agents' chunks as they close; either way the report it writes is byte for byte the whole
 analysis' of the same files, and a chunk changed after it read it makes the run corrupt,

@@ -12,7 +12,7 @@ import pytest
 from sixnines.formats.chunks import message_files
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.vocabulary import Load, Role
-from sixnines.orchestrator.runner import RunSettings
+from sixnines.orchestrator.run.runner import RunSettings
 from sixnines.spark_jobs import (
     agent_rows,
     delivery,

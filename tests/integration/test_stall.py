@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from sixnines.formats.lag import LagCause
-from sixnines.orchestrator.runner import START_DELAY_S
+from sixnines.orchestrator.run.runner import START_DELAY_S
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.faults.processes import Sixnines, pid_logging_to
 from tests.integration.support import RecordingView, execute, external_broker, points

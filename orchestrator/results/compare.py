@@ -1,0 +1,501 @@
+"""`sixnines compare RUN_A RUN_B`: what changed between two sets of results, and whether any
+of it is a regression a nightly job should fail on.
+
+Runs are matched by system and by the parameters swept in either set (run ids and stamps
+differ between sets; a parameter that changed for every run is shown as a note, not used to
+match). Two single run directories are compared with each other whatever they hold.
+
+The regression rule. A latency figure differing between A and B is only news when the
+difference is larger than the noise both measurements carry:
+
+1. *Is it backed by enough samples?* A percentile p from n samples rests on the
+   k = n·(1 − p) samples above it. With k < 10 in either run (fewer than 10/(1 − p)
+   samples: p99.99 and beyond from 20,000 messages; the max, which nothing lies above,
+   always) the figure is "not comparable": shown, never flagged.
+2. *How far could sampling alone move it?* The count of samples above the percentile is
+   Poisson-like: k ± √k. The percentile's band is what the run's own distribution holds
+   at k ∓ 4√k samples above (the distribution-free confidence interval of a quantile,
+   read off the run's report/latency.hgrm). A percentile on a steep stretch (a p99.9 at
+   the knee where VM stalls start) gets a wide band, a flat median a narrow one. Without
+   the .hgrm (a summary.json copied alone) the band is interpolated log-log between the
+   summary's percentiles, whose decade spacing hides knees: the wider side is used both
+   ways, times 1.5. Checked on synthetic stall mixtures, bimodal and power-law
+   distributions at 2k, 20k and 200k samples: no false flag, either way, in 2,700 pairs of
+   samples of one distribution (with the .hgrm or the ladder alone), while a doubled
+   slow-path tail at 20k samples is caught at p99 in 3 pairs of 4 (1 of 2 with the
+   ladder alone), and at 200k samples always.
+3. *Tolerance.* For B above A: A's upper band and B's lower band (as log ratios) added in
+   quadrature (the other two for B below A), but never less than the relative floor
+   (`--threshold`, default 10%: the run-to-run variation sampling does not capture, from
+   other load on the machine, cache and placement luck). A latency regression is B above A
+   by more than the tolerance *and* by more than 5 µs (the absolute floor: 3 µs → 4 µs is
+   scheduler jitter, not a slower system). The same the other way is "improved".
+
+Throughput (send_rate, receive_rate) is a count of thousands of messages over a fixed
+duration: its sampling noise is small, so only the relative floor applies; a drop beyond it
+is a regression. Also regressions: a status getting worse (ok → partial → failed →
+corrupt, spark_jobs.status; a corrupt run's files failed their checks, so it has no
+figure to compare), more messages lost, of unknown fate (receivers that died) or
+duplicated than in A, and a run of A missing from B. Runs only in B, a
+status getting better and new warnings are reported as notes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from sixnines.formats.errors import BadInput
+from sixnines.formats.hgrm import MAX_HGRM_BYTES
+from sixnines.formats.run_files import REPORT, RefusedPath, file_under, read_bounded
+from sixnines.formats.status import rank
+from sixnines.formats.summary import Figures, RunSummary
+from sixnines.orchestrator.results.analysis import FIGURE_KEYS, SUMMARY_FILE
+from sixnines.orchestrator.results.load import LATENCY, latency_of, run_load
+from sixnines.orchestrator.results.summaries import read_results_summary, read_run_summary
+from sixnines.orchestrator.run.manifest import MANIFEST_FILE
+from sixnines.orchestrator.terminal import markup
+
+ABSOLUTE_FLOOR_US = 5.0
+MIN_TAIL_SAMPLES = 10
+SIGMAS = 4.0
+LADDER_MARGIN = 1.5
+LATENCY_FIELDS = {field: label for field, label in LATENCY.values()}
+RATES = ("send_rate", "receive_rate")
+ACCOUNTING = ("lost", "unknown", "duplicated")
+
+
+class CompareError(BadInput):
+    """Bad input: a directory that is missing or holds no analysed results."""
+
+
+def tail_samples(key: str, count: int) -> float:
+    """How many samples lie above percentile `key` (none above the max)."""
+    return 0.0 if key == "max" else count * (1 - float(key[1:]) / 100)
+
+
+@dataclass
+class Tail:
+    """A run's latency distribution as points (tail fraction: the share of samples above
+    the value, value µs): fine-grained from its latency.hgrm, else the summary's percentile
+    ladder. It only serves to judge how far sampling noise can move a percentile."""
+    count: int
+    points: list[tuple[float, float]]
+    coarse: bool = False  # the summary's ladder, not a .hgrm
+
+    @classmethod
+    def from_figures(cls, figures: Figures) -> Tail:
+        count = figures.count
+        floor = 1 / count if count else 1.0
+        points = [(max(tail_samples(key, count) / count, floor) if count else 1.0,
+                   figures.figure(key)) for key in FIGURE_KEYS]
+        return cls(count, [(t, v) for t, v in points if v is not None and v > 0], coarse=True)
+
+    @classmethod
+    def from_hgrm(cls, path: Path) -> Tail | None:
+        """The run's latency.hgrm; None when it is missing, not a regular file, larger than
+        any HdrHistogram prints (MAX_HGRM_BYTES), damaged (not text) or holds no
+        distribution: the summary's ladder then serves."""
+        try:
+            return cls.from_text(read_bounded(path, MAX_HGRM_BYTES).decode("utf-8"))
+        except (OSError, ValueError):  # RefusedPath and UnicodeDecodeError among them
+            return None
+
+    @classmethod
+    def from_text(cls, text: str) -> Tail | None:
+        """The percentile distribution HdrHistogram prints: value, percentile, total count,
+        1/(1 − percentile), one line each, around header and footer lines."""
+        rows = []
+        for line in text.splitlines():
+            fields = line.split()
+            with contextlib.suppress(ValueError, IndexError, OverflowError):
+                value = float(fields[0])
+                if math.isfinite(value):
+                    rows.append((value, int(float(fields[2]))))
+        if not rows or rows[-1][1] <= 0:
+            return None
+        count = rows[-1][1]
+        return cls(count, [(max(count - total, 1) / count, value) for value, total in rows
+                           if value > 0])
+
+    def value_at(self, tail: float) -> float | None:
+        """The value with a share `tail` of the samples above it, interpolated log-log
+        between the points (straight lines there for a power-law tail)."""
+        highest: dict[float, float] = {}
+        for t, value in self.points:
+            highest[math.log(t)] = max(value, highest.get(math.log(t), 0.0))
+        if not highest:
+            return None
+        xs = sorted(highest)
+        return float(np.exp(np.interp(math.log(tail), xs, [math.log(highest[x]) for x in xs])))
+
+    def half_widths(self, key: str) -> tuple[float, float]:
+        """How far below and above (log ratios) the percentile would sit had SIGMAS
+        standard deviations more or fewer samples (Poisson: √k of k) fallen above it.
+
+        The ladder's points lie a decade apart: a knee between two of them (the share of
+        messages hit by VM stalls) is invisible there, so a coarse tail takes the wider
+        side for both and widens it by LADDER_MARGIN (in synthetic stall mixtures that
+        kept two samples of one distribution from differing beyond it)."""
+        above = tail_samples(key, self.count)
+        tail, spread = above / self.count, SIGMAS / math.sqrt(above)
+        centre = self.value_at(tail)
+        lower = self.value_at(min(tail * (1 + spread), 1.0))
+        upper = self.value_at(max(tail * (1 - spread), 1 / self.count))
+        if not (centre and lower and upper):
+            return 0.0, 0.0
+        down, up = math.log(centre / lower), math.log(upper / centre)
+        if self.coarse:
+            down = up = LADDER_MARGIN * max(down, up)
+        return down, up
+
+
+@dataclass
+class Side:
+    """One argument of `compare`: where it is, its runs' summaries, and whether it was a
+    single run directory."""
+    path: Path
+    runs: list[RunSummary]
+    single: bool
+    tails: dict[str | None, Tail] = field(default_factory=dict)  # by run id, from .hgrm files
+
+    def tail(self, run: RunSummary) -> Tail:
+        """The run's fine-grained distribution when its .hgrm holds the same samples as its
+        summary, else the summary's ladder."""
+        figures = run.metric(latency_of(run)[0])
+        tail = self.tails.get(run.run_id)
+        if tail is not None and figures is not None and tail.count == figures.count:
+            return tail
+        return Tail.from_figures(figures or Figures())
+
+
+@dataclass
+class Figure:
+    metric: str  # "latency_us", "saturation_latency_us" or the rate's name
+    key: str  # p50 … max, or the rate's name
+    a: float | None
+    b: float | None
+    change_pct: float | None
+    tolerance_pct: float | None
+    verdict: str  # same, regression, improved, not comparable
+
+
+@dataclass
+class Pair:
+    system: str
+    match: dict  # the parameters the runs were matched on
+    run_a: str
+    run_b: str
+    status_a: str | None
+    status_b: str | None
+    figures: list[Figure] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)  # the regressions, in words
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regression(self) -> bool:
+        return bool(self.findings)
+
+
+@dataclass
+class Comparison:
+    a: str
+    b: str
+    threshold_pct: float
+    pairs: list[Pair]
+    only_in_a: list[dict[str, Any]]
+    only_in_b: list[dict[str, Any]]
+
+    @property
+    def regression(self) -> bool:
+        """A regressed pair, or a run of A that B no longer has (coverage lost)."""
+        return bool(self.only_in_a) or any(pair.regression for pair in self.pairs)
+
+    def as_json(self) -> dict:
+        pairs = [{**asdict(pair), "regression": pair.regression} for pair in self.pairs]
+        return {"a": self.a, "b": self.b, "threshold_pct": self.threshold_pct,
+                "absolute_floor_us": ABSOLUTE_FLOOR_US, "regression": self.regression,
+                "pairs": pairs, "only_in_a": self.only_in_a, "only_in_b": self.only_in_b}
+
+
+def load_side(path: Path) -> Side:
+    """The runs of a results directory (its summary.json) or of one run directory (its
+    report/summary.json); CompareError, with what to do, when there is none."""
+    if not path.is_dir():
+        raise CompareError(f"{path}: no such directory")
+    if (results := _summary_under(path, SUMMARY_FILE)).is_file():
+        runs = read_results_summary(results).runs
+        return Side(path, runs, single=False, tails=_tails(path, runs, in_run_folders=True))
+    if (run := _summary_under(path, REPORT, SUMMARY_FILE)).is_file():
+        summary = read_run_summary(run)
+        return Side(path, [summary], single=True,
+                    tails=_tails(path, [summary], in_run_folders=False))
+    recorded = (path / MANIFEST_FILE).is_file() or any(
+        (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
+    hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
+            else "not a results directory (runs/<scenario>/<stamp>/) nor a run directory")
+    raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
+
+
+def _summary_under(path: Path, *names: str) -> Path:
+    """A summary.json of the directory given; CompareError when it is a link leading out
+    of that directory (formats.run_files.file_under), which is not read."""
+    try:
+        return file_under(path, *names)
+    except RefusedPath as refused:
+        raise CompareError(str(refused)) from None
+
+
+def _tails(root: Path, runs: list[RunSummary], in_run_folders: bool
+           ) -> dict[str | None, Tail]:
+    """Each run's distribution from the .hgrm of its latency (saturation latency in
+    throughput mode), by run id: `root`/<run id>/report/ of a results directory, or
+    `root`/report/ of one run directory. A run id is a name from a file, so it is taken
+    only as a plain name, and only what stays inside `root` is read
+    (formats.run_files.file_under)."""
+    tails = {}
+    for run in runs:
+        names = (REPORT, hgrm_name(run))
+        try:
+            path = file_under(root, *((run.run_id or "", *names) if in_run_folders else names))
+        except RefusedPath:
+            continue
+        if (tail := Tail.from_hgrm(path)) is not None:
+            tails[run.run_id] = tail
+    return tails
+
+
+def swept_keys(*sides: list[RunSummary]) -> list[str]:
+    """The parameters that vary between the runs of either side: what tells runs apart."""
+    swept = set()
+    for runs in sides:
+        names = {name for run in runs for name in run.params}
+        swept |= {name for name in names
+                  if len({_canonical(run.params.get(name)) for run in runs}) > 1}
+    return sorted(swept)
+
+
+def hgrm_name(run: RunSummary) -> str:
+    """latency.hgrm, or saturation_latency.hgrm for a throughput-mode run."""
+    return f"{latency_of(run)[0].removesuffix('_us')}.hgrm"
+
+
+def _canonical(value) -> str:
+    return json.dumps(value, sort_keys=True)
+
+
+def match_runs(a: list[RunSummary], b: list[RunSummary], swept: list[str]
+               ) -> tuple[list[tuple[RunSummary, RunSummary]], list[RunSummary],
+                          list[RunSummary]]:
+    """Pairs of runs with one system, one load (saturation latency is never compared with
+    open-loop latency) and the same values of the `swept` parameters, and the runs left on
+    each side. Runs sharing a key on one side pair up in order."""
+    def key(run: RunSummary) -> str:
+        return _canonical([run.system, run_load(run),
+                           {name: run.params.get(name) for name in swept}])
+
+    waiting: dict[str, list[RunSummary]] = {}
+    for run in b:
+        waiting.setdefault(key(run), []).append(run)
+    pairs, only_a = [], []
+    for run in a:
+        candidates = waiting.get(key(run))
+        if candidates:
+            pairs.append((run, candidates.pop(0)))
+        else:
+            only_a.append(run)
+    only_b = [run for runs in waiting.values() for run in runs]
+    return pairs, only_a, only_b
+
+
+def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
+                   tails: tuple[Tail, Tail] | None = None,
+                   metric: str = "latency_us") -> Figure:
+    """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
+    `tails` (of A and B) default to the summaries' ladders."""
+    value_a, value_b = a.figure(key), b.figure(key)
+    comparable = (value_a is not None and value_b is not None and value_a > 0 and value_b > 0
+                  and min(tail_samples(key, a.count),
+                          tail_samples(key, b.count)) >= MIN_TAIL_SAMPLES)
+    if not comparable:
+        return Figure(metric, key, value_a, value_b, _change(value_a, value_b), None,
+                      "not comparable")
+    tail_a, tail_b = tails or (Tail.from_figures(a), Tail.from_figures(b))
+    (down_a, up_a), (down_b, up_b) = tail_a.half_widths(key), tail_b.half_widths(key)
+    shift = math.log(value_b / value_a)
+    # B above A: A could have been higher, B lower; the other way round for B below A
+    noise = math.hypot(up_a, down_b) if shift >= 0 else math.hypot(down_a, up_b)
+    tolerance = max(math.log1p(threshold_pct / 100), noise)
+    verdict = "same"
+    if abs(shift) > tolerance and abs(value_b - value_a) > ABSOLUTE_FLOOR_US:
+        verdict = "regression" if shift > 0 else "improved"
+    return Figure(metric, key, value_a, value_b, _change(value_a, value_b),
+                  100 * math.expm1(tolerance), verdict)
+
+
+def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float) -> Figure:
+    """A throughput figure (send_rate or receive_rate): a drop beyond the relative floor is
+    a regression."""
+    value_a, value_b = getattr(a, key), getattr(b, key)
+    change = _change(value_a, value_b)
+    if change is None:
+        return Figure(key, key, value_a, value_b, None, None, "not comparable")
+    verdict = "same"
+    if abs(change) > threshold_pct:
+        verdict = "regression" if change < 0 else "improved"
+    return Figure(key, key, value_a, value_b, change, threshold_pct, verdict)
+
+
+def _change(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or a <= 0 else 100 * (b - a) / a
+
+
+def compare_pair(a: RunSummary, b: RunSummary, swept: list[str], threshold_pct: float,
+                 tails: tuple[Tail, Tail] | None = None) -> Pair:
+    pair = Pair(a.system, {name: a.params.get(name) for name in swept}, a.run_id, b.run_id,
+                a.status, b.status)
+    metric = latency_of(a)[0]  # matched runs share their load
+    latency_a, latency_b = a.figures(metric), b.figures(metric)
+    pair.figures = [latency_figure(latency_a, latency_b, key, threshold_pct, tails, metric)
+                    for key in FIGURE_KEYS]
+    pair.figures += [rate_figure(a, b, key, threshold_pct) for key in RATES]
+    pair.findings = [*_status_findings(pair), *_accounting_findings(a, b),
+                     *(_figure_finding(f) for f in pair.figures if f.verdict == "regression")]
+    pair.notes = _notes(a, b, pair)
+    return pair
+
+
+def _status_findings(pair: Pair) -> list[str]:
+    if rank(pair.status_b) > rank(pair.status_a):
+        return [f"status {pair.status_a} → {pair.status_b}"]
+    return []
+
+
+def _accounting_findings(a: RunSummary, b: RunSummary) -> list[str]:
+    """More messages lost, unknown or duplicated: every message must be accounted for, so
+    no tolerance."""
+    counts = [(name, getattr(a, name) or 0, getattr(b, name) or 0) for name in ACCOUNTING]
+    return [f"{name} {in_a:,} → {in_b:,}" for name, in_a, in_b in counts if in_b > in_a]
+
+
+def _label(figure: Figure) -> str:
+    """'latency p99', 'saturation latency p99' or the rate's name."""
+    latency = LATENCY_FIELDS.get(figure.metric)
+    return f"{latency} {figure.key}" if latency else figure.key
+
+
+def _figure_finding(figure: Figure) -> str:
+    name = _label(figure)
+    return (f"{name} {_number(figure.a)} → {_number(figure.b)} ({figure.change_pct:+.1f}%, "
+            f"tolerance {figure.tolerance_pct:.0f}%)")
+
+
+def _notes(a: RunSummary, b: RunSummary, pair: Pair) -> list[str]:
+    """What a reader should know but a nightly job should not fail on."""
+    notes = []
+    if rank(pair.status_b) < rank(pair.status_a):
+        notes.append(f"status {pair.status_a} → {pair.status_b}")
+    if a.system != b.system:
+        notes.append(f"system {a.system} → {b.system}")
+    params_a, params_b = a.params, b.params
+    notes += [f"{name} {params_a.get(name)} → {params_b.get(name)}"
+              for name in sorted({*params_a, *params_b})
+              if _canonical(params_a.get(name)) != _canonical(params_b.get(name))]
+    known = {_kind(warning) for warning in a.warnings}
+    notes += [f"new warning: {warning}" for warning in b.warnings
+              if _kind(warning) not in known]
+    return notes
+
+
+def _kind(warning: str) -> str:
+    """What a warning is about, without its figures ("generator saturated: send lag p99 is
+    4,020 µs …" → "generator saturated"): the same warning with other figures is not new."""
+    return warning.split(":", 1)[0]
+
+
+def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
+    """Every run of A against its match in B."""
+    swept = swept_keys(a.runs, b.runs)
+    if a.single and b.single and run_load(a.runs[0]) == run_load(b.runs[0]):
+        pairs, only_a, only_b = list(zip(a.runs, b.runs, strict=True)), [], []
+    else:
+        pairs, only_a, only_b = match_runs(a.runs, b.runs, swept)
+    return Comparison(str(a.path), str(b.path), threshold_pct,
+                      [compare_pair(run_a, run_b, swept, threshold_pct,
+                                    (a.tail(run_a), b.tail(run_b)))
+                       for run_a, run_b in pairs],
+                      [_identity(run) for run in only_a], [_identity(run) for run in only_b])
+
+
+def _identity(run: RunSummary) -> dict[str, Any]:
+    """A run in the comparison's JSON (`only_in_a`, `only_in_b`)."""
+    return {"run_id": run.run_id, "system": run.system, "params": run.params,
+            "status": run.status}
+
+
+def _number(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if abs(value) < 10_000 else f"{value:,.0f}"
+
+
+VERDICT_STYLE = {"regression": "bold red", "improved": "green", "not comparable": "dim"}
+
+
+def pair_table(pair: Pair) -> Table:
+    """One matched run: A, B, change and tolerance for every latency percentile and rate."""
+    matched = markup("  ".join(f"{name}={value}" for name, value in pair.match.items()))
+    colour = "red" if pair.regression else "green"
+    table = Table(title=f"{markup(pair.system)}  {matched}\n"
+                        f"A {markup(pair.run_a)} ({markup(pair.status_a)})   "
+                        f"B {markup(pair.run_b)} ({markup(pair.status_b)})   [{colour}]"
+                        f"{'REGRESSION' if pair.regression else 'no regression'}[/]",
+                  title_justify="left")
+    for header in ("", "A", "B", "change", "tolerance", ""):
+        table.add_column(header, justify="left" if header == "" else "right")
+    for figure in pair.figures:
+        unit = "µs" if figure.metric in LATENCY_FIELDS else "msg/s"
+        label = f"{_label(figure)} {unit}"
+        change = "-" if figure.change_pct is None else f"{figure.change_pct:+.1f}%"
+        tolerance = "-" if figure.tolerance_pct is None else f"{figure.tolerance_pct:.0f}%"
+        style = VERDICT_STYLE.get(figure.verdict, "")
+        verdict = "" if figure.verdict == "same" else f"[{style}]{figure.verdict}[/]"
+        table.add_row(label, _number(figure.a), _number(figure.b), change, tolerance, verdict)
+    if any(figure.verdict == "not comparable" for figure in pair.figures):
+        table.caption = (f"not comparable: fewer than {MIN_TAIL_SAMPLES}/(1-p) samples behind "
+                         "the figure in A or B; shown, never flagged")
+        table.caption_justify = "left"
+    return table
+
+
+def _name(run: dict) -> str:
+    return f"{run['run_id']} ({run['system']})"
+
+
+def print_comparison(comparison: Comparison, console: Console) -> None:
+    for pair in comparison.pairs:
+        console.print(pair_table(pair))
+        for finding in pair.findings:
+            console.print(f"  [bold red]✗ {markup(finding)}[/]", highlight=False)
+        for note in pair.notes:
+            console.print(f"  [yellow]! {markup(note)}[/]", highlight=False)
+    for run in comparison.only_in_a:
+        console.print(f"[bold red]✗ only in A: {markup(_name(run))}[/]",
+                      highlight=False)
+    for run in comparison.only_in_b:
+        console.print(f"[yellow]! only in B: {markup(_name(run))}[/]",
+                      highlight=False)
+    regressed = sum(pair.regression for pair in comparison.pairs)
+    verdict = "[bold red]regression[/]" if comparison.regression else "[green]no regression[/]"
+    console.print(f"{len(comparison.pairs)} run(s) compared, {regressed} regressed, "
+                  f"{len(comparison.only_in_a)} only in A, {len(comparison.only_in_b)} only "
+                  f"in B: {verdict} (threshold {comparison.threshold_pct:g}%, floor "
+                  f"{ABSOLUTE_FLOOR_US:g} µs)", highlight=False)

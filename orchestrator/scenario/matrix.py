@@ -1,0 +1,102 @@
+"""The run matrix: every system × every combination of the swept workload fields, or with
+`cases:` every system × every case (× the combinations of fields swept within the case).
+
+Order is systems-major, then cases in order, then workload fields in declared order with the
+first field varying slowest, so a run list reads like the scenario file. Run ids name each
+point by its swept values as the user wrote them ("01-tcp-message_size=1KB"), an unnamed case
+by its own fields too ("01-tcp-message_size=256-rate=3000"), a named case by its name and
+what it sweeps ("01-tcp-large-rate=1000"); they double as directory names.
+
+How many runs a scenario may expand to is bounded when it is loaded (scenario.MAX_RUNS),
+before any point is made.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from sixnines.orchestrator.scenario.systems import System
+from sixnines.orchestrator.scenario.workload import WORKLOAD_FIELDS, Case, Workload
+
+if TYPE_CHECKING:
+    from sixnines.orchestrator.scenario.model import Scenario
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
+
+#: Longest run id: ids name directories, and a file name stops at 255 bytes. Longer ids
+#: (many swept fields, long names) are cut and end in `CUT`; the manifest has the whole point.
+MAX_RUN_ID = 128
+CUT = "..."
+
+#: The key of a named case in `RunPoint.swept`.
+CASE_KEY = "case"
+
+
+@dataclass(frozen=True)
+class RunPoint:
+    """One run: a system and one resolved workload.
+
+    `params` is `workload` as JSON (keys are `Workload` field names, enums as strings);
+    `swept` maps the `Workload` field names that vary across the matrix to the value as
+    written in the scenario (e.g. {"message_size": "1KB"}), for reports that group by them:
+    with cases, a case's own fields and the name of a named case (under `CASE_KEY`) too.
+    """
+
+    index: int
+    run_id: str
+    system: System
+    workload: Workload
+    params: dict[str, Any]
+    swept: dict[str, str]
+
+
+def safe_label(text: str) -> str:
+    """`text` reduced to [A-Za-z0-9._=-] ("500 µs" -> "500us", "20k/s" -> "20k_s")."""
+    text = text.replace("µ", "u").replace("μ", "u").replace(" ", "")
+    return _UNSAFE.sub("_", text) or "_"
+
+
+def expand(scenario: Scenario) -> list[RunPoint]:
+    """Every run of the scenario, numbered from 1. The number is zero-padded to at least two
+    digits (wider for 100+ runs) so run ids sort in run order."""
+    points = [
+        (workload, *_naming(case, labels))
+        for case, spec in scenario.variants()
+        for workload, labels in spec.expand()
+    ]
+    width = max(2, len(str(len(scenario.systems) * len(points))))
+    runs: list[RunPoint] = []
+    for system in scenario.systems:
+        for workload, suffix, swept in points:
+            index = len(runs) + 1
+            runs.append(
+                RunPoint(
+                    index=index,
+                    run_id=_cut(f"{index:0{width}d}-{system.name}{suffix}"),
+                    system=system,
+                    workload=workload,
+                    params=workload.model_dump(mode="json"),
+                    swept=swept,
+                )
+            )
+    return runs
+
+
+def _cut(run_id: str) -> str:
+    """`run_id` within `MAX_RUN_ID` characters (still unique: the index leads it)."""
+    return run_id if len(run_id) <= MAX_RUN_ID else run_id[: MAX_RUN_ID - len(CUT)] + CUT
+
+
+def _naming(case: Case | None, labels: dict[str, str]) -> tuple[str, dict[str, str]]:
+    """The run-id suffix and `RunPoint.swept` of a point whose swept YAML fields are
+    `labels`, in `case` (its own fields count as swept; a name stands for them in the id)."""
+    written = (case.labels() if case is not None else {}) | labels  # a point's own value wins
+    fields = {field: written[field] for field in WORKLOAD_FIELDS if field in written}
+    shown = labels if case is not None and case.name is not None else fields
+    suffix = "".join(f"-{field}={safe_label(label)}" for field, label in shown.items())
+    swept = {WORKLOAD_FIELDS[field]: label for field, label in fields.items()}
+    if case is not None and case.name is not None:
+        return f"-{case.name}{suffix}", {CASE_KEY: case.name, **swept}
+    return suffix, swept

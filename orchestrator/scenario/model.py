@@ -1,0 +1,431 @@
+"""The scenario a user writes, as pydantic models, and `load_scenario`, which turns a YAML
+file into a validated `Scenario` or a `ScenarioError` listing *every* problem with its line.
+
+A file with `cases:` is a `CaseScenario`: its `workload:` is a `WorkloadBase` (fields every
+case starts from, none required) and each `Case` sets some fields over it, so the runs are
+named combinations instead of one cartesian product. `Scenario.variants()` gives the full
+`WorkloadSpec` of each case (or the one workload) either way.
+
+The parts live in their own modules of this folder: field types in `fields`, `System` and
+`Broker` in `systems`, the workload models in `workload`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
+from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
+from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
+from sixnines.orchestrator.scenario.fields import Messages, Name, SampleInterval, Text
+from sixnines.orchestrator.scenario.hosts import (
+    LOCAL,
+    MAX_HOSTS,
+    HostSpec,
+    Inventory,
+    Placement,
+    is_loopback,
+)
+from sixnines.orchestrator.scenario.problems import (
+    Problem,
+    ScenarioError,
+    format_path,
+    problems_from,
+    shown,
+)
+from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
+from sixnines.orchestrator.scenario.systems import DEFER_OPTIONS, System, driver_or_none
+from sixnines.orchestrator.scenario.workload import (
+    REQUIRED_FIELDS,
+    Case,
+    Workload,
+    WorkloadBase,
+    WorkloadSpec,
+    case_problems,
+    cross_field_problems,
+)
+from sixnines.orchestrator.scenario.yaml_source import (
+    Document,
+    SourceError,
+    YamlPath,
+    YamlSyntaxError,
+    parse,
+    read_source,
+)
+
+#: Names other code imports from here (they live in the modules above).
+__all__ = [
+    "Case",
+    "CaseScenario",
+    "Mode",
+    "Problem",
+    "Receive",
+    "Scenario",
+    "ScenarioError",
+    "Schedule",
+    "System",
+    "Workload",
+    "load_scenario",
+    "parse_scenario",
+]
+
+M = TypeVar("M", bound=BaseModel)
+#: A mapping with none of these is no scenario: its keys are not listed as unknown fields.
+SCENARIO_KEYS = {"name", "systems", "workload", "cases"}
+#: Said of a file that is not the document expected, whose content is not quoted (a
+#: scenario or inventory naming /etc/shadow: its lines would be its keys).
+NOT_THE_DOCUMENT = "not {} (its content is not shown)"
+#: Known host names listed when a placement names an unknown one.
+MAX_HOSTS_LISTED = 10
+_DEFER_CASES = "sixnines.defer_case_checks"
+
+
+class Scenario(BaseModel):
+    """A whole scenario file. `output` is kept as written (relative to the caller's cwd)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name
+    systems: Annotated[tuple[System, ...], Field(min_length=1)]
+    workload: WorkloadSpec
+    hosts: Annotated[tuple[HostSpec, ...], Field(max_length=MAX_HOSTS)] = ()
+    """Machines besides `local` (SSH or container hosts); more may come from `inventory`."""
+    inventory: Text | None = None
+    """A YAML file with a `hosts:` list (relative to the scenario file)."""
+    placement: Placement = Field(default_factory=Placement)
+    output: Text = "runs"
+    spark_master: Text | None = None
+    """Where the analysis runs (e.g. spark://host:7077); None: embedded local[*]."""
+    cpu_sample: SampleInterval = DEFAULT_CPU_SAMPLE_NS
+    """How often agents and the broker monitor sample CPU time (cpu.parquet), in ns."""
+    throughput_window: Messages = DEFAULT_THROUGHPUT_WINDOW
+    """Messages per window of a stream's overhead and throughput (SO_n … RT_n)."""
+    loop_cpus: LoopCpus = LoopCpus.DEDICATED
+    """dedicated: each busy-waiting loop runs on a CPU of its own, everything else sixnines
+    runs on that host keeps off it (when the host has a CPU to spare); shared: the kernel
+    places everything."""
+
+    @field_validator("systems")
+    @classmethod
+    def _unique_names(cls, systems: tuple[System, ...]) -> tuple[System, ...]:
+        first: dict[str, int] = {}
+        for index, system in enumerate(systems):
+            if system.name in first:
+                raise ValueError(
+                    f"duplicate system name {system.name!r} "
+                    f"(systems[{first[system.name]}] and systems[{index}])"
+                )
+            first[system.name] = index
+        return systems
+
+    def host(self, name: str) -> HostSpec | None:
+        """The host called `name` (None for `local`, the controller's machine)."""
+        return next((host for host in self.hosts if host.name == name), None)
+
+    def variants(self) -> tuple[tuple[Case | None, WorkloadSpec], ...]:
+        """The complete workload specs the matrix expands, in order, each with its case
+        (None here: the one `workload`; see `CaseScenario`)."""
+        return ((None, self.workload),)
+
+
+Cases = tuple[Case, ...]
+
+
+class CaseScenario(Scenario):
+    """A scenario with `cases:`: each case's fields over the base `workload`, in order."""
+
+    workload: WorkloadBase = Field(default_factory=WorkloadBase)
+    cases: Annotated[Cases, Field(min_length=1)]
+
+    @field_validator("cases")
+    @classmethod
+    def _complete_and_unique(cls, cases: Cases, info: ValidationInfo) -> Cases:
+        base = info.data.get("workload")  # None when invalid: reported there
+        if base is None or (info.context and info.context.get(_DEFER_CASES)):
+            return cases  # load_scenario reports each problem with its line
+        found = case_problems(base.given, [(case.given, case.name) for case in cases])
+        if found:
+            raise ValueError("; ".join(f"{format_path(path)}: {text}" for path, text in found))
+        return cases
+
+    def variants(self) -> tuple[tuple[Case | None, WorkloadSpec], ...]:
+        return tuple((case, self.workload.merged(case)) for case in self.cases)
+
+# --- loading --------------------------------------------------------------------------------
+
+
+def load_scenario(path: str | os.PathLike[str]) -> Scenario:
+    """Read and validate a scenario file; raise `ScenarioError` with every problem found."""
+    file = str(path)
+    try:
+        text = read_source(Path(path))
+    except SourceError as exc:
+        raise ScenarioError(file, [Problem("", exc.line, exc.message)]) from None
+    return parse_scenario(text, file)
+
+
+def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
+    """Validate scenario YAML text; `file` only names the source in error messages."""
+    try:
+        doc = parse(text)
+    except YamlSyntaxError as exc:
+        raise ScenarioError(file, [Problem("", exc.line, f"invalid YAML: {exc.message}")]) from None
+    if not isinstance(doc.data, dict) or not SCENARIO_KEYS & set(doc.data):
+        what = ("the file is empty" if doc.data is None else "the file is not a mapping"
+                if not isinstance(doc.data, dict) else NOT_THE_DOCUMENT.format("a scenario"))
+        message = f"{what}: a scenario needs at least name, systems and workload"
+        raise ScenarioError(file, [Problem("", doc.line_of(()), message)])
+
+    problems = [
+        Problem(
+            format_path(dup.path),
+            dup.line,
+            f"duplicate key (first given at line {dup.first_line})",
+        )
+        for dup in doc.duplicates
+    ]
+    problems += _driver_option_problems(doc)
+    model = CaseScenario if "cases" in doc.data else Scenario
+    scenario: Scenario | None = None
+    try:
+        context = {DEFER_OPTIONS: True, _DEFER_CASES: True}
+        scenario = model.model_validate(doc.data, context=context)
+    except ValidationError as exc:
+        problems += problems_from(exc, doc, model)
+    problems += _case_problems(doc)
+    inventory = _inventory_hosts(doc, file)
+    if scenario is not None:
+        scenario = scenario.model_copy(update={"hosts": (*scenario.hosts, *inventory)})
+        problems += _host_problems(scenario, doc, len(inventory))
+        problems += _open_broker_problems(scenario, doc)
+    specs = _specs_in_file(doc.data)
+    too_many = _run_count_problems(specs, doc)
+    problems += too_many
+    if not too_many:  # the checks below go through every point
+        problems += _point_problems(specs, doc)
+        if scenario is not None:
+            problems += _driver_workload_problems(scenario, specs, doc)
+    if problems:
+        problems.sort(key=lambda p: (p.line is None, p.line or 0))
+        raise ScenarioError(file, problems)
+    assert scenario is not None
+    return scenario
+
+
+#: Most runs of one scenario: at 15 s or more a run (broker start, warm-up, drain), 10,000
+#: runs take two days; more is a sweep to split into several scenarios.
+MAX_RUNS = 10_000
+
+
+def run_count(systems: int, specs: Iterable[WorkloadSpec]) -> int:
+    """Runs of `systems` systems over every point of `specs`, without expanding them."""
+    return systems * sum(spec.points for spec in specs)
+
+
+def _run_count_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:
+    """A matrix of more than `MAX_RUNS` runs, counted without making a single point."""
+    systems = doc.data.get("systems")
+    count = len(systems) if isinstance(systems, list) else 1
+    runs = run_count(count, (spec for _, spec in specs))
+    if runs <= MAX_RUNS:
+        return []
+    where = ("cases",) if "cases" in doc.data else ("workload",)
+    message = (f"{runs:,} runs ({count} system(s) × {runs // count:,} workload points) are "
+               f"more than the limit of {MAX_RUNS:,}: sweep fewer values, or split the "
+               "scenario into several files")
+    return [Problem(format_path(where), doc.line_of(where), message)]
+
+
+def _inventory_hosts(doc: Document, file: str) -> tuple[HostSpec, ...]:
+    """The hosts of the inventory file the scenario names (relative to the scenario);
+    its own problems are reported against it, with their lines."""
+    name = doc.data.get("inventory")
+    if not isinstance(name, str) or not name:
+        return ()
+    line = doc.line_of(("inventory",))
+    try:
+        path = Path(file).parent / Path(name).expanduser()
+    except RuntimeError:  # ~user of an unknown user
+        raise ScenarioError(file, [Problem("inventory", line, f"cannot read {shown(name)}: "
+                                           "no such user's home")]) from None
+    try:
+        text = read_source(path)
+    except SourceError as exc:
+        raise ScenarioError(file, [Problem("inventory", line, f"cannot read {shown(str(path))}"
+                                           f": {exc.message}")]) from None
+    try:
+        inventory_doc = parse(text)
+    except YamlSyntaxError as exc:
+        raise ScenarioError(str(path), [Problem("", exc.line, f"invalid YAML: {exc.message}")]
+                            ) from None
+    data = inventory_doc.data or {}
+    if not isinstance(data, dict) or ("hosts" not in data and data):
+        what = NOT_THE_DOCUMENT.format("an inventory")
+        raise ScenarioError(str(path), [Problem("", inventory_doc.line_of(()), f"{what}: an "
+                                                "inventory is a mapping with a hosts: list")])
+    try:
+        return Inventory.model_validate(data).hosts
+    except ValidationError as exc:
+        raise ScenarioError(str(path), problems_from(exc, inventory_doc, Inventory)) from None
+
+
+def _host_problems(scenario: Scenario, doc: Document, from_inventory: int) -> list[Problem]:
+    """Host names unique (and not `local`), and placement naming only known hosts."""
+    problems = []
+    seen: set[str] = set()
+    in_file = len(scenario.hosts) - from_inventory
+    for index, host in enumerate(scenario.hosts):
+        path = ("hosts", index, "name") if index < in_file else ("inventory",)
+        if host.name == LOCAL or host.name in seen:
+            what = "is reserved for the controller's machine" if host.name == LOCAL else (
+                "is given twice (in the scenario and/or its inventory)")
+            problems.append(Problem(format_path(path), doc.line_of(path),
+                                    f"host name {host.name!r} {what}"))
+        seen.add(host.name)
+    placement = scenario.placement
+    named = [(("placement", "broker"), placement.broker)] + [
+        (("placement", "agents", i), name) for i, name in enumerate(placement.agents)]
+    known = seen | {LOCAL}
+    listed = _known(known)
+    for path, name in named:
+        if name not in known:
+            problems.append(Problem(format_path(path), doc.line_of(path),
+                                    f"unknown host {name!r} ({listed})"))
+    return problems
+
+
+def _known(known: set[str]) -> str:
+    """The known host names, the first few of them when there are many."""
+    names = sorted(known)
+    more = f", ... ({len(names):,} in all)" if len(names) > MAX_HOSTS_LISTED else ""
+    return f"known: {', '.join(names[:MAX_HOSTS_LISTED])}{more}"
+
+
+def _open_broker_problems(scenario: Scenario, doc: Document) -> list[Problem]:
+    """Recipes that cannot require a credential (no `auth`), placed on a host others can
+    reach: refused unless the system accepts an open broker (orchestrator.run.brokers)."""
+    host = scenario.host(scenario.placement.broker)
+    address = getattr(host, "address", None)
+    if host is None or address is None or is_loopback(address):
+        return []
+    problems = []
+    for index, system in enumerate(scenario.systems):
+        broker = system.broker
+        if broker.recipe is None or broker.allow_unauthenticated:
+            continue
+        try:
+            if load_recipe(broker.recipe).native.auth is not None:
+                continue
+        except RecipeError:
+            continue  # reported on the recipe field itself
+        path = ("systems", index, "broker")
+        problems.append(Problem(format_path(path), doc.line_of(path), (
+            f"recipe {broker.recipe!r} cannot require a credential, and its broker would "
+            f"listen on {host.name} ({address}), open to anyone who reaches it: place the "
+            "broker on local, or write allow_unauthenticated: true to accept that")))
+    return problems
+
+
+def _case_problems(doc: Document) -> list[Problem]:
+    """`case_problems` of the file as written, so they show even when a case has others."""
+    cases, base = doc.data.get("cases"), doc.data.get("workload", {})
+    if not isinstance(cases, list):
+        return []
+    # a base that is not a mapping is reported itself: do not blame every case for it
+    given = set(base) if isinstance(base, dict) else set(REQUIRED_FIELDS)
+    shapes = [(set(c), c.get("name")) if isinstance(c, dict) else None for c in cases]
+    return [
+        Problem(format_path(path), doc.line_of(path), message)
+        for path, message in case_problems(given, shapes)
+    ]
+
+
+#: A workload spec to check and where it was written: ("workload",) or ("cases", index).
+SpecAt = tuple[YamlPath, WorkloadSpec]
+
+
+def _specs_in_file(data: dict[Any, Any]) -> list[SpecAt]:
+    """Every complete workload spec in the file that is valid on its own, so that point
+    problems are found even when something else in the scenario is wrong."""
+    if "cases" not in data:
+        spec = _valid_or_none(WorkloadSpec, data.get("workload"))
+        return [] if spec is None else [(("workload",), spec)]
+    base = _valid_or_none(WorkloadBase, data.get("workload", {}))
+    cases = data["cases"] if isinstance(data["cases"], list) else []
+    found: list[SpecAt] = []
+    for index, raw in enumerate(cases):
+        case = _valid_or_none(Case, raw)
+        if base is not None and case is not None and not case.missing_from(base):
+            found.append((("cases", index), base.merged(case)))
+    return found
+
+
+def _valid_or_none(model: type[M], data: Any) -> M | None:
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None
+
+
+def _driver_option_problems(doc: Document) -> list[Problem]:
+    """Each driver option error at its own path (`systems[2].options.nodelay`)."""
+    systems = doc.data.get("systems")
+    problems: list[Problem] = []
+    for index, system in enumerate(systems if isinstance(systems, list) else []):
+        if not isinstance(system, dict) or not isinstance(system.get("options", {}), dict):
+            continue
+        driver = driver_or_none(system.get("driver"))
+        if driver is None:
+            continue
+        try:
+            driver.Options.model_validate(system.get("options", {}))
+        except ValidationError as exc:
+            problems += problems_from(exc, doc, driver.Options, ("systems", index, "options"))
+    return problems
+
+
+def _points(specs: list[SpecAt]) -> list[tuple[YamlPath, Workload]]:
+    """Every point of every spec, unvalidated (the checks below say what is wrong)."""
+    return [
+        (where, Workload.model_construct(**values))
+        for where, spec in specs
+        for values, _ in spec.combinations()
+    ]
+
+
+def _driver_workload_problems(
+    scenario: Scenario, specs: list[SpecAt], doc: Document
+) -> list[Problem]:
+    """What each system's driver says it cannot do with the workload, each message once
+    (per case: "... (in cases[2])"). Systems whose options are invalid are skipped: those
+    errors are reported on the options themselves."""
+    problems: dict[Problem, None] = {}
+    points = _points(specs)
+    for index, system in enumerate(scenario.systems):
+        driver = system.driver_class()
+        if not isinstance(system.options, driver.Options):
+            continue
+        line = doc.line_of(("systems", index))
+        for where, workload in points:
+            case = "" if where == ("workload",) else f" (in {format_path(where)})"
+            for message in driver.workload_problems(system.options, workload):
+                text = f"{message}{case}"
+                problems[Problem(f"systems[{index}]", line, text)] = None
+    return list(problems)
+
+
+def _point_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:
+    """Cross-field rules over every expanded point, each distinct message once per spec,
+    blamed on the field where that spec was written: `workload.schedule`, or with cases
+    `cases[2].schedule` (at the case's own line when the field comes from the base)."""
+    found: dict[Problem, None] = {}
+    for where, workload in _points(specs):
+        for field, message in cross_field_problems(workload):
+            path = (*where, field)
+            found[Problem(format_path(path), doc.line_of(path), message)] = None
+    return list(found)

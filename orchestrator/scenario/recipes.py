@@ -1,0 +1,266 @@
+"""Broker recipes: how to start, check, stop and identify a system under test.
+
+A recipe is a YAML file in `deploy/recipes/` (or a directory named in
+`SIXNINES_RECIPE_PATH`), so a new system or a site-specific install is a data file, not code.
+It names the ports it needs (sixnines picks free ones), the native command with its
+environment and config files, a readiness check, extra stop commands, a version query, how
+the broker is made to require a per-run credential when it listens off loopback (`auth`),
+and the container image form used by the container launcher. Placeholders in any string:
+`{host}`, `{port.NAME}`, `{data}` (a fresh directory for this broker), `{env.NAME}`; in
+`auth` also `{user}`, and `{secret}` in its standard-input texts alone.
+
+A recipe's command runs on the broker host, so a scenario names a recipe only by a plain
+name found in the recipe directories, never by a path (`check_name`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from functools import cache
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Annotated
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from sixnines.formats.errors import SixninesError
+from sixnines.orchestrator.scenario import units
+from sixnines.orchestrator.scenario.fields import check_env_name
+from sixnines.orchestrator.scenario.yaml_source import (
+    SourceError,
+    YamlSyntaxError,
+    parse,
+    read_source,
+)
+
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "deploy" / "recipes"
+PATH_VARIABLE = "SIXNINES_RECIPE_PATH"
+
+#: A recipe name: a file name in a recipe directory, without its `.yaml`.
+NAME = re.compile(r"[A-Za-z0-9_.-]+")
+MAX_NAME_LENGTH = 64  # a file name in a recipe directory (as scenario names are bounded)
+
+Command = list[str]
+Nanoseconds = Annotated[int, BeforeValidator(units.parse_duration)]
+EnvName = Annotated[str, AfterValidator(check_env_name)]
+
+
+class RecipeError(SixninesError):
+    pass
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Ready(Strict):
+    """Ready when a TCP connect succeeds, or when a command exits 0 (retried)."""
+
+    tcp: str | None = None
+    command: Command | None = None
+    timeout: Nanoseconds = Field(default=30_000_000_000)
+
+
+class Step(Strict):
+    """A command run once the broker is ready; `stdin` (which may hold `{secret}`) is its
+    standard input, handed over the launcher's control channel (orchestrator.launchers.handoff)."""
+
+    command: Command
+    stdin: str | None = None
+
+
+class Auth(Strict):
+    """How the broker is started so that it requires the run's credential: used when it
+    listens off loopback, where anyone who reaches the address could use it. The secret
+    reaches the broker host only as standard input (never argv, environment or a file), so
+    `{secret}` is allowed in `stdin` texts alone (`Recipe` refuses it anywhere else)."""
+
+    user: str | None = None  # the login name; None: a password alone (Redis' default user)
+    args: list[str] = []  # added to the native command
+    stdin: str | None = None  # the broker's standard input (e.g. config read from stdin)
+    setup: list[Step] = []  # run in order once the broker is ready (e.g. add the user)
+
+
+class Native(Strict):
+    prepare: list[Command] = []  # run once, in order, before `command` (e.g. format storage)
+    command: Command
+    install: str | None = None  # how to get its programs, said when one is missing (as is)
+    env: dict[EnvName, str] = {}
+    files: dict[str, str] = {}  # file name in {data} -> content, written before `prepare`
+    ready: Ready
+    stop: list[Command] = []  # run after the process group is stopped (daemons it left)
+    version: Command | None = None
+    auth: Auth | None = None  # None: the broker cannot require a credential
+
+
+class Container(Strict):
+    image: str
+    command: Command = []
+    env: dict[EnvName, str] = {}
+    ports: dict[str, int] = {}  # recipe port name -> port inside the container
+
+
+class Recipe(Strict):
+    name: str
+    description: str
+    drivers: list[str] = Field(min_length=1)  # drivers that can talk to it
+    ports: list[str] = Field(min_length=1)
+    address: str  # what drivers connect to, e.g. "{host}:{port.client}"
+    native: Native
+    container: Container | None = None
+    note: str | None = None  # shown wherever its figures appear (e.g. "not Apache Kafka")
+
+    @model_validator(mode="after")
+    def _secret_only_in_stdin(self) -> Recipe:
+        stdin_texts = {"native": {"auth": {"stdin": True, "setup": {"__all__": {"stdin"}}}}}
+        if _names_secret(self.model_dump(exclude=stdin_texts)):
+            raise ValueError("{secret} may appear only in auth.stdin and auth.setup[].stdin "
+                             "(anywhere else it would reach argv, the environment or a file)")
+        return self
+
+
+def _names_secret(value) -> bool:
+    """Whether `value` (plain data: strings in lists and dicts) uses `{secret}`."""
+    if isinstance(value, dict):
+        return any(map(_names_secret, value.values()))
+    if isinstance(value, list):
+        return any(map(_names_secret, value))
+    if not isinstance(value, str):
+        return False
+    try:
+        fields = [field for _, field, _, _ in string.Formatter().parse(value) if field]
+    except ValueError:  # unbalanced braces: rendering names them
+        return False
+    return any(re.match(r"secret\b", field) for field in fields)
+
+
+def search_path() -> list[Path]:
+    extra = [Path(p) for p in os.environ.get(PATH_VARIABLE, "").split(os.pathsep) if p]
+    return [*extra, BUILTIN_DIR]
+
+
+#: A mapping with none of these is no recipe: its keys are not listed as unknown fields.
+RECIPE_KEYS = {"name", "native", "ports", "address"}
+
+
+@cache
+def _load(path: Path) -> Recipe:
+    """The recipe in `path`, read as scenarios are (bounded: yaml_source); a file that is
+    not a recipe is named with a line, never quoted (it may be any file of that name)."""
+    try:
+        doc = parse(read_source(path))
+    except (SourceError, YamlSyntaxError) as exc:
+        where = f"{path}:{exc.line}" if exc.line else str(path)
+        raise RecipeError(f"broker recipe {where}: {exc.message}") from None
+    if not isinstance(doc.data, dict) or not RECIPE_KEYS & set(doc.data):
+        raise RecipeError(f"broker recipe {path}:{doc.line_of(())}: not a broker recipe (its "
+                          "content is not shown)")
+    try:
+        return Recipe.model_validate(doc.data)
+    except ValidationError as exc:
+        raise RecipeError(f"broker recipe {path}: {_errors(exc)}") from None
+
+
+def _errors(exc: ValidationError) -> str:
+    """Each error of a recipe as `where: what`, on one line."""
+    return "; ".join(f"{'.'.join(map(str, error['loc'])) or '(top)'}: "
+                     f"{error['msg'].removeprefix('Value error, ')}" for error in exc.errors())
+
+
+def recipe_names() -> list[str]:
+    return sorted({p.stem for d in search_path() if d.is_dir() for p in d.glob("*.yaml")})
+
+
+def check_name(name: str) -> str:
+    """`name` if it is a plain recipe name. A path would make whatever file it points to a
+    recipe whose command then runs (`/tmp/x`, `../../x`, `sub/x`)."""
+    if not NAME.fullmatch(name) or name in (".", ".."):
+        raise RecipeError(
+            f"{name!r} is not a recipe name (letters, digits, '_', '.', '-'; no path): "
+            f"recipes are found by name in deploy/recipes and the directories in {PATH_VARIABLE}")
+    if len(name) > MAX_NAME_LENGTH:
+        raise RecipeError(f"a recipe name is at most {MAX_NAME_LENGTH} characters")
+    return name
+
+
+def load_recipe(name: str) -> Recipe:
+    check_name(name)
+    for directory in search_path():
+        path = directory / f"{name}.yaml"
+        if path.is_file():
+            return _load(path)
+    known = ", ".join(recipe_names()) or "none"
+    raise RecipeError(f"no broker recipe named {name!r} (available: {known})")
+
+
+class _Strict(string.Formatter):
+    """str.format that names a misspelt placeholder, or the environment variable one needs,
+    instead of raising a bare KeyError."""
+
+    def get_field(self, field_name, args, kwargs):
+        try:
+            return super().get_field(field_name, args, kwargs)
+        except (KeyError, AttributeError):
+            variable = field_name.removeprefix("env.")
+            if variable != field_name:
+                raise RecipeError(f"needs the environment variable {variable} ({{{field_name}}}"
+                                  "), which is not set here") from None
+            raise RecipeError(f"unknown placeholder {{{field_name}}}") from None
+
+
+def render(value, *, host: str, ports: dict[str, int], data: str | Path, **extra: str):
+    """`value` (a string, or lists/dicts of them) with its placeholders filled in; `extra`
+    adds placeholders (`user`, `secret`) where a caller allows them."""
+    names = {"host": host, "port": SimpleNamespace(**ports), "data": str(data),
+             "env": SimpleNamespace(**os.environ), **extra}
+    return _fill(value, names)
+
+
+def _fill(value, names: dict):
+    if isinstance(value, str):
+        return _Strict().vformat(value, (), names)
+    if isinstance(value, list):
+        return [_fill(item, names) for item in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, names) for k, v in value.items()}
+    return value
+
+
+#: Stand-ins for what only a run knows, to render a recipe before one (`check_renders`).
+_TRIAL = {"host": "127.0.0.1", "data": "/", "user": "", "secret": ""}
+
+
+def check_renders(recipe: Recipe) -> None:
+    """RecipeError naming the first placeholder of the recipe's native form that cannot be
+    filled here (an environment variable not set, a misspelt name), as starting it would."""
+    render([recipe.address, recipe.native.model_dump(exclude={"install"})],
+           ports=dict.fromkeys(recipe.ports, 1), **_TRIAL)
+
+
+def programs(recipe: Recipe, **values) -> list[str]:
+    """The programs the recipe's native form runs, rendered with `values` (host, ports,
+    data; stand-ins by default): each must be found on the broker host's PATH, or be a
+    path to an executable there."""
+    native = recipe.native
+    commands = [*native.prepare, native.command, native.ready.command, native.version,
+                *native.stop, *(step.command for step in (native.auth.setup if native.auth
+                                                          else []))]
+    values = {**_TRIAL, "ports": dict.fromkeys(recipe.ports, 1), **values}
+    return list(dict.fromkeys(render([command[0] for command in commands if command],
+                                     **values)))
+
+
+def not_installed(missing: list[str], install: str | None) -> str:
+    """What to say of programs a recipe runs that are not there, and how to get them."""
+    how = f": {install}" if install else ""
+    return f"{', '.join(missing)} not installed (not on PATH, or not executable){how}"

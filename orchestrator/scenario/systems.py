@@ -1,0 +1,176 @@
+"""The systems under test of a scenario: `System` (a driver, its options checked against the
+driver's own `Options` model) and `Broker` (where it runs), with the driver loading they share
+with `load_scenario`, which reports driver option errors itself.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    StrictBool,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
+
+from sixnines.drivers import registry
+from sixnines.drivers.base import Driver, DriverOptions
+from sixnines.orchestrator.scenario.fields import ADDRESS_EXAMPLE, Name, check_text, split_address
+from sixnines.orchestrator.scenario.problems import problems_from
+from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
+
+_BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
+#: Validation context key: keep invalid driver options as a dict (the loader reports them).
+DEFER_OPTIONS = "sixnines.defer_driver_options"
+
+
+class Broker(BaseModel):
+    """Where the system under test runs: `builtin` (sixnines starts the driver's own broker),
+    `{external: HOST:PORT}` (already running) or `{recipe: NAME}` (started from deploy/).
+    Both fields None means builtin; `kind` says which."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    external: str | None = None
+    recipe: str | None = None
+    allow_unauthenticated: StrictBool = False
+    """A recipe without an auth section starts a broker that takes anyone who reaches it:
+    off loopback that is refused unless this accepts the risk (e.g. on an isolated
+    network, or a recipe that sets up its own credentials)."""
+
+    @property
+    def kind(self) -> Literal["builtin", "external", "recipe"]:
+        if self.external is not None:
+            return "external"
+        return "recipe" if self.recipe is not None else "builtin"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_yaml(cls, data: Any) -> Any:
+        if data == "builtin":
+            return {}
+        if isinstance(data, Broker):
+            return data
+        if not isinstance(data, dict):
+            raise ValueError(_BROKER_FORMS)
+        if set(data) <= {"external", "recipe"} and not any(data.values()):
+            raise ValueError(_BROKER_FORMS)
+        return data
+
+    @field_validator("external", mode="before")
+    @classmethod
+    def _external(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            raise ValueError(f"must be HOST:PORT as a string ({ADDRESS_EXAMPLE})")
+        split_address(check_text(value))
+        return value
+
+    @field_validator("recipe")
+    @classmethod
+    def _recipe(cls, value: str) -> str:
+        try:
+            load_recipe(value)
+        except RecipeError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Broker:
+        if self.external is not None and self.recipe is not None:
+            raise ValueError("give either external or recipe, not both")
+        if self.allow_unauthenticated and self.recipe is None:
+            raise ValueError("allow_unauthenticated goes with a recipe")
+        if self.allow_unauthenticated and load_recipe(self.recipe).native.auth is not None:
+            raise ValueError(f"recipe {self.recipe!r} makes its broker require a per-run "
+                             "credential off loopback; allow_unauthenticated is for recipes "
+                             "that cannot")
+        return self
+
+    @model_serializer
+    def _as_yaml(self) -> str | dict[str, str | bool]:
+        if self.external is not None:
+            return {"external": self.external}
+        if self.recipe is None:
+            return "builtin"
+        if self.allow_unauthenticated:
+            return {"recipe": self.recipe, "allow_unauthenticated": True}
+        return {"recipe": self.recipe}
+
+
+def _load_driver(name: str) -> type[Driver]:
+    try:
+        return registry.load(name)
+    except LookupError as exc:
+        raise ValueError(str(exc)) from None
+    except Exception as exc:  # a broken third-party driver: fail this scenario, say why
+        raise ValueError(f"driver {name!r} failed to load: {exc}") from None
+
+
+def driver_or_none(name: object) -> type[Driver] | None:
+    try:
+        return _load_driver(name) if isinstance(name, str) else None
+    except ValueError:
+        return None
+
+
+class System(BaseModel):
+    """One system under test. `options` is validated against the driver's strict `Options`
+    model and stored as that instance (`load_scenario` never returns a plain dict there)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: Name
+    driver: Annotated[str, Field(strict=True)]
+    broker: Broker = Field(default="builtin", validate_default=True)  # type: ignore[assignment]
+    options: SerializeAsAny[DriverOptions] | dict[str, Any] = Field(
+        default_factory=dict, validate_default=True
+    )
+
+    def driver_class(self) -> type[Driver]:
+        return registry.load(self.driver)
+
+    @field_validator("driver")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        _load_driver(value)
+        return value
+
+    @field_validator("broker")
+    @classmethod
+    def _builtin_exists(cls, broker: Broker, info: ValidationInfo) -> Broker:
+        driver = driver_or_none(info.data.get("driver"))
+        if broker.kind == "builtin" and driver is not None and not driver.has_builtin_broker:
+            raise ValueError(
+                f"driver {driver.name!r} has no builtin broker: use {{recipe: NAME}} or "
+                "{external: HOST:PORT}"
+            )
+        if broker.kind == "recipe" and driver is not None:
+            drivers = load_recipe(broker.recipe).drivers
+            if driver.name not in drivers:
+                raise ValueError(f"recipe {broker.recipe!r} serves drivers {', '.join(drivers)}, "
+                                 f"not {driver.name!r}")
+        return broker
+
+    @field_validator("options", mode="plain")
+    @classmethod
+    def _driver_options(cls, value: Any, info: ValidationInfo) -> DriverOptions | dict[str, Any]:
+        if not isinstance(value, dict | DriverOptions):
+            raise ValueError("must be a mapping of driver options")
+        driver = driver_or_none(info.data.get("driver"))
+        if driver is None or isinstance(value, driver.Options):
+            return value  # an unknown driver is reported on `driver`
+        if isinstance(value, DriverOptions):
+            raise ValueError(f"must be {driver.__name__}.Options, not {type(value).__name__}")
+        try:
+            return driver.Options.model_validate(value)
+        except ValidationError as exc:
+            if info.context and info.context.get(DEFER_OPTIONS):
+                return value  # load_scenario reports each option error with its own line
+            raise ValueError("; ".join(p.render(driver.name) for p in problems_from(exc))) from None

@@ -1,0 +1,304 @@
+"""The workload of a scenario, in its two shapes, and the rules that span several fields.
+
+Two workload shapes exist on purpose: `WorkloadSpec` is what the file says (every field a
+non-empty tuple of values, because any field may be swept), `Workload` is one resolved point
+of the matrix (scalars in base units: bytes, msg/s, nanoseconds) that agents run.
+
+`rate: max` is throughput mode: no schedule, `messages` in total sent as fast as the system
+takes, `duration` only a time cap (`MAX_RATE_CAP_NS` unless given).
+
+With `cases:`, `WorkloadBase` is the base every case starts from (no field required) and each
+`Case` sets some fields over it; `case_problems` says which cases end up incomplete.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from enum import StrEnum
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
+
+from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
+from sixnines.orchestrator.scenario.fields import (
+    MAX_RUN_TIME_NS,
+    MAX_WAIT_NS,
+    SECOND_NS,
+    Messages,
+    Name,
+    Parallel,
+    RunTime,
+    Seed,
+    Size,
+    Sweep,
+    Wait,
+    as_list,
+)
+from sixnines.orchestrator.scenario.problems import shown
+from sixnines.orchestrator.scenario.search_spec import RateOrSearch, RateSearch, search_problems
+from sixnines.orchestrator.scenario.yaml_source import YamlPath
+
+#: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
+WORKLOAD_FIELDS: dict[str, str] = {
+    "mode": "mode",
+    "message_size": "message_size",
+    "rate": "rate",
+    "messages": "messages",
+    "schedule": "schedule",
+    "duration": "duration_ns",
+    "warmup": "warmup_ns",
+    "producers": "producers",
+    "consumers": "consumers",
+    "connections": "connections",
+    "receive": "receive",
+    "drain": "drain_ns",
+    "seed": "seed",
+}
+
+
+#: With `rate: max`, how long senders may take for their `messages` when `duration` is not
+#: given: a cap that ends a run the system cannot finish, not a target.
+MAX_RATE_CAP_NS = 600 * SECOND_NS
+
+
+class Workload(BaseModel):
+    """One resolved point: what the agents run. Sizes in bytes, rate in msg/s (total across
+    producers) or `MAX_RATE`, times in nanoseconds. With `rate: max`, `messages` is the total
+    to send across producers and `duration_ns` the cap on sending after the warm-up."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Mode = Mode.ONE_WAY
+    message_size: Size
+    rate: RateOrSearch
+    messages: Messages | None = None
+    schedule: Schedule = Schedule.FIXED
+    duration_ns: Annotated[int, Field(strict=True, gt=0, le=MAX_RUN_TIME_NS)]
+    warmup_ns: Annotated[int, Field(strict=True, ge=0, le=MAX_WAIT_NS)] = 1 * SECOND_NS
+    producers: Parallel = 1
+    consumers: Parallel = 1
+    connections: Parallel = 1
+    receive: Receive = Receive.BLOCKING
+    drain_ns: Annotated[int, Field(strict=True, ge=0, le=MAX_WAIT_NS)] = 5 * SECOND_NS
+    seed: Seed = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _capped(cls, data: Any) -> Any:
+        """rate: max without a duration: the default time cap."""
+        if isinstance(data, dict) and data.get("rate") == MAX_RATE \
+                and data.get("duration_ns") is None:
+            return {**data, "duration_ns": MAX_RATE_CAP_NS}
+        return data
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Workload:
+        problems = cross_field_problems(self)
+        if problems:
+            raise ValueError("; ".join(message for _, message in problems))
+        return self
+
+    @property
+    def saturation(self) -> bool:
+        """Throughput mode (`rate: max`): its latency is saturation latency."""
+        return self.rate == MAX_RATE
+
+
+def cross_field_problems(workload: Workload) -> list[tuple[str, str]]:
+    """Rules spanning several fields, as (YAML field to blame, message). `workload` may be
+    unvalidated (`model_construct`), so a missing duration shows as None."""
+    found = []
+    if workload.schedule is Schedule.CLOSED and workload.mode is not Mode.ROUND_TRIP:
+        found.append(("schedule", "'closed' needs mode 'round-trip' (a closed loop sends the "
+                      "next request when the reply arrives)"))
+    if isinstance(workload.rate, RateSearch):
+        if workload.schedule is Schedule.CLOSED:
+            found.append(("schedule", "'closed' cannot search for a rate (a closed loop sends "
+                          "when the reply arrives, at whatever rate that gives)"))
+        found += [("rate", problem) for problem in search_problems(workload.rate,
+                                                                   workload.duration_ns)]
+    if not workload.saturation:
+        if workload.messages is not None:
+            found.append(("messages", "only with rate: max (at a fixed rate, rate × duration "
+                          "sets how many messages are sent)"))
+        if workload.duration_ns is None:
+            found.append(("duration", "field required (only rate: max may leave it out)"))
+        return found
+    if workload.messages is None:
+        found.append(("rate", "rate: max needs `messages`: how many to send in total, across "
+                      "all producers"))
+    if workload.schedule is not Schedule.FIXED:
+        found.append(("schedule", f"{str(workload.schedule)!r} makes no sense with rate: max "
+                      "(there is no schedule: senders go as fast as the system takes)"))
+    if workload.mode is not Mode.ONE_WAY:
+        found.append(("rate", "rate: max needs mode 'one-way' (a requester sending as fast as "
+                      "it can would block on replies it has no time to read)"))
+    return found
+
+
+class WorkloadSpec(BaseModel):
+    """The workload as written: every field a tuple of values. A field given as a list in
+    the file is *swept* (see `swept`), and the matrix is the product of all fields."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Sweep[Mode] = (Mode.ONE_WAY,)
+    message_size: Sweep[Size]
+    rate: Sweep[RateOrSearch]
+    messages: Sweep[Messages | None] = (None,)
+    schedule: Sweep[Schedule] = (Schedule.FIXED,)
+    duration: Sweep[RunTime | None] = (None,)
+    warmup: Sweep[Wait] = (1 * SECOND_NS,)
+    producers: Sweep[Parallel] = (1,)
+    consumers: Sweep[Parallel] = (1,)
+    connections: Sweep[Parallel] = (1,)
+    receive: Sweep[Receive] = (Receive.BLOCKING,)
+    drain: Sweep[Wait] = (5 * SECOND_NS,)
+    seed: Sweep[Seed] = (None,)
+
+    _labels: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    _lists: frozenset[str] = PrivateAttr(default_factory=frozenset)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_labels(cls, data: Any, handler: Any) -> WorkloadSpec:
+        """Remember the fields as written ("1KB", "500ms") to name runs by them, and which
+        were given as lists."""
+        spec = handler(data)
+        if isinstance(data, dict):
+            given = {key: value for key, value in data.items() if key in WORKLOAD_FIELDS}
+            spec._labels = {
+                key: tuple(str(_plain(item)).strip() for item in as_list(value))
+                for key, value in given.items()
+            }
+            spec._lists = frozenset(k for k, v in given.items() if isinstance(v, list | tuple))
+        return spec
+
+    @property
+    def swept(self) -> tuple[str, ...]:
+        """YAML field names given as lists (or holding several values), in declared order."""
+        return tuple(
+            name for name in WORKLOAD_FIELDS if name in self._lists or len(getattr(self, name)) > 1
+        )
+
+    @property
+    def given(self) -> tuple[str, ...]:
+        """YAML field names set explicitly (in the file, or by keyword), in declared order."""
+        return tuple(name for name in WORKLOAD_FIELDS if name in self.model_fields_set)
+
+    @property
+    def points(self) -> int:
+        """How many points `combinations` yields, counted without making them."""
+        return math.prod(len(getattr(self, name)) for name in WORKLOAD_FIELDS)
+
+    def merged(self, other: WorkloadSpec) -> WorkloadSpec:
+        """This spec with every field `other` gives replaced by `other`'s (labels too). The
+        result must be complete: callers check `missing_from` first."""
+        values = {name: getattr(self, name) for name in self.given}
+        values |= {name: getattr(other, name) for name in other.given}
+        spec = WorkloadSpec.model_construct(**values)
+        spec._labels = self._labels | other._labels
+        spec._lists = (self._lists - set(other.given)) | other._lists
+        return spec
+
+    def label(self, name: str, index: int) -> str:
+        """Value `index` of field `name` in its human form (as written when known)."""
+        labels = self._labels.get(name)
+        return labels[index] if labels else str(_plain(getattr(self, name)[index]))
+
+    def combinations(self) -> Iterator[tuple[dict[str, Any], dict[str, str]]]:
+        """Every point as (`Workload` field values, {swept YAML field: label}), first
+        declared field varying slowest."""
+        names = list(WORKLOAD_FIELDS)
+        swept = self.swept
+        ranges = [range(len(getattr(self, name))) for name in names]
+        for indexes in itertools.product(*ranges):
+            picked = dict(zip(names, indexes, strict=True))
+            values = {WORKLOAD_FIELDS[n]: getattr(self, n)[i] for n, i in picked.items()}
+            yield values, {n: self.label(n, picked[n]) for n in swept}
+
+    def expand(self) -> list[tuple[Workload, dict[str, str]]]:
+        """Validated `Workload`s with their swept labels (see `combinations`)."""
+        return [(Workload(**values), labels) for values, labels in self.combinations()]
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        """The YAML form back: durations as "<n>ns" so a reload cannot misread them."""
+        return self._yaml(WORKLOAD_FIELDS)
+
+    def _yaml(self, names: Iterable[str]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for name in names:
+            values = [_plain(v) for v in getattr(self, name)]
+            if WORKLOAD_FIELDS[name].endswith("_ns"):
+                values = [None if v is None else f"{v}ns" for v in values]
+            out[name] = values if name in self.swept else values[0]
+        return out
+
+
+#: Fields a complete `WorkloadSpec` must be given (the rest have defaults).
+REQUIRED_FIELDS = tuple(n for n, f in WorkloadSpec.model_fields.items() if f.is_required())
+
+
+class WorkloadBase(WorkloadSpec):
+    """`workload:` next to `cases:`, the base every case starts from: no field is required
+    here, as long as each case ends up complete (message_size and rate are `()` until
+    given; `given` says which fields the file set)."""
+
+    message_size: Sweep[Size] = ()
+    rate: Sweep[RateOrSearch] = ()
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        return self._yaml(self.given)
+
+
+class Case(WorkloadBase):
+    """One entry of `cases:`: workload fields (lists still sweep) over the base, and an
+    optional `name` that stands for the case in run ids."""
+
+    name: Name | None = None
+
+    def missing_from(self, base: WorkloadSpec) -> list[str]:
+        """Required fields neither this case nor `base` gives."""
+        given = {*self.given, *base.given}
+        return [name for name in REQUIRED_FIELDS if name not in given]
+
+    def labels(self) -> dict[str, str]:
+        """This case's own fields as written ({"message_size": "1KB"}); a list shows its
+        first value (`WorkloadSpec.combinations` labels each point)."""
+        return {name: self.label(name, 0) for name in self.given}
+
+    @model_serializer
+    def _as_yaml(self) -> dict[str, Any]:
+        return ({} if self.name is None else {"name": self.name}) | self._yaml(self.given)
+
+
+def _plain(value: Any) -> Any:
+    return value.value if isinstance(value, StrEnum) else value
+
+
+def case_problems(
+    base: Collection[str], cases: Sequence[tuple[Collection[str], object] | None]
+) -> list[tuple[YamlPath, str]]:
+    """Cases that lack a required field, and repeated case names, as (path, message).
+    `base` names the fields the base workload gives; each case is (its fields, its name),
+    or None when it is not a mapping at all."""
+    found: list[tuple[YamlPath, str]] = []
+    first: dict[str, int] = {}
+    for index, case in enumerate(cases):
+        if case is None:
+            continue
+        fields, name = case
+        for field in REQUIRED_FIELDS:
+            if field not in fields and field not in base:
+                message = f"{field} is required (not in the case nor in workload)"
+                found.append((("cases", index), message))
+        if isinstance(name, str) and name in first:
+            message = f"duplicate case name {shown(name)} (cases[{first[name]}] and cases[{index}])"
+            found.append((("cases", index, "name"), message))
+        elif isinstance(name, str):
+            first[name] = index
+    return found
