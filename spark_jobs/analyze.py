@@ -5,7 +5,7 @@
 The one module of spark_jobs that imports pyspark: the session, the scheduler that runs
 the agents' tasks as Spark jobs, and this command line. Everything else of the analysis
 (the per-agent passes, the per-run merge, the checks and the report writer) is plain
-Python the sidecar runs without Spark (tests/test_spark_boundary.py keeps it so).
+Python the sidecar runs without Spark (tests/test_analysis_without_spark.py keeps it so).
 
 All run dirs are analysed together, in one Spark session: two Spark jobs of per-agent
 passes whatever the number of runs or agents (spark_jobs.run_merge), each task reading
