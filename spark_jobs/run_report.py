@@ -303,7 +303,7 @@ def _expected(checked: Checked) -> delivery.Expected:
 def run_of(checked: Checked, window: int | None) -> run_merge.Run:
     manifest = checked.manifest
     return run_merge.Run(manifest, checked.messages, window or manifest.throughput_window,
-                      load_of(manifest.params), _expected(checked), checked.hlogs)
+                         load_of(manifest.params), _expected(checked), checked.hlogs)
 
 
 

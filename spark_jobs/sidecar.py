@@ -81,7 +81,7 @@ class Sidecar:
             return  # the agents are not started yet
         if self.follower is None:
             run = run_merge.Run(with_start_instants(manifest), {}, manifest.throughput_window,
-                             load_of(manifest.params), delivery.Expected())
+                                load_of(manifest.params), delivery.Expected())
             self.follower = RunFollower(run)
             if not self.follower.followable:
                 self.broken = "the run has no planned schedule (rate max, or no duration)"

@@ -123,6 +123,6 @@ def test_a_run_whose_producer_died_is_analysed_whole(tmp_path):
     run = _run(tmp_path, lambda seq: 20_000)
     follower = _followed(run, 0)[0]
     dead = run_merge.Run(run.manifest, run.messages, run.window, run.load,
-                      delivery.Expected(dead=delivery.Dead(producer_ids=(1, 2))))
+                         delivery.Expected(dead=delivery.Dead(producer_ids=(1, 2))))
     assert follower.finish(dead) is None
     assert isinstance(follower.first["p"], FirstFold)

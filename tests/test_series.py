@@ -190,7 +190,7 @@ def _streams(run: run_merge.Run) -> series.Streams:
     """The run's streams as the driver places them: round one's merged extents, the
     agents' t0s from the manifest."""
     merged = run_merge.merge_first([agent_pass.first_pass(agent)
-                                 for agent in run_merge.agent_files([run])])
+                                    for agent in run_merge.agent_files([run])])
     return run_merge.axes(run, merged.extents).streams
 
 

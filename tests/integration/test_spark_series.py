@@ -81,7 +81,7 @@ def test_overhead_identity_on_real_timestamps(run):
 
     read = Manifest.model_validate(manifest)
     analysed = run_merge.Run(read, agent_rows.message_paths(run_dir, read), WINDOW,
-                          Load.OPEN_LOOP, delivery.Expected())
+                             Load.OPEN_LOOP, delivery.Expected())
     spans = {}
     for agent in run_merge.agent_files([analysed]):
         side = series.SENDER if agent.role == Role.PRODUCER else series.RECEIVER
