@@ -1,4 +1,4 @@
-"""Analysis scaling: one synthesised 100-agent run analysed (spark_jobs.passes), embedded
+"""Analysis scaling: one synthesised 100-agent run analysed (spark_jobs.run_merge), embedded
 (`local[*]`) and on a 2-worker standalone cluster, side by side in one invocation.
 
 The run is written exactly as `sixnines run` leaves it (manifest.json as the controller

@@ -41,7 +41,7 @@ from sixnines.formats.integrity import read_manifest
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import MESSAGES, MESSAGES_FILE
 from sixnines.orchestrator.scenario.units import parse_rate
-from sixnines.spark_jobs import agent_pass, agent_rows, delivery, passes
+from sixnines.spark_jobs import agent_pass, agent_rows, delivery, run_merge
 from sixnines.spark_jobs.load import load_of
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,12 +129,12 @@ def measure(messages: int, repeat: int, out: Path) -> int:
     run_dir = synthesise(messages, out)
     print(f"run: {run_dir} ({time.perf_counter() - began:.0f} s to have it)", flush=True)
     manifest = read_manifest(run_dir)
-    run = passes.Run(manifest, agent_rows.message_paths(run_dir, manifest),
-                     manifest.throughput_window, load_of(manifest.params),
-                     delivery.Expected())
-    agents = passes.agent_files([run])
-    merged = passes.merge_first([agent_pass.first_pass(agent) for agent in agents])
-    plan = passes.plan(merged, passes.axes(run, merged.extents))
+    run = run_merge.Run(manifest, agent_rows.message_paths(run_dir, manifest),
+                        manifest.throughput_window, load_of(manifest.params),
+                        delivery.Expected())
+    agents = run_merge.agent_files([run])
+    merged = run_merge.merge_first([agent_pass.first_pass(agent) for agent in agents])
+    plan = run_merge.plan(merged, run_merge.axes(run, merged.extents))
     steps: dict[str, Callable[[], object]] = {
         "read": lambda: [sum(map(len, agent_rows.batches(agent))) for agent in agents],
         "first pass": lambda: [agent_pass.first_pass(agent) for agent in agents],

@@ -1,9 +1,10 @@
 """The two per-agent passes of the analysis over one agent's files, a batch at a time
-(spark_jobs.agent_rows): what spark_jobs.passes runs as Spark tasks and merges on the
-driver. Every result is small and mergeable: sparse HDR buckets, a row per stream, a few
-counts. What each pass computes lives with its subject: delivery_pass (tallies, reorder,
-sends, matching, dead receivers), histograms (metric values, HDR buckets, median
-values), series_pass (extents, latency curve, throughput windows).
+(spark_jobs.agent_rows): the per-agent half of the analysis, each agent a task that
+spark_jobs.run_merge schedules (on Spark, or in this process) and merges per run. Every
+result is small and mergeable: sparse HDR buckets, a row per stream, a few counts. What
+each pass computes lives with its subject: delivery_pass (tallies, reorder, sends,
+matching, dead receivers), histograms (metric values, HDR buckets, median values),
+series_pass (extents, latency curve, throughput windows).
 
 First pass: what an agent's files tell alone: the delivery tallies, the reordered
 receipts, the rates, the clock pairing counts, the HDR buckets of every metric (and of

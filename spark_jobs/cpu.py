@@ -1,6 +1,7 @@
 """CPU per message: the agents' and the broker monitor's cpu.parquet samples (agents.cpu)
 attributed to the messages of each sample interval. A run has one to a hundred samples a
-second per process, so this reads them with pyarrow on the driver; no Spark job.
+second per process, so this reads them with pyarrow where the run's report is written
+(spark_jobs.run_report); no Spark job.
 
 Time. Every process's samples are put on the time since its own t0 (`t0_ns` in the
 manifest): the one start instant the controller sent to all, moved onto each host's clock

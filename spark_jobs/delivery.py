@@ -61,7 +61,7 @@ class Dead:
 
     receivers: the receiving agents whose misses may be unknown (`Watched`) by what the
     manifest says: they died, were cut short, or lost their responder (those whose drain
-    ran out are known only from their records: spark_jobs.passes); producer_ids: the ids
+    ran out are known only from their records: spark_jobs.run_merge); producer_ids: the ids
     of the connections of each sender (producer or requester) that died or whose records
     are cut short, so what receivers got from it beyond them counts as sent."""
 

@@ -1,4 +1,5 @@
-"""Driver side of a distribution: robust centre and spread, log-binned histogram, humps, nines.
+"""A run's distribution from its merged buckets: robust centre and spread, log-binned
+histogram, humps, nines.
 
 Everything here works on HDR bucket counts (`formats.hdr`, at most COUNTS_LEN numbers), never
 on raw values, so it costs the same for a thousand messages or a billion.

@@ -1,12 +1,12 @@
 """A run's analysis kept up to date while the run goes (docs/design.md, "Analysis while
 the run goes"): each agent's chunks are folded into both per-agent passes as they close
 (agent_pass.FirstFold, SecondFold), so at the run's end only its last chunks are left to
-read, and the figures are those the whole analysis (passes.figures) gives of the same
+read, and the figures are those the whole analysis (run_merge.figures) gives of the same
 files.
 
 Both passes are folds over an agent's batches in file order. What the second needs of
 the whole run is made incremental:
-- the curves' axes are the planned ones (passes.planned), known before any record;
+- the curves' axes are the planned ones (run_merge.planned), known before any record;
 - a receipt of a message not yet known sent waits (delivery_pass.Matching, pending) until
   the sends known grow, and is unexpected only once they are final;
 - the exact median counts the values of a spread around the median known so far
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sixnines.spark_jobs import histograms, passes
+from sixnines.spark_jobs import histograms, run_merge
 from sixnines.spark_jobs.agent_pass import FirstFold, FirstPass, RunPlan, SecondFold, SecondPass
 from sixnines.spark_jobs.agent_rows import AgentFiles, batches
 from sixnines.spark_jobs.summarize import MetricCounts, read_log
@@ -45,9 +45,9 @@ log = logging.getLogger(__name__)
 
 def spread(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
     """Each metric's values counted exactly while the run goes: its median bucket so far
-    (passes.medians), widened."""
+    (run_merge.medians), widened."""
     widened = {}
-    for name, (low, high) in passes.medians(metrics).items():
+    for name, (low, high) in run_merge.medians(metrics).items():
         margin = min(max(high >> SPREAD_SHIFT, SPREAD_MIN_NS), SPREAD_MAX_NS // 2)
         widened[name] = (max(low - margin, 0), high + margin)
     return widened
@@ -57,10 +57,10 @@ class RunFollower:
     """One run's passes, fed its agents' closed chunks as they close (`feed`), finished
     with its final manifest and files (`finish`)."""
 
-    def __init__(self, run: passes.Run) -> None:
+    def __init__(self, run: run_merge.Run) -> None:
         self.run = run
-        self.planned = passes.planned(run.manifest)
-        self.context = passes.context(0, run)
+        self.planned = run_merge.planned(run.manifest)
+        self.context = run_merge.context(0, run)
         self.fed: dict[str, list[str]] = {}
         self.first: dict[str, FirstFold] = {}
         self.second: dict[str, SecondFold] = {}
@@ -74,7 +74,7 @@ class RunFollower:
                      if agent.id == agent_id)
         agent = self.run.manifest.agents[index]
         return AgentFiles(self.context, index, agent_id, str(agent.role), tuple(paths),
-                          passes.agent_clock(agent))
+                          run_merge.agent_clock(agent))
 
     def feed(self, chunks: Mapping[str, Sequence[Path | str]], final: bool = False) -> int:
         """Folds each agent's chunks not fed before (`chunks`: agent_id → its closed chunks
@@ -94,8 +94,8 @@ class RunFollower:
             fold = self.first.setdefault(agent_id, FirstFold(files))
             for rows in batches(files):
                 fold.add(rows)
-        merged = passes.merge_first([fold.result() for fold in self.first.values()])
-        plan = passes.plan(merged, passes.axes(self.run, merged.extents))
+        merged = run_merge.merge_first([fold.result() for fold in self.first.values()])
+        plan = run_merge.plan(merged, run_merge.axes(self.run, merged.extents))
         medians, plan = plan.medians, replace(plan, medians=spread(merged.metrics))
         for fold in self.second.values():
             fold.replan(plan)
@@ -111,11 +111,11 @@ class RunFollower:
             fold.matching.settle(plan.sent, final)
         return sum(len(files.paths) for files in new.values())
 
-    def finish(self, run: passes.Run) -> passes.Figures | passes.Damaged | None:
+    def finish(self, run: run_merge.Run) -> run_merge.Figures | run_merge.Damaged | None:
         """The run's figures, its remaining chunks folded in (`run`: as it ended); None when
         it cannot be followed to its end (the module doc): analyse it whole."""
-        if (passes.planned(run.manifest) != self.planned or self.planned is None
-                or passes.context(0, run) != self.context
+        if (run_merge.planned(run.manifest) != self.planned or self.planned is None
+                or run_merge.context(0, run) != self.context
                 or any(agent.ended_early and agent.id in run.hlogs
                        for agent in run.manifest.agents)):
             return None
@@ -124,16 +124,16 @@ class RunFollower:
                       final=True)
         except ValueError:
             return None
-        agents = passes.agent_files([run])
+        agents = run_merge.agent_files([run])
         first = [self._first(agent) for agent in agents]
-        if problems := passes.damage(first):
-            return passes.Damaged(problems)
-        merged = passes.merge_first(first)
-        run_axes = passes.axes(run, merged.extents)
-        plan = passes.plan(merged, run_axes)
-        watched = passes.watched_receivers(run, agents, first)
+        if problems := run_merge.damage(first):
+            return run_merge.Damaged(problems)
+        merged = run_merge.merge_first(first)
+        run_axes = run_merge.axes(run, merged.extents)
+        plan = run_merge.plan(merged, run_axes)
+        watched = run_merge.watched_receivers(run, agents, first)
         second = [self._second(agent, plan, watched) for agent in agents]
-        return passes.assembled(run, first, merged, run_axes, second)
+        return run_merge.assembled(run, first, merged, run_axes, second)
 
     def _first(self, agent: AgentFiles) -> FirstPass:
         log = (read_log(agent.hlog, agent.run.warmup_ns / 1e9, agent.died)
@@ -141,7 +141,7 @@ class RunFollower:
         return replace(self.first[agent.agent_id].result(log), started_ns=agent.started_ns)
 
     def _second(self, agent: AgentFiles, plan: RunPlan,
-                watched: dict[int, passes.WatchedReceiver]) -> SecondPass:
+                watched: dict[int, run_merge.WatchedReceiver]) -> SecondPass:
         """An agent's second pass: its fold, the run's final sends settled, with the values
         of each final median bucket (its stretches of files that did not count them all
         read again for them)."""

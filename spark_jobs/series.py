@@ -1,7 +1,7 @@
 """Per-message series of a run: latency in message order, sender and receiver overhead and
-throughput over windows of M messages, density; the driver's side (the per-agent work:
-spark_jobs.agent_pass). Only bounded results (≤ MAX_POINTS per curve, HDR buckets, one
-row per stream) are kept.
+throughput over windows of M messages, density; the per-run half, from the merged
+per-agent results (the per-agent work: spark_jobs.agent_pass). Only bounded results
+(≤ MAX_POINTS per curve, HDR buckets, one row per stream) are kept.
 
 Streams. A sender stream is one producer connection (`producer_id`): its messages in send
 order, stamped `sent_ns`. A receiver stream is one receiving connection (agent and consumer
@@ -297,7 +297,7 @@ def humps_warnings(humps: Humps, load: str = OPEN_LOOP) -> list[str]:
 
 def series_json(result: PerMessage, metrics: Mapping[str, MetricCounts],
                 histogram: tuple[np.ndarray, np.ndarray], humps: Humps) -> dict[str, Any]:
-    """report/series.json (documented in spark_jobs.analyze): every list ≤ MAX_POINTS long."""
+    """report/series.json (documented in spark_jobs.run_report): every list ≤ MAX_POINTS long."""
     edges, counts = histogram
 
     def curve(name: str) -> dict[str, list[float]]:

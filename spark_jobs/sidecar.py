@@ -9,12 +9,13 @@ waits for the run's end and folds everything then (nothing runs beside the agent
 loops). It runs at the lowest CPU priority there is (SCHED_IDLE).
 
 Its input is the controller's: the line `finish` once the run's manifest is final. It then
-checks the run's files as the whole analysis does (spark_jobs.analyze.check_run), folds
-the chunks left, writes the run's report files as `sixnines report` would, prints one
-JSON line as spark_jobs.analyze does ({"run_dir", "summary", "status"}) and exits 0. A
-run it could not follow to its end (module spark_jobs.follow; a file failing its check;
-a chunk it read that is not the one the manifest vouches for) gets the line {"run_dir",
-"not_followed": why} and exit status 3: the controller analyses it whole with the others.
+checks the run's files as the whole analysis does (spark_jobs.run_report.check_run),
+folds the chunks left, writes the run's report files as `sixnines report` would (no
+Spark: nothing it imports needs pyspark), prints one JSON line as spark_jobs.analyze does
+({"run_dir", "summary", "status"}) and exits 0. A run it could not follow to its end
+(module spark_jobs.follow; a file failing its check; a chunk it read that is not the one
+the manifest vouches for) gets the line {"run_dir", "not_followed": why} and exit status
+3: the controller analyses it whole with the others.
 End of input without `finish` (the controller died) ends it, writing nothing.
 """
 
@@ -36,7 +37,7 @@ from sixnines.formats.chunks import index_of
 from sixnines.formats.manifest import Artifact, Manifest
 from sixnines.formats.run_files import agent_file, agent_folder
 from sixnines.formats.vocabulary import RECORDING
-from sixnines.spark_jobs import analyze, delivery, passes
+from sixnines.spark_jobs import delivery, run_merge, run_report
 from sixnines.spark_jobs.follow import RunFollower
 from sixnines.spark_jobs.load import load_of
 
@@ -79,8 +80,8 @@ class Sidecar:
         if manifest.started_at_ns is None:
             return  # the agents are not started yet
         if self.follower is None:
-            run = passes.Run(with_start_instants(manifest), {}, manifest.throughput_window,
-                             load_of(manifest.params), delivery.Expected())
+            run = run_merge.Run(with_start_instants(manifest), {}, manifest.throughput_window,
+                                load_of(manifest.params), delivery.Expected())
             self.follower = RunFollower(run)
             if not self.follower.followable:
                 self.broken = "the run has no planned schedule (rate max, or no duration)"
@@ -111,26 +112,26 @@ class Sidecar:
         self.poll()
         if self.broken is not None or self.follower is None:
             return self._not_followed(self.broken or "the run never started")
-        checked = analyze.check_run(self.run_dir)
+        checked = run_report.check_run(self.run_dir)
         if checked.damaged:
             return self._not_followed("its files fail their checks")
         if changed := self._not_vouched(checked.manifest):
             return self._not_followed(f"{changed}: not the chunk its manifest vouches for")
         began = time.monotonic()
         try:
-            figured = self.follower.finish(analyze.run_of(checked, None))
+            figured = self.follower.finish(run_report.run_of(checked, None))
             log.info("finished in %.2f s", time.monotonic() - began)
-            if not isinstance(figured, passes.Figures):
+            if not isinstance(figured, run_merge.Figures):
                 return self._not_followed("its analysis context changed by its end, or an "
                                           "hlog is damaged")
-            analyze.clear_report(self.run_dir)
-            summary = analyze.report(checked, figured)
+            run_report.clear_report(self.run_dir)
+            summary = run_report.report(checked, figured)
         except Exception as error:  # a full disk, say: the whole analysis says it in its line
             log.exception("%s: not analysed here", self.run_dir)
             return self._not_followed(f"{type(error).__name__}: "
                                       f"{integrity.first_line(str(error))}")
         return {"run_dir": str(self.run_dir),
-                "summary": str(self.run_dir / analyze.REPORT_DIR / analyze.SUMMARY),
+                "summary": str(self.run_dir / run_report.REPORT_DIR / run_report.SUMMARY),
                 "status": summary.status or ""}
 
     def _not_vouched(self, manifest: Manifest) -> str | None:

@@ -1,12 +1,13 @@
-"""Driver side of the analysis: bucket counts from the passes → figures, .hgrm files, hlog
+"""Per run, after its agents' passes: merged bucket counts → figures, .hgrm files, hlog
 check.
 
 Only sparse HDR buckets (at most COUNTS_LEN per agent and metric) and one clock-pair row
-per receiving agent reach the driver (spark_jobs.passes); the percentiles come from
-`hdr.percentile_values` on the merged counts, exactly as any HdrHistogram would report
-them, and the agents' own hlogs are cross-checked bucket by bucket where they hold the
-same values. Lower median and robust deviation come from the same buckets (see
-`distribution.robust_centre`).
+per receiving agent come back from the tasks to the process merging them per run
+(spark_jobs.run_merge: the Spark application's main process, or the sidecar); the
+percentiles come from `hdr.percentile_values` on the merged counts, exactly as any
+HdrHistogram would report them, and the agents' own hlogs are cross-checked bucket by
+bucket where they hold the same values. Lower median and robust deviation come from the
+same buckets (see `distribution.robust_centre`).
 """
 
 from __future__ import annotations

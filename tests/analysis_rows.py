@@ -1,6 +1,6 @@
 """Tiny runs written from hand-made rows for the analysis' unit tests: the per-agent passes
-(spark_jobs.passes) read real record files, as they read any agent's, in this process
-(passes.in_process: no Spark).
+(spark_jobs.run_merge) read real record files, as they read any agent's, in this process
+(run_merge.in_process: no Spark).
 
 A row is (agent_id, role, producer_id, seq, intended_ns, sent_ns, recv_ns, rx_index,
 warmup), optionally followed by consumer_id and size. Without a consumer_id, a consumer's
@@ -23,7 +23,7 @@ from sixnines.formats.chunks import chunk_name
 from sixnines.formats.manifest import SCHEMA_VERSION, Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import Load, Role
-from sixnines.spark_jobs import delivery, passes
+from sixnines.spark_jobs import delivery, run_merge
 
 COLUMNS = ("agent_id", "role", "producer_id", "seq", "intended_ns", "sent_ns", "recv_ns",
            "rx_index", "warmup", "consumer_id", "size")
@@ -53,7 +53,7 @@ def _record(row: tuple, agent_index: int) -> dict[str, Any]:
 def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] | None = None,
               expected: delivery.Expected | None = None, load: str = Load.OPEN_LOOP,
               window: int = 100, chunk_rows: int | None = None, **manifest: Any
-              ) -> passes.Run:
+              ) -> run_merge.Run:
     """A run of these rows: each agent's rows in chunk files under folder/agents/<id>/
     (one, or of `chunk_rows` rows each), in the rows' order; `agents`: the manifest's
     entries (default: the rows' agents, by id), whose order gives agent_index;
@@ -77,12 +77,12 @@ def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] 
                                      for field in MESSAGES}, schema=MESSAGES), path)
             paths.append(path)
         messages[entry["id"]] = (Role(entry["role"]), paths)
-    return passes.Run(written, messages, window, load, expected or delivery.Expected())
+    return run_merge.Run(written, messages, window, load, expected or delivery.Expected())
 
 
-def figures(*runs: passes.Run) -> list[passes.Figures]:
+def figures(*runs: run_merge.Run) -> list[run_merge.Figures]:
     """The runs' figures, all analysed together, in this process."""
-    return passes.figures(passes.in_process, list(runs))
+    return run_merge.figures(run_merge.in_process, list(runs))
 
 
 def plain(value: Any) -> Any:

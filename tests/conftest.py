@@ -124,7 +124,7 @@ def spark():
     """A local Spark session shared by every Spark test, stopped at the end."""
     pytest.importorskip("pyspark")
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from sixnines.spark_jobs.session import spark_session
+    from sixnines.spark_jobs.analyze import spark_session
 
     session = spark_session("local[2]", app_name="sixnines-tests")
     yield session

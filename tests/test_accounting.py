@@ -1,4 +1,4 @@
-"""The run analysis (spark_jobs.passes over spark_jobs.agent_pass and agent_rows) on tiny
+"""The run analysis (spark_jobs.run_merge over spark_jobs.agent_pass and agent_rows) on tiny
 hand-made runs, in this process without Spark: the delivery accounting (fan-out, round
 trips, dead consumers, requesters, responders and producers, several runs analysed
 together), the metric values and their HDR buckets, the clock of every agent and producer
@@ -15,12 +15,12 @@ import pytest
 
 from sixnines.formats import hdr
 from sixnines.formats.manifest import Manifest
-from sixnines.spark_jobs import agent_pass, agent_rows, delivery, histograms, passes
+from sixnines.spark_jobs import agent_pass, agent_rows, delivery, histograms, run_merge
 from tests.analysis_rows import figures, write_run
 
 
 def _run(tmp_path: Path, rows: list[tuple], expected: delivery.Expected | None = None,
-         agents: list[dict[str, Any]] | None = None, **manifest: Any) -> passes.Run:
+         agents: list[dict[str, Any]] | None = None, **manifest: Any) -> run_merge.Run:
     """A run of these rows, written in a folder of its own under tmp_path (default
     manifest: the rows' agents by id, so agent_index is their sorted order)."""
     folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
@@ -230,7 +230,7 @@ def _stalled(got: list[int], latency: int = 10) -> list[tuple]:
 
 
 def _drained(tmp_path: Path, rows: list[tuple], drain_ended_ns: int, drain_ns: int = 300,
-             **manifest: Any) -> passes.Figures:
+             **manifest: Any) -> run_merge.Figures:
     """The figures of a run whose consumer c heard its drain of `drain_ns` out, to
     `drain_ended_ns`, without every message."""
     agents = [{"id": "c", "role": "consumer", "drain_ended_ns": drain_ended_ns},
@@ -247,7 +247,7 @@ def test_a_drain_that_ran_out_on_a_stalled_system_leaves_its_holdings_unknown(tm
     assert (found.counts["delivered"], found.counts["lost"], found.counts["unknown"]) == (
         4, 0, 6)
     (line,) = found.drained_out
-    assert line.startswith("agent c: no delivery for ") and line.endswith(passes.DRAINED_OUT)
+    assert line.startswith("agent c: no delivery for ") and line.endswith(run_merge.DRAINED_OUT)
     # the broker sixnines started exited during the run: what it held is lost with it
     gone = _drained(tmp_path, _stalled(range(4)), drain_ended_ns=2000, broker_exit=1)
     assert (gone.counts["lost"], gone.counts["unknown"], gone.drained_out) == (6, 0, [])
@@ -322,16 +322,16 @@ def _tiny_agents(clocks: dict[str, dict] | None = None) -> list[dict[str, Any]]:
 
 
 def _tiny_run(tmp_path: Path, clocks: dict[str, dict] | None = None, **manifest: Any
-              ) -> passes.Run:
+              ) -> run_merge.Run:
     return _run(tmp_path, _tiny_rows(), agents=_tiny_agents(clocks), **manifest)
 
 
-def _rows_of(run: passes.Run) -> dict[str, agent_rows.Rows]:
+def _rows_of(run: run_merge.Run) -> dict[str, agent_rows.Rows]:
     """Each agent's rows as the passes read them (classified, clock-paired)."""
-    return {agent.agent_id: agent_rows.read_rows(agent) for agent in passes.agent_files([run])}
+    return {agent.agent_id: agent_rows.read_rows(agent) for agent in run_merge.agent_files([run])}
 
 
-def _by_metric(run: passes.Run) -> dict[str, list[int]]:
+def _by_metric(run: run_merge.Run) -> dict[str, list[int]]:
     """Each metric's measured values over all the run's agents, sorted."""
     by_metric: dict[str, list[int]] = {}
     for rows in _rows_of(run).values():
@@ -340,7 +340,7 @@ def _by_metric(run: passes.Run) -> dict[str, list[int]]:
     return {metric: sorted(values) for metric, values in by_metric.items() if values}
 
 
-def _pairs(run: passes.Run) -> dict[str, dict]:
+def _pairs(run: run_merge.Run) -> dict[str, dict]:
     """Each receiving agent's timed receipts by clock pair, and its widest bound."""
     found = {}
     for agent_id, rows in _rows_of(run).items():
@@ -373,7 +373,7 @@ def test_run_clocks_from_manifest(tmp_path):
          "clock": {**clock, "domain_uncertainty_ns": 2}},
     ]
     manifest = {"workload": {"connections": 2}, "cross_host_latency": True}
-    assert passes.producer_clocks(Manifest.model_validate({"agents": agents, **manifest})) == {
+    assert run_merge.producer_clocks(Manifest.model_validate({"agents": agents, **manifest})) == {
         0: ("h1", 7, 3), 1: ("h1", 7, 3), 2: ("", None, None), 3: ("", None, None),
         4: ("h1", 7, 2), 5: ("h1", 7, 2)}
     # one row for each agent recording messages (the monitor records none)
@@ -382,15 +382,15 @@ def test_run_clocks_from_manifest(tmp_path):
         for agent_id, role in (("p0", "producer"), ("p1", "producer"), ("p2", "producer"),
                                ("r", "requester"))]
     run = _run(tmp_path, rows, agents=agents, **manifest)
-    assert passes.sole_domain(run.manifest) is None
-    found = passes.agent_files([run])
+    assert run_merge.sole_domain(run.manifest) is None
+    found = run_merge.agent_files([run])
     assert [(a.run.run_index, a.agent_index, *a.clock) for a in found] == [
         (0, 0, "h1", 7, 3), (0, 2, "h1", 7, 3), (0, 3, "", None, None), (0, 4, "", None, None),
         (0, 5, "h1", 7, 2)]
     assert found[0].run.cross_host and found[0].run.sole_domain is None
     older = _run(tmp_path, [row for row in rows if row[0] in ("p1", "p2")], agents=agents[3:5])
-    assert passes.sole_domain(older.manifest) == agent_rows.DEFAULT_DOMAIN
-    both = passes.agent_files([run, older])
+    assert run_merge.sole_domain(older.manifest) == agent_rows.DEFAULT_DOMAIN
+    both = run_merge.agent_files([run, older])
     assert [a.run.cross_host for a in both] == [True] * 5 + [False] * 2
     assert [(a.run.run_index, a.agent_index, *a.clock) for a in both[-2:]] == [
         (1, 0, "", None, None), (1, 1, "", None, None)]
@@ -401,7 +401,7 @@ def test_overlapping_producer_ids_are_refused():
     agents = [{"id": "p0", "role": "producer", "first_id": 0},
               {"id": "p1", "role": "requester", "first_id": 1}]
     with pytest.raises(ValueError, match="producer id 1 claimed by agents p0 and p1"):
-        passes.producer_clocks(
+        run_merge.producer_clocks(
             Manifest.model_validate({"agents": agents, "workload": {"connections": 2}}))
 
 

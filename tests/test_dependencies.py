@@ -27,7 +27,7 @@ EXTRAS_OF = {
     "sixnines.drivers.nats": {"nats"},
     "sixnines.drivers.rabbitmq": {"rabbitmq"},
     "sixnines.drivers.kafka": {"kafka"},
-    "sixnines.spark_jobs": {"analysis"},
+    "sixnines.spark_jobs.analyze": {"analysis"},  # Spark: the rest of the analysis is core
     "sixnines.orchestrator.launchers.bundle": {"remote"},
     "sixnines.orchestrator.launchers.ssh": {"remote"},
     "sixnines.orchestrator.launchers.ssh_guard": {"remote"},

@@ -1,5 +1,5 @@
 """The per-message series of a run (spark_jobs.series) as the per-agent passes compute them
-(spark_jobs.agent_pass, merged by spark_jobs.passes, in this process: no Spark), on tiny
+(spark_jobs.agent_pass, merged by spark_jobs.run_merge, in this process: no Spark), on tiny
 hand-made runs written as real record files (tests/analysis_rows): per-message latency and
 service time, sender and receiver overheads and throughput over windows of M messages
 (windows spanning no time), the overhead identity on one stream, density and bytes/s,
@@ -20,7 +20,7 @@ from sixnines.spark_jobs import (
     agent_pass,
     agent_rows,
     histograms,
-    passes,
+    run_merge,
     series,
     series_pass,
     summarize,
@@ -55,17 +55,17 @@ def _agents(t0_producer: int | None = 0, t0_consumer: int | None = 0) -> list[di
             {"id": "a1", "role": "consumer", "t0_ns": t0_consumer}]
 
 
-def _rows_of(run: passes.Run, role: str) -> tuple[agent_rows.AgentFiles, agent_rows.Rows]:
+def _rows_of(run: run_merge.Run, role: str) -> tuple[agent_rows.AgentFiles, agent_rows.Rows]:
     """The run's one agent of this role and its rows, as a pass reads them."""
-    (agent,) = [agent for agent in passes.agent_files([run]) if agent.role == role]
+    (agent,) = [agent for agent in run_merge.agent_files([run]) if agent.role == role]
     return agent, agent_rows.read_rows(agent)
 
 
-def _spans(run: passes.Run, window: int) -> dict[int, list]:
+def _spans(run: run_merge.Run, window: int) -> dict[int, list]:
     """Per side, (span, value) of every message of its one stream in time order: (None,
     None) for the first M, (span, None) where the window is undefined."""
     out: dict[int, list] = {}
-    for agent in passes.agent_files([run]):
+    for agent in run_merge.agent_files([run]):
         rows = agent_rows.read_rows(agent)
         for side in (series.SENDER, series.RECEIVER):
             streams = series_pass.stream_windows(rows, side, agent.agent_index, window)
@@ -186,12 +186,12 @@ def _per_message(folder: Path, rows, **run) -> series.PerMessage:
     return found.per_message
 
 
-def _streams(run: passes.Run) -> series.Streams:
+def _streams(run: run_merge.Run) -> series.Streams:
     """The run's streams as the driver places them: round one's merged extents, the
     agents' t0s from the manifest."""
-    merged = passes.merge_first([agent_pass.first_pass(agent)
-                                 for agent in passes.agent_files([run])])
-    return passes.axes(run, merged.extents).streams
+    merged = run_merge.merge_first([agent_pass.first_pass(agent)
+                                    for agent in run_merge.agent_files([run])])
+    return run_merge.axes(run, merged.extents).streams
 
 
 def test_density_and_bytes_per_second(tmp_path):
@@ -281,8 +281,8 @@ def test_a_planned_run_s_curves_are_on_its_schedule(tmp_path):
     workload = {"warmup_ns": 1000 * US, "duration_ns": 2000 * US, "drain_ns": 1000 * US,
                 "rate": 500_000}
     run = write_run(tmp_path, rows, agents=agents, window=100, workload=workload)
-    found = passes.axes(run, passes.merge_first(
-        [agent_pass.first_pass(agent) for agent in passes.agent_files([run])]).extents)
+    found = run_merge.axes(run, run_merge.merge_first(
+        [agent_pass.first_pass(agent) for agent in run_merge.agent_files([run])]).extents)
     assert found.schedule == series.Axis(1000 * US, 3000 * US - 1, series.MAX_POINTS)
     # 1,000 messages a stream over 2 ms, 1,500 over 3 ms with the drain: 15 windows
     assert found.throughput[series.SENDER] == series.Axis(1000 * US, 4000 * US - 1, 15)
@@ -293,7 +293,7 @@ def test_a_planned_run_s_curves_are_on_its_schedule(tmp_path):
     # without a rate (rate max), the observed extents
     observed = write_run(tmp_path / "max", rows, agents=agents, window=100,
                          workload={**workload, "rate": "max"})
-    assert passes.planned(observed.manifest) is None
+    assert run_merge.planned(observed.manifest) is None
 
 
 def test_exact_lower_median(tmp_path):
@@ -321,9 +321,9 @@ def test_median_detail_skips_wide_buckets(tmp_path):
     (found,) = figures(run)
     latency = found.metrics["latency"]
     low, high = bucket_range(median_bucket(latency.counts)[0])
-    assert low <= 5_000_000_000 <= high and high - low >= passes.DETAIL_MAX_WIDTH
+    assert low <= 5_000_000_000 <= high and high - low >= run_merge.DETAIL_MAX_WIDTH
     assert latency.count == 1 and latency.detail is None
-    assert "latency" not in passes.medians(found.metrics)
+    assert "latency" not in run_merge.medians(found.metrics)
     _, rows = _rows_of(run, "consumer")
     got = histograms.median_detail(rows, Load.OPEN_LOOP,
                                    {"latency": (4_999_999_990, 5_000_000_010)})
@@ -365,7 +365,7 @@ def test_runs_with_other_windows_get_their_own_series(tmp_path):
     """Runs analysed together (run_index 0 and 1) with different windows M take a window
     pass each, and each run's series is what it gets analysed alone; a run with nothing
     timed beside them keeps empty series."""
-    def run(name: str, rows, window: int) -> passes.Run:
+    def run(name: str, rows, window: int) -> run_merge.Run:
         return write_run(tmp_path / name, rows, agents=_agents(), window=window)
 
     together = [found.per_message for found in figures(

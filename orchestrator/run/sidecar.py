@@ -25,12 +25,12 @@ from pathlib import Path
 
 from sixnines.orchestrator.launchers.base import EOF_LINE
 from sixnines.orchestrator.launchers.local import LocalProcess
+from sixnines.spark_jobs.sidecar import FINISH
 
 logger = logging.getLogger(__name__)
 
 SWITCH = "SIXNINES_FOLLOW"
 LOG_FILE = "sidecar.log"
-FINISH = "finish"  # spark_jobs.sidecar.FINISH (not imported: the analysis needs pyspark)
 
 
 LIVE, END = "live", "end"

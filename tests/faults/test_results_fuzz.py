@@ -31,7 +31,7 @@ import pytest
 from sixnines.formats.atomic import TEMP_SUFFIX
 from sixnines.formats.manifest import SCHEMA_VERSION
 from sixnines.orchestrator import cli
-from sixnines.spark_jobs.analyze import check_run
+from sixnines.spark_jobs.run_report import check_run
 from tests.faults.support import copy_run, edit_manifest, record, sixnines
 from tests.faults.untrusted import (
     REMOTE_AGENT,

@@ -7,7 +7,10 @@ never analysed as good."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -23,6 +26,9 @@ pytestmark = pytest.mark.integration
 STREAMING = {"SIXNINES_CHUNK_ROWS": "4096"}
 REPORT_FILES = ("summary.json", "series.json", "latency.hgrm", "service_time.hgrm",
                 "send_lag.hgrm")
+#: A sitecustomize that keeps pyspark (and py4j, its bridge to the JVM) out of a Python:
+#: `import pyspark` raises ImportError, as on a host without the `analysis` extra.
+NO_PYSPARK = 'import sys\nsys.modules["pyspark"] = sys.modules["py4j"] = None\n'
 
 
 def scenario(tmp_path: Path, duration: str = "6s") -> Path:
@@ -92,3 +98,22 @@ def test_a_chunk_changed_after_the_sidecar_read_it_makes_the_run_corrupt(tmp_pat
     assert summary["status"] == "corrupt"
     assert any(chunk.name in problem for problem in summary["problems"])
     assert "not followed" in (run_dir / "sidecar.log").read_text()
+
+
+def test_a_run_is_analysed_by_its_sidecar_where_pyspark_cannot_be_imported(tmp_path):
+    """Controller, agents and sidecar in Pythons where `import pyspark` fails: the run is
+    recorded and analysed all the same (only spark_jobs.analyze needs Spark)."""
+    site = tmp_path / "no-pyspark"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(NO_PYSPARK)
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, (str(site),
+                                                       os.environ.get("PYTHONPATH"))))}
+    kept_out = subprocess.run([sys.executable, "-c", "import pyspark"], capture_output=True,
+                              text=True, env={**os.environ, **env}, timeout=60)
+    assert kept_out.returncode == 1 and "pyspark" in kept_out.stderr  # in every child too
+    controller = Sixnines("run", str(scenario(tmp_path, duration="3s")), cwd=tmp_path, env=env)
+    code, _, err = controller.finish(timeout_s=600)
+    assert code == 0, err
+    assert "1 run(s) analysed by their sidecar" in err and "with Spark" not in err
+    summary = json.loads((run_dir_of(tmp_path) / "report" / "summary.json").read_text())
+    assert summary["status"] == "ok" and summary["delivered"] == 2 * summary["sent"] > 0

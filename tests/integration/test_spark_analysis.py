@@ -377,7 +377,7 @@ def test_a_run_that_breaks_the_common_pass_costs_only_its_own_report(one_way, tm
 
 def test_spark_jobs_do_not_grow_with_the_runs(spark, one_way, tmp_path):
     """Three runs cost the Spark jobs one does, not three times as many: the two jobs of
-    per-agent passes (spark_jobs.passes). The per-job overhead, not the rows, is what
+    per-agent passes (spark_jobs.run_merge). The per-job overhead, not the rows, is what
     small runs pay for."""
     from sixnines.spark_jobs.analyze import analyze_runs
 

@@ -17,11 +17,12 @@ from sixnines.spark_jobs import (
     agent_rows,
     delivery,
     distribution,
-    passes,
+    run_merge,
     series,
     series_pass,
 )
-from sixnines.spark_jobs.analyze import SERIES, analyze_run, main
+from sixnines.spark_jobs.analyze import analyze_run, main
+from sixnines.spark_jobs.run_report import SERIES
 from tests.integration.support import execute, points
 
 pytestmark = pytest.mark.integration
@@ -79,10 +80,10 @@ def test_overhead_identity_on_real_timestamps(run):
     assert np.all(np.diff(got["recv_ns"]) >= 0) and np.all(np.diff(sent["sent_ns"]) >= 0)
 
     read = Manifest.model_validate(manifest)
-    analysed = passes.Run(read, agent_rows.message_paths(run_dir, read), WINDOW,
-                          Load.OPEN_LOOP, delivery.Expected())
+    analysed = run_merge.Run(read, agent_rows.message_paths(run_dir, read), WINDOW,
+                             Load.OPEN_LOOP, delivery.Expected())
     spans = {}
-    for agent in passes.agent_files([analysed]):
+    for agent in run_merge.agent_files([analysed]):
         side = series.SENDER if agent.role == Role.PRODUCER else series.RECEIVER
         (stream,) = series_pass.stream_windows(agent_rows.read_rows(agent), side,
                                               agent.agent_index, WINDOW)

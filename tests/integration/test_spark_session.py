@@ -1,4 +1,4 @@
-"""A local session runs the analysis' tasks (spark_jobs.passes) in this Python: the one
+"""A local session runs the analysis' tasks (spark_jobs.agent_pass) in this Python: the one
 with sixnines installed, not whatever `python3` is first on the PATH."""
 
 from __future__ import annotations

@@ -1,21 +1,18 @@
-"""The analysis as two rounds of per-agent tasks on Spark, merged on the driver into each
-run's figures (what spark_jobs.analyze reports).
+"""Per run: its agents' task results (spark_jobs.agent_pass) merged into its figures, in
+two rounds, whatever runs the tasks (a Scheduler: in this process, or on Spark from
+spark_jobs.analyze; nothing here imports Spark).
 
-Spark schedules the work; the work is numpy over each agent's files in order
-(spark_jobs.agent_pass): an agent's files hold its streams whole, so the matching,
-reorder counting, windows and histograms that Spark SQL did with a shuffle or a sort of
-every row are one ordered pass per agent here (docs/performance.md, "Per-agent passes").
-Agents are grouped into about two tasks per core, balanced by their records, so a
-scenario of hundreds of small agents costs a few tasks, not hundreds.
+The work is numpy over each agent's files in order (spark_jobs.agent_pass): an agent's
+files hold its streams whole, so the matching, reorder counting, windows and histograms
+that Spark SQL did with a shuffle or a sort of every row are one ordered pass per agent
+here (docs/performance.md, "Per-agent passes").
 
 Round one gives each agent's tallies, histograms, rates, clock pairs, stream extents and
-measured sends; from their merge the driver decides what round two needs (the sends
-every receipt is matched against, the median buckets, the curves' axes), and round two
-gives the matching, the unknown deliveries at dead receivers, the exact medians and the
-curves. Two Spark jobs whatever the number of runs or agents.
-
-Executors run sixnines' own Python: a cluster's workers need Python with sixnines, numpy
-and pyarrow installed (README, "Across machines"); a local master runs the driver's.
+measured sends; from their merge, in the process that schedules the tasks, this decides
+what round two needs (the sends every receipt is matched against, the median buckets, the
+curves' axes), and round two gives the matching, the unknown deliveries at dead receivers,
+the exact medians and the curves. Two scheduled rounds (two Spark jobs) whatever the
+number of runs or agents.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import SparkSession
 
 from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.vocabulary import RECORDING, SENDERS, FanOut, Role
@@ -48,7 +44,6 @@ from sixnines.spark_jobs.histograms import Buckets
 from sixnines.spark_jobs.series import RECEIVER, SCHEDULE, SENDER
 from sixnines.spark_jobs.summarize import METRICS, ClockPairs, MetricCounts, clock_pairs
 
-TASKS_PER_CORE = 2
 DETAIL_MAX_WIDTH = 1 << 16  # exact median only for buckets this narrow (medians < ~134 ms)
 
 Item = TypeVar("Item")
@@ -92,23 +87,7 @@ class Damaged:
     problems: list[str]
 
 
-# --- tasks on Spark ------------------------------------------------------------------------
-
-
-def _groups(weights: Sequence[int], tasks: int) -> list[list[int]]:
-    """Item indices in `tasks` groups of about equal weight (largest first, each to the
-    lightest group)."""
-    loads = [0] * tasks
-    chosen: list[list[int]] = [[] for _ in range(tasks)]
-    for index in sorted(range(len(weights)), key=lambda i: -weights[i]):
-        lightest = loads.index(min(loads))
-        chosen[lightest].append(index)
-        loads[lightest] += weights[index] + 1
-    return [group for group in chosen if group]
-
-
-def _each(function: Callable[[Item], Result], items: list[Item]) -> list[Result]:
-    return [function(item) for item in items]
+# --- schedulers ---------------------------------------------------------------------------
 
 
 #: Runs function(item) for every item (weights: each item's size), results in order.
@@ -118,27 +97,7 @@ Scheduler = Callable[[Callable[[Item], Result], list[Item], Sequence[int]], list
 def in_process(function: Callable[[Item], Result], items: list[Item],
                weights: Sequence[int]) -> list[Result]:
     """The scheduler of a test: every item here, one after the other."""
-    return _each(function, items)
-
-
-def on_spark(spark: SparkSession) -> Scheduler:
-    """A scheduler running the items in one Spark job of about TASKS_PER_CORE tasks per
-    core (items grouped by weight)."""
-    def run(function: Callable[[Item], Result], items: list[Item], weights: Sequence[int]
-            ) -> list[Result]:
-        if not items:
-            return []
-        parallelism = spark.sparkContext.defaultParallelism
-        groups = _groups(weights, min(len(items), TASKS_PER_CORE * parallelism))
-        batches = [[items[i] for i in group] for group in groups]
-        results = (spark.sparkContext.parallelize(batches, len(batches))
-                   .map(lambda batch: _each(function, batch)).collect())
-        ordered: list[Any] = [None] * len(items)
-        for group, found in zip(groups, results, strict=True):
-            for index, result in zip(group, found, strict=True):
-                ordered[index] = result
-        return ordered
-    return run
+    return [function(item) for item in items]
 
 
 # --- the runs' contexts ------------------------------------------------------------------
@@ -511,8 +470,8 @@ def assembled(run: Run, first: list[FirstPass], merged: Merged, found_axes: Axes
 
 def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]:
     """Every run's figures from two rounds of per-agent passes over all their agents (two
-    Spark jobs with `on_spark`); a run with an hlog that cannot be read is refused after
-    the first (Damaged) and takes no part in the second."""
+    Spark jobs with spark_jobs.analyze.on_spark); a run with an hlog that cannot be read is
+    refused after the first (Damaged) and takes no part in the second."""
     agents = agent_files(runs)
     weights = [agent.rows_hint for agent in agents]
     first = schedule(agent_pass.first_pass, agents, weights)
