@@ -20,6 +20,8 @@ from pathlib import Path
 
 import common
 
+from sixnines.formats.layout import SUMMARY_FILE
+
 KEYS = ("p50", "p90", "p99", "p99.9", "max")
 
 
@@ -36,7 +38,7 @@ def main() -> None:
     if not done.stdout.strip():
         sys.exit(f"sixnines run printed no results directory:\n{done.stderr[-2000:]}")
     results = Path(done.stdout.strip().splitlines()[-1])
-    runs = json.loads((results / "summary.json").read_text())["runs"]
+    runs = json.loads((results / SUMMARY_FILE).read_text())["runs"]
     base = next(r for r in runs if r["system"] == "tcp")["latency_us"]
     print(f"one-way latency, µs (x tcp relay); results in {results}")
     print(f"{'system':<12} {'status':<8} {'lost':>5} " + " ".join(f"{k:>16}" for k in KEYS))
