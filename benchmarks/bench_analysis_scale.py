@@ -63,6 +63,7 @@ from sixnines.formats.hlog import measured_counts, read_hlog
 from sixnines.formats.integrity import read_manifest
 from sixnines.formats.layout import AGENTS_DIR, HLOG_FILE, MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock
+from sixnines.formats.vocabulary import Metric, Role
 from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
 from sixnines.orchestrator.run.manifest import new_manifest, write_manifest
 from sixnines.orchestrator.run.runner import PINGS
@@ -161,10 +162,10 @@ def consumer_columns(plan: AgentPlan, producers: list[dict], t0_ns: int, warmup_
 def hlog_series(role: str, columns: dict, t0_ns: int) -> dict[str, tuple]:
     """The interval-log series the agent role writes from its rows (agents/roles.py)."""
     offsets = columns["intended_ns"] - t0_ns
-    if role == "producer":
-        return {"send_lag": (offsets, columns["sent_ns"] - columns["intended_ns"])}
-    return {"latency": (offsets, columns["recv_ns"] - columns["intended_ns"]),
-            "service_time": (offsets, columns["recv_ns"] - columns["sent_ns"])}
+    if role == Role.PRODUCER:
+        return {Metric.SEND_LAG: (offsets, columns["sent_ns"] - columns["intended_ns"])}
+    return {Metric.LATENCY: (offsets, columns["recv_ns"] - columns["intended_ns"]),
+            Metric.SERVICE_TIME: (offsets, columns["recv_ns"] - columns["sent_ns"])}
 
 
 def clock_entry(domain: str, rng: np.random.Generator) -> Clock:
@@ -436,10 +437,11 @@ def analyse(out: Path, args: argparse.Namespace) -> int:
     print(f"of each: reading the {facts['agents']} hlogs for the agreement check, "
           f"~{hlog_s:.0f} CPU s in the first-pass tasks (one hlog per role timed)")
     same, how = compare(embedded, on_cluster)
+    latency = embedded[Metric.LATENCY.summary_field]
     print(how)
     print(f"sent {embedded['sent']:,} received {embedded['received']:,} "
           f"lost {embedded['lost']:,} hlog_agrees {embedded['hlog_agrees']}; "
-          f"latency p50 {embedded['latency_us']['p50']} µs max {embedded['latency_us']['max']}")
+          f"latency p50 {latency['p50']} µs max {latency['max']}")
     print(f"load average 1/5/15 at the end: {load()} ({os.cpu_count()} cores)")
     return 0 if same else 1
 

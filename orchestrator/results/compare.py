@@ -60,6 +60,7 @@ from sixnines.formats.load import HEADLINE, LATENCY, latency_of, run_load
 from sixnines.formats.run_files import RefusedPath, file_under, read_bounded
 from sixnines.formats.status import rank
 from sixnines.formats.summary import Figures, RunSummary
+from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.results.analysis import FIGURE_KEYS
 from sixnines.orchestrator.results.summaries import read_results_summary, read_run_summary
 from sixnines.orchestrator.terminal import markup
@@ -318,7 +319,7 @@ def match_runs(a: list[RunSummary], b: list[RunSummary], swept: list[str]
 
 def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
                    tails: tuple[Tail, Tail] | None = None,
-                   metric: str = "latency_us") -> Figure:
+                   metric: str = Metric.LATENCY.summary_field) -> Figure:
     """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
     `tails` (of A and B) default to the summaries' ladders."""
     value_a, value_b = a.figure(key), b.figure(key)
