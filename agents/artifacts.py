@@ -5,8 +5,8 @@ Runs once the measuring loop is over (never inside it), also after a failure, so
 was recorded reaches the disk. Each file is written whole or not at all (formats.atomic);
 one that cannot be written (a full disk) is a problem naming it, and the others are still
 written, the smallest and most telling first. done.json is the `done` message the agent
-sends, kept beside the files: when the controller is gone before it arrives, `sixnines
-report` finds the agent's results from it.
+sends, kept beside the files: when the message does not arrive, or the controller is gone
+before it does, the agent's results are found from it (formats.done reads it).
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from sixnines.formats import protocol as p
 from sixnines.formats.atomic import WriteFailure, atomic_path, write_atomically
 from sixnines.formats.hlog import write_hlog
 from sixnines.formats.integrity import sha256_of
-from sixnines.formats.records import DONE_FILE, HLOG_FILE, MESSAGES, MESSAGES_FILE
+from sixnines.formats.layout import DONE_FILE, HLOG_FILE, MESSAGES_FILE
+from sixnines.formats.records import MESSAGES
 
 DELTA_COLUMNS = ("seq", "intended_ns", "sent_ns", "recv_ns", "rx_index")
 DICTIONARY_COLUMNS = ("producer_id", "size", "consumer_id", "warmup")
@@ -105,15 +106,6 @@ def keep_done(out_dir: Path, done: p.Done) -> p.Done:
         return dataclasses.replace(done, status="partial",
                                    problems=[*done.problems, f"{done.agent_id}: {failure}"])
     return done
-
-
-def read_done(out_dir: Path) -> p.Done | None:
-    """The `done` an agent kept in `out_dir`, or None (none written, or unreadable)."""
-    try:
-        message = p.decode((out_dir / DONE_FILE).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, p.ProtocolError):
-        return None
-    return message if isinstance(message, p.Done) else None
 
 
 def described(out_dir: Path, names: tuple[str, ...]) -> dict:

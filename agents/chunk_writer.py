@@ -32,9 +32,11 @@ import numpy as np
 
 from sixnines.agents.artifacts import encoded_messages
 from sixnines.formats.atomic import WriteFailure, atomic_path
-from sixnines.formats.chunks import CHUNK_INDEX, append_entry, chunk_name
+from sixnines.formats.chunks import append_entry
 from sixnines.formats.hlog import IntervalLog
-from sixnines.formats.records import HLOG_FILE, MESSAGES
+from sixnines.formats.layout import CHUNK_INDEX, HLOG_FILE, chunk_name
+from sixnines.formats.records import MESSAGES
+from sixnines.formats.vocabulary import Metric
 
 NS = 1_000_000_000
 HLOG_LATENESS_NS = 5 * NS  # an interval is written once records 5 s past its end are in
@@ -102,7 +104,7 @@ class ChunkWriter:
             name: np.zeros(1, MESSAGES.field(name).type.to_pandas_dtype())
             for name in ("producer_id", "size", "intended_ns", "sent_ns", "warmup")}))
         log = IntervalLog(os.devnull, start_epoch_s=0.0, warmup_ns=0)
-        log.add({"latency": (np.zeros(1, np.int64), np.ones(1, np.int64))})
+        log.add({Metric.LATENCY: (np.zeros(1, np.int64), np.ones(1, np.int64))})
         log.close()
 
     def open(self, start_epoch_s: float) -> None:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sixnines.formats.chunks import CHUNK_INDEX, index_entry
-from sixnines.formats.records import HLOG_FILE
+from sixnines.formats.chunks import index_entry
+from sixnines.formats.layout import CHUNK_INDEX, HLOG_FILE
 
 
 class DiskGauge:

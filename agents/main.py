@@ -42,7 +42,7 @@ from sixnines.agents.streams import clock
 from sixnines.drivers import registry
 from sixnines.drivers.base import Credential, DriverError
 from sixnines.formats import protocol as p
-from sixnines.formats.records import CPU_FILE
+from sixnines.formats.layout import CPU_FILE
 from sixnines.formats.vocabulary import SENDERS
 from sixnines.formats.vocabulary import Role as Kind
 

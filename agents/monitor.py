@@ -28,7 +28,7 @@ from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.streams import clock
 from sixnines.formats import protocol as p
 from sixnines.formats.atomic import atomic_path
-from sixnines.formats.records import CPU_FILE
+from sixnines.formats.layout import CPU_FILE
 
 
 class Terminated(Exception):

@@ -47,8 +47,8 @@ from sixnines.agents.chunk_writer import (
     start_epoch,
 )
 from sixnines.agents.schedule import NS, Pieces, touched
-from sixnines.formats.chunks import CHUNK_INDEX, read_index
-from sixnines.formats.records import HLOG_FILE
+from sixnines.formats.chunks import read_index
+from sixnines.formats.layout import CHUNK_INDEX, HLOG_FILE
 
 DEFAULT_CHUNK_ROWS = 1 << 19  # ~0.2 s at 3M msg/s: four buffers stay within ~140 MB
 CHUNK_ROWS = int(os.environ.get("SIXNINES_CHUNK_ROWS", DEFAULT_CHUNK_ROWS))

@@ -11,7 +11,8 @@ message and write their (empty) files at the end (`columns`, `metrics`).
 Throughput mode (schedule `max`, from `rate: max`): producers send their `messages` as fast
 as the system takes them, with no schedule (`run_flat_out`); their intended times are their
 send times, so the interval logs hold one metric, `saturation_latency` (recv − sent, written
-by consumers), and no send lag.
+by consumers), and no send lag. Which role writes which metric under which load is
+formats.load.TAGS_BY_ROLE.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from sixnines.drivers.base import SOLE_LANE, Driver, Lane, Receiver, Sender, Wai
 from sixnines.formats import vocabulary
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
-from sixnines.formats.vocabulary import MAX_RATE, Receive, Schedule
+from sixnines.formats.vocabulary import MAX_RATE, Metric, Receive, Schedule
 
 WAIT_MS = 20  # blocking receive timeout: how often a blocked loop looks at its flags
 BLOCK_MARGIN_NS = 2_000_000  # a requester stops blocking this long before its next send
@@ -209,7 +210,7 @@ def sent_rows(role: Role, chunk: Piece) -> tuple[dict, dict]:
     }
     if role.spec.schedule == MAX_RATE:
         return columns, {}
-    return columns, {"send_lag": (intended - role.t0, sent - intended)}
+    return columns, {Metric.SEND_LAG: (intended - role.t0, sent - intended)}
 
 
 def received_rows(role: Role, chunk: Receipts) -> tuple[dict, dict]:
@@ -230,9 +231,9 @@ def received_rows(role: Role, chunk: Receipts) -> tuple[dict, dict]:
     }
     offsets = intended - role.t0
     if role.spec.schedule == MAX_RATE:
-        return columns, {"saturation_latency": (offsets, recv - sent)}
-    return columns, {"latency": (offsets, recv - intended),
-                     "service_time": (offsets, recv - sent)}
+        return columns, {Metric.SATURATION_LATENCY: (offsets, recv - sent)}
+    return columns, {Metric.LATENCY: (offsets, recv - intended),
+                     Metric.SERVICE_TIME: (offsets, recv - sent)}
 
 
 def run_senders(streams: list[OutStream], control: Control, inbox: Inbox | None = None,

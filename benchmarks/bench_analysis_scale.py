@@ -61,8 +61,9 @@ from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.schedule import intended_offsets
 from sixnines.formats.hlog import measured_counts, read_hlog
 from sixnines.formats.integrity import read_manifest
+from sixnines.formats.layout import AGENTS_DIR, HLOG_FILE, MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock
-from sixnines.formats.records import HLOG_FILE
+from sixnines.formats.vocabulary import Metric, Role
 from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
 from sixnines.orchestrator.run.manifest import new_manifest, write_manifest
 from sixnines.orchestrator.run.runner import PINGS
@@ -161,10 +162,10 @@ def consumer_columns(plan: AgentPlan, producers: list[dict], t0_ns: int, warmup_
 def hlog_series(role: str, columns: dict, t0_ns: int) -> dict[str, tuple]:
     """The interval-log series the agent role writes from its rows (agents/roles.py)."""
     offsets = columns["intended_ns"] - t0_ns
-    if role == "producer":
-        return {"send_lag": (offsets, columns["sent_ns"] - columns["intended_ns"])}
-    return {"latency": (offsets, columns["recv_ns"] - columns["intended_ns"]),
-            "service_time": (offsets, columns["recv_ns"] - columns["sent_ns"])}
+    if role == Role.PRODUCER:
+        return {Metric.SEND_LAG: (offsets, columns["sent_ns"] - columns["intended_ns"])}
+    return {Metric.LATENCY: (offsets, columns["recv_ns"] - columns["intended_ns"]),
+            Metric.SERVICE_TIME: (offsets, columns["recv_ns"] - columns["sent_ns"])}
 
 
 def clock_entry(domain: str, rng: np.random.Generator) -> Clock:
@@ -193,7 +194,7 @@ def write_agent(run_dir: Path, plan: AgentPlan, columns: dict, t0_ns: int, warmu
                 run_id: str) -> tuple[dict, dict]:
     """Both artifact files through the agents' own writer; (files, out_of_range)."""
     files, out_of_range, unwritten = write_all(
-        run_dir / "agents" / plan.agent_id, columns, hlog_series(plan.role, columns, t0_ns),
+        run_dir / AGENTS_DIR / plan.agent_id, columns, hlog_series(plan.role, columns, t0_ns),
         t0_ns=t0_ns, warmup_ns=warmup_ns, label=f"{run_id} {plan.agent_id} ({plan.role})")
     if unwritten:
         raise SystemExit("; ".join(unwritten))
@@ -235,7 +236,7 @@ def cached_run(out: Path, scale: float, minutes: int, seed: int, agents: int) ->
     use."""
     shape = "" if agents == AGENTS_PER_ROLE else f"-{agents}agents"
     run_dir = out / f"v{FORMAT}-scale{scale:g}-{minutes}min-seed{seed}{shape}" / "01-tcp"
-    if (run_dir / "manifest.json").is_file():
+    if (run_dir / MANIFEST_FILE).is_file():
         print(f"cached: {run_dir}", file=sys.stderr)
         return run_dir
     shutil.rmtree(run_dir, ignore_errors=True)  # an interrupted generation
@@ -328,7 +329,7 @@ def timed_analysis(run_dir: Path, master: str, env: dict[str, str], log: Path
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"analysis on {master} failed (exit {done.returncode}); see {log}")
-    return seconds, json.loads((run_dir / "report" / "summary.json").read_text())
+    return seconds, json.loads((run_dir / REPORT_DIR / SUMMARY_FILE).read_text())
 
 
 def hlog_seconds(run_dir: Path, warmup_s: float) -> float:
@@ -338,7 +339,7 @@ def hlog_seconds(run_dir: Path, warmup_s: float) -> float:
     machine."""
     total = 0.0
     for role in ("producer", "consumer"):
-        paths = sorted((run_dir / "agents").glob(f"{role}-*/{HLOG_FILE}"))
+        paths = sorted((run_dir / AGENTS_DIR).glob(f"{role}-*/{HLOG_FILE}"))
         started = time.process_time()
         measured_counts(read_hlog(paths[0]), warmup_s)
         total += (time.process_time() - started) * len(paths)
@@ -436,10 +437,11 @@ def analyse(out: Path, args: argparse.Namespace) -> int:
     print(f"of each: reading the {facts['agents']} hlogs for the agreement check, "
           f"~{hlog_s:.0f} CPU s in the first-pass tasks (one hlog per role timed)")
     same, how = compare(embedded, on_cluster)
+    latency = embedded[Metric.LATENCY.summary_field]
     print(how)
     print(f"sent {embedded['sent']:,} received {embedded['received']:,} "
           f"lost {embedded['lost']:,} hlog_agrees {embedded['hlog_agrees']}; "
-          f"latency p50 {embedded['latency_us']['p50']} µs max {embedded['latency_us']['max']}")
+          f"latency p50 {latency['p50']} µs max {latency['max']}")
     print(f"load average 1/5/15 at the end: {load()} ({os.cpu_count()} cores)")
     return 0 if same else 1
 

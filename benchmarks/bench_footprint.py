@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import common
 
+from sixnines.formats.layout import MANIFEST_FILE
 from sixnines.orchestrator.plan import footprint
 from sixnines.orchestrator.scenario.matrix import expand
 from sixnines.orchestrator.scenario.model import load_scenario
@@ -47,7 +48,7 @@ workload: {{mode: {mode}, message_size: {size}, rate: {messages // seconds},
                           "--no-analysis", cwd=work)
     peaks = controller.peak_memory("-m sixnines.agents")
     controller.finish()
-    manifest = json.loads(sorted(work.glob("out/footprint/*/*/manifest.json"))[-1].read_text())
+    manifest = json.loads(sorted(work.glob(f"out/footprint/*/*/{MANIFEST_FILE}"))[-1].read_text())
     found = {}
     for agent in manifest["agents"]:
         count = max(agent["sent"], agent["received"])

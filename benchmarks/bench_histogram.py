@@ -19,6 +19,8 @@ from hdrh.histogram import HdrHistogram
 
 from sixnines.formats import hdr
 from sixnines.formats.hlog import read_hlog, write_hlog
+from sixnines.formats.layout import HLOG_FILE
+from sixnines.formats.vocabulary import Metric
 
 S = 1_000_000_000
 
@@ -64,9 +66,10 @@ def main(argv: list[str] | None = None) -> int:
 
     offsets = np.sort(rng.integers(0, args.seconds * S, args.n))
     send_lag = rng.integers(0, 50_000, args.n)
-    metrics = {"latency": values + send_lag, "service_time": values, "send_lag": send_lag}
+    metrics = {Metric.LATENCY: values + send_lag, Metric.SERVICE_TIME: values,
+               Metric.SEND_LAG: send_lag}
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "latency.hlog"
+        path = Path(tmp) / HLOG_FILE
         started = time.perf_counter()
         write_hlog(path, start_epoch_s=time.time(),
                    series={tag: (offsets, v) for tag, v in metrics.items()},

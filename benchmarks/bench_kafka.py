@@ -31,6 +31,8 @@ from pathlib import Path
 import common
 import numpy as np
 
+from sixnines.formats.layout import AGENTS_DIR, MANIFEST_FILE
+
 SIZE = 256
 CLIENTS = ("kafka-python", "confluent")
 
@@ -53,7 +55,7 @@ workload:
 
 
 def figures(run_dir: Path) -> dict:
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest = json.loads((run_dir / MANIFEST_FILE).read_text())
     sent = common.agent_messages(run_dir, "producer")
     got = common.agent_messages(run_dir, "consumer")
     result = {"client": manifest["driver_options"]["client"],
@@ -98,8 +100,8 @@ def main() -> None:
                               cwd=work, capture_output=True, text=True)
         if done.returncode not in (0, 1):  # 1: some run failed or was partial; shown below
             sys.exit(done.stderr)
-        results = [figures(m.parent) for m in sorted((work / "out").glob("**/manifest.json"))
-                   if (m.parent / "agents").is_dir()]
+        results = [figures(m.parent) for m in sorted((work / "out").glob(f"**/{MANIFEST_FILE}"))
+                   if (m.parent / AGENTS_DIR).is_dir()]
     print(f"kafka driver, {SIZE} B, 1 producer -> Kafka-protocol broker noida-db (not Apache "
           "Kafka) -> 1 consumer, one host")
     header = (f"{'client':<13}{'rate':>9}{'sent/s':>10}{'recv/s':>10}{'lag p99 µs':>12}"

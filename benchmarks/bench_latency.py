@@ -20,7 +20,11 @@ from pathlib import Path
 
 import common
 
+from sixnines.formats.layout import SUMMARY_FILE
+from sixnines.formats.vocabulary import Metric
+
 KEYS = ("p50", "p90", "p99", "p99.9", "max")
+LATENCY = Metric.LATENCY.summary_field
 
 
 def main() -> None:
@@ -36,12 +40,12 @@ def main() -> None:
     if not done.stdout.strip():
         sys.exit(f"sixnines run printed no results directory:\n{done.stderr[-2000:]}")
     results = Path(done.stdout.strip().splitlines()[-1])
-    runs = json.loads((results / "summary.json").read_text())["runs"]
-    base = next(r for r in runs if r["system"] == "tcp")["latency_us"]
+    runs = json.loads((results / SUMMARY_FILE).read_text())["runs"]
+    base = next(r for r in runs if r["system"] == "tcp")[LATENCY]
     print(f"one-way latency, µs (x tcp relay); results in {results}")
     print(f"{'system':<12} {'status':<8} {'lost':>5} " + " ".join(f"{k:>16}" for k in KEYS))
     for run in runs:
-        figures = run.get("latency_us") or {}
+        figures = run.get(LATENCY) or {}
         cells = [f"{figures.get(k) or 0:>8,.0f} ({(figures.get(k) or 0) / base[k]:>4.1f}x)"
                  for k in KEYS]
         print(f"{run['system']:<12} {run['status']:<8} {run.get('lost', 0):>5} " + " ".join(cells))

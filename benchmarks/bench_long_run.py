@@ -19,6 +19,7 @@ import common
 import pyarrow.parquet as pq
 
 from sixnines.formats.chunks import message_files
+from sixnines.formats.layout import AGENTS_DIR, MANIFEST_FILE, REPORT_DIR, SIDECAR_LOG, SUMMARY_FILE
 
 VARIANTS = {"sidecar": {}, "whole analysis after the run": {"SIXNINES_FOLLOW": "0"}}
 
@@ -31,14 +32,14 @@ workload: {{message_size: 64, rate: {rate}, duration: {duration}, warmup: {warmu
            drain: 5s}}
 """
     run = common.sixnines_run(scenario, work, tty=False, env=env, analysis=True)
-    manifest = json.loads((run / "manifest.json").read_text())
-    summary = run / "report" / "summary.json"
+    manifest = json.loads((run / MANIFEST_FILE).read_text())
+    summary = run / REPORT_DIR / SUMMARY_FILE
     records = sum(pq.ParquetFile(path).metadata.num_rows
-                  for agent in (run / "agents").iterdir() for path in message_files(agent))
+                  for agent in (run / AGENTS_DIR).iterdir() for path in message_files(agent))
     return {"report_after_s": summary.stat().st_mtime - manifest["ended_at"],
             "records": records, "status": json.loads(summary.read_text())["status"],
-            "followed": (run / "sidecar.log").is_file()
-            and "finished in" in (run / "sidecar.log").read_text()}
+            "followed": (run / SIDECAR_LOG).is_file()
+            and "finished in" in (run / SIDECAR_LOG).read_text()}
 
 
 def main() -> None:

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import common
 
+from sixnines.formats.layout import MANIFEST_FILE
 from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.run.fleet import Fleet
 from sixnines.orchestrator.scenario.model import load_scenario
@@ -72,7 +73,7 @@ def measure(path: Path, seconds: int) -> tuple[float, float]:
     ended = time.perf_counter_ns()
     if outcome.statuses != ["ok"]:
         raise SystemExit(f"the run in {outcome.results_dir} was {outcome.statuses}")
-    (manifest_path,) = outcome.results_dir.glob("*/manifest.json")
+    (manifest_path,) = outcome.results_dir.glob(f"*/{MANIFEST_FILE}")
     t0 = json.loads(manifest_path.read_text())["started_at_ns"]
     last = t0 + seconds * 1_000_000_000
     return (t0 - began) / 1e9, (ended - last) / 1e9

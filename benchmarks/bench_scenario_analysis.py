@@ -25,6 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import common
 
+from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SCENARIO_FILE
+
 REPO = Path(__file__).resolve().parents[1]
 SIXNINES = [sys.executable, "-m", "sixnines"]
 QUICKSTART = REPO / "examples" / "quickstart.yaml"
@@ -43,11 +45,11 @@ def results_of(runs: list[Path], count: int, work: Path) -> Path:
     """A results directory of `count` runs, copies of `runs` in turn."""
     results = work / f"runs-{count}"
     results.mkdir()
-    shutil.copy(runs[0].parent / "scenario.yaml", results)
+    shutil.copy(runs[0].parent / SCENARIO_FILE, results)
     for n in range(count):
         source = runs[n % len(runs)]
         name = f"{n + 1:02d}-{source.name.split('-', 1)[1]}"
-        shutil.copytree(source, results / name, ignore=shutil.ignore_patterns("report"))
+        shutil.copytree(source, results / name, ignore=shutil.ignore_patterns(REPORT_DIR))
     return results
 
 
@@ -63,7 +65,7 @@ def main() -> int:
     measuring = timed("run", str(scenario), "--output", str(work / "out"), "--no-analysis",
                       cwd=work)
     (results,) = (work / "out" / "quickstart").iterdir()
-    runs = sorted(path for path in results.iterdir() if (path / "manifest.json").is_file())
+    runs = sorted(path for path in results.iterdir() if (path / MANIFEST_FILE).is_file())
     analysis = timed("report", str(results), cwd=work)
     print(f"quickstart: {len(runs)} runs measured in {measuring:.1f} s, "
           f"analysed in {analysis:.1f} s: {analysis / measuring:.2f} of the measuring time")

@@ -38,11 +38,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sixnines.formats.integrity import read_manifest
+from sixnines.formats.layout import AGENTS_DIR, MANIFEST_FILE, MESSAGES_FILE
+from sixnines.formats.load import load_of
 from sixnines.formats.manifest import Manifest
-from sixnines.formats.records import MESSAGES, MESSAGES_FILE
+from sixnines.formats.records import MESSAGES
 from sixnines.orchestrator.scenario.units import parse_rate
 from sixnines.spark_jobs import agent_pass, agent_rows, delivery, run_merge
-from sixnines.spark_jobs.load import load_of
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "benchmarks" / "out"
@@ -81,10 +82,10 @@ def _table(rows: dict[str, np.ndarray], warmup_ns: int, receiving: bool) -> pa.T
 def synthesise(messages: int, out: Path = OUT) -> Path:
     """The run dir (cached in `out`): agents p (producer) and c (consumer), one clock."""
     run_dir = out / f"series-{messages}"
-    if (run_dir / "manifest.json").is_file():
+    if (run_dir / MANIFEST_FILE).is_file():
         return run_dir
     warmup_ns = messages // 100 * PERIOD_NS
-    paths = {agent: run_dir / "agents" / agent / MESSAGES_FILE for agent in ("p", "c")}
+    paths = {agent: run_dir / AGENTS_DIR / agent / MESSAGES_FILE for agent in ("p", "c")}
     for path in paths.values():
         path.parent.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(7)
@@ -103,7 +104,7 @@ def synthesise(messages: int, out: Path = OUT) -> Path:
          "workload": {"warmup_ns": warmup_ns, "duration_ns": messages * PERIOD_NS,
                       "connections": 1},
          "agents": agents})
-    (run_dir / "manifest.json").write_text(manifest.text())
+    (run_dir / MANIFEST_FILE).write_text(manifest.text())
     return run_dir
 
 

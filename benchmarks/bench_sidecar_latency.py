@@ -20,6 +20,9 @@ from pathlib import Path
 
 import common
 
+from sixnines.formats.layout import REPORT_DIR, SUMMARY_FILE
+from sixnines.formats.vocabulary import Metric
+
 VARIANTS = {"no sidecar (baseline)": {"SIXNINES_FOLLOW": "0"},
             "end (default)": {},
             "live": {"SIXNINES_FOLLOW": "live"}}
@@ -35,7 +38,8 @@ workload: {{message_size: 64, rate: {rate}, duration: {seconds}s, warmup: {warmu
            drain: 2s}}
 """
     run = common.sixnines_run(scenario, work, tty=False, env=env, analysis=True)
-    latency = json.loads((run / "report" / "summary.json").read_text())["latency_us"]
+    summary = json.loads((run / REPORT_DIR / SUMMARY_FILE).read_text())
+    latency = summary[Metric.LATENCY.summary_field]
     return {key: latency[key] for key in FIGURES}
 
 

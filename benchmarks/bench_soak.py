@@ -36,6 +36,8 @@ import common
 from sixnines.agents.affinity import keep_off, restore
 from sixnines.formats import hdr
 from sixnines.formats.hlog import measured_counts, read_hlog
+from sixnines.formats.layout import AGENTS_DIR, HLOG_FILE, MANIFEST_FILE
+from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.scenario.units import parse_rate
 from tests.faults.processes import command_line, descendants, parents
 
@@ -97,9 +99,9 @@ def run(work: Path, rate: float, seconds: int, warmup_s: int) -> dict:
     restore(before)
     if controller.wait() != 0:
         raise SystemExit(f"the run failed:\n{(work / 'stderr.txt').read_text()}")
-    run_dir = next(work.glob("out/soak/*/*/manifest.json")).parent
+    run_dir = next(work.glob(f"out/soak/*/*/{MANIFEST_FILE}")).parent
     steal = {cpu: steal_ticks(cpu) - before for cpu, before in steal_before.items()}
-    return {"dir": run_dir, "manifest": json.loads((run_dir / "manifest.json").read_text()),
+    return {"dir": run_dir, "manifest": json.loads((run_dir / MANIFEST_FILE).read_text()),
             "warmup_s": warmup_s,
             "rss": series, "parents": parent_of, "steal": steal}
 
@@ -108,11 +110,11 @@ def send_lag(run_dir: Path, warmup_s: int
              ) -> tuple[dict[str, float], list[tuple[float, float]]]:
     """Send-lag percentiles in µs after the warm-up, from the producer's interval log, and
     each interval's (start s, p99 µs)."""
-    log = read_hlog(run_dir / "agents" / "producer-0" / "latency.hlog")
-    counts = measured_counts(log, warmup_s)["send_lag"]
+    log = read_hlog(run_dir / AGENTS_DIR / "producer-0" / HLOG_FILE)
+    counts = measured_counts(log, warmup_s)[Metric.SEND_LAG]
     values = hdr.percentile_values(counts, (50.0, 99.0, 99.9, 99.99))
     intervals = [(item.start_s, hdr.percentile_values(item.counts, (99.0,))[0] / 1000)
-                 for item in log.intervals if item.tag == "send_lag"]
+                 for item in log.intervals if item.tag == Metric.SEND_LAG]
     return dict(zip(("p50", "p99", "p99.9", "p99.99"), (v / 1000 for v in values),
                     strict=True)), intervals
 
@@ -121,10 +123,10 @@ def window_p99s(run_dir: Path, warmup_s: int, seconds: float) -> np.ndarray:
     """Send-lag p99 (µs) of each consecutive stretch of `seconds` after the warm-up, from the
     producer's interval log: what a run of that length would have measured at that moment
     of the long one, so the long/short ratio can be read against their spread."""
-    log = read_hlog(run_dir / "agents" / "producer-0" / "latency.hlog")
+    log = read_hlog(run_dir / AGENTS_DIR / "producer-0" / HLOG_FILE)
     windows: dict[int, np.ndarray] = {}
     for item in log.intervals:
-        if item.tag == "send_lag" and item.start_s >= warmup_s:
+        if item.tag == Metric.SEND_LAG and item.start_s >= warmup_s:
             key = int((item.start_s - warmup_s) // seconds)
             windows[key] = windows.get(key, 0) + item.counts
     return np.array([hdr.percentile_values(counts, (99.0,))[0] / 1000

@@ -28,6 +28,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from sixnines.formats.chunks import message_files
+from sixnines.formats.layout import AGENTS_DIR, MANIFEST_FILE
 from sixnines.orchestrator.launchers.local import LocalLauncher
 from sixnines.orchestrator.results.analysis import find_run_dirs
 from sixnines.orchestrator.run.brokers import start_recipe
@@ -164,7 +165,7 @@ def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
     `analysis`: the run analysed as users run it (its sidecar going while it runs)."""
     run = sixnines_run(step_scenario(name, system, size, rate, seconds, extra), run_dir, tty,
                        env, analysis)
-    manifest = json.loads((run / "manifest.json").read_text())
+    manifest = json.loads((run / MANIFEST_FILE).read_text())
     if stop_on_failure and manifest["status"] == "failed":
         raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")
     return {"rate": rate, "status": manifest["status"], **send_figures(run)}
@@ -179,8 +180,8 @@ def sixnines_run(scenario: str, work: Path, tty: bool = True,
     directory."""
     environment = {**os.environ, **(env or {})}
     work.mkdir(parents=True, exist_ok=True)
-    (work / "scenario.yaml").write_text(scenario)
-    argv = [sys.executable, "-m", "sixnines", "run", str(work / "scenario.yaml"),
+    (work / "bench.yaml").write_text(scenario)
+    argv = [sys.executable, "-m", "sixnines", "run", str(work / "bench.yaml"),
             "--output", str(work / "out"), *([] if analysis else ["--no-analysis"])]
     if not tty:
         done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True,
@@ -222,7 +223,7 @@ def _run_dir(stdout: str, stderr: str) -> Path:
 def agent_messages(run_dir: Path, role: str, columns: list[str] | None = None):
     """The message rows of the run's first `role` agent (producer, consumer): all its
     chunks, or its messages.parquet; None where it wrote none."""
-    found = sorted(run_dir.glob(f"agents/{role}-*"))
+    found = sorted((run_dir / AGENTS_DIR).glob(f"{role}-*"))
     paths = message_files(found[0]) if found else []
     return pq.read_table(paths, columns=columns).to_pandas() if paths else None
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
+from sixnines.formats.layout import CHUNK_GLOB, CHUNK_INDEX, MESSAGES_FILE
 from sixnines.formats.manifest import AgentEntry
-from sixnines.formats.records import MESSAGES_FILE
 from sixnines.formats.run_files import (
     RefusedPath,
     agent_file,
@@ -38,14 +38,6 @@ from sixnines.formats.run_files import (
     json_bound,
     open_regular,
 )
-
-CHUNK_INDEX = "chunks.jsonl"
-CHUNK_GLOB = "messages-[0-9]*.parquet"
-
-
-def chunk_name(number: int) -> str:
-    """The file of the agent's `number`-th chunk (from 1): names sort in closing order."""
-    return f"messages-{number:06d}.parquet"
 
 
 def message_files(folder: Path) -> list[Path]:

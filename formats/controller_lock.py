@@ -20,7 +20,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path
 
-LOCK_FILE = "controller.lock"
+from sixnines.formats.layout import LOCK_FILE
+
 PID_BYTES = 32  # more than any pid's digits: what is read of a file from elsewhere
 
 

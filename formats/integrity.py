@@ -45,6 +45,7 @@ from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.document import first_error
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.json_input import RefusedJson, read_json
+from sixnines.formats.layout import CPU_FILE, MANIFEST_FILE
 from sixnines.formats.manifest import (
     AgentEntry,
     Artifact,
@@ -52,9 +53,7 @@ from sixnines.formats.manifest import (
     missing_fields,
     newer_schema,
 )
-from sixnines.formats.records import CPU_FILE
 from sixnines.formats.run_files import (
-    MANIFEST,
     RefusedPath,
     agent_file,
     agent_folder,
@@ -102,9 +101,9 @@ def read_manifest(run_dir: Path) -> Manifest:
     """The run's manifest, or Damaged naming it and what is wrong (not a file, too big, not
     JSON, written by a newer sixnines, or not a manifest: formats.manifest says what one
     holds)."""
-    path = Path(run_dir) / MANIFEST
+    path = Path(run_dir) / MANIFEST_FILE
     try:
-        body = read_json(run_file(run_dir, MANIFEST), json_bound(agent_folders(run_dir)))
+        body = read_json(run_file(run_dir, MANIFEST_FILE), json_bound(agent_folders(run_dir)))
     except RefusedPath as error:
         raise Damaged([str(error)]) from error
     except (OSError, ValueError) as error:

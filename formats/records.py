@@ -30,13 +30,9 @@ MESSAGES = pa.schema(
     ]
 )
 
-MESSAGES_FILE = "messages.parquet"
 #: Messages per sender/receiver overhead and throughput window (SO_n, RO_n, ST_n, RT_n)
 #: unless the scenario sets `throughput_window`; the manifest records the one used.
 DEFAULT_THROUGHPUT_WINDOW = 100
-HLOG_FILE = "latency.hlog"
-#: The agent's `done` message (formats.protocol), kept beside its files (agents.artifacts).
-DONE_FILE = "done.json"
 
 #: `cpu.parquet`: one row per CPU sample of an agent (its own process) or of the broker
 #: monitor (the broker's process tree on its host), every `cpu_sample` interval plus one at
@@ -58,5 +54,3 @@ CPU = pa.schema(
         pa.field("loop_wait_ns", pa.int64()),
     ]
 )
-
-CPU_FILE = "cpu.parquet"

@@ -1,4 +1,5 @@
-"""The names a run directory uses, and the one way a name read from one becomes a path.
+"""The one way a name read from a run directory becomes a path (the names sixnines gives
+its files are in formats.layout).
 
 A results directory is untrusted input: people copy them between machines, attach them to
 tickets and download colleagues' nightly results, and its manifest, an agent's done.json
@@ -24,11 +25,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import BinaryIO
 
-#: A run directory's own names: its manifest, the folder of its agents' files, and the
-#: folder its analysis writes.
-MANIFEST = "manifest.json"
-AGENTS = "agents"
-REPORT = "report"
+from sixnines.formats.layout import AGENTS_DIR, REPORT_DIR
+
 #: The longest name a Linux file system takes; sixnines' ids and file names are far shorter.
 MAX_NAME = 255
 #: The longest path Linux takes (a link's target is shown whole up to it).
@@ -82,7 +80,7 @@ def shown(value: object, limit: int = 80) -> str:
 def agent_folder(run_dir: Path, agent_id: str) -> Path:
     """`run_dir`/agents/`agent_id`, checked (see the module docstring); absent is fine (the
     caller knows what a missing folder means), anything but a directory is refused."""
-    folder = Path(run_dir) / AGENTS / plain_name(agent_id, "agent id")
+    folder = Path(run_dir) / AGENTS_DIR / plain_name(agent_id, "agent id")
     _check(run_dir, folder, stat.S_ISDIR, "a directory")
     return folder
 
@@ -98,7 +96,7 @@ def agent_file(run_dir: Path, agent_id: str, name: str) -> Path:
 def report_folder(run_dir: Path) -> Path:
     """`run_dir`/report, where its analysis writes and clears its files, checked as
     `agent_folder` is: a link leading out would have them written, or removed, elsewhere."""
-    folder = Path(run_dir) / REPORT
+    folder = Path(run_dir) / REPORT_DIR
     _check(run_dir, folder, stat.S_ISDIR, "a directory")
     return folder
 
@@ -203,7 +201,7 @@ def json_bound(folders: Iterable[Path]) -> int:
 def agent_folders(run_dir: Path) -> list[Path]:
     """The agents' folders a run directory holds (real directories inside it, links
     left out): what its manifest can describe."""
-    agents = Path(run_dir) / AGENTS
+    agents = Path(run_dir) / AGENTS_DIR
     try:
         _check(run_dir, agents, stat.S_ISDIR, "a directory")
         with os.scandir(agents) as entries:

@@ -378,7 +378,7 @@ class RunSummary(Versioned):
 
     def metric(self, field: str) -> Figures | None:
         """A latency field by its name (latency_us … saturation_latency_us, as
-        orchestrator.results.load names the latency of each load); None when the run has none."""
+        formats.load names the latency of each load); None when the run has none."""
         return getattr(self, field)
 
     def figures(self, field: str) -> Figures:

@@ -71,3 +71,29 @@ class Load(StrEnum):
 
     OPEN_LOOP = "open-loop"
     SATURATION = "saturation"
+
+
+class Metric(StrEnum):
+    """A latency a run measures: the tag of its series in an agent's interval log, the
+    name of its .hgrm file (formats.layout.hgrm_file), and, as `summary_field`, of its
+    figures in summary.json."""
+
+    LATENCY = "latency"  # receive − intended send: what a user waited (rule 1)
+    SERVICE_TIME = "service_time"  # receive − send: the system's part of it
+    SEND_LAG = "send_lag"  # send − intended send: how far a sender fell behind its schedule
+    SATURATION_LATENCY = "saturation_latency"  # receive − send, sent flat out (`rate: max`)
+
+    @property
+    def summary_field(self) -> str:
+        """Its figures' field in a run's summary (`latency_us` …), in µs."""
+        return f"{self.value}_us"
+
+    @property
+    def label(self) -> str:
+        """Its name in words, for tables and plots."""
+        return self.value.replace("_", " ")
+
+
+#: The metrics a receiver's clock ends (its receive time − a sender's time): off by the
+#: two clocks' difference when they are not one.
+RECEIVER_TIMED = (Metric.LATENCY, Metric.SERVICE_TIME, Metric.SATURATION_LATENCY)

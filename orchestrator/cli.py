@@ -26,6 +26,7 @@ from rich.console import Console
 
 from sixnines import __version__
 from sixnines.formats.errors import SixninesError
+from sixnines.formats.layout import ANALYSIS_LOG
 from sixnines.orchestrator.terminal import printable_lines
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
@@ -163,7 +164,7 @@ def _report(args, console: Console) -> int:
     results_dir = args.dir.parent if single else args.dir
     try:
         summaries = analyse(run_dirs, spark_master(args.spark_master, None),
-                            results_dir / "analysis.log", args.window)
+                            results_dir / ANALYSIS_LOG, args.window)
     except KeyboardInterrupt as exc:
         _say(console, f"{describe(exc)} during the analysis: nothing more was written; run "
                       f"`sixnines report {args.dir}` again to analyse it")

@@ -19,6 +19,7 @@ from rich.console import Console
 
 from sixnines.formats.atomic import WriteFailure
 from sixnines.formats.errors import BadInput
+from sixnines.formats.layout import ANALYSIS_LOG, SCENARIO_FILE
 from sixnines.formats.summary import CapacityResult, RunSummary
 from sixnines.orchestrator.capacity.probes import is_search, run_search
 from sixnines.orchestrator.launchers.base import LaunchError
@@ -94,7 +95,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     results_dir = results_dir_for(scenario, output)
     try:
         results_dir.mkdir(parents=True)
-        shutil.copyfile(scenario_file, results_dir / "scenario.yaml")
+        shutil.copyfile(scenario_file, results_dir / SCENARIO_FILE)
     except OSError as exc:  # checked before (orchestrator.plan.preflight), changed since
         raise BadInput(f"cannot write the results in {results_dir}: "
                        f"{exc.strerror or exc}") from None
@@ -121,7 +122,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
         """A capacity search's probe, run and analysed at once: the next rate hangs on it."""
         run_dir = execute(point)
         summary = read_summary(followed[run_dir]) if run_dir in followed else \
-            analyse([run_dir], spark_master, results_dir / "analysis.log")[0]
+            analyse([run_dir], spark_master, results_dir / ANALYSIS_LOG)[0]
         judged[run_dir] = summary
         return run_dir, summary
 
@@ -149,7 +150,7 @@ def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
     if rest:
         console.print(f"analysing {len(rest)} run(s) with Spark ({spark_master})")
     try:
-        analysed = dict(zip(rest, analyse(rest, spark_master, results_dir / "analysis.log")
+        analysed = dict(zip(rest, analyse(rest, spark_master, results_dir / ANALYSIS_LOG)
                             if rest else [], strict=True))
     except KeyboardInterrupt as exc:
         return Outcome(results_dir, [], statuses, interrupted=exc, during_analysis=True)

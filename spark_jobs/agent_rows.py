@@ -33,8 +33,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sixnines.formats.chunks import recorded_chunks
+from sixnines.formats.layout import MESSAGES_FILE
 from sixnines.formats.manifest import Manifest
-from sixnines.formats.records import MESSAGES, MESSAGES_FILE
+from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Load, Role
 
 SAME_CLOCK, CROSS_CLOCK, EXCLUDED = 0, 1, 2  # clock pair codes, in the order of PAIRS

@@ -47,14 +47,12 @@ from pyspark.sql import SparkSession
 
 from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure
-from sixnines.formats.run_files import MANIFEST
+from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE
 from sixnines.formats.status import CORRUPT
 from sixnines.formats.summary import RunSummary
 from sixnines.spark_jobs import series
 from sixnines.spark_jobs.run_merge import Scheduler
 from sixnines.spark_jobs.run_report import (
-    REPORT_DIR,
-    SUMMARY,
     Outcome,
     Schedulers,
     analyze_all,
@@ -161,9 +159,9 @@ def analyze_run(spark: SparkSession, run_dir: Path, window: int | None = None
 
 def _check(run_dirs: list[Path]) -> None:
     """Each is a run directory: one whose manifest is no file is refused by its checks."""
-    missing = [str(d) for d in run_dirs if not os.path.lexists(Path(d) / MANIFEST)]
+    missing = [str(d) for d in run_dirs if not os.path.lexists(Path(d) / MANIFEST_FILE)]
     if missing:
-        raise FileNotFoundError(f"no {MANIFEST} in: {', '.join(missing)}")
+        raise FileNotFoundError(f"no {MANIFEST_FILE} in: {', '.join(missing)}")
 
 
 def analyze_runs(run_dirs: list[Path], master: str = "local[*]",
@@ -192,7 +190,7 @@ def _result(run_dir: Path, outcome: Outcome) -> dict[str, Any]:
     if isinstance(outcome, Exception):
         log.error("%s: %s", run_dir, _error_line(outcome))
         return {"run_dir": str(run_dir), "error": _error_line(outcome)}
-    return {"run_dir": str(run_dir), "summary": str(run_dir / REPORT_DIR / SUMMARY),
+    return {"run_dir": str(run_dir), "summary": str(run_dir / REPORT_DIR / SUMMARY_FILE),
             "status": outcome.status}
 
 

@@ -40,8 +40,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sixnines.formats import hdr
+from sixnines.formats.layout import CPU_FILE
 from sixnines.formats.manifest import AgentEntry, Manifest
-from sixnines.formats.records import CPU_FILE
 from sixnines.formats.run_files import agent_file
 from sixnines.formats.summary import Cpu, CpuSide, LoopTime
 from sixnines.formats.vocabulary import SENDERS, Role

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sixnines.formats import hdr
-from sixnines.formats.vocabulary import Load
+from sixnines.formats.vocabulary import Load, Metric
 from sixnines.spark_jobs.agent_rows import EXCLUDED, Rows
 from sixnines.spark_jobs.summarize import MetricCounts
 
@@ -79,10 +79,11 @@ def metric_values(rows: Rows, load: str, select: np.ndarray) -> dict[str, np.nda
     timed = rows.timed & select & (rows.pair != EXCLUDED)
     recv = rows.recv[timed] - rows.correction[timed]
     if load == Load.SATURATION:
-        return {"saturation_latency": recv - rows.sent[timed]}
+        return {Metric.SATURATION_LATENCY: recv - rows.sent[timed]}
     sending = rows.sender & select
-    return {"latency": recv - rows.intended[timed], "service_time": recv - rows.sent[timed],
-            "send_lag": rows.sent[sending] - rows.intended[sending]}
+    return {Metric.LATENCY: recv - rows.intended[timed],
+            Metric.SERVICE_TIME: recv - rows.sent[timed],
+            Metric.SEND_LAG: rows.sent[sending] - rows.intended[sending]}
 
 
 def metric_buckets(rows: Rows, load: str, select: np.ndarray) -> dict[str, Buckets]:

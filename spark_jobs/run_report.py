@@ -20,7 +20,7 @@ docs/summary.schema.json). An agent that died is analysed from the chunks its in
 (spark_jobs.delivery says what they count for). Deliveries of unknown fate (`unknown`:
 at consumers that died, after their last chunk or without one), or hlogs disagreeing with
 the raw records (`hlog_agrees` false), make the run at least `partial`. A saturation run
-(`load`, spark_jobs.load: `rate: max`) gets the .hgrm of its own metric only
+(`load`, formats.load: `rate: max`) gets the .hgrm of its own metric only
 (saturation_latency.hgrm), and its warnings say when the time cap (`duration`) ended
 sending before every message went out.
 
@@ -58,12 +58,13 @@ from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
 from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.lag import lag_warnings
+from sixnines.formats.layout import HLOG_FILE, SERIES_FILE, SUMMARY_FILE, hgrm_file
+from sixnines.formats.load import HEADLINE, METRICS, load_of
 from sixnines.formats.manifest import AgentEntry, Manifest, Workload
-from sixnines.formats.records import HLOG_FILE
-from sixnines.formats.run_files import REPORT, agent_file, report_folder
+from sixnines.formats.run_files import agent_file, report_folder
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
 from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
-from sixnines.formats.vocabulary import RECORDING, Role
+from sixnines.formats.vocabulary import RECORDING, Metric, Role
 from sixnines.spark_jobs import (
     agent_rows,
     cpu,
@@ -73,14 +74,11 @@ from sixnines.spark_jobs import (
     series,
     summarize,
 )
-from sixnines.spark_jobs.load import HEADLINE, METRICS, load_of, saturation_warnings
+from sixnines.spark_jobs.load import saturation_warnings
 
 #: The analysis' log, whatever schedules its tasks (the Spark command line's stderr).
 log = logging.getLogger("sixnines.analyze")
 
-REPORT_DIR = REPORT
-SUMMARY = "summary.json"
-SERIES = "series.json"
 
 
 RECORDS = "per-message records it reported"  # what an absent agent left none of
@@ -247,7 +245,7 @@ def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None,
 def clear_report(run_dir: Path) -> None:
     """Remove what an earlier analysis wrote: no figure may outlive a new verdict."""
     report = report_folder(run_dir)
-    for name in (SUMMARY, SERIES, *(f"{metric}.hgrm" for metric in summarize.METRICS)):
+    for name in (SUMMARY_FILE, SERIES_FILE, *(hgrm_file(metric) for metric in Metric)):
         (report / name).unlink(missing_ok=True)
 
 
@@ -285,7 +283,7 @@ def refused(checked: Checked) -> RunSummary:
     summary = RunSummary(**known, status=CORRUPT,
                          problems=[*(manifest.problems if manifest else []),
                                    *checked.damaged, NOT_ANALYSED], warnings=[])
-    _write_report(checked.run_dir, {SUMMARY: summary.text()})
+    _write_report(checked.run_dir, {SUMMARY_FILE: summary.text()})
     return summary
 
 
@@ -355,7 +353,7 @@ def report(checked: Checked, figured: run_merge.Figures) -> RunSummary:
         **figures, out_of_range=summarize.out_of_range(metrics),
         latency_pairs=LatencyPairs(**pairs.totals), clock_bound_ns=pairs.bound_ns,
         hlog_agrees=agrees,
-        behind_s=summarize.behind_s(metrics["send_lag"], rate["send_rate"],
+        behind_s=summarize.behind_s(metrics[Metric.SEND_LAG], rate["send_rate"],
                                     manifest.params.get("producers", 1)),
         **series.summary_fields(per_message, humps),
         cpu=usage.summary(), cpu_placement=manifest.cpu_placement)
@@ -365,8 +363,8 @@ def report(checked: Checked, figured: run_merge.Figures) -> RunSummary:
     document = {**series.series_json(per_message, metrics, histogram, humps),
                 "cpu": usage.series()}
     _write_report(run_dir, {  # the other load's metrics are empty: no .hgrm for them
-        **{f"{name}.hgrm": summarize.hgrm_text(metrics[name]) for name in METRICS[load]},
-        SERIES: _json(document), SUMMARY: summary.text()})
+        **{hgrm_file(name): summarize.hgrm_text(metrics[name]) for name in METRICS[load]},
+        SERIES_FILE: _json(document), SUMMARY_FILE: summary.text()})
     return summary
 
 

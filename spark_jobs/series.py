@@ -69,9 +69,10 @@ import numpy as np
 import pyarrow as pa
 
 from sixnines.formats import hdr, summary
+from sixnines.formats.load import HEADLINE
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
+from sixnines.formats.vocabulary import RECEIVER_TIMED, Load, Metric
 from sixnines.spark_jobs.distribution import NINES, Humps, nines
-from sixnines.spark_jobs.load import HEADLINE, OPEN_LOOP, SATURATION
 from sixnines.spark_jobs.summarize import MetricCounts, metric_summary
 
 SENDER, RECEIVER, SCHEDULE = 0, 1, 2  # stream sides; SCHEDULE: intended times per producer
@@ -188,14 +189,14 @@ def bytes_per_s(streams: Streams, side: int) -> float | None:
 # --- the latency curve -----------------------------------------------------------------------
 
 
-def latency_json(curve: pa.Table | None, load: str = OPEN_LOOP) -> dict[str, dict[str, list]]:
+def latency_json(curve: pa.Table | None, load: str = Load.OPEN_LOOP) -> dict[str, dict[str, list]]:
     """series.json "latency", "service_time" and "saturation_latency": n (index of each
     bucket's first message in intended order), min_us, mean_us, max_us (empty lists when
     nothing was timed). A saturation run fills only "saturation_latency" (recv − sent, its
     service-time column: intended = sent), an open-loop run the other two."""
     empty: dict[str, list] = {"n": [], "min_us": [], "mean_us": [], "max_us": []}
     if curve is None:
-        return {"latency": empty, "service_time": empty, "saturation_latency": empty}
+        return dict.fromkeys(RECEIVER_TIMED, empty)
     table = curve.sort_by("bucket")
     count = table.column("count").to_numpy()
     first = (np.cumsum(count) - count).astype(int).tolist()
@@ -207,11 +208,11 @@ def latency_json(curve: pa.Table | None, load: str = OPEN_LOOP) -> dict[str, dic
                 "mean_us": (col["sum"] / count / 1000).tolist(),
                 "max_us": (col["max"] / 1000).tolist()}
 
-    if load == SATURATION:
-        return {"latency": empty, "service_time": empty,
-                "saturation_latency": of("service_time")}
-    return {"latency": of("latency"), "service_time": of("service_time"),
-            "saturation_latency": empty}
+    if load == Load.SATURATION:
+        return {Metric.LATENCY: empty, Metric.SERVICE_TIME: empty,
+                Metric.SATURATION_LATENCY: of(Metric.SERVICE_TIME)}
+    return {Metric.LATENCY: of(Metric.LATENCY), Metric.SERVICE_TIME: of(Metric.SERVICE_TIME),
+            Metric.SATURATION_LATENCY: empty}
 
 
 # --- throughput ------------------------------------------------------------------------------
@@ -236,7 +237,7 @@ class PerMessage:
     """Everything per message of one run (see the module doc)."""
 
     window: int
-    load: str  # spark_jobs.load
+    load: str  # formats.load
     latency: dict[str, dict[str, list]]  # latency_json
     throughput: dict[str, Throughput]  # by side name
     density_ns: float | None
@@ -286,12 +287,12 @@ def summary_fields(result: PerMessage, humps: Humps) -> dict[str, Any]:
     }
 
 
-def humps_warnings(humps: Humps, load: str = OPEN_LOOP) -> list[str]:
+def humps_warnings(humps: Humps, load: str = Load.OPEN_LOOP) -> list[str]:
     """Multi-modal latency is a defect to flag without anyone reading the plot."""
     if humps.count < 2:
         return []
     modes = ", ".join(f"{mode:,.4g}" for mode in _modes_us(humps))
-    label = HEADLINE[load].replace("_", " ")
+    label = HEADLINE[load].label
     return [f"{label} is multi-modal: modes at {modes} µs"]
 
 
@@ -316,7 +317,6 @@ def series_json(result: PerMessage, metrics: Mapping[str, MetricCounts],
         "receiver_throughput": curve("receiver"),
         "histogram": {"edges_us": (edges / 1000).tolist(), "counts": counts.tolist()},
         "humps": {"count": humps.count, "modes_us": _modes_us(humps)},
-        "nines": {"p": list(NINES), "latency_us": nines_us("latency"),
-                  "service_time_us": nines_us("service_time"),
-                  "saturation_latency_us": nines_us("saturation_latency")},
+        "nines": {"p": list(NINES),
+                  **{metric.summary_field: nines_us(metric) for metric in RECEIVER_TIMED}},
     }

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sixnines.formats.vocabulary import Metric
 from sixnines.spark_jobs.agent_rows import EXCLUDED, Rows, groups, segments, stream_order
 from sixnines.spark_jobs.histograms import Buckets
 from sixnines.spark_jobs.series import MILLI, RECEIVER, SCHEDULE, SENDER
@@ -126,7 +127,8 @@ def latency_curve(rows: Rows, schedule: dict[int, Placement]) -> Curve | None:
     recv = (rows.recv[timed] - rows.correction[timed])[placed]
     intended = rows.intended[timed][placed]
     bucket = axis_bucket(intended, tuple(column[placed] for column in placement))
-    metrics = {"latency": recv - intended, "service_time": recv - rows.sent[timed][placed]}
+    metrics = {Metric.LATENCY: recv - intended,
+               Metric.SERVICE_TIME: recv - rows.sent[timed][placed]}
     return _reduced(bucket, np.ones(len(bucket), np.int64),
                     {f"{name}_{how}": values for name, values in metrics.items()
                      for how in REDUCTIONS})

@@ -34,12 +34,13 @@ from pathlib import Path
 
 from sixnines.formats import integrity
 from sixnines.formats.chunks import index_of
+from sixnines.formats.layout import REPORT_DIR, SUMMARY_FILE
+from sixnines.formats.load import load_of
 from sixnines.formats.manifest import Artifact, Manifest
 from sixnines.formats.run_files import agent_file, agent_folder
 from sixnines.formats.vocabulary import RECORDING
 from sixnines.spark_jobs import delivery, run_merge, run_report
 from sixnines.spark_jobs.follow import RunFollower
-from sixnines.spark_jobs.load import load_of
 
 log = logging.getLogger("sixnines.sidecar")
 
@@ -131,7 +132,7 @@ class Sidecar:
             return self._not_followed(f"{type(error).__name__}: "
                                       f"{integrity.first_line(str(error))}")
         return {"run_dir": str(self.run_dir),
-                "summary": str(self.run_dir / run_report.REPORT_DIR / run_report.SUMMARY),
+                "summary": str(self.run_dir / REPORT_DIR / SUMMARY_FILE),
                 "status": summary.status or ""}
 
     def _not_vouched(self, manifest: Manifest) -> str | None:

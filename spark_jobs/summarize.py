@@ -22,14 +22,13 @@ import numpy as np
 from sixnines.formats import hdr, hgrm
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
+from sixnines.formats.load import TAGS_BY_ROLE
 from sixnines.formats.summary import SATURATED_LAG_P99_US, Figures, OutOfRange
+from sixnines.formats.vocabulary import RECEIVER_TIMED, Load, Metric
 from sixnines.spark_jobs.agent_rows import PAIRS
 from sixnines.spark_jobs.distribution import Detail, robust_centre
-from sixnines.spark_jobs.load import OPEN_LOOP, TAGS_BY_ROLE
 
-METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
-#: a receiver's time minus a producer's time
-RECEIVER_TAGS = ("latency", "service_time", "saturation_latency")
+METRICS = tuple(Metric)
 NS_PER_US = 1000.0
 CROSS_CLOCK, EXCLUDED = PAIRS[1:]
 #: the first HDR bucket of values past SATURATED_LAG_P99_US (ns)
@@ -132,27 +131,27 @@ def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
     """
     tags = TAGS_BY_ROLE[load].get(role, ())
     moved = off_clock.get(agent, 0)
-    timed = [tag for tag in tags if tag in RECEIVER_TAGS]
+    timed = [tag for tag in tags if tag in RECEIVER_TIMED]
     if not moved or not timed:
         return tags, []
     note = (f"agent {agent}: hlog {' and '.join(timed)} check not applicable: "
             f"{moved:,} of its deliveries came from a producer on another clock (raw in its "
             "hlog, left out or offset-corrected here)")
-    return tuple(tag for tag in tags if tag not in RECEIVER_TAGS), [note]
+    return tuple(tag for tag in tags if tag not in RECEIVER_TIMED), [note]
 
 
 def hlog_agreement(
     logged: Mapping[str, tuple[str, Mapping[str, np.ndarray]]],
     computed_counts: dict[str, dict[str, np.ndarray]],
     off_clock: Mapping[str, int],
-    load: str = OPEN_LOOP,
+    load: str = Load.OPEN_LOOP,
 ) -> tuple[bool | None, list[str], list[str]]:
     """Does every agent's hlog hold exactly the buckets the passes built from its messages?
 
     logged maps agent_id → (role, its hlog's measured counts per tag; see read_log) for
     agents that have both files; off_clock maps agent_id → its deliveries not timed on its
     own clock alone (see ClockPairs); load says which tags agents write
-    (spark_jobs.load.TAGS_BY_ROLE). Returns the verdict (None when there was nothing to
+    (formats.load.TAGS_BY_ROLE). Returns the verdict (None when there was nothing to
     compare), why tags were not applicable (facts), and one line per disagreement (only
     these make it False).
     """

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sixnines.formats.chunks import chunk_name
+from sixnines.formats.layout import chunk_name
 from sixnines.formats.manifest import SCHEMA_VERSION, Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import Load, Role

@@ -9,10 +9,9 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from sixnines.formats.layout import MANIFEST_FILE, SUMMARY_FILE
 from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_OK, main
-from sixnines.orchestrator.results.analysis import SUMMARY_FILE
 from sixnines.orchestrator.results.catalog import catalog, find_results_dirs
-from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 
 
 def summary(run_id: str, system: str, status: str = "ok", p50: float = 70.0) -> dict:

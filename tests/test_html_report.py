@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from sixnines.formats.summary import RunSummary
+from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.reports import nines, sweeps, write_reports
 from sixnines.orchestrator.reports.inputs import read_hgrm
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, slugify
@@ -321,7 +322,7 @@ def test_nines_labels_and_ticks():
 def test_a_curve_stops_where_the_sample_count_does():
     run = nines.RunInputs(RunSummary.model_validate(summary("01", "tcp", 64, 70.0)))  # only
     # the summary: its 7 percentiles
-    xs, ys, source = nines.curve(run, "latency")
+    xs, ys, source = nines.curve(run, Metric.LATENCY)
     assert source == "summary"
     assert xs[:4] == pytest.approx([math.log10(2), 1, 2, 3])
     assert len(xs) == 5 + 1 and xs[-1] == pytest.approx(math.log10(20_000))  # p99.999 … out

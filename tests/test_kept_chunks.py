@@ -8,7 +8,8 @@ import json
 from pathlib import Path
 
 from sixnines.formats import integrity
-from sixnines.formats.chunks import CHUNK_INDEX, chunk_name, kept_chunks, read_index
+from sixnines.formats.chunks import kept_chunks, read_index
+from sixnines.formats.layout import CHUNK_INDEX, chunk_name
 from sixnines.formats.manifest import AgentEntry, Manifest
 
 

@@ -11,8 +11,8 @@ import numpy as np
 
 from sixnines.agents.disk import DiskGauge
 from sixnines.agents.recording import ReceiptPool, Recorder
-from sixnines.formats.chunks import CHUNK_INDEX, read_index
-from sixnines.formats.records import HLOG_FILE
+from sixnines.formats.chunks import read_index
+from sixnines.formats.layout import CHUNK_INDEX, HLOG_FILE
 from sixnines.orchestrator.plan.agents import AgentPlan
 from sixnines.orchestrator.run.progress import ProgressView, seconds_until_full
 

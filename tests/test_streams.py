@@ -20,8 +20,9 @@ from sixnines.agents.schedule import Pieces, intended_offsets
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import Framing, Lane, Sender
 from sixnines.drivers.tcp import TcpDriver, TcpOptions
-from sixnines.formats.chunks import chunk_name, message_files, read_index
+from sixnines.formats.chunks import message_files, read_index
 from sixnines.formats.integrity import sha256_of
+from sixnines.formats.layout import chunk_name
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
 from sixnines.formats.vocabulary import MAX_RATE

@@ -12,12 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from sixnines.formats.lag import FEWER_LOOPS, LagCause
+from sixnines.formats.layout import REPORT_DIR, SERIES_FILE
 from sixnines.formats.summary import (
     SATURATED_RATE_SHARE,
     CapacityProbe,
     CapacityResult,
     RunSummary,
 )
+from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.capacity.search import Finding, Searcher
 from sixnines.orchestrator.capacity.verdict import Verdict, judge
 from sixnines.orchestrator.scenario.fields import SECOND_NS
@@ -26,8 +28,6 @@ from sixnines.orchestrator.scenario.search_spec import RateSearch
 
 #: Runs a point and analyses it: its run directory and summary.
 RunAndAnalyse = Callable[[RunPoint], tuple[Path, RunSummary]]
-
-SERIES = Path("report") / "series.json"
 
 
 def is_search(point: RunPoint) -> bool:
@@ -105,8 +105,8 @@ def _runs_left(search: RateSearch, point: RunPoint, elapsed_s: float, done: int)
 def _latency_curve(run_dir: Path) -> list[float | None]:
     """The mean latency per bucket of a probe's series.json (empty without one)."""
     try:
-        series = json.loads((run_dir / SERIES).read_text(encoding="utf-8"))
-        return list(series["latency"]["mean_us"])
+        series = json.loads((run_dir / REPORT_DIR / SERIES_FILE).read_text(encoding="utf-8"))
+        return list(series[Metric.LATENCY]["mean_us"])
     except (OSError, ValueError, KeyError, TypeError):
         return []
 

@@ -13,15 +13,16 @@ from pathlib import Path
 from rich.console import Console
 
 from sixnines.formats.atomic import write_atomically
+from sixnines.formats.layout import PAGE_FILE, SUMMARY_FILE
 from sixnines.formats.run_files import RefusedPath, file_under, report_folder
 from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
+from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.reports import capacity, gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
-from sixnines.orchestrator.results.analysis import SUMMARY_FILE, write_results_summary
+from sixnines.orchestrator.results.analysis import write_results_summary
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
 
-PAGE = "index.html"
-HGRM_METRICS = ("latency", "service_time", "send_lag", "saturation_latency")
+HGRM_METRICS = tuple(Metric)  # each metric a run measured has its .hgrm
 
 
 def _recorded(results_dir: Path) -> ResultsSummary | None:
@@ -68,7 +69,7 @@ def write_reports(results_dir: Path, summaries: list[RunSummary],
         gnuplot.write(figure, out)
     page = html.page(_title(results_dir), sections, overlays, parametrised, swept,
                      [f"{figure.slug}.gp" for figure in every], HGRM_METRICS, loads)
-    return write_atomically(out / PAGE, page)
+    return write_atomically(out / PAGE_FILE, page)
 
 
 def _attempt(write: Callable[[], object], console: Console) -> bool:

@@ -14,11 +14,12 @@ from html import escape
 from importlib.resources import files
 from urllib.parse import quote
 
+from sixnines.formats.layout import REPORT_DIR, SERIES_FILE, hgrm_file
 from sixnines.formats.status import CORRUPT
 from sixnines.formats.summary import CapacityResult
 from sixnines.orchestrator.reports import capacity, per_run, svg
 from sixnines.orchestrator.reports.cpu import cpu_table
-from sixnines.orchestrator.reports.inputs import SERIES_FILE, RunInputs
+from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Figure, slugify
 from sixnines.orchestrator.reports.table import (
     counts_line,
@@ -61,8 +62,8 @@ def _capacity_section(searches: Sequence[tuple[CapacityResult, Figure]]) -> str:
 def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
     run, s = section.run, section.run.summary
     params = param_text(s.params)
-    links = " ".join(f'<a href="../{quote(run.run_id)}/report/{m}.hgrm">{m}.hgrm</a>'
-                     for m in hgrm_metrics if m in run.hgrm)
+    links = " ".join(f'<a href="../{quote(run.run_id)}/{REPORT_DIR}/{hgrm_file(m)}">'
+                     f"{hgrm_file(m)}</a>" for m in hgrm_metrics if m in run.hgrm)
     if s.status == CORRUPT:
         plots = ('<p class="bad">Not analysed: files of this run fail their checks (listed '
                  "above), and a damaged file never feeds a figure.</p>")

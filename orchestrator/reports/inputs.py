@@ -16,10 +16,10 @@ from pathlib import Path
 
 from sixnines.formats.hgrm import MAX_HGRM_BYTES
 from sixnines.formats.json_input import read_json
-from sixnines.formats.run_files import REPORT, RefusedPath, file_under, read_bounded
+from sixnines.formats.layout import REPORT_DIR, SERIES_FILE, hgrm_file
+from sixnines.formats.run_files import RefusedPath, file_under, read_bounded
 from sixnines.formats.summary import RunSummary
 
-SERIES_FILE = "series.json"
 #: More than a series.json holds: a dozen curves of at most 2,000 points each.
 MAX_SERIES_BYTES = 64 * 1024 * 1024
 
@@ -85,8 +85,8 @@ def read_run(results_dir: Path, summary: RunSummary, metrics: tuple[str, ...]) -
     followed only as a plain name, to files inside the results directory
     (formats.run_files.file_under)."""
     try:
-        series_path = file_under(results_dir, summary.run_id or "", REPORT, SERIES_FILE)
-        hgrms = {m: file_under(results_dir, summary.run_id or "", REPORT, f"{m}.hgrm")
+        series_path = file_under(results_dir, summary.run_id or "", REPORT_DIR, SERIES_FILE)
+        hgrms = {m: file_under(results_dir, summary.run_id or "", REPORT_DIR, hgrm_file(m))
                  for m in metrics}
     except RefusedPath:
         return RunInputs(summary)

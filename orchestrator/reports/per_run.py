@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from sixnines.formats.vocabulary import Load, Metric
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Axis, Band, Figure, Line, Marker, slugify
 from sixnines.orchestrator.reports.ticks import number
@@ -51,7 +52,7 @@ def run_slugs(runs: list[RunInputs]) -> list[str]:
 
 def _saturation(series: dict) -> bool:
     """A throughput-mode run (`rate: max`): its latency is saturation latency."""
-    return series.get("load") == "saturation"
+    return series.get("load") == Load.SATURATION
 
 
 SATURATION_CAPTION = ("Saturation latency (throughput mode, rate: max): receive − send with "
@@ -62,12 +63,12 @@ SATURATION_CAPTION = ("Saturation latency (throughput mode, rate: max): receive 
 def latency_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
     if _saturation(series):
         return _saturation_over_run(series, slug, run_id)
-    latency = _numbers(series.get("latency"), "n", "min_us", "mean_us", "max_us")
+    latency = _numbers(series.get(Metric.LATENCY), "n", "min_us", "mean_us", "max_us")
     if latency is None or not latency[0]:
         return None
     n, low, mean, high = latency
     lines = [Line("latency mean", n, mean, MEAN)]
-    service = _numbers(series.get("service_time"), "n", "mean_us")
+    service = _numbers(series.get(Metric.SERVICE_TIME), "n", "mean_us")
     if service is not None and service[0]:
         lines.append(Line("service time mean", *service, SERVICE, dashed=True))
     return Figure(f"{slug}-latency", f"{run_id}: latency per message over the run",
@@ -79,7 +80,7 @@ def latency_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
 
 
 def _saturation_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
-    latency = _numbers(series.get("saturation_latency"), "n", "min_us", "mean_us", "max_us")
+    latency = _numbers(series.get(Metric.SATURATION_LATENCY), "n", "min_us", "mean_us", "max_us")
     if latency is None or not latency[0]:
         return None
     n, low, mean, high = latency

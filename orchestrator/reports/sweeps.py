@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Collection
 
+from sixnines.formats.load import latency_of
 from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, Scale, colour, slugify
-from sixnines.orchestrator.results.load import latency_of
 
 AXIS_LABELS = {"message_size": "message size (bytes)", "rate": "scheduled rate (msg/s)",
                "connections": "connections per agent"}
@@ -90,7 +90,7 @@ def _plotted(groups: dict[str, list[RunSummary]]) -> list[RunSummary]:
 
 def _by_latency(groups: dict[str, list[RunSummary]]) -> dict[tuple[str, str], list[str]]:
     """Curve names by the latency their runs measured, (summary field, label) as in
-    orchestrator.results.load: open-loop and saturation latency never share a plot. The runs of one
+    formats.load: open-loop and saturation latency never share a plot. The runs of one
     curve share a load (a rate that differs names the curve)."""
     out: dict[tuple[str, str], list[str]] = defaultdict(list)
     for name, runs in groups.items():

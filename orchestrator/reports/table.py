@@ -11,16 +11,17 @@ import json
 from html import escape
 
 from sixnines.formats.hdr import PERCENTILE_KEYS
+from sixnines.formats.load import latency_of, saturation
 from sixnines.formats.status import FAILED, ORDER
 from sixnines.formats.summary import Figures, RunSummary
+from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.per_run import humps_text
 from sixnines.orchestrator.results.analysis import supported
-from sixnines.orchestrator.results.load import latency_of, saturation
 
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
-METRICS = (("latency_us", "latency"), ("service_time_us", "service time"),
-           ("send_lag_us", "send lag"))
+METRICS = tuple((metric.summary_field, metric.label)
+                for metric in (Metric.LATENCY, Metric.SERVICE_TIME, Metric.SEND_LAG))
 TEXT_COLUMNS = ("run", "system", "parameters", "status", "µs")
 DIM_TITLE = "too few samples for this percentile (fewer than 1/(1−p))"
 #: The summary table's percentiles: the deepest two are in each run's own table.
@@ -226,7 +227,8 @@ def metrics_table(summary: RunSummary) -> str:
     rows = []
     for key, label in (latency_of(summary),) if saturation(summary) else METRICS:
         figures = summary.figures(key)
-        clock = [] if bound is None else [micro(bound) if key != "send_lag_us" else ""]
+        clock = [] if bound is None else \
+            [micro(bound) if key != Metric.SEND_LAG.summary_field else ""]
         rows.append(f'<tr><td class="text">{label}</td>{_percentile_cells(figures)}'
                     f"<td>{micro(figures.mean)}</td>"
                     + "".join(f"<td>{c}</td>" for c in clock)

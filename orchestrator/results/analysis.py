@@ -20,26 +20,25 @@ from sixnines.formats.controller_lock import holder
 from sixnines.formats.errors import BadInput
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.integrity import Damaged, read_manifest
+from sixnines.formats.layout import CSV_FILE, MANIFEST_FILE, SUMMARY_FILE
+from sixnines.formats.load import latency_of, run_load, saturation
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import CORRUPT, FAILED
 from sixnines.formats.summary import CapacityResult, Figures, ResultsSummary, RunSummary
+from sixnines.formats.vocabulary import RECEIVER_TIMED, Metric
 from sixnines.orchestrator.launchers.local import run_guarded
-from sixnines.orchestrator.results.load import latency_of, run_load, saturation
-from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 from sixnines.orchestrator.terminal import markup
 
-SUMMARY_FILE = "summary.json"
-CSV_FILE = "summary.csv"
 CSV_COUNTS = ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
               "send_rate", "receive_rate")
-CSV_METRICS = (("latency_us", "latency"), ("service_time_us", "service_time"),
-               ("send_lag_us", "send_lag"), ("saturation_latency_us", "saturation_latency"))
-METRICS = (("latency_us", "latency"), ("service_time_us", "service"),
-           ("send_lag_us", "send lag"))
+CSV_METRICS = tuple((metric.summary_field, metric.value) for metric in Metric)
+METRICS = ((Metric.LATENCY.summary_field, "latency"),
+           (Metric.SERVICE_TIME.summary_field, "service"),
+           (Metric.SEND_LAG.summary_field, "send lag"))
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
 CSV_FIGURES = (*FIGURE_KEYS, "mean")
 #: a receiver's time − a producer's
-CROSS_CLOCK_METRICS = ("latency_us", "service_time_us", "saturation_latency_us")
+CROSS_CLOCK_METRICS = tuple(metric.summary_field for metric in RECEIVER_TIMED)
 
 
 class AnalysisError(BadInput):

@@ -23,16 +23,16 @@ from typing import TypedDict
 from rich.console import Console
 from rich.table import Table
 
+from sixnines.formats.layout import MANIFEST_FILE, SCENARIO_FILE, SUMMARY_FILE
+from sixnines.formats.load import run_load
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import CORRUPT, rank
 from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
-from sixnines.orchestrator.results.analysis import STATUS_COLOUR, SUMMARY_FILE, manifest_or_problem
-from sixnines.orchestrator.results.load import SATURATION, run_load
+from sixnines.formats.vocabulary import Load, Metric
+from sixnines.orchestrator.results.analysis import STATUS_COLOUR, manifest_or_problem
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
-from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 from sixnines.orchestrator.terminal import markup, printable
 
-SCENARIO_FILE = "scenario.yaml"
 MAX_DEPTH = 3  # <root>/<scenario>/<stamp>/: the root itself, a scenario or a results root
 STAMP = re.compile(r"^(\d{8}-\d{6})(?:-\d+)?$")
 HEADLINE = ("p50", "p99", "max")  # latency figures shown per run
@@ -156,7 +156,7 @@ def headline(run: RunSummary) -> Headline:
     throughput-mode run (load saturation) its receive rate alone, the msg/s the system
     took (its saturation latency would read as latency beside the open-loop runs)."""
     load = run_load(run)
-    latency = run.figures("latency_us") if load != SATURATION else Figures()
+    latency = run.figures(Metric.LATENCY.summary_field) if load != Load.SATURATION else Figures()
     return Headline(run_id=run.run_id, system=run.system, status=run.status, load=str(load),
                     p50_us=latency.p50, p99_us=latency.p99, max_us=latency.max,
                     receive_rate=run.receive_rate)
@@ -203,7 +203,7 @@ def catalog_table(entries: list[Entry], root: Path) -> Table:
 def _run_cells(run: Headline) -> list[str]:
     status = run["status"] or "unknown"
     rate = _number(run["receive_rate"])
-    saturated = run["load"] == SATURATION
+    saturated = run["load"] == Load.SATURATION
     return [f"  {markup(run['run_id'])}"
             + (" [dim](rate: max, headline msg/s)[/]" if saturated else ""),
             markup(run["system"]),

@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from sixnines.formats.atomic import WriteFailure
-from sixnines.formats.chunks import CHUNK_INDEX, recorded_chunks
+from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.integrity import INDEX, Damaged, against_record, read_manifest
+from sixnines.formats.layout import AGENTS_DIR, CHUNK_INDEX, DONE_FILE
 from sixnines.formats.manifest import AgentEntry, Artifact, Manifest
-from sixnines.formats.records import DONE_FILE
-from sixnines.formats.run_files import AGENTS, RefusedPath, agent_file, agent_folder
+from sixnines.formats.run_files import RefusedPath, agent_file, agent_folder
 from sixnines.orchestrator.launchers.base import Launcher, LaunchError
 from sixnines.orchestrator.results.recovery import recover, recovered_entry
 from sixnines.orchestrator.run.fleet import launcher_from_contact
@@ -160,7 +160,7 @@ def _made_for(launcher: Launcher, remote: str, run_id: str, agent_id: str, folde
     """Whether `remote` is the folder the launcher gives an agent of a run (runner:
     `<scenario>/<stamp>/<run id>/agents/<agent id>` under its work directory)."""
     parts = PurePosixPath(remote).parts
-    if len(parts) < 6 or parts[-3:] != (run_id, AGENTS, agent_id):
+    if len(parts) < 6 or parts[-3:] != (run_id, AGENTS_DIR, agent_id):
         return False
     return launcher.workdir("/".join(parts[-5:]), folder) == remote
 

@@ -55,13 +55,14 @@ from rich.table import Table
 
 from sixnines.formats.errors import BadInput
 from sixnines.formats.hgrm import MAX_HGRM_BYTES
-from sixnines.formats.run_files import REPORT, RefusedPath, file_under, read_bounded
+from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE, hgrm_file
+from sixnines.formats.load import HEADLINE, LATENCY, latency_of, run_load
+from sixnines.formats.run_files import RefusedPath, file_under, read_bounded
 from sixnines.formats.status import rank
 from sixnines.formats.summary import Figures, RunSummary
-from sixnines.orchestrator.results.analysis import FIGURE_KEYS, SUMMARY_FILE
-from sixnines.orchestrator.results.load import LATENCY, latency_of, run_load
+from sixnines.formats.vocabulary import Metric
+from sixnines.orchestrator.results.analysis import FIGURE_KEYS
 from sixnines.orchestrator.results.summaries import read_results_summary, read_run_summary
-from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 from sixnines.orchestrator.terminal import markup
 
 ABSOLUTE_FLOOR_US = 5.0
@@ -234,7 +235,7 @@ def load_side(path: Path) -> Side:
     if (results := _summary_under(path, SUMMARY_FILE)).is_file():
         runs = read_results_summary(results).runs
         return Side(path, runs, single=False, tails=_tails(path, runs, in_run_folders=True))
-    if (run := _summary_under(path, REPORT, SUMMARY_FILE)).is_file():
+    if (run := _summary_under(path, REPORT_DIR, SUMMARY_FILE)).is_file():
         summary = read_run_summary(run)
         return Side(path, [summary], single=True,
                     tails=_tails(path, [summary], in_run_folders=False))
@@ -263,7 +264,7 @@ def _tails(root: Path, runs: list[RunSummary], in_run_folders: bool
     (formats.run_files.file_under)."""
     tails = {}
     for run in runs:
-        names = (REPORT, hgrm_name(run))
+        names = (REPORT_DIR, hgrm_name(run))
         try:
             path = file_under(root, *((run.run_id or "", *names) if in_run_folders else names))
         except RefusedPath:
@@ -285,7 +286,7 @@ def swept_keys(*sides: list[RunSummary]) -> list[str]:
 
 def hgrm_name(run: RunSummary) -> str:
     """latency.hgrm, or saturation_latency.hgrm for a throughput-mode run."""
-    return f"{latency_of(run)[0].removesuffix('_us')}.hgrm"
+    return hgrm_file(HEADLINE[run_load(run)])
 
 
 def _canonical(value) -> str:
@@ -318,7 +319,7 @@ def match_runs(a: list[RunSummary], b: list[RunSummary], swept: list[str]
 
 def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
                    tails: tuple[Tail, Tail] | None = None,
-                   metric: str = "latency_us") -> Figure:
+                   metric: str = Metric.LATENCY.summary_field) -> Figure:
     """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
     `tails` (of A and B) default to the summaries' ladders."""
     value_a, value_b = a.figure(key), b.figure(key)

@@ -8,8 +8,8 @@ entry from that account, checks every file against the checksum the agent comput
 the run partial (failed when no agent left data) and says so in its problems, so
 `sixnines report` analyses what there is instead of refusing the directory.
 
-A done.json is read as any file of a results directory is (formats.run_files): within a
-size bound, only when it is a regular file inside the run, and what it claims is checked
+A done.json is read as any file of a results directory is (formats.done): within a size
+bound, only when it is a regular file inside the run, and what it claims is checked
 against the manifest's model (plain file names, counts that are numbers) before any file
 it names is looked at; one that fails is named, and its agent counts as having left none.
 """
@@ -20,23 +20,21 @@ import time
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from sixnines.formats import protocol as p
 from sixnines.formats.chunks import index_of
 from sixnines.formats.document import first_error
+from sixnines.formats.done import done_file, read_done
 from sixnines.formats.integrity import Damaged, read_manifest
-from sixnines.formats.json_input import read_json
+from sixnines.formats.layout import DONE_FILE
 from sixnines.formats.manifest import AgentEntry
-from sixnines.formats.records import DONE_FILE
-from sixnines.formats.run_files import RefusedPath, agent_file, json_bound
+from sixnines.formats.run_files import RefusedPath
 from sixnines.orchestrator.run.manifest import RUNNING, verified_artifacts, write_manifest
 
 #: What a done.json's `extra` may fill of its agent's entry; any other field of the entry is
 #: the controller's to record (an agent's id, host or `files_at` never come from its file).
 DONE_FILLS = {"out_of_range", "duplicate_replies", "unexpected_replies", "cut_short",
               "drain_ended_ns"}
-DONE = TypeAdapter(p.Done)
 CONTROLLER_DIED = ("the controller stopped before the run ended (killed, or its machine "
                    "went down); the run was recovered from the files its agents wrote")
 
@@ -83,7 +81,7 @@ def closed_chunks(run_dir: Path, entry: AgentEntry) -> int:
 def recovered_entry(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
     """`entry` filled from the agent's done.json, and the problems to record."""
     try:
-        path = agent_file(run_dir, entry.id, DONE_FILE)
+        path = done_file(run_dir, entry.id)
         done = read_done(path)
     except RefusedPath as refused:
         return _missing(entry, str(refused))
@@ -109,21 +107,6 @@ def recovered_entry(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
     artifacts, unverified = verified_artifacts(run_dir, entry.id, claimed.artifacts)
     problems = [problem for problem in done.problems if isinstance(problem, str)]
     return claimed.model_copy(update={"artifacts": artifacts}), [*problems, *unverified]
-
-
-def read_done(path: Path) -> p.Done | None:
-    """The `done` an agent kept at `path` (formats.run_files.agent_file), None when there
-    is none; RefusedPath, OSError or ValueError when it cannot be one."""
-    if not path.exists():
-        return None
-    body = read_json(path, json_bound([path.parent]))
-    if not isinstance(body, dict) or body.get("type") != p.Done.TYPE:
-        raise ValueError("not an agent's `done`")
-    try:
-        return DONE.validate_python({key: value for key, value in body.items()
-                                     if key != "type"})
-    except ValidationError as error:
-        raise ValueError(first_error(error)) from None
 
 
 def _missing(entry: Entry, why: str) -> tuple[Entry, list[str]]:

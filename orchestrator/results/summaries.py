@@ -23,6 +23,7 @@ from sixnines.formats.document import first_error
 from sixnines.formats.errors import BadInput
 from sixnines.formats.json_input import read_json
 from sixnines.formats.summary import SCHEMA_VERSION, Figures, ResultsSummary, RunSummary
+from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.results.analysis import FIGURE_KEYS
 
 #: A run's summary is a few kilobytes (its CPU and capacity sections included).
@@ -32,7 +33,7 @@ MAX_RESULTS_SUMMARY_BYTES = 256 * 1024 * 1024
 COUNTS = ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
           "unexpected", "clock_bound_ns")
 RATES = ("send_rate", "receive_rate", "density_us")
-LATENCIES = ("latency_us", "service_time_us", "send_lag_us", "saturation_latency_us")
+LATENCIES = tuple(metric.summary_field for metric in Metric)
 SPREAD_KEYS = ("mean", "lower_median", "robust_deviation")
 
 

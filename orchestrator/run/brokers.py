@@ -24,6 +24,7 @@ from pathlib import Path
 
 from sixnines.drivers.base import Credential
 from sixnines.formats.errors import SixninesError
+from sixnines.formats.layout import BROKER_DIR, BROKER_LOG
 from sixnines.orchestrator.launchers.base import Completed, Launcher, Process
 from sixnines.orchestrator.launchers.handoff import handoff_argv, handoff_line
 from sixnines.orchestrator.scenario.hosts import is_loopback
@@ -102,7 +103,7 @@ def provide_broker(system, launcher: Launcher, run_dir: Path, key: str) -> Runni
             raise BrokerError(f"{system.name}: {exc}") from None
         return start_recipe(system.name, recipe, launcher, run_dir, key,
                             allow_unauthenticated=system.broker.allow_unauthenticated)
-    return _start_builtin(system, launcher, run_dir / "broker.log")
+    return _start_builtin(system, launcher, run_dir / BROKER_LOG)
 
 
 def _start_builtin(system, launcher: Launcher, log_path: Path) -> RunningBroker:
@@ -202,9 +203,9 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
     except RecipeError as exc:
         raise BrokerError(f"{label}: {exc}") from None
     credential = _credential(recipe, host, allow_unauthenticated, label)
-    data = launcher.workdir(f"{key}/broker" if key else "broker", run_dir / "broker")
+    data = launcher.workdir(f"{key}/{BROKER_DIR}" if key else BROKER_DIR, run_dir / BROKER_DIR)
     launcher.run(["mkdir", "-p", data], timeout_s=60)
-    log_path = run_dir / "broker.log"
+    log_path = run_dir / BROKER_LOG
     ports = dict(zip(recipe.ports, free_ports(launcher, host, len(recipe.ports)), strict=True))
 
     def fill(value, **extra: str):

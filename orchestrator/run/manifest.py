@@ -10,9 +10,9 @@ from pathlib import Path
 from sixnines.agents.facts import host_facts, versions
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.integrity import sha256_of
+from sixnines.formats.layout import MANIFEST_FILE
 from sixnines.formats.manifest import Artifact, BrokerRecord, Manifest, Sixnines, Workload
 from sixnines.formats.protocol import PROTOCOL_VERSION
-from sixnines.formats.run_files import MANIFEST as MANIFEST_FILE
 from sixnines.formats.run_files import RefusedPath, agent_file
 
 #: A run's status until its controller records the end (ok / partial / failed); still

@@ -27,16 +27,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sixnines.agents.affinity import busy_loop, keep_off, restore
-from sixnines.agents.artifacts import read_done
 from sixnines.agents.cpu import descendants
 from sixnines.agents.facts import clock_domain, kernel_id
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.chunks import kept_chunks
 from sixnines.formats.controller_lock import holding
+from sixnines.formats.done import kept_done
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.integrity import sha256_of
 from sixnines.formats.lag import FEWER_LOOPS, LagCause, crowded
+from sixnines.formats.layout import AGENT_LOG, AGENTS_DIR, DONE_FILE
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock, MonitorEntry
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import MAX_RATE, LoopCpus, Role
@@ -264,11 +265,11 @@ class Run:
 
     def _launch(self, plan: AgentPlan, beside: Process | None = None) -> AgentHandle:
         """Start an agent and send it `prepare`; a monitor starts `beside` the broker."""
-        out_dir = self.run_dir / "agents" / plan.agent_id
+        out_dir = self.run_dir / AGENTS_DIR / plan.agent_id
         out_dir.mkdir(parents=True, exist_ok=True)
         launcher = self.fleet[plan.host]
-        remote_dir = launcher.workdir(f"{self.key}/agents/{plan.agent_id}", out_dir)
-        argv, log = agent_argv(launcher.python), out_dir / "agent.log"
+        remote_dir = launcher.workdir(f"{self.key}/{AGENTS_DIR}/{plan.agent_id}", out_dir)
+        argv, log = agent_argv(launcher.python), out_dir / AGENT_LOG
         target_pid = 0
         if beside is None:
             process = launcher.start(argv, plan.agent_id, log, self.inbox, agent_environment())
@@ -539,10 +540,10 @@ class Run:
         return True
 
     def _done_from_disk(self, agent: AgentHandle) -> None:
-        done = read_done(agent.out_dir)
+        done = kept_done(self.run_dir, agent.plan.agent_id)
         if done is not None and done.agent_id == agent.plan.agent_id:
-            logger.info("%s: %s's results taken from its done.json", self.point.run_id,
-                     agent.plan.agent_id)
+            logger.info("%s: %s's results taken from its %s", self.point.run_id,
+                     agent.plan.agent_id, DONE_FILE)
             agent.done, agent.failure = done, None
             agent.sent, agent.received = done.sent, done.received
             self.view.agent_state(agent.plan.agent_id, done.status)
@@ -566,7 +567,7 @@ class Run:
                 if not agent.finished:
                     code = process.wait(2.0)
                     agent.failure = (f"exited (code {code}) without reporting its results; "
-                                     f"see {agent.out_dir / 'agent.log'}")
+                                     f"see {agent.out_dir / AGENT_LOG}")
                     self.view.agent_state(agent.plan.agent_id, "failed")
                 return None, agent
             try:

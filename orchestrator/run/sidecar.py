@@ -23,6 +23,7 @@ import os
 import sys
 from pathlib import Path
 
+from sixnines.formats.layout import SIDECAR_LOG
 from sixnines.orchestrator.launchers.base import EOF_LINE
 from sixnines.orchestrator.launchers.local import LocalProcess
 from sixnines.spark_jobs.sidecar import FINISH
@@ -30,7 +31,6 @@ from sixnines.spark_jobs.sidecar import FINISH
 logger = logging.getLogger(__name__)
 
 SWITCH = "SIXNINES_FOLLOW"
-LOG_FILE = "sidecar.log"
 
 
 LIVE, END = "live", "end"
@@ -53,7 +53,7 @@ class AnalysisSidecar:
         self.process = LocalProcess(
             [sys.executable, "-m", "sixnines.spark_jobs.sidecar", str(run_dir),
              *(["--live"] if live else [])],
-            f"sidecar-{run_dir.name}", run_dir / LOG_FILE, None, None)
+            f"sidecar-{run_dir.name}", run_dir / SIDECAR_LOG, None, None)
 
     def finish(self) -> Path | None:
         """The run's summary.json as the sidecar wrote it, or None (it could not follow the
@@ -67,7 +67,7 @@ class AnalysisSidecar:
             self.stop()
         if summary is None:
             logger.info("%s: its sidecar did not analyse it (see %s)", self.run_dir,
-                        self.run_dir / LOG_FILE)
+                        self.run_dir / SIDECAR_LOG)
         return summary
 
     def stop(self) -> None:

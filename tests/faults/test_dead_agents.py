@@ -30,8 +30,9 @@ import pyarrow.parquet as pq
 import pytest
 from rich.console import Console
 
-from sixnines.formats.chunks import CHUNK_INDEX, chunk_name, read_index
+from sixnines.formats.chunks import read_index
 from sixnines.formats.integrity import sha256_of
+from sixnines.formats.layout import CHUNK_INDEX, chunk_name
 from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.run.runner import RunSettings
 from sixnines.orchestrator.scenario.model import load_scenario

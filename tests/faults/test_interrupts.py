@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sixnines.formats.chunks import message_files, read_index
-from sixnines.formats.controller_lock import LOCK_FILE
+from sixnines.formats.layout import LOCK_FILE
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.faults.processes import Sixnines, command_line, pid_logging_to, still_alive_after
 

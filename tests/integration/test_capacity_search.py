@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from sixnines.formats.layout import REPORT_DIR, SERIES_FILE
 from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
-from sixnines.orchestrator.capacity.probes import SERIES
 from sixnines.orchestrator.capacity.search import Searcher
 from sixnines.orchestrator.capacity.verdict import Verdict, VerdictKind, judge
 from sixnines.orchestrator.scenario.search_spec import RateSearch
@@ -82,7 +82,7 @@ def test_verdicts_follow_each_probe_s_own_figures(tmp_path):
         for probe in result.probes:
             run = results / probe.run_id
             own = RunSummary.model_validate_json((run / "report" / "summary.json").read_text())
-            curve = json.loads((run / SERIES).read_text())["latency"]["mean_us"]
+            curve = json.loads((run / REPORT_DIR / SERIES_FILE).read_text())["latency"]["mean_us"]
             assert judge(own, curve, spec, probe.rate).kind == probe.verdict
             assert probe.latency_us["p50"] == own.latency_us.p50
             key, limit = next(iter(result.objective_us.items()))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from sixnines.formats.records import CPU_FILE
+from sixnines.formats.layout import CPU_FILE
 from sixnines.orchestrator.run.runner import RunSettings
 from tests.integration.support import RecordingView, execute, external_broker, points
 

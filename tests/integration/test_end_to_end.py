@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sixnines.formats.chunks import CHUNK_INDEX, read_index
+from sixnines.formats.chunks import read_index
 from sixnines.formats.hdr import PERCENTILE_KEYS
-from sixnines.formats.records import CPU_FILE, HLOG_FILE
+from sixnines.formats.layout import CHUNK_INDEX, CPU_FILE, HLOG_FILE
 from sixnines.orchestrator.results.analysis import find_run_dirs
 
 pytestmark = pytest.mark.integration

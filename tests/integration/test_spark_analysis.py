@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from sixnines.formats import hdr
-from sixnines.formats.chunks import CHUNK_INDEX, chunk_name
 from sixnines.formats.hlog import write_hlog
 from sixnines.formats.integrity import sha256_of
-from sixnines.formats.records import HLOG_FILE, MESSAGES, MESSAGES_FILE
+from sixnines.formats.layout import CHUNK_INDEX, HLOG_FILE, MESSAGES_FILE, chunk_name
+from sixnines.formats.records import MESSAGES
 
 pytestmark = pytest.mark.integration
 

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from sixnines.formats.chunks import message_files
+from sixnines.formats.layout import REPORT_DIR, SERIES_FILE
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.vocabulary import Load, Role
 from sixnines.orchestrator.run.runner import RunSettings
@@ -22,7 +23,6 @@ from sixnines.spark_jobs import (
     series_pass,
 )
 from sixnines.spark_jobs.analyze import analyze_run, main
-from sixnines.spark_jobs.run_report import SERIES
 from tests.integration.support import execute, points
 
 pytestmark = pytest.mark.integration
@@ -129,7 +129,7 @@ def test_summary_fields(run, summary):
 
 
 def test_series_file(run, summary):
-    document = json.loads((run[0] / "report" / SERIES).read_text())
+    document = json.loads((run[0] / REPORT_DIR / SERIES_FILE).read_text())
     assert set(document) == SERIES_KEYS
     assert document["window"] == WINDOW
     assert document["load"] == "open-loop"  # an open-loop run: no saturation curve
