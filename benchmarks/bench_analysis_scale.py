@@ -64,8 +64,8 @@ from sixnines.formats.integrity import read_manifest
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock
 from sixnines.formats.records import HLOG_FILE
 from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
+from sixnines.orchestrator.run.clocks import PINGS
 from sixnines.orchestrator.run.manifest import new_manifest, write_manifest
-from sixnines.orchestrator.run.runner import PINGS
 from sixnines.orchestrator.scenario.hosts import Placement
 from sixnines.orchestrator.scenario.matrix import expand
 from sixnines.orchestrator.scenario.model import parse_scenario

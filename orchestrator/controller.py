@@ -30,6 +30,7 @@ from sixnines.orchestrator.run.interrupts import held
 from sixnines.orchestrator.run.progress import ProgressView
 from sixnines.orchestrator.run.runner import Run, RunSettings
 from sixnines.orchestrator.scenario.matrix import RunPoint, expand
+from sixnines.orchestrator.scenario.model import Scenario
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ class Outcome:
                 and all(status == "ok" for status in self.statuses))
 
 
-def results_dir_for(scenario, output: Path | None) -> Path:
+def results_dir_for(scenario: Scenario, output: Path | None) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = Path(output if output is not None else scenario.output) / scenario.name
     path = base / stamp
@@ -64,7 +65,7 @@ def results_dir_for(scenario, output: Path | None) -> Path:
     return path
 
 
-def _prepare(fleet: Fleet, points: list, agent_hosts: tuple[str, ...],
+def _prepare(fleet: Fleet, points: list[RunPoint], agent_hosts: tuple[str, ...],
              console: Console) -> None:
     """Check and bootstrap the remote hosts (nothing to do for a local-only scenario), and
     check the runs fit their memory and disk."""
@@ -86,7 +87,7 @@ def _prepare(fleet: Fleet, points: list, agent_hosts: tuple[str, ...],
     console.print(f"hosts ready in {time.monotonic() - started:.1f} s")
 
 
-def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
+def run_scenario(scenario: Scenario, scenario_file: Path, *, output: Path | None,
                  spark_master: str | None, console: Console) -> Outcome:
     """Run every point; analyse them on `spark_master` (None: record only). A capacity
     search's probes are analysed as each ends (the next rate depends on it)."""
