@@ -176,7 +176,7 @@ def clock_entry(domain: str, rng: np.random.Generator) -> Clock:
 
 def agent_entry(plan: AgentPlan, columns: dict, files: dict, out_of_range: dict,
                 t0_ns: int, domain: str, rng: np.random.Generator) -> AgentEntry:
-    """The agent's manifest entry, shaped as Run._finalise writes it."""
+    """The agent's manifest entry, shaped as a run records it (orchestrator.run.record)."""
     rows = len(columns["seq"])
     return AgentEntry(
         id=plan.agent_id, role=plan.role, host=plan.host, first_id=plan.first_id,

@@ -24,7 +24,9 @@ from sixnines.orchestrator.capacity.probes import is_search, run_search
 from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.plan import footprint
 from sixnines.orchestrator.reports import capacity, write_results
-from sixnines.orchestrator.results.analysis import analyse, print_tables, read_summary
+from sixnines.orchestrator.results.analysis import analyse
+from sixnines.orchestrator.results.console_tables import print_tables
+from sixnines.orchestrator.results.store import read_summary
 from sixnines.orchestrator.run.fleet import Fleet
 from sixnines.orchestrator.run.interrupts import held
 from sixnines.orchestrator.run.progress import ProgressView

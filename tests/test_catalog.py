@@ -10,8 +10,8 @@ from datetime import datetime
 from pathlib import Path
 
 from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_OK, main
-from sixnines.orchestrator.results.analysis import SUMMARY_FILE
 from sixnines.orchestrator.results.catalog import catalog, find_results_dirs
+from sixnines.orchestrator.results.store import SUMMARY_FILE
 from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 
 

@@ -16,8 +16,8 @@ import pytest
 from sixnines.formats import hdr
 from sixnines.formats.summary import Figures
 from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
-from sixnines.orchestrator.results.analysis import FIGURE_KEYS, SUMMARY_FILE
 from sixnines.orchestrator.results.compare import Tail, latency_figure
+from sixnines.orchestrator.results.store import FIGURE_KEYS, SUMMARY_FILE
 from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 
 COUNT = 20_000

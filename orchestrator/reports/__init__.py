@@ -17,7 +17,7 @@ from sixnines.formats.run_files import RefusedPath, file_under, report_folder
 from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
 from sixnines.orchestrator.reports import capacity, gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
-from sixnines.orchestrator.results.analysis import SUMMARY_FILE, write_results_summary
+from sixnines.orchestrator.results.store import SUMMARY_FILE, write_results_summary
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
 
 PAGE = "index.html"

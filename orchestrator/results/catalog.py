@@ -26,8 +26,9 @@ from rich.table import Table
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import CORRUPT, rank
 from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
-from sixnines.orchestrator.results.analysis import STATUS_COLOUR, SUMMARY_FILE, manifest_or_problem
+from sixnines.orchestrator.results.console_tables import STATUS_COLOUR
 from sixnines.orchestrator.results.load import SATURATION, run_load
+from sixnines.orchestrator.results.store import SUMMARY_FILE, manifest_or_problem
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
 from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 from sixnines.orchestrator.terminal import markup, printable

@@ -58,8 +58,8 @@ from sixnines.formats.hgrm import MAX_HGRM_BYTES
 from sixnines.formats.run_files import REPORT, RefusedPath, file_under, read_bounded
 from sixnines.formats.status import rank
 from sixnines.formats.summary import Figures, RunSummary
-from sixnines.orchestrator.results.analysis import FIGURE_KEYS, SUMMARY_FILE
 from sixnines.orchestrator.results.load import LATENCY, latency_of, run_load
+from sixnines.orchestrator.results.store import FIGURE_KEYS, SUMMARY_FILE
 from sixnines.orchestrator.results.summaries import read_results_summary, read_run_summary
 from sixnines.orchestrator.run.manifest import MANIFEST_FILE
 from sixnines.orchestrator.terminal import markup

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from sixnines.formats import hdr
 from sixnines.formats.summary import RunSummary
-from sixnines.orchestrator.results.analysis import run_table
+from sixnines.orchestrator.results.console_tables import run_table
 from tests.integration.test_spark_analysis import PERIOD_NS, WARMUP_NS, _write_agent
 
 pytestmark = pytest.mark.integration
