@@ -65,8 +65,8 @@ from sixnines.formats.layout import AGENTS_DIR, HLOG_FILE, MANIFEST_FILE, REPORT
 from sixnines.formats.manifest import AgentEntry, Artifact, BrokerRecord, Clock
 from sixnines.formats.vocabulary import Metric, Role
 from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
+from sixnines.orchestrator.run.clocks import PINGS
 from sixnines.orchestrator.run.manifest import new_manifest, write_manifest
-from sixnines.orchestrator.run.runner import PINGS
 from sixnines.orchestrator.scenario.hosts import Placement
 from sixnines.orchestrator.scenario.matrix import expand
 from sixnines.orchestrator.scenario.model import parse_scenario
@@ -177,7 +177,7 @@ def clock_entry(domain: str, rng: np.random.Generator) -> Clock:
 
 def agent_entry(plan: AgentPlan, columns: dict, files: dict, out_of_range: dict,
                 t0_ns: int, domain: str, rng: np.random.Generator) -> AgentEntry:
-    """The agent's manifest entry, shaped as Run._finalise writes it."""
+    """The agent's manifest entry, shaped as a run records it (orchestrator.run.record)."""
     rows = len(columns["seq"])
     return AgentEntry(
         id=plan.agent_id, role=plan.role, host=plan.host, first_id=plan.first_id,

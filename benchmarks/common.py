@@ -30,7 +30,7 @@ import yaml
 from sixnines.formats.chunks import message_files
 from sixnines.formats.layout import AGENTS_DIR, MANIFEST_FILE
 from sixnines.orchestrator.launchers.local import LocalLauncher
-from sixnines.orchestrator.results.analysis import find_run_dirs
+from sixnines.orchestrator.results.store import find_run_dirs
 from sixnines.orchestrator.run.brokers import start_recipe
 from sixnines.orchestrator.scenario.recipes import load_recipe
 from sixnines.orchestrator.scenario.units import parse_rate

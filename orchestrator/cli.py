@@ -142,14 +142,11 @@ def _run(args, console: Console) -> int:
 
 def _report(args, console: Console) -> int:
     from sixnines.orchestrator.reports import write_results
-    from sixnines.orchestrator.results.analysis import (
-        analyse,
-        find_run_dirs,
-        print_tables,
-        scenario_of,
-    )
+    from sixnines.orchestrator.results.analysis import analyse
     from sixnines.orchestrator.results.collect import unfetched_hosts
+    from sixnines.orchestrator.results.console_tables import print_tables
     from sixnines.orchestrator.results.recovery import recover
+    from sixnines.orchestrator.results.store import find_run_dirs, scenario_of
     from sixnines.orchestrator.run.interrupts import describe, exit_code
 
     run_dirs = find_run_dirs(args.dir)
@@ -177,8 +174,8 @@ def _report(args, console: Console) -> int:
 
 
 def _collect(args, console: Console) -> int:
-    from sixnines.orchestrator.results.analysis import find_run_dirs
     from sixnines.orchestrator.results.collect import collect
+    from sixnines.orchestrator.results.store import find_run_dirs
 
     complete = True
     for run_dir in find_run_dirs(args.dir):

@@ -25,12 +25,15 @@ from sixnines.orchestrator.capacity.probes import is_search, run_search
 from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.plan import footprint
 from sixnines.orchestrator.reports import capacity, write_results
-from sixnines.orchestrator.results.analysis import analyse, print_tables, read_summary
+from sixnines.orchestrator.results.analysis import analyse
+from sixnines.orchestrator.results.console_tables import print_tables
+from sixnines.orchestrator.results.store import read_summary
 from sixnines.orchestrator.run.fleet import Fleet
 from sixnines.orchestrator.run.interrupts import held
 from sixnines.orchestrator.run.progress import ProgressView
 from sixnines.orchestrator.run.runner import Run, RunSettings
 from sixnines.orchestrator.scenario.matrix import RunPoint, expand
+from sixnines.orchestrator.scenario.model import Scenario
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +57,7 @@ class Outcome:
                 and all(status == "ok" for status in self.statuses))
 
 
-def results_dir_for(scenario, output: Path | None) -> Path:
+def results_dir_for(scenario: Scenario, output: Path | None) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     base = Path(output if output is not None else scenario.output) / scenario.name
     path = base / stamp
@@ -65,7 +68,7 @@ def results_dir_for(scenario, output: Path | None) -> Path:
     return path
 
 
-def _prepare(fleet: Fleet, points: list, agent_hosts: tuple[str, ...],
+def _prepare(fleet: Fleet, points: list[RunPoint], agent_hosts: tuple[str, ...],
              console: Console) -> None:
     """Check and bootstrap the remote hosts (nothing to do for a local-only scenario), and
     check the runs fit their memory and disk."""
@@ -87,7 +90,7 @@ def _prepare(fleet: Fleet, points: list, agent_hosts: tuple[str, ...],
     console.print(f"hosts ready in {time.monotonic() - started:.1f} s")
 
 
-def run_scenario(scenario, scenario_file: Path, *, output: Path | None,
+def run_scenario(scenario: Scenario, scenario_file: Path, *, output: Path | None,
                  spark_master: str | None, console: Console) -> Outcome:
     """Run every point; analyse them on `spark_master` (None: record only). A capacity
     search's probes are analysed as each ends (the next rate depends on it)."""

@@ -17,8 +17,8 @@ from sixnines.formats import hdr
 from sixnines.formats.layout import MANIFEST_FILE, SUMMARY_FILE
 from sixnines.formats.summary import Figures
 from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
-from sixnines.orchestrator.results.analysis import FIGURE_KEYS
 from sixnines.orchestrator.results.compare import Tail, latency_figure
+from sixnines.orchestrator.results.store import FIGURE_KEYS
 
 COUNT = 20_000
 PARAMS = {"mode": "one-way", "rate": 2000.0, "duration_ns": 10_000_000_000, "seed": None}

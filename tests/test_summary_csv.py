@@ -1,4 +1,4 @@
-"""summary.csv beside summary.json (orchestrator/results/analysis.py): one row per run."""
+"""summary.csv beside summary.json (orchestrator/results/store.py): one row per run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.layout import CSV_FILE, SUMMARY_FILE
 from sixnines.formats.summary import SCHEMA_VERSION, Figures, RunSummary
-from sixnines.orchestrator.results.analysis import write_results_summary
+from sixnines.orchestrator.results.store import write_results_summary
 
 FIGURES = Figures.model_validate(
     {"p50": 70.0, "p90": 80.0, "p99": 150.0, "p99.9": 1400.0, "p99.99": 3000.0,

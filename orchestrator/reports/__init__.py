@@ -19,7 +19,7 @@ from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.reports import capacity, gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
-from sixnines.orchestrator.results.analysis import write_results_summary
+from sixnines.orchestrator.results.store import write_results_summary
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
 
 HGRM_METRICS = tuple(Metric)  # each metric a run measured has its .hgrm

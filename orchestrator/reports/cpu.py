@@ -10,7 +10,7 @@ from html import escape
 
 from sixnines.formats.summary import CpuSide, Figures, RunSummary
 from sixnines.orchestrator.reports.table import DIM_TITLE, count, micro
-from sixnines.orchestrator.results.analysis import supported
+from sixnines.orchestrator.results.console_tables import supported
 
 SIDES = ("sender", "receiver", "broker")
 FIGURES = ("lower_median", "mean", "robust_deviation", "p90", "p99", "max")

@@ -1,8 +1,9 @@
 """The summary table and each run's figures table and warnings, as HTML.
 
-Same rules as the console tables (orchestrator/results/analysis.py): every percentile to 99.9999%
-and the max with the sample count behind them; a percentile the count cannot support is
-dimmed; cross-host figures carry their clock bound. Every string from data is escaped.
+Same rules as the console tables (orchestrator/results/console_tables.py): every
+percentile to 99.9999% and the max with the sample count behind them; a percentile the
+count cannot support is dimmed; cross-host figures carry their clock bound. Every string
+from data is escaped.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from sixnines.formats.summary import Figures, RunSummary
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.per_run import humps_text
-from sixnines.orchestrator.results.analysis import supported
+from sixnines.orchestrator.results.console_tables import supported
 
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
 METRICS = tuple((metric.summary_field, metric.label)

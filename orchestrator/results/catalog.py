@@ -29,7 +29,8 @@ from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import CORRUPT, rank
 from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
 from sixnines.formats.vocabulary import Load, Metric
-from sixnines.orchestrator.results.analysis import STATUS_COLOUR, manifest_or_problem
+from sixnines.orchestrator.results.console_tables import STATUS_COLOUR
+from sixnines.orchestrator.results.store import manifest_or_problem
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
 from sixnines.orchestrator.terminal import markup, printable
 

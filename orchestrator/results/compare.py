@@ -61,7 +61,7 @@ from sixnines.formats.run_files import RefusedPath, file_under, read_bounded
 from sixnines.formats.status import rank
 from sixnines.formats.summary import Figures, RunSummary
 from sixnines.formats.vocabulary import Metric
-from sixnines.orchestrator.results.analysis import FIGURE_KEYS
+from sixnines.orchestrator.results.store import FIGURE_KEYS
 from sixnines.orchestrator.results.summaries import read_results_summary, read_run_summary
 from sixnines.orchestrator.terminal import markup
 

@@ -24,7 +24,7 @@ from sixnines.formats.errors import BadInput
 from sixnines.formats.json_input import read_json
 from sixnines.formats.summary import SCHEMA_VERSION, Figures, ResultsSummary, RunSummary
 from sixnines.formats.vocabulary import Metric
-from sixnines.orchestrator.results.analysis import FIGURE_KEYS
+from sixnines.orchestrator.results.store import FIGURE_KEYS
 
 #: A run's summary is a few kilobytes (its CPU and capacity sections included).
 MAX_RUN_SUMMARY_BYTES = 16 * 1024 * 1024

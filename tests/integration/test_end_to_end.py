@@ -13,7 +13,7 @@ import pytest
 from sixnines.formats.chunks import read_index
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.layout import CHUNK_INDEX, CPU_FILE, HLOG_FILE
-from sixnines.orchestrator.results.analysis import find_run_dirs
+from sixnines.orchestrator.results.store import find_run_dirs
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,7 @@ from rich.console import Console
 
 from sixnines.formats import hdr
 from sixnines.formats.summary import RunSummary
-from sixnines.orchestrator.results.analysis import run_table
+from sixnines.orchestrator.results.console_tables import run_table
 from tests.integration.test_spark_analysis import PERIOD_NS, WARMUP_NS, _write_agent
 
 pytestmark = pytest.mark.integration
@@ -30,7 +30,7 @@ DUPLICATED = (0, 3)  # (producer, seq) consumer c1 (host B) gets twice: cross-ho
 # agent: (host, role, first_id, its own ping's uncertainty ns); manifest order = agent_index
 AGENTS = {"c0": ("a", "consumer", 0, 2000), "c1": ("b", "consumer", 1, 500),
           "p0": ("a", "producer", 0, 1000), "p1": ("b", "producer", 1, 3000)}
-# as orchestrator.run.runner records it: host A's offset is exactly 0 (the controller's clock),
+# as orchestrator.run.clocks sets it: host A's offset is exactly 0 (the controller's clock),
 # host B's is c1's estimate (the most certain in its domain), so every cross pair is ± 500
 CROSS_BOUND = 0 + 500
 

@@ -1,4 +1,4 @@
-"""Console tables (orchestrator/results/analysis.py)."""
+"""Console tables (orchestrator/results/console_tables.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from sixnines.formats.summary import RunSummary
-from sixnines.orchestrator.results.analysis import print_tables, run_table, supported
+from sixnines.orchestrator.results.console_tables import print_tables, run_table, supported
 
 
 def test_a_percentile_needs_a_sample_above_it():

@@ -1,0 +1,141 @@
+"""The console tables: each run's accounting, throughput and latency distribution as
+`sixnines run` and `sixnines report` print them, with its problems, warnings and notes."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from sixnines.formats.load import latency_of, saturation
+from sixnines.formats.status import CORRUPT
+from sixnines.formats.summary import Figures, RunSummary
+from sixnines.formats.vocabulary import RECEIVER_TIMED, Metric
+from sixnines.orchestrator.results.store import FIGURE_KEYS
+from sixnines.orchestrator.terminal import markup
+
+METRICS = ((Metric.LATENCY.summary_field, "latency"),
+           (Metric.SERVICE_TIME.summary_field, "service"),
+           (Metric.SEND_LAG.summary_field, "send lag"))
+#: a receiver's time − a producer's
+CROSS_CLOCK_METRICS = tuple(metric.summary_field for metric in RECEIVER_TIMED)
+
+
+def _us(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
+
+
+def supported(key: str, count: int) -> bool:
+    """Whether `count` samples can tell percentile `key` from the max: at least one sample
+    must lie above it (count × (1 − p) ≥ 1)."""
+    if not key.startswith("p"):
+        return True
+    return count * (1 - float(key[1:]) / 100) >= 1
+
+
+def _cell(figures: Figures, key: str) -> str:
+    text = _us(figures.figure(key))
+    return text if supported(key, figures.count) else f"[dim]{text}[/]"
+
+
+def _clock_bound_us(summary: RunSummary) -> float | None:
+    """The clock bound of cross-host figures, µs; None when every figure is on one clock."""
+    bound = summary.clock_bound_ns
+    return None if bound is None else bound / 1000
+
+
+def _clock_cells(field: str, bound: float | None) -> list[str]:
+    """A metric row's "± clock" cell, present only when some figure was timed across hosts."""
+    if bound is None:
+        return []
+    return [_us(bound) if field in CROSS_CLOCK_METRICS else ""]
+
+
+def _metrics(summary: RunSummary) -> tuple[tuple[str, str], ...]:
+    """The (field, label) rows a run's table shows: its saturation latency alone in
+    throughput mode (no schedule: no open-loop latency, service time or send lag)."""
+    return (latency_of(summary),) if saturation(summary) else METRICS
+
+
+def _captions(summary: RunSummary) -> list[str]:
+    """Footnotes: dim percentiles, and what the ± clock column means (docs/design.md rule 3)."""
+    captions = []
+    if saturation(summary):
+        captions.append("throughput mode (rate: max): saturation latency = receive − send "
+                        "with the system flooded, not open-loop latency")
+    if any(not supported(key, summary.figures(field).count)
+           for field, _ in _metrics(summary) for key in FIGURE_KEYS):
+        captions.append("dim: too few samples for that percentile (fewer than 1/(1-p))")
+    bound = _clock_bound_us(summary)
+    if bound is not None:
+        cross = summary.latency_pairs.cross_clock
+        captions.append(f"± clock: {cross:,} deliveries timed across hosts, both ends put on "
+                        f"the controller's clock; figures may be off by up to {_us(bound)} µs")
+    return captions
+
+
+STATUS_COLOUR = {"ok": "green", "partial": "yellow", CORRUPT: "bold red"}  # else red
+
+
+def _status_text(summary: RunSummary) -> str:
+    status = summary.status
+    return f"[{STATUS_COLOUR.get(status, 'red')}]{markup(status)}[/]"
+
+
+def _counts(summary: RunSummary) -> str:
+    """The accounting line: every expected delivery is delivered, lost or unknown (the
+    last only when receivers died: it is not loss)."""
+    unknown = summary.unknown or 0
+    return (f"sent {summary.sent or 0:,}  received {summary.received or 0:,}  "
+            f"delivered {summary.delivered or 0:,}  lost {summary.lost or 0:,}  "
+            + (f"[yellow]unknown {unknown:,}[/]  " if unknown else "")
+            + f"duplicated {summary.duplicated or 0:,}  "
+            f"reordered {summary.reordered or 0:,}")
+
+
+def run_table(summary: RunSummary) -> Table:
+    """One run: accounting and throughput in the title, the latency distribution below;
+    figures timed across hosts carry their clock bound in a "± clock" column."""
+    rates = (f"send {summary.send_rate or 0:,.0f} msg/s  "
+             f"receive {summary.receive_rate or 0:,.0f} msg/s")
+    table = Table(title=f"{markup(summary.run_id)}  {_status_text(summary)}\n"
+                        f"{_counts(summary)}\n{rates}", title_justify="left")
+    table.add_column("µs", justify="left")
+    bound = _clock_bound_us(summary)
+    for key in (*FIGURE_KEYS, *(["± clock"] if bound is not None else []), "count"):
+        table.add_column(key, justify="right")
+    for field, label in _metrics(summary):
+        figures = summary.figures(field)
+        table.add_row(label, *(_cell(figures, key) for key in FIGURE_KEYS),
+                      *_clock_cells(field, bound), f"{figures.count:,}")
+    captions = _captions(summary)
+    if captions:
+        table.caption = "\n".join(captions)
+        table.caption_justify = "left"
+    return table
+
+
+def print_tables(summaries: list[RunSummary], console: Console) -> None:
+    """Each run's table, then its problems (red), warnings (yellow: what to act on before
+    trusting the figures) and notes (dim: facts that ask nothing). A run without figures
+    (corrupt: its files fail their checks; or never analysed: nothing recorded, or its
+    analysis failed) gets a line saying so instead of a table of zeros; its problems say
+    why."""
+    for summary in summaries:
+        if summary.status == CORRUPT:
+            console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: its "
+                          "files fail their checks, no figures")
+        elif summary.sent is None:
+            console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: no figures")
+        else:
+            console.print(run_table(summary))
+        for style, mark, lines in (("red", "!", summary.problems),
+                                   ("yellow", "!", summary.warnings),
+                                   ("dim", "·", summary.notes)):
+            for line in lines:
+                console.print(f"  [{style}]{mark} {markup(line)}[/]", soft_wrap=True,
+                              highlight=False)
+        note = summary.broker.note
+        if note:
+            console.print(f"  note: {markup(note)}", soft_wrap=True)
