@@ -248,7 +248,7 @@ class RunSummary(Versioned):
     """One run's figures. The analysis writes every field; a run it never analysed
     (failed: nothing recorded; its manifest unreadable: corrupt) has only schema_version,
     run_id, system, params, status and problems, and a run whose files fail their checks
-    (corrupt: not analysed, spark_jobs.integrity) adds load, broker and warnings.
+    (corrupt: not analysed, formats.integrity) adds load, broker and warnings.
 
     Counts and figures exclude the warm-up (the warm-up is excluded by time: messages
     intended before t0 + warmup). A throughput-mode run (load `saturation`, `rate: max`)

@@ -98,7 +98,7 @@ NOT_ANALYSED = ("not analysed: a file that fails its check never feeds a figure;
 
 @dataclass(frozen=True)
 class Checked:
-    """A run dir after the checks made before Spark reads anything (spark_jobs.integrity).
+    """A run dir after the checks made before Spark reads anything (formats.integrity).
 
     damaged: one line per file failing them; the run is then refused whole and the other
     fields stay empty (the manifest too, when it is what failed). Otherwise messages

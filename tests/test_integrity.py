@@ -1,4 +1,4 @@
-"""spark_jobs.integrity and spark_jobs.status: which files of a run may be read, in plain
+"""formats.integrity and formats.status: which files of a run may be read, in plain
 Python on small files (the real runs are in tests/faults/test_corrupt_artifacts.py)."""
 
 from __future__ import annotations
