@@ -16,7 +16,7 @@ every figure lives here.
 `schema_version` (SCHEMA_VERSION) is in every summary object. Bump it when the shape of a
 summary changes in any way a reader can notice: a field added, removed or renamed, a type
 or a unit changed, a field becoming nullable or optional, or a figure changing meaning
-(tests/test_schemas.py fails on a changed shape until the version is bumped and the new
+(tests/test_schema.py fails on a changed shape until the version is bumped and the new
 shape's fingerprint recorded there), then regenerate the schemas with `python -m
 sixnines.formats.schema docs`. Rewording a docstring needs no bump (only the regeneration).
 Files written before the version existed have none; they read as version 1.
