@@ -1,5 +1,5 @@
 """What an agent has written so far and what its filesystem has left, for the live view
-(docs/design.md, "The live view"): the controller warns when a host will fill up before
+(docs/design.md, "Recording in chunks"): the controller warns when a host will fill up before
 the run ends.
 
 Read by the progress thread once a second, so it must cost the loop next to nothing: the

@@ -24,7 +24,7 @@ Plain Python (streamed sha256, pyarrow), run before Spark opens a file:
   FIFO or a device is named for what it is. So no file outside the run is read, and no
   checksum of one is ever printed.
 
-A run with any such problem is `corrupt` (spark_jobs.status) and refused whole: a
+A run with any such problem is `corrupt` (formats.status) and refused whole: a
 damaged consumer file left out would turn its deliveries into lost or unknown ones, a
 damaged producer file every receipt into an unexpected one; figures of another
 experiment than the one run, however plausible.

@@ -5,7 +5,7 @@ docs/summary.schema.json (summary.json, formats.summary) and docs/manifest.schem
     python -m sixnines.formats.schema [DIR]           write both into DIR (default: docs)
     python -m sixnines.formats.schema --check [DIR]   exit 1 naming each stale file there
 
-tests/test_schemas.py fails while a shipped file differs from what its model generates.
+tests/test_schema.py fails while a shipped file differs from what its model generates.
 """
 
 from __future__ import annotations

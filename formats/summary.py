@@ -16,7 +16,7 @@ every figure lives here.
 `schema_version` (SCHEMA_VERSION) is in every summary object. Bump it when the shape of a
 summary changes in any way a reader can notice: a field added, removed or renamed, a type
 or a unit changed, a field becoming nullable or optional, or a figure changing meaning
-(tests/test_schemas.py fails on a changed shape until the version is bumped and the new
+(tests/test_schema.py fails on a changed shape until the version is bumped and the new
 shape's fingerprint recorded there), then regenerate the schemas with `python -m
 sixnines.formats.schema docs`. Rewording a docstring needs no bump (only the regeneration).
 Files written before the version existed have none; they read as version 1.
@@ -248,7 +248,7 @@ class RunSummary(Versioned):
     """One run's figures. The analysis writes every field; a run it never analysed
     (failed: nothing recorded; its manifest unreadable: corrupt) has only schema_version,
     run_id, system, params, status and problems, and a run whose files fail their checks
-    (corrupt: not analysed, spark_jobs.integrity) adds load, broker and warnings.
+    (corrupt: not analysed, formats.integrity) adds load, broker and warnings.
 
     Counts and figures exclude the warm-up (the warm-up is excluded by time: messages
     intended before t0 + warmup). A throughput-mode run (load `saturation`, `rate: max`)

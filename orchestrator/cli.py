@@ -277,23 +277,24 @@ def _broker(args, console: Console) -> int:
     return EXIT_OK
 
 
-#: How long a broker whose input ended waits for the other processes of its PID namespace:
-#: in a container, the broker's end ends the namespace, which its CPU monitor shares, and
-#: the monitor (told by its own input ending) needs a moment to write what it sampled.
-EXIT_WAIT_S = 3.0
+#: The most a broker whose input ended waits for the processes entered into its PID
+#: namespace from outside: in a container, the broker's end ends the namespace, which its
+#: CPU monitor shares, so the broker waits until the monitor (told by its own input, whose
+#: silence may come a beat later) has written what it sampled and gone, however busy the
+#: machine. The bound only keeps a monitor that hangs from holding the broker, and its
+#: port, for good.
+EXIT_WAIT_S = 60.0
+PF_KTHREAD = 0x00200000  # /proc/<pid>/stat flags: a kernel thread
 
 
 def _exit_at_end_of_input() -> None:
     """Exit once standard input ends, or falls silent for SILENCE_S after something came
-    (heartbeats: formats.protocol), and no other process shares our PID namespace (at
-    most `EXIT_WAIT_S` later). A controller starts its builtin brokers with their input a
-    pipe (or channel) from itself, which ends when the controller dies, even on hosts and
-    in containers no guard of its own reaches; a builtin broker keeps no data to write."""
+    (heartbeats: formats.protocol), and no process entered our PID namespace from outside
+    (`_entered_from_outside`, at most `EXIT_WAIT_S`). A controller starts its builtin
+    brokers with their input a pipe (or channel) from itself, which ends when the
+    controller dies, even on hosts and in containers no guard of its own reaches; a
+    builtin broker keeps no data to write."""
     from sixnines.formats.protocol import SILENCE_S
-
-    def alone() -> bool:
-        return not [pid for pid in os.listdir("/proc")
-                    if pid.isdigit() and int(pid) not in (1, os.getpid())]
 
     def watch() -> None:
         heard = False
@@ -301,11 +302,30 @@ def _exit_at_end_of_input() -> None:
                 os.read(sys.stdin.fileno(), 65536):
             heard = True
         deadline = time.monotonic() + EXIT_WAIT_S
-        while not alone() and time.monotonic() < deadline:
+        while _entered_from_outside() and time.monotonic() < deadline:
             time.sleep(0.05)
         os._exit(EXIT_OK)
 
     threading.Thread(target=watch, name="stdin-watch", daemon=True).start()
+
+
+def _entered_from_outside() -> list[int]:
+    """The processes of our PID namespace whose parent is outside it (parent pid 0), but
+    its init and the kernel's threads: in a container, the broker's CPU monitor, which the
+    engine started into the broker's namespace; on a host, none."""
+    entered = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or pid == "1":
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                text = stat.read()
+        except OSError:  # gone meanwhile
+            continue
+        fields = text[text.rindex(b")") + 2:].split()  # after the command name
+        if fields[1] == b"0" and not int(fields[6]) & PF_KTHREAD:
+            entered.append(int(pid))
+    return entered
 
 
 #: -v on every command, before or after its name (`sixnines -v run` = `sixnines run -v`).

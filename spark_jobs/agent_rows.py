@@ -10,7 +10,7 @@ Row kinds (formats.records): a sent message is any producer row, or a requester'
 row (no receive time); a receipt is any consumer row, or a requester's reply row; a timed
 receipt has its receive time.
 
-Warm-up (docs/design.md, "Warm-up"): a receipt's flag is taken from its producer's
+Warm-up (docs/design.md rule 8): a receipt's flag is taken from its producer's
 schedule, `intended < t0 + warmup` on the producer's clock (`RunContext.warmup_ends`),
 because a receiver on another host flags against its own clock; receipts from producers
 the manifest does not place keep their own flag.

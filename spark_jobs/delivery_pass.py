@@ -235,8 +235,8 @@ class Matching:
     Per stream (producer, or connection and producer) a flag per message its producer
     sent, set once received, so a message received again in a later batch is a duplicate
     there too. A receipt of a seq not among the sends given is kept pending while more
-    sends may come (`final=False`: closed chunks analysed while the run goes,
-    docs/design.md, "Analysis") and matched again against the next sends; once they are
+    sends may come (`final=False`: closed chunks, docs/design.md, "Analysis while the run
+    goes") and matched again against the next sends; once they are
     final it is unexpected.
     Counts are of the multiset of receipts, so the order receipts are settled in does not
     change them."""

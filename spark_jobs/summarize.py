@@ -91,7 +91,7 @@ class LogRead:
     """One agent's hlog reduced to what the analysis compares: its measured counts per tag
     (sparse: indices, counts), and for an agent that died, how far its log was written
     (ns since its t0, to the ms of the log's stamps; its last line may be cut short); or
-    why it cannot be read (a damaged file: the run is refused, spark_jobs.integrity)."""
+    why it cannot be read (a damaged file: the run is refused, formats.integrity)."""
 
     tags: dict[str, tuple[np.ndarray, np.ndarray]]
     end_ns: int | None = None

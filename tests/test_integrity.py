@@ -1,4 +1,4 @@
-"""spark_jobs.integrity and spark_jobs.status: which files of a run may be read, in plain
+"""formats.integrity: which files of a run may be read, in plain
 Python on small files (the real runs are in tests/faults/test_corrupt_artifacts.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import pytest
 from sixnines.agents.artifacts import described
 from sixnines.formats import integrity
 from sixnines.formats.manifest import Manifest
-from sixnines.formats.status import rank, worst
 
 
 def _run(tmp_path: Path, **record) -> tuple[Path, Manifest]:
@@ -98,11 +97,3 @@ def test_a_manifest_that_is_not_text_is_named(tmp_path):
     (tmp_path / "manifest.json").write_bytes(b'{"run_id": "\xff"}')
     with pytest.raises(integrity.Damaged, match=r"manifest\.json: not valid JSON"):
         integrity.read_manifest(tmp_path)
-
-
-def test_statuses_best_to_worst():
-    assert [rank(s) for s in ("ok", "partial", "failed", "corrupt")] == [0, 1, 2, 3]
-    assert rank("running") == rank(None) == rank("failed")
-    assert worst("ok", "partial") == "partial"
-    assert worst("corrupt", "failed") == "corrupt"
-    assert worst("running", "partial") == "running"  # the analysis never renames a status

@@ -32,7 +32,7 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
     never outlives the controller: an interrupt stops it, and so does the controller's
     death (launchers.guard). Runs that failed outright recorded nothing: they are
     summarised from their manifests. A manifest that cannot be read goes to the job too,
-    which refuses it in one line (status corrupt, spark_jobs.integrity).
+    which refuses it in one line (status corrupt, formats.integrity).
     """
     recorded = [d for d in run_dirs if _recorded(d)]
     results = _run_spark_job(recorded, spark_master, log_path, window) if recorded else {}

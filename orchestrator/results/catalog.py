@@ -170,7 +170,7 @@ def catalog(root: Path) -> list[Entry]:
 
 
 def _statuses(statuses: Counter) -> str:
-    """Status counts, best first (spark_jobs.status)."""
+    """Status counts, best first (formats.status)."""
     return " ".join(f"[{STATUS_COLOUR.get(status, 'red')}]{count} {markup(status)}[/]"
                     for status, count in sorted(statuses.items(),
                                                 key=lambda item: (rank(item[0]), item[0])))

@@ -34,7 +34,7 @@ difference is larger than the noise both measurements carry:
 Throughput (send_rate, receive_rate) is a count of thousands of messages over a fixed
 duration: its sampling noise is small, so only the relative floor applies; a drop beyond it
 is a regression. Also regressions: a status getting worse (ok → partial → failed →
-corrupt, spark_jobs.status; a corrupt run's files failed their checks, so it has no
+corrupt, formats.status; a corrupt run's files failed their checks, so it has no
 figure to compare), more messages lost, of unknown fate (receivers that died) or
 duplicated than in A, and a run of A missing from B. Runs only in B, a
 status getting better and new warnings are reported as notes.

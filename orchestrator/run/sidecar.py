@@ -8,8 +8,9 @@ run is then analysed whole with the others, as without it.
   then, in its own process without Spark, for runs of at most END_RECORDS planned
   records (larger ones go to Spark, faster there). Nothing runs beside the agents' loops.
 - `live`: it folds closed chunks while the run goes, so a long run's report is there
-  moments after it ends. Measured on 2 cores, that work beside the loops tripled the p99
-  of a 40k msg/s tcp run: opt in on machines with cores to spare.
+  moments after it ends. That work beside the loops took the p99 of a 40k msg/s tcp run to
+  2.2× (docs/performance.md, "The sidecar against measured latency"): opt in on machines
+  with cores to spare.
 - `0`: no sidecar; every run goes to Spark.
 It is one of the controller's process groups: the guard stops it if the controller dies
 (launchers.guard), and it also ends at the end of its input.

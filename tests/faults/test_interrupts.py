@@ -63,6 +63,22 @@ def started(tmp_path: Path, controller: Sixnines, timeout_s: float = 90) -> Path
     raise AssertionError(f"the run did not start:\n{controller.stderr}")
 
 
+def recording(run_dir: Path, agents: tuple[str, ...] = ("producer-0", "consumer-0"),
+              chunks: int = 1, timeout_s: float = 90) -> dict[str, int]:
+    """Once each of `agents` has closed `chunks` chunks (its index lists them: a second of
+    records each at most): the rows each index lists then. What "mid-run" means to a test,
+    however busy the machine: the agents are measuring, and something is on disk."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        listed = {agent: read_index(run_dir / "agents" / agent) for agent in agents}
+        if all(len(index) >= chunks for index in listed.values()):
+            return {agent: sum(chunk["rows"] for chunk in index)
+                    for agent, index in listed.items()}
+        assert time.monotonic() < deadline, f"no {chunks} chunk(s) within {timeout_s} s: " \
+                                            f"{ {a: len(i) for a, i in listed.items()} }"
+        time.sleep(0.1)
+
+
 def manifest_of(run_dir: Path) -> dict:
     return json.loads((run_dir / "manifest.json").read_text())
 
@@ -89,7 +105,7 @@ def assert_data_on_disk_accounted(run_dir: Path) -> None:
 def test_sigterm_mid_run_behaves_as_ctrl_c(tmp_path):
     controller = Sixnines("run", str(scenario(tmp_path)), "--output", "out", cwd=tmp_path)
     run_dir = started(tmp_path, controller)
-    time.sleep(2)
+    recording(run_dir)
     tree = controller.snapshot()
     assert any(SIDECAR in command_line(pid) for pid in tree)  # the run's analysis sidecar
     controller.process.send_signal(signal.SIGTERM)
@@ -124,7 +140,7 @@ def test_an_interrupt_loses_only_messages_not_yet_sent(tmp_path, spark, broker, 
     controller = Sixnines("run", str(scenario(tmp_path, broker, driver, consumers=2)),
                           "--output", "out", cwd=tmp_path)
     run_dir = started(tmp_path, controller, timeout_s=180)
-    time.sleep(3)
+    listed = recording(run_dir, ("producer-0",))
     tree = controller.snapshot()
     controller.process.send_signal(how)
     code, _, err = controller.finish()
@@ -135,7 +151,7 @@ def test_an_interrupt_loses_only_messages_not_yet_sent(tmp_path, spark, broker, 
     assert manifest["status"] == "partial"
     agents = run_dir / "agents"
     sent = messages(agents / "producer-0")
-    assert len(sent) > 1000
+    assert len(sent) >= listed["producer-0"] > 0
     for consumer in ("consumer-0", "consumer-1"):
         entry = next(e for e in manifest["agents"] if e["id"] == consumer)
         assert (entry["status"], entry.get("cut_short")) == ("ok", None), entry
@@ -154,7 +170,7 @@ def test_ctrl_c_three_times_keeps_every_file_on_disk(tmp_path, spark):
     controller = Sixnines("run", str(scenario(tmp_path, rate="20k")), "--output", "out",
                           cwd=tmp_path)
     run_dir = started(tmp_path, controller)
-    time.sleep(3)
+    recording(run_dir)
     tree = controller.snapshot()
     for _ in range(3):
         controller.process.send_signal(signal.SIGINT)
@@ -199,7 +215,7 @@ def test_sigkill_of_the_controller_leaves_nothing_running_and_report_recovers(
     controller = Sixnines("run", str(scenario(tmp_path, broker, driver)), "--output", "out",
                           cwd=tmp_path)
     run_dir = started(tmp_path, controller, timeout_s=180)
-    time.sleep(2)
+    recording(run_dir)
     tree = controller.snapshot()
     assert len(tree) >= 4  # guard, broker, producer, consumer (and a monitor)
     assert any(SIDECAR in command_line(pid) for pid in tree)
@@ -240,7 +256,7 @@ def test_the_controller_killed_with_its_agents_leaves_their_chunks_to_analyse(tm
     writers finish them), and counts nothing lost."""
     controller = Sixnines("run", str(scenario(tmp_path)), "--output", "out", cwd=tmp_path)
     run_dir = started(tmp_path, controller)
-    time.sleep(4)
+    listed = recording(run_dir, chunks=2)
     tree = controller.snapshot()
     agents = {name: pid_logging_to(run_dir / "agents" / name / "agent.log")
               for name in ("producer-0", "consumer-0")}
@@ -253,7 +269,7 @@ def test_the_controller_killed_with_its_agents_leaves_their_chunks_to_analyse(tm
     assert not any((folder / "done.json").exists() for folder in folders.values())
     chunks = {name: len(read_index(folder)) for name, folder in folders.items()}
     sent, got = (messages(folders[name]) for name in agents)
-    assert min(chunks.values()) >= 2 and len(sent) > 4000
+    assert min(chunks.values()) >= 2 and len(sent) >= listed["producer-0"] > 0
 
     report = Sixnines("report", results_of(run_dir), cwd=tmp_path)
     code, _, err = report.finish(timeout_s=300)
@@ -278,7 +294,6 @@ def test_report_and_collect_refuse_a_run_still_going(tmp_path):
     line (exit 2) and leave its manifest alone; once it has ended, `report` takes it."""
     controller = Sixnines("run", str(scenario(tmp_path)), "--output", "out", cwd=tmp_path)
     run_dir = started(tmp_path, controller)
-    time.sleep(1)
     for command in ("report", "collect"):
         for target in (results_of(run_dir), str(run_dir.relative_to(tmp_path))):
             done = subprocess.run([sys.executable, "-m", "sixnines", command, target],

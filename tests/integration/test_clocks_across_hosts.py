@@ -82,7 +82,8 @@ def test_cross_host_latency_is_corrected_and_reported_with_its_bound(bed, tmp_pa
     skewed = [a["clock"] for a in manifest["agents"] if a["host"] == "h2"]
     assert 0 < bound <= max(c.get("domain_uncertainty_ns", c["uncertainty_ns"])
                             for c in skewed) * 2
-    # corrected, the cross-clock latencies are loopback latencies, not ±7 s
+    # corrected, the cross-clock latencies are loopback latencies, not ±7 s (the bound
+    # is half the skew: a stalled machine may add a second to the max, never seven)
     latency = summary["latency_us"]
     assert latency["count"] == 4000
-    assert 0 < latency["p50"] < 50_000 and latency["max"] < 1_000_000
+    assert 0 < latency["p50"] < 50_000 and latency["max"] < SKEW_S * 1e6 / 2

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from sixnines.formats.lag import LagCause
+from sixnines.formats.summary import SATURATED_LAG_P99_US, SATURATED_RATE_SHARE
 from sixnines.spark_jobs.analyze import analyze_run
+from tests.faults.test_interrupts import recording
 from tests.integration.support import RecordingView, execute, external_broker, points
 
 pytestmark = pytest.mark.integration
@@ -118,16 +120,16 @@ systems: [{name: tcp, driver: tcp}]
 workload: {message_size: 64, rate: 1000, duration: 60s, warmup: 0s}
 """)
     process = sixnines("run", "long.yaml", "--output", "out", cwd=tmp_path)
-    manifest_glob = "long/*/01-tcp/agents/producer-0/agent.log"
     deadline = time.monotonic() + 60
-    while not list((tmp_path / "out").glob(manifest_glob)) and time.monotonic() < deadline:
+    while not (found := list((tmp_path / "out").glob("long/*/01-tcp"))):
+        assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.1)
-    time.sleep(3)  # agents ready and sending
+    run_dir = found[0]
+    recording(run_dir, ("producer-0",))  # ready and sending
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=60)
     assert process.returncode == 130, err
     assert "interrupted" in err and "sixnines report" in err
-    run_dir = next((tmp_path / "out").glob("long/*/01-tcp"))
     manifest = json.loads((run_dir / "manifest.json").read_text())
     assert manifest["status"] == "partial"
     assert any("Ctrl-C" in problem for problem in manifest["problems"])
@@ -153,20 +155,33 @@ workload: {message_size: 64, rate: 20M, duration: 50ms, warmup: 0s}
     assert any("generator saturated" in warning for warning in summary["warnings"])
 
 
-def test_a_healthy_run_has_no_saturation_warning(tmp_path, spark):
-    """500 msg/s is nothing for one process; but on a shared 2-core machine under heavy
-    load the scheduler can hold a sender back for milliseconds, and then a warning is
-    right, and says the machine was busy. So up to three attempts: a warning blaming the
-    generator or the system every time is the defect."""
+def kept_its_schedule(summary: dict) -> bool:
+    """What the senders' own figures say: send-lag p99 within SATURATED_LAG_P99_US and at
+    least SATURATED_RATE_SHARE of the rate sent."""
+    return summary["send_lag_us"]["p99"] <= SATURATED_LAG_P99_US and \
+        summary["send_rate"] >= SATURATED_RATE_SHARE * summary["params"]["rate"]
+
+
+def test_a_run_that_kept_its_schedule_has_no_lag_warning(tmp_path, spark):
+    """500 msg/s is nothing for one process, and a run whose senders kept their schedule
+    is warned about no lag. A shared machine can hold a sender back for milliseconds
+    (another job, the VM stalled): that run fell behind, and its warning must name what
+    was measured. So runs until one kept its schedule (at most five); each is checked
+    either way."""
     point = points("""
 name: calm
 systems: [{name: tcp, driver: tcp}]
 workload: {message_size: 64, rate: 500, duration: 1s, warmup: 0s}
 """)[0]
-    seen = []
-    for attempt in range(3):
-        execute(point, tmp_path / f"run-{attempt}")
-        seen.append(analyze_run(spark, tmp_path / f"run-{attempt}")["warnings"])
-        if not any(w.startswith((LagCause.GENERATOR, LagCause.SYSTEM)) for w in seen[-1]):
+    for attempt in range(5):
+        run_dir = tmp_path / f"run-{attempt}"
+        execute(point, run_dir)
+        summary = analyze_run(spark, run_dir)
+        warned = [w for w in summary["warnings"] if w.startswith(tuple(LagCause))]
+        if kept_its_schedule(summary):  # a crowded placement's note may stay: no lag
+            assert all("(expect send-lag tails" in w for w in warned), summary["send_lag_us"]
             return
-    pytest.fail(f"every attempt warned: {seen}")
+        assert any("send lag p99 is" in w or "msg/s scheduled" in w for w in warned), \
+            (summary["send_lag_us"], summary["send_rate"], summary["warnings"])
+    pytest.skip("no run of five kept a 500 msg/s schedule on this machine (too busy to "
+                "judge a healthy run); each was warned of its lag")

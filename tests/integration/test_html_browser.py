@@ -27,7 +27,7 @@ import pytest
 
 from sixnines.orchestrator.reports import write_reports
 from sixnines.orchestrator.reports.svg import AREA_W
-from tests.test_html_report import parsed, synthetic_results
+from tests.test_reports_html import parsed, synthetic_results
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 TIMEOUT_S = 60

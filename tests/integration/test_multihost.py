@@ -24,6 +24,7 @@ import pytest
 import yaml
 from rich.console import Console
 
+from sixnines.formats.chunks import read_index
 from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.launchers.ssh import SshLauncher
@@ -123,17 +124,32 @@ def test_three_hosts_give_the_results_of_a_local_run(bed, tmp_path, spark):
     assert not list(remote_runs.glob("*/agents/*")) and not list(remote_runs.glob("*/broker"))
 
 
+def recorded(output: Path, agent: str, timeout_s: float = 120) -> bool:
+    """Whether, within `timeout_s`, the run in `output` started and `agent` closed a chunk
+    where it writes (`files_at`: the test bed's hosts share this file system): measuring,
+    with something on disk, however busy the machine."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for path in output.glob("multihost/*/01-tcp/manifest.json"):
+            try:
+                manifest = json.loads(path.read_text())
+            except ValueError:  # being replaced
+                continue
+            where = [a["files_at"]["dir"] for a in manifest["agents"]
+                     if a["id"] == agent and a.get("files_at")]
+            if "started_at_ns" in manifest and where and read_index(Path(where[0])):
+                return True
+        time.sleep(0.1)
+    return False
+
+
 def test_ctrl_c_stops_every_remote_process_and_keeps_their_data(bed, tmp_path):
     path = scenario_file(tmp_path, bed, systems="[{name: tcp, driver: tcp}]", duration="60s",
                          placement="{broker: h1, agents: [h2, h3]}")
     process = subprocess.Popen([sys.executable, "-m", "sixnines", "run", str(path),
                                 "--no-analysis"], cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and sum(
-            "-m sixnines.agents" in _cmdline(pid) for pid in processes_left(bed)) < 4:
-        time.sleep(0.2)
-    time.sleep(4)  # started and sending
+    assert recorded(tmp_path / "runs", "producer-0"), "the run did not start"
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=90)
     assert process.returncode == 130, err
@@ -157,21 +173,15 @@ def test_a_host_that_dies_mid_run_leaves_the_others_data_marked_partial(bed, tmp
     killed: list[int] = []
 
     def kill_h3_when_running() -> None:
-        """Wait for h3's agents, let the schedule start, then kill every process in the
-        host (its sshd sessions and the agents): the host is gone."""
-        deadline = time.monotonic() + 120
+        """Once h3's producer has recorded, kill every process in the host (its sshd
+        sessions and the agents): the host is gone."""
         inode = {ino for name, ino in _namespaces(bed).items() if name.endswith(h3.name)}
         sshd = int((bed.dir / h3.name / "sshd.pid").read_text())
-        while time.monotonic() < deadline:
-            agents = [p for p in pids_in_namespaces(inode) if "agents" in _cmdline(p)]
-            if len(agents) == 2:
-                time.sleep(3.0)
-                for pid in pids_in_namespaces(inode):
-                    if pid != sshd:
-                        os.kill(pid, signal.SIGKILL)
-                        killed.append(pid)
-                return
-            time.sleep(0.1)
+        if recorded(tmp_path / "runs", "producer-1"):
+            for pid in pids_in_namespaces(inode):
+                if pid != sshd:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
 
     killer = threading.Thread(target=kill_h3_when_running, daemon=True)
     killer.start()
@@ -179,7 +189,7 @@ def test_a_host_that_dies_mid_run_leaves_the_others_data_marked_partial(bed, tmp
     outcome, log = run(path)
     elapsed = time.monotonic() - started
     killer.join(5)
-    assert killed, "h3's agents never appeared"
+    assert killed, "h3's producer never recorded"
     assert outcome.statuses == ["partial"], log
     assert elapsed < 60, f"the run took {elapsed:.0f} s after losing a host"
     (manifest,) = manifests(outcome)
@@ -248,10 +258,3 @@ def _namespaces(bed: Testbed) -> dict[str, int]:
     from tests.integration.testbed import namespace_inodes
 
     return namespace_inodes(bed.prefix)
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""

@@ -78,14 +78,21 @@ def test_a_chunk_changed_after_the_sidecar_read_it_makes_the_run_corrupt(tmp_pat
     controller = Sixnines("run", str(scenario(tmp_path, duration="8s")), cwd=tmp_path,
                           env={**STREAMING, "SIXNINES_FOLLOW": "live"})
     deadline = time.monotonic() + 120
-    while True:  # the consumer's first chunks closed, and the sidecar given time to read
+    folds_before = None  # the sidecar's folds when the consumer's first chunk was listed
+
+    def folds() -> int:
+        log = run_dir_of(tmp_path) / "sidecar.log"
+        return log.read_text().count("folded") if log.exists() else 0
+
+    while True:  # the second fold begun after it was listed has read it
         folders = list((tmp_path / "out").glob("followed/*/01-tcp/agents/consumer-0"))
-        if folders and len(read_index(folders[0])) >= 3:
+        if folds_before is None and folders and read_index(folders[0]):
+            folds_before = folds()
+        if folds_before is not None and folds() >= folds_before + 2:
             break
         assert time.monotonic() < deadline and controller.process.poll() is None, \
             controller.stderr
         time.sleep(0.1)
-    time.sleep(1.5)
     chunk = folders[0] / read_index(folders[0])[0]["file"]
     data = bytearray(chunk.read_bytes())
     data[len(data) // 2] ^= 0xFF

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.reports import write_reports
-from tests.test_html_report import series, summary
+from tests.test_reports_html import series, summary
 
 
 def _side(mean: float, cores: float) -> dict:

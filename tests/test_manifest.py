@@ -1,0 +1,60 @@
+"""The run manifest's model (formats.manifest): older manifests read with their fallbacks, one
+that breaks the model is a one-line refusal, and what the controller writes validates."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sixnines.formats import manifest
+from sixnines.formats.integrity import Damaged, read_manifest
+from sixnines.formats.manifest import AgentEntry, Clock, Manifest
+from sixnines.orchestrator.run.manifest import new_manifest
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import parse_scenario
+from tests.result_schemas import MANIFEST, violations
+
+SCENARIO = """
+name: s
+systems: [{name: tcp, driver: tcp, broker: builtin}]
+workload: {message_size: 64, rate: 1000, duration: 1s}
+"""
+
+
+def test_an_older_manifest_reads_with_the_promised_fallbacks(tmp_path):
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"run_id": "01", "status": "ok", "shiny": {"new": True},
+         "agents": [{"id": "p", "role": "producer", "clock": {"uncertainty_ns": 9}}]}))
+    found = read_manifest(tmp_path)
+    assert found.throughput_window == 100 and found.workload.connections == 1
+    assert found.workload.warmup_ns == 0 and found.cross_host_latency is False
+    agent = found.agents[0]
+    assert agent.clock.domain is None and agent.clock.bound_ns == 9
+    assert agent.first_id is None and agent.artifacts == {}
+    # rewritten (recovery), it keeps every key it had and adds none but its version
+    assert found.as_json() == {"schema_version": manifest.SCHEMA_VERSION, "run_id": "01",
+                               "status": "ok", "shiny": {"new": True},
+                               "agents": [{"id": "p", "role": "producer",
+                                           "clock": {"uncertainty_ns": 9}}]}
+
+
+def test_a_manifest_that_breaks_the_model_is_one_line_refusal(tmp_path):
+    (tmp_path / "manifest.json").write_text(
+        '{"run_id": "01", "status": "ok", "agents": [{"id": "p", "sent": "many"}]}')
+    with pytest.raises(Damaged) as caught:
+        read_manifest(tmp_path)
+    assert caught.value.problems == [
+        f"{tmp_path / 'manifest.json'}: not a sixnines manifest (`agents[0].sent`: Input "
+        "should be a valid integer, unable to parse string as an integer): edited or damaged"]
+
+
+def test_a_manifest_as_the_controller_first_writes_it_validates():
+    point = expand(parse_scenario(SCENARIO))[0]
+    written = new_manifest(point, "s").model_copy(update=dict(
+        placement={}, cross_host_latency=False, hosts={}, cpu_sample_ns=10**9,
+        throughput_window=100, monitor=None,
+        agents=[AgentEntry(id="producer-0", role="producer", clock=Clock())]))
+    assert violations(json.loads(written.text()), MANIFEST) == []
+    bare = json.loads(Manifest(run_id="01", agents=[{"id": "p"}]).text())
+    assert "(top): 'sixnines' is a required property" in violations(bare, MANIFEST)
