@@ -377,7 +377,7 @@ def test_a_dead_kafka_consumer_of_several_partitions_is_unknown_not_lost(tmp_pat
     """Kafka with several partitions hands a consumer its partitions' messages in its own
     interleaving (each sender writes one partition, so order holds only per producer):
     the horizon rule, per producer and on time, not sequence, still finds nothing lost.
-    (Reordering within a producer's stream: tests/test_accounting.py.)"""
+    (Reordering within a producer's stream: tests/test_delivery.py.)"""
     monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
     workload = ("{message_size: 64, rate: 1000, duration: 4s, warmup: 0s, drain: 5s, "
                 "producers: 2, consumers: 2}")
