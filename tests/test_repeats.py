@@ -21,6 +21,7 @@ from sixnines.orchestrator.results.console_tables import print_tables
 from sixnines.orchestrator.results.repeats import repeated_cases
 from sixnines.spark_jobs.histograms import Buckets
 from sixnines.spark_jobs.summarize import metric_summary
+from tests.test_summary import analysed
 
 PARAMS = {"mode": "one-way", "message_size": 64, "rate": 1000.0, "schedule": "fixed"}
 
@@ -41,13 +42,16 @@ def repeat(tmp_path, run_id: str, system: str, number: int, values: np.ndarray,
     (tmp_path / run_id / REPORT_DIR).mkdir(parents=True)
     write_histograms(tmp_path / run_id / REPORT_DIR / HISTOGRAMS_FILE,
                      {name: vars(buckets) for name, buckets in metrics.items()})
-    return RunSummary(
-        run_id=run_id, system=system, params=PARAMS, status="ok", problems=[],
-        repeat=Repeat(number=number, of=2, case="message_size=64"), load="open-loop",
-        sent=len(values), received=len(values), delivered=len(values), lost=0, unknown=0,
-        duplicated=0, reordered=0, unexpected=0, send_rate=rate, receive_rate=rate - 1,
-        **{name.summary_field: metric_summary(buckets.metric())
-           for name, buckets in metrics.items()})
+    whole = analysed()  # every field, as the analysis writes them
+    for name, value in {
+            "run_id": run_id, "system": system, "params": PARAMS,
+            "repeat": Repeat(number=number, of=2, case="message_size=64"),
+            **dict.fromkeys(("sent", "received", "delivered"), len(values)),
+            "send_rate": rate, "receive_rate": rate - 1,
+            **{name.summary_field: metric_summary(buckets.metric())
+               for name, buckets in metrics.items()}}.items():
+        setattr(whole, name, value)
+    return whole
 
 
 def two_systems(tmp_path) -> tuple[list[RunSummary], dict[str, np.ndarray]]:

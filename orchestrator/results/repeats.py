@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import fmean
 
+from sixnines.formats.document import Document
 from sixnines.formats.layout import HISTOGRAMS_FILE, REPORT_DIR
 from sixnines.formats.load import METRICS, run_load
 from sixnines.formats.run_files import RefusedPath, file_under
@@ -22,15 +23,16 @@ from sixnines.formats.run_histograms import HistogramsRefused, read_histograms
 from sixnines.formats.status import OK, worst
 from sixnines.formats.summary import (
     RATES_SPREAD,
-    Figures,
+    LatencyPairs,
     RepeatedCase,
     RunSummary,
     Spread,
+    Warmup,
 )
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.results.store import FIGURE_KEYS
 from sixnines.spark_jobs.histograms import Buckets
-from sixnines.spark_jobs.summarize import metric_summary
+from sixnines.spark_jobs.summarize import MetricCounts, metric_summary, out_of_range
 
 COUNTS = ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
           "unexpected")
@@ -100,28 +102,35 @@ def _count(run: RunSummary, metric: str) -> int | None:
 
 def _merged(run_id: str, runs: list[RunSummary], analysed: list[RunSummary],
             histograms: dict[str | None, dict]) -> RunSummary:
-    """The case as one run (formats.summary.RepeatedCase.merged); every field given, so
-    it is written whole, as an analysed run's summary is."""
+    """The case as one run (formats.summary.RepeatedCase.merged), every field given so it
+    is written whole, as an analysed run's summary is."""
     first = runs[0]
-    fields = {name: getattr(RunSummary(), name) for name in RunSummary.model_fields}
-    merged = RunSummary(**{
-        **fields, "run_id": run_id, "system": first.system, "params": first.params,
-        "repeat": None, "load": run_load(first), "broker": first.broker,
-        "status": worst(*(run.status for run in runs)),
-        "problems": [f"{run.run_id}: {run.status}" for run in runs if run.status != OK]})
-    if not analysed:
-        return merged
-    for name in COUNTS:
-        setattr(merged, name, sum(getattr(run, name) or 0 for run in analysed))
-    for name in RATES:
-        rates = [getattr(run, name) for run in analysed if getattr(run, name) is not None]
-        setattr(merged, name, fmean(rates) if rates else None)
-    parts = list(histograms.values())
-    for metric in Metric:
-        buckets = [Buckets(**part[metric]) for part in parts if metric in part]
-        figures = metric_summary(Buckets.merged(buckets).metric()) if buckets else Figures()
-        setattr(merged, metric.summary_field, figures)
-    return merged
+    merged = RunSummary(
+        run_id=run_id, system=first.system, params=first.params, load=run_load(first),
+        broker=first.broker, status=worst(*(run.status for run in runs)),
+        problems=[f"{run.run_id}: {run.status}" for run in runs if run.status != OK])
+    if analysed:
+        for name in COUNTS:
+            setattr(merged, name, sum(getattr(run, name) or 0 for run in analysed))
+        for name in RATES:
+            rates = [getattr(run, name) for run in analysed if getattr(run, name) is not None]
+            setattr(merged, name, fmean(rates) if rates else None)
+        merged.warmup = Warmup(**_summed([run.warmup for run in analysed]))
+        merged.latency_pairs = LatencyPairs(**_summed([run.latency_pairs for run in analysed]))
+        metrics = {metric: Buckets.merged(parts).metric() for metric in Metric
+                   if (parts := [Buckets(**found[metric]) for found in histograms.values()
+                                 if metric in found])}
+        for metric in Metric:
+            setattr(merged, metric.summary_field,
+                    metric_summary(metrics.get(metric) or MetricCounts()))
+        merged.out_of_range = out_of_range(metrics)
+    return RunSummary.model_validate(merged.model_dump(mode="json", by_alias=True))
+
+
+def _summed(documents: list[Document]) -> dict[str, int]:
+    """Each count field of `documents` (of one model) summed."""
+    return {name: sum(getattr(document, name) for document in documents)
+            for name in type(documents[0]).model_fields}
 
 
 def _spread(analysed: list[RunSummary]) -> dict[str, dict[str, Spread]]:
