@@ -146,6 +146,7 @@ def _report(args, console: Console) -> int:
     from sixnines.orchestrator.results.collect import unfetched_hosts
     from sixnines.orchestrator.results.console_tables import print_tables
     from sixnines.orchestrator.results.recovery import recover
+    from sixnines.orchestrator.results.repeats import repeated_cases
     from sixnines.orchestrator.results.store import find_run_dirs, scenario_of
     from sixnines.orchestrator.run.interrupts import describe, exit_code
 
@@ -166,8 +167,10 @@ def _report(args, console: Console) -> int:
         _say(console, f"{describe(exc)} during the analysis: nothing more was written; run "
                       f"`sixnines report {args.dir}` again to analyse it")
         return exit_code(exc)
-    written = single or write_results(results_dir, scenario_of(run_dirs), summaries, console)
-    print_tables(summaries, console)
+    cases = [] if single else repeated_cases(results_dir, summaries)
+    written = single or write_results(results_dir, scenario_of(run_dirs), summaries, console,
+                                      cases=cases)
+    print_tables(summaries, console, cases)
     print(args.dir)
     all_ok = all(s.status == "ok" for s in summaries)
     return EXIT_OK if all_ok and written else EXIT_NOT_OK

@@ -22,7 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
-from sixnines.orchestrator.scenario.fields import Messages, Name, SampleInterval, Text
+from sixnines.orchestrator.scenario.fields import (
+    MAX_REPEATS,
+    Messages,
+    Name,
+    Repeats,
+    SampleInterval,
+    Text,
+)
 from sixnines.orchestrator.scenario.hosts import (
     LOCAL,
     MAX_HOSTS,
@@ -109,6 +116,10 @@ class Scenario(BaseModel):
     """dedicated: each busy-waiting loop runs on a CPU of its own, everything else sixnines
     runs on that host keeps off it (when the host has a CPU to spare); shared: the kernel
     places everything."""
+    repeat: Repeats = 1
+    """How many times every case runs, interleaved (all cases once, then all again), so
+    the machine's drift spreads over all of them; the results merge each case's repeats
+    and say how far they spread (orchestrator.results.repeats)."""
 
     @field_validator("systems")
     @classmethod
@@ -222,22 +233,26 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
 MAX_RUNS = 10_000
 
 
-def run_count(systems: int, specs: Iterable[WorkloadSpec]) -> int:
-    """Runs of `systems` systems over every point of `specs`, without expanding them."""
-    return systems * sum(spec.points for spec in specs)
+def run_count(systems: int, specs: Iterable[WorkloadSpec], repeat: int = 1) -> int:
+    """Runs of `systems` systems over every point of `specs`, each `repeat` times, without
+    expanding them."""
+    return systems * sum(spec.points for spec in specs) * repeat
 
 
 def _run_count_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:
     """A matrix of more than `MAX_RUNS` runs, counted without making a single point."""
     systems = doc.data.get("systems")
     count = len(systems) if isinstance(systems, list) else 1
-    runs = run_count(count, (spec for _, spec in specs))
+    given = doc.data.get("repeat")
+    repeat = given if isinstance(given, int) and 1 <= given <= MAX_REPEATS else 1
+    runs = run_count(count, (spec for _, spec in specs), repeat)
     if runs <= MAX_RUNS:
         return []
     where = ("cases",) if "cases" in doc.data else ("workload",)
-    message = (f"{runs:,} runs ({count} system(s) × {runs // count:,} workload points) are "
-               f"more than the limit of {MAX_RUNS:,}: sweep fewer values, or split the "
-               "scenario into several files")
+    times = f" × {repeat} repeats" if repeat > 1 else ""
+    message = (f"{runs:,} runs ({count} system(s) × {runs // count // repeat:,} workload "
+               f"points{times}) are more than the limit of {MAX_RUNS:,}: sweep fewer "
+               "values, or split the scenario into several files")
     return [Problem(format_path(where), doc.line_of(where), message)]
 
 
