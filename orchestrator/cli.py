@@ -219,6 +219,33 @@ def _runs(args, console: Console) -> int:
     return EXIT_OK
 
 
+def _hosts_check(args, console: Console) -> int:
+    from sixnines.orchestrator.plan.hosts_check import (
+        Bundled,
+        check_hosts,
+        load_target,
+        needs_of,
+        summary,
+    )
+    from sixnines.orchestrator.scenario.recipes import RecipeError
+
+    hosts, scenario = load_target(args.file)
+    if not hosts:
+        _say(console, f"{args.file}: names no hosts to check (an inventory lists them "
+                      "under hosts:)")
+        return EXIT_BAD_INPUT
+    try:
+        needs = needs_of(scenario)
+    except RecipeError as exc:
+        _say(console, f"{args.file}: {exc}")
+        return EXIT_BAD_INPUT
+    verdicts = check_hosts(hosts, needs, Bundled.here())
+    for verdict in verdicts:
+        print(printable_lines(verdict.line()), flush=True)
+    _say(console, summary(verdicts))
+    return EXIT_OK if all(verdict.ok for verdict in verdicts) else EXIT_NOT_OK
+
+
 #: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
 #: (and `inf` would turn every check off).
 MAX_THRESHOLD_PCT = 1000.0
@@ -419,6 +446,25 @@ def parser() -> argparse.ArgumentParser:
                       help="where results are (default: ./runs)")
     runs.add_argument("--json", action="store_true", help="print the list as JSON")
     runs.set_defaults(handler=_runs)
+
+    hosts = commands.add_parser(
+        "hosts", parents=[VERBOSE], help="check the hosts of an inventory or scenario")
+    host_commands = hosts.add_subparsers(dest="hosts_command", required=True)
+    check = host_commands.add_parser(
+        "check", parents=[VERBOSE], help="check every host in parallel before a run",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=(
+            "Reach every host of FILE at once, as a run does (host keys checked against\n"
+            "known_hosts), and check what a run needs there: Python and the sixnines\n"
+            "bundle, free disk in its work directory, cores, its clock against this one,\n"
+            "the programs of the broker recipes it starts, ports on its address. One line\n"
+            "per host on stdout. A scenario's hosts (its inventory's too) are checked\n"
+            "against its plan; an inventory's against the minimum a run needs.\n"
+            "Exit 0: every host ok; 1: a host has a problem (named); 2: bad input.\n\n"
+            "examples:\n  sixnines hosts check lab/hosts.yaml\n"
+            "  sixnines hosts check nightly.yaml   # its hosts, against its plan"))
+    check.add_argument("file", help="an inventory (hosts: [...]) or a scenario")
+    _recipe_option(check)
+    check.set_defaults(handler=_hosts_check)
 
     agent = commands.add_parser(
         "agent", parents=[VERBOSE], help="run an agent (driven over stdin/stdout)")
