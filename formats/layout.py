@@ -9,6 +9,7 @@
   <run-id>/                     a run directory
     manifest.json               MANIFEST_FILE: what ran, where, how it went
     controller.lock             LOCK_FILE: held while the run's controller lives
+    pruned.json                 PRUNED_FILE: the raw chunks `sixnines prune` removed
     sidecar.log                 SIDECAR_LOG: the analysis sidecar's output
     broker/, broker.log         BROKER_DIR, BROKER_LOG: a broker sixnines started: its
                                 data, its output
@@ -46,6 +47,7 @@ PAGE_FILE = "index.html"
 # a run directory
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = "controller.lock"
+PRUNED_FILE = "pruned.json"
 SIDECAR_LOG = "sidecar.log"
 BROKER_DIR = "broker"
 BROKER_LOG = "broker.log"

@@ -141,6 +141,7 @@ def _run(args, console: Console) -> int:
 
 
 def _report(args, console: Console) -> int:
+    from sixnines.formats.pruned import read_pruned
     from sixnines.orchestrator.reports import write_results
     from sixnines.orchestrator.results.analysis import analyse
     from sixnines.orchestrator.results.collect import unfetched_hosts
@@ -154,6 +155,8 @@ def _report(args, console: Console) -> int:
         if recover(run_dir):
             _say(console, f"{run_dir}: its controller stopped before the run ended; "
                           "recovered from the files its agents wrote")
+        if (pruned := read_pruned(run_dir)) is not None:
+            _say(console, f"{run_dir}: {pruned.note()}")
         if hosts := unfetched_hosts(run_dir):
             _say(console, f"{run_dir}: files of its agents are still on {', '.join(hosts)}; "
                           f"`sixnines collect {run_dir}` fetches them (analysed without)")
@@ -171,6 +174,31 @@ def _report(args, console: Console) -> int:
     print(args.dir)
     all_ok = all(s.status == "ok" for s in summaries)
     return EXIT_OK if all_ok and written else EXIT_NOT_OK
+
+
+def _prune(args, console: Console) -> int:
+    from sixnines.formats.atomic import human_bytes
+    from sixnines.orchestrator.results.prune import prune
+
+    if not args.root.is_dir():
+        _say(console, f"{args.root}: no such directory")
+        return EXIT_BAD_INPUT
+    kept, pruned = prune(args.root, args.keep_raw)
+    for night in pruned:
+        for line in (*night.left_alone, *night.failed):
+            _say(console, line)
+        print(printable_lines(f"{night.path}: {night.files:,} chunk file(s) removed, "
+                              f"{human_bytes(night.reclaimed)} reclaimed"), flush=True)
+    total = sum(night.reclaimed for night in pruned)
+    print(f"reclaimed {human_bytes(total)} ({total:,} bytes) in {len(pruned)} night(s); "
+          f"{len(kept)} newest night(s) keep their raw chunks")
+    return EXIT_NOT_OK if any(night.failed for night in pruned) else EXIT_OK
+
+
+def _non_negative(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number of nights ≥ 0, not {text!r}")
+    return int(text)
 
 
 def _collect(args, console: Console) -> int:
@@ -422,6 +450,20 @@ def parser() -> argparse.ArgumentParser:
         "Exit 0: everything there is here; 1: something is missing or failed its check.")
     collect.add_argument("dir", type=Path, help="a results directory or one run directory")
     collect.set_defaults(handler=_collect)
+
+    prune = commands.add_parser(
+        "prune", parents=[VERBOSE], help="remove older nights' raw chunks, keep the rest",
+        description="Under ROOT, keep the raw per-message chunks of the newest N nights of "
+        "each scenario (a night: a results directory); of older ones, remove only the chunk "
+        "files their agents' chunk indexes list, in analysed runs, keeping summary, report, "
+        "hlogs and manifest. Pruned runs are marked: `report` then keeps their analysis and "
+        "says the raw records were pruned; `compare` works as before. Prints the space "
+        "reclaimed. Exit 0: done; 1: a file could not be removed; 2: bad input. "
+        "Example: sixnines prune runs/nightly --keep-raw 7")
+    prune.add_argument("root", type=Path, metavar="ROOT", help="where the nights are")
+    prune.add_argument("--keep-raw", type=_non_negative, required=True, metavar="N",
+                       help="nights (per scenario, newest first) whose raw chunks stay")
+    prune.set_defaults(handler=_prune)
 
     compare = commands.add_parser(
         "compare", parents=[VERBOSE], help="compare two results (regressions: exit 1)",
