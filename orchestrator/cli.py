@@ -258,6 +258,10 @@ def _hosts_check(args, console: Console) -> int:
     from sixnines.orchestrator.scenario.recipes import RecipeError
 
     hosts, scenario = load_target(args.file)
+    if not hosts and scenario is not None:  # everything on this machine: `validate` checks
+        _say(console, f"{args.file}: the scenario names no hosts besides local: nothing to "
+                      f"check (`sixnines validate {args.file}` checks this machine)")
+        return EXIT_OK
     if not hosts:
         _say(console, f"{args.file}: names no hosts to check (an inventory lists them "
                       "under hosts:)")
