@@ -139,7 +139,9 @@ def check_hosts(hosts: Sequence[HostSpec], needs: Callable[[HostSpec], Needs],
 
 
 def _check_ssh(spec: SshHost, needs: Needs, ours: Bundled) -> Verdict:
-    from sixnines.orchestrator.launchers.ssh import SshLauncher  # paramiko: only when used
+    import paramiko  # only when an SSH host is checked (the `remote` extra)
+
+    from sixnines.orchestrator.launchers.ssh import SshLauncher
 
     verdict = Verdict(spec.name)
     launcher = SshLauncher(spec)
@@ -147,13 +149,14 @@ def _check_ssh(spec: SshHost, needs: Needs, ours: Bundled) -> Verdict:
     marker = f"{workdir}/venvs/{ours.build_id}/COMPLETE" if launcher.needs_bundle else ""
     ask = {"programs": list(needs.programs), "address": launcher.address,
            "ports": needs.ports, "bundle_marker": marker}
+    step = "unreachable"
     try:
         launcher.connect()
-        sent = time.time_ns()
+        step, sent = "python", time.time_ns()
         facts = launcher.python_facts(PROBE, workdir, json.dumps(ask))
         clock = _best_reading(launcher, (facts.get("time_ns"), sent, time.time_ns()))
-    except LaunchError as exc:
-        verdict.problem("unreachable", f"unreachable: {exc}")
+    except (LaunchError, OSError, paramiko.SSHException) as exc:
+        verdict.problem(step, f"{step}: {exc}" if step == "unreachable" else str(exc))
         return verdict
     finally:
         launcher.close()

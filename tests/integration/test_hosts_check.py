@@ -143,3 +143,13 @@ def test_a_bad_inventory_is_refused_with_its_line(tmp_path: Path) -> None:
         f"{path}:3: hosts[1].name: host name 'h1' is given twice")
     path.write_text("hosts: []\n")
     assert "names no hosts" in refused(sixnines("hosts", "check", path))
+
+
+def test_a_python_that_cannot_run_is_named(tmp_path: Path, bed: Testbed) -> None:
+    done = sixnines("hosts", "check", inventory(tmp_path, bed,
+                                                h3={"python": "/nonexistent/bin/python"}))
+    assert done.returncode == 1, done.stdout + done.stderr
+    line = host_lines(done.stdout)["h3"]
+    assert line.startswith("h3 NOT OK: host h3 (") and \
+        "cannot run /nonexistent/bin/python there (exit 127)" in line, line
+    line_with(done.stderr, "1 of 3 host(s) not ok: h3 (python)")
