@@ -10,6 +10,7 @@
                                 and with `repeat` > 1 which repeat (repeat_suffix(k))
     manifest.json               MANIFEST_FILE: what ran, where, how it went
     controller.lock             LOCK_FILE: held while the run's controller lives
+    pruned.json                 PRUNED_FILE: the raw chunks `sixnines prune` removed
     sidecar.log                 SIDECAR_LOG: the analysis sidecar's output
     broker/, broker.log         BROKER_DIR, BROKER_LOG: a broker sixnines started: its
                                 data, its output
@@ -51,6 +52,7 @@ PAGE_FILE = "index.html"
 REPEAT_LABEL = "repeat"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = "controller.lock"
+PRUNED_FILE = "pruned.json"
 SIDECAR_LOG = "sidecar.log"
 BROKER_DIR = "broker"
 BROKER_LOG = "broker.log"

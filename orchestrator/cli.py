@@ -141,6 +141,7 @@ def _run(args, console: Console) -> int:
 
 
 def _report(args, console: Console) -> int:
+    from sixnines.formats.pruned import read_pruned
     from sixnines.orchestrator.reports import write_results
     from sixnines.orchestrator.results.analysis import analyse
     from sixnines.orchestrator.results.collect import unfetched_hosts
@@ -155,6 +156,8 @@ def _report(args, console: Console) -> int:
         if recover(run_dir):
             _say(console, f"{run_dir}: its controller stopped before the run ended; "
                           "recovered from the files its agents wrote")
+        if (pruned := read_pruned(run_dir)) is not None:
+            _say(console, f"{run_dir}: {pruned.note()}")
         if hosts := unfetched_hosts(run_dir):
             _say(console, f"{run_dir}: files of its agents are still on {', '.join(hosts)}; "
                           f"`sixnines collect {run_dir}` fetches them (analysed without)")
@@ -174,6 +177,31 @@ def _report(args, console: Console) -> int:
     print(args.dir)
     all_ok = all(s.status == "ok" for s in summaries)
     return EXIT_OK if all_ok and written else EXIT_NOT_OK
+
+
+def _prune(args, console: Console) -> int:
+    from sixnines.formats.atomic import human_bytes
+    from sixnines.orchestrator.results.prune import prune
+
+    if not args.root.is_dir():
+        _say(console, f"{args.root}: no such directory")
+        return EXIT_BAD_INPUT
+    kept, pruned = prune(args.root, args.keep_raw)
+    for night in pruned:
+        for line in (*night.left_alone, *night.failed):
+            _say(console, line)
+        print(printable_lines(f"{night.path}: {night.files:,} chunk file(s) removed, "
+                              f"{human_bytes(night.reclaimed)} reclaimed"), flush=True)
+    total = sum(night.reclaimed for night in pruned)
+    print(f"reclaimed {human_bytes(total)} ({total:,} bytes) in {len(pruned)} night(s); "
+          f"{len(kept)} newest night(s) keep their raw chunks")
+    return EXIT_NOT_OK if any(night.failed for night in pruned) else EXIT_OK
+
+
+def _non_negative(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number of nights ≥ 0, not {text!r}")
+    return int(text)
 
 
 def _collect(args, console: Console) -> int:
@@ -220,6 +248,37 @@ def _runs(args, console: Console) -> int:
     else:
         print_catalog(entries, args.dir, console)
     return EXIT_OK
+
+
+def _hosts_check(args, console: Console) -> int:
+    from sixnines.orchestrator.plan.hosts_check import (
+        Bundled,
+        check_hosts,
+        load_target,
+        needs_of,
+        summary,
+    )
+    from sixnines.orchestrator.scenario.recipes import RecipeError
+
+    hosts, scenario = load_target(args.file)
+    if not hosts and scenario is not None:  # everything on this machine: `validate` checks
+        _say(console, f"{args.file}: the scenario names no hosts besides local: nothing to "
+                      f"check (`sixnines validate {args.file}` checks this machine)")
+        return EXIT_OK
+    if not hosts:
+        _say(console, f"{args.file}: names no hosts to check (an inventory lists them "
+                      "under hosts:)")
+        return EXIT_BAD_INPUT
+    try:
+        needs = needs_of(scenario)
+    except RecipeError as exc:
+        _say(console, f"{args.file}: {exc}")
+        return EXIT_BAD_INPUT
+    verdicts = check_hosts(hosts, needs, Bundled.here())
+    for verdict in verdicts:
+        print(printable_lines(verdict.line()), flush=True)
+    _say(console, summary(verdicts))
+    return EXIT_OK if all(verdict.ok for verdict in verdicts) else EXIT_NOT_OK
 
 
 #: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
@@ -399,6 +458,20 @@ def parser() -> argparse.ArgumentParser:
     collect.add_argument("dir", type=Path, help="a results directory or one run directory")
     collect.set_defaults(handler=_collect)
 
+    prune = commands.add_parser(
+        "prune", parents=[VERBOSE], help="remove older nights' raw chunks, keep the rest",
+        description="Under ROOT, keep the raw per-message chunks of the newest N nights of "
+        "each scenario (a night: a results directory); of older ones, remove only the chunk "
+        "files their agents' chunk indexes list, in analysed runs, keeping summary, report, "
+        "hlogs and manifest. Pruned runs are marked: `report` then keeps their analysis and "
+        "says the raw records were pruned; `compare` works as before. Prints the space "
+        "reclaimed. Exit 0: done; 1: a file could not be removed; 2: bad input. "
+        "Example: sixnines prune runs/nightly --keep-raw 7")
+    prune.add_argument("root", type=Path, metavar="ROOT", help="where the nights are")
+    prune.add_argument("--keep-raw", type=_non_negative, required=True, metavar="N",
+                       help="nights (per scenario, newest first) whose raw chunks stay")
+    prune.set_defaults(handler=_prune)
+
     compare = commands.add_parser(
         "compare", parents=[VERBOSE], help="compare two results (regressions: exit 1)",
         description="Compare B against the reference A, run by run. A latency percentile is "
@@ -422,6 +495,25 @@ def parser() -> argparse.ArgumentParser:
                       help="where results are (default: ./runs)")
     runs.add_argument("--json", action="store_true", help="print the list as JSON")
     runs.set_defaults(handler=_runs)
+
+    hosts = commands.add_parser(
+        "hosts", parents=[VERBOSE], help="check the hosts of an inventory or scenario")
+    host_commands = hosts.add_subparsers(dest="hosts_command", required=True)
+    check = host_commands.add_parser(
+        "check", parents=[VERBOSE], help="check every host in parallel before a run",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=(
+            "Reach every host of FILE at once, as a run does (host keys checked against\n"
+            "known_hosts), and check what a run needs there: Python and the sixnines\n"
+            "bundle, free disk in its work directory, cores, its clock against this one,\n"
+            "the programs of the broker recipes it starts, ports on its address. One line\n"
+            "per host on stdout. A scenario's hosts (its inventory's too) are checked\n"
+            "against its plan; an inventory's against the minimum a run needs.\n"
+            "Exit 0: every host ok; 1: a host has a problem (named); 2: bad input.\n\n"
+            "examples:\n  sixnines hosts check lab/hosts.yaml\n"
+            "  sixnines hosts check nightly.yaml   # its hosts, against its plan"))
+    check.add_argument("file", help="an inventory (hosts: [...]) or a scenario")
+    _recipe_option(check)
+    check.set_defaults(handler=_hosts_check)
 
     agent = commands.add_parser(
         "agent", parents=[VERBOSE], help="run an agent (driven over stdin/stdout)")

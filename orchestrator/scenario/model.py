@@ -273,20 +273,58 @@ def _inventory_hosts(doc: Document, file: str) -> tuple[HostSpec, ...]:
     except SourceError as exc:
         raise ScenarioError(file, [Problem("inventory", line, f"cannot read {shown(str(path))}"
                                            f": {exc.message}")]) from None
+    return parse_inventory(text, str(path))
+
+
+def load_inventory(path: str | os.PathLike[str]) -> tuple[HostSpec, ...]:
+    """The hosts of an inventory file; `ScenarioError` against that file, with lines, for
+    anything wrong in it (duplicate keys and host names among them)."""
     try:
-        inventory_doc = parse(text)
+        text = read_source(Path(path))
+    except SourceError as exc:
+        raise ScenarioError(str(path), [Problem("", exc.line, exc.message)]) from None
+    return parse_inventory(text, str(path))
+
+
+def parse_inventory(text: str, file: str) -> tuple[HostSpec, ...]:
+    """Validate inventory YAML text; `file` names it in error messages."""
+    try:
+        doc = parse(text)
     except YamlSyntaxError as exc:
-        raise ScenarioError(str(path), [Problem("", exc.line, f"invalid YAML: {exc.message}")]
+        raise ScenarioError(file, [Problem("", exc.line, f"invalid YAML: {exc.message}")]
                             ) from None
-    data = inventory_doc.data or {}
+    data = doc.data or {}
     if not isinstance(data, dict) or ("hosts" not in data and data):
         what = NOT_THE_DOCUMENT.format("an inventory")
-        raise ScenarioError(str(path), [Problem("", inventory_doc.line_of(()), f"{what}: an "
-                                                "inventory is a mapping with a hosts: list")])
+        raise ScenarioError(file, [Problem("", doc.line_of(()), f"{what}: an "
+                                           "inventory is a mapping with a hosts: list")])
+    problems = [Problem(format_path(dup.path), dup.line,
+                        f"duplicate key (first given at line {dup.first_line})")
+                for dup in doc.duplicates]
     try:
-        return Inventory.model_validate(data).hosts
+        hosts = Inventory.model_validate(data).hosts
     except ValidationError as exc:
-        raise ScenarioError(str(path), problems_from(exc, inventory_doc, Inventory)) from None
+        problems += problems_from(exc, doc, Inventory)
+        hosts = ()
+    problems += _inventory_name_problems(hosts, doc)
+    if problems:
+        problems.sort(key=lambda p: (p.line is None, p.line or 0))
+        raise ScenarioError(file, problems)
+    return hosts
+
+
+def _inventory_name_problems(hosts: tuple[HostSpec, ...], doc: Document) -> list[Problem]:
+    """Host names of an inventory that are `local` or given twice, with their lines."""
+    problems, seen = [], set()
+    for index, host in enumerate(hosts):
+        path = ("hosts", index, "name")
+        if host.name == LOCAL or host.name in seen:
+            what = "is reserved for the controller's machine" if host.name == LOCAL else \
+                "is given twice"
+            problems.append(Problem(format_path(path), doc.line_of(path),
+                                    f"host name {host.name!r} {what}"))
+        seen.add(host.name)
+    return problems
 
 
 def _host_problems(scenario: Scenario, doc: Document, from_inventory: int) -> list[Problem]:

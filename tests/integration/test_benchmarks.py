@@ -41,6 +41,10 @@ FIGURES: dict[str, list[str]] = {
     "bench_histogram": [rf"^hdr\.counts_of +{N} +{N} s",
                         r"^speed-up \(hdrh / ours per value\) +\d+x",
                         rf"^write_hlog .* {N} s", rf"^read_hlog .* {N} s"],
+    "bench_hosts_check": [
+        rf"^sixnines hosts check \(paramiko, threads\) +2 +{N} +{N}$",
+        rf"^(fabric ThreadingGroup, strict host keys +2 +{N} +{N}|fabric ThreadingGroup: "
+        r"not installed .*)$"],
     "bench_kafka": [
         rf"^{client} +1000 +{N} +{N} +{N} +{N} +{N} +\d+ +ok$"
         for client in ("confluent", "kafka-python")] + [
@@ -91,6 +95,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "bench_kafka": ("noida-db",), "bench_latency": ("redis-server", "noida-db",
                                                    "rabbitmq-server", "nats-server"),
     "bench_nats": ("nats-server",), "bench_orchestration": ("ip", "sshd", "ssh-keygen"),
+    "bench_hosts_check": ("ip", "sshd", "ssh-keygen"),
     "bench_rabbitmq": ("rabbitmq-server",), "bench_redis": ("redis-server", "redis-benchmark"),
     "bench_roundtrip": ("sockperf", "taskset")}
 
@@ -132,7 +137,7 @@ def test_smoke_run_prints_its_figures(script: Path, tmp_path: Path):
                       "FIGURES in tests/integration/test_benchmarks.py")
     if absent := missing(script.stem):
         pytest.skip(f"{script.name} needs {', '.join(absent)} (deploy/setup.sh --test)")
-    if script.stem == "bench_orchestration" and os.geteuid() != 0:
+    if script.stem in ("bench_orchestration", "bench_hosts_check") and os.geteuid() != 0:
         pytest.skip("the test bed needs root")
     done = smoke(script, tmp_path)
     assert done.returncode == 0, (f"{script.name} --smoke exited {done.returncode}:\n"
