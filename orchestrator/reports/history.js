@@ -155,7 +155,6 @@
     const box = element("figure", "history-chart");
     box.append(element("figcaption", "", chart.title));
     section.box.append(box);
-    let kept = null;
     const u = new uPlot({
       width, height: HEIGHT, series, bands,
       legend: {show: false},
@@ -166,8 +165,9 @@
       hooks: {
         draw: [(self) => marks(self, section, chart)],
         setCursor: [(self) => {
-          if (kept === null && self.cursor.idx !== null && self.cursor.idx !== undefined) {
-            readout(section, self.cursor.idx, false);
+          const at = self.cursor.idx;
+          if (section.kept === null && at !== null && at !== undefined) {
+            readout(section, at, false);
           }
         }],
       },
@@ -177,8 +177,8 @@
     u.over.append(u.marks);
     u.over.addEventListener("click", () => {
       const at = u.cursor.idx;
-      kept = kept === at || at === null ? null : at;
-      if (at !== null) readout(section, at, kept !== null);
+      section.kept = section.kept === at || at === null ? null : at;
+      if (at !== null) readout(section, at, section.kept !== null);
     });
     marks(u, section, chart);
     return u;
@@ -195,6 +195,7 @@
     root.append(box);
     section.box = box;
     section.readout = element("div", "readout");
+    section.kept = null;  // the night a click keeps in the read-out (the charts share it)
     const width = Math.min(1000, root.clientWidth || 1000);
     const charts = section.charts.map((chart) => draw(section, chart, "s" + n, width));
     box.append(section.readout);

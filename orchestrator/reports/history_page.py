@@ -42,10 +42,10 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
 def report_href(path: object) -> str | None:
     """The link to a night's report, or None when `path` is not a relative path that stays
     under the page's folder: absolute paths, `..`, URLs of any scheme (`javascript:`,
-    `file:`), backslashes and control characters are refused. Each segment is
+    `file:`), backslashes, control characters and surrounding spaces are refused. Each segment is
     percent-encoded, so no character of the path can turn it into something else."""
-    if not isinstance(path, str) or not path or path.startswith("/") or _SCHEME.match(path) \
-            or _CONTROL.search(path):
+    if not isinstance(path, str) or path != path.strip() or path.startswith("/") \
+            or _SCHEME.match(path) or _CONTROL.search(path):
         return None
     segments = [segment for segment in path.split("/") if segment not in ("", ".")]
     if not segments or ".." in segments:
