@@ -92,17 +92,19 @@
     box.append(head, table);
   }
 
-  function place(u, x) {
+  // Where night x is across the plot (CSS px), or null outside it (zoomed away).
+  function place(u, x, width) {
     const left = u.valToPos(x, "x");
-    return left >= 0 && left <= u.over.clientWidth ? left : null;
+    return left >= 0 && left <= width ? left : null;
   }
 
   // Change points and bad nights as elements over the plot (the test and a reader can
   // find them), unsteady nights as rings on the canvas; redone after every redraw (zoom).
   function marks(u, section, chart) {
+    const width = u.bbox.width / uPlot.pxRatio;  // the plot's, without a layout
     u.marks.replaceChildren();
     section.status.forEach((status, at) => {
-      const left = status === "ok" ? null : place(u, section.x[at]);
+      const left = status === "ok" ? null : place(u, section.x[at], width);
       if (left === null) return;
       const mark = element("div", "bad", "");
       mark.style.left = left + "px";
@@ -112,7 +114,7 @@
     });
     for (const line of chart.lines) {
       for (const change of line.changes) {
-        const left = place(u, section.x[change.at]);
+        const left = place(u, section.x[change.at], width);
         if (left === null) continue;
         const mark = element("div", "change " + (change.direction === "improvement" ?
           "improvement" : "regression"));
@@ -184,6 +186,16 @@
     return u;
   }
 
+  // A section's charts, its read-out showing the last night.
+  function fill(n) {
+    const section = sections[n], width = Math.min(1000, root.clientWidth || 1000);
+    window.historyCharts[n].charts = section.charts.map((chart) =>
+      draw(section, chart, "s" + n, width));
+    section.box.append(section.readout);
+    if (section.night.length) readout(section, section.night.length - 1, false);
+    section.box.style.minHeight = "";
+  }
+
   sections.forEach((section, n) => {
     const box = element("section", "history-section");
     box.id = "series-" + n;
@@ -192,14 +204,27 @@
       box.append(element("p", "warn", section.untimed + " night(s) without a readable date " +
                                       "are not shown."));
     }
+    box.style.minHeight = (section.charts.length * (HEIGHT + 90) + 200) + "px";
     root.append(box);
     section.box = box;
     section.readout = element("div", "readout");
     section.kept = null;  // the night a click keeps in the read-out (the charts share it)
-    const width = Math.min(1000, root.clientWidth || 1000);
-    const charts = section.charts.map((chart) => draw(section, chart, "s" + n, width));
-    box.append(section.readout);
-    if (section.night.length) readout(section, section.night.length - 1, false);
-    window.historyCharts.push({section: box.id, charts});
+    window.historyCharts.push({section: box.id, charts: []});
   });
+  // The first screen is drawn before the page first shows; the rest one section per task,
+  // so a long history neither holds the first paint back nor freezes the page meanwhile.
+  // `data-drawn` on the page's <main>: when the last chart was drawn (ms since navigation).
+  let next = 0;
+  while (next < sections.length && sections[next].box.getBoundingClientRect().top < innerHeight) {
+    fill(next++);
+  }
+  function rest() {
+    if (next === sections.length) {
+      root.dataset.drawn = String(performance.now());
+      return;
+    }
+    fill(next++);
+    setTimeout(rest, 0);
+  }
+  setTimeout(rest, 0);
 })();

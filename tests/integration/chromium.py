@@ -117,7 +117,9 @@ class DevTools:
         return self.call(method, self.session, **params)
 
     def evaluate(self, expression: str):
-        result = self.page("Runtime.evaluate", expression=expression, returnByValue=True)
+        """The expression's value (a promise's once it settles)."""
+        result = self.page("Runtime.evaluate", expression=expression, returnByValue=True,
+                           awaitPromise=True)
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")

@@ -79,6 +79,9 @@ def browser(tmp_path_factory):
         devtools.block_network()
         devtools.page("Page.navigate", url=page.as_uri())
         devtools.wait_event("Page.loadEventFired")
+        devtools.evaluate("""new Promise(done => (function wait() {  // every chart drawn
+            if (document.getElementById('history').dataset.drawn) done();
+            else setTimeout(wait, 20); })())""")
         yield devtools, base, page
     finally:
         devtools.close()
