@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import common
 
+from sixnines.formats.layout import PAGE_FILE, REPORT_DIR
 from sixnines.orchestrator.reports import history_page, html, svg
 from sixnines.orchestrator.reports.model import Axis, Band, Figure, Line, Marker
 from tests.integration.chromium import CHROMIUM, DevTools
@@ -71,7 +72,7 @@ def synthetic_year(nights: int, series: int) -> dict:
                         "low": value and value * 0.93, "high": value and value * 1.07,
                         "status": "failed" if value is None else "ok",
                         "unsteady": i % 45 == 4,
-                        "report": f"night-{i:03d}/report/index.html"}
+                        "report": f"night-{i:03d}/{REPORT_DIR}/{PAGE_FILE}"}
                        for i, value in enumerate(values)],
             "changes": [{"index": step_at, "before": base, "after": base * 1.25,
                          "relative": 0.25, "direction": "regression"}]
