@@ -227,6 +227,32 @@ def test_a_hover_shows_the_nights_figures_and_report_and_a_click_keeps_them(brow
     assert devtools.errors() == []
 
 
+def test_a_drag_zooms_the_nights_and_the_marks_follow(browser):
+    devtools, _, _ = browser
+    state = """({min: u.scales.x.min, max: u.scales.x.max,
+                 changes: u.over.querySelectorAll('.change').length,
+                 bad: Array.from(u.over.querySelectorAll('.bad'), m => m.dataset.night)})"""
+    before = _chart(devtools, 0, 0, state)
+    box = _chart(devtools, 0, 0, "({x: box.x, y: box.y, width: box.width, height: box.height})")
+    y, at = box["y"] + box["height"] / 2, lambda share: box["x"] + share * box["width"]
+    devtools.mouse("mousePressed", at(0.05), y, button="left", buttons=1, clickCount=1)
+    devtools.mouse("mouseMoved", at(0.3), y, button="left", buttons=1)
+    devtools.mouse("mouseMoved", at(0.5), y, button="left", buttons=1)
+    devtools.mouse("mouseReleased", at(0.5), y, button="left", buttons=0, clickCount=1)
+    zoomed = _chart(devtools, 0, 0, state)
+    assert "kept" not in _hover(devtools, 10)["text"]  # a drag keeps no night
+    assert before["min"] < zoomed["min"] < zoomed["max"] < before["max"]
+    # nights 0 … about 20 stay: the failed and partial nights, not the change at night 25
+    assert (zoomed["changes"], zoomed["bad"]) == (0, [night_name(FAILED_AT),
+                                                     night_name(PARTIAL_AT)])
+    for clicks in (1, 2):  # a double click resets the zoom
+        devtools.mouse("mousePressed", at(0.5), y, button="left", buttons=1, clickCount=clicks)
+        devtools.mouse("mouseReleased", at(0.5), y, button="left", buttons=0, clickCount=clicks)
+    assert _chart(devtools, 0, 0, state) == before
+    assert "kept" not in _hover(devtools, STEP_AT)["text"]  # a double click keeps nothing
+    assert devtools.errors() == []
+
+
 def test_a_hostile_report_path_or_night_name_is_text(browser):
     devtools, _, page = browser
     for at in HOSTILE_REPORTS:
