@@ -33,8 +33,7 @@ from sixnines.orchestrator.reports.model import colour
 THROUGHPUT_UNIT = "msg/s"
 UPLOT = "vendor/uplot/"
 #: Significant digits a figure keeps on the page (HdrHistogram holds 3, the read-out shows 4):
-#: a year of nights
-#: × dozens of series stays a few hundred KB.
+#: a year of nights × dozens of series stays a few hundred KB.
 DIGITS = 4
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\\]")
