@@ -39,7 +39,8 @@ class RunSection:
     figures: list[Figure]
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """A file shipped beside this module (styles, scripts, vendor/), to inline in a page."""
     return files("sixnines.orchestrator.reports").joinpath(name).read_text(encoding="utf-8")
 
 
@@ -112,7 +113,7 @@ def page(title: str, runs: list[RunSection], nines: list[Figure],
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>sixnines: {escape(title)}</title><style>{_asset('report.css')}</style>"
+        f"<title>sixnines: {escape(title)}</title><style>{asset('report.css')}</style>"
         f"</head><body><h1>sixnines: {escape(title)}</h1>"
         f'<p class="note">{len(runs)} run(s). Latency is measured from each message\'s '
         "intended send time (open loop, coordinated-omission free).</p>"
@@ -130,5 +131,5 @@ def page(title: str, runs: list[RunSection], nines: list[Figure],
         "<code>NAME.png</code> next to it (from any directory). Each run's "
         "<code>report/*.hgrm</code> files load in HdrHistogram's plotter.</p>"
         f"<ul>{gp}</ul></section>"
-        f"<script>{_asset('report.js')}</script></body></html>\n"
+        f"<script>{asset('report.js')}</script></body></html>\n"
     )

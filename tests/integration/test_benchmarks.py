@@ -38,6 +38,11 @@ FIGURES: dict[str, list[str]] = {
         r"amqp deliveries")],
     "bench_footprint": [rf"^{role} +{N} +{N} +{N} +(-|{N}) +{N} +{N}$"  # slope: - for the first
                         for role in ("producer", "consumer")],
+    "bench_history_page": [rf"^uPlot \(the page\) +{N} +{N} +{N}  \[\[",
+                           rf"^SVG \(svg\.py\) +{N} +{N} +{N}  \[\[",
+                           rf"^SVG \(svg\.py\) / uPlot: size {N}x, first screen {N}x, "
+                           rf"all drawn {N}x$",
+                           r"^requests off the machine: 0 "],
     "bench_histogram": [rf"^hdr\.counts_of +{N} +{N} s",
                         r"^speed-up \(hdrh / ours per value\) +\d+x",
                         rf"^write_hlog .* {N} s", rf"^read_hlog .* {N} s"],
@@ -92,6 +97,7 @@ FIGURES: dict[str, list[str]] = {
 
 #: executables a script needs beyond the Python environment (deploy/setup.sh --test)
 NEEDS: dict[str, tuple[str, ...]] = {
+    "bench_history_page": ("chromium",),
     "bench_kafka": ("noida-db",), "bench_latency": ("redis-server", "noida-db",
                                                    "rabbitmq-server", "nats-server"),
     "bench_nats": ("nats-server",), "bench_orchestration": ("ip", "sshd", "ssh-keygen"),
