@@ -530,7 +530,8 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
     if comparison.baseline_nights:
         console.print(f"A: {markup(comparison.a)}, pooled from the last "
                       f"{len(comparison.baseline_nights)} passing night(s): "
-                      f"{markup(', '.join(comparison.baseline_nights))}", highlight=False)
+                      f"{markup(', '.join(comparison.baseline_nights))}", highlight=False,
+                      soft_wrap=True)  # paths to copy, whole
     for pair in comparison.pairs:
         console.print(pair_table(pair))
         for finding in pair.findings:
