@@ -38,6 +38,11 @@ corrupt, formats.status; a corrupt run's files failed their checks, so it has no
 figure to compare), more messages lost, of unknown fate (receivers that died) or
 duplicated than in A, and a run of A missing from B. Runs only in B, a
 status getting better and new warnings are reported as notes.
+
+B itself may be broken: no runs, or a run failed or corrupt (`judged_run_broken`). It is
+still compared, but a nightly job must not read that as a slower system: `compare` exits
+3 instead of 1. A may also be the last passing nights pooled (orchestrator.results.baseline),
+and the comparison written as JUnit checks (orchestrator.results.compare_checks).
 """
 
 from __future__ import annotations
