@@ -36,10 +36,17 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.load import latency_of
 from sixnines.formats.status import OK
 from sixnines.formats.summary import Figures, RunSummary
-from sixnines.orchestrator.results.catalog import Entry, catalog, entry_for, is_results_dir
+from sixnines.orchestrator.results.catalog import (
+    Entry,
+    entry_for,
+    find_results_dirs,
+    is_results_dir,
+    recorded_at,
+)
 from sixnines.orchestrator.results.compare import (
     ACCOUNTING,
     RATES,
@@ -51,9 +58,6 @@ from sixnines.orchestrator.results.compare import (
     swept_keys,
     tail_samples,
 )
-from sixnines.orchestrator.results.store import FIGURE_KEYS
-
-PERCENTILES = tuple(key for key in FIGURE_KEYS if key != "max")
 
 
 @dataclass
@@ -89,19 +93,28 @@ def load_baseline(root: Path, last: int, judged: Path) -> Side:
 
 
 def passing_nights(root: Path, last: int, judged: Path) -> list[Path]:
-    """The newest `last` nights under `root` the module docstring describes."""
+    """The newest `last` nights under `root` the module docstring describes. Results
+    directories are ordered by their names' stamps (catalog.recorded_at) and read newest
+    first until `last` pass: a year of nights costs a directory listing, not a year of
+    summaries."""
     if not root.is_dir():
         raise CompareError(f"{root}: no such directory")
     judged_entry = entry_for(judged) if is_results_dir(judged) else None
-    nights = [entry.path for entry in catalog(root)
-              if _passing(entry) and not _same(entry.path, judged)
-              and (judged_entry is None or (entry.scenario == judged_entry.scenario
-                                            and entry.when <= judged_entry.when))]
+    dated = [(recorded_at(path), str(path), path) for path in find_results_dirs(root)]
+    nights: list[Path] = []
+    for when, _, path in sorted(dated, reverse=True):
+        if len(nights) == last:
+            break
+        if _same(path, judged) or (judged_entry is not None and when > judged_entry.when):
+            continue
+        entry = entry_for(path)
+        if _passing(entry) and (judged_entry is None or entry.scenario == judged_entry.scenario):
+            nights.append(path)
     if not nights:
         scenario = f" of scenario {judged_entry.scenario}" if judged_entry else ""
         raise CompareError(f"{root}: no passing night{scenario} before {judged} (analysed, "
                            "every run ok): nothing to compare it with")
-    return nights[:last]
+    return nights
 
 
 def _passing(entry: Entry) -> bool:
@@ -120,7 +133,7 @@ def pool(members: list[tuple[RunSummary, Tail]]) -> tuple[RunSummary, PooledTail
     nights = [run.figures(metric) for run, _ in members]
     tail = _pooled_tail([tail for _, tail in members])
     figures = _pooled_figures(tail, nights)
-    tail.spread = {key: _spread(figures.figure(key), nights, key) for key in PERCENTILES}
+    tail.spread = {key: _spread(figures.figure(key), nights, key) for key in PERCENTILE_KEYS}
     update = {metric: figures, "status": OK,
               "warnings": list(dict.fromkeys(w for run, _ in members for w in run.warnings))}
     update |= {name: _mean([getattr(run, name) for run, _ in members]) for name in RATES}
@@ -146,7 +159,7 @@ def _pooled_figures(tail: PooledTail, nights: list[Figures]) -> Figures:
     counted = sum(count for count, _ in weighted)
     return Figures.model_validate({
         **{key: tail.value_at(tail_samples(key, tail.count) / tail.count)
-           for key in PERCENTILES},
+           for key in PERCENTILE_KEYS},
         "max": _most([night.max for night in nights]),
         "mean": sum(count * mean for count, mean in weighted) / counted if counted else None,
         "count": tail.count})
