@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a run or analysis was not ok, a result file could not be written,
 or `compare` found a regression; 2 bad input (scenario, arguments, a directory without
-results, a summary no analysis can write) or a plan this machine cannot run; 130
+results, a summary no analysis can write) or a plan this machine cannot run; 3 `compare`'s
+judged results cannot be judged (a run failed or is corrupt, or there is none); 130
 interrupted by Ctrl-C, 143 by SIGTERM (data kept either way).
 """
 
@@ -29,7 +30,7 @@ from sixnines.formats.errors import SixninesError
 from sixnines.formats.layout import ANALYSIS_LOG
 from sixnines.orchestrator.terminal import printable_lines
 
-EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
 
 
@@ -225,15 +226,59 @@ def _collect(args, console: Console) -> int:
 
 
 def _compare(args, console: Console) -> int:
-    from sixnines.orchestrator.results.compare import compare, load_side, print_comparison
+    from sixnines.orchestrator.results.compare import (
+        compare,
+        judged_run_broken,
+        print_comparison,
+    )
 
-    sides = load_side(args.run_a), load_side(args.run_b)
-    comparison = compare(*sides, threshold_pct=args.threshold)
+    reference, judged = _compare_sides(args)
+    comparison = compare(reference, judged, threshold_pct=args.threshold)
+    broken = judged_run_broken(judged.runs)
     if args.json:
         print(json.dumps(comparison.as_json(), indent=2))
     else:
         print_comparison(comparison, console)
+    if broken:
+        _say(console, f"{judged.path}: cannot be judged: {broken}")
+    if args.junit is not None:
+        _write_compare_junit(args.junit, comparison, broken)
+    if broken:
+        return EXIT_BROKEN
     return EXIT_NOT_OK if comparison.regression else EXIT_OK
+
+
+def _compare_sides(args):
+    """(A, B) from the arguments: RUN_A RUN_B, or --baseline ROOT [--last N] RUN_B
+    (CompareError, exit 2, for anything else)."""
+    from sixnines.orchestrator.results.baseline import load_baseline
+    from sixnines.orchestrator.results.compare import CompareError, load_side
+
+    forms = "give RUN_A RUN_B, or --baseline ROOT [--last N] RUN_B"
+    if args.last is not None and args.baseline is None:
+        raise CompareError(f"sixnines compare: --last needs --baseline ROOT ({forms})")
+    if len(args.runs) != (1 if args.baseline is not None else 2):
+        raise CompareError(f"sixnines compare: {forms}")
+    if args.junit is not None and not args.junit.parent.is_dir():
+        raise CompareError(f"{args.junit}: --junit: no directory {args.junit.parent} to "
+                           "write it in")
+    if args.baseline is None:
+        return load_side(args.runs[0]), load_side(args.runs[1])
+    judged = load_side(args.runs[0])
+    return load_baseline(args.baseline, args.last or DEFAULT_LAST, args.runs[0]), judged
+
+
+def _write_compare_junit(path: Path, comparison, broken: str | None) -> None:
+    from sixnines.orchestrator.results.compare import ABSOLUTE_FLOOR_US
+    from sixnines.orchestrator.results.compare_checks import comparison_checks
+    from sixnines.orchestrator.results.junit import write_junit
+
+    properties = {"a": comparison.a, "b": comparison.b,
+                  "threshold_pct": f"{comparison.threshold_pct:g}",
+                  "absolute_floor_us": f"{ABSOLUTE_FLOOR_US:g}"}
+    if comparison.baseline_nights:
+        properties["baseline_nights"] = ", ".join(comparison.baseline_nights)
+    write_junit(path, comparison_checks(comparison, broken), properties)
 
 
 def _runs(args, console: Console) -> int:
@@ -279,6 +324,41 @@ def _hosts_check(args, console: Console) -> int:
         print(printable_lines(verdict.line()), flush=True)
     _say(console, summary(verdicts))
     return EXIT_OK if all(verdict.ok for verdict in verdicts) else EXIT_NOT_OK
+
+
+COMPARE_DESCRIPTION = """\
+Compare B against the reference A, run by run. A latency percentile is a regression when B
+exceeds A by more than its tolerance (the percentile's sampling uncertainty in both runs, at
+least --threshold) and by more than 5 µs; percentiles with fewer than 10/(1-p) samples are
+not comparable. Also regressions: send or receive rate down by more than --threshold, a
+worse status, more messages lost, unknown or duplicated, runs missing from B.
+
+With --baseline, A is the last N passing nights under ROOT (results directories of B's
+scenario recorded before it, every run ok), pooled: their distributions add, and each
+percentile's band widens to cover every night's own figure.
+
+Exit codes, for a nightly job:
+  0  no regression
+  1  regression
+  2  bad input (arguments, directories, summaries, no passing night to compare with)
+  3  B cannot be judged: a run of it failed or is corrupt, or it holds none
+     (a broken night, not a slower system)
+
+examples:
+  sixnines compare runs/nightly/20261126-030000 runs/nightly/20261127-030000
+  sixnines compare --baseline runs --last 7 --junit compare.xml \\
+      runs/nightly/20261127-030000
+"""
+
+#: Nights pooled by `compare --baseline` without --last: a week of nightly runs.
+DEFAULT_LAST = 7
+
+
+def _nights(text: str) -> int:
+    """--last: a whole number of nights, at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of nights ≥ 1, not {text!r}")
+    return int(text)
 
 
 #: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
@@ -474,15 +554,21 @@ def parser() -> argparse.ArgumentParser:
 
     compare = commands.add_parser(
         "compare", parents=[VERBOSE], help="compare two results (regressions: exit 1)",
-        description="Compare B against the reference A, run by run. A latency percentile is "
-        "a regression when B exceeds A by more than its tolerance (the percentile's sampling "
-        "uncertainty in both runs, at least --threshold) and by more than 5 µs; percentiles "
-        "with fewer than 10/(1-p) samples are not comparable. Also regressions: send or "
-        "receive rate down by more than --threshold, a worse status, more messages lost, "
-        "unknown or duplicated, runs missing from B. Exit 0: none; 1: regression; 2: bad input.")
-    compare.add_argument("run_a", type=Path, metavar="RUN_A",
-                         help="the reference: a results directory or one run directory")
-    compare.add_argument("run_b", type=Path, metavar="RUN_B", help="the one to judge")
+        usage="sixnines compare [options] RUN_A RUN_B\n"
+              "       sixnines compare [options] --baseline ROOT [--last N] RUN_B",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=COMPARE_DESCRIPTION)
+    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN_A RUN_B",
+                         help="the reference A, then the one to judge B: each a results "
+                         "directory or one run directory (with --baseline: B alone)")
+    compare.add_argument("--baseline", type=Path, metavar="ROOT",
+                         help="compare B against the last passing nights under ROOT, pooled")
+    compare.add_argument("--last", type=_nights, metavar="N",
+                         help=f"how many nights --baseline pools (default {DEFAULT_LAST})")
+    compare.add_argument("--junit", type=Path, metavar="FILE",
+                         help="also write JUnit XML to FILE: a test case per system, case and "
+                         "figure checked (regressions fail, figures not comparable are "
+                         "skipped), for Jenkins and GitLab")
     compare.add_argument("--threshold", type=_percentage, default=10.0, metavar="PCT",
                          help="relative floor of the tolerance, %% (default 10; tail "
                               "percentiles backed by few samples get more)")

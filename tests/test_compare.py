@@ -16,7 +16,7 @@ import pytest
 from sixnines.formats import hdr
 from sixnines.formats.layout import MANIFEST_FILE, SUMMARY_FILE
 from sixnines.formats.summary import Figures, Spread
-from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
+from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_NOT_OK, EXIT_OK, main
 from sixnines.orchestrator.results.compare import Tail, latency_figure
 from sixnines.orchestrator.results.repeats import repeated_cases
 from sixnines.orchestrator.results.store import FIGURE_KEYS, write_results_summary
@@ -226,13 +226,16 @@ def test_status_changes_and_losses_are_flagged(tmp_path):
 
 def test_statuses_rank_ok_partial_failed_corrupt_and_unknown_deliveries_count(tmp_path):
     """corrupt (files failing their checks) is worse than failed; deliveries of unknown
-    fate (a receiver died) are flagged like losses."""
+    fate (a receiver died) are flagged like losses. B holding a corrupt run cannot be
+    judged: exit 3, whatever else changed."""
     a = results(tmp_path / "a", 1, {"02-tcp-message_size=1KB": {"status": "failed"}})
     b = results(tmp_path / "b", 2, {"02-tcp-message_size=1KB": {"status": "corrupt"},
                                     "01-tcp-message_size=64": {"unknown": 40}})
     code, _, text = compare(a, b)
-    assert code == EXIT_NOT_OK
+    assert code == EXIT_BROKEN
     assert "✗ status failed → corrupt" in text and "✗ unknown 0 → 40" in text
+    assert f"{b}: cannot be judged: 1 of 4 run(s) failed or corrupt: " \
+        "02-tcp-message_size=1KB (corrupt)" in text
 
 
 def test_a_better_status_is_a_note_not_a_regression(tmp_path):

@@ -49,6 +49,11 @@ status getting worse (ok → partial → failed → corrupt, formats.status; a c
 files failed their checks, so it has no figure to compare), more messages lost, of unknown
 fate (receivers that died) or duplicated than in A, and a run of A missing from B. Runs
 only in B, a status getting better and new warnings are reported as notes.
+
+B itself may be broken: no runs, or a run failed or corrupt (`judged_run_broken`). It is
+still compared, but a nightly job must not read that as a slower system: `compare` exits
+3 instead of 1. A may also be the last passing nights pooled (orchestrator.results.baseline),
+and the comparison written as JUnit checks (orchestrator.results.compare_checks).
 """
 
 from __future__ import annotations
@@ -69,7 +74,7 @@ from sixnines.formats.hgrm import MAX_HGRM_BYTES
 from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE, hgrm_file
 from sixnines.formats.load import HEADLINE, LATENCY, latency_of, run_load
 from sixnines.formats.run_files import RefusedPath, file_under, read_bounded
-from sixnines.formats.status import rank
+from sixnines.formats.status import FAILED, rank
 from sixnines.formats.summary import RATES_SPREAD, Figures, ResultsSummary, RunSummary, Spread
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.results.store import FIGURE_KEYS
@@ -149,6 +154,16 @@ class Tail:
         xs = sorted(highest)
         return float(np.exp(np.interp(math.log(tail), xs, [math.log(highest[x]) for x in xs])))
 
+    def share_above(self, value: float) -> float:
+        """The share of the samples above `value`: value_at's inverse, interpolated
+        log-log between the points and held at the first and last beyond them (a tail
+        with points)."""
+        lowest: dict[float, float] = {}
+        for t, point in self.points:
+            lowest[math.log(point)] = min(t, lowest.get(math.log(point), 1.0))
+        xs = sorted(lowest)
+        return float(np.exp(np.interp(math.log(value), xs, [math.log(lowest[x]) for x in xs])))
+
     def half_widths(self, key: str) -> tuple[float, float]:
         """How far below and above (log ratios) the percentile would sit had SIGMAS
         standard deviations more or fewer samples (Poisson: √k of k) fallen above it.
@@ -183,6 +198,7 @@ class Side:
     single: bool
     tails: dict[str | None, Tail] = field(default_factory=dict)  # by run id, from .hgrm files
     spreads: dict[str | None, Spreads] = field(default_factory=dict)  # by merged run id
+    nights: list[str] = field(default_factory=list)  # the nights pooled into it (baseline)
 
     def tail(self, run: RunSummary) -> Tail:
         """The run's fine-grained distribution when its .hgrm holds the same samples as its
@@ -236,6 +252,7 @@ class Comparison:
     pairs: list[Pair]
     only_in_a: list[dict[str, Any]]
     only_in_b: list[dict[str, Any]]
+    baseline_nights: list[str] = field(default_factory=list)  # A pooled from these nights
 
     @property
     def regression(self) -> bool:
@@ -244,7 +261,8 @@ class Comparison:
 
     def as_json(self) -> dict:
         pairs = [{**asdict(pair), "regression": pair.regression} for pair in self.pairs]
-        return {"a": self.a, "b": self.b, "threshold_pct": self.threshold_pct,
+        baseline = {"baseline_nights": self.baseline_nights} if self.baseline_nights else {}
+        return {"a": self.a, "b": self.b, **baseline, "threshold_pct": self.threshold_pct,
                 "absolute_floor_us": ABSOLUTE_FLOOR_US, "regression": self.regression,
                 "pairs": pairs, "only_in_a": self.only_in_a, "only_in_b": self.only_in_b}
 
@@ -324,22 +342,24 @@ def _canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def run_key(run: RunSummary, swept: list[str]) -> str:
+    """What makes two runs the same case: one system, one load, the same values of the
+    `swept` parameters."""
+    return _canonical([run.system, run_load(run), {name: run.params.get(name) for name in swept}])
+
+
 def match_runs(a: list[RunSummary], b: list[RunSummary], swept: list[str]
                ) -> tuple[list[tuple[RunSummary, RunSummary]], list[RunSummary],
                           list[RunSummary]]:
     """Pairs of runs with one system, one load (saturation latency is never compared with
     open-loop latency) and the same values of the `swept` parameters, and the runs left on
     each side. Runs sharing a key on one side pair up in order."""
-    def key(run: RunSummary) -> str:
-        return _canonical([run.system, run_load(run),
-                           {name: run.params.get(name) for name in swept}])
-
     waiting: dict[str, list[RunSummary]] = {}
     for run in b:
-        waiting.setdefault(key(run), []).append(run)
+        waiting.setdefault(run_key(run, swept), []).append(run)
     pairs, only_a = [], []
     for run in a:
-        candidates = waiting.get(key(run))
+        candidates = waiting.get(run_key(run, swept))
         if candidates:
             pairs.append((run, candidates.pop(0)))
         else:
@@ -442,14 +462,25 @@ def _accounting_findings(a: RunSummary, b: RunSummary) -> list[str]:
     return [f"{name} {in_a:,} → {in_b:,}" for name, in_a, in_b in counts if in_b > in_a]
 
 
-def _label(figure: Figure) -> str:
+def label(figure: Figure) -> str:
     """'latency p99', 'saturation latency p99' or the rate's name."""
     latency = LATENCY_FIELDS.get(figure.metric)
     return f"{latency} {figure.key}" if latency else figure.key
 
 
+def unit(figure: Figure) -> str:
+    return "µs" if figure.metric in LATENCY_FIELDS else "msg/s"
+
+
+def finding_of(pair: Pair, check: str) -> str | None:
+    """The pair's finding about `check` ("status", "lost", "unknown", "duplicated": the
+    words each finding starts with), None when that check passed."""
+    return next((finding for finding in pair.findings if finding.startswith(f"{check} ")),
+                None)
+
+
 def _figure_finding(figure: Figure) -> str:
-    name = _label(figure)
+    name = label(figure)
     return (f"{name} {_number(figure.a)} → {_number(figure.b)} ({figure.change_pct:+.1f}%, "
             f"tolerance {figure.tolerance_pct:.0f}%)")
 
@@ -490,7 +521,27 @@ def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
                                     (a.spreads.get(run_a.run_id, {}),
                                      b.spreads.get(run_b.run_id, {})))
                        for run_a, run_b in pairs],
-                      [_identity(run) for run in only_a], [_identity(run) for run in only_b])
+                      [_identity(run) for run in only_a], [_identity(run) for run in only_b],
+                      a.nights)
+
+
+#: Runs listed by name in `judged_run_broken`'s reason; the rest are counted.
+MAX_NAMED = 5
+
+
+def judged_run_broken(runs: list[RunSummary]) -> str | None:
+    """Why the results being judged cannot be judged, None when they can: they hold no
+    runs, or a run failed (it recorded nothing to measure) or is corrupt (its files failed
+    their checks; an unknown status counts as failed, formats.status). `compare` then
+    exits 3 whatever else it found: a broken night is not a slower system."""
+    if not runs:
+        return "it holds no runs"
+    broken = [run for run in runs if rank(run.status) >= rank(FAILED)]
+    if not broken:
+        return None
+    named = ", ".join(f"{run.run_id} ({run.status})" for run in broken[:MAX_NAMED])
+    more = f" and {len(broken) - MAX_NAMED} more" if len(broken) > MAX_NAMED else ""
+    return f"{len(broken)} of {len(runs)} run(s) failed or corrupt: {named}{more}"
 
 
 def _identity(run: RunSummary) -> dict[str, Any]:
@@ -520,13 +571,12 @@ def pair_table(pair: Pair) -> Table:
     for header in ("", "A", "B", "change", "tolerance", ""):
         table.add_column(header, justify="left" if header == "" else "right")
     for figure in pair.figures:
-        unit = "µs" if figure.metric in LATENCY_FIELDS else "msg/s"
-        label = f"{_label(figure)} {unit}"
+        name = f"{label(figure)} {unit(figure)}"
         change = "-" if figure.change_pct is None else f"{figure.change_pct:+.1f}%"
         tolerance = "-" if figure.tolerance_pct is None else f"{figure.tolerance_pct:.0f}%"
         style = VERDICT_STYLE.get(figure.verdict, "")
         verdict = "" if figure.verdict == "same" else f"[{style}]{figure.verdict}[/]"
-        table.add_row(label, _number(figure.a), _number(figure.b), change, tolerance, verdict)
+        table.add_row(name, _number(figure.a), _number(figure.b), change, tolerance, verdict)
     captions = []
     if any(figure.verdict == "not comparable" for figure in pair.figures):
         captions.append(f"not comparable: fewer than {MIN_TAIL_SAMPLES}/(1-p) samples behind "
@@ -545,6 +595,11 @@ def _name(run: dict) -> str:
 
 
 def print_comparison(comparison: Comparison, console: Console) -> None:
+    if comparison.baseline_nights:
+        console.print(f"A: {markup(comparison.a)}, pooled from the last "
+                      f"{len(comparison.baseline_nights)} passing night(s): "
+                      f"{markup(', '.join(comparison.baseline_nights))}", highlight=False,
+                      soft_wrap=True)  # paths to copy, whole
     for pair in comparison.pairs:
         console.print(pair_table(pair))
         for finding in pair.findings:
