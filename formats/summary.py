@@ -241,7 +241,7 @@ class Steadiness(Document):
     unsteady: bool
     """spread > 1 (the upper quartile more than twice the lower): the run's figures stand
     for no steady state, and a history of nights gives the night half weight
-    (docs/design.md, "Change points")."""
+    (docs/design.md, "Change points over nights")."""
 
 
 class Versioned(Document):

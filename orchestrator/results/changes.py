@@ -1,14 +1,14 @@
 """Change points in a series of nights: where a figure moved to a new level and stayed there,
 told from the noise every night carries and from the series' own drift.
 
-A change is reported only when both hold (docs/design.md, "Change points"):
+A change is reported only when both hold (docs/design.md, "Change points over nights"):
 
 1. *The detector finds it.* Binary segmentation (the `ruptures` library; absolute-deviation
    cost, so one wild night does not drag a segment's level) splits the nights' log values
    while one more level is worth its price, a penalty scaled to the series' own
-   night-to-night spread (PELT, the exact search, was ~25× slower on a year of nights and
-   found no more steps: docs/accuracy.md). Every segment holds at least MIN_NIGHTS nights: one
-   night alone, a spike, can never be a level.
+   night-to-night spread (PELT, the exact search, was ~9× slower on a year of nights and
+   found no more steps). Every segment holds at least MIN_NIGHTS nights: one night alone,
+   a spike, can never be a level.
 2. *The step is beyond the noise.* The levels (weighted medians of the two segments, in
    log space) differ by more than
    - the nights' own sampling bands (`Night.low`/`high`, as `sixnines compare` computes
