@@ -163,7 +163,7 @@ def main() -> None:
     with common.directory(args.out) as work:
         runs = recorded(args, work)
         if not runs:
-            raise SystemExit("no run with a consumer's latency.hlog to make nights of")
+            raise SystemExit(f"no run with a consumer's {HLOG_FILE} to make nights of")
         rng = np.random.default_rng(args.seed)
         raw = [seconds_of(run) for run in runs]
         raw = [seconds for seconds in raw if len(seconds)]
