@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up sixnines in ./.venv on a fresh Debian/Ubuntu machine (or reuse what is there).
 #   deploy/setup.sh          the controller: sixnines, every system's client, Spark (and
-#                            Java 17+ if absent)
+#                            Java 17+ if absent), the change point library
 #   deploy/setup.sh --test   the same plus the test tools and the servers the tests run
 #                            (redis-server, rabbitmq-server, sshd, podman, chromium and
 #                            gnuplot for the report tests, sockperf for the round-trip
@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-extras="analysis,remote,systems"
+extras="analysis,remote,systems,changes"
 [[ "${1:-}" == "--test" ]] && extras="test"
 
 say() { printf 'setup: %s\n' "$*" >&2; }

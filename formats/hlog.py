@@ -309,15 +309,27 @@ def _kind(error: Exception) -> str:
     return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
 
 
-def measured_counts(hlog: HlogFile, warmup_s: float) -> dict[str, np.ndarray]:
-    """Counts per tag summed over the intervals after the warm-up (zeros if none).
+def _measured(item: Interval, warmup_s: float) -> bool:
+    """An interval counts when its midpoint is past warmup_s: stamps carry 1 ms precision,
+    and IntervalLog puts the warm-up end on a boundary, so this is exact."""
+    return item.start_s + item.length_s / 2 >= warmup_s
 
-    An interval counts when its midpoint is past warmup_s: stamps carry 1 ms precision,
-    and IntervalLog puts the warm-up end on a boundary, so this is exact.
-    """
+
+def measured_counts(hlog: HlogFile, warmup_s: float) -> dict[str, np.ndarray]:
+    """Counts per tag summed over the intervals after the warm-up (zeros if none)."""
     totals: dict[str, np.ndarray] = {}
     for item in hlog.intervals:
         total = totals.setdefault(item.tag, np.zeros(hdr.COUNTS_LEN, dtype=np.int64))
-        if item.start_s + item.length_s / 2 >= warmup_s:
+        if _measured(item, warmup_s):
             total[item.indices] += item.values
     return totals
+
+
+def measured_intervals(hlog: HlogFile, warmup_s: float, tags: frozenset[str]
+                       ) -> dict[str, list[Interval]]:
+    """The intervals after the warm-up of each of `tags` the log holds, in file order."""
+    found: dict[str, list[Interval]] = {}
+    for item in hlog.intervals:
+        if item.tag in tags and _measured(item, warmup_s):
+            found.setdefault(item.tag, []).append(item)
+    return found

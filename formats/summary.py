@@ -217,6 +217,34 @@ class Cpu(Document):
     partial, but for its death mid-run: its samples stop there)."""
 
 
+class Steadiness(Document):
+    """How far the run's latency p99 moved within the run (since schema_version 6): the
+    agents' interval logs (one histogram per second) added per second over the receivers,
+    consecutive seconds pooled into windows of at least 2,000 latencies (20 above their
+    p99), each window's p99 taken (spark_jobs.steadiness). Null when the run has fewer than
+    4 such windows, no interval log, or only receivers on another clock than their
+    producers (their logs hold uncorrected values)."""
+
+    windows: int
+    """How many windows were compared."""
+    window_s: float
+    """The mean length of a window, seconds."""
+    p99_low_us: float
+    """The lower quartile of the windows' p99."""
+    p99_median_us: float
+    p99_high_us: float
+    """The upper quartile of the windows' p99."""
+    p99_max_us: float
+    """The highest window's p99."""
+    spread: float
+    """p99_high_us / p99_low_us − 1: how far the middle half of the run disagreed with
+    itself."""
+    unsteady: bool
+    """spread > 1 (the upper quartile more than twice the lower): the run's figures stand
+    for no steady state, and a history of nights gives the night half weight
+    (docs/design.md, "Change points over nights")."""
+
+
 class Versioned(Document):
     """A summary object: built by a writer, it carries SCHEMA_VERSION; read from a file
     without schema_version (written before it existed), it reads as version 1
@@ -360,6 +388,7 @@ class RunSummary(Versioned):
     """The mean interval between consecutive receipts of a receiver stream, over all of
     them; null without a stream of two receipts."""
     humps: Humps | None = None
+    steadiness: Steadiness | None = None
     behind_s: float | None = None
     """How long the senders were more than SATURATED_LAG_P99_US behind their schedule,
     seconds summed over the sending agents: the messages sent that late, over each

@@ -25,7 +25,9 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from sixnines.formats.load import HEADLINE
 from sixnines.formats.manifest import AgentEntry, Manifest
+from sixnines.formats.summary import Steadiness
 from sixnines.formats.vocabulary import RECORDING, SENDERS, FanOut, Role
 from sixnines.spark_jobs import (
     agent_pass,
@@ -35,6 +37,7 @@ from sixnines.spark_jobs import (
     histograms,
     series,
     series_pass,
+    steadiness,
 )
 from sixnines.spark_jobs.agent_pass import FirstPass, RunPlan, SecondPass
 from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, RunContext
@@ -78,6 +81,7 @@ class Figures:
     log_ends_s: dict[str, float]  # of agents that died: how far their hlog was written
     unplaced: list[str]  # agents that died with an hlog but no known start: not checked
     drained_out: list[str] = field(default_factory=list)  # problem lines (`drained_out`)
+    steadiness: Steadiness | None = None  # how far p99 moved within the run
 
 
 @dataclass(frozen=True)
@@ -465,7 +469,17 @@ def assembled(run: Run, first: list[FirstPass], merged: Merged, found_axes: Axes
     counts = delivery.counts(run.expected, merged.tally, matched)
     return Figures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
                    _per_message(run, found_axes, second), *_logs(first),
-                   list(drained_out(run, first).values()))
+                   list(drained_out(run, first).values()),
+                   _steadiness(run, first, merged.pairs))
+
+
+def _steadiness(run: Run, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:
+    """From the receivers' logged headline latency, but those whose log holds values on
+    another clock than the figures' (pairs.off_clock: raw in their hlog)."""
+    tag = HEADLINE[run.load]
+    return steadiness.steadiness(
+        result.log.intervals.get(tag, []) for result in found
+        if result.log is not None and result.agent_id not in pairs.off_clock)
 
 
 def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]:

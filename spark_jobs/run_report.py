@@ -364,7 +364,7 @@ def report(checked: Checked, figured: run_merge.Figures) -> RunSummary:
         hlog_agrees=agrees,
         behind_s=summarize.behind_s(metrics[Metric.SEND_LAG], rate["send_rate"],
                                     manifest.params.get("producers", 1)),
-        **series.summary_fields(per_message, humps),
+        **series.summary_fields(per_message, humps), steadiness=figured.steadiness,
         cpu=usage.summary(), cpu_placement=manifest.cpu_placement)
     summary.warnings = [*lag_warnings(summary), *saturation_warnings(counts, manifest.params),
                         *summarize.clock_warnings(pairs, manifest.cross_host_latency),

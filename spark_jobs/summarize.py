@@ -21,14 +21,21 @@ import numpy as np
 
 from sixnines.formats import hdr, hgrm
 from sixnines.formats.atomic import write_atomically
-from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
-from sixnines.formats.load import TAGS_BY_ROLE
+from sixnines.formats.hlog import (
+    HlogError,
+    Interval,
+    measured_counts,
+    measured_intervals,
+    read_hlog,
+)
+from sixnines.formats.load import HEADLINE, TAGS_BY_ROLE
 from sixnines.formats.summary import SATURATED_LAG_P99_US, Figures, OutOfRange
 from sixnines.formats.vocabulary import RECEIVER_TIMED, Load, Metric
 from sixnines.spark_jobs.agent_rows import PAIRS
 from sixnines.spark_jobs.distribution import Detail, robust_centre
 
 METRICS = tuple(Metric)
+HEADLINE_TAGS = frozenset(str(metric) for metric in HEADLINE.values())  # their hlog tags
 NS_PER_US = 1000.0
 CROSS_CLOCK, EXCLUDED = PAIRS[1:]
 #: the first HDR bucket of values past SATURATED_LAG_P99_US (ns)
@@ -89,13 +96,16 @@ def write_hgrm(path: Path, metric: MetricCounts) -> None:
 @dataclass
 class LogRead:
     """One agent's hlog reduced to what the analysis compares: its measured counts per tag
-    (sparse: indices, counts), and for an agent that died, how far its log was written
-    (ns since its t0, to the ms of the log's stamps; its last line may be cut short); or
-    why it cannot be read (a damaged file: the run is refused, formats.integrity)."""
+    (sparse: indices, counts), its measured intervals of the headline latency (how steady
+    the run was: spark_jobs.steadiness), and for an agent that died, how far its log was
+    written (ns since its t0, to the ms of the log's stamps; its last line may be cut
+    short); or why it cannot be read (a damaged file: the run is refused,
+    formats.integrity)."""
 
     tags: dict[str, tuple[np.ndarray, np.ndarray]]
     end_ns: int | None = None
     problem: str | None = None
+    intervals: dict[str, list[Interval]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, np.ndarray]:
         """The measured counts per tag as HDR counts arrays."""
@@ -118,7 +128,8 @@ def read_log(path: str | Path, warmup_s: float, died: bool = False) -> LogRead:
     for tag, counts in measured_counts(hlog, warmup_s).items():
         used = np.flatnonzero(counts)
         tags[tag] = (used, counts[used])
-    return LogRead(tags, round(hlog.end_s * 1000) * 1_000_000 if died else None)
+    return LogRead(tags, round(hlog.end_s * 1000) * 1_000_000 if died else None,
+                   intervals=measured_intervals(hlog, warmup_s, HEADLINE_TAGS))
 
 
 def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str

@@ -28,6 +28,7 @@ EXTRAS_OF = {
     "sixnines.drivers.rabbitmq": {"rabbitmq"},
     "sixnines.drivers.kafka": {"kafka"},
     "sixnines.spark_jobs.analyze": {"analysis"},  # Spark: the rest of the analysis is core
+    "sixnines.orchestrator.results.changes": {"changes"},
     "sixnines.orchestrator.launchers.bundle": {"remote"},
     "sixnines.orchestrator.launchers.ssh": {"remote"},
     "sixnines.orchestrator.launchers.ssh_guard": {"remote"},

@@ -36,6 +36,9 @@ def analysed() -> RunSummary:
                        "bytes_per_s": {"sender": 128_000.0, "receiver": None},
                        "zero_span_windows": {"sender": 0}},
         "density_us": 500.0, "humps": {"count": 1, "modes_us": [70.0]},
+        "steadiness": {"windows": 10, "window_s": 1.0, "p99_low_us": 90.0,
+                       "p99_median_us": 95.0, "p99_high_us": 99.0, "p99_max_us": 140.0,
+                       "spread": 0.1, "unsteady": False},
         "cpu": {"sender": CPU_SIDE, "receiver": CPU_SIDE, "broker": None,
                 "interval_ms": 1000.0, "notes": ["no broker CPU: the broker is external"]},
         "cpu_placement": ["host local: producer-0 on CPU 1; everything else sixnines runs "

@@ -33,6 +33,12 @@ FIGURES: dict[str, list[str]] = {
         rf"^embedded local\[\*\] +\d+ +{N} +{N} +{N} +1\.00 ",
         rf"^standalone, 2 workers x 1 core \S+ +2 +{N} +{N} +{N} +{N} ",
         r"^summaries identical"],
+    "bench_change_points": [
+        rf"^real runs: 2, {N} latencies each \(median\), p99 {N} to {N} µs; nights unsteady: "
+        rf"{N}%$",
+        *(rf"^{machine} +{key} +{N} +({N} +){{3}} +{N} +{N}$"
+          for machine in ("steady", "one run", "as they came")
+          for key in (r"p50", r"p90", r"p99", r"p99\.9", r"p99\.99"))],
     "bench_codecs": [rf"^{name} +\d+ ns/msg$" for name in (
         r"redis XREAD reply", r"nats MSG \(fast path\)", r"nats MSG \(general\)",
         r"amqp deliveries")],
