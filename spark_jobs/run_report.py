@@ -298,14 +298,15 @@ def _expected(checked: Checked) -> delivery.Expected:
     return delivery.Expected(consumers, silent, delivery.Dead.of(manifest, checked.messages))
 
 
-def run_of(checked: Checked, window: int | None) -> run_merge.Run:
+def run_of(checked: Checked, window: int | None) -> run_merge.AnalysedRun:
     manifest = checked.manifest
-    return run_merge.Run(manifest, checked.messages, window or manifest.throughput_window,
-                         load_of(manifest.params), _expected(checked), checked.hlogs)
+    return run_merge.AnalysedRun(manifest, checked.messages,
+                                 window or manifest.throughput_window, load_of(manifest.params),
+                                 _expected(checked), checked.hlogs)
 
 
 
-def report(checked: Checked, figured: run_merge.Figures) -> RunSummary:
+def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
     """A run's summary and report files from its figures (plain Python), written."""
     run_dir, manifest = checked.run_dir, checked.manifest
     workload = manifest.workload
@@ -376,7 +377,7 @@ Outcome = RunSummary | Exception  # a run's summary, or why its analysis failed
 
 
 def _figure(schedule: run_merge.Scheduler, runs: list[Checked], window: int | None
-            ) -> list[run_merge.Figures | run_merge.Damaged]:
+            ) -> list[run_merge.RunFigures | run_merge.DamagedRun]:
     """The per-agent passes over every run's records at once: two scheduled rounds (Spark
     jobs) whatever the number of runs, only small per-agent results coming back
     (spark_jobs.run_merge)."""
@@ -422,7 +423,7 @@ def _figured_and_reported(schedulers: Schedulers, passed: dict[int, Checked],
     outcomes: dict[int, Outcome] = {}
     for (index, checked), found in zip(passed.items(), figured, strict=True):
         try:
-            if isinstance(found, run_merge.Damaged):
+            if isinstance(found, run_merge.DamagedRun):
                 outcomes[index] = refused(replace(checked, damaged=found.problems))
                 log.error("%s: not analysed: %s", checked.run_dir, "; ".join(found.problems))
             else:
@@ -434,7 +435,7 @@ def _figured_and_reported(schedulers: Schedulers, passed: dict[int, Checked],
 
 
 def _figured_each(schedule: run_merge.Scheduler, runs: list[Checked], window: int | None
-                  ) -> list[run_merge.Figures | run_merge.Damaged | Exception]:
+                  ) -> list[run_merge.RunFigures | run_merge.DamagedRun | Exception]:
     """Each run's figures, from one pass over all; when that pass fails, from a pass over
     each alone (a run that fails alone too: its error)."""
     if len(runs) > 1:
@@ -446,7 +447,7 @@ def _figured_each(schedule: run_merge.Scheduler, runs: list[Checked], window: in
 
 
 def _figured_alone(schedule: run_merge.Scheduler, checked: Checked, window: int | None
-                   ) -> run_merge.Figures | run_merge.Damaged | Exception:
+                   ) -> run_merge.RunFigures | run_merge.DamagedRun | Exception:
     try:
         return _figure(schedule, [checked], window)[0]
     except Exception as error:

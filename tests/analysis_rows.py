@@ -53,7 +53,7 @@ def _record(row: tuple, agent_index: int) -> dict[str, Any]:
 def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] | None = None,
               expected: delivery.Expected | None = None, load: str = Load.OPEN_LOOP,
               window: int = 100, chunk_rows: int | None = None, **manifest: Any
-              ) -> run_merge.Run:
+              ) -> run_merge.AnalysedRun:
     """A run of these rows: each agent's rows in chunk files under folder/agents/<id>/
     (one, or of `chunk_rows` rows each), in the rows' order; `agents`: the manifest's
     entries (default: the rows' agents, by id), whose order gives agent_index;
@@ -77,10 +77,10 @@ def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] 
                                      for field in MESSAGES}, schema=MESSAGES), path)
             paths.append(path)
         messages[entry["id"]] = (Role(entry["role"]), paths)
-    return run_merge.Run(written, messages, window, load, expected or delivery.Expected())
+    return run_merge.AnalysedRun(written, messages, window, load, expected or delivery.Expected())
 
 
-def figures(*runs: run_merge.Run) -> list[run_merge.Figures]:
+def figures(*runs: run_merge.AnalysedRun) -> list[run_merge.RunFigures]:
     """The runs' figures, all analysed together, in this process."""
     return run_merge.figures(run_merge.in_process, list(runs))
 

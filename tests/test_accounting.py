@@ -20,7 +20,7 @@ from tests.analysis_rows import figures, write_run
 
 
 def _run(tmp_path: Path, rows: list[tuple], expected: delivery.Expected | None = None,
-         agents: list[dict[str, Any]] | None = None, **manifest: Any) -> run_merge.Run:
+         agents: list[dict[str, Any]] | None = None, **manifest: Any) -> run_merge.AnalysedRun:
     """A run of these rows, written in a folder of its own under tmp_path (default
     manifest: the rows' agents by id, so agent_index is their sorted order)."""
     folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
@@ -230,7 +230,7 @@ def _stalled(got: list[int], latency: int = 10) -> list[tuple]:
 
 
 def _drained(tmp_path: Path, rows: list[tuple], drain_ended_ns: int, drain_ns: int = 300,
-             **manifest: Any) -> run_merge.Figures:
+             **manifest: Any) -> run_merge.RunFigures:
     """The figures of a run whose consumer c heard its drain of `drain_ns` out, to
     `drain_ended_ns`, without every message."""
     agents = [{"id": "c", "role": "consumer", "drain_ended_ns": drain_ended_ns},
@@ -322,16 +322,16 @@ def _tiny_agents(clocks: dict[str, dict] | None = None) -> list[dict[str, Any]]:
 
 
 def _tiny_run(tmp_path: Path, clocks: dict[str, dict] | None = None, **manifest: Any
-              ) -> run_merge.Run:
+              ) -> run_merge.AnalysedRun:
     return _run(tmp_path, _tiny_rows(), agents=_tiny_agents(clocks), **manifest)
 
 
-def _rows_of(run: run_merge.Run) -> dict[str, agent_rows.Rows]:
+def _rows_of(run: run_merge.AnalysedRun) -> dict[str, agent_rows.Rows]:
     """Each agent's rows as the passes read them (classified, clock-paired)."""
     return {agent.agent_id: agent_rows.read_rows(agent) for agent in run_merge.agent_files([run])}
 
 
-def _by_metric(run: run_merge.Run) -> dict[str, list[int]]:
+def _by_metric(run: run_merge.AnalysedRun) -> dict[str, list[int]]:
     """Each metric's measured values over all the run's agents, sorted."""
     by_metric: dict[str, list[int]] = {}
     for rows in _rows_of(run).values():
@@ -340,7 +340,7 @@ def _by_metric(run: run_merge.Run) -> dict[str, list[int]]:
     return {metric: sorted(values) for metric, values in by_metric.items() if values}
 
 
-def _pairs(run: run_merge.Run) -> dict[str, dict]:
+def _pairs(run: run_merge.AnalysedRun) -> dict[str, dict]:
     """Each receiving agent's timed receipts by clock pair, and its widest bound."""
     found = {}
     for agent_id, rows in _rows_of(run).items():

@@ -51,7 +51,7 @@ def _reason(error: KafkaError | KafkaException | Exception) -> str:
     return error.str() if isinstance(error, KafkaError) else str(error)
 
 
-class Backend:
+class ConfluentBackend:
     """Admin work (connection check, topics) and the factories of one driver."""
 
     def __init__(self, driver, timeout_s: float) -> None:
@@ -172,7 +172,7 @@ class _Alarms:
     """What librdkafka reported (through callbacks served by poll/consume), checked on the
     caller's next call: the hot path reads one flag, `trouble`."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: ConfluentBackend) -> None:
         self.label = backend.label
         self.trouble = False
         self.failed: KafkaError | None = None  # a delivery report: always fatal
@@ -211,7 +211,7 @@ class _Alarms:
 
 
 class ConfluentSender(_Alarms, Sender):
-    def __init__(self, backend: Backend, topic: str, partition: int) -> None:
+    def __init__(self, backend: ConfluentBackend, topic: str, partition: int) -> None:
         super().__init__(backend)
         self.topic = topic
         self.partition = partition
@@ -267,7 +267,7 @@ class ConfluentReceiver(_Alarms, Receiver):
     one per receiver) becomes readable when librdkafka queues something for it (see
     Doorbell)."""
 
-    def __init__(self, backend: Backend, topic: str, partitions: list[int]) -> None:
+    def __init__(self, backend: ConfluentBackend, topic: str, partitions: list[int]) -> None:
         super().__init__(backend)
         opts = backend.options
         client_id = f"sixnines-{uuid.uuid4().hex[:12]}"
@@ -394,7 +394,7 @@ class ConfluentReceiver(_Alarms, Receiver):
 class ConfluentResponder(Responder):
     """Requests from `<topic>` produced back, unchanged, to `<prefix><producer id>`."""
 
-    def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
+    def __init__(self, backend: ConfluentBackend, topic: str, partitions: int, prefix: str) -> None:
         self.receiver = ConfluentReceiver(backend, topic, list(range(partitions)))
         self.sender = ConfluentSender(backend, "", 0)
         self.prefix = prefix

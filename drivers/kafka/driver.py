@@ -25,7 +25,15 @@ from __future__ import annotations
 import socket
 from typing import ClassVar
 
-from sixnines.drivers.base import SOLE_LANE, Credential, Driver, DriverError, Lane, split_address
+from sixnines.drivers.base import (
+    SOLE_LANE,
+    Credential,
+    Driver,
+    DriverError,
+    Lane,
+    WorkloadShape,
+    split_address,
+)
 from sixnines.drivers.kafka import confluent, kafka_python
 from sixnines.drivers.kafka.options import KafkaOptions
 from sixnines.drivers.kafka.wire import (
@@ -36,6 +44,7 @@ from sixnines.drivers.kafka.wire import (
     reply_prefix,
     requests_topic,
 )
+from sixnines.formats.vocabulary import Mode
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
 
@@ -55,7 +64,7 @@ class KafkaDriver(Driver):
         self._backend = None
 
     @classmethod
-    def workload_problems(cls, options: KafkaOptions, workload) -> list[str]:
+    def workload_problems(cls, options: KafkaOptions, workload: WorkloadShape) -> list[str]:
         if not isinstance(options, KafkaOptions):
             return []  # invalid options (still a dict): the scenario loader reports them
         problems = []
@@ -63,7 +72,7 @@ class KafkaDriver(Driver):
             problems.append(f"kafka: {workload.message_size}-byte messages exceed the "
                             f"{MAX_MESSAGE_BYTES}-byte limit this driver configures")
         connections = workload.connections
-        if (str(workload.mode) == "one-way" and options.partitions is not None
+        if (workload.mode == Mode.ONE_WAY and options.partitions is not None
                 and options.partitions < connections):
             problems.append(
                 f"kafka: partitions {options.partitions} is fewer than the workload's "

@@ -53,7 +53,7 @@ def _logged():
         logger.removeHandler(handler)
 
 
-class Backend:
+class PythonBackend:
     def __init__(self, driver, timeout_s: float) -> None:
         self.driver = driver  # its record_bytes sizes topics, producers and consumers
         self.label = driver.label
@@ -154,7 +154,7 @@ class Backend:
 
 
 class PythonSender(Sender):
-    def __init__(self, backend: Backend, topic: str, partition: int) -> None:
+    def __init__(self, backend: PythonBackend, topic: str, partition: int) -> None:
         self.label = backend.label
         self.topic = topic
         self.partition = partition
@@ -208,7 +208,7 @@ class PythonSender(Sender):
 class PythonReceiver(Receiver):
     """A consumer of `partitions` of a topic (a lane's share)."""
 
-    def __init__(self, backend: Backend, topic: str, partitions: list[int]) -> None:
+    def __init__(self, backend: PythonBackend, topic: str, partitions: list[int]) -> None:
         self.label = backend.label
         self.address = backend.address
         self.group = backend.options.group
@@ -312,7 +312,7 @@ class PythonReceiver(Receiver):
 
 
 class PythonResponder(Responder):
-    def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
+    def __init__(self, backend: PythonBackend, topic: str, partitions: int, prefix: str) -> None:
         self.receiver = PythonReceiver(backend, topic, list(range(partitions)))
         self.sender = PythonSender(backend, "", 0)
         self.prefix = prefix

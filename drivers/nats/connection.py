@@ -1,5 +1,5 @@
 """NATS connections: nats-py's handshake on a socket we keep, JetStream management
-through nats-py, and `Link`, a connection's socket with its protocol parser.
+through nats-py, and `NatsLink`, a connection's socket with its protocol parser.
 
 nats-py is asyncio-only, and the agents' send loop is a synchronous busy-wait that must not
 share the GIL with an event-loop thread. So nats-py runs each connection's handshake on a
@@ -276,7 +276,7 @@ def _plain(value) -> str:
 # --- the protocol on the socket ----------------------------------------------------------
 
 
-class Link(Parser):
+class NatsLink(Parser):
     """One connection after the handshake: its socket (`io`) and the parser of what the
     server sends, whose answers (PONG, pull requests) go out after each `parse`."""
 

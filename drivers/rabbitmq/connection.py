@@ -1,5 +1,6 @@
 """RabbitMQ connections: pika connects, authenticates, opens channel 1 and declares what a
-role needs; then `Link` takes pika's socket over and speaks the hot path's frames itself.
+role needs; then `RabbitmqLink` takes pika's socket over and speaks the hot path's frames
+itself.
 
 Taking the socket over reaches into pika's private members (`_impl.params.frame_max`,
 `_impl._transport._sock`, `_impl._frame_buffer`, `_impl.ioloop`): pinned in pyproject's
@@ -73,7 +74,7 @@ def connect(host: str, port: int, options: RabbitmqOptions,
         raise DriverError(f"{label}: cannot open a channel ({reason(exc)})") from exc
 
 
-class Link(Reader):
+class RabbitmqLink(Reader):
     """One AMQP connection once pika has set it up: its socket (`io`), channel, and the
     reader of the frames the broker sends (deliveries, confirms, closes)."""
 

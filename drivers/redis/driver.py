@@ -54,6 +54,7 @@ from sixnines.drivers.base import (
     Receiver,
     Responder,
     Sender,
+    WorkloadShape,
     split_address,
 )
 from sixnines.drivers.redis.connection import (
@@ -368,7 +369,7 @@ class RedisDriver(Driver):
         return Framing(push_head(self._channel, message_size), CRLF)
 
     @classmethod
-    def workload_problems(cls, options: RedisOptions, workload) -> list[str]:
+    def workload_problems(cls, options: RedisOptions, workload: WorkloadShape) -> list[str]:
         if workload.message_size > MAX_BULK:
             return [f"message_size {workload.message_size} is above Redis' largest string "
                     f"({MAX_BULK} bytes, proto-max-bulk-len)"]

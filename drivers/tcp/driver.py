@@ -13,6 +13,7 @@ import socket
 
 from sixnines.drivers.base import (
     SOLE_LANE,
+    Announce,
     Driver,
     Framing,
     Lane,
@@ -87,7 +88,7 @@ class TcpDriver(Driver):
         return TcpSender(sock, self._label), TcpReceiver(sock, self._label, message_size)
 
     @classmethod
-    def serve_broker(cls, host: str, port: int, announce) -> None:
+    def serve_broker(cls, host: str, port: int, announce: Announce) -> None:
         from sixnines.drivers.tcp.relay import Relay
 
         Relay(host, port).serve(announce)

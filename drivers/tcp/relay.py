@@ -23,7 +23,7 @@ import selectors
 import socket
 import threading
 
-from sixnines.drivers.base import Lane
+from sixnines.drivers.base import Announce, Lane
 from sixnines.drivers.tcp.wire import (
     ACK,
     ECHO,
@@ -77,7 +77,7 @@ class Relay:
         host, port = self._listener.getsockname()[:2]
         return f"{host}:{port}"
 
-    def serve(self, announce) -> None:
+    def serve(self, announce: Announce) -> None:
         announce(self.address)
         while True:
             for key, events in self._selector.select():

@@ -20,6 +20,7 @@ import zmq
 
 from sixnines.drivers.base import (
     SOLE_LANE,
+    Announce,
     Credential,
     Driver,
     DriverError,
@@ -207,7 +208,7 @@ class ZmqDriver(Driver):
         return ZmqSender(sock, label), ZmqReceiver(sock, label)
 
     @classmethod
-    def serve_broker(cls, host: str, port: int, announce) -> None:
+    def serve_broker(cls, host: str, port: int, announce: Announce) -> None:
         context = zmq.Context.instance()
         try:
             frontend, backend, echo, port = bind_broker(context, host, port)

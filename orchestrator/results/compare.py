@@ -179,7 +179,7 @@ class Side:
 
 
 @dataclass
-class Figure:
+class ComparedFigure:
     metric: str  # "latency_us", "saturation_latency_us" or the rate's name
     key: str  # p50 … max, or the rate's name
     a: float | None
@@ -197,7 +197,7 @@ class Pair:
     run_b: str
     status_a: str | None
     status_b: str | None
-    figures: list[Figure] = field(default_factory=list)
+    figures: list[ComparedFigure] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # the regressions, in words
     notes: list[str] = field(default_factory=list)
 
@@ -319,7 +319,7 @@ def match_runs(a: list[RunSummary], b: list[RunSummary], swept: list[str]
 
 def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
                    tails: tuple[Tail, Tail] | None = None,
-                   metric: str = Metric.LATENCY.summary_field) -> Figure:
+                   metric: str = Metric.LATENCY.summary_field) -> ComparedFigure:
     """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
     `tails` (of A and B) default to the summaries' ladders."""
     value_a, value_b = a.figure(key), b.figure(key)
@@ -327,8 +327,8 @@ def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
                   and min(tail_samples(key, a.count),
                           tail_samples(key, b.count)) >= MIN_TAIL_SAMPLES)
     if not comparable:
-        return Figure(metric, key, value_a, value_b, _change(value_a, value_b), None,
-                      "not comparable")
+        return ComparedFigure(metric, key, value_a, value_b, _change(value_a, value_b), None,
+                              "not comparable")
     tail_a, tail_b = tails or (Tail.from_figures(a), Tail.from_figures(b))
     (down_a, up_a), (down_b, up_b) = tail_a.half_widths(key), tail_b.half_widths(key)
     shift = math.log(value_b / value_a)
@@ -338,21 +338,21 @@ def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
     verdict = "same"
     if abs(shift) > tolerance and abs(value_b - value_a) > ABSOLUTE_FLOOR_US:
         verdict = "regression" if shift > 0 else "improved"
-    return Figure(metric, key, value_a, value_b, _change(value_a, value_b),
-                  100 * math.expm1(tolerance), verdict)
+    return ComparedFigure(metric, key, value_a, value_b, _change(value_a, value_b),
+                          100 * math.expm1(tolerance), verdict)
 
 
-def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float) -> Figure:
+def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float) -> ComparedFigure:
     """A throughput figure (send_rate or receive_rate): a drop beyond the relative floor is
     a regression."""
     value_a, value_b = getattr(a, key), getattr(b, key)
     change = _change(value_a, value_b)
     if change is None:
-        return Figure(key, key, value_a, value_b, None, None, "not comparable")
+        return ComparedFigure(key, key, value_a, value_b, None, None, "not comparable")
     verdict = "same"
     if abs(change) > threshold_pct:
         verdict = "regression" if change < 0 else "improved"
-    return Figure(key, key, value_a, value_b, change, threshold_pct, verdict)
+    return ComparedFigure(key, key, value_a, value_b, change, threshold_pct, verdict)
 
 
 def _change(a: float | None, b: float | None) -> float | None:
@@ -387,13 +387,13 @@ def _accounting_findings(a: RunSummary, b: RunSummary) -> list[str]:
     return [f"{name} {in_a:,} → {in_b:,}" for name, in_a, in_b in counts if in_b > in_a]
 
 
-def _label(figure: Figure) -> str:
+def _label(figure: ComparedFigure) -> str:
     """'latency p99', 'saturation latency p99' or the rate's name."""
     latency = LATENCY_FIELDS.get(figure.metric)
     return f"{latency} {figure.key}" if latency else figure.key
 
 
-def _figure_finding(figure: Figure) -> str:
+def _figure_finding(figure: ComparedFigure) -> str:
     name = _label(figure)
     return (f"{name} {_number(figure.a)} → {_number(figure.b)} ({figure.change_pct:+.1f}%, "
             f"tolerance {figure.tolerance_pct:.0f}%)")

@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.table import Table
 
 from sixnines.formats.atomic import human_bytes
+from sixnines.formats.vocabulary import Role
 from sixnines.orchestrator.terminal import markup, printable
 
 REDRAWS_PER_S = 1
@@ -119,7 +120,7 @@ class ProgressView:
             table.add_column(column, justify="right" if column in ("sent", "received") else "left")
         for agent_id, row in self.rows.items():
             sent = f"{row['sent']:,}/{row['planned']:,}" if row["planned"] else "-"
-            received = f"{row['received']:,}" if row["role"] != "producer" else "-"
+            received = f"{row['received']:,}" if row["role"] != Role.PRODUCER else "-"
             table.add_row(agent_id, row["role"], row["host"], sent, received, markup(row["state"]))
         table.caption = "disk: " + "; ".join(
             f"{host} {human_bytes(written)} written, {human_bytes(free) if free >= 0 else '?'} left"

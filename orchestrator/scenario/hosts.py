@@ -74,7 +74,7 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-class Link(BaseModel):
+class LinkShaping(BaseModel):
     """Shaping of a host's link (egress of its interface) while the scenario runs: `rate`
     with tc tbf; `delay` and `loss` with netem where the host's kernel has it."""
 
@@ -108,7 +108,7 @@ class SshHost(_Host):
     """An interpreter on the host with this sixnines already installed: no bootstrap."""
     workdir: Text = "/var/tmp/sixnines"
     """Where the bootstrap environment and run files go on the host."""
-    link: Link | None = None
+    link: LinkShaping | None = None
     """Cap the host's link bandwidth (needs root there), e.g. {rate: 100mbit}."""
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sixnines.orchestrator.scenario.systems import System
-from sixnines.orchestrator.scenario.workload import WORKLOAD_FIELDS, Case, Workload
+from sixnines.orchestrator.scenario.workload import WORKLOAD_FIELDS, Case, WorkloadPoint
 
 if TYPE_CHECKING:
     from sixnines.orchestrator.scenario.model import Scenario
@@ -47,7 +47,7 @@ class RunPoint:
     index: int
     run_id: str
     system: System
-    workload: Workload
+    workload: WorkloadPoint
     params: dict[str, Any]
     swept: dict[str, str]
 

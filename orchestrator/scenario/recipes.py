@@ -63,7 +63,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Ready(Strict):
+class ReadyCheck(Strict):
     """Ready when a TCP connect succeeds, or when a command exits 0 (retried)."""
 
     tcp: str | None = None
@@ -97,7 +97,7 @@ class Native(Strict):
     install: str | None = None  # how to get its programs, said when one is missing (as is)
     env: dict[EnvName, str] = {}
     files: dict[str, str] = {}  # file name in {data} -> content, written before `prepare`
-    ready: Ready
+    ready: ReadyCheck
     stop: list[Command] = []  # run after the process group is stopped (daemons it left)
     version: Command | None = None
     auth: Auth | None = None  # None: the broker cannot require a credential

@@ -74,7 +74,7 @@ class Duplicate:
 
 
 @dataclass
-class Document:
+class YamlDocument:
     """Plain data (dicts, lists, scalars) plus where each piece came from."""
 
     data: Any = None
@@ -123,12 +123,12 @@ def read_source(path: Path) -> str:
         raise SourceError(f"not UTF-8 text (bad byte at offset {exc.start})", line) from None
 
 
-def parse(text: str) -> Document:
+def parse(text: str) -> YamlDocument:
     """Parse one YAML document with the safe loader, keeping 1-based lines."""
     loader = _loader(text)
     try:
         node = loader.get_single_node()
-        doc = Document()
+        doc = YamlDocument()
         if node is not None:
             doc.lines[()] = node.start_mark.line + 1
             doc.data = _Builder(loader, doc).build(node, (), frozenset())
@@ -220,7 +220,7 @@ class _Builder:
     `<<` merges are done here rather than by PyYAML, whose in-place merging multiplies
     nodes before anything could count them."""
 
-    def __init__(self, loader: _Loader, doc: Document) -> None:
+    def __init__(self, loader: _Loader, doc: YamlDocument) -> None:
         self.loader = loader
         self.doc = doc
         self.values = _Budget()
