@@ -18,6 +18,7 @@ formats.load.TAGS_BY_ROLE.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -237,7 +238,7 @@ def received_rows(role: AgentRole, chunk: Receipts) -> tuple[dict, dict]:
 
 
 def run_senders(streams: list[OutStream], control: Control, inbox: Inbox | None = None,
-                receivers: list[Receiver] = (), first_id: int = 0) -> None:
+                receivers: Sequence[Receiver] = (), first_id: int = 0) -> None:
     """The open-loop send loop: busy-wait on the absolute schedule, send what is due.
 
     A requester passes its `inbox` and `receivers`: replies are then taken without blocking

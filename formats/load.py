@@ -41,7 +41,7 @@ def load_of(params: dict[str, Any]) -> Load:
     return Load.SATURATION if params.get("rate") == MAX_RATE else Load.OPEN_LOOP
 
 
-def run_load(summary: RunSummary) -> str:
+def run_load(summary: RunSummary) -> Load:
     """The summary's `load`; a run the analysis never saw (failed) by its parameters."""
     return summary.load or load_of(summary.params)
 

@@ -312,7 +312,7 @@ class Manifest(Open):
     driver: str | None = None
     driver_options: dict[str, Any] = Field(default_factory=dict)
     broker: BrokerRecord = Field(default_factory=BrokerRecord)
-    params: Params = Field(default_factory=dict)  # type: ignore[arg-type]
+    params: Params = Field(default_factory=Params)
     """The workload point as JSON (summary.json copies it)."""
 
     @field_validator("params", mode="wrap")

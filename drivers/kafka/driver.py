@@ -30,6 +30,7 @@ from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
+    DriverOptions,
     Lane,
     WorkloadShape,
     split_address,
@@ -52,6 +53,7 @@ CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails wi
 class KafkaDriver(Driver):
     name = "kafka"
     Options: ClassVar[type[KafkaOptions]] = KafkaOptions
+    options: KafkaOptions  # what Options validated
     needs_responder = True
 
     def __init__(self, address: str, options: KafkaOptions,
@@ -64,7 +66,7 @@ class KafkaDriver(Driver):
         self._backend = None
 
     @classmethod
-    def workload_problems(cls, options: KafkaOptions, workload: WorkloadShape) -> list[str]:
+    def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if not isinstance(options, KafkaOptions):
             return []  # invalid options (still a dict): the scenario loader reports them
         problems = []

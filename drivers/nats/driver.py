@@ -47,6 +47,7 @@ from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
+    DriverOptions,
     Framing,
     Lane,
     Receiver,
@@ -134,7 +135,7 @@ class NatsReceiver(Receiver):
             return 0
         n = link.parse(out, stride, room)
         # TLS may hold decrypted bytes that no poller sees: take them while `out` has room
-        while link.io.tls and n < room and link.sock.pending():
+        while link.io.tls and n < room and link.io.pending():
             left = room - n
             link.fill(max(left * self._wire_min - (link.end - link.start), 1))
             n += link.parse(out[n * stride :], stride, left)
@@ -182,6 +183,7 @@ def _close(link: NatsLink, release: Release) -> None:
 class NatsDriver(Driver):
     name = "nats"
     Options = NatsOptions
+    options: NatsOptions  # what Options validated
     needs_responder = True
 
     def __init__(self, address: str, options: NatsOptions,
@@ -206,7 +208,7 @@ class NatsDriver(Driver):
         return Framing()  # payloads are copied out end to end
 
     @classmethod
-    def workload_problems(cls, options: NatsOptions, workload: WorkloadShape) -> list[str]:
+    def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if workload.message_size > MAX_PAYLOAD_LIMIT:
             return [f"message_size {workload.message_size} is above 64 MiB, the largest "
                     "max_payload a NATS server accepts"]

@@ -46,6 +46,8 @@ def connect(host: str, port: int, options: RabbitmqOptions,
         if username != GUEST:  # RabbitmqOptions refuses this; a Credential always has one
             raise DriverError(f"{label}: no password for user {username!r}")
         password = GUEST
+    if username is None:  # RabbitmqOptions has a default user; a Credential names one
+        raise DriverError(f"{label}: no user to log in as")
     params = pika.ConnectionParameters(
         host=host, port=port, virtual_host=options.vhost,
         credentials=pika.PlainCredentials(username, password),

@@ -43,6 +43,7 @@ from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
+    DriverOptions,
     Framing,
     Lane,
     Receiver,
@@ -130,7 +131,7 @@ class TemplateSender(_Publisher):
         slot = len(self._template)
         if len(self._ring) < count * slot:
             self._ring = np.frombuffer(self._template * count, np.uint8).copy()
-            self._wire = memoryview(self._ring)
+            self._wire = self._ring.data
 
     def send(self, frames: memoryview, count: int) -> None:
         self._room(count)
@@ -143,9 +144,9 @@ class TemplateSender(_Publisher):
                     wire[k * slot + at : k * slot + at + size] = frames[source : source + size]
         else:
             into = self._ring[: count * slot].reshape(count, slot)
-            source = np.frombuffer(frames, np.uint8).reshape(count, stride)
+            sources = np.frombuffer(frames, np.uint8).reshape(count, stride)
             for at, start, size in self._chunks:
-                into[:, at : at + size] = source[:, offset + start : offset + start + size]
+                into[:, at : at + size] = sources[:, offset + start : offset + start + size]
         link = self._link
         link.write(wire[: count * slot])
         link.published += count
@@ -252,6 +253,7 @@ class RabbitmqResponder(Responder):
 class RabbitmqDriver(Driver):
     name = "rabbitmq"
     Options = RabbitmqOptions
+    options: RabbitmqOptions  # what Options validated
     needs_responder = True
 
     def __init__(self, address: str, options: RabbitmqOptions,
@@ -277,7 +279,7 @@ class RabbitmqDriver(Driver):
         return Framing()  # bare bodies, end to end
 
     @classmethod
-    def workload_problems(cls, options: RabbitmqOptions, workload: WorkloadShape) -> list[str]:
+    def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if not isinstance(options, RabbitmqOptions):
             return []  # invalid options (still a dict): the scenario loader reports them
         problems = []

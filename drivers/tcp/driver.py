@@ -59,6 +59,7 @@ class TcpReceiver(Receiver):
 class TcpDriver(Driver):
     name = "tcp"
     Options = TcpOptions
+    options: TcpOptions  # what Options validated
     has_builtin_broker = True
 
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:

@@ -159,13 +159,14 @@ class ZmqWaiter(Waiter):
 class ZmqDriver(Driver):
     name = "zmq"
     Options = ZmqOptions
+    options: ZmqOptions  # what Options validated
     has_builtin_broker = True
 
     def __init__(self, address: str, options: ZmqOptions,
                  credential: Credential | None = None) -> None:
         super().__init__(address, options, credential)
         self._host, self._port = split_address(address, self.name)
-        self._context = zmq.Context.instance()
+        self._context: zmq.Context = zmq.Context.instance()
 
     def _socket(self, kind: int, port_offset: int, subscribe: Sequence[bytes] = ()
                 ) -> zmq.Socket:
@@ -209,7 +210,7 @@ class ZmqDriver(Driver):
 
     @classmethod
     def serve_broker(cls, host: str, port: int, announce: Announce) -> None:
-        context = zmq.Context.instance()
+        context: zmq.Context = zmq.Context.instance()
         try:
             frontend, backend, echo, port = bind_broker(context, host, port)
         except zmq.ZMQError as exc:  # as the other builtin broker's bind says it
