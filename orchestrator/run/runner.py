@@ -139,9 +139,10 @@ class Run:
                 except BaseException:  # a full disk: the run's analysis is not its to give
                     self._stop_sidecar()
                     raise
-        if interruption is not None or later.first is not None:
+        stopped_by = interruption or later.first
+        if stopped_by is not None:
             self._stop_sidecar()
-            raise interruption or later.first
+            raise stopped_by
         if self.sidecar is not None:
             self.analysed = self.sidecar.finish()
         return self.manifest.as_json()
@@ -218,7 +219,7 @@ class Run:
         deadline = planned_end + w.drain_ns / NS + OVERRUN_S
         while not all(a.finished for a in self.agents.measuring()):
             message, agent = self.agents.channel.next(time.monotonic() + SUPERVISE_TICK_S)
-            if isinstance(message, p.Progress):
+            if isinstance(message, p.Progress) and agent is not None:
                 agent.sent, agent.received = message.sent, message.received
                 self.view.progress(agent.plan.agent_id, message.sent, message.received,
                                    message.disk_written, message.disk_free)
@@ -244,5 +245,7 @@ class Run:
 
     def _finalise(self) -> None:
         self.record.conclude(self.agents, self.cpus)
-        self.view.end_run(self.point, self.manifest.status, self.problems)
+        status = self.manifest.status
+        assert status is not None  # concluded
+        self.view.end_run(self.point, status, self.problems)
         self.record.write(self.agents, self.cpus, final=True)
