@@ -81,8 +81,8 @@ class RunFollower:
         in order, those fed before first); how many it folded. `final`: these are the
         run's last, so the sends known are all there are."""
         new = {}
-        for agent_id, paths in chunks.items():
-            paths, done = [str(path) for path in paths], self.fed.get(agent_id, [])
+        for agent_id, given in chunks.items():
+            paths, done = [str(path) for path in given], self.fed.get(agent_id, [])
             if paths[:len(done)] != done:
                 raise ValueError(f"{agent_id}: chunks fed before are not where they were")
             if len(paths) > len(done):
@@ -91,9 +91,9 @@ class RunFollower:
         if not new and not final:
             return 0
         for agent_id, files in new.items():
-            fold = self.first.setdefault(agent_id, FirstFold(files))
+            first = self.first.setdefault(agent_id, FirstFold(files))
             for rows in batches(files):
-                fold.add(rows)
+                first.add(rows)
         merged = run_merge.merge_first([fold.result() for fold in self.first.values()])
         plan = run_merge.plan(merged, run_merge.axes(self.run, merged.extents))
         medians, plan = plan.medians, replace(plan, medians=spread(merged.metrics))

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from sixnines.formats.manifest import AgentEntry, Manifest
-from sixnines.formats.vocabulary import RECORDING, SENDERS, FanOut, Role
+from sixnines.formats.vocabulary import RECORDING, SENDERS, FanOut, Load, Role
 from sixnines.spark_jobs import (
     agent_pass,
     agent_rows,
@@ -59,7 +59,7 @@ class AnalysedRun:
     manifest: Manifest
     messages: dict[str, tuple[Role, list]]
     window: int
-    load: str
+    load: Load
     expected: delivery.Expected
     hlogs: dict[str, Path] = field(default_factory=dict)
 
@@ -110,7 +110,9 @@ def agent_clock(agent: AgentEntry) -> Clock:
 
 
 def _producer_ids(agent: AgentEntry, connections: int) -> range:
-    return range(agent.first_id, agent.first_id + (agent.connections or connections))
+    first = agent.first_id
+    assert first is not None  # every sender's entry has it
+    return range(first, first + (agent.connections or connections))
 
 
 def producer_agents(manifest: Manifest) -> dict[int, int]:

@@ -103,6 +103,13 @@ class Checked:
     hlogs: dict[str, Path] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def passed(self) -> Manifest:
+        """The manifest of a run its checks let through (None only in a damaged one)."""
+        if self.manifest is None:
+            raise ValueError(f"{self.run_dir}: its manifest failed its checks")
+        return self.manifest
+
 
 def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
                 ) -> tuple[list[str], dict[str, Path]]:
@@ -189,8 +196,8 @@ def check_run(run_dir: Path) -> Checked:
     run_dir = Path(run_dir)
     try:
         manifest = integrity.read_manifest(run_dir)
-    except integrity.Damaged as damaged:
-        return Checked(run_dir, None, damaged.problems)
+    except integrity.Damaged as refusal:
+        return Checked(run_dir, None, refusal.problems)
     damaged = integrity.problems(run_dir, manifest)
     if damaged:
         return Checked(run_dir, manifest, damaged)
@@ -290,7 +297,8 @@ def refused(checked: Checked) -> RunSummary:
 def _expected(checked: Checked) -> delivery.Expected:
     """What a run's accounting needs besides its rows: every consumer agent receives every
     message (`_copies` of it); those of agents without data are absent."""
-    manifest, workload = checked.manifest, checked.manifest.workload
+    manifest = checked.passed
+    workload = manifest.workload
     consumers = sum(_copies(agent, workload) for agent in manifest.agents
                     if agent.role == Role.CONSUMER and agent.id in checked.messages)
     silent = sum(_copies(agent, workload)
@@ -299,7 +307,7 @@ def _expected(checked: Checked) -> delivery.Expected:
 
 
 def run_of(checked: Checked, window: int | None) -> run_merge.AnalysedRun:
-    manifest = checked.manifest
+    manifest = checked.passed
     return run_merge.AnalysedRun(manifest, checked.messages,
                                  window or manifest.throughput_window, load_of(manifest.params),
                                  _expected(checked), checked.hlogs)
@@ -308,7 +316,7 @@ def run_of(checked: Checked, window: int | None) -> run_merge.AnalysedRun:
 
 def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
     """A run's summary and report files from its figures (plain Python), written."""
-    run_dir, manifest = checked.run_dir, checked.manifest
+    run_dir, manifest = checked.run_dir, checked.passed
     workload = manifest.workload
     load = load_of(manifest.params)
     counts, rate, pairs = figured.counts, figured.rate, figured.pairs

@@ -189,7 +189,7 @@ def bytes_per_s(streams: Streams, side: int) -> float | None:
 # --- the latency curve -----------------------------------------------------------------------
 
 
-def latency_json(curve: pa.Table | None, load: str = Load.OPEN_LOOP) -> dict[str, dict[str, list]]:
+def latency_json(curve: pa.Table | None, load: Load = Load.OPEN_LOOP) -> dict[str, dict[str, list]]:
     """series.json "latency", "service_time" and "saturation_latency": n (index of each
     bucket's first message in intended order), min_us, mean_us, max_us (empty lists when
     nothing was timed). A saturation run fills only "saturation_latency" (recv − sent, its
@@ -237,7 +237,7 @@ class PerMessage:
     """Everything per message of one run (see the module doc)."""
 
     window: int
-    load: str  # formats.load
+    load: Load
     latency: dict[str, dict[str, list]]  # latency_json
     throughput: dict[str, ThroughputSeries]  # by side name
     density_ns: float | None
@@ -287,7 +287,7 @@ def summary_fields(result: PerMessage, humps: HumpsFound) -> dict[str, Any]:
     }
 
 
-def humps_warnings(humps: HumpsFound, load: str = Load.OPEN_LOOP) -> list[str]:
+def humps_warnings(humps: HumpsFound, load: Load = Load.OPEN_LOOP) -> list[str]:
     """Multi-modal latency is a defect to flag without anyone reading the plot."""
     if humps.count < 2:
         return []

@@ -117,7 +117,7 @@ class Sidecar:
         checked = run_report.check_run(self.run_dir)
         if checked.damaged:
             return self._not_followed("its files fail their checks")
-        if changed := self._not_vouched(checked.manifest):
+        if changed := self._not_vouched(checked.passed):
             return self._not_followed(f"{changed}: not the chunk its manifest vouches for")
         began = time.monotonic()
         try:

@@ -24,7 +24,7 @@ from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
 from sixnines.formats.load import TAGS_BY_ROLE
 from sixnines.formats.summary import SATURATED_LAG_P99_US, Figures, OutOfRange
-from sixnines.formats.vocabulary import RECEIVER_TIMED, Load, Metric
+from sixnines.formats.vocabulary import RECEIVER_TIMED, Load, Metric, Role
 from sixnines.spark_jobs.agent_rows import PAIRS
 from sixnines.spark_jobs.distribution import Detail, robust_centre
 
@@ -121,7 +121,7 @@ def read_log(path: str | Path, warmup_s: float, died: bool = False) -> LogRead:
     return LogRead(tags, round(hlog.end_s * 1000) * 1_000_000 if died else None)
 
 
-def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
+def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: Load
                   ) -> tuple[tuple[str, ...], list[str]]:
     """The hlog tags of an agent that hold the values the passes computed, and why any do not.
 
@@ -144,7 +144,7 @@ def hlog_agreement(
     logged: Mapping[str, tuple[str, Mapping[str, np.ndarray]]],
     computed_counts: dict[str, dict[str, np.ndarray]],
     off_clock: Mapping[str, int],
-    load: str = Load.OPEN_LOOP,
+    load: Load = Load.OPEN_LOOP,
 ) -> tuple[bool | None, list[str], list[str]]:
     """Does every agent's hlog hold exactly the buckets the passes built from its messages?
 
