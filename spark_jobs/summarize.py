@@ -24,7 +24,7 @@ from sixnines.formats.atomic import write_atomically
 from sixnines.formats.hlog import HlogError, measured_counts, read_hlog
 from sixnines.formats.load import TAGS_BY_ROLE
 from sixnines.formats.summary import SATURATED_LAG_P99_US, Figures, OutOfRange
-from sixnines.formats.vocabulary import RECEIVER_TIMED, Load, Metric, Role
+from sixnines.formats.vocabulary import RECEIVER_TIMED, Load, Metric
 from sixnines.spark_jobs.agent_rows import PAIRS
 from sixnines.spark_jobs.distribution import Detail, robust_centre
 
