@@ -10,8 +10,10 @@ connection): its receipts in receive order, stamped `recv_ns`. A requester row i
 A message's time. An agent stamps once per read (a receiver taking several messages from
 one read) or per batch sent, so one timestamp may stand for k messages. Those k messages
 are taken to have come evenly over the time since the stream's timestamp before: the i-th
-of them (i = 1 … k) at p + i·(s − p)/k, s the shared timestamp and p the one before. With
-one message per timestamp, its time is its timestamp. Its n-th message's time is O_n for
+of them (i = 1 … k) at p + ⌈i·(s − p)/k⌉, s the shared timestamp and p the one before, a
+whole ns as the timestamps are (so a stream's spans, summed per time bucket, are exact
+integers: the same sums whichever batches of its files counted them). With one message
+per timestamp, its time is its timestamp. Its n-th message's time is O_n for
 a sender stream, R_n for a receiver stream; over a window of M messages
 
     SO_n = (O_n − O_{n−M}) / M      sender overhead, ns per message

@@ -195,10 +195,11 @@ def _group_starts(stamps: np.ndarray) -> np.ndarray:
 
 
 def _spread(stamps: np.ndarray, previous: int | None) -> np.ndarray:
-    """How long before its timestamp each message is taken to have come: the k messages of
-    one timestamp s evenly over (p, s], p the timestamp before. A stream's first timestamp
-    has none before it: its messages but the last have no time (NaN), and the windows they
-    are in are undefined."""
+    """How long before its timestamp each message is taken to have come, in whole ns: the
+    i-th of the k messages of one timestamp s at p + ⌈i·(s − p)/k⌉, p the timestamp
+    before, so every span is a whole number of ns and their sums are exact, whichever
+    batches they were counted in. A stream's first timestamp has none before it: its
+    messages but the last have no time (NaN), and the windows they are in are undefined."""
     if len(stamps) == 0:
         return np.zeros(0)
     starts = _group_starts(stamps)
@@ -207,7 +208,8 @@ def _spread(stamps: np.ndarray, previous: int | None) -> np.ndarray:
     prior = np.concatenate([[stamps[0] if previous is None else previous],
                             stamps[starts[:-1]]])
     later = counts[group] - 1 - (np.arange(len(stamps)) - starts[group])
-    before = later * ((stamps[starts] - prior) / counts)[group]
+    gap, k = (stamps[starts] - prior)[group], counts[group]
+    before = (later * (gap // k) + later * (gap % k) // k).astype(np.float64)  # ⌊later·gap/k⌋
     if previous is None:
         before[:counts[0] - 1] = np.nan
     return before
@@ -296,18 +298,18 @@ class WindowPass:
             return
         defined, bins = found.defined, placement[3]
         bucket = axis_bucket(found.ends, placement)
-        curve = self.curves.setdefault(found.stream, [np.zeros(bins, np.int64),
-                                                      np.zeros(bins),
-                                                      np.zeros(bins, np.int64)])
+        curve = self.curves.setdefault(found.stream, [np.zeros(bins, np.int64)
+                                                      for _ in range(3)])
         curve[0] += np.bincount(bucket[defined], minlength=bins)
-        curve[1] += np.bincount(bucket[defined], minlength=bins, weights=found.span[defined])
+        np.add.at(curve[1], bucket[defined], found.span[defined].astype(np.int64))
         curve[2] += np.bincount(bucket[~defined], minlength=bins)
         self.buckets.append(Buckets.of(found.value[defined]))
 
     def result(self) -> Windows | None:
         """Per time bucket the rate summed over the streams, each 1 / its mean overhead
         there = M · windows / Σ spans (defined where any stream had a window); the streams'
-        last timestamps counted first."""
+        last timestamps counted first. The spans' sums are whole ns, each divided once and
+        the streams added in their order: the same figure however the batches fell."""
         for stream, state in self.carried.items():
             if len(state.held):
                 self._count(_windows(stream, np.zeros(0, np.int64), state, self.window, True))
@@ -315,7 +317,7 @@ class WindowPass:
             return None
         bins = len(next(iter(self.curves.values()))[0])
         rate, count, zero = np.zeros(bins), np.zeros(bins, np.int64), np.zeros(bins, np.int64)
-        for windows_in, spans, zeros in self.curves.values():
+        for _, (windows_in, spans, zeros) in sorted(self.curves.items()):
             some = windows_in > 0
             rate[some] += self.window * 1e9 * windows_in[some] / spans[some]
             count += windows_in

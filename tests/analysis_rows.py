@@ -23,7 +23,7 @@ from sixnines.formats.layout import chunk_name
 from sixnines.formats.manifest import SCHEMA_VERSION, Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import Load, Role
-from sixnines.spark_jobs import delivery, run_merge
+from sixnines.spark_jobs import agent_rows, delivery, histograms, run_merge
 
 COLUMNS = ("agent_id", "role", "producer_id", "seq", "intended_ns", "sent_ns", "recv_ns",
            "rx_index", "warmup", "consumer_id", "size")
@@ -96,3 +96,57 @@ def plain(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [plain(item) for item in value]
     return value
+
+
+def run_in(tmp_path: Path, rows: list[tuple], expected: delivery.Expected | None = None,
+           agents: list[dict[str, Any]] | None = None, **manifest: Any) -> run_merge.AnalysedRun:
+    """A run of these rows, written in a folder of its own under tmp_path (default
+    manifest: the rows' agents by id, so agent_index is their sorted order)."""
+    folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
+    folder.mkdir()
+    return write_run(folder, rows, agents=agents, expected=expected, **manifest)
+
+
+def tiny_rows() -> list[tuple]:
+    """1 producer (id 1, seqs 0..4, seq 0 warm-up), 2 consumers, hand-picked mishaps."""
+    rows = [("p", "producer", 1, s, 100 * s, 100 * s + 5, None, None, s == 0) for s in range(5)]
+    # consumer a: seq 0 (warm-up), 1, 3, 2, 2 (dup, reordered), 4, plus unexpected (7, 1)
+    for i, s in enumerate([0, 1, 3, 2, 2, 4]):
+        rows.append(("a", "consumer", 1, s, 100 * s, 100 * s + 5, 100 * s + 50, i, s == 0))
+    rows.append(("a", "consumer", 7, 1, 100, 105, 160, 6, False))
+    # consumer b: seq 1, 2, 2 (dup, in order), 4; seq 3 lost
+    for i, s in enumerate([1, 2, 2, 4]):
+        rows.append(("b", "consumer", 1, s, 100 * s, 100 * s + 5, 100 * s + 20, i, False))
+    return rows
+
+
+def tiny_agents(clocks: dict[str, dict] | None = None) -> list[dict[str, Any]]:
+    """The manifest entries of tiny_rows' agents, in their agent_index order (a, b, p),
+    with these clocks."""
+    agents: list[dict[str, Any]] = [
+        {"id": "a", "role": "consumer"}, {"id": "b", "role": "consumer"},
+        {"id": "p", "role": "producer", "first_id": 1}]
+    for agent in agents:
+        if clocks and agent["id"] in clocks:
+            agent["clock"] = clocks[agent["id"]]
+    return agents
+
+
+def tiny_run(tmp_path: Path, clocks: dict[str, dict] | None = None, **manifest: Any
+             ) -> run_merge.AnalysedRun:
+    """A run of tiny_rows, its agents' clocks and manifest fields given."""
+    return run_in(tmp_path, tiny_rows(), agents=tiny_agents(clocks), **manifest)
+
+
+def rows_of(run: run_merge.AnalysedRun) -> dict[str, agent_rows.Rows]:
+    """Each agent's rows as the passes read them (classified, clock-paired)."""
+    return {agent.agent_id: agent_rows.read_rows(agent) for agent in run_merge.agent_files([run])}
+
+
+def by_metric(run: run_merge.AnalysedRun) -> dict[str, list[int]]:
+    """Each metric's measured values over all the run's agents, sorted."""
+    found: dict[str, list[int]] = {}
+    for rows in rows_of(run).values():
+        for metric, values in histograms.metric_values(rows, run.load, rows.measured).items():
+            found.setdefault(metric, []).extend(values.tolist())
+    return {metric: sorted(values) for metric, values in found.items() if values}

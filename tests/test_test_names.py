@@ -17,8 +17,6 @@ PARTS = ("agents", "drivers", "formats", "orchestrator", "spark_jobs", "testing"
 #: the scenario file a user writes (parsed whole), the report page.
 UNITS = ("drivers/kafka", "drivers/nats", "drivers/rabbitmq", "drivers/redis", "drivers/tcp",
          "drivers/zmq", "orchestrator/scenario", "orchestrator/reports")
-#: Being split into smaller modules: their tests are named once the split has landed.
-PENDING = ("orchestrator/run/", "orchestrator/results/", "spark_jobs/")
 #: Modules without a test file of their own: where they are tested, and why there.
 ELSEWHERE = {
     "agents/__main__.py": "an entry point (`python -m sixnines.agents`): every run starts it",
@@ -38,7 +36,7 @@ ELSEWHERE = {
     "formats/document.py": "the result files' base model: tests/test_manifest.py, "
                            "tests/test_summary.py",
     "formats/errors.py": "the errors' base class: tests/faults/ (one line, no traceback)",
-    "formats/records.py": "the record files' columns: tests/test_accounting.py, "
+    "formats/records.py": "the record files' columns: tests/test_delivery.py, "
                           "tests/test_streams.py",
     "formats/vocabulary.py": "names shared by every layer: tests/test_streams.py, "
                              "tests/test_series.py",
@@ -49,6 +47,35 @@ ELSEWHERE = {
     "orchestrator/launchers/ssh.py": "tests/integration/test_multihost.py",
     "orchestrator/launchers/ssh_guard.py": "tests/integration/test_controller_death.py",
     "orchestrator/plan/preflight.py": "tests/faults/test_environment.py",
+    "orchestrator/results/recovery.py": "a dead controller's runs, left only by a "
+                                        "controller killed mid-run: "
+                                        "tests/faults/test_interrupts.py (`report`), "
+                                        "tests/integration/test_controller_death.py "
+                                        "(`collect`), "
+                                        "tests/faults/test_untrusted_results.py "
+                                        "(done.json files edited)",
+    "orchestrator/results/summaries.py": "summaries read back as untrusted input, through "
+                                         "`compare` and `runs`: "
+                                         "tests/faults/test_compare_input.py, "
+                                         "tests/faults/test_compare_fuzz.py",
+    "orchestrator/run/brokers.py": "brokers started for a run: tests/test_recipes.py "
+                                   "(throwaway recipes), tests/integration/support.py's "
+                                   "recipe_server for the real systems' tests",
+    "orchestrator/run/fleet.py": "the hosts of a run and their launchers: "
+                                 "tests/integration/test_multihost.py, "
+                                 "tests/integration/test_containers.py",
+    "orchestrator/run/runner.py": "one run's lifecycle, composing the rest of run/: every "
+                                  "run, tests/integration/test_end_to_end.py, tests/faults/",
+    "spark_jobs/analyze.py": "Spark's session, scheduler and command line, which need a "
+                             "JVM: tests/integration/test_spark_*.py, "
+                             "tests/test_analysis_without_spark.py",
+    "spark_jobs/run_report.py": "a run's files checked and its report written, from real "
+                                "runs: tests/integration/test_spark_analysis.py, "
+                                "tests/integration/test_sidecar.py, "
+                                "tests/faults/test_corrupt_artifacts.py",
+    "spark_jobs/series_pass.py": "the per-agent half of spark_jobs.series, tested with the "
+                                 "definitions it computes: tests/test_series.py, "
+                                 "tests/test_follow.py",
     "testing/brokers.py": "tests/conformance/test_drivers.py",
     "testing/conformance.py": "the conformance suite itself: tests/conformance/",
     "testing/plugin.py": "tests/conformance/test_third_party.py",
@@ -82,8 +109,7 @@ def named_after(module: str, names: set[str]) -> bool:
 
 def unnamed() -> list[str]:
     names = named_tests()
-    return [module for module in modules() if not module.startswith(PENDING)
-            and not named_after(module, names)]
+    return [module for module in modules() if not named_after(module, names)]
 
 
 def test_every_module_has_a_test_file_named_after_it_or_says_where_it_is_tested():

@@ -17,9 +17,11 @@ A results directory is untrusted input (formats.run_files), and `collect` acts o
 machines, so it reaches only what a run of sixnines leaves: a folder `files_at` names is
 fetched only when it is the one sixnines would have made for this run's agent
 (`<workdir>/…/<run id>/agents/<agent id>` on that host, `_made_for`) and holds that agent's
-done.json or chunk index; only its regular files are copied, each into the agent's folder
-of this run directory; and only the files whose copy here was verified (against a
-checksum, or byte for byte) are removed there, never the folder with anything else in it.
+done.json or chunk index (the broker monitor, which keeps no index, its cpu.parquet of CPU
+samples: all a monitor killed mid-run leaves); only its regular files are copied, each into
+the agent's folder of this run directory; and only the files whose copy here was verified
+(against a checksum, or byte for byte) are removed there, never the folder with anything
+else in it.
 
 A separate command, not part of `report`: the analysis must run anywhere the results are
 (a copy, a Spark cluster's shared disk) without contacting the hosts, and reaching them
@@ -34,19 +36,24 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from sixnines.formats.atomic import WriteFailure
 from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.integrity import INDEX, Damaged, against_record, read_manifest
-from sixnines.formats.layout import AGENTS_DIR, CHUNK_INDEX, DONE_FILE
-from sixnines.formats.manifest import AgentEntry, Artifact, Manifest
+from sixnines.formats.layout import AGENTS_DIR, CHUNK_INDEX, CPU_FILE, DONE_FILE
+from sixnines.formats.manifest import AgentEntry, Artifact, Manifest, MonitorEntry
+from sixnines.formats.records import CPU
 from sixnines.formats.run_files import RefusedPath, agent_file, agent_folder
 from sixnines.orchestrator.launchers.base import Launcher, LaunchError
 from sixnines.orchestrator.results.recovery import recover, recovered_entry
 from sixnines.orchestrator.run.fleet import launcher_from_contact
 from sixnines.orchestrator.run.manifest import write_manifest
 
-#: The most a done.json or chunks.jsonl read on a host to tell whose folder it is may hold
-#: (a day of one-second chunks is ~12 MB of index).
+#: The most a done.json, chunks.jsonl or monitor's cpu.parquet read on a host to tell whose
+#: folder it is may hold (a day of one-second chunks is ~12 MB of index; a monitor's
+#: samples, ~11 bytes each, reach it after 17 hours at the shortest `cpu_sample`, 10 ms).
 MARKER_BYTES = 64 << 20
 
 
@@ -147,10 +154,10 @@ def _fetch(launcher: Launcher, run_dir: Path, run_id: str, entry: AgentEntry) ->
     where = entry.files_at or {}
     folder = agent_folder(run_dir, entry.id)
     if not _made_for(launcher, where["dir"], run_id, entry.id, folder) or \
-            not _holds_its_account(launcher, where, entry.id):
+            not _holds_its_account(launcher, where, entry):
         raise LaunchError(f"{where['dir']} on host {entry.host} is not the folder sixnines "
                           f"makes for agent {entry.id} of run {run_id} (with its {DONE_FILE} "
-                          f"or {CHUNK_INDEX}): left alone, nothing fetched")
+                          f"or {_marker(entry)}): left alone, nothing fetched")
     folder.mkdir(parents=True, exist_ok=True)
     return launcher.fetch_left_files(where, folder)
 
@@ -165,17 +172,33 @@ def _made_for(launcher: Launcher, remote: str, run_id: str, agent_id: str, folde
     return launcher.workdir("/".join(parts[-5:]), folder) == remote
 
 
-def _holds_its_account(launcher: Launcher, where: dict[str, str], agent_id: str) -> bool:
+def _marker(entry: AgentEntry) -> str:
+    """What an agent killed before it wrote its done.json leaves of its own: its chunk
+    index, or, the broker monitor (which records no chunks), its CPU samples."""
+    return CPU_FILE if isinstance(entry, MonitorEntry) else CHUNK_INDEX
+
+
+def _holds_its_account(launcher: Launcher, where: dict[str, str], entry: AgentEntry) -> bool:
     """Whether the folder holds the agent's done.json (naming it), or, an agent killed
-    before it wrote one, its chunk index."""
+    before it wrote one, its `_marker`: a chunk index, or a parquet file of CPU samples
+    (formats.records.CPU)."""
     done = launcher.read_left_file(where, DONE_FILE, MARKER_BYTES)
     if done is None:
-        return launcher.read_left_file(where, CHUNK_INDEX, MARKER_BYTES) is not None
+        marker = launcher.read_left_file(where, _marker(entry), MARKER_BYTES)
+        return marker is not None and (_marker(entry) != CPU_FILE or _cpu_samples(marker))
     try:
         account = json.loads(done)
     except ValueError:
         return False
-    return isinstance(account, dict) and account.get("agent_id") == agent_id
+    return isinstance(account, dict) and account.get("agent_id") == entry.id
+
+
+def _cpu_samples(data: bytes) -> bool:
+    """Whether `data` is a parquet file of CPU samples, as a monitor writes."""
+    try:
+        return pq.read_schema(pa.BufferReader(data)).equals(CPU)
+    except (pa.ArrowException, OSError):
+        return False
 
 
 def _refill(run_dir: Path, fetched: dict[str, list[str]]) -> None:
@@ -221,13 +244,13 @@ def _matches(path: Path, line: dict) -> bool:
 def _verified_here(run_dir: Path, entry: AgentEntry, launcher: Launcher,
                    where: dict[str, str], fetched: list[str]) -> list[str]:
     """The fetched files whose copy here is verified: against the checksum its done.json
-    gave, or, of an agent killed before writing one, its index line; the small files no
-    checksum covers (done.json, a killed agent's chunk index) byte for byte."""
+    gave, or, of an agent killed before writing one, its index line; the files no checksum
+    covers (done.json, a killed agent's `_marker`) byte for byte."""
     verified = {name for name, artifact in entry.artifacts.items() if artifact.verified}
     if not entry.artifacts:
         verified |= {path.name for path, line in recorded_chunks(run_dir, entry).listed
                      if _matches(path, line)}
-    for name in {DONE_FILE, CHUNK_INDEX} - verified:
+    for name in {DONE_FILE, CHUNK_INDEX, _marker(entry)} - verified:
         local = agent_file(run_dir, entry.id, name)
         if local.is_file() and launcher.read_left_file(where, name, MARKER_BYTES) == \
                 local.read_bytes():

@@ -26,9 +26,9 @@ from sixnines.formats.chunks import index_of
 from sixnines.formats.document import first_error
 from sixnines.formats.done import done_file, read_done
 from sixnines.formats.integrity import Damaged, read_manifest
-from sixnines.formats.layout import DONE_FILE
-from sixnines.formats.manifest import AgentEntry
-from sixnines.formats.run_files import RefusedPath
+from sixnines.formats.layout import CPU_FILE, DONE_FILE
+from sixnines.formats.manifest import AgentEntry, MonitorEntry
+from sixnines.formats.run_files import RefusedPath, agent_file
 from sixnines.orchestrator.run.manifest import RUNNING, verified_artifacts, write_manifest
 
 #: What a done.json's `extra` may fill of its agent's entry; any other field of the entry is
@@ -78,6 +78,16 @@ def closed_chunks(run_dir: Path, entry: AgentEntry) -> int:
         return 0
 
 
+def _kept_samples(run_dir: Path, entry: AgentEntry) -> bool:
+    """Whether the broker monitor's folder here holds the CPU samples it rewrites as it
+    goes (agents.monitor): what the analysis reads of a monitor that wrote no done.json."""
+    try:
+        return isinstance(entry, MonitorEntry) and agent_file(run_dir, str(entry.id),
+                                                              CPU_FILE).is_file()
+    except RefusedPath:
+        return False
+
+
 def recovered_entry(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
     """`entry` filled from the agent's done.json, and the problems to record."""
     try:
@@ -91,6 +101,9 @@ def recovered_entry(run_dir: Path, entry: Entry) -> tuple[Entry, list[str]]:
         if chunks := closed_chunks(run_dir, entry):
             return _missing(entry, f"wrote no account of its run ({DONE_FILE}); the "
                                    f"{chunks:,} chunks its index lists are analysed")
+        if _kept_samples(run_dir, entry):
+            return _missing(entry, f"wrote no account of its run ({DONE_FILE}); the samples "
+                                   f"its {CPU_FILE} kept up to then are analysed")
         if entry.files_at is not None:
             return _missing(entry, f"its files were not fetched from {entry.files_at['dir']} "
                                    "there; `sixnines collect` fetches them")

@@ -38,6 +38,8 @@ from sixnines.orchestrator.run.runner import RunSettings
 from sixnines.orchestrator.scenario.model import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.faults.processes import (
+    Sixnines,
+    command_line,
     parents,
     pid_logging_to,
     pids_logging_under,
@@ -45,8 +47,9 @@ from tests.faults.processes import (
     writer_logging_to,
 )
 from tests.faults.support import sixnines
+from tests.faults.test_interrupts import manifest_of, started
 from tests.integration.support import RecordingView, execute, one_system, points
-from tests.integration.testbed import pids_in_namespaces, testbed
+from tests.integration.testbed import Testbed, netns_pids, pids_in_namespaces, testbed
 
 pytestmark = pytest.mark.integration
 
@@ -304,12 +307,77 @@ def test_a_dead_monitor_leaves_the_run_partial_and_its_samples_so_far(tmp_path, 
     assert summary["cpu"]["broker"] is not None  # from the samples it kept
 
 
+def _remote_monitor(bed: Testbed) -> int:
+    """The pid of the monitor on the bed's one host (the only agent process there: the
+    run's agents are on this machine)."""
+    (pid,) = [pid for pid in netns_pids(bed.prefix)[bed.namespace(bed.hosts[0])]
+              if "-m sixnines.agents" in command_line(pid)]
+    return pid
+
+
+def test_a_monitor_killed_on_an_ssh_host_keeps_its_samples_through_collect(tmp_path):
+    """The broker and its monitor on an SSH host, the monitor SIGKILLed mid-run and then
+    the controller: the host holds only the cpu.parquet the monitor kept rewriting (no
+    done.json, no chunk index). `sixnines collect` takes it for the monitor's, fetches it
+    (and removes the host's copy, the same byte for byte), and `sixnines report` figures
+    the broker's CPU from it."""
+    with testbed(1) as bed:
+        path = tmp_path / "s.yaml"
+        path.write_text(LONGER.replace("name: dies", "name: faults").replace(
+            "name: tcp,", "name: sut,") + f"inventory: {bed.inventory}\n"
+            "placement: {broker: h1}\ncpu_sample: 100ms\n")
+        controller = Sixnines("run", str(path), "--output", "out", "--no-analysis",
+                              cwd=tmp_path)
+        try:
+            run_dir = started(tmp_path, controller)
+            remote = Path(manifest_of(run_dir)["monitor"]["files_at"]["dir"])
+            deadline = time.monotonic() + 60
+            while not (remote / "cpu.parquet").is_file() or \
+                    pq.read_metadata(remote / "cpu.parquet").num_rows < 5:
+                assert time.monotonic() < deadline, controller.stderr
+                time.sleep(0.1)
+            os.kill(_remote_monitor(bed), signal.SIGKILL)
+            killed_ns = time.perf_counter_ns()  # one machine: the host's clock too
+            time.sleep(1)
+            tree = controller.snapshot()
+            controller.process.kill()
+            controller.finish()
+            listeners = {int((bed.dir / host.name / "sshd.pid").read_text())
+                         for host in bed.hosts}
+            assert still_alive_after(
+                tree | set(pids_in_namespaces(bed.netns_inodes)) - listeners, 5.0) == {}
+        finally:
+            controller.process.kill()
+        try:
+            assert sorted(child.name for child in remote.iterdir()) == ["cpu.parquet"]
+            left = (remote / "cpu.parquet").read_bytes()
+            collect = sixnines("collect", run_dir)
+            assert collect.returncode == 0, collect.stderr
+            assert "monitor" in collect.stderr, collect.stderr
+            assert not remote.exists()
+        finally:  # the run's folders on the host (collect removes only the files)
+            shutil.rmtree(remote.parents[2], ignore_errors=True)
+    kept = run_dir / "agents" / "monitor" / "cpu.parquet"
+    assert kept.read_bytes() == left
+    monitor = json.loads((run_dir / "manifest.json").read_text())["monitor"]
+    assert monitor["status"] == "missing" and monitor.get("files_at") is None
+    assert any("the samples its cpu.parquet kept up to then are analysed" in note
+               for note in monitor["notes"]), monitor
+    samples = pq.read_table(kept).to_pandas()
+    gap_s = report_gap("monitor on an SSH host", killed_ns, samples.t_ns.max(), len(samples))
+    assert 0 < gap_s < GAP_LIMIT_S
+    report = sixnines("report", run_dir)
+    assert report.returncode == 1, report.stderr  # partial: its controller died
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    assert summary["cpu"]["broker"] is not None, summary["cpu"]  # from the samples kept
+
+
 def test_a_dead_kafka_consumer_of_several_partitions_is_unknown_not_lost(tmp_path, spark,
                                                                         monkeypatch):
     """Kafka with several partitions hands a consumer its partitions' messages in its own
     interleaving (each sender writes one partition, so order holds only per producer):
     the horizon rule, per producer and on time, not sequence, still finds nothing lost.
-    (Reordering within a producer's stream: tests/test_accounting.py.)"""
+    (Reordering within a producer's stream: tests/test_delivery.py.)"""
     monkeypatch.setenv("SIXNINES_CHUNK_ROWS", CHUNK_ROWS)
     workload = ("{message_size: 64, rate: 1000, duration: 4s, warmup: 0s, drain: 5s, "
                 "producers: 2, consumers: 2}")

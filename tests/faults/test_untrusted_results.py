@@ -399,6 +399,38 @@ def test_a_folder_sixnines_did_not_make_for_the_agent_is_left_alone(recorded, be
     assert not (run_dir / CONSUMER / "notes.txt").exists()
 
 
+@pytest.mark.parametrize(("agent", "left"), [
+    ("monitor", "its samples"), ("monitor", "a chunk by that name"),
+    (REMOTE_AGENT, "the monitor's samples")])
+def test_only_a_monitor_s_folder_is_known_by_its_cpu_samples(recorded, bed, key, tmp_path,
+                                                             agent, left):
+    """A monitor killed mid-run leaves only the cpu.parquet it keeps rewriting (no done.json,
+    no chunk index): `collect` takes a folder so left for the monitor's when that file holds
+    CPU samples, and fetches it; not when it holds anything else, nor for another agent,
+    whose account stays its done.json or chunk index."""
+    run_dir = copy_run(recorded, tmp_path / "results" / "01-tcp")
+    samples = (run_dir / "agents" / "monitor" / "cpu.parquet").read_bytes()
+    chunk = (run_dir / CHUNK).read_bytes()
+    remote = left_on_host(run_dir, bed, key, agent)
+    for path in remote.iterdir():
+        path.unlink()
+    (remote / "cpu.parquet").write_bytes(chunk if left == "a chunk by that name" else samples)
+    before = snapshot(remote)
+    done = collected(run_dir)
+    if left == "its samples":
+        assert done.returncode == 0, done.stderr
+        assert not remote.exists()  # removed once the same byte for byte here
+        assert (run_dir / "agents" / "monitor" / "cpu.parquet").read_bytes() == samples
+        return
+    assert done.returncode == 1
+    marker = "cpu.parquet" if agent == "monitor" else "chunks.jsonl"
+    line_with(done.stderr, f"{agent}: {remote} on host h1 is not the folder sixnines makes "
+                           f"for agent {agent}", f"(with its done.json or {marker})",
+              "left alone, nothing fetched")
+    assert snapshot(remote) == before
+    assert not (run_dir / "agents" / agent / "cpu.parquet").exists()
+
+
 def test_only_the_verified_files_are_removed_from_the_agent_s_folder(recorded, bed, key,
                                                                       tmp_path):
     run_dir = copy_run(recorded, tmp_path / "results" / "01-tcp")

@@ -108,25 +108,26 @@ def contact(bed: Testbed) -> dict:
             "workdir": str(REMOTE_WORKDIR)}
 
 
-def remote_folder(run_dir: Path, key: str) -> Path:
-    """Where sixnines puts the remote agent's files of `run_dir` on the bed's hosts:
+def remote_folder(run_dir: Path, key: str, agent: str = REMOTE_AGENT) -> Path:
+    """Where sixnines puts a remote agent's files of `run_dir` on the bed's hosts:
     `<workdir>/runs/<key>/<stamp>/<run id>/agents/<agent>` (key: the scenario part, one
     per test so parallel sessions never meet)."""
-    return REMOTE_WORKDIR / "runs" / key / "stamp" / run_dir.name / "agents" / REMOTE_AGENT
+    return REMOTE_WORKDIR / "runs" / key / "stamp" / run_dir.name / "agents" / agent
 
 
-def left_on_host(run_dir: Path, bed: Testbed, key: str) -> Path:
+def left_on_host(run_dir: Path, bed: Testbed, key: str, agent: str = REMOTE_AGENT) -> Path:
     """Make `run_dir` (a copy of a recorded run) what a controller killed mid-collection
-    leaves: its consumer's files still in its folder on the bed's first host, its manifest
-    `running`, the consumer's entry saying where they are. The remote folder."""
-    remote = remote_folder(run_dir, key)
+    leaves: an agent's files (the consumer's, or the broker monitor's) still in its folder
+    on the bed's first host, its manifest `running`, the agent's entry saying where they
+    are. The remote folder."""
+    remote = remote_folder(run_dir, key, agent)
     remote.mkdir(parents=True)
-    for path in (run_dir / "agents" / REMOTE_AGENT).iterdir():
+    for path in (run_dir / "agents" / agent).iterdir():
         if path.name != "agent.log":  # the controller's copy of its stderr stays here
             shutil.move(path, remote / path.name)
 
     def left(manifest: dict) -> None:
-        entry = next(a for a in manifest["agents"] if a["id"] == REMOTE_AGENT)
+        entry = next(a for a in [*manifest["agents"], manifest["monitor"]] if a["id"] == agent)
         for field in ("artifacts", "t0_ns", "sent", "received", "status"):
             entry.pop(field, None)
         entry.update(host=bed.hosts[0].name, status="running", files_at={"dir": str(remote)})

@@ -1,6 +1,7 @@
-"""An agent's files read a few rows at a time give the figures of reading them whole:
-what spans batches (reorder maxima, delivered flags, window tails, consumer connections,
-extents, sends) is carried from one batch to the next (spark_jobs.agent_pass)."""
+"""The per-agent passes (spark_jobs.agent_pass): an agent's files read a few rows at a time
+give the figures of reading them whole, what spans batches (reorder maxima, delivered
+flags, window tails, consumer connections, extents, sends) carried from one batch to the
+next; and each agent's send and receive rates, on its own clock."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from sixnines.spark_jobs import agent_rows
-from tests.analysis_rows import figures, plain, write_run
+from tests.analysis_rows import figures, plain, run_in, write_run
 
 WINDOW = 3
 
@@ -49,3 +50,12 @@ def test_batches_give_the_figures_of_the_whole(tmp_path, monkeypatch, batch_rows
     monkeypatch.setattr(agent_rows, "BATCH_ROWS", batch_rows)
     batched = figures(write_run(tmp_path / "batched", _rows(), window=WINDOW))[0]
     assert plain(batched) == plain(whole)
+
+
+def test_rates_per_agent_clock(tmp_path):
+    rows = [("p", "producer", 1, s, 0, 1_000 * s, None, None, False) for s in range(11)]
+    rows += [("c", "consumer", 1, s, 0, 0, 5_000_000 + 2_000 * s, s, False) for s in range(11)]
+    rows += [("c", "consumer", 1, 99, 0, 0, 0, 99, True)]  # warm-up: ignored
+    got = figures(run_in(tmp_path, rows))[0].rate
+    assert got["send_rate"] == pytest.approx(1e6)
+    assert got["receive_rate"] == pytest.approx(5e5)
