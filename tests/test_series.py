@@ -25,7 +25,7 @@ from sixnines.spark_jobs import (
     series_pass,
     summarize,
 )
-from sixnines.spark_jobs.distribution import bucket_range, median_bucket
+from sixnines.spark_jobs.distribution import HumpsFound, bucket_range, median_bucket
 from tests.analysis_rows import figures, write_run
 
 US = 1_000  # ns
@@ -339,7 +339,7 @@ def test_per_message_of_one_stream(tmp_path):
     assert result.density_ns == pytest.approx((210 - 50) / 5 * US)
     assert result.throughput["receiver"].zero_span == 0  # RECV[3] − RECV[1] = 35 µs
     assert series.notes(result) == []
-    humps = series.Humps(2, (50_000.0, 2_000_123.0))
+    humps = HumpsFound(2, (50_000.0, 2_000_123.0))
     fields = series.summary_fields(result, humps)
     assert fields["humps"].as_json() == {"count": 2, "modes_us": [50.0, 2000.0]}
     assert series.humps_warnings(humps) == ["latency is multi-modal: modes at 50, 2,000 µs"]
@@ -350,7 +350,7 @@ def test_per_message_of_one_stream(tmp_path):
 def test_empty_run_has_empty_series(tmp_path):
     result = _per_message(tmp_path, [])
     assert result.throughput == {} and result.density_ns is None
-    fields = series.summary_fields(result, series.Humps(0, ()))
+    fields = series.summary_fields(result, HumpsFound(0, ()))
     assert fields["throughput"].receiver_msg_s.count == 0
 
 
