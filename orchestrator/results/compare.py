@@ -191,10 +191,10 @@ class ComparedFigure:
 
 @dataclass
 class Pair:
-    system: str
+    system: str | None
     match: dict  # the parameters the runs were matched on
-    run_a: str
-    run_b: str
+    run_a: str | None
+    run_b: str | None
     status_a: str | None
     status_b: str | None
     figures: list[ComparedFigure] = field(default_factory=list)
@@ -323,10 +323,8 @@ def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
     """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
     `tails` (of A and B) default to the summaries' ladders."""
     value_a, value_b = a.figure(key), b.figure(key)
-    comparable = (value_a is not None and value_b is not None and value_a > 0 and value_b > 0
-                  and min(tail_samples(key, a.count),
-                          tail_samples(key, b.count)) >= MIN_TAIL_SAMPLES)
-    if not comparable:
+    if value_a is None or value_b is None or value_a <= 0 or value_b <= 0 or \
+            min(tail_samples(key, a.count), tail_samples(key, b.count)) < MIN_TAIL_SAMPLES:
         return ComparedFigure(metric, key, value_a, value_b, _change(value_a, value_b), None,
                               "not comparable")
     tail_a, tail_b = tails or (Tail.from_figures(a), Tail.from_figures(b))
@@ -426,7 +424,9 @@ def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
     """Every run of A against its match in B."""
     swept = swept_keys(a.runs, b.runs)
     if a.single and b.single and run_load(a.runs[0]) == run_load(b.runs[0]):
-        pairs, only_a, only_b = list(zip(a.runs, b.runs, strict=True)), [], []
+        pairs: list[tuple[RunSummary, RunSummary]] = list(zip(a.runs, b.runs, strict=True))
+        only_a: list[RunSummary] = []
+        only_b: list[RunSummary] = []
     else:
         pairs, only_a, only_b = match_runs(a.runs, b.runs, swept)
     return Comparison(str(a.path), str(b.path), threshold_pct,

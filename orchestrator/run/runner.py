@@ -243,9 +243,14 @@ class Run:
     def _record(self) -> None:
         self.record.write(self.agents, self.cpus)
 
+    @property
+    def status(self) -> str:
+        """The concluded run's status (ok, partial or failed)."""
+        status = self.manifest.status
+        assert status is not None, "read once the run is concluded"
+        return status
+
     def _finalise(self) -> None:
         self.record.conclude(self.agents, self.cpus)
-        status = self.manifest.status
-        assert status is not None  # concluded
-        self.view.end_run(self.point, status, self.problems)
+        self.view.end_run(self.point, self.status, self.problems)
         self.record.write(self.agents, self.cpus, final=True)
