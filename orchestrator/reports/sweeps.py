@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Collection
+from typing import TypeGuard
 
 from sixnines.formats.load import latency_of
 from sixnines.formats.summary import RunSummary
@@ -19,7 +20,7 @@ AXIS_LABELS = {"message_size": "message size (bytes)", "rate": "scheduled rate (
                "connections": "connections per agent"}
 
 
-def _numeric(value: object) -> bool:
+def _numeric(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
