@@ -38,7 +38,9 @@ MAX_LINK_DELAY_NS = 10 * SECOND_NS
 
 def bits_per_second(rate: str) -> int:
     """"100mbit" → 100_000_000 (tc's units: k/m/g are powers of 1000)."""
-    number, unit = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?bit)", rate.lower()).groups()
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?bit)", rate.lower())
+    assert found is not None, "asked only of a rate `_LINK_RATE` matched"
+    number, unit = found.groups()
     return int(float(number) * _BITS[unit])
 
 

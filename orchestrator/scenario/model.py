@@ -280,7 +280,7 @@ def _host_problems(scenario: Scenario, doc: YamlDocument, from_inventory: int) -
     seen: set[str] = set()
     in_file = len(scenario.hosts) - from_inventory
     for index, host in enumerate(scenario.hosts):
-        path = ("hosts", index, "name") if index < in_file else ("inventory",)
+        path: YamlPath = ("hosts", index, "name") if index < in_file else ("inventory",)
         if host.name == LOCAL or host.name in seen:
             what = "is reserved for the controller's machine" if host.name == LOCAL else (
                 "is given twice (in the scenario and/or its inventory)")
@@ -288,7 +288,7 @@ def _host_problems(scenario: Scenario, doc: YamlDocument, from_inventory: int) -
                                     f"host name {host.name!r} {what}"))
         seen.add(host.name)
     placement = scenario.placement
-    named = [(("placement", "broker"), placement.broker)] + [
+    named: list[tuple[YamlPath, str]] = [(("placement", "broker"), placement.broker)] + [
         (("placement", "agents", i), name) for i, name in enumerate(placement.agents)]
     known = seen | {LOCAL}
     listed = _known(known)

@@ -32,6 +32,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic.main import IncEx
 
 from sixnines.formats.errors import SixninesError
 from sixnines.orchestrator.scenario import units
@@ -122,7 +123,8 @@ class Recipe(Strict):
 
     @model_validator(mode="after")
     def _secret_only_in_stdin(self) -> Recipe:
-        stdin_texts = {"native": {"auth": {"stdin": True, "setup": {"__all__": {"stdin"}}}}}
+        stdin_texts: dict[str, IncEx | bool] = {
+            "native": {"auth": {"stdin": True, "setup": {"__all__": {"stdin"}}}}}
         if _names_secret(self.model_dump(exclude=stdin_texts)):
             raise ValueError("{secret} may appear only in auth.stdin and auth.setup[].stdin "
                              "(anywhere else it would reach argv, the environment or a file)")

@@ -85,12 +85,13 @@ class BrokerSpec(BaseModel):
     def _one_kind(self) -> BrokerSpec:
         if self.external is not None and self.recipe is not None:
             raise ValueError("give either external or recipe, not both")
-        if self.allow_unauthenticated and self.recipe is None:
-            raise ValueError("allow_unauthenticated goes with a recipe")
-        if self.allow_unauthenticated and load_recipe(self.recipe).native.auth is not None:
-            raise ValueError(f"recipe {self.recipe!r} makes its broker require a per-run "
-                             "credential off loopback; allow_unauthenticated is for recipes "
-                             "that cannot")
+        if self.allow_unauthenticated:
+            if self.recipe is None:
+                raise ValueError("allow_unauthenticated goes with a recipe")
+            if load_recipe(self.recipe).native.auth is not None:
+                raise ValueError(f"recipe {self.recipe!r} makes its broker require a per-run "
+                                 "credential off loopback; allow_unauthenticated is for "
+                                 "recipes that cannot")
         return self
 
     @model_serializer
@@ -128,7 +129,7 @@ class System(BaseModel):
 
     name: Name
     driver: Annotated[str, Field(strict=True)]
-    broker: BrokerSpec = Field(default="builtin", validate_default=True)  # type: ignore[assignment]
+    broker: BrokerSpec = Field(default="builtin", validate_default=True)
     options: SerializeAsAny[DriverOptions] | dict[str, Any] = Field(
         default_factory=dict, validate_default=True
     )
@@ -151,7 +152,7 @@ class System(BaseModel):
                 f"driver {driver.name!r} has no builtin broker: use {{recipe: NAME}} or "
                 "{external: HOST:PORT}"
             )
-        if broker.kind == "recipe" and driver is not None:
+        if broker.recipe is not None and driver is not None:  # kind recipe
             drivers = load_recipe(broker.recipe).drivers
             if driver.name not in drivers:
                 raise ValueError(f"recipe {broker.recipe!r} serves drivers {', '.join(drivers)}, "

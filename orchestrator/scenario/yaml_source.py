@@ -174,6 +174,14 @@ def _fail(message: str, mark: yaml.Mark) -> yaml.MarkedYAMLError:
     return yaml.MarkedYAMLError(None, None, message, mark)
 
 
+def _start(event: Event) -> yaml.Mark:
+    """Where an event begins: the pure-Python parser this loader runs marks every event
+    it makes (an event without a mark is one built to be emitted)."""
+    mark = event.start_mark
+    assert isinstance(mark, yaml.Mark), "a parsed event carries its start mark"
+    return mark
+
+
 _TOO_MANY = (f"more than {MAX_VALUES:,} values (keys, list items and every use of an alias "
              "counted): a scenario holds a few hundred")
 _TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep: a scenario needs a few"
@@ -204,11 +212,11 @@ class _Loader(yaml.SafeLoader):
     def get_event(self) -> Event:
         event = super().get_event()
         if isinstance(event, ScalarEvent | AliasEvent | CollectionStartEvent):
-            self.values.spend(event.start_mark)
+            self.values.spend(_start(event))
         if isinstance(event, CollectionStartEvent):
             self.depth += 1
             if self.depth > MAX_DEPTH:
-                raise _fail(_TOO_DEEP, event.start_mark)
+                raise _fail(_TOO_DEEP, _start(event))
         elif isinstance(event, CollectionEndEvent):
             self.depth -= 1
         return event
@@ -288,6 +296,7 @@ class _Builder:
 def _merge_sources(node: yaml.Node) -> list[yaml.MappingNode]:
     """The mappings a `<<` key merges: one mapping, or a list of them."""
     sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
-    if not all(isinstance(source, yaml.MappingNode) for source in sources):
+    mappings = [source for source in sources if isinstance(source, yaml.MappingNode)]
+    if len(mappings) < len(sources):
         raise _fail("<< merges a mapping or a list of mappings", node.start_mark)
-    return sources
+    return mappings
