@@ -300,7 +300,9 @@ class ContainerLauncher(Launcher):
                 member = next(iter(tar), None)
                 if member is None or not member.isfile():
                     return None
-                data = tar.extractfile(member).read(max_bytes + 1)  # type: ignore[union-attr]
+                extracted = tar.extractfile(member)
+                assert extracted is not None, "a regular file's member extracts"
+                data = extracted.read(max_bytes + 1)
         except NotFound:
             return None
         except (APIError, requests.RequestException, tarfile.TarError) as exc:
