@@ -90,6 +90,8 @@ def _rate(value: object) -> object:
 
 
 Rate = Annotated[float | Literal["max"] | None, BeforeValidator(_rate)]
+#: A run's status in its manifest (a summary's may also be corrupt: formats.status).
+RunStatus = Literal["running", "ok", "partial", "failed"]
 Count = Annotated[int, Field(ge=0)]
 Sha256 = Annotated[str, Field(pattern="^[0-9a-f]{64}$")]
 
@@ -336,7 +338,7 @@ class Manifest(Open):
     workload: Workload = Field(default_factory=Workload)
     controller: dict[str, Any] = Field(default_factory=dict)
     """The controller's host facts and versions."""
-    status: Literal["running", "ok", "partial", "failed"] | None = None
+    status: RunStatus | None = None
     """running while the run goes, then ok, partial or failed (formats.status)."""
     problems: list[str] = Field(default_factory=list)
     agents: list[AgentEntry] = Field(default_factory=list)

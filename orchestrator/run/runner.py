@@ -28,7 +28,7 @@ from sixnines.agents.affinity import restore
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.controller_lock import holding
-from sixnines.formats.manifest import BrokerRecord
+from sixnines.formats.manifest import BrokerRecord, RunStatus
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus
 from sixnines.orchestrator.launchers.base import LaunchError
@@ -244,7 +244,7 @@ class Run:
         self.record.write(self.agents, self.cpus)
 
     @property
-    def status(self) -> str:
+    def status(self) -> RunStatus:
         """The concluded run's status (ok, partial or failed)."""
         status = self.manifest.status
         assert status is not None, "read once the run is concluded"
