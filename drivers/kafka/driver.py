@@ -63,7 +63,7 @@ class KafkaDriver(Driver):
         self.label = f"kafka at {address}"
         self.partitions: dict[str, int] = {}  # topics known to exist: partition count
         self.record_bytes = record_bytes(0)
-        self._backend = None
+        self._backend: confluent.ConfluentBackend | kafka_python.PythonBackend | None = None
 
     @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
@@ -92,17 +92,18 @@ class KafkaDriver(Driver):
     # -- connecting ------------------------------------------------------------------------
 
     @property
-    def backend(self):
-        """The chosen client's module-level `Backend`, connected on first use: a refused
-        port fails at once, anything else within CONNECT_TIMEOUT_S."""
+    def backend(self) -> confluent.ConfluentBackend | kafka_python.PythonBackend:
+        """The chosen client's backend, connected on first use: a refused port fails at
+        once, anything else within CONNECT_TIMEOUT_S."""
         if self._backend is None:
             try:
                 socket.create_connection((self.host, self.port), CONNECT_TIMEOUT_S).close()
             except OSError as exc:
                 reason = exc.strerror or str(exc) or type(exc).__name__
                 raise DriverError(f"{self.label}: cannot connect ({reason})") from None
-            backend = confluent if self.options.client == "confluent" else kafka_python
-            self._backend = backend.Backend(self, CONNECT_TIMEOUT_S)
+            backend = confluent.ConfluentBackend if self.options.client == "confluent" \
+                else kafka_python.PythonBackend
+            self._backend = backend(self, CONNECT_TIMEOUT_S)
         return self._backend
 
     def topic(self, name: str, partitions: int | None = None) -> int:
