@@ -19,6 +19,8 @@ Plain Python (streamed sha256, pyarrow), run before Spark opens a file:
   checked (the analysis names them).
 - the manifest itself must parse within its size bound and fit its model
   (formats.manifest), and be of a schema this sixnines reads.
+- a listed file that `sixnines prune` removed (formats.pruned: the run's mark names it) is
+  said to be pruned, not deleted since the run: the run is still not analysed again.
 - every name the manifest or an index gives is a plain name, and the file it names stays
   inside the run directory and is a regular file (formats.run_files): one leading out, a
   FIFO or a device is named for what it is. So no file outside the run is read, and no
@@ -53,6 +55,7 @@ from sixnines.formats.manifest import (
     missing_fields,
     newer_schema,
 )
+from sixnines.formats.pruned import Pruned, read_pruned
 from sixnines.formats.run_files import (
     RefusedPath,
     agent_file,
@@ -132,15 +135,16 @@ def problems(run_dir: Path, manifest: Manifest) -> list[str]:
     """One line per file of the run that fails its check (the module docstring lists
     them); empty when every file may be read."""
     found: list[str | None] = []
+    pruned = read_pruned(run_dir)
     for entry in _entries(manifest):
         try:
             agent_folder(run_dir, entry.id)
         except RefusedPath as refused:  # one line for the agent, none per file in its folder
             found.append(str(refused))
             continue
-        found += [_refused_or(_artifact_problem, run_dir, entry.id, name, recorded)
+        found += [_refused_or(_artifact_problem, run_dir, entry.id, name, recorded, pruned)
                   for name, recorded in entry.artifacts.items()]
-        found.append(_refused_or(_records_problem, run_dir, entry))
+        found.append(_refused_or(_records_problem, run_dir, entry, pruned))
     return list(dict.fromkeys(problem for problem in found if problem))  # each file once
 
 
@@ -152,20 +156,29 @@ def _refused_or(check: Callable[..., str | None], *args: Any) -> str | None:
         return str(refused)
 
 
-def _artifact_problem(run_dir: Path, agent_id: str, name: str, recorded: Artifact
-                      ) -> str | None:
-    return against_record(agent_file(run_dir, agent_id, name), recorded)
+def _artifact_problem(run_dir: Path, agent_id: str, name: str, recorded: Artifact,
+                      pruned: Pruned | None) -> str | None:
+    path = agent_file(run_dir, agent_id, name)
+    return _pruned(path, agent_id, pruned) or against_record(path, recorded)
 
 
-def _records_problem(run_dir: Path, entry: AgentEntry) -> str | None:
+def _pruned(path: Path, agent_id: str, pruned: Pruned | None) -> str | None:
+    """Why a listed file is gone when the run's prune mark names it (None otherwise)."""
+    if pruned is None or path.exists() or (agent_id, path.name) not in pruned.names():
+        return None
+    return f"{path}: {pruned.note()}"
+
+
+def _records_problem(run_dir: Path, entry: AgentEntry, pruned: Pruned | None) -> str | None:
     """The first problem of the records an entry's agent left (formats.chunks.
     recorded_chunks): a dead agent's chunks against its index, and every parquet file
     read that no checksum covers decoded whole."""
     records = recorded_chunks(run_dir, entry)
     found = []
     if entry.died:
-        found += [against_record(path, Artifact(sha256=line["sha256"], bytes=line["bytes"]),
-                                 INDEX) for path, line in records.listed]
+        found += [_pruned(path, entry.id, pruned) or against_record(
+            path, Artifact(sha256=line["sha256"], bytes=line["bytes"]), INDEX)
+            for path, line in records.listed]
     for path in [agent_file(run_dir, entry.id, CPU_FILE), *records.paths]:
         if path.name not in entry.artifacts and path.is_file():
             found.append(_undecodable(path))

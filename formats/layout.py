@@ -6,15 +6,19 @@
   summary.json, summary.csv     SUMMARY_FILE, CSV_FILE: every run's figures
   analysis.log                  ANALYSIS_LOG: what Spark said
   report/index.html             REPORT_DIR, PAGE_FILE: the page (and its gnuplot files)
-  <run-id>/                     a run directory
+  <run-id>/                     a run directory: its number, system and swept values,
+                                and with `repeat` > 1 which repeat (repeat_suffix(k))
     manifest.json               MANIFEST_FILE: what ran, where, how it went
     controller.lock             LOCK_FILE: held while the run's controller lives
+    pruned.json                 PRUNED_FILE: the raw chunks `sixnines prune` removed
     sidecar.log                 SIDECAR_LOG: the analysis sidecar's output
     broker/, broker.log         BROKER_DIR, BROKER_LOG: a broker sixnines started: its
                                 data, its output
     report/                     REPORT_DIR: the run's analysis
       summary.json              SUMMARY_FILE
       series.json               SERIES_FILE: the per-message curves
+      histograms.json           HISTOGRAMS_FILE: each metric's merged HDR buckets, what
+                                the repeats of a case add up
       <metric>.hgrm             hgrm_file(metric): percentile distributions
     agents/<agent-id>/          AGENTS_DIR: one folder per agent (and the broker monitor)
       messages-000001.parquet   chunk_name(1), … (CHUNK_GLOB): records, a chunk each
@@ -44,8 +48,11 @@ REPORT_DIR = "report"
 PAGE_FILE = "index.html"
 
 # a run directory
+#: How a run id says which repeat of its case it is ("03-tcp-message_size=64-repeat=2").
+REPEAT_LABEL = "repeat"
 MANIFEST_FILE = "manifest.json"
 LOCK_FILE = "controller.lock"
+PRUNED_FILE = "pruned.json"
 SIDECAR_LOG = "sidecar.log"
 BROKER_DIR = "broker"
 BROKER_LOG = "broker.log"
@@ -53,6 +60,7 @@ AGENTS_DIR = "agents"
 
 # a run's report folder
 SERIES_FILE = "series.json"
+HISTOGRAMS_FILE = "histograms.json"
 HGRM_SUFFIX = ".hgrm"
 
 # an agent's folder
@@ -74,3 +82,9 @@ def hgrm_file(metric: str) -> str:
 def chunk_name(number: int) -> str:
     """The file of an agent's `number`-th chunk (from 1): names sort in closing order."""
     return f"messages-{number:06d}.parquet"
+
+
+def repeat_suffix(repeat: int) -> str:
+    """What the id of a case's `repeat`-th run (from 1) ends with, when a scenario runs
+    each case more than once."""
+    return f"-{REPEAT_LABEL}={repeat}"

@@ -45,7 +45,7 @@ from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
 DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
@@ -305,6 +305,21 @@ _WRITTEN = ("schema_version", "sixnines", "scenario", "run_id", "system", "drive
             "cpu_sample_ns", "throughput_window", "monitor")
 
 
+class Repeat(Document):
+    """Which run of its case this is, when the scenario runs every case several times
+    (`repeat: N`, since schema_version 7; absent when each case ran once)."""
+
+    number: Annotated[int, Field(strict=True, ge=1)]
+    """From 1: the repeats of a case run in this order, each after every other case's run
+    of the same number."""
+    of: Annotated[int, Field(strict=True, ge=2)]
+    """N, how many times every case of the scenario runs."""
+    case: str
+    """What the repeats of one case share beside their system: the swept values as the
+    run ids say them ("message_size=64", a named case's name first; "" when nothing is
+    swept)."""
+
+
 class Manifest(Open):
     """A run's manifest.json. The controller's first write holds every field but
     started_at_ns (once the agents start), broker_exit (a broker that exited during the
@@ -335,6 +350,8 @@ class Manifest(Open):
         return cast(Params, {key: checked[key] for key in params})
     swept: dict[str, Any] = Field(default_factory=dict)
     """The swept fields of the point, as the scenario wrote them."""
+    repeat: Repeat | None = None
+    """Which repeat of its case the run is; absent when each case runs once."""
     workload: Workload = Field(default_factory=Workload)
     controller: dict[str, Any] = Field(default_factory=dict)
     """The controller's host facts and versions."""

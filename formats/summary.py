@@ -29,10 +29,11 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, Field
 
 from sixnines.formats.document import Document
+from sixnines.formats.manifest import Repeat
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: The senders did not keep their schedule (docs/design.md rule 2) when their send-lag p99
 #: exceeds this, or they sent under this share of the rate (formats.lag says whose doing
@@ -235,6 +236,8 @@ class Versioned(Document):
 
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
+#: Not in summaries written before the field was (the analysis writes it, null or not).
+_SOMETIMES = ("repeat",)
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -242,7 +245,8 @@ def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
     field: the analysis writes them all."""
     schema["required"] = list(_ALWAYS)
     schema["if"] = {"required": ["sent"]}
-    schema["then"] = {"required": [name for name in model.model_fields if name not in _ALWAYS]}
+    schema["then"] = {"required": [name for name in model.model_fields
+                                   if name not in (*_ALWAYS, *_SOMETIMES)]}
 
 
 class RunSummary(Versioned):
@@ -271,6 +275,9 @@ class RunSummary(Versioned):
     fields (mode, message_size in bytes, rate in msg/s or "max", messages, schedule,
     duration_ns, warmup_ns, producers, consumers, connections, receive, drain_ns,
     seed)."""
+    repeat: Repeat | None = None
+    """Which repeat of its case the run is, as its manifest records it (scenario `repeat`
+    above 1, since schema_version 6); null when each case ran once."""
     load: Load | None = None
     """open-loop: senders on a schedule, latency measured from each message's intended
     send time. saturation: throughput mode (`rate: max`: no schedule, a message count sent
@@ -430,11 +437,59 @@ class CapacityResult(Document):
     """Every probe in the order run."""
 
 
+class Spread(Document):
+    """How one figure of a case varied from repeat to repeat: what the merged figure cannot
+    show, the run-to-run noise of the machine and the system (since schema_version 6)."""
+
+    repeats: int
+    """How many repeats had the figure."""
+    min: float
+    median: float
+    """The lower median of the repeats' figures (a repeat's own figure, never an average
+    of two)."""
+    max: float
+    band_pct: float | None
+    """The repeat-to-repeat band: how far apart the repeats' figures lay, 100 × (max / min
+    − 1); `sixnines compare` takes it as the figure's run-to-run noise. Null when min is 0."""
+
+
+#: The key of the rates (send_rate, receive_rate) in `RepeatedCase.spread`.
+RATES_SPREAD = "rates"
+
+
+class RepeatedCase(Document):
+    """One case run several times (scenario `repeat`): its repeats merged into one
+    distribution, and how far they spread (since schema_version 6)."""
+
+    system: str | None
+    case: str
+    """The swept values the repeats share, as their run ids say them ("message_size=64";
+    "" when nothing is swept)."""
+    runs: list[str]
+    """The repeats' run ids, in the order they ran."""
+    merged_from: list[str]
+    """The repeats whose distributions are merged: those analysed, with their
+    histograms (report/histograms.json) at hand."""
+    merged: RunSummary
+    """The case as one run: run_id is system and case, status the worst repeat's, problems
+    name each repeat that was not ok; the counts are the repeats' summed, the rates their
+    mean; each latency metric's figures come from the repeats' HDR buckets added together
+    (rule 5: histograms add, percentiles are never averaged), so the count is the
+    repeats' counts summed (lower_median and robust_deviation to within the median's HDR
+    bucket, < 0.1 %: the merge has no raw values). What the merge does not make (cpu,
+    throughput windows, humps, warnings, …) is null or empty; notes name a repeat left out
+    of the merge, and why."""
+    spread: dict[str, dict[str, Spread]]
+    """Per latency metric the load measures (latency_us, service_time_us, send_lag_us, or
+    saturation_latency_us), each figure p50 … p99.9999 and max; and under `rates`,
+    send_rate and receive_rate."""
+
+
 class ResultsSummary(Versioned):
     """A scenario's results (`<results>/summary.json`): every run's summary, in run
     order, and what each capacity search found."""
 
-    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version", "capacity")
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = ("schema_version", "capacity", "repeats")
 
     schema_version: int = 1
     """The shape of this file (formats.summary.SCHEMA_VERSION when it was written; 1 when
@@ -445,3 +500,6 @@ class ResultsSummary(Versioned):
     capacity: list[CapacityResult] = Field(default_factory=list)
     """One per capacity search (`rate: {search: max, …}`), in run order (since
     schema_version 4)."""
+    repeats: list[RepeatedCase] = Field(default_factory=list)
+    """One per case when the scenario repeats its cases (`repeat` above 1), in the order
+    the cases first ran (since schema_version 6)."""

@@ -2,7 +2,8 @@
 
 Exit codes: 0 success; 1 a run or analysis was not ok, a result file could not be written,
 or `compare` found a regression; 2 bad input (scenario, arguments, a directory without
-results, a summary no analysis can write) or a plan this machine cannot run; 130
+results, a summary no analysis can write) or a plan this machine cannot run; 3 `compare`'s
+judged results cannot be judged (a run failed or is corrupt, or there is none); 130
 interrupted by Ctrl-C, 143 by SIGTERM (data kept either way).
 """
 
@@ -29,7 +30,7 @@ from sixnines.formats.errors import SixninesError
 from sixnines.formats.layout import ANALYSIS_LOG
 from sixnines.orchestrator.terminal import printable_lines
 
-EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
 
 
@@ -141,11 +142,13 @@ def _run(args, console: Console) -> int:
 
 
 def _report(args, console: Console) -> int:
+    from sixnines.formats.pruned import read_pruned
     from sixnines.orchestrator.reports import write_results
     from sixnines.orchestrator.results.analysis import analyse
     from sixnines.orchestrator.results.collect import unfetched_hosts
     from sixnines.orchestrator.results.console_tables import print_tables
     from sixnines.orchestrator.results.recovery import recover
+    from sixnines.orchestrator.results.repeats import repeated_cases
     from sixnines.orchestrator.results.store import find_run_dirs, scenario_of
     from sixnines.orchestrator.run.interrupts import describe, exit_code
 
@@ -154,6 +157,8 @@ def _report(args, console: Console) -> int:
         if recover(run_dir):
             _say(console, f"{run_dir}: its controller stopped before the run ended; "
                           "recovered from the files its agents wrote")
+        if (pruned := read_pruned(run_dir)) is not None:
+            _say(console, f"{run_dir}: {pruned.note()}")
         if hosts := unfetched_hosts(run_dir):
             _say(console, f"{run_dir}: files of its agents are still on {', '.join(hosts)}; "
                           f"`sixnines collect {run_dir}` fetches them (analysed without)")
@@ -166,11 +171,38 @@ def _report(args, console: Console) -> int:
         _say(console, f"{describe(exc)} during the analysis: nothing more was written; run "
                       f"`sixnines report {args.dir}` again to analyse it")
         return exit_code(exc)
-    written = single or write_results(results_dir, scenario_of(run_dirs), summaries, console)
-    print_tables(summaries, console)
+    cases = [] if single else repeated_cases(results_dir, summaries)
+    written = single or write_results(results_dir, scenario_of(run_dirs), summaries, console,
+                                      cases=cases)
+    print_tables(summaries, console, cases)
     print(args.dir)
     all_ok = all(s.status == "ok" for s in summaries)
     return EXIT_OK if all_ok and written else EXIT_NOT_OK
+
+
+def _prune(args, console: Console) -> int:
+    from sixnines.formats.atomic import human_bytes
+    from sixnines.orchestrator.results.prune import prune
+
+    if not args.root.is_dir():
+        _say(console, f"{args.root}: no such directory")
+        return EXIT_BAD_INPUT
+    kept, pruned = prune(args.root, args.keep_raw)
+    for night in pruned:
+        for line in (*night.left_alone, *night.failed):
+            _say(console, line)
+        print(printable_lines(f"{night.path}: {night.files:,} chunk file(s) removed, "
+                              f"{human_bytes(night.reclaimed)} reclaimed"), flush=True)
+    total = sum(night.reclaimed for night in pruned)
+    print(f"reclaimed {human_bytes(total)} ({total:,} bytes) in {len(pruned)} night(s); "
+          f"{len(kept)} newest night(s) keep their raw chunks")
+    return EXIT_NOT_OK if any(night.failed for night in pruned) else EXIT_OK
+
+
+def _non_negative(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"a whole number of nights ≥ 0, not {text!r}")
+    return int(text)
 
 
 def _collect(args, console: Console) -> int:
@@ -194,15 +226,59 @@ def _collect(args, console: Console) -> int:
 
 
 def _compare(args, console: Console) -> int:
-    from sixnines.orchestrator.results.compare import compare, load_side, print_comparison
+    from sixnines.orchestrator.results.compare import (
+        compare,
+        judged_run_broken,
+        print_comparison,
+    )
 
-    sides = load_side(args.run_a), load_side(args.run_b)
-    comparison = compare(*sides, threshold_pct=args.threshold)
+    reference, judged = _compare_sides(args)
+    comparison = compare(reference, judged, threshold_pct=args.threshold)
+    broken = judged_run_broken(judged.runs)
     if args.json:
         print(json.dumps(comparison.as_json(), indent=2))
     else:
         print_comparison(comparison, console)
+    if broken:
+        _say(console, f"{judged.path}: cannot be judged: {broken}")
+    if args.junit is not None:
+        _write_compare_junit(args.junit, comparison, broken)
+    if broken:
+        return EXIT_BROKEN
     return EXIT_NOT_OK if comparison.regression else EXIT_OK
+
+
+def _compare_sides(args):
+    """(A, B) from the arguments: RUN_A RUN_B, or --baseline ROOT [--last N] RUN_B
+    (CompareError, exit 2, for anything else)."""
+    from sixnines.orchestrator.results.baseline import load_baseline
+    from sixnines.orchestrator.results.compare import CompareError, load_side
+
+    forms = "give RUN_A RUN_B, or --baseline ROOT [--last N] RUN_B"
+    if args.last is not None and args.baseline is None:
+        raise CompareError(f"sixnines compare: --last needs --baseline ROOT ({forms})")
+    if len(args.runs) != (1 if args.baseline is not None else 2):
+        raise CompareError(f"sixnines compare: {forms}")
+    if args.junit is not None and not args.junit.parent.is_dir():
+        raise CompareError(f"{args.junit}: --junit: no directory {args.junit.parent} to "
+                           "write it in")
+    if args.baseline is None:
+        return load_side(args.runs[0]), load_side(args.runs[1])
+    judged = load_side(args.runs[0])
+    return load_baseline(args.baseline, args.last or DEFAULT_LAST, args.runs[0]), judged
+
+
+def _write_compare_junit(path: Path, comparison, broken: str | None) -> None:
+    from sixnines.orchestrator.results.compare import ABSOLUTE_FLOOR_US
+    from sixnines.orchestrator.results.compare_checks import comparison_checks
+    from sixnines.orchestrator.results.junit import write_junit
+
+    properties = {"a": comparison.a, "b": comparison.b,
+                  "threshold_pct": f"{comparison.threshold_pct:g}",
+                  "absolute_floor_us": f"{ABSOLUTE_FLOOR_US:g}"}
+    if comparison.baseline_nights:
+        properties["baseline_nights"] = ", ".join(comparison.baseline_nights)
+    write_junit(path, comparison_checks(comparison, broken), properties)
 
 
 def _runs(args, console: Console) -> int:
@@ -217,6 +293,72 @@ def _runs(args, console: Console) -> int:
     else:
         print_catalog(entries, args.dir, console)
     return EXIT_OK
+
+
+def _hosts_check(args, console: Console) -> int:
+    from sixnines.orchestrator.plan.hosts_check import (
+        Bundled,
+        check_hosts,
+        load_target,
+        needs_of,
+        summary,
+    )
+    from sixnines.orchestrator.scenario.recipes import RecipeError
+
+    hosts, scenario = load_target(args.file)
+    if not hosts and scenario is not None:  # everything on this machine: `validate` checks
+        _say(console, f"{args.file}: the scenario names no hosts besides local: nothing to "
+                      f"check (`sixnines validate {args.file}` checks this machine)")
+        return EXIT_OK
+    if not hosts:
+        _say(console, f"{args.file}: names no hosts to check (an inventory lists them "
+                      "under hosts:)")
+        return EXIT_BAD_INPUT
+    try:
+        needs = needs_of(scenario)
+    except RecipeError as exc:
+        _say(console, f"{args.file}: {exc}")
+        return EXIT_BAD_INPUT
+    verdicts = check_hosts(hosts, needs, Bundled.here())
+    for verdict in verdicts:
+        print(printable_lines(verdict.line()), flush=True)
+    _say(console, summary(verdicts))
+    return EXIT_OK if all(verdict.ok for verdict in verdicts) else EXIT_NOT_OK
+
+
+COMPARE_DESCRIPTION = """\
+Compare B against the reference A, run by run. A latency percentile is a regression when B
+exceeds A by more than its tolerance (the percentile's sampling uncertainty in both runs, at
+least --threshold) and by more than 5 µs; percentiles with fewer than 10/(1-p) samples are
+not comparable. Also regressions: send or receive rate down by more than --threshold, a
+worse status, more messages lost, unknown or duplicated, runs missing from B.
+
+With --baseline, A is the last N passing nights under ROOT (results directories of B's
+scenario recorded before it, every run ok), pooled: their distributions add, and each
+percentile's band widens to cover every night's own figure.
+
+Exit codes, for a nightly job:
+  0  no regression
+  1  regression
+  2  bad input (arguments, directories, summaries, no passing night to compare with)
+  3  B cannot be judged: a run of it failed or is corrupt, or it holds none
+     (a broken night, not a slower system)
+
+examples:
+  sixnines compare runs/nightly/20261126-030000 runs/nightly/20261127-030000
+  sixnines compare --baseline runs --last 7 --junit compare.xml \\
+      runs/nightly/20261127-030000
+"""
+
+#: Nights pooled by `compare --baseline` without --last: a week of nightly runs.
+DEFAULT_LAST = 7
+
+
+def _nights(text: str) -> int:
+    """--last: a whole number of nights, at least 1."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of nights ≥ 1, not {text!r}")
+    return int(text)
 
 
 #: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
@@ -396,17 +538,37 @@ def parser() -> argparse.ArgumentParser:
     collect.add_argument("dir", type=Path, help="a results directory or one run directory")
     collect.set_defaults(handler=_collect)
 
+    prune = commands.add_parser(
+        "prune", parents=[VERBOSE], help="remove older nights' raw chunks, keep the rest",
+        description="Under ROOT, keep the raw per-message chunks of the newest N nights of "
+        "each scenario (a night: a results directory); of older ones, remove only the chunk "
+        "files their agents' chunk indexes list, in analysed runs, keeping summary, report, "
+        "hlogs and manifest. Pruned runs are marked: `report` then keeps their analysis and "
+        "says the raw records were pruned; `compare` works as before. Prints the space "
+        "reclaimed. Exit 0: done; 1: a file could not be removed; 2: bad input. "
+        "Example: sixnines prune runs/nightly --keep-raw 7")
+    prune.add_argument("root", type=Path, metavar="ROOT", help="where the nights are")
+    prune.add_argument("--keep-raw", type=_non_negative, required=True, metavar="N",
+                       help="nights (per scenario, newest first) whose raw chunks stay")
+    prune.set_defaults(handler=_prune)
+
     compare = commands.add_parser(
         "compare", parents=[VERBOSE], help="compare two results (regressions: exit 1)",
-        description="Compare B against the reference A, run by run. A latency percentile is "
-        "a regression when B exceeds A by more than its tolerance (the percentile's sampling "
-        "uncertainty in both runs, at least --threshold) and by more than 5 µs; percentiles "
-        "with fewer than 10/(1-p) samples are not comparable. Also regressions: send or "
-        "receive rate down by more than --threshold, a worse status, more messages lost, "
-        "unknown or duplicated, runs missing from B. Exit 0: none; 1: regression; 2: bad input.")
-    compare.add_argument("run_a", type=Path, metavar="RUN_A",
-                         help="the reference: a results directory or one run directory")
-    compare.add_argument("run_b", type=Path, metavar="RUN_B", help="the one to judge")
+        usage="sixnines compare [options] RUN_A RUN_B\n"
+              "       sixnines compare [options] --baseline ROOT [--last N] RUN_B",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=COMPARE_DESCRIPTION)
+    compare.add_argument("runs", type=Path, nargs="+", metavar="RUN_A RUN_B",
+                         help="the reference A, then the one to judge B: each a results "
+                         "directory or one run directory (with --baseline: B alone)")
+    compare.add_argument("--baseline", type=Path, metavar="ROOT",
+                         help="compare B against the last passing nights under ROOT, pooled")
+    compare.add_argument("--last", type=_nights, metavar="N",
+                         help=f"how many nights --baseline pools (default {DEFAULT_LAST})")
+    compare.add_argument("--junit", type=Path, metavar="FILE",
+                         help="also write JUnit XML to FILE: a test case per system, case and "
+                         "figure checked (regressions fail, figures not comparable are "
+                         "skipped), for Jenkins and GitLab")
     compare.add_argument("--threshold", type=_percentage, default=10.0, metavar="PCT",
                          help="relative floor of the tolerance, %% (default 10; tail "
                               "percentiles backed by few samples get more)")
@@ -419,6 +581,25 @@ def parser() -> argparse.ArgumentParser:
                       help="where results are (default: ./runs)")
     runs.add_argument("--json", action="store_true", help="print the list as JSON")
     runs.set_defaults(handler=_runs)
+
+    hosts = commands.add_parser(
+        "hosts", parents=[VERBOSE], help="check the hosts of an inventory or scenario")
+    host_commands = hosts.add_subparsers(dest="hosts_command", required=True)
+    check = host_commands.add_parser(
+        "check", parents=[VERBOSE], help="check every host in parallel before a run",
+        formatter_class=argparse.RawDescriptionHelpFormatter, description=(
+            "Reach every host of FILE at once, as a run does (host keys checked against\n"
+            "known_hosts), and check what a run needs there: Python and the sixnines\n"
+            "bundle, free disk in its work directory, cores, its clock against this one,\n"
+            "the programs of the broker recipes it starts, ports on its address. One line\n"
+            "per host on stdout. A scenario's hosts (its inventory's too) are checked\n"
+            "against its plan; an inventory's against the minimum a run needs.\n"
+            "Exit 0: every host ok; 1: a host has a problem (named); 2: bad input.\n\n"
+            "examples:\n  sixnines hosts check lab/hosts.yaml\n"
+            "  sixnines hosts check nightly.yaml   # its hosts, against its plan"))
+    check.add_argument("file", help="an inventory (hosts: [...]) or a scenario")
+    _recipe_option(check)
+    check.set_defaults(handler=_hosts_check)
 
     agent = commands.add_parser(
         "agent", parents=[VERBOSE], help="run an agent (driven over stdin/stdout)")

@@ -27,6 +27,7 @@ from sixnines.orchestrator.plan import footprint
 from sixnines.orchestrator.reports import capacity, write_results
 from sixnines.orchestrator.results.analysis import analyse
 from sixnines.orchestrator.results.console_tables import print_tables
+from sixnines.orchestrator.results.repeats import repeated_cases
 from sixnines.orchestrator.results.store import read_summary
 from sixnines.orchestrator.run.fleet import Fleet
 from sixnines.orchestrator.run.interrupts import held
@@ -161,8 +162,9 @@ def run_scenario(scenario: Scenario, scenario_file: Path, *, output: Path | None
         return Outcome(results_dir, [], statuses, interrupted=exc, during_analysis=True)
     summaries = [analysed.get(run_dir) or judged.get(run_dir)
                  or read_summary(followed[run_dir]) for run_dir in run_dirs]
-    written = write_results(results_dir, scenario.name, summaries, console, searches)
-    print_tables(summaries, console)
+    cases = repeated_cases(results_dir, summaries)
+    written = write_results(results_dir, scenario.name, summaries, console, searches, cases)
+    print_tables(summaries, console, cases)
     for result in searches:
         console.print(capacity.console_line(result), markup=False, highlight=False,
                       soft_wrap=True)

@@ -54,6 +54,14 @@ class Buckets:
                    max(maxima) if maxima else None, sum(part.negative for part in parts),
                    sum(part.too_large for part in parts))
 
+    @classmethod
+    def of_metric(cls, metric: MetricCounts) -> Buckets:
+        """A metric's histogram as its buckets holding values (`metric` undone): what a
+        run's report/histograms.json keeps (formats.run_histograms, whose fields are
+        these)."""
+        used = np.flatnonzero(metric.counts)
+        return cls(used, metric.counts[used], metric.sums[used], metric.total, metric.max,
+                   metric.negative, metric.too_large)
 
     def metric(self) -> MetricCounts:
         """The buckets as a metric's histogram (counts arrays of the HDR layout)."""

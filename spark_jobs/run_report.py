@@ -58,10 +58,17 @@ from sixnines.formats import integrity
 from sixnines.formats.atomic import WriteFailure, write_atomically
 from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.lag import lag_warnings
-from sixnines.formats.layout import HLOG_FILE, SERIES_FILE, SUMMARY_FILE, hgrm_file
+from sixnines.formats.layout import (
+    HISTOGRAMS_FILE,
+    HLOG_FILE,
+    SERIES_FILE,
+    SUMMARY_FILE,
+    hgrm_file,
+)
 from sixnines.formats.load import HEADLINE, METRICS, load_of
 from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.run_files import agent_file, report_folder
+from sixnines.formats.run_histograms import histograms_text
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
 from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
 from sixnines.formats.vocabulary import RECORDING, Metric, Role
@@ -70,6 +77,7 @@ from sixnines.spark_jobs import (
     cpu,
     delivery,
     distribution,
+    histograms,
     run_merge,
     series,
     summarize,
@@ -252,7 +260,8 @@ def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None,
 def clear_report(run_dir: Path) -> None:
     """Remove what an earlier analysis wrote: no figure may outlive a new verdict."""
     report = report_folder(run_dir)
-    for name in (SUMMARY_FILE, SERIES_FILE, *(hgrm_file(metric) for metric in Metric)):
+    for name in (SUMMARY_FILE, SERIES_FILE, HISTOGRAMS_FILE,
+                 *(hgrm_file(metric) for metric in Metric)):
         (report / name).unlink(missing_ok=True)
 
 
@@ -286,7 +295,7 @@ def refused(checked: Checked) -> RunSummary:
     manifest = checked.manifest
     known = dict(run_id=checked.run_dir.name, system=None, params={}) if manifest is None \
         else dict(run_id=manifest.run_id, system=manifest.system, params=manifest.params,
-                  load=load_of(manifest.params), broker=_broker(manifest))
+                  repeat=manifest.repeat, load=load_of(manifest.params), broker=_broker(manifest))
     summary = RunSummary(**known, status=CORRUPT,
                          problems=[*(manifest.problems if manifest else []),
                                    *checked.damaged, NOT_ANALYSED], warnings=[])
@@ -349,8 +358,8 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
 
     figures = summarize.summary_figures(metrics)
     summary = RunSummary(
-        run_id=manifest.run_id, system=manifest.system, params=manifest.params, load=load,
-        broker=_broker(manifest),
+        run_id=manifest.run_id, system=manifest.system, params=manifest.params,
+        repeat=manifest.repeat, load=load, broker=_broker(manifest),
         status=_status(manifest, counts, agrees, figured.drained_out, absent),
         problems=[*manifest.problems, *problems], notes=facts,
         **{key: int(counts[key]) for key in
@@ -373,6 +382,8 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
                 "cpu": usage.series()}
     _write_report(run_dir, {  # the other load's metrics are empty: no .hgrm for them
         **{hgrm_file(name): summarize.hgrm_text(metrics[name]) for name in METRICS[load]},
+        HISTOGRAMS_FILE: histograms_text({name: vars(histograms.Buckets.of_metric(metrics[name]))
+                                          for name in METRICS[load]}),
         SERIES_FILE: _json(document), SUMMARY_FILE: summary.text()})
     return summary
 

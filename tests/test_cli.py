@@ -36,8 +36,8 @@ def test_the_scenario_beats_the_default(monkeypatch):
 
 def test_compare_and_runs_defaults():
     args = parser().parse_args(["compare", "runs/a/1", "runs/a/2"])
-    assert (args.run_a, args.run_b, args.threshold, args.json) == (
-        Path("runs/a/1"), Path("runs/a/2"), 10.0, False)
+    assert (args.runs, args.threshold, args.json, args.baseline, args.last, args.junit) == (
+        [Path("runs/a/1"), Path("runs/a/2")], 10.0, False, None, None, None)
     assert parser().parse_args(["compare", "a", "b", "--threshold", "25"]).threshold == 25.0
     assert parser().parse_args(["runs"]).dir == Path("runs")
 

@@ -15,10 +15,13 @@ import pytest
 
 from sixnines.formats import hdr
 from sixnines.formats.layout import MANIFEST_FILE, SUMMARY_FILE
-from sixnines.formats.summary import Figures
-from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_NOT_OK, EXIT_OK, main
+from sixnines.formats.summary import Figures, Spread
+from sixnines.orchestrator.cli import EXIT_BAD_INPUT, EXIT_BROKEN, EXIT_NOT_OK, EXIT_OK, main
 from sixnines.orchestrator.results.compare import Tail, latency_figure
-from sixnines.orchestrator.results.store import FIGURE_KEYS
+from sixnines.orchestrator.results.repeats import repeated_cases
+from sixnines.orchestrator.results.store import FIGURE_KEYS, write_results_summary
+from sixnines.orchestrator.results.summaries import read_results_summary
+from tests.test_repeats import two_systems
 
 COUNT = 20_000
 PARAMS = {"mode": "one-way", "rate": 2000.0, "duration_ns": 10_000_000_000, "seed": None}
@@ -223,13 +226,16 @@ def test_status_changes_and_losses_are_flagged(tmp_path):
 
 def test_statuses_rank_ok_partial_failed_corrupt_and_unknown_deliveries_count(tmp_path):
     """corrupt (files failing their checks) is worse than failed; deliveries of unknown
-    fate (a receiver died) are flagged like losses."""
+    fate (a receiver died) are flagged like losses. B holding a corrupt run cannot be
+    judged: exit 3, whatever else changed."""
     a = results(tmp_path / "a", 1, {"02-tcp-message_size=1KB": {"status": "failed"}})
     b = results(tmp_path / "b", 2, {"02-tcp-message_size=1KB": {"status": "corrupt"},
                                     "01-tcp-message_size=64": {"unknown": 40}})
     code, _, text = compare(a, b)
-    assert code == EXIT_NOT_OK
+    assert code == EXIT_BROKEN
     assert "✗ status failed → corrupt" in text and "✗ unknown 0 → 40" in text
+    assert f"{b}: cannot be judged: 1 of 4 run(s) failed or corrupt: " \
+        "02-tcp-message_size=1KB (corrupt)" in text
 
 
 def test_a_better_status_is_a_note_not_a_regression(tmp_path):
@@ -379,3 +385,46 @@ def test_saturation_and_open_loop_runs_are_never_matched(tmp_path):
     body = json.loads(out)
     assert body["pairs"] == [] and [r["run_id"] for r in body["only_in_b"]] == [run]
     assert code == EXIT_NOT_OK
+
+
+# --- the repeats' measured spread as the run-to-run floor ----------------------------------
+
+
+def spread(band_pct: float, repeats: int = 3) -> Spread:
+    return Spread(repeats=repeats, min=100.0, median=100.0, max=100 * (1 + band_pct / 100),
+                  band_pct=band_pct)
+
+
+def test_the_repeats_band_replaces_the_threshold_as_the_floor():
+    a = Figures.model_validate(figures(latencies(1, count=200_000)))
+    slower = Figures.model_validate(figures(latencies(2, count=200_000, scale=1.15)))
+    assert latency_figure(a, slower, "p50", 10.0).verdict == "regression"
+    wide = latency_figure(a, slower, "p50", 10.0, spreads=(spread(20.0), spread(12.0)))
+    assert (wide.verdict, wide.floor_from, wide.floor_pct) == ("same", "repeats", 20.0)
+    assert wide.tolerance_pct >= 20.0
+    # a steady machine measured: a change the fixed 10 % would let pass is found
+    a_bit = Figures.model_validate(figures(latencies(2, count=200_000, scale=1.08)))
+    assert latency_figure(a, a_bit, "p50", 10.0).verdict == "same"
+    narrow = latency_figure(a, a_bit, "p50", 10.0, spreads=(spread(2.0), None))
+    assert (narrow.verdict, narrow.floor_from, narrow.floor_pct) == ("regression", "repeats",
+                                                                    2.0)
+    one = latency_figure(a, a_bit, "p50", 10.0, spreads=(spread(2.0, repeats=1), None))
+    assert one.floor_from == "threshold"  # one run has no spread
+
+
+def test_results_with_repeats_are_compared_case_by_case_on_their_spread(tmp_path):
+    runs, _ = two_systems(tmp_path / "a")
+    write_results_summary(tmp_path / "a", "repeated", runs, [],
+                          repeated_cases(tmp_path / "a", runs))
+    code, out, text = compare(tmp_path / "a", tmp_path / "a", "--json")
+    assert code == EXIT_OK, text
+    pairs = json.loads(out)["pairs"]
+    assert [pair["run_a"] for pair in pairs] == ["tcp-message_size=64", "zmq-message_size=64"]
+    tcp = {(f["metric"], f["key"]): f for f in pairs[0]["figures"]}
+    case = read_results_summary(tmp_path / "a" / SUMMARY_FILE).repeats[0]
+    p99 = tcp[("latency_us", "p99")]
+    assert (p99["floor_from"], p99["floor_pct"]) == ("repeats",
+                                                     case.spread["latency_us"]["p99"].band_pct)
+    assert tcp[("send_rate", "send_rate")]["floor_from"] == "repeats"
+    code, _, text = compare(tmp_path / "a", tmp_path / "a")
+    assert "run-to-run band the repeats measured" in " ".join(text.split())

@@ -32,6 +32,7 @@ EXTRAS_OF = {
     "sixnines.orchestrator.launchers.ssh": {"remote"},
     "sixnines.orchestrator.launchers.ssh_guard": {"remote"},
     "sixnines.orchestrator.launchers.container": {"remote"},
+    "sixnines.orchestrator.plan.hosts_check": {"remote"},  # checks SSH hosts, as ssh does
     "sixnines.testing": {"testing"},
 }
 

@@ -1,6 +1,7 @@
 """The package's shape: one import name, and imports that read as layers.
 
-- Everything installed is importable under `sixnines.` only (the wheel's top level).
+- Everything installed is importable under `sixnines.` only (the wheel's top level), and
+  the files the report pages inline (styles, scripts, vendored libraries) are in the wheel.
 - Layers, bottom up: `formats` (the ground floor every part shares) < `drivers` < `agents`,
   `spark_jobs` and `testing` (the driver conformance suite) < `orchestrator`; a module
   imports its own part and those below, never one above (docs/design.md, "Layers").
@@ -153,6 +154,11 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
     packaged = {name.removesuffix(".py").removesuffix("/__init__") for name in names
                 if name.endswith(".py")}
     assert source == packaged  # every module of every folder, and no other
+    reports = FOLDERS["orchestrator"] / "reports"
+    pages_inline = {f"sixnines/orchestrator/{path.relative_to(reports.parent)}"
+                    for path in reports.rglob("*") if path.is_file()
+                    and path.suffix in (".js", ".css", "") and "__pycache__" not in path.parts}
+    assert pages_inline - set(names) == set()  # styles, scripts, vendored uPlot and licence
 
 
 def test_the_type_checker_reads_the_package_as_installed():

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from sixnines.orchestrator.scenario.matrix import CASE_KEY, expand, safe_label
+from sixnines.orchestrator.scenario.matrix import CASE_KEY, MAX_RUN_ID, expand, safe_label
 from sixnines.orchestrator.scenario.model import CaseScenario, Mode, load_scenario, parse_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +45,40 @@ def test_two_systems_two_sizes_two_rates() -> None:
     assert len({r.run_id for r in runs}) == 8
     assert all(re.fullmatch(r"[A-Za-z0-9._=-]+", r.run_id) for r in runs)
     assert runs[3].swept == {"message_size": "1KB", "rate": "2000"}
+
+
+def test_repeats_interleave_cases_and_systems_and_say_which_repeat_they_are() -> None:
+    runs = expand(parse_scenario(SWEEP.replace("  rate: [1000, 2000]", "  rate: 1000")
+                                 + "repeat: 3\n"))
+    assert [r.run_id for r in runs[:5]] == [
+        "01-tcp-message_size=64-repeat=1", "02-tcp-message_size=1KB-repeat=1",
+        "03-zmq-message_size=64-repeat=1", "04-zmq-message_size=1KB-repeat=1",
+        "05-tcp-message_size=64-repeat=2"]
+    assert [(r.system.name, r.swept["message_size"], r.repeat.number) for r in runs] == [
+        (system, size, number) for number in (1, 2, 3) for system in ("tcp", "zmq")
+        for size in ("64", "1KB")]
+    assert {(r.repeat.of, r.repeat.case) for r in runs} == {
+        (3, "message_size=64"), (3, "message_size=1KB")}
+    assert runs[0].params == runs[4].params  # a repeat runs the same point
+
+
+def test_a_case_run_once_has_no_repeat() -> None:
+    assert all(r.repeat is None and not r.run_id.endswith("-repeat=1")
+               for r in expand(parse_scenario(SWEEP)))
+
+
+def test_a_cut_run_id_keeps_its_repeat() -> None:
+    system, case = "s" * 64, "c" * 64
+    runs = expand(parse_scenario(f"""\
+name: long
+systems: [{{name: {system}, driver: tcp}}]
+workload: {{rate: 1000, duration: 1s}}
+cases: [{{name: {case}, message_size: 64}}]
+repeat: 2
+"""))
+    assert [len(r.run_id) for r in runs] == [MAX_RUN_ID] * 2
+    assert [r.run_id[-12:] for r in runs] == ["...-repeat=1", "...-repeat=2"]
+    assert [r.repeat.case for r in runs] == [case, case]  # the manifest keeps it whole
 
 
 def test_params_are_resolved_and_json_ready() -> None:

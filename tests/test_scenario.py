@@ -168,7 +168,7 @@ def test_dump_reloads_to_the_same_scenario(tmp_path: Path) -> None:
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     assert only(tmp_path, MINIMAL + "colour: red\n") == Problem(
         "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, inventory, "
-        "placement, output, spark_master, cpu_sample, throughput_window, loop_cpus)"
+        "placement, output, spark_master, cpu_sample, throughput_window, loop_cpus, repeat)"
     )
 
 
@@ -223,6 +223,33 @@ def test_throughput_window(tmp_path: Path) -> None:
                          ).throughput_window == 1000
     assert only(tmp_path, MINIMAL + "throughput_window: 0\n").path == "throughput_window"
     assert only(tmp_path, MINIMAL + "throughput_window: 0\n").line == 9
+
+
+def test_repeat_runs_each_case_once_unless_asked(tmp_path: Path) -> None:
+    assert load_scenario(write(tmp_path, MINIMAL)).repeat == 1
+    assert load_scenario(write(tmp_path, MINIMAL + "repeat: 3\n")).repeat == 3
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    ("0", "must be at least 1"),
+    ("101", "must be at most 100"),
+    ("two", "must be a whole number"),
+    ("2.5", "must be a whole number"),
+    ("true", "must be a whole number"),
+])
+def test_repeat_out_of_bounds_is_named_with_its_line(tmp_path: Path, written: str,
+                                                      message: str) -> None:
+    assert only(tmp_path, MINIMAL + f"repeat: {written}\n") == Problem("repeat", 9, message)
+
+
+def test_repeats_count_towards_the_run_limit(tmp_path: Path) -> None:
+    sweep = MINIMAL.replace("message_size: 64", "message_size: [" +
+                            ", ".join(str(64 + i) for i in range(101)) + "]")
+    assert load_scenario(write(tmp_path, sweep + "repeat: 99\n")).repeat == 99
+    problem = only(tmp_path, sweep + "repeat: 100\n")
+    assert problem.path == "workload"
+    assert problem.message.startswith("10,100 runs (1 system(s) × 101 workload points × 100 "
+                                      "repeats) are more than the limit of 10,000"), problem
 
 
 def test_closed_schedule_needs_round_trip(tmp_path: Path) -> None:
@@ -585,7 +612,7 @@ def test_an_unknown_key_next_to_cases_lists_cases(tmp_path: Path) -> None:
         "colour",
         13,
         "unknown field (expected one of: name, systems, workload, hosts, inventory, "
-        "placement, output, spark_master, cpu_sample, throughput_window, loop_cpus, cases)",
+        "placement, output, spark_master, cpu_sample, throughput_window, loop_cpus, repeat, cases)",
     )
 
 

@@ -36,6 +36,8 @@ ELSEWHERE = {
     "formats/document.py": "the result files' base model: tests/test_manifest.py, "
                            "tests/test_summary.py",
     "formats/errors.py": "the errors' base class: tests/faults/ (one line, no traceback)",
+    "formats/pruned.py": "a pruned run's mark, written and read by `prune`, `report` and "
+                         "the integrity checks: tests/faults/test_prune.py",
     "formats/records.py": "the record files' columns: tests/test_delivery.py, "
                           "tests/test_streams.py",
     "formats/vocabulary.py": "names shared by every layer: tests/test_streams.py, "

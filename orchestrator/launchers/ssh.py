@@ -362,17 +362,26 @@ class SshLauncher(Launcher):
                               f" exit {done.code}): {done.output.strip()[-300:]}")
         return {"interface": interface, **link.model_dump(exclude_none=True)}
 
-    def _preflight(self) -> dict:
-        done = self._run_line(shlex.join([self.python, "-c", PREFLIGHT, str(self.root)]),
-                              ["preflight"], 60.0)
+    def python_facts(self, script: str, *args: str, timeout_s: float = 60.0) -> dict:
+        """The JSON object the last line of `script` prints, run by the host's Python with
+        `args` (before the work directory exists: no `cd` there); LaunchError naming the
+        host when it cannot run or prints none."""
+        done = self._run_line(shlex.join([self.python, "-c", script, *args]), ["python"],
+                              timeout_s)
         try:
             facts = json.loads(done.output.strip().splitlines()[-1])
         except (ValueError, IndexError):
-            if done.code is None:
-                raise LaunchError(f"{self.label}: `{self.python} -c ...` did not finish within "
-                                  "60 s (does a shell startup file there block?)") from None
-            raise LaunchError(f"{self.label}: cannot run {self.python} there (exit "
-                              f"{done.code}): {done.output.strip()[-300:]}") from None
+            facts = None
+        if isinstance(facts, dict):
+            return facts
+        if done.code is None:
+            raise LaunchError(f"{self.label}: `{self.python} -c ...` did not finish within "
+                              f"{timeout_s:.0f} s (does a shell startup file there block?)")
+        raise LaunchError(f"{self.label}: cannot run {self.python} there (exit "
+                          f"{done.code}): {done.output.strip()[-300:]}")
+
+    def _preflight(self) -> dict:
+        facts = self.python_facts(PREFLIGHT, str(self.root))
         found = tuple(int(part) for part in facts["python"].split(".")[:2])
         if found < MIN_PYTHON:
             raise LaunchError(f"{self.label}: {self.python} is Python {facts['python']}; "

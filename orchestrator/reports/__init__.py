@@ -15,7 +15,7 @@ from rich.console import Console
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.layout import PAGE_FILE, SUMMARY_FILE
 from sixnines.formats.run_files import RefusedPath, file_under, report_folder
-from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
+from sixnines.formats.summary import CapacityResult, RepeatedCase, ResultsSummary, RunSummary
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.reports import capacity, gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
@@ -49,7 +49,8 @@ def _title(results_dir: Path) -> str:
 
 
 def write_reports(results_dir: Path, summaries: list[RunSummary],
-                  searches: Sequence[CapacityResult] = ()) -> Path:
+                  searches: Sequence[CapacityResult] = (),
+                  cases: Sequence[RepeatedCase] = ()) -> Path:
     """Write the page and the gnuplot files for these runs and capacity searches; return
     the page's path. Its folder is checked first (formats.run_files.report_folder): a
     `report` that is a link leading out of the results would have them written elsewhere."""
@@ -68,7 +69,7 @@ def write_reports(results_dir: Path, summaries: list[RunSummary],
     for figure in every:
         gnuplot.write(figure, out)
     page = html.page(_title(results_dir), sections, overlays, parametrised, swept,
-                     [f"{figure.slug}.gp" for figure in every], HGRM_METRICS, loads)
+                     [f"{figure.slug}.gp" for figure in every], HGRM_METRICS, loads, cases)
     return write_atomically(out / PAGE_FILE, page)
 
 
@@ -85,17 +86,19 @@ def _attempt(write: Callable[[], object], console: Console) -> bool:
 
 
 def write_results(results_dir: Path, scenario: str | None, summaries: list[RunSummary],
-                  console: Console, searches: Sequence[CapacityResult] | None = None) -> bool:
+                  console: Console, searches: Sequence[CapacityResult] | None = None,
+                  cases: Sequence[RepeatedCase] = ()) -> bool:
     """Everything a results directory gets from an analysis: summary.json, summary.csv
     and the report (its page printed). Each file is whole or absent (formats.atomic); one
     that cannot be written (a full disk) is named on the console and the next writer is
     still tried. True when every file was written. `searches`: what the scenario's
     capacity searches found; None (an analysis again) keeps what summary.json recorded,
-    each search's decisions having been made on its probes as they ran."""
+    each search's decisions having been made on its probes as they ran. `cases`: the
+    repeated cases (orchestrator.results.repeats)."""
     found = recorded_searches(results_dir) if searches is None else list(searches)
-    summary = _attempt(lambda: write_results_summary(results_dir, scenario, summaries, found),
-                       console)
+    summary = _attempt(lambda: write_results_summary(results_dir, scenario, summaries, found,
+                                                     list(cases)), console)
     page = _attempt(lambda: console.print(
-        f"report: {write_reports(results_dir, summaries, found)}", markup=False,
+        f"report: {write_reports(results_dir, summaries, found, cases)}", markup=False,
         highlight=False, soft_wrap=True), console)
     return summary and page

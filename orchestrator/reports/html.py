@@ -1,9 +1,10 @@
 """The report page: one self-contained HTML file (styles and script inlined, no fonts,
 images or scripts fetched) so it opens offline, from a mail attachment or a CI artifact.
 
-Layout: summary table, percentile distributions, parametrised plots per swept parameter,
-then one section per run (figures and CPU tables, warnings, per-message plots), then the
-files a user can take further (gnuplot scripts, .hgrm files).
+Layout: summary table, the repeated cases merged, percentile distributions, parametrised
+plots per swept parameter, then one section per run (figures and CPU tables, warnings,
+per-message plots), then the files a user can take further (gnuplot scripts, .hgrm
+files).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from urllib.parse import quote
 
 from sixnines.formats.layout import REPORT_DIR, SERIES_FILE, hgrm_file
 from sixnines.formats.status import CORRUPT
-from sixnines.formats.summary import CapacityResult
-from sixnines.orchestrator.reports import capacity, per_run, svg
+from sixnines.formats.summary import CapacityResult, RepeatedCase
+from sixnines.orchestrator.reports import capacity, per_run, repeats, svg
 from sixnines.orchestrator.reports.cpu import cpu_table
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Figure, slugify
@@ -38,7 +39,8 @@ class RunSection:
     figures: list[Figure]
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
+    """A file shipped beside this module (styles, scripts, vendor/), to inline in a page."""
     return files("sixnines.orchestrator.reports").joinpath(name).read_text(encoding="utf-8")
 
 
@@ -93,11 +95,13 @@ def _nav(entries: list[tuple[str, str]]) -> str:
 def page(title: str, runs: list[RunSection], nines: list[Figure],
          sweeps: dict[str, list[Figure]], swept: list[str], gnuplot_files: list[str],
          hgrm_metrics: tuple[str, ...],
-         searches: Sequence[tuple[CapacityResult, Figure]] = ()) -> str:
+         searches: Sequence[tuple[CapacityResult, Figure]] = (),
+         cases: Sequence[RepeatedCase] = ()) -> str:
     """The whole page. `swept`: parameters that vary across runs (table columns);
     `sweeps`: the plots of the numeric ones; `searches`: each capacity search with its
-    latency-against-load plot."""
-    entries = [("summary", "Summary")] + ([("capacity", "Capacity")] if searches else [])
+    latency-against-load plot; `cases`: the repeated cases, merged."""
+    entries = [("summary", "Summary")] + ([("repeats", "Repeats")] if cases else [])
+    entries += [("capacity", "Capacity")] if searches else []
     entries += [("percentiles", "Percentile distribution")]
     entries += [(f"across-{slugify(p)}", f"Across {p}") for p in sweeps]
     entries += [("runs", "Runs"), ("files", "Files")]
@@ -109,12 +113,13 @@ def page(title: str, runs: list[RunSection], nines: list[Figure],
     return (
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>sixnines: {escape(title)}</title><style>{_asset('report.css')}</style>"
+        f"<title>sixnines: {escape(title)}</title><style>{asset('report.css')}</style>"
         f"</head><body><h1>sixnines: {escape(title)}</h1>"
         f'<p class="note">{len(runs)} run(s). Latency is measured from each message\'s '
         "intended send time (open loop, coordinated-omission free).</p>"
         f"{_nav(entries)}"
         f'<section id="summary"><h2>Summary</h2>{table}</section>'
+        f"{repeats.section(cases)}"
         f"{_capacity_section(searches)}"
         f'<section id="percentiles"><h2>Percentile distribution</h2>'
         f"{_figures(nines) or '<p class=note>No run measured any latency.</p>'}</section>"
@@ -126,5 +131,5 @@ def page(title: str, runs: list[RunSection], nines: list[Figure],
         "<code>NAME.png</code> next to it (from any directory). Each run's "
         "<code>report/*.hgrm</code> files load in HdrHistogram's plotter.</p>"
         f"<ul>{gp}</ul></section>"
-        f"<script>{_asset('report.js')}</script></body></html>\n"
+        f"<script>{asset('report.js')}</script></body></html>\n"
     )

@@ -13,10 +13,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from sixnines.formats.errors import BadInput
+from sixnines.formats.layout import REPORT_DIR, SUMMARY_FILE
+from sixnines.formats.pruned import read_pruned
+from sixnines.formats.run_files import RefusedPath, file_under
 from sixnines.formats.status import CORRUPT, FAILED
 from sixnines.formats.summary import RunSummary
 from sixnines.orchestrator.launchers.local import run_guarded
 from sixnines.orchestrator.results.store import manifest_or_problem, read_summary
+from sixnines.orchestrator.results.summaries import SummaryRefused, read_run_summary
 
 
 class AnalysisError(BadInput):
@@ -32,14 +36,19 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
     never outlives the controller: an interrupt stops it, and so does the controller's
     death (launchers.guard). Runs that failed outright recorded nothing: they are
     summarised from their manifests. A manifest that cannot be read goes to the job too,
-    which refuses it in one line (status corrupt, formats.integrity).
+    which refuses it in one line (status corrupt, formats.integrity). A run whose raw
+    records were pruned (formats.pruned) keeps the summary its analysis made before.
     """
-    recorded = [d for d in run_dirs if _recorded(d)]
+    kept = {run_dir: summary for run_dir in run_dirs
+            if (summary := kept_analysis(run_dir)) is not None}
+    recorded = [d for d in run_dirs if d not in kept and _recorded(d)]
     results = _run_spark_job(recorded, spark_master, log_path, window) if recorded else {}
     summaries = []
     for run_dir in run_dirs:
         result = results.get(run_dir, {})
-        if "summary" in result:
+        if run_dir in kept:
+            summaries.append(kept[run_dir])
+        elif "summary" in result:
             summaries.append(read_summary(Path(result["summary"])))
         elif run_dir not in recorded:
             summaries.append(_unanalysed(run_dir, None))
@@ -48,6 +57,22 @@ def analyse(run_dirs: list[Path], spark_master: str, log_path: Path,
             summaries.append(_unanalysed(run_dir, f"analysis failed: {error}; see {log_path}; "
                                          f"`sixnines report {run_dir}` analyses it again"))
     return summaries
+
+
+def kept_analysis(run_dir: Path) -> RunSummary | None:
+    """A pruned run's summary as its analysis wrote it, saying it was pruned; None for a
+    run not pruned, or whose summary cannot be read (the analysis then names why it
+    cannot be analysed again)."""
+    pruned = read_pruned(run_dir)
+    if pruned is None:
+        return None
+    try:
+        summary = read_run_summary(file_under(run_dir, REPORT_DIR, SUMMARY_FILE))
+    except (SummaryRefused, RefusedPath):
+        return None
+    note = pruned.note()
+    return summary if note in summary.notes else \
+        summary.model_copy(update={"notes": [*summary.notes, note]})
 
 
 def _recorded(run_dir: Path) -> bool:
@@ -97,7 +122,7 @@ def _unanalysed(run_dir: Path, problem: str | None) -> RunSummary:
     manifest, unusable = manifest_or_problem(run_dir)
     known = dict(run_id=run_dir.name, system=None, params={}) if manifest is None else \
         dict(run_id=manifest.run_id or run_dir.name, system=manifest.system,
-             params=manifest.params)
+             params=manifest.params, repeat=manifest.repeat)
     return RunSummary(**known, status=CORRUPT if unusable else FAILED,
                       problems=[*(manifest.problems if manifest else []),
                                 *(line for line in (unusable, problem) if line)])

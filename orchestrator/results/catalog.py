@@ -152,6 +152,13 @@ def _when(path: Path, manifests: list[Manifest]) -> datetime:
     return datetime.fromtimestamp(min(created) if created else path.stat().st_mtime)
 
 
+def recorded_at(path: Path) -> datetime:
+    """`Entry.when` of the results directory `path` without reading its summary (nor its
+    manifests, when its name holds the stamp): to order many before reading a few."""
+    stamped = STAMP.match(path.name) is not None
+    return _when(path, [] if stamped else [m for m in _manifests(path) if m is not None])
+
+
 def headline(run: RunSummary) -> Headline:
     """The figures a reader scans a catalog for: latency and receive rate; of a
     throughput-mode run (load saturation) its receive rate alone, the msg/s the system

@@ -31,13 +31,29 @@ difference is larger than the noise both measurements carry:
    by more than the tolerance *and* by more than 5 µs (the absolute floor: 3 µs → 4 µs is
    scheduler jitter, not a slower system). The same the other way is "improved".
 
+4. *Measured run-to-run noise.* Results of a scenario with `repeat: N` hold, per case, its
+   repeats merged into one distribution and each figure's spread across them
+   (orchestrator.results.repeats). Such a case is compared as one run, its merged figures,
+   and the relative floor of each figure is then the noise the repeats measured instead of
+   `--threshold`: the larger of A's and B's repeat-to-repeat bands (max / min − 1 of the
+   repeats' figure), the most two runs of the same case on the same machine differed on
+   it. A side without repeats lends none; with neither, `--threshold` stays the floor. A
+   merged case has no .hgrm of its own, so its sampling band comes from its ladder (the
+   wider rule above). Few repeats see little of the machine's drift: two repeats' band is
+   a lower estimate of it, so a nightly job wants three or more.
+
 Throughput (send_rate, receive_rate) is a count of thousands of messages over a fixed
-duration: its sampling noise is small, so only the relative floor applies; a drop beyond it
-is a regression. Also regressions: a status getting worse (ok → partial → failed →
-corrupt, formats.status; a corrupt run's files failed their checks, so it has no
-figure to compare), more messages lost, of unknown fate (receivers that died) or
-duplicated than in A, and a run of A missing from B. Runs only in B, a
-status getting better and new warnings are reported as notes.
+duration: its sampling noise is small, so only the relative floor applies (the repeats'
+band of the rate when measured); a drop beyond it is a regression. Also regressions: a
+status getting worse (ok → partial → failed → corrupt, formats.status; a corrupt run's
+files failed their checks, so it has no figure to compare), more messages lost, of unknown
+fate (receivers that died) or duplicated than in A, and a run of A missing from B. Runs
+only in B, a status getting better and new warnings are reported as notes.
+
+B itself may be broken: no runs, or a run failed or corrupt (`judged_run_broken`). It is
+still compared, but a nightly job must not read that as a slower system: `compare` exits
+3 instead of 1. A may also be the last passing nights pooled (orchestrator.results.baseline),
+and the comparison written as JUnit checks (orchestrator.results.compare_checks).
 """
 
 from __future__ import annotations
@@ -58,8 +74,8 @@ from sixnines.formats.hgrm import MAX_HGRM_BYTES
 from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE, hgrm_file
 from sixnines.formats.load import HEADLINE, LATENCY, latency_of, run_load
 from sixnines.formats.run_files import RefusedPath, file_under, read_bounded
-from sixnines.formats.status import rank
-from sixnines.formats.summary import Figures, RunSummary
+from sixnines.formats.status import FAILED, rank
+from sixnines.formats.summary import RATES_SPREAD, Figures, ResultsSummary, RunSummary, Spread
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.results.store import FIGURE_KEYS
 from sixnines.orchestrator.results.summaries import read_results_summary, read_run_summary
@@ -138,6 +154,16 @@ class Tail:
         xs = sorted(highest)
         return float(np.exp(np.interp(math.log(tail), xs, [math.log(highest[x]) for x in xs])))
 
+    def share_above(self, value: float) -> float:
+        """The share of the samples above `value`: value_at's inverse, interpolated
+        log-log between the points and held at the first and last beyond them (a tail
+        with points)."""
+        lowest: dict[float, float] = {}
+        for t, point in self.points:
+            lowest[math.log(point)] = min(t, lowest.get(math.log(point), 1.0))
+        xs = sorted(lowest)
+        return float(np.exp(np.interp(math.log(value), xs, [math.log(lowest[x]) for x in xs])))
+
     def half_widths(self, key: str) -> tuple[float, float]:
         """How far below and above (log ratios) the percentile would sit had SIGMAS
         standard deviations more or fewer samples (Poisson: √k of k) fallen above it.
@@ -159,14 +185,20 @@ class Tail:
         return down, up
 
 
+#: A run's measured spread: summary field (or RATES_SPREAD) → figure → Spread.
+Spreads = dict[str, dict[str, Spread]]
+
+
 @dataclass
 class Side:
-    """One argument of `compare`: where it is, its runs' summaries, and whether it was a
-    single run directory."""
+    """One argument of `compare`: where it is, its runs' summaries (a repeated case as its
+    merged run), and whether it was a single run directory."""
     path: Path
     runs: list[RunSummary]
     single: bool
     tails: dict[str | None, Tail] = field(default_factory=dict)  # by run id, from .hgrm files
+    spreads: dict[str | None, Spreads] = field(default_factory=dict)  # by merged run id
+    nights: list[str] = field(default_factory=list)  # the nights pooled into it (baseline)
 
     def tail(self, run: RunSummary) -> Tail:
         """The run's fine-grained distribution when its .hgrm holds the same samples as its
@@ -178,6 +210,10 @@ class Side:
         return Tail.from_figures(figures or Figures())
 
 
+#: Where a figure's relative floor came from: the repeats' measured spread, or --threshold.
+REPEATS, THRESHOLD = "repeats", "threshold"
+
+
 @dataclass
 class ComparedFigure:
     metric: str  # "latency_us", "saturation_latency_us" or the rate's name
@@ -187,6 +223,8 @@ class ComparedFigure:
     change_pct: float | None
     tolerance_pct: float | None
     verdict: str  # same, regression, improved, not comparable
+    floor_pct: float | None = None  # the run-to-run floor of the tolerance
+    floor_from: str = THRESHOLD  # REPEATS or THRESHOLD
 
 
 @dataclass
@@ -214,6 +252,7 @@ class Comparison:
     pairs: list[Pair]
     only_in_a: list[dict[str, Any]]
     only_in_b: list[dict[str, Any]]
+    baseline_nights: list[str] = field(default_factory=list)  # A pooled from these nights
 
     @property
     def regression(self) -> bool:
@@ -222,7 +261,8 @@ class Comparison:
 
     def as_json(self) -> dict:
         pairs = [{**asdict(pair), "regression": pair.regression} for pair in self.pairs]
-        return {"a": self.a, "b": self.b, "threshold_pct": self.threshold_pct,
+        baseline = {"baseline_nights": self.baseline_nights} if self.baseline_nights else {}
+        return {"a": self.a, "b": self.b, **baseline, "threshold_pct": self.threshold_pct,
                 "absolute_floor_us": ABSOLUTE_FLOOR_US, "regression": self.regression,
                 "pairs": pairs, "only_in_a": self.only_in_a, "only_in_b": self.only_in_b}
 
@@ -233,17 +273,25 @@ def load_side(path: Path) -> Side:
     if not path.is_dir():
         raise CompareError(f"{path}: no such directory")
     if (results := _summary_under(path, SUMMARY_FILE)).is_file():
-        runs = read_results_summary(results).runs
-        return Side(path, runs, single=False, tails=_tails(path, runs, in_run_folders=True))
+        summary = read_results_summary(results)
+        runs = _compared_runs(summary)
+        return Side(path, runs, single=False, tails=_tails(path, runs, in_run_folders=True),
+                    spreads={case.merged.run_id: case.spread for case in summary.repeats})
     if (run := _summary_under(path, REPORT_DIR, SUMMARY_FILE)).is_file():
-        summary = read_run_summary(run)
-        return Side(path, [summary], single=True,
-                    tails=_tails(path, [summary], in_run_folders=False))
+        one = read_run_summary(run)
+        return Side(path, [one], single=True, tails=_tails(path, [one], in_run_folders=False))
     recorded = (path / MANIFEST_FILE).is_file() or any(
         (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
     hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
             else "not a results directory (runs/<scenario>/<stamp>/) nor a run directory")
     raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
+
+
+def _compared_runs(summary: ResultsSummary) -> list[RunSummary]:
+    """The runs of a results summary as compared: each repeated case as its merged run
+    (its repeats not one by one), then the runs of no repeated case."""
+    return [*(case.merged for case in summary.repeats),
+            *(run for run in summary.runs if run.repeat is None)]
 
 
 def _summary_under(path: Path, *names: str) -> Path:
@@ -293,22 +341,24 @@ def _canonical(value) -> str:
     return json.dumps(value, sort_keys=True)
 
 
+def run_key(run: RunSummary, swept: list[str]) -> str:
+    """What makes two runs the same case: one system, one load, the same values of the
+    `swept` parameters."""
+    return _canonical([run.system, run_load(run), {name: run.params.get(name) for name in swept}])
+
+
 def match_runs(a: list[RunSummary], b: list[RunSummary], swept: list[str]
                ) -> tuple[list[tuple[RunSummary, RunSummary]], list[RunSummary],
                           list[RunSummary]]:
     """Pairs of runs with one system, one load (saturation latency is never compared with
     open-loop latency) and the same values of the `swept` parameters, and the runs left on
     each side. Runs sharing a key on one side pair up in order."""
-    def key(run: RunSummary) -> str:
-        return _canonical([run.system, run_load(run),
-                           {name: run.params.get(name) for name in swept}])
-
     waiting: dict[str, list[RunSummary]] = {}
     for run in b:
-        waiting.setdefault(key(run), []).append(run)
+        waiting.setdefault(run_key(run, swept), []).append(run)
     pairs, only_a = [], []
     for run in a:
-        candidates = waiting.get(key(run))
+        candidates = waiting.get(run_key(run, swept))
         if candidates:
             pairs.append((run, candidates.pop(0)))
         else:
@@ -317,40 +367,56 @@ def match_runs(a: list[RunSummary], b: list[RunSummary], swept: list[str]
     return pairs, only_a, only_b
 
 
+def run_to_run_floor(threshold_pct: float, spreads: tuple[Spread | None, Spread | None]
+                     ) -> tuple[float, str]:
+    """The relative floor of a figure's tolerance (%) and where it came from: the larger
+    of the two sides' measured repeat-to-repeat bands when either has one (rule 4 of the
+    module docstring), else `threshold_pct`."""
+    measured = [spread.band_pct for spread in spreads
+                if spread is not None and spread.band_pct is not None and spread.repeats > 1]
+    return (max(measured), REPEATS) if measured else (threshold_pct, THRESHOLD)
+
+
 def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
                    tails: tuple[Tail, Tail] | None = None,
-                   metric: str = Metric.LATENCY.summary_field) -> ComparedFigure:
+                   metric: str = Metric.LATENCY.summary_field,
+                   spreads: tuple[Spread | None, Spread | None] = (None, None)) -> ComparedFigure:
     """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
-    `tails` (of A and B) default to the summaries' ladders."""
+    `tails` (of A and B) default to the summaries' ladders, `spreads` (A's and B's
+    repeats' spread of this figure) to none measured."""
     value_a, value_b = a.figure(key), b.figure(key)
+    floor_pct, source = run_to_run_floor(threshold_pct, spreads)
     if value_a is None or value_b is None or value_a <= 0 or value_b <= 0 or \
             min(tail_samples(key, a.count), tail_samples(key, b.count)) < MIN_TAIL_SAMPLES:
         return ComparedFigure(metric, key, value_a, value_b, _change(value_a, value_b), None,
-                              "not comparable")
+                              "not comparable", floor_pct, source)
     tail_a, tail_b = tails or (Tail.from_figures(a), Tail.from_figures(b))
     (down_a, up_a), (down_b, up_b) = tail_a.half_widths(key), tail_b.half_widths(key)
     shift = math.log(value_b / value_a)
     # B above A: A could have been higher, B lower; the other way round for B below A
     noise = math.hypot(up_a, down_b) if shift >= 0 else math.hypot(down_a, up_b)
-    tolerance = max(math.log1p(threshold_pct / 100), noise)
+    tolerance = max(math.log1p(floor_pct / 100), noise)
     verdict = "same"
     if abs(shift) > tolerance and abs(value_b - value_a) > ABSOLUTE_FLOOR_US:
         verdict = "regression" if shift > 0 else "improved"
     return ComparedFigure(metric, key, value_a, value_b, _change(value_a, value_b),
-                          100 * math.expm1(tolerance), verdict)
+                  100 * math.expm1(tolerance), verdict, floor_pct, source)
 
 
-def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float) -> ComparedFigure:
-    """A throughput figure (send_rate or receive_rate): a drop beyond the relative floor is
-    a regression."""
+def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float,
+                spreads: tuple[Spread | None, Spread | None] = (None, None)) -> ComparedFigure:
+    """A throughput figure (send_rate or receive_rate): a drop beyond the relative floor
+    (the repeats' band of the rate when measured) is a regression."""
     value_a, value_b = getattr(a, key), getattr(b, key)
+    floor_pct, source = run_to_run_floor(threshold_pct, spreads)
     change = _change(value_a, value_b)
     if change is None:
-        return ComparedFigure(key, key, value_a, value_b, None, None, "not comparable")
+        return ComparedFigure(key, key, value_a, value_b, None, None, "not comparable", floor_pct,
+                      source)
     verdict = "same"
-    if abs(change) > threshold_pct:
+    if abs(change) > floor_pct:
         verdict = "regression" if change < 0 else "improved"
-    return ComparedFigure(key, key, value_a, value_b, change, threshold_pct, verdict)
+    return ComparedFigure(key, key, value_a, value_b, change, floor_pct, verdict, floor_pct, source)
 
 
 def _change(a: float | None, b: float | None) -> float | None:
@@ -358,14 +424,22 @@ def _change(a: float | None, b: float | None) -> float | None:
 
 
 def compare_pair(a: RunSummary, b: RunSummary, swept: list[str], threshold_pct: float,
-                 tails: tuple[Tail, Tail] | None = None) -> Pair:
+                 tails: tuple[Tail, Tail] | None = None,
+                 spreads: tuple[Spreads, Spreads] = ({}, {})) -> Pair:
+    """A and B figure by figure; `spreads`: each side's repeats' spread, when a repeated
+    case's merged run."""
     pair = Pair(a.system, {name: a.params.get(name) for name in swept}, a.run_id, b.run_id,
                 a.status, b.status)
     metric = latency_of(a)[0]  # matched runs share their load
+
+    def spread(group: str, key: str) -> tuple[Spread | None, Spread | None]:
+        return spreads[0].get(group, {}).get(key), spreads[1].get(group, {}).get(key)
+
     latency_a, latency_b = a.figures(metric), b.figures(metric)
-    pair.figures = [latency_figure(latency_a, latency_b, key, threshold_pct, tails, metric)
-                    for key in FIGURE_KEYS]
-    pair.figures += [rate_figure(a, b, key, threshold_pct) for key in RATES]
+    pair.figures = [latency_figure(latency_a, latency_b, key, threshold_pct, tails, metric,
+                                   spread(metric, key)) for key in FIGURE_KEYS]
+    pair.figures += [rate_figure(a, b, key, threshold_pct, spread(RATES_SPREAD, key))
+                     for key in RATES]
     pair.findings = [*_status_findings(pair), *_accounting_findings(a, b),
                      *(_figure_finding(f) for f in pair.figures if f.verdict == "regression")]
     pair.notes = _notes(a, b, pair)
@@ -385,14 +459,25 @@ def _accounting_findings(a: RunSummary, b: RunSummary) -> list[str]:
     return [f"{name} {in_a:,} → {in_b:,}" for name, in_a, in_b in counts if in_b > in_a]
 
 
-def _label(figure: ComparedFigure) -> str:
+def label(figure: ComparedFigure) -> str:
     """'latency p99', 'saturation latency p99' or the rate's name."""
     latency = LATENCY_FIELDS.get(figure.metric)
     return f"{latency} {figure.key}" if latency else figure.key
 
 
+def unit(figure: ComparedFigure) -> str:
+    return "µs" if figure.metric in LATENCY_FIELDS else "msg/s"
+
+
+def finding_of(pair: Pair, check: str) -> str | None:
+    """The pair's finding about `check` ("status", "lost", "unknown", "duplicated": the
+    words each finding starts with), None when that check passed."""
+    return next((finding for finding in pair.findings if finding.startswith(f"{check} ")),
+                None)
+
+
 def _figure_finding(figure: ComparedFigure) -> str:
-    name = _label(figure)
+    name = label(figure)
     return (f"{name} {_number(figure.a)} → {_number(figure.b)} ({figure.change_pct:+.1f}%, "
             f"tolerance {figure.tolerance_pct:.0f}%)")
 
@@ -431,9 +516,31 @@ def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
         pairs, only_a, only_b = match_runs(a.runs, b.runs, swept)
     return Comparison(str(a.path), str(b.path), threshold_pct,
                       [compare_pair(run_a, run_b, swept, threshold_pct,
-                                    (a.tail(run_a), b.tail(run_b)))
+                                    (a.tail(run_a), b.tail(run_b)),
+                                    (a.spreads.get(run_a.run_id, {}),
+                                     b.spreads.get(run_b.run_id, {})))
                        for run_a, run_b in pairs],
-                      [_identity(run) for run in only_a], [_identity(run) for run in only_b])
+                      [_identity(run) for run in only_a], [_identity(run) for run in only_b],
+                      a.nights)
+
+
+#: Runs listed by name in `judged_run_broken`'s reason; the rest are counted.
+MAX_NAMED = 5
+
+
+def judged_run_broken(runs: list[RunSummary]) -> str | None:
+    """Why the results being judged cannot be judged, None when they can: they hold no
+    runs, or a run failed (it recorded nothing to measure) or is corrupt (its files failed
+    their checks; an unknown status counts as failed, formats.status). `compare` then
+    exits 3 whatever else it found: a broken night is not a slower system."""
+    if not runs:
+        return "it holds no runs"
+    broken = [run for run in runs if rank(run.status) >= rank(FAILED)]
+    if not broken:
+        return None
+    named = ", ".join(f"{run.run_id} ({run.status})" for run in broken[:MAX_NAMED])
+    more = f" and {len(broken) - MAX_NAMED} more" if len(broken) > MAX_NAMED else ""
+    return f"{len(broken)} of {len(runs)} run(s) failed or corrupt: {named}{more}"
 
 
 def _identity(run: RunSummary) -> dict[str, Any]:
@@ -463,16 +570,21 @@ def pair_table(pair: Pair) -> Table:
     for header in ("", "A", "B", "change", "tolerance", ""):
         table.add_column(header, justify="left" if header == "" else "right")
     for figure in pair.figures:
-        unit = "µs" if figure.metric in LATENCY_FIELDS else "msg/s"
-        label = f"{_label(figure)} {unit}"
+        name = f"{label(figure)} {unit(figure)}"
         change = "-" if figure.change_pct is None else f"{figure.change_pct:+.1f}%"
         tolerance = "-" if figure.tolerance_pct is None else f"{figure.tolerance_pct:.0f}%"
         style = VERDICT_STYLE.get(figure.verdict, "")
         verdict = "" if figure.verdict == "same" else f"[{style}]{figure.verdict}[/]"
-        table.add_row(label, _number(figure.a), _number(figure.b), change, tolerance, verdict)
+        table.add_row(name, _number(figure.a), _number(figure.b), change, tolerance, verdict)
+    captions = []
     if any(figure.verdict == "not comparable" for figure in pair.figures):
-        table.caption = (f"not comparable: fewer than {MIN_TAIL_SAMPLES}/(1-p) samples behind "
-                         "the figure in A or B; shown, never flagged")
+        captions.append(f"not comparable: fewer than {MIN_TAIL_SAMPLES}/(1-p) samples behind "
+                        "the figure in A or B; shown, never flagged")
+    if any(figure.floor_from == REPEATS for figure in pair.figures):
+        captions.append("tolerance at least the run-to-run band the repeats measured (max/min "
+                        "- 1 of their figure, the larger of A's and B's), not --threshold")
+    if captions:
+        table.caption = "\n".join(captions)
         table.caption_justify = "left"
     return table
 
@@ -482,6 +594,11 @@ def _name(run: dict) -> str:
 
 
 def print_comparison(comparison: Comparison, console: Console) -> None:
+    if comparison.baseline_nights:
+        console.print(f"A: {markup(comparison.a)}, pooled from the last "
+                      f"{len(comparison.baseline_nights)} passing night(s): "
+                      f"{markup(', '.join(comparison.baseline_nights))}", highlight=False,
+                      soft_wrap=True)  # paths to copy, whole
     for pair in comparison.pairs:
         console.print(pair_table(pair))
         for finding in pair.findings:

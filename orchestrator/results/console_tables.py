@@ -1,14 +1,17 @@
 """The console tables: each run's accounting, throughput and latency distribution as
-`sixnines run` and `sixnines report` print them, with its problems, warnings and notes."""
+`sixnines run` and `sixnines report` print them, with its problems, warnings and notes;
+then each repeated case's merged distribution, with how far its repeats spread."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.table import Table
 
 from sixnines.formats.load import latency_of, saturation
 from sixnines.formats.status import CORRUPT
-from sixnines.formats.summary import Figures, RunSummary
+from sixnines.formats.summary import RATES_SPREAD, Figures, RepeatedCase, RunSummary, Spread
 from sixnines.formats.vocabulary import RECEIVER_TIMED, Metric
 from sixnines.orchestrator.results.store import FIGURE_KEYS
 from sixnines.orchestrator.terminal import markup
@@ -95,13 +98,29 @@ def _counts(summary: RunSummary) -> str:
             f"reordered {summary.reordered or 0:,}")
 
 
-def run_table(summary: RunSummary) -> Table:
+#: The rows under a metric of a repeated case: the repeats' figures and their band.
+SPREAD_ROWS = (("  repeats min", "min"), ("  median", "median"), ("  max", "max"))
+
+
+def _band(spread: Spread | None) -> str:
+    return "" if spread is None or spread.band_pct is None else \
+        f" (band {spread.band_pct:.1f}%)"
+
+
+def run_table(summary: RunSummary, case: RepeatedCase | None = None) -> Table:
     """One run: accounting and throughput in the title, the latency distribution below;
-    figures timed across hosts carry their clock bound in a "± clock" column."""
-    rates = (f"send {summary.send_rate or 0:,.0f} msg/s  "
-             f"receive {summary.receive_rate or 0:,.0f} msg/s")
-    table = Table(title=f"{markup(summary.run_id)}  {_status_text(summary)}\n"
-                        f"{_counts(summary)}\n{rates}", title_justify="left")
+    figures timed across hosts carry their clock bound in a "± clock" column. For a
+    repeated case (`summary` its merged run), the repeats it merged in the title, and
+    under each metric the repeats' min, median and max and the band between them."""
+    spread = case.spread if case is not None else {}
+    rates = spread.get(RATES_SPREAD, {})
+    line = (f"send {summary.send_rate or 0:,.0f} msg/s{_band(rates.get('send_rate'))}  "
+            f"receive {summary.receive_rate or 0:,.0f} msg/s"
+            f"{_band(rates.get('receive_rate'))}")
+    merged = "" if case is None else (f"  {len(case.merged_from)} of {len(case.runs)} repeats "
+                                      f"merged: {markup(', '.join(case.merged_from))}")
+    table = Table(title=f"{markup(summary.run_id)}  {_status_text(summary)}{merged}\n"
+                        f"{_counts(summary)}\n{line}", title_justify="left")
     table.add_column("µs", justify="left")
     bound = _clock_bound_us(summary)
     for key in (*FIGURE_KEYS, *(["± clock"] if bound is not None else []), "count"):
@@ -110,6 +129,16 @@ def run_table(summary: RunSummary) -> Table:
         figures = summary.figures(field)
         table.add_row(label, *(_cell(figures, key) for key in FIGURE_KEYS),
                       *_clock_cells(field, bound), f"{figures.count:,}")
+        by_key = spread.get(field, {})
+        for row, statistic in SPREAD_ROWS if by_key else ():
+            table.add_row(f"[dim]{row}[/]", *(
+                _us(getattr(by_key[key], statistic)) if key in by_key else "-"
+                for key in FIGURE_KEYS), *_clock_cells(field, bound), "")
+        if by_key:
+            table.add_row("[dim]  band %[/]", *(
+                "-" if by_key.get(key) is None or by_key[key].band_pct is None
+                else f"{by_key[key].band_pct:.1f}" for key in FIGURE_KEYS),
+                *_clock_cells(field, bound), "")
     captions = _captions(summary)
     if captions:
         table.caption = "\n".join(captions)
@@ -117,20 +146,23 @@ def run_table(summary: RunSummary) -> Table:
     return table
 
 
-def print_tables(summaries: list[RunSummary], console: Console) -> None:
+def print_tables(summaries: list[RunSummary], console: Console,
+                 cases: Sequence[RepeatedCase] = ()) -> None:
     """Each run's table, then its problems (red), warnings (yellow: what to act on before
     trusting the figures) and notes (dim: facts that ask nothing). A run without figures
     (corrupt: its files fail their checks; or never analysed: nothing recorded, or its
     analysis failed) gets a line saying so instead of a table of zeros; its problems say
-    why."""
-    for summary in summaries:
-        if summary.status == CORRUPT:
+    why. Then each repeated case the same way, its repeats merged."""
+    shown = [*((summary, None) for summary in summaries),
+             *((case.merged, case) for case in cases)]
+    for summary, case in shown:
+        if summary.status == CORRUPT and case is None:
             console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: its "
                           "files fail their checks, no figures")
         elif summary.sent is None:
             console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: no figures")
         else:
-            console.print(run_table(summary))
+            console.print(run_table(summary, case))
         for style, mark, lines in (("red", "!", summary.problems),
                                    ("yellow", "!", summary.warnings),
                                    ("dim", "·", summary.notes)):

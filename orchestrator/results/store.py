@@ -21,7 +21,7 @@ from sixnines.formats.integrity import Damaged, read_manifest
 from sixnines.formats.layout import CSV_FILE, MANIFEST_FILE, SUMMARY_FILE
 from sixnines.formats.load import run_load
 from sixnines.formats.manifest import Manifest
-from sixnines.formats.summary import CapacityResult, ResultsSummary, RunSummary
+from sixnines.formats.summary import CapacityResult, RepeatedCase, ResultsSummary, RunSummary
 from sixnines.formats.vocabulary import Metric
 
 CSV_COUNTS = ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
@@ -76,11 +76,12 @@ def scenario_of(run_dirs: list[Path]) -> str | None:
 
 def write_results_summary(results_dir: Path, scenario: str | None,
                           summaries: list[RunSummary],
-                          searches: list[CapacityResult] | None = None) -> Path:
+                          searches: list[CapacityResult] | None = None,
+                          cases: list[RepeatedCase] | None = None) -> Path:
     """summary.json and summary.csv, each whole or not at all (WriteFailure names it)."""
     path = results_dir / SUMMARY_FILE
     write_atomically(path, ResultsSummary(scenario=scenario, runs=summaries,
-                                          capacity=searches or []).text())
+                                          capacity=searches or [], repeats=cases or []).text())
     write_results_csv(results_dir / CSV_FILE, summaries)
     return path
 

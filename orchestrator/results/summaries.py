@@ -22,7 +22,13 @@ from pydantic import ValidationError
 from sixnines.formats.document import first_error
 from sixnines.formats.errors import BadInput
 from sixnines.formats.json_input import read_json
-from sixnines.formats.summary import SCHEMA_VERSION, Figures, ResultsSummary, RunSummary
+from sixnines.formats.summary import (
+    SCHEMA_VERSION,
+    Figures,
+    RepeatedCase,
+    ResultsSummary,
+    RunSummary,
+)
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.results.store import FIGURE_KEYS
 
@@ -73,7 +79,27 @@ def _read(path: Path, model: type[Summary], max_bytes: int) -> Summary:
         why = _impossible(run, f"runs[{index}]." if isinstance(summary, ResultsSummary) else "")
         if why is not None:
             raise SummaryRefused(f"{path}: {why}")
+    cases: list[RepeatedCase] = summary.repeats if isinstance(summary, ResultsSummary) else []
+    for index, case in enumerate(cases):
+        why = _impossible(case.merged, f"repeats[{index}].merged.") or \
+            _impossible_spread(case, f"repeats[{index}].spread.")
+        if why is not None:
+            raise SummaryRefused(f"{path}: {why}")
     return summary
+
+
+def _impossible_spread(case: RepeatedCase, prefix: str) -> str | None:
+    """The first figure's spread no repeats can have, in words: a negative figure or band,
+    or min, median and max out of order (`compare` takes the band as a tolerance)."""
+    for group, by_key in case.spread.items():
+        for key, spread in by_key.items():
+            ladder = (spread.min, spread.median, spread.max)
+            if spread.min < 0 or (spread.band_pct or 0) < 0 or spread.repeats < 1 \
+                    or list(ladder) != sorted(ladder):
+                return (f"`{prefix}{_where((group, key))}` is {ladder} (band "
+                        f"{spread.band_pct}%, {spread.repeats} repeats): no repeats spread "
+                        "so")
+    return None
 
 
 #: Longest key of the file quoted in a message (a hostile key may be megabytes long).

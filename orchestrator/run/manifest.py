@@ -29,6 +29,7 @@ def new_manifest(point, scenario: str) -> Manifest:
         driver_options=system.options.model_dump(mode="json"),
         broker=BrokerRecord(kind=system.broker.kind), params=point.params,
         swept=point.swept, workload=Workload.model_validate(point.params),
+        **({"repeat": point.repeat} if point.repeat is not None else {}),
         controller={"host": host_facts(), "versions": versions()}, status=RUNNING,
         problems=[], agents=[], created_at=time.time())
 

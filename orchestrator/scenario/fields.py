@@ -54,6 +54,9 @@ MAX_MESSAGES = 10_000_000_000
 MAX_PARALLEL = 1000
 #: Seeds are fed to numpy's generators (non-negative integers), here 32-bit ones.
 MAX_SEED = 2**32 - 1
+#: Most runs of each case in one scenario (`repeat`): beyond a few dozen, more repeats
+#: narrow the run-to-run spread little and a night ends late.
+MAX_REPEATS = 100
 
 
 def _name(value: str) -> str:
@@ -211,6 +214,7 @@ SampleInterval = Annotated[int, BeforeValidator(_sample_interval),
 Messages = Annotated[int, Field(strict=True, ge=1, le=MAX_MESSAGES)]
 Parallel = Annotated[int, Field(strict=True, ge=1, le=MAX_PARALLEL)]
 Seed = Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] | None
+Repeats = Annotated[int, Field(strict=True, ge=1, le=MAX_REPEATS)]
 
 T = TypeVar("T")
 

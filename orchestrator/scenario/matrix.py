@@ -2,7 +2,10 @@
 `cases:` every system × every case (× the combinations of fields swept within the case).
 
 Order is systems-major, then cases in order, then workload fields in declared order with the
-first field varying slowest, so a run list reads like the scenario file. Run ids name each
+first field varying slowest, so a run list reads like the scenario file. With `repeat: N`
+that whole list runs N times over (A B C A B C, never A A B B C C), so whatever drifts on
+the machine over a night spreads over every case alike, and each run id ends in which
+repeat it is ("04-tcp-message_size=1KB-repeat=2"). Run ids name each
 point by its swept values as the user wrote them ("01-tcp-message_size=1KB"), an unnamed case
 by its own fields too ("01-tcp-message_size=256-rate=3000"), a named case by its name and
 what it sweeps ("01-tcp-large-rate=1000"); they double as directory names.
@@ -17,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sixnines.formats.layout import repeat_suffix
+from sixnines.formats.manifest import Repeat
 from sixnines.orchestrator.scenario.systems import System
 from sixnines.orchestrator.scenario.workload import WORKLOAD_FIELDS, Case, WorkloadPoint
 
@@ -42,6 +47,7 @@ class RunPoint:
     `swept` maps the `Workload` field names that vary across the matrix to the value as
     written in the scenario (e.g. {"message_size": "1KB"}), for reports that group by them:
     with cases, a case's own fields and the name of a named case (under `CASE_KEY`) too.
+    `repeat` says which run of its case this is when the scenario repeats every case.
     """
 
     index: int
@@ -50,6 +56,7 @@ class RunPoint:
     workload: WorkloadPoint
     params: dict[str, Any]
     swept: dict[str, str]
+    repeat: Repeat | None = None
 
 
 def safe_label(text: str) -> str:
@@ -59,34 +66,43 @@ def safe_label(text: str) -> str:
 
 
 def expand(scenario: Scenario) -> list[RunPoint]:
-    """Every run of the scenario, numbered from 1. The number is zero-padded to at least two
-    digits (wider for 100+ runs) so run ids sort in run order."""
+    """Every run of the scenario, numbered from 1, every case once per repeat. The number
+    is zero-padded to at least two digits (wider for 100+ runs) so run ids sort in run
+    order."""
     points = [
         (workload, *_naming(case, labels))
         for case, spec in scenario.variants()
         for workload, labels in spec.expand()
     ]
-    width = max(2, len(str(len(scenario.systems) * len(points))))
+    repeats = scenario.repeat
+    width = max(2, len(str(len(scenario.systems) * len(points) * repeats)))
     runs: list[RunPoint] = []
-    for system in scenario.systems:
-        for workload, suffix, swept in points:
-            index = len(runs) + 1
-            runs.append(
-                RunPoint(
-                    index=index,
-                    run_id=_cut(f"{index:0{width}d}-{system.name}{suffix}"),
-                    system=system,
-                    workload=workload,
-                    params=workload.model_dump(mode="json"),
-                    swept=swept,
+    for number in range(1, repeats + 1):
+        for system in scenario.systems:
+            for workload, suffix, swept in points:
+                index = len(runs) + 1
+                repeat = Repeat(number=number, of=repeats, case=suffix.removeprefix("-")) \
+                    if repeats > 1 else None
+                tail = repeat_suffix(number) if repeat is not None else ""
+                runs.append(
+                    RunPoint(
+                        index=index,
+                        run_id=_cut(f"{index:0{width}d}-{system.name}{suffix}", tail),
+                        system=system,
+                        workload=workload,
+                        params=workload.model_dump(mode="json"),
+                        swept=swept,
+                        repeat=repeat,
+                    )
                 )
-            )
     return runs
 
 
-def _cut(run_id: str) -> str:
-    """`run_id` within `MAX_RUN_ID` characters (still unique: the index leads it)."""
-    return run_id if len(run_id) <= MAX_RUN_ID else run_id[: MAX_RUN_ID - len(CUT)] + CUT
+def _cut(run_id: str, tail: str = "") -> str:
+    """`run_id` + `tail` within `MAX_RUN_ID` characters, `run_id` cut when needed (still
+    unique: the index leads it; the tail, which repeat it is, stays)."""
+    room = MAX_RUN_ID - len(tail)
+    return (run_id if len(run_id) <= room else run_id[: room - len(CUT)] + CUT) + tail
 
 
 def _naming(case: Case | None, labels: dict[str, str]) -> tuple[str, dict[str, str]]:

@@ -22,7 +22,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
-from sixnines.orchestrator.scenario.fields import Messages, Name, SampleInterval, Text
+from sixnines.orchestrator.scenario.fields import (
+    MAX_REPEATS,
+    Messages,
+    Name,
+    Repeats,
+    SampleInterval,
+    Text,
+)
 from sixnines.orchestrator.scenario.hosts import (
     LOCAL,
     MAX_HOSTS,
@@ -109,6 +116,10 @@ class Scenario(BaseModel):
     """dedicated: each busy-waiting loop runs on a CPU of its own, everything else sixnines
     runs on that host keeps off it (when the host has a CPU to spare); shared: the kernel
     places everything."""
+    repeat: Repeats = 1
+    """How many times every case runs, interleaved (all cases once, then all again), so
+    the machine's drift spreads over all of them; the results merge each case's repeats
+    and say how far they spread (orchestrator.results.repeats)."""
 
     @field_validator("systems")
     @classmethod
@@ -222,22 +233,26 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
 MAX_RUNS = 10_000
 
 
-def run_count(systems: int, specs: Iterable[WorkloadSpec]) -> int:
-    """Runs of `systems` systems over every point of `specs`, without expanding them."""
-    return systems * sum(spec.points for spec in specs)
+def run_count(systems: int, specs: Iterable[WorkloadSpec], repeat: int = 1) -> int:
+    """Runs of `systems` systems over every point of `specs`, each `repeat` times, without
+    expanding them."""
+    return systems * sum(spec.points for spec in specs) * repeat
 
 
 def _run_count_problems(specs: list[SpecAt], doc: YamlDocument) -> list[Problem]:
     """A matrix of more than `MAX_RUNS` runs, counted without making a single point."""
     systems = doc.data.get("systems")
     count = len(systems) if isinstance(systems, list) else 1
-    runs = run_count(count, (spec for _, spec in specs))
+    given = doc.data.get("repeat")
+    repeat = given if isinstance(given, int) and 1 <= given <= MAX_REPEATS else 1
+    runs = run_count(count, (spec for _, spec in specs), repeat)
     if runs <= MAX_RUNS:
         return []
     where = ("cases",) if "cases" in doc.data else ("workload",)
-    message = (f"{runs:,} runs ({count} system(s) × {runs // count:,} workload points) are "
-               f"more than the limit of {MAX_RUNS:,}: sweep fewer values, or split the "
-               "scenario into several files")
+    times = f" × {repeat} repeats" if repeat > 1 else ""
+    message = (f"{runs:,} runs ({count} system(s) × {runs // count // repeat:,} workload "
+               f"points{times}) are more than the limit of {MAX_RUNS:,}: sweep fewer "
+               "values, or split the scenario into several files")
     return [Problem(format_path(where), doc.line_of(where), message)]
 
 
@@ -258,20 +273,58 @@ def _inventory_hosts(doc: YamlDocument, file: str) -> tuple[HostSpec, ...]:
     except SourceError as exc:
         raise ScenarioError(file, [Problem("inventory", line, f"cannot read {shown(str(path))}"
                                            f": {exc.message}")]) from None
+    return parse_inventory(text, str(path))
+
+
+def load_inventory(path: str | os.PathLike[str]) -> tuple[HostSpec, ...]:
+    """The hosts of an inventory file; `ScenarioError` against that file, with lines, for
+    anything wrong in it (duplicate keys and host names among them)."""
     try:
-        inventory_doc = parse(text)
+        text = read_source(Path(path))
+    except SourceError as exc:
+        raise ScenarioError(str(path), [Problem("", exc.line, exc.message)]) from None
+    return parse_inventory(text, str(path))
+
+
+def parse_inventory(text: str, file: str) -> tuple[HostSpec, ...]:
+    """Validate inventory YAML text; `file` names it in error messages."""
+    try:
+        doc = parse(text)
     except YamlSyntaxError as exc:
-        raise ScenarioError(str(path), [Problem("", exc.line, f"invalid YAML: {exc.message}")]
+        raise ScenarioError(file, [Problem("", exc.line, f"invalid YAML: {exc.message}")]
                             ) from None
-    data = inventory_doc.data or {}
+    data = doc.data or {}
     if not isinstance(data, dict) or ("hosts" not in data and data):
         what = NOT_THE_DOCUMENT.format("an inventory")
-        raise ScenarioError(str(path), [Problem("", inventory_doc.line_of(()), f"{what}: an "
-                                                "inventory is a mapping with a hosts: list")])
+        raise ScenarioError(file, [Problem("", doc.line_of(()), f"{what}: an "
+                                           "inventory is a mapping with a hosts: list")])
+    problems = [Problem(format_path(dup.path), dup.line,
+                        f"duplicate key (first given at line {dup.first_line})")
+                for dup in doc.duplicates]
     try:
-        return Inventory.model_validate(data).hosts
+        hosts = Inventory.model_validate(data).hosts
     except ValidationError as exc:
-        raise ScenarioError(str(path), problems_from(exc, inventory_doc, Inventory)) from None
+        problems += problems_from(exc, doc, Inventory)
+        hosts = ()
+    problems += _inventory_name_problems(hosts, doc)
+    if problems:
+        problems.sort(key=lambda p: (p.line is None, p.line or 0))
+        raise ScenarioError(file, problems)
+    return hosts
+
+
+def _inventory_name_problems(hosts: tuple[HostSpec, ...], doc: YamlDocument) -> list[Problem]:
+    """Host names of an inventory that are `local` or given twice, with their lines."""
+    problems, seen = [], set()
+    for index, host in enumerate(hosts):
+        path = ("hosts", index, "name")
+        if host.name == LOCAL or host.name in seen:
+            what = "is reserved for the controller's machine" if host.name == LOCAL else \
+                "is given twice"
+            problems.append(Problem(format_path(path), doc.line_of(path),
+                                    f"host name {host.name!r} {what}"))
+        seen.add(host.name)
+    return problems
 
 
 def _host_problems(scenario: Scenario, doc: YamlDocument, from_inventory: int) -> list[Problem]:

@@ -38,9 +38,18 @@ FIGURES: dict[str, list[str]] = {
         r"amqp deliveries")],
     "bench_footprint": [rf"^{role} +{N} +{N} +{N} +(-|{N}) +{N} +{N}$"  # slope: - for the first
                         for role in ("producer", "consumer")],
+    "bench_history_page": [rf"^uPlot \(the page\) +{N} +{N} +{N}  \[\[",
+                           rf"^SVG \(svg\.py\) +{N} +{N} +{N}  \[\[",
+                           rf"^SVG \(svg\.py\) / uPlot: size {N}x, first screen {N}x, "
+                           rf"all drawn {N}x$",
+                           r"^requests off the machine: 0 "],
     "bench_histogram": [rf"^hdr\.counts_of +{N} +{N} s",
                         r"^speed-up \(hdrh / ours per value\) +\d+x",
                         rf"^write_hlog .* {N} s", rf"^read_hlog .* {N} s"],
+    "bench_hosts_check": [
+        rf"^sixnines hosts check \(paramiko, threads\) +2 +{N} +{N}$",
+        rf"^(fabric ThreadingGroup, strict host keys +2 +{N} +{N}|fabric ThreadingGroup: "
+        r"not installed .*)$"],
     "bench_kafka": [
         rf"^{client} +1000 +{N} +{N} +{N} +{N} +{N} +\d+ +ok$"
         for client in ("confluent", "kafka-python")] + [
@@ -88,9 +97,11 @@ FIGURES: dict[str, list[str]] = {
 
 #: executables a script needs beyond the Python environment (deploy/setup.sh --test)
 NEEDS: dict[str, tuple[str, ...]] = {
+    "bench_history_page": ("chromium",),
     "bench_kafka": ("noida-db",), "bench_latency": ("redis-server", "noida-db",
                                                    "rabbitmq-server", "nats-server"),
     "bench_nats": ("nats-server",), "bench_orchestration": ("ip", "sshd", "ssh-keygen"),
+    "bench_hosts_check": ("ip", "sshd", "ssh-keygen"),
     "bench_rabbitmq": ("rabbitmq-server",), "bench_redis": ("redis-server", "redis-benchmark"),
     "bench_roundtrip": ("sockperf", "taskset")}
 
@@ -132,7 +143,7 @@ def test_smoke_run_prints_its_figures(script: Path, tmp_path: Path):
                       "FIGURES in tests/integration/test_benchmarks.py")
     if absent := missing(script.stem):
         pytest.skip(f"{script.name} needs {', '.join(absent)} (deploy/setup.sh --test)")
-    if script.stem == "bench_orchestration" and os.geteuid() != 0:
+    if script.stem in ("bench_orchestration", "bench_hosts_check") and os.geteuid() != 0:
         pytest.skip("the test bed needs root")
     done = smoke(script, tmp_path)
     assert done.returncode == 0, (f"{script.name} --smoke exited {done.returncode}:\n"

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 #: Chunks of at most 4096 records: at 5,000 msg/s each agent closes one about a second.
 STREAMING = {"SIXNINES_CHUNK_ROWS": "4096"}
 REPORT_FILES = ("summary.json", "series.json", "latency.hgrm", "service_time.hgrm",
-                "send_lag.hgrm")
+                "send_lag.hgrm", "histograms.json")
 #: A sitecustomize that keeps pyspark (and py4j, its bridge to the JVM) out of a Python:
 #: `import pyspark` raises ImportError, as on a host without the `analysis` extra.
 NO_PYSPARK = 'import sys\nsys.modules["pyspark"] = sys.modules["py4j"] = None\n'
