@@ -45,11 +45,15 @@ def encoded_messages(columns: dict[str, np.ndarray | None]) -> pa.Buffer:
     dictionary-encoded, then zstd at its fastest level: 3.6 bytes a producer row and 6.1 a
     consumer row at ~40-50 ns each, where zstd alone took 7-12 bytes at 130-170 ns. No
     column statistics: nothing reads them, and they cost 5-7 ns a row."""
-    rows = len(columns["seq"])
+    seq = columns["seq"]
+    assert seq is not None  # every row has its sequence number
+    rows = len(seq)
     arrays = [_column(columns[field.name], field, rows) for field in MESSAGES]
     sink = pa.BufferOutputStream()
     pq.write_table(pa.Table.from_arrays(arrays, schema=MESSAGES), sink, compression="zstd",
-                   compression_level=1, use_dictionary=list(DICTIONARY_COLUMNS),
+                   compression_level=1,
+                   # pyarrow takes the columns to encode so (its docs); its stubs say a bool
+                   use_dictionary=list(DICTIONARY_COLUMNS),  # type: ignore[arg-type]
                    write_statistics=False,
                    column_encoding=dict.fromkeys(DELTA_COLUMNS, "DELTA_BINARY_PACKED"))
     return sink.getvalue()
@@ -64,7 +68,8 @@ def write_files(out_dir: Path, writers: dict[str, Callable[[Path], object]]
                 ) -> tuple[dict, list[str]]:
     """Write each file whole, in order, by its writer (given the path to write to); returns
     ({file: {sha256, bytes}} of those written, a problem for each that could not be)."""
-    files, problems = {}, []
+    files: dict[str, dict] = {}
+    problems: list[str] = []
     for name, write in writers.items():
         path = out_dir / name
         try:

@@ -24,9 +24,9 @@ import socket
 import struct
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import numpy as np
 
@@ -60,16 +60,22 @@ class Chunk(Protocol):
     id: int
     rows: int  # rows to write
     start: int  # the first row's index in its stream (a sender's seq, a receiver's rx_index)
-    pool: Pool
+
+    @property
+    def pool(self) -> Pool[Any]: ...
 
 
-class Pool(Protocol):
+#: The kind of chunk a pool holds: it refills only its own.
+ChunkT = TypeVar("ChunkT", bound=Chunk)
+
+
+class Pool(Protocol[ChunkT]):
     id: int
 
-    def mirror(self, chunk_id: int, fd: int) -> Chunk:
+    def mirror(self, chunk_id: int, fd: int) -> ChunkT:
         """In the writer: the buffer `chunk_id` over the memory the agent shares as `fd`."""
 
-    def refill(self, chunk: Chunk) -> int:
+    def refill(self, chunk: ChunkT) -> int:
         """In the writer, once `chunk` is on disk: make it ready for reuse; the rows it
         now holds (a sender's next piece of schedule)."""
 
@@ -186,7 +192,8 @@ def start_epoch(t0_ns: int) -> float:
     return (time.time_ns() - (time.perf_counter_ns() - t0_ns)) / 1e9
 
 
-def fork_writer(writer: ChunkWriter, pools: list[Pool], t0_ns: int) -> tuple[socket.socket, int]:
+def fork_writer(writer: ChunkWriter, pools: Sequence[Pool[Any]], t0_ns: int
+                ) -> tuple[socket.socket, int]:
     """The writer process, forked now (its copies of the pools and of `writer` are the
     agent's as they are at this instant); returns the agent's end of their socket and the
     writer's pid. Fork before the agent's own threads start: the child must not inherit a
@@ -202,7 +209,7 @@ def fork_writer(writer: ChunkWriter, pools: list[Pool], t0_ns: int) -> tuple[soc
     return agent_end, pid
 
 
-def serve(link: socket.socket, writer: ChunkWriter, pools: list[Pool],
+def serve(link: socket.socket, writer: ChunkWriter, pools: Sequence[Pool[Any]],
           start_epoch_s: float) -> NoReturn:
     """The writer process: chunks handed over `link` to disk, each buffer given back once
     written, until the agent says the run is over or is gone; then the report."""

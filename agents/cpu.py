@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -189,7 +189,8 @@ class ProcessTree:
 
 
 def write_cpu(path: Path, samples: Samples) -> None:
-    columns = list(zip(*samples, strict=True)) if samples else [[] for _ in CPU]
+    columns: list[Sequence[object]] = (list(zip(*samples, strict=True)) if samples
+                                       else [[] for _ in CPU])
     arrays = [pa.array(values, type=field.type) for values, field in zip(columns, CPU,
                                                                         strict=True)]
     pq.write_table(pa.Table.from_arrays(arrays, schema=CPU), path, compression="zstd")

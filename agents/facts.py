@@ -53,7 +53,7 @@ def _read(path: str) -> str:
 
 
 def versions() -> dict:
-    found = {}
+    found: dict[str, str | None] = {}
     for package in PACKAGES:
         try:
             found[package] = version(package)

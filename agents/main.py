@@ -31,30 +31,29 @@ from sixnines.agents.disk import DiskGauge
 from sixnines.agents.facts import host_facts, versions
 from sixnines.agents.monitor import serve_monitor
 from sixnines.agents.roles import (
+    AgentRole,
     Consumer,
     Control,
     Producer,
     Requester,
-    Responder,
-    Role,
+    ResponderRole,
 )
 from sixnines.agents.streams import clock
 from sixnines.drivers import registry
 from sixnines.drivers.base import Credential, DriverError
 from sixnines.formats import protocol as p
 from sixnines.formats.layout import CPU_FILE
-from sixnines.formats.vocabulary import SENDERS
-from sixnines.formats.vocabulary import Role as Kind
+from sixnines.formats.vocabulary import SENDERS, Role
 
-RECEIVERS = (Kind.CONSUMER, Kind.REQUESTER)  # whose records are what reached them
-ROLES: dict[str, type[Role]] = {
-    Kind.PRODUCER: Producer, Kind.CONSUMER: Consumer, Kind.REQUESTER: Requester,
-    Kind.RESPONDER: Responder,
+RECEIVERS = (Role.CONSUMER, Role.REQUESTER)  # whose records are what reached them
+ROLES: dict[str, type[AgentRole]] = {
+    Role.PRODUCER: Producer, Role.CONSUMER: Consumer, Role.REQUESTER: Requester,
+    Role.RESPONDER: ResponderRole,
 }
 PROGRESS_INTERVAL_S = 1.0
 
 
-def build_role(spec: p.Prepare) -> Role:
+def build_role(spec: p.Prepare) -> AgentRole:
     driver_cls = registry.load(spec.driver)
     credential = Credential(**spec.credential) if spec.credential else None
     driver = driver_cls(spec.address, driver_cls.Options(**spec.driver_options),
@@ -79,7 +78,8 @@ def _listen(channel: p.Channel, control: Control, drain_ns: int) -> None:
             return
 
 
-def _report_progress(channel: p.Channel, role: Role, agent_id: str, done: threading.Event) -> None:
+def _report_progress(channel: p.Channel, role: AgentRole, agent_id: str,
+                     done: threading.Event) -> None:
     gauge = DiskGauge(Path(role.spec.out_dir))
     while not done.wait(PROGRESS_INTERVAL_S):
         if not channel.send(p.Progress(agent_id=agent_id, sent=role.sent,
@@ -99,7 +99,7 @@ def serve(channel: p.Channel) -> int:
             f"protocol version {spec.protocol} from the controller, this agent speaks "
             f"{p.PROTOCOL_VERSION}: install the same sixnines version on both sides")))
         return 2
-    if spec.role == Kind.MONITOR:
+    if spec.role == Role.MONITOR:
         return serve_monitor(channel, spec)
     try:
         role = build_role(spec)
@@ -126,7 +126,7 @@ def _await_start(channel: p.Channel) -> p.Start | None:
             return None
 
 
-def _run(channel: p.Channel, spec: p.Prepare, role: Role, start: p.Start) -> int:
+def _run(channel: p.Channel, spec: p.Prepare, role: AgentRole, start: p.Start) -> int:
     control = Control()
     at_ns = start.at_ns
     signal.signal(signal.SIGTERM, lambda *_: control.stop("terminated (SIGTERM)"))
@@ -177,7 +177,7 @@ def _run(channel: p.Channel, spec: p.Prepare, role: Role, start: p.Start) -> int
     return 0
 
 
-def _ending(role: Role, control: Control, broke: str | None) -> dict[str, object]:
+def _ending(role: AgentRole, control: Control, broke: str | None) -> dict[str, object]:
     """How a receiver's listening ended, for the analysis (docs/design.md, "The end of a
     receiver's records"): `cut_short` when the agent itself ended it early (stopped, or a
     failure of its own), `drain_ended_ns` when its drain ran out before every message
@@ -193,7 +193,7 @@ def _ending(role: Role, control: Control, broke: str | None) -> dict[str, object
     return {}
 
 
-def _message_count(role: Role) -> Callable[[], int]:
+def _message_count(role: AgentRole) -> Callable[[], int]:
     """The running count an agent's CPU time is attributed to: a sender's messages sent
     (a requester's requests), a receiver's messages received (a responder's relayed)."""
     if role.spec.role in SENDERS:

@@ -31,13 +31,13 @@ from sixnines.formats.atomic import atomic_path
 from sixnines.formats.layout import CPU_FILE
 
 
-class Terminated(Exception):
+class MonitorTerminated(Exception):
     """SIGTERM, which asks the monitor to stop as a `stop` does: a guard sends it when the
     controller is gone, and the samples taken so far are still written."""
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
-    raise Terminated
+    raise MonitorTerminated
 
 
 def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
@@ -73,7 +73,7 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
                 sampler.start()
             elif message is None or isinstance(message, p.Finish | p.Stop):
                 break
-    except Terminated:
+    except MonitorTerminated:
         message = p.Stop(reason="terminated (SIGTERM)")
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # asked once; the samples are written now
     if sampler is None:

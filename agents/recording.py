@@ -136,8 +136,8 @@ class Piece:
         self.pool = pool
         self.columns = Columns(capacity, (np.int64, np.int64), pool.shared, fd)
         self.intended, self.sent = self.columns.arrays
-        self.intended_at = memoryview(self.intended)  # scalar access without numpy overhead
-        self.sent_at = memoryview(self.sent)
+        self.intended_at = self.intended.data  # scalar access without numpy overhead
+        self.sent_at = self.sent.data
         if chunk_id is None:
             chunk_id = pool.recorder.track(self) if pool.recorder is not None else -1
         self.id = chunk_id
@@ -241,7 +241,7 @@ class Receipts:
         self.columns = Columns(capacity, RECEIPT_DTYPES, pool.shared, fd)
         (self.producer_id, self.seq, self.intended, self.sent, self.recv,
          self.consumer_id) = self.columns.arrays
-        self.views = [memoryview(column) for column in self.columns.arrays]
+        self.views = [column.data for column in self.columns.arrays]
         if chunk_id is None:
             chunk_id = pool.recorder.track(self) if pool.recorder is not None else -1
         self.id = chunk_id
@@ -358,9 +358,11 @@ class Recorder:
     def collect(self, wait: bool = False) -> None:
         """Take back the buffers the writer has written (without waiting, or at least one)."""
         flags = 0 if wait else socket.MSG_DONTWAIT
+        link = self.link
+        assert link is not None  # only a recording whose chunks stream collects
         while True:
             try:
-                data = self.link.recv(REPLY.size, flags)
+                data = link.recv(REPLY.size, flags)
             except BlockingIOError:
                 return
             except OSError as exc:
@@ -408,6 +410,7 @@ class Recorder:
         """Tell the writer the run is over and wait for its report (buffers it still gives
         back are ignored)."""
         link = self.link
+        assert link is not None  # `finish` asks it when chunks stream
         link.setblocking(True)
         report: dict = {}
         try:

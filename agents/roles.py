@@ -18,6 +18,7 @@ formats.load.TAGS_BY_ROLE.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,7 +66,7 @@ class Control:
         self.stopping = True
 
 
-class Role(ABC):
+class AgentRole(ABC):
     def __init__(self, spec: Prepare, driver: Driver) -> None:
         self.spec = spec
         self.driver = driver
@@ -120,7 +121,7 @@ class Role(ABC):
         """Close connections (after the run)."""
 
 
-class WholeRun(Role):
+class WholeRun(AgentRole):
     """A role that keeps its records until the run ends and writes them then."""
 
     def results(self) -> tuple[dict, dict, list[str]]:
@@ -136,7 +137,7 @@ class WholeRun(Role):
         """{tag: (intended time − t0, values)} for the interval log."""
 
 
-class Chunked(Role):
+class Chunked(AgentRole):
     """A role that records in chunks while the run goes (agents.recording)."""
 
     def __init__(self, spec: Prepare, driver: Driver) -> None:
@@ -196,7 +197,7 @@ def _schedules(spec: Prepare) -> list[Pieces]:
     ]
 
 
-def sent_rows(role: Role, chunk: Piece) -> tuple[dict, dict]:
+def sent_rows(role: AgentRole, chunk: Piece) -> tuple[dict, dict]:
     """A sent piece of schedule as a sender's rows (no receipt) and its send lag (none in
     throughput mode: no schedule to lag)."""
     n = chunk.rows
@@ -213,7 +214,7 @@ def sent_rows(role: Role, chunk: Piece) -> tuple[dict, dict]:
     return columns, {Metric.SEND_LAG: (intended - role.t0, sent - intended)}
 
 
-def received_rows(role: Role, chunk: Receipts) -> tuple[dict, dict]:
+def received_rows(role: AgentRole, chunk: Receipts) -> tuple[dict, dict]:
     """A closed buffer of receipts as a receiver's rows, with the latencies their headers'
     intended and sent times give."""
     n = chunk.rows
@@ -237,7 +238,7 @@ def received_rows(role: Role, chunk: Receipts) -> tuple[dict, dict]:
 
 
 def run_senders(streams: list[OutStream], control: Control, inbox: Inbox | None = None,
-                receivers: list[Receiver] = (), first_id: int = 0) -> None:
+                receivers: Sequence[Receiver] = (), first_id: int = 0) -> None:
     """The open-loop send loop: busy-wait on the absolute schedule, send what is due.
 
     A requester passes its `inbox` and `receivers`: replies are then taken without blocking
@@ -491,7 +492,7 @@ class Requester(Chunked):
             stream.sender.close()
 
 
-class Responder(WholeRun):
+class ResponderRole(WholeRun):
     """The far end of a round trip through a broker: sends every request back to its
     requester. It records nothing per message (the requester measures) and stops once it
     has relayed every request the requesters sent, or its drain time has passed."""

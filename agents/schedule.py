@@ -65,8 +65,8 @@ class Pieces:
             numbers = np.arange(first, first + n, dtype=np.int64)
             np.add(numbers * NS // int(self.rate), self.phase_ns, out=piece)
         else:
-            numbers = np.arange(first, first + n, dtype=np.float64)
-            np.add((numbers * NS / self.rate).astype(np.int64), self.phase_ns, out=piece)
+            fractional = np.arange(first, first + n, dtype=np.float64)
+            np.add((fractional * NS / self.rate).astype(np.int64), self.phase_ns, out=piece)
         self.made += n
         return n
 

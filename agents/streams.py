@@ -76,7 +76,7 @@ class OutStream:
         self.ring_intended = ring["intended_ns"]
         self.ring_sent = ring["sent_ns"]
         self.slot_numbers = np.arange(self.slots, dtype=np.uint64)
-        self.wire = memoryview(self.frames)
+        self.wire = self.frames.data
         self.stamp_at = prefix_len + STAMP_OFFSET  # seq/intended/sent within a frame
         self.pool = pool
         self._use(pool.first())

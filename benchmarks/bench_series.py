@@ -130,9 +130,9 @@ def measure(messages: int, repeat: int, out: Path) -> int:
     run_dir = synthesise(messages, out)
     print(f"run: {run_dir} ({time.perf_counter() - began:.0f} s to have it)", flush=True)
     manifest = read_manifest(run_dir)
-    run = run_merge.Run(manifest, agent_rows.message_paths(run_dir, manifest),
-                        manifest.throughput_window, load_of(manifest.params),
-                        delivery.Expected())
+    run = run_merge.AnalysedRun(manifest, agent_rows.message_paths(run_dir, manifest),
+                                manifest.throughput_window, load_of(manifest.params),
+                                delivery.Expected())
     agents = run_merge.agent_files([run])
     merged = run_merge.merge_first([agent_pass.first_pass(agent) for agent in agents])
     plan = run_merge.plan(merged, run_merge.axes(run, merged.extents))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import select
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
@@ -28,6 +28,7 @@ from typing import ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from sixnines.formats.errors import SixninesError
+from sixnines.formats.vocabulary import Mode
 
 
 class DriverOptions(BaseModel):
@@ -128,6 +129,27 @@ class Lane:
 
 #: The lane of a run with one connection per agent.
 SOLE_LANE = Lane()
+
+
+class WorkloadShape(Protocol):
+    """What a driver may read of a workload point when it says what it cannot do with it
+    (`Driver.workload_problems`): the scenario's point, checked before any run starts and
+    possibly before its own fields are (a field may still hold the value as written)."""
+
+    @property
+    def mode(self) -> Mode: ...
+    @property
+    def message_size(self) -> int: ...
+    @property
+    def producers(self) -> int: ...
+    @property
+    def consumers(self) -> int: ...
+    @property
+    def connections(self) -> int: ...  # per agent: one `Lane` each
+
+
+#: What a builtin broker calls with its address ("host:port") once it accepts connections.
+Announce = Callable[[str], None]
 
 
 class DriverError(SixninesError):
@@ -296,7 +318,7 @@ class Driver(ABC):
         return self.framing(message_size)
 
     @classmethod
-    def workload_problems(cls, options: DriverOptions, workload) -> list[str]:
+    def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         """What this driver cannot do with this workload (checked before anything starts),
         e.g. a delivery mode that cannot fan out to several consumers."""
         return []
@@ -321,7 +343,7 @@ class Driver(ABC):
         raise NotImplementedError(f"driver {self.name!r} needs no responder")
 
     @classmethod
-    def serve_broker(cls, host: str, port: int, announce) -> None:
+    def serve_broker(cls, host: str, port: int, announce: Announce) -> None:
         """Run the builtin broker in this process until SIGTERM; call `announce(address)`
         once it accepts connections. Only for drivers with `has_builtin_broker`."""
         raise NotImplementedError(f"driver {cls.name!r} has no builtin broker")

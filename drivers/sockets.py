@@ -62,9 +62,13 @@ class SocketIO:
         to read; True without waiting when `timeout_ms` is 0, where the read will tell."""
         if not timeout_ms:
             return True
-        if self.tls and self.sock.pending():
+        if self.tls and self.pending():
             return True
         return bool(self.poller.poll(timeout_ms))
+
+    def pending(self) -> int:
+        """Decrypted bytes a TLS socket holds, which no poller sees (0 for a plain one)."""
+        return self.sock.pending() if isinstance(self.sock, ssl.SSLSocket) else 0
 
     def write(self, data) -> None:
         """Write all of `data`, waiting for room as long as it takes."""

@@ -28,7 +28,7 @@ class WriteFailure(SixninesError, OSError):
         self.path = path
 
     def __str__(self) -> str:
-        return self.strerror
+        return self.strerror or ""  # set by __init__
 
     @classmethod
     def of(cls, path: Path, exc: OSError) -> WriteFailure:

@@ -10,6 +10,8 @@ lowest trackable value 1 (unit magnitude 0) and done on whole numpy arrays after
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 import numpy as np
 from hdrh.histogram import HdrHistogram
 
@@ -25,7 +27,8 @@ BUCKET_COUNT = 32  # smallest k with SUB_BUCKET_COUNT << (k - 1) > HIGHEST
 COUNTS_LEN = (BUCKET_COUNT + 1) * SUB_BUCKET_HALF_COUNT
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999, 99.9999)
-PERCENTILE_KEYS = ("p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999")
+PercentileKey = Literal["p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999"]
+PERCENTILE_KEYS: tuple[PercentileKey, ...] = get_args(PercentileKey)
 
 
 def _bit_length(values: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ compared against open-loop latency. Its headline is throughput.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from sixnines.formats.summary import RunSummary
 from sixnines.formats.vocabulary import MAX_RATE, Load, Metric, Role
@@ -24,8 +24,9 @@ METRICS = {
 }
 #: The latency of each load: its histogram, humps and nines.
 HEADLINE = {Load.OPEN_LOOP: Metric.LATENCY, Load.SATURATION: Metric.SATURATION_LATENCY}
-#: The hlog tags an agent of each role writes (agents.roles `sent_rows`, `received_rows`).
-TAGS_BY_ROLE = {
+#: The hlog tags an agent of each role writes (agents.roles `sent_rows`, `received_rows`),
+#: looked up by the role as a manifest or an hlog spells it.
+TAGS_BY_ROLE: dict[Load, dict[str, tuple[Metric, ...]]] = {
     Load.OPEN_LOOP: {Role.PRODUCER: (Metric.SEND_LAG,),
                      Role.CONSUMER: (Metric.LATENCY, Metric.SERVICE_TIME),
                      Role.REQUESTER: (Metric.LATENCY, Metric.SERVICE_TIME, Metric.SEND_LAG)},
@@ -36,12 +37,12 @@ TAGS_BY_ROLE = {
 LATENCY = {load: (metric.summary_field, metric.label) for load, metric in HEADLINE.items()}
 
 
-def load_of(params: dict[str, Any]) -> Load:
+def load_of(params: Mapping[str, object]) -> Load:
     """The load of a run from its workload parameters (the manifest's or summary's `params`)."""
     return Load.SATURATION if params.get("rate") == MAX_RATE else Load.OPEN_LOOP
 
 
-def run_load(summary: RunSummary) -> str:
+def run_load(summary: RunSummary) -> Load:
     """The summary's `load`; a run the analysis never saw (failed) by its parameters."""
     return summary.load or load_of(summary.params)
 

@@ -26,16 +26,18 @@ HEADER_SIZE = HEADER.itemsize
 HEADER_STRUCT = struct.Struct("<IQqq")  # the same header, for one message at a time
 STAMP_STRUCT = struct.Struct("<Qqq")  # seq, intended_ns, sent_ns: what a sender writes
 STAMP_OFFSET = 4  # after producer_id, which a sender's ring holds already
+assert HEADER.fields is not None and HEADER.names is not None  # a structured dtype
 assert HEADER_STRUCT.size == HEADER_SIZE and HEADER.fields["seq"][1] == STAMP_OFFSET
+HEADER_FIELDS, HEADER_NAMES = HEADER.fields, HEADER.names
 
 
 def frame_dtype(prefix_len: int, message_size: int, suffix_len: int = 0) -> np.dtype:
     """A structured dtype viewing one frame (prefix + message + suffix) of a batch."""
     if message_size < HEADER_SIZE:
         raise ValueError(f"message_size {message_size} is below the {HEADER_SIZE}-byte header")
-    names = list(HEADER.names)
-    offsets = [prefix_len + HEADER.fields[name][1] for name in names]
-    formats = [HEADER.fields[name][0] for name in names]
+    names = list(HEADER_NAMES)
+    offsets = [prefix_len + HEADER_FIELDS[name][1] for name in names]
+    formats = [HEADER_FIELDS[name][0] for name in names]
     return np.dtype(
         {
             "names": names,

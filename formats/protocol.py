@@ -245,7 +245,8 @@ class Channel:
             return ""
         if self._lines is None:
             self._lines = queue.Queue()
-            threading.Thread(target=self._read, name="channel-read", daemon=True).start()
+            threading.Thread(target=self._read, args=(self._lines,), name="channel-read",
+                             daemon=True).start()
         try:
             line = self._lines.get(timeout=SILENCE_S if self._beating else None)
         except queue.Empty:
@@ -253,10 +254,10 @@ class Channel:
         self._ended = not line
         return line
 
-    def _read(self) -> None:
+    def _read(self, lines: queue.Queue[str]) -> None:
         try:
             for line in iter(self._incoming.readline, ""):
-                self._lines.put(line)
+                lines.put(line)
         except (OSError, ValueError):  # the stream failed, or was closed under us: its end
             pass
-        self._lines.put("")
+        lines.put("")

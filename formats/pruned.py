@@ -80,7 +80,8 @@ def read_pruned(run_dir: Path) -> Pruned | None:
         if not isinstance(entry, dict):
             return None
         agent, name, size = entry.get("agent"), entry.get("file"), entry.get("bytes")
-        if name_problem(agent) or name_problem(name) or not isinstance(size, int) or \
+        if not isinstance(agent, str) or not isinstance(name, str) or name_problem(agent) or \
+                name_problem(name) or not isinstance(size, int) or \
                 isinstance(size, bool) or size < 0:
             return None
         files.append(PrunedFile(agent, name, size))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 MESSAGES = pa.schema(
-    [
+    [  # type: ignore[arg-type]  # pyarrow-stubs: a bool field beside int ones joins to object
         pa.field("producer_id", pa.int32(), nullable=False),
         pa.field("seq", pa.int64(), nullable=False),
         pa.field("size", pa.int32(), nullable=False),

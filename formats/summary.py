@@ -257,7 +257,8 @@ class Versioned(Document):
     def __init__(self, **data: Any) -> None:
         super().__init__(**{"schema_version": SCHEMA_VERSION, **data})
 
-    # pydantic then validates files without calling __init__ (its own marker for that)
+    # pydantic then validates files without calling __init__ (its own marker for that, an
+    # attribute of the function, which mypy does not know functions to have)
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
 

@@ -107,7 +107,8 @@ def run_scenario(scenario: Scenario, scenario_file: Path, *, output: Path | None
     logger.info("%d run(s) of %s into %s", len(points), scenario.name, results_dir)
     fleet = Fleet.for_scenario(scenario)
     settings = RunSettings.of(scenario, analysed=spark_master is not None)
-    run_dirs, statuses = [], []
+    run_dirs: list[Path] = []
+    statuses: list[str] = []
     followed: dict[Path, Path] = {}  # run dir → the summary its sidecar wrote
     judged: dict[Path, RunSummary] = {}  # probes of capacity searches, analysed as they ran
     searches: list[CapacityResult] = []
@@ -119,12 +120,13 @@ def run_scenario(scenario: Scenario, scenario_file: Path, *, output: Path | None
         if run.analysed is not None:
             followed[run_dir] = run.analysed
         run_dirs.append(run_dir)
-        statuses.append(run.manifest.status)
+        statuses.append(run.status)
         return run_dir
 
     def probe(point: RunPoint) -> tuple[Path, RunSummary]:
         """A capacity search's probe, run and analysed at once: the next rate hangs on it."""
         run_dir = execute(point)
+        assert spark_master is not None, "the command line refuses a search unanalysed"
         summary = read_summary(followed[run_dir]) if run_dir in followed else \
             analyse([run_dir], spark_master, results_dir / ANALYSIS_LOG)[0]
         judged[run_dir] = summary

@@ -20,6 +20,7 @@ and the throughput windows of its streams on the run's axes (spark_jobs.series).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -179,10 +180,10 @@ class FirstFold:
 
     def _merge(self) -> None:
         parts = self.parts
-        merges = {"sent_span": _joined, "recv_span": _joined, "last_recv": _joined,
-                  "pairs": merged_pairs,
-                  "metrics": merged_buckets, "logged": merged_buckets,
-                  "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends}
+        merges: dict[str, Callable[[list], Any]] = {
+            "sent_span": _joined, "recv_span": _joined, "last_recv": _joined,
+            "pairs": merged_pairs, "metrics": merged_buckets, "logged": merged_buckets,
+            "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends}
         for name, merge in merges.items():  # the dead senders' messages seen: at the end
             if len(parts[name]) > 1:
                 parts[name] = [merge(parts[name])]

@@ -23,9 +23,10 @@ controller's clock by the measured offsets when the scenario asked for
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +45,7 @@ DEFAULT_DOMAIN = ""  # a manifest without clock domains: every agent shares one 
 
 #: An agent's clock: (domain, offset_ns to the controller's, bound_ns of that offset).
 Clock = tuple[str, int | None, int | None]
+T = TypeVar("T")
 
 REPLY_ONLY = ("recv_ns", "consumer_id", "rx_index")
 
@@ -74,7 +76,7 @@ class RunContext:
     are matched per connection, not per agent."""
 
     run_index: int
-    load: str = Load.OPEN_LOOP
+    load: Load = Load.OPEN_LOOP
     window: int = 100
     warmup_ends: dict[int, int] | None = None
     producers: dict[int, Clock] | None = None
@@ -204,7 +206,9 @@ def _tables(agent: AgentFiles, batch_rows: int) -> Iterator[pa.Table]:
 def _column(table: pa.Table, name: str, fill: int | None = None) -> np.ndarray:
     column = table[name]
     if fill is not None:
-        column = pc.fill_null(column, fill)
+        # pyarrow-stubs declare fill_null as coalesce (arguments of one type); pyarrow takes
+        # a plain value to fill with
+        column = pc.fill_null(column, fill)  # type: ignore[arg-type]
     return column.to_numpy().astype(np.int64, copy=False)
 
 
@@ -242,8 +246,8 @@ def _rows(table: pa.Table, agent: AgentFiles) -> Rows:
     return rows
 
 
-def _per_producer(producer_id: np.ndarray, values: dict[int, object]
-                  ) -> tuple[np.ndarray, list[object]]:
+def _per_producer(producer_id: np.ndarray, values: Mapping[int, T]
+                  ) -> tuple[np.ndarray, list[T | None]]:
     """(index into the list, the list): each row's producer's value (None: none), by
     unique id (an agent hears from few producers, so Python runs once per producer, not
     per row)."""
@@ -268,8 +272,10 @@ def _pairing(tx: Clock | None, rx: Clock, run: RunContext) -> tuple[int, int, in
     if domain is not None and domain == rx[0]:
         return SAME_CLOCK, 0, -1
     tx_offset, tx_bound = (tx[1], tx[2]) if tx is not None else (None, None)
-    if (run.cross_host and None not in (rx[1], tx_offset) and None not in (rx[2], tx_bound)):
-        return CROSS_CLOCK, rx[1] - tx_offset, rx[2] + tx_bound
+    rx_offset, rx_bound = rx[1], rx[2]
+    if (run.cross_host and rx_offset is not None and tx_offset is not None
+            and rx_bound is not None and tx_bound is not None):
+        return CROSS_CLOCK, rx_offset - tx_offset, rx_bound + tx_bound
     return EXCLUDED, 0, -1
 
 

@@ -65,14 +65,17 @@ class Samples:
     t_ns: np.ndarray
     cpu_ns: np.ndarray
     messages: np.ndarray
-    loop: tuple[np.ndarray, np.ndarray] | None = None
+    loop: tuple[np.ndarray, ...] | None = None  # LOOP_COLUMNS
 
     @classmethod
     def read(cls, path: Path, t0_ns: int) -> Samples:
         """cpu.parquet; the monitor's null message counts read as 0."""
         table = pq.read_table(path)
-        t_ns, cpu_ns, messages = (pc.fill_null(table.column(name), 0).to_numpy()
-                                  for name in ("t_ns", "cpu_ns", "messages"))
+        # pyarrow-stubs declare fill_null as coalesce (arguments of one type); pyarrow
+        # takes a plain value to fill with
+        t_ns, cpu_ns, messages = (
+            pc.fill_null(table.column(name), 0).to_numpy()  # type: ignore[type-var, attr-defined]
+            for name in ("t_ns", "cpu_ns", "messages"))
         known = all(name in table.column_names and table.column(name).null_count == 0
                     for name in LOOP_COLUMNS)
         loop = tuple(table.column(name).to_numpy() for name in LOOP_COLUMNS) if known \

@@ -51,7 +51,9 @@ class Watched:
         message, a requester the replies to its own requests."""
         n = agent.connections or workload.connections
         if agent.role == Role.REQUESTER:
-            return cls(index, 1, (agent.first_id, agent.first_id + n), relay_died)
+            first = agent.first_id
+            assert first is not None  # every sender's entry has it
+            return cls(index, 1, (first, first + n), relay_died)
         return cls(index, copies(workload, n))
 
 
@@ -77,7 +79,8 @@ class Dead:
         workload = manifest.workload
         relay_died = any(agent.died for agent in manifest.agents
                          if agent.role == Role.RESPONDER)
-        receivers, producer_ids = [], []
+        receivers: list[Watched] = []
+        producer_ids: list[int] = []
         for index, agent in enumerate(manifest.agents):
             if agent.id not in kept:
                 continue

@@ -120,7 +120,7 @@ def log_histogram(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class Humps:
+class HumpsFound:
     """Distinct modes of a distribution: count (1 = unimodal, 0 = no data), positions."""
 
     count: int
@@ -178,7 +178,7 @@ def _position(s: np.ndarray, peak: int) -> float:
     return peak + 0.5
 
 
-def humps(edges: np.ndarray, counts: np.ndarray) -> Humps:
+def humps(edges: np.ndarray, counts: np.ndarray) -> HumpsFound:
     """The distinct modes of a log-binned histogram (`log_histogram`).
 
     Rule: smooth the counts with a binomial kernel (σ = one bin, 0.05 decade) so that
@@ -195,14 +195,14 @@ def humps(edges: np.ndarray, counts: np.ndarray) -> Humps:
     Positions: bin centres refined by a parabola, in ns.
     """
     if len(counts) == 0 or counts.sum() == 0:
-        return Humps(0, ())
+        return HumpsFound(0, ())
     s, var = _smoothed(counts)
     highest = float(s.max())
     top = int(np.argmax(s))
     modes = [p for p in _peaks(s) if p == top or _is_distinct(s, var, p, highest)]
     width = 1.0 / PER_DECADE
     positions = tuple(float(edges[0] * 10.0 ** (_position(s, p) * width)) for p in modes)
-    return Humps(len(modes), positions)
+    return HumpsFound(len(modes), positions)
 
 
 # --- nines -----------------------------------------------------------------------------------

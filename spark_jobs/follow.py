@@ -57,7 +57,7 @@ class RunFollower:
     """One run's passes, fed its agents' closed chunks as they close (`feed`), finished
     with its final manifest and files (`finish`)."""
 
-    def __init__(self, run: run_merge.Run) -> None:
+    def __init__(self, run: run_merge.AnalysedRun) -> None:
         self.run = run
         self.planned = run_merge.planned(run.manifest)
         self.context = run_merge.context(0, run)
@@ -81,8 +81,8 @@ class RunFollower:
         in order, those fed before first); how many it folded. `final`: these are the
         run's last, so the sends known are all there are."""
         new = {}
-        for agent_id, paths in chunks.items():
-            paths, done = [str(path) for path in paths], self.fed.get(agent_id, [])
+        for agent_id, given in chunks.items():
+            paths, done = [str(path) for path in given], self.fed.get(agent_id, [])
             if paths[:len(done)] != done:
                 raise ValueError(f"{agent_id}: chunks fed before are not where they were")
             if len(paths) > len(done):
@@ -91,9 +91,9 @@ class RunFollower:
         if not new and not final:
             return 0
         for agent_id, files in new.items():
-            fold = self.first.setdefault(agent_id, FirstFold(files))
+            first = self.first.setdefault(agent_id, FirstFold(files))
             for rows in batches(files):
-                fold.add(rows)
+                first.add(rows)
         merged = run_merge.merge_first([fold.result() for fold in self.first.values()])
         plan = run_merge.plan(merged, run_merge.axes(self.run, merged.extents))
         medians, plan = plan.medians, replace(plan, medians=spread(merged.metrics))
@@ -111,7 +111,8 @@ class RunFollower:
             fold.matching.settle(plan.sent, final)
         return sum(len(files.paths) for files in new.values())
 
-    def finish(self, run: run_merge.Run) -> run_merge.Figures | run_merge.Damaged | None:
+    def finish(self, run: run_merge.AnalysedRun
+               ) -> run_merge.RunFigures | run_merge.DamagedRun | None:
         """The run's figures, its remaining chunks folded in (`run`: as it ended); None when
         it cannot be followed to its end (the module doc): analyse it whole."""
         if (run_merge.planned(run.manifest) != self.planned or self.planned is None
@@ -127,7 +128,7 @@ class RunFollower:
         agents = run_merge.agent_files([run])
         first = [self._first(agent) for agent in agents]
         if problems := run_merge.damage(first):
-            return run_merge.Damaged(problems)
+            return run_merge.DamagedRun(problems)
         merged = run_merge.merge_first(first)
         run_axes = run_merge.axes(run, merged.extents)
         plan = run_merge.plan(merged, run_axes)

@@ -3,13 +3,14 @@ measures: formats.load)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sixnines.formats.load import load_of
 from sixnines.formats.vocabulary import Load
 
 
-def saturation_warnings(counts: dict[str, int], params: dict[str, Any]) -> list[str]:
+def saturation_warnings(counts: dict[str, int], params: Mapping[str, Any]) -> list[str]:
     """Throughput mode ends honestly: say when the time cap (`duration`) stopped the senders
     before every message went out, or when the warm-up took every message."""
     if load_of(params) != Load.SATURATION:

@@ -28,7 +28,7 @@ import pyarrow as pa
 from sixnines.formats.load import HEADLINE
 from sixnines.formats.manifest import AgentEntry, Manifest
 from sixnines.formats.summary import Steadiness
-from sixnines.formats.vocabulary import RECORDING, SENDERS, FanOut, Role
+from sixnines.formats.vocabulary import RECORDING, SENDERS, FanOut, Load, Role
 from sixnines.spark_jobs import (
     agent_pass,
     agent_rows,
@@ -54,7 +54,7 @@ Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
-class Run:
+class AnalysedRun:
     """One run to analyse: its manifest, its agents' files (agent_id → (role, paths)), the
     window of its series, its load, what its accounting expects and its agents' hlogs
     (agent_id → path)."""
@@ -62,13 +62,13 @@ class Run:
     manifest: Manifest
     messages: dict[str, tuple[Role, list]]
     window: int
-    load: str
+    load: Load
     expected: delivery.Expected
     hlogs: dict[str, Path] = field(default_factory=dict)
 
 
 @dataclass
-class Figures:
+class RunFigures:
     """What the passes found for one run."""
 
     counts: dict[str, int]  # delivery.COUNTS
@@ -85,7 +85,7 @@ class Figures:
 
 
 @dataclass(frozen=True)
-class Damaged:
+class DamagedRun:
     """A run refused after its first pass: a file (an hlog) cannot be read."""
 
     problems: list[str]
@@ -114,7 +114,9 @@ def agent_clock(agent: AgentEntry) -> Clock:
 
 
 def _producer_ids(agent: AgentEntry, connections: int) -> range:
-    return range(agent.first_id, agent.first_id + (agent.connections or connections))
+    first = agent.first_id
+    assert first is not None  # every sender's entry has it
+    return range(first, first + (agent.connections or connections))
 
 
 def producer_agents(manifest: Manifest) -> dict[int, int]:
@@ -158,7 +160,7 @@ def sole_domain(manifest: Manifest) -> str | None:
     return domains.pop() if len(domains) == 1 else None
 
 
-def context(run_index: int, run: Run) -> RunContext:
+def context(run_index: int, run: AnalysedRun) -> RunContext:
     manifest = run.manifest
     return RunContext(run_index, run.load, run.window, warmup_ends(manifest),
                       producer_clocks(manifest), sole_domain(manifest),
@@ -167,7 +169,7 @@ def context(run_index: int, run: Run) -> RunContext:
                       manifest.workload.fan_out == FanOut.CONNECTION)
 
 
-def agent_files(runs: Sequence[Run]) -> list[AgentFiles]:
+def agent_files(runs: Sequence[AnalysedRun]) -> list[AgentFiles]:
     """Every agent with records of every run."""
     found = []
     for run_index, run in enumerate(runs):
@@ -284,7 +286,7 @@ def medians(metrics: dict[str, MetricCounts]) -> dict[str, tuple[int, int]]:
     return ranges
 
 
-def _placements(streams: series.Streams, side: int, axis: series.Axis | None
+def _placements(streams: series.Streams, side: int, axis: series.TimeBins | None
                 ) -> dict[int, series_pass.Placement]:
     if axis is None:
         return {}
@@ -297,8 +299,8 @@ class Axes:
     """A run's streams and the axes of its curves."""
 
     streams: series.Streams
-    schedule: series.Axis | None
-    throughput: dict[int, series.Axis]
+    schedule: series.TimeBins | None
+    throughput: dict[int, series.TimeBins]
 
 
 def planned(manifest: Manifest) -> series.Planned | None:
@@ -317,7 +319,7 @@ def planned(manifest: Manifest) -> series.Planned | None:
                           workload.rate * workload.duration_ns / 1e9 / streams)
 
 
-def axes(run: Run, extents: list[dict[str, Any]]) -> Axes:
+def axes(run: AnalysedRun, extents: list[dict[str, Any]]) -> Axes:
     """The run's streams and its curves' axes: as planned, or as observed (`planned`)."""
     starts = {index: agent.t0_ns for index, agent in enumerate(run.manifest.agents)
               if agent.t0_ns is not None}
@@ -347,7 +349,7 @@ DRAINED_OUT = ("what it misses that was sent after its last delivery (less the l
                "`drain`")
 
 
-def drained_out(run: Run, first: list[FirstPass]) -> dict[int, str]:
+def drained_out(run: AnalysedRun, first: list[FirstPass]) -> dict[int, str]:
     """agent_index → a problem line for each receiver of the run whose drain ran out while
     the system still held messages (delivery.drain_verdict, from when its last receipt
     came: `first`, the run's first pass). None when the broker sixnines started exited
@@ -367,7 +369,7 @@ def drained_out(run: Run, first: list[FirstPass]) -> dict[int, str]:
     return found
 
 
-def watched_receivers(run: Run, agents: list[AgentFiles], first: list[FirstPass]
+def watched_receivers(run: AnalysedRun, agents: list[AgentFiles], first: list[FirstPass]
                       ) -> dict[int, WatchedReceiver]:
     """agent_index → each receiver of the run whose misses may be unknown (those the
     manifest names, and those whose drain ran out: `drained_out`), with the files of the
@@ -407,10 +409,11 @@ def _curve(found: list[SecondPass]) -> pa.Table | None:
     return pa.table({"bucket": curve.bucket, "count": curve.count, **curve.figures})
 
 
-def _throughput(found: list[SecondPass], side: int, axis: series.Axis) -> series.Throughput:
+def _throughput(found: list[SecondPass], side: int, axis: series.TimeBins
+                ) -> series.ThroughputSeries:
     parts = [result.windows[side] for result in found if side in result.windows]
     if not parts:
-        return series.Throughput(MetricCounts(), [], [], 0)
+        return series.ThroughputSeries(MetricCounts(), [], [], 0)
     counts = Buckets.merged([part.buckets for part in parts]).metric()
     keys = np.concatenate([part.keys for part in parts])
     used, inverse = np.unique(keys, return_inverse=True)
@@ -419,11 +422,11 @@ def _throughput(found: list[SecondPass], side: int, axis: series.Axis) -> series
     np.add.at(rate, inverse, np.concatenate([part.rate for part in parts]))
     np.logical_or.at(defined, inverse, np.concatenate([part.defined for part in parts]))
     zero_span = int(sum(int(part.zero_span.sum()) for part in parts))
-    return series.Throughput(counts, axis.centres_s(used[defined]).tolist(),
-                             rate[defined].tolist(), zero_span)
+    return series.ThroughputSeries(counts, axis.centres_s(used[defined]).tolist(),
+                                   rate[defined].tolist(), zero_span)
 
 
-def _per_message(run: Run, found_axes: Axes, found: list[SecondPass]) -> series.PerMessage:
+def _per_message(run: AnalysedRun, found_axes: Axes, found: list[SecondPass]) -> series.PerMessage:
     streams = found_axes.streams
     curve = _curve(found) if found_axes.schedule is not None else None
     return series.PerMessage(
@@ -457,8 +460,8 @@ def damage(found: list[FirstPass]) -> list[str]:
     return sorted(r.log.problem for r in found if r.log is not None and r.log.problem)
 
 
-def assembled(run: Run, first: list[FirstPass], merged: Merged, found_axes: Axes,
-              second: list[SecondPass]) -> Figures:
+def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_axes: Axes,
+              second: list[SecondPass]) -> RunFigures:
     """A run's figures from its two rounds."""
     details = histograms.merged_detail([result.detail for result in second])
     metrics = {name: replace(metric, detail=Detail(*details[name]) if name in details
@@ -467,13 +470,13 @@ def assembled(run: Run, first: list[FirstPass], merged: Merged, found_axes: Axes
     rate = {"send_rate": merged.send_rate, "receive_rate": merged.receive_rate}
     matched = sum((result.matched for result in second), delivery.Matched())
     counts = delivery.counts(run.expected, merged.tally, matched)
-    return Figures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
-                   _per_message(run, found_axes, second), *_logs(first),
-                   list(drained_out(run, first).values()),
-                   _steadiness(run, first, merged.pairs))
+    return RunFigures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
+                      _per_message(run, found_axes, second), *_logs(first),
+                      list(drained_out(run, first).values()),
+                      _steadiness(run, first, merged.pairs))
 
 
-def _steadiness(run: Run, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:
+def _steadiness(run: AnalysedRun, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:
     """From the receivers' logged headline latency, but those whose log holds values on
     another clock than the figures' (pairs.off_clock: raw in their hlog)."""
     tag = HEADLINE[run.load]
@@ -482,10 +485,10 @@ def _steadiness(run: Run, found: list[FirstPass], pairs: ClockPairs) -> Steadine
         if result.log is not None and result.agent_id not in pairs.off_clock)
 
 
-def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]:
+def figures(schedule: Scheduler, runs: Sequence[AnalysedRun]) -> list[RunFigures | DamagedRun]:
     """Every run's figures from two rounds of per-agent passes over all their agents (two
     Spark jobs with spark_jobs.analyze.on_spark); a run with an hlog that cannot be read is
-    refused after the first (Damaged) and takes no part in the second."""
+    refused after the first (DamagedRun) and takes no part in the second."""
     agents = agent_files(runs)
     weights = [agent.rows_hint for agent in agents]
     first = schedule(agent_pass.first_pass, agents, weights)
@@ -504,7 +507,7 @@ def figures(schedule: Scheduler, runs: Sequence[Run]) -> list[Figures | Damaged]
     second = schedule(_second, jobs, [weight for agent, weight in zip(agents, weights,
                                                                        strict=True)
                                       if agent.run.run_index not in damaged])
-    return [Damaged(damaged[index]) if index in damaged else
+    return [DamagedRun(damaged[index]) if index in damaged else
             assembled(run, by_run[index], merged[index], run_axes[index],
                       [r for r in second if r.run_index == index])
             for index, run in enumerate(runs)]

@@ -111,6 +111,13 @@ class Checked:
     hlogs: dict[str, Path] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def passed(self) -> Manifest:
+        """The manifest of a run its checks let through (None only in a damaged one)."""
+        if self.manifest is None:
+            raise ValueError(f"{self.run_dir}: its manifest failed its checks")
+        return self.manifest
+
 
 def _hlog_paths(messages: dict[str, tuple[Role, list[Path]]], run_dir: Path
                 ) -> tuple[list[str], dict[str, Path]]:
@@ -197,8 +204,8 @@ def check_run(run_dir: Path) -> Checked:
     run_dir = Path(run_dir)
     try:
         manifest = integrity.read_manifest(run_dir)
-    except integrity.Damaged as damaged:
-        return Checked(run_dir, None, damaged.problems)
+    except integrity.Damaged as refusal:
+        return Checked(run_dir, None, refusal.problems)
     damaged = integrity.problems(run_dir, manifest)
     if damaged:
         return Checked(run_dir, manifest, damaged)
@@ -299,7 +306,8 @@ def refused(checked: Checked) -> RunSummary:
 def _expected(checked: Checked) -> delivery.Expected:
     """What a run's accounting needs besides its rows: every consumer agent receives every
     message (`_copies` of it); those of agents without data are absent."""
-    manifest, workload = checked.manifest, checked.manifest.workload
+    manifest = checked.passed
+    workload = manifest.workload
     consumers = sum(_copies(agent, workload) for agent in manifest.agents
                     if agent.role == Role.CONSUMER and agent.id in checked.messages)
     silent = sum(_copies(agent, workload)
@@ -307,16 +315,17 @@ def _expected(checked: Checked) -> delivery.Expected:
     return delivery.Expected(consumers, silent, delivery.Dead.of(manifest, checked.messages))
 
 
-def run_of(checked: Checked, window: int | None) -> run_merge.Run:
-    manifest = checked.manifest
-    return run_merge.Run(manifest, checked.messages, window or manifest.throughput_window,
-                         load_of(manifest.params), _expected(checked), checked.hlogs)
+def run_of(checked: Checked, window: int | None) -> run_merge.AnalysedRun:
+    manifest = checked.passed
+    return run_merge.AnalysedRun(manifest, checked.messages,
+                                 window or manifest.throughput_window, load_of(manifest.params),
+                                 _expected(checked), checked.hlogs)
 
 
 
-def report(checked: Checked, figured: run_merge.Figures) -> RunSummary:
+def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
     """A run's summary and report files from its figures (plain Python), written."""
-    run_dir, manifest = checked.run_dir, checked.manifest
+    run_dir, manifest = checked.run_dir, checked.passed
     workload = manifest.workload
     load = load_of(manifest.params)
     counts, rate, pairs = figured.counts, figured.rate, figured.pairs
@@ -387,7 +396,7 @@ Outcome = RunSummary | Exception  # a run's summary, or why its analysis failed
 
 
 def _figure(schedule: run_merge.Scheduler, runs: list[Checked], window: int | None
-            ) -> list[run_merge.Figures | run_merge.Damaged]:
+            ) -> list[run_merge.RunFigures | run_merge.DamagedRun]:
     """The per-agent passes over every run's records at once: two scheduled rounds (Spark
     jobs) whatever the number of runs, only small per-agent results coming back
     (spark_jobs.run_merge)."""
@@ -433,7 +442,7 @@ def _figured_and_reported(schedulers: Schedulers, passed: dict[int, Checked],
     outcomes: dict[int, Outcome] = {}
     for (index, checked), found in zip(passed.items(), figured, strict=True):
         try:
-            if isinstance(found, run_merge.Damaged):
+            if isinstance(found, run_merge.DamagedRun):
                 outcomes[index] = refused(replace(checked, damaged=found.problems))
                 log.error("%s: not analysed: %s", checked.run_dir, "; ".join(found.problems))
             else:
@@ -445,7 +454,7 @@ def _figured_and_reported(schedulers: Schedulers, passed: dict[int, Checked],
 
 
 def _figured_each(schedule: run_merge.Scheduler, runs: list[Checked], window: int | None
-                  ) -> list[run_merge.Figures | run_merge.Damaged | Exception]:
+                  ) -> list[run_merge.RunFigures | run_merge.DamagedRun | Exception]:
     """Each run's figures, from one pass over all; when that pass fails, from a pass over
     each alone (a run that fails alone too: its error)."""
     if len(runs) > 1:
@@ -457,7 +466,7 @@ def _figured_each(schedule: run_merge.Scheduler, runs: list[Checked], window: in
 
 
 def _figured_alone(schedule: run_merge.Scheduler, checked: Checked, window: int | None
-                   ) -> run_merge.Figures | run_merge.Damaged | Exception:
+                   ) -> run_merge.RunFigures | run_merge.DamagedRun | Exception:
     try:
         return _figure(schedule, [checked], window)[0]
     except Exception as error:

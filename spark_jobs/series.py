@@ -74,7 +74,7 @@ from sixnines.formats import hdr, summary
 from sixnines.formats.load import HEADLINE
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import RECEIVER_TIMED, Load, Metric
-from sixnines.spark_jobs.distribution import NINES, Humps, nines
+from sixnines.spark_jobs.distribution import NINES, HumpsFound, nines
 from sixnines.spark_jobs.summarize import MetricCounts, metric_summary
 
 SENDER, RECEIVER, SCHEDULE = 0, 1, 2  # stream sides; SCHEDULE: intended times per producer
@@ -88,7 +88,7 @@ MILLI = 1000  # throughput values: integer milli-msg/s
 
 
 @dataclass(frozen=True)
-class Axis:
+class TimeBins:
     """`bins` equal buckets over [low, high] ns since the origin (both ends included)."""
 
     low: int
@@ -132,16 +132,16 @@ class Streams:
     def side(self, side: int) -> list[dict[str, Any]]:
         return [r for r in self.rows if r["side"] == side and (side, r["stream"]) in self.origins]
 
-    def axis(self, side: int, bins: int) -> Axis | None:
+    def axis(self, side: int, bins: int) -> TimeBins | None:
         """The span of a side's streams since their origins; None when it has none."""
         mine = self.side(side)
         if not mine:
             return None
         low = min(r["first"] - self.origins[side, r["stream"]] for r in mine)
         high = max(r["last"] - self.origins[side, r["stream"]] for r in mine)
-        return Axis(low, high, bins)
+        return TimeBins(low, high, bins)
 
-    def throughput_axis(self, side: int, window: int) -> Axis | None:
+    def throughput_axis(self, side: int, window: int) -> TimeBins | None:
         """Buckets of at least one window of the median stream (see the module doc)."""
         counts = [r["n"] for r in self.side(side)]
         bins = int(np.clip(np.median(counts) // window, 1, MAX_POINTS)) if counts else 1
@@ -159,17 +159,17 @@ class Planned:
     drain_ns: int
     per_stream: float
 
-    def schedule_axis(self) -> Axis:
+    def schedule_axis(self) -> TimeBins:
         """The latency curve's axis: intended times are the schedule's own."""
-        return Axis(self.warmup_ns, self.warmup_ns + self.duration_ns - 1, MAX_POINTS)
+        return TimeBins(self.warmup_ns, self.warmup_ns + self.duration_ns - 1, MAX_POINTS)
 
-    def throughput_axis(self, window: int) -> Axis:
+    def throughput_axis(self, window: int) -> TimeBins:
         """Both sides' axis: the measured stretch and the drain, in buckets of at least one
         window of a planned sender stream (see the module doc)."""
         span = self.duration_ns + self.drain_ns
         messages = self.per_stream * span / self.duration_ns
         bins = int(np.clip(messages // window, 1, MAX_POINTS))
-        return Axis(self.warmup_ns, self.warmup_ns + span - 1, bins)
+        return TimeBins(self.warmup_ns, self.warmup_ns + span - 1, bins)
 
 
 def density_ns(streams: Streams) -> float | None:
@@ -191,7 +191,7 @@ def bytes_per_s(streams: Streams, side: int) -> float | None:
 # --- the latency curve -----------------------------------------------------------------------
 
 
-def latency_json(curve: pa.Table | None, load: str = Load.OPEN_LOOP) -> dict[str, dict[str, list]]:
+def latency_json(curve: pa.Table | None, load: Load = Load.OPEN_LOOP) -> dict[str, dict[str, list]]:
     """series.json "latency", "service_time" and "saturation_latency": n (index of each
     bucket's first message in intended order), min_us, mean_us, max_us (empty lists when
     nothing was timed). A saturation run fills only "saturation_latency" (recv − sent, its
@@ -221,7 +221,7 @@ def latency_json(curve: pa.Table | None, load: str = Load.OPEN_LOOP) -> dict[str
 
 
 @dataclass(frozen=True)
-class Throughput:
+class ThroughputSeries:
     """One side's throughput: ST_n (or RT_n) aggregates in HDR buckets of milli-msg/s, the
     curve (t_s, msg/s) and how many windows were undefined (left out)."""
 
@@ -239,9 +239,9 @@ class PerMessage:
     """Everything per message of one run (see the module doc)."""
 
     window: int
-    load: str  # formats.load
+    load: Load
     latency: dict[str, dict[str, list]]  # latency_json
-    throughput: dict[str, Throughput]  # by side name
+    throughput: dict[str, ThroughputSeries]  # by side name
     density_ns: float | None
     bytes_per_s: dict[str, float | None]  # by side name
 
@@ -269,11 +269,11 @@ def _us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1000
 
 
-def _modes_us(humps: Humps) -> list[float]:
+def _modes_us(humps: HumpsFound) -> list[float]:
     return [float(f"{mode / 1000:.4g}") for mode in humps.modes_ns]
 
 
-def summary_fields(result: PerMessage, humps: Humps) -> dict[str, Any]:
+def summary_fields(result: PerMessage, humps: HumpsFound) -> dict[str, Any]:
     """The summary.json fields of the series (formats.summary: throughput, density_us,
     humps)."""
     return {
@@ -289,7 +289,7 @@ def summary_fields(result: PerMessage, humps: Humps) -> dict[str, Any]:
     }
 
 
-def humps_warnings(humps: Humps, load: str = Load.OPEN_LOOP) -> list[str]:
+def humps_warnings(humps: HumpsFound, load: Load = Load.OPEN_LOOP) -> list[str]:
     """Multi-modal latency is a defect to flag without anyone reading the plot."""
     if humps.count < 2:
         return []
@@ -299,7 +299,7 @@ def humps_warnings(humps: Humps, load: str = Load.OPEN_LOOP) -> list[str]:
 
 
 def series_json(result: PerMessage, metrics: Mapping[str, MetricCounts],
-                histogram: tuple[np.ndarray, np.ndarray], humps: Humps) -> dict[str, Any]:
+                histogram: tuple[np.ndarray, np.ndarray], humps: HumpsFound) -> dict[str, Any]:
     """report/series.json (documented in spark_jobs.run_report): every list ≤ MAX_POINTS long."""
     edges, counts = histogram
 

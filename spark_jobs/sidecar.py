@@ -81,8 +81,9 @@ class Sidecar:
         if manifest.started_at_ns is None:
             return  # the agents are not started yet
         if self.follower is None:
-            run = run_merge.Run(with_start_instants(manifest), {}, manifest.throughput_window,
-                                load_of(manifest.params), delivery.Expected())
+            run = run_merge.AnalysedRun(with_start_instants(manifest), {},
+                                        manifest.throughput_window, load_of(manifest.params),
+                                        delivery.Expected())
             self.follower = RunFollower(run)
             if not self.follower.followable:
                 self.broken = "the run has no planned schedule (rate max, or no duration)"
@@ -116,13 +117,13 @@ class Sidecar:
         checked = run_report.check_run(self.run_dir)
         if checked.damaged:
             return self._not_followed("its files fail their checks")
-        if changed := self._not_vouched(checked.manifest):
+        if changed := self._not_vouched(checked.passed):
             return self._not_followed(f"{changed}: not the chunk its manifest vouches for")
         began = time.monotonic()
         try:
             figured = self.follower.finish(run_report.run_of(checked, None))
             log.info("finished in %.2f s", time.monotonic() - began)
-            if not isinstance(figured, run_merge.Figures):
+            if not isinstance(figured, run_merge.RunFigures):
                 return self._not_followed("its analysis context changed by its end, or an "
                                           "hlog is damaged")
             run_report.clear_report(self.run_dir)

@@ -132,7 +132,7 @@ def read_log(path: str | Path, warmup_s: float, died: bool = False) -> LogRead:
                    intervals=measured_intervals(hlog, warmup_s, HEADLINE_TAGS))
 
 
-def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: str
+def _checked_tags(agent: str, role: str, off_clock: Mapping[str, int], load: Load
                   ) -> tuple[tuple[str, ...], list[str]]:
     """The hlog tags of an agent that hold the values the passes computed, and why any do not.
 
@@ -155,7 +155,7 @@ def hlog_agreement(
     logged: Mapping[str, tuple[str, Mapping[str, np.ndarray]]],
     computed_counts: dict[str, dict[str, np.ndarray]],
     off_clock: Mapping[str, int],
-    load: str = Load.OPEN_LOOP,
+    load: Load = Load.OPEN_LOOP,
 ) -> tuple[bool | None, list[str], list[str]]:
     """Does every agent's hlog hold exactly the buckets the passes built from its messages?
 

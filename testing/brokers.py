@@ -23,8 +23,10 @@ def builtin_broker(name: str) -> Iterator[BuiltinBroker]:
     process = subprocess.Popen(
         [sys.executable, "-m", "sixnines", "broker", name, "--bind", "127.0.0.1:0"],
         stdout=subprocess.PIPE, text=True)
+    announced = process.stdout
+    assert announced is not None  # stdout=PIPE
     try:
-        line = process.stdout.readline()
+        line = announced.readline()
         if not line:
             raise RuntimeError(f"the {name} broker exited before announcing itself "
                                f"(exit status {process.wait(10)})")
@@ -34,7 +36,7 @@ def builtin_broker(name: str) -> Iterator[BuiltinBroker]:
             process.send_signal(signal.SIGCONT)  # in case a test left it stopped
             process.terminate()
         process.wait(10)
-        process.stdout.close()
+        announced.close()
 
 
 @contextmanager

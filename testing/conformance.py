@@ -85,7 +85,7 @@ class Target:
     """Case id ("one_way", "unreachable[requester]") -> why it fails: the case runs as a
     strict xfail, so it must fail, and the day it passes the entry must go."""
 
-    def make(self, address: str | None = None, **options: object) -> Driver:
+    def make(self, address: str | None = None, /, **options: object) -> Driver:
         """A driver for this target (another broker's `address`, more `options`)."""
         merged = {**self.options, **(self.isolate() if self.isolate else {}), **options}
         return self.driver(address or self.address, self.driver.Options(**merged))
@@ -131,7 +131,7 @@ def outgoing(driver: Driver, producer_id: int, count: int, size: int = SIZE,
 def send_all(sender: Sender, out: Outgoing, batches: Sequence[int] = (1, 7, 50, 13)) -> None:
     """Every frame of `out` in calls of changing size (as a sender's batches vary), then
     the sender's `settle`."""
-    wire = memoryview(out.buf)
+    wire = out.buf.data
     count = len(out.messages)
     i = k = 0
     while i < count:
@@ -308,7 +308,7 @@ class DriverConformance:
         sent = [outgoing(driver, p, 200) for p in (1, 2, 3)]
         for k in range(0, 200, 20):
             for sender, out in zip(senders, sent, strict=True):
-                sender.send(memoryview(out.buf)[k * out.stride : (k + 20) * out.stride], 20)
+                sender.send(out.buf.data[k * out.stride : (k + 20) * out.stride], 20)
         for sender in senders:
             sender.settle()
         assert_exactly_once(collect(driver, receivers, 600), sent)
@@ -327,7 +327,7 @@ class DriverConformance:
         sent = [outgoing(driver, p, 120, lane=Lane(p % lanes, lanes)) for p in ids]
         for k in range(0, 120, 20):
             for sender, out in zip(senders, sent, strict=True):
-                sender.send(memoryview(out.buf)[k * out.stride : (k + 20) * out.stride], 20)
+                sender.send(out.buf.data[k * out.stride : (k + 20) * out.stride], 20)
         for sender in senders:
             sender.settle()
         got = collect(driver, receivers, 120 * len(ids), lanes=lanes)
@@ -342,7 +342,7 @@ class DriverConformance:
         sender = driver.sender(SIZE, 1)
         closing(receiver, sender)
         out = outgoing(driver, 1, 5000)
-        sender.send(memoryview(out.buf), 5000)
+        sender.send(out.buf.data, 5000)
         sender.settle()
         assert_exactly_once(collect(driver, [receiver], 5000), [out])
 
@@ -497,7 +497,7 @@ class DriverConformance:
             sent = received = None
             deadline = time.monotonic() + FAULT_S
             while sent is None and time.monotonic() < deadline:
-                sent = _attempt(lambda: sender.send(memoryview(more.buf), 10)) or _attempt(settle)
+                sent = _attempt(lambda: sender.send(more.buf.data, 10)) or _attempt(settle)
                 if received is None:
                     received = _attempt(lambda: receiver.receive(inbox, stride, 10))
                 time.sleep(0.01)

@@ -53,7 +53,7 @@ def _record(row: tuple, agent_index: int) -> dict[str, Any]:
 def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] | None = None,
               expected: delivery.Expected | None = None, load: str = Load.OPEN_LOOP,
               window: int = 100, chunk_rows: int | None = None, **manifest: Any
-              ) -> run_merge.Run:
+              ) -> run_merge.AnalysedRun:
     """A run of these rows: each agent's rows in chunk files under folder/agents/<id>/
     (one, or of `chunk_rows` rows each), in the rows' order; `agents`: the manifest's
     entries (default: the rows' agents, by id), whose order gives agent_index;
@@ -77,10 +77,10 @@ def write_run(folder: Path, rows: Sequence[tuple], agents: list[dict[str, Any]] 
                                      for field in MESSAGES}, schema=MESSAGES), path)
             paths.append(path)
         messages[entry["id"]] = (Role(entry["role"]), paths)
-    return run_merge.Run(written, messages, window, load, expected or delivery.Expected())
+    return run_merge.AnalysedRun(written, messages, window, load, expected or delivery.Expected())
 
 
-def figures(*runs: run_merge.Run) -> list[run_merge.Figures]:
+def figures(*runs: run_merge.AnalysedRun) -> list[run_merge.RunFigures]:
     """The runs' figures, all analysed together, in this process."""
     return run_merge.figures(run_merge.in_process, list(runs))
 
@@ -99,7 +99,7 @@ def plain(value: Any) -> Any:
 
 
 def run_in(tmp_path: Path, rows: list[tuple], expected: delivery.Expected | None = None,
-           agents: list[dict[str, Any]] | None = None, **manifest: Any) -> run_merge.Run:
+           agents: list[dict[str, Any]] | None = None, **manifest: Any) -> run_merge.AnalysedRun:
     """A run of these rows, written in a folder of its own under tmp_path (default
     manifest: the rows' agents by id, so agent_index is their sorted order)."""
     folder = tmp_path / f"run{len(list(tmp_path.iterdir()))}"
@@ -133,17 +133,17 @@ def tiny_agents(clocks: dict[str, dict] | None = None) -> list[dict[str, Any]]:
 
 
 def tiny_run(tmp_path: Path, clocks: dict[str, dict] | None = None, **manifest: Any
-             ) -> run_merge.Run:
+             ) -> run_merge.AnalysedRun:
     """A run of tiny_rows, its agents' clocks and manifest fields given."""
     return run_in(tmp_path, tiny_rows(), agents=tiny_agents(clocks), **manifest)
 
 
-def rows_of(run: run_merge.Run) -> dict[str, agent_rows.Rows]:
+def rows_of(run: run_merge.AnalysedRun) -> dict[str, agent_rows.Rows]:
     """Each agent's rows as the passes read them (classified, clock-paired)."""
     return {agent.agent_id: agent_rows.read_rows(agent) for agent in run_merge.agent_files([run])}
 
 
-def by_metric(run: run_merge.Run) -> dict[str, list[int]]:
+def by_metric(run: run_merge.AnalysedRun) -> dict[str, list[int]]:
     """Each metric's measured values over all the run's agents, sorted."""
     found: dict[str, list[int]] = {}
     for rows in rows_of(run).values():

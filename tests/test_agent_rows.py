@@ -8,7 +8,7 @@ from sixnines.spark_jobs import agent_pass, run_merge
 from tests.analysis_rows import by_metric, rows_of, run_in, tiny_run
 
 
-def _pairs(run: run_merge.Run) -> dict[str, dict]:
+def _pairs(run: run_merge.AnalysedRun) -> dict[str, dict]:
     """Each receiving agent's timed receipts by clock pair, and its widest bound."""
     found = {}
     for agent_id, rows in rows_of(run).items():

@@ -203,7 +203,7 @@ def _stalled(got: list[int], latency: int = 10) -> list[tuple]:
 
 
 def _drained(tmp_path: Path, rows: list[tuple], drain_ended_ns: int, drain_ns: int = 300,
-             **manifest: Any) -> run_merge.Figures:
+             **manifest: Any) -> run_merge.RunFigures:
     """The figures of a run whose consumer c heard its drain of `drain_ns` out, to
     `drain_ended_ns`, without every message."""
     agents = [{"id": "c", "role": "consumer", "drain_ended_ns": drain_ended_ns},

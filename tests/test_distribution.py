@@ -109,13 +109,13 @@ def test_log_histogram_keeps_every_value():
 def test_log_histogram_of_nothing():
     edges, counts = d.log_histogram(np.zeros(hdr.COUNTS_LEN, dtype=np.int64))
     assert len(edges) == len(counts) == 0
-    assert d.humps(edges, counts) == d.Humps(0, ())
+    assert d.humps(edges, counts) == d.HumpsFound(0, ())
 
 
 # --- humps -------------------------------------------------------------------------------------
 
 
-def _humps(values) -> d.Humps:
+def _humps(values) -> d.HumpsFound:
     return d.humps(*_log_counts(np.asarray(values).astype(np.int64)))
 
 

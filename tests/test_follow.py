@@ -61,7 +61,7 @@ def _run(folder, latency, **fields):
                      workload={**WORKLOAD, **fields}, t0_ns=T0)
 
 
-def _followed(run: run_merge.Run, ahead: int) -> tuple[follow.RunFollower, int]:
+def _followed(run: run_merge.AnalysedRun, ahead: int) -> tuple[follow.RunFollower, int]:
     """A follower fed the run's chunks as they might close: each round one more of the
     producer's, and `ahead` more of each consumer's; and the most receipts it held pending
     after a round."""
@@ -122,8 +122,8 @@ def test_a_run_is_not_followed_without_a_planned_schedule(tmp_path):
 def test_a_run_whose_producer_died_is_analysed_whole(tmp_path):
     run = _run(tmp_path, lambda seq: 20_000)
     follower = _followed(run, 0)[0]
-    dead = run_merge.Run(run.manifest, run.messages, run.window, run.load,
-                         delivery.Expected(dead=delivery.Dead(producer_ids=(1, 2))))
+    dead = run_merge.AnalysedRun(run.manifest, run.messages, run.window, run.load,
+                                 delivery.Expected(dead=delivery.Dead(producer_ids=(1, 2))))
     assert follower.finish(dead) is None
     assert isinstance(follower.first["p"], FirstFold)
 

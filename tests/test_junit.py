@@ -12,7 +12,7 @@ import pytest
 import xmlschema
 
 from sixnines.formats.atomic import WriteFailure
-from sixnines.orchestrator.results.junit import Check, Outcome, junit_document, write_junit
+from sixnines.orchestrator.results.junit import CaseOutcome, Check, junit_document, write_junit
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).parent / "junit_schema" / "JUnit.xsd")
 ESCAPES = "\x1b]0;owned\x07\x1b[31m\x00\ud800"
@@ -26,14 +26,14 @@ def schema_errors(document: bytes | str | Path) -> list[str]:
 
 
 CHECKS = [
-    Check("tcp message_size=64", "latency p50", "tcp.message_size=64", Outcome.PASSED,
+    Check("tcp message_size=64", "latency p50", "tcp.message_size=64", CaseOutcome.PASSED,
           "same"),
-    Check("tcp message_size=64", "latency p99", "tcp.message_size=64", Outcome.FAILED,
+    Check("tcp message_size=64", "latency p99", "tcp.message_size=64", CaseOutcome.FAILED,
           "latency p99 regression: A 120.0 µs, B 250.0 µs, change +108.3%, tolerance 14%",
           "A: 120.0 µs\nB: 250.0 µs\nwhy: beyond the tolerance"),
-    Check("tcp message_size=64", "latency max", "tcp.message_size=64", Outcome.SKIPPED,
+    Check("tcp message_size=64", "latency max", "tcp.message_size=64", CaseOutcome.SKIPPED,
           "latency max not comparable: nothing lies above the max", "why: never judged"),
-    Check("zmq", "receive_rate", "zmq", Outcome.PASSED),
+    Check("zmq", "receive_rate", "zmq", CaseOutcome.PASSED),
 ]
 
 
@@ -64,7 +64,7 @@ def test_no_checks_is_still_a_valid_document():
 def test_control_characters_from_results_files_are_written_escaped():
     """Names come from results files; XML 1.0 allows no control character, and a CI page
     is one more place that shows them."""
-    hostile = Check(f"tcp{ESCAPES}", f"p99{ESCAPES}", f"tcp.{ESCAPES}", Outcome.FAILED,
+    hostile = Check(f"tcp{ESCAPES}", f"p99{ESCAPES}", f"tcp.{ESCAPES}", CaseOutcome.FAILED,
                     f"message{ESCAPES}\nforged", f"line one{ESCAPES}\nline two\r")
     document = junit_document([hostile])
     assert schema_errors(document) == []
@@ -77,7 +77,7 @@ def test_control_characters_from_results_files_are_written_escaped():
 
 def test_a_check_needs_a_suite():
     with pytest.raises(ValueError, match="suite name"):
-        Check(" ", "p99", "tcp", Outcome.PASSED)
+        Check(" ", "p99", "tcp", CaseOutcome.PASSED)
 
 
 def test_the_file_is_written_whole_or_not_at_all(tmp_path):

@@ -12,6 +12,7 @@
   analysis, summaries, compare, collect) < `reports` (the page) < `controller` (a whole
   scenario) < `cli`; a module imports its own room and those below.
 - No import cycle between modules, lazy imports inside functions included.
+- The type checker reads the package as the wheel lays it out (.ci/sixnines).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import ast
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -157,3 +159,18 @@ def test_the_wheel_installs_one_top_level_package(tmp_path):
                     for path in reports.rglob("*") if path.is_file()
                     and path.suffix in (".js", ".css", "") and "__pycache__" not in path.parts}
     assert pages_inline - set(names) == set()  # styles, scripts, vendored uPlot and licence
+
+
+def test_the_type_checker_reads_the_package_as_installed():
+    """mypy cannot follow the editable install's import hook: it reads `sixnines` through
+    .ci/sixnines (pyproject.toml's [tool.mypy]), which must link every folder
+    pyproject.toml maps into the package, and the package's own files, and nothing else."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    mapped = config["tool"]["setuptools"]["package-dir"]
+    linked = ROOT / ".ci" / "sixnines"
+    wanted = {name.removeprefix("sixnines."): ROOT / folder for name, folder in mapped.items()
+              if name != "sixnines"}
+    wanted |= {path.name: path for path in (ROOT / mapped["sixnines"]).glob("*.py")}
+    assert {path.name for path in linked.iterdir()} == set(wanted)
+    for name, target in wanted.items():
+        assert (linked / name).is_symlink() and (linked / name).resolve() == target.resolve()

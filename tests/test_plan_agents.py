@@ -8,13 +8,13 @@ import pytest
 
 from sixnines.agents.schedule import NS, message_count
 from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
-from sixnines.orchestrator.scenario.model import Workload
+from sixnines.orchestrator.scenario.model import WorkloadPoint
 
 
-def workload(**fields) -> Workload:
+def workload(**fields) -> WorkloadPoint:
     base = dict(message_size=64, rate=1000.0, duration_ns=2 * NS, warmup_ns=NS // 2)
     base.update(fields)
-    return Workload(**base)
+    return WorkloadPoint(**base)
 
 
 def by_role(plans: list[AgentPlan], role: str) -> list[AgentPlan]:
@@ -116,8 +116,8 @@ def test_tiny_rates_still_send_one_message_per_connection():
 
 
 def test_rate_max_shares_the_message_count_out_exactly():
-    w = Workload(message_size=64, rate="max", messages=10_001, producers=3, consumers=2,
-                 connections=2)
+    w = WorkloadPoint(message_size=64, rate="max", messages=10_001, producers=3, consumers=2,
+                      connections=2)
     plans = plan_agents(w)
     producers, consumers = by_role(plans, "producer"), by_role(plans, "consumer")
     assert [plan.sends for plan in producers] == [3334, 3334, 3333]

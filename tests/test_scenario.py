@@ -20,7 +20,7 @@ from sixnines.orchestrator.scenario.model import (
     Scenario,
     ScenarioError,
     Schedule,
-    Workload,
+    WorkloadPoint,
     load_scenario,
     parse_scenario,
 )
@@ -132,7 +132,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert scenario.output == "runs"
     ((workload, labels),) = scenario.workload.expand()
     assert labels == {}
-    assert workload == Workload(
+    assert workload == WorkloadPoint(
         mode="one-way",
         message_size=64,
         rate=1000.0,

@@ -25,7 +25,7 @@ from sixnines.spark_jobs import (
     series_pass,
     summarize,
 )
-from sixnines.spark_jobs.distribution import bucket_range, median_bucket
+from sixnines.spark_jobs.distribution import HumpsFound, bucket_range, median_bucket
 from tests.analysis_rows import figures, write_run
 
 US = 1_000  # ns
@@ -55,13 +55,14 @@ def _agents(t0_producer: int | None = 0, t0_consumer: int | None = 0) -> list[di
             {"id": "a1", "role": "consumer", "t0_ns": t0_consumer}]
 
 
-def _rows_of(run: run_merge.Run, role: str) -> tuple[agent_rows.AgentFiles, agent_rows.Rows]:
+def _rows_of(run: run_merge.AnalysedRun, role: str
+             ) -> tuple[agent_rows.AgentFiles, agent_rows.Rows]:
     """The run's one agent of this role and its rows, as a pass reads them."""
     (agent,) = [agent for agent in run_merge.agent_files([run]) if agent.role == role]
     return agent, agent_rows.read_rows(agent)
 
 
-def _spans(run: run_merge.Run, window: int) -> dict[int, list]:
+def _spans(run: run_merge.AnalysedRun, window: int) -> dict[int, list]:
     """Per side, (span, value) of every message of its one stream in time order: (None,
     None) for the first M, (span, None) where the window is undefined."""
     out: dict[int, list] = {}
@@ -186,7 +187,7 @@ def _per_message(folder: Path, rows, **run) -> series.PerMessage:
     return found.per_message
 
 
-def _streams(run: run_merge.Run) -> series.Streams:
+def _streams(run: run_merge.AnalysedRun) -> series.Streams:
     """The run's streams as the driver places them: round one's merged extents, the
     agents' t0s from the manifest."""
     merged = run_merge.merge_first([agent_pass.first_pass(agent)
@@ -256,7 +257,7 @@ def test_throughput_curves_add_up_the_streams(tmp_path):
 def test_latency_curve_buckets(tmp_path):
     """Buckets of intended time; n counts the messages before each bucket."""
     run = write_run(tmp_path, ONE_STREAM)
-    axis = series.Axis(0, 60 * US - 1, 3)
+    axis = series.TimeBins(0, 60 * US - 1, 3)
     origin = _streams(run).origins[series.SCHEDULE, 1]
     _, rows = _rows_of(run, "consumer")
     curve = series_pass.latency_curve(rows, {1: (origin, axis.low, axis.width_ns, axis.bins)})
@@ -283,9 +284,9 @@ def test_a_planned_run_s_curves_are_on_its_schedule(tmp_path):
     run = write_run(tmp_path, rows, agents=agents, window=100, workload=workload)
     found = run_merge.axes(run, run_merge.merge_first(
         [agent_pass.first_pass(agent) for agent in run_merge.agent_files([run])]).extents)
-    assert found.schedule == series.Axis(1000 * US, 3000 * US - 1, series.MAX_POINTS)
+    assert found.schedule == series.TimeBins(1000 * US, 3000 * US - 1, series.MAX_POINTS)
     # 1,000 messages a stream over 2 ms, 1,500 over 3 ms with the drain: 15 windows
-    assert found.throughput[series.SENDER] == series.Axis(1000 * US, 4000 * US - 1, 15)
+    assert found.throughput[series.SENDER] == series.TimeBins(1000 * US, 4000 * US - 1, 15)
     throughput = figures(run)[0].per_message.throughput
     assert throughput["sender"].t_s == pytest.approx([(1.1 + 0.2 * k) * 1e-3
                                                       for k in range(1, 10)])
@@ -338,7 +339,7 @@ def test_per_message_of_one_stream(tmp_path):
     assert result.density_ns == pytest.approx((210 - 50) / 5 * US)
     assert result.throughput["receiver"].zero_span == 0  # RECV[3] − RECV[1] = 35 µs
     assert series.notes(result) == []
-    humps = series.Humps(2, (50_000.0, 2_000_123.0))
+    humps = HumpsFound(2, (50_000.0, 2_000_123.0))
     fields = series.summary_fields(result, humps)
     assert fields["humps"].as_json() == {"count": 2, "modes_us": [50.0, 2000.0]}
     assert series.humps_warnings(humps) == ["latency is multi-modal: modes at 50, 2,000 µs"]
@@ -349,7 +350,7 @@ def test_per_message_of_one_stream(tmp_path):
 def test_empty_run_has_empty_series(tmp_path):
     result = _per_message(tmp_path, [])
     assert result.throughput == {} and result.density_ns is None
-    fields = series.summary_fields(result, series.Humps(0, ()))
+    fields = series.summary_fields(result, HumpsFound(0, ()))
     assert fields["throughput"].receiver_msg_s.count == 0
 
 
@@ -365,7 +366,7 @@ def test_runs_with_other_windows_get_their_own_series(tmp_path):
     """Runs analysed together (run_index 0 and 1) with different windows M take a window
     pass each, and each run's series is what it gets analysed alone; a run with nothing
     timed beside them keeps empty series."""
-    def run(name: str, rows, window: int) -> run_merge.Run:
+    def run(name: str, rows, window: int) -> run_merge.AnalysedRun:
         return write_run(tmp_path / name, rows, agents=_agents(), window=window)
 
     together = [found.per_message for found in figures(

@@ -18,6 +18,7 @@ import uuid
 import weakref
 from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import confluent_kafka
 from confluent_kafka import (
@@ -51,7 +52,7 @@ def _reason(error: KafkaError | KafkaException | Exception) -> str:
     return error.str() if isinstance(error, KafkaError) else str(error)
 
 
-class Backend:
+class ConfluentBackend:
     """Admin work (connection check, topics) and the factories of one driver."""
 
     def __init__(self, driver, timeout_s: float) -> None:
@@ -172,7 +173,7 @@ class _Alarms:
     """What librdkafka reported (through callbacks served by poll/consume), checked on the
     caller's next call: the hot path reads one flag, `trouble`."""
 
-    def __init__(self, backend: Backend) -> None:
+    def __init__(self, backend: ConfluentBackend) -> None:
         self.label = backend.label
         self.trouble = False
         self.failed: KafkaError | None = None  # a delivery report: always fatal
@@ -211,7 +212,7 @@ class _Alarms:
 
 
 class ConfluentSender(_Alarms, Sender):
-    def __init__(self, backend: Backend, topic: str, partition: int) -> None:
+    def __init__(self, backend: ConfluentBackend, topic: str, partition: int) -> None:
         super().__init__(backend)
         self.topic = topic
         self.partition = partition
@@ -267,7 +268,7 @@ class ConfluentReceiver(_Alarms, Receiver):
     one per receiver) becomes readable when librdkafka queues something for it (see
     Doorbell)."""
 
-    def __init__(self, backend: Backend, topic: str, partitions: list[int]) -> None:
+    def __init__(self, backend: ConfluentBackend, topic: str, partitions: list[int]) -> None:
         super().__init__(backend)
         opts = backend.options
         client_id = f"sixnines-{uuid.uuid4().hex[:12]}"
@@ -288,7 +289,7 @@ class ConfluentReceiver(_Alarms, Receiver):
         self._poll = self.consumer.poll
         self.bell = Doorbell.attach(self.consumer, client_id)
         self.pollable = self.bell.fileno()
-        self.held: list = []  # messages polled while joining a group, returned first
+        self.backlog: list = []  # messages polled while joining a group, returned first
         if opts.group:
             self._join(topic, set(partitions))
         else:
@@ -322,14 +323,14 @@ class ConfluentReceiver(_Alarms, Receiver):
                                   f"the consumer group within {JOIN_TIMEOUT_S:g} s")
             message = self._poll(0.1)
             if message is not None and message.error() is None:
-                self.held.append(message)
+                self.backlog.append(message)
             self.check(self.consumer)
 
     def take(self, room: int, timeout_ms: int) -> list:
         """Up to `room` queued messages, waiting up to `timeout_ms` for the first."""
         self.bell.clear()
-        if self.held:
-            batch, self.held = self.held[:room], self.held[room:]
+        if self.backlog:
+            batch, self.backlog = self.backlog[:room], self.backlog[room:]
             return batch
         batch = self._consume(room, 0)
         if not batch:
@@ -394,7 +395,7 @@ class ConfluentReceiver(_Alarms, Receiver):
 class ConfluentResponder(Responder):
     """Requests from `<topic>` produced back, unchanged, to `<prefix><producer id>`."""
 
-    def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
+    def __init__(self, backend: ConfluentBackend, topic: str, partitions: int, prefix: str) -> None:
         self.receiver = ConfluentReceiver(backend, topic, list(range(partitions)))
         self.sender = ConfluentSender(backend, "", 0)
         self.prefix = prefix
@@ -440,10 +441,11 @@ class Doorbell:
     the pollable is an always-readable pipe and a multi-connection agent polls instead of
     sleeping (correct, only busier)."""
 
-    _lib = None
+    _lib: ctypes.CDLL | Literal[False] | None = None  # False: none that can be used
 
     def __init__(self, read_fd: int, write_fd: int | None, queue: int | None) -> None:
-        self._read, self._write, self._queue = read_fd, write_fd, queue
+        self._read: int | None = read_fd
+        self._write, self._queue = write_fd, queue
 
     @classmethod
     def attach(cls, consumer: Consumer, client_id: str) -> Doorbell:
@@ -462,13 +464,14 @@ class Doorbell:
         return cls(read_fd, None, None)
 
     @classmethod
-    def _library(cls):
+    def _library(cls) -> ctypes.CDLL | None:
         if cls._lib is None:
             cls._lib = False
             found = sorted(Path(confluent_kafka.__file__).parent.parent.glob(
                 "confluent_kafka.libs/librdkafka*.so*"))
-            version = confluent_kafka.version()  # a str in 2.x, a (str, int) tuple before
-            version = version[0] if isinstance(version, tuple) else version
+            # a str in 2.x, a (str, int) tuple before
+            found_version: str | tuple[str, int] = confluent_kafka.version()
+            version = found_version[0] if isinstance(found_version, tuple) else found_version
             if found and version.startswith("2."):
                 lib = ctypes.CDLL(str(found[0]))
                 lib.rd_kafka_name.restype = ctypes.c_char_p
@@ -482,10 +485,10 @@ class Doorbell:
         return cls._lib or None
 
     def fileno(self) -> int:
-        return self._read
+        return -1 if self._read is None else self._read  # -1 once closed, as a socket's
 
     def clear(self) -> None:
-        if self._write is not None:
+        if self._write is not None and self._read is not None:
             with contextlib.suppress(BlockingIOError):
                 os.read(self._read, 4096)
 
@@ -495,9 +498,10 @@ class Doorbell:
                 os.write(self._write, b"!")
 
     def close(self) -> None:
-        if self._queue is not None:
-            self._lib.rd_kafka_queue_io_event_enable(self._queue, -1, None, 0)
-            self._lib.rd_kafka_queue_destroy(self._queue)
+        lib = self._library()  # found: the queue came from it
+        if self._queue is not None and lib is not None:
+            lib.rd_kafka_queue_io_event_enable(self._queue, -1, None, 0)
+            lib.rd_kafka_queue_destroy(self._queue)
             self._queue = None
         for fd in (self._read, self._write):
             if fd is not None:

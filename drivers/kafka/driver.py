@@ -25,7 +25,16 @@ from __future__ import annotations
 import socket
 from typing import ClassVar
 
-from sixnines.drivers.base import SOLE_LANE, Credential, Driver, DriverError, Lane, split_address
+from sixnines.drivers.base import (
+    SOLE_LANE,
+    Credential,
+    Driver,
+    DriverError,
+    DriverOptions,
+    Lane,
+    WorkloadShape,
+    split_address,
+)
 from sixnines.drivers.kafka import confluent, kafka_python
 from sixnines.drivers.kafka.options import KafkaOptions
 from sixnines.drivers.kafka.wire import (
@@ -36,6 +45,7 @@ from sixnines.drivers.kafka.wire import (
     reply_prefix,
     requests_topic,
 )
+from sixnines.formats.vocabulary import Mode
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
 
@@ -43,6 +53,7 @@ CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails wi
 class KafkaDriver(Driver):
     name = "kafka"
     Options: ClassVar[type[KafkaOptions]] = KafkaOptions
+    options: KafkaOptions  # what Options validated
     needs_responder = True
 
     def __init__(self, address: str, options: KafkaOptions,
@@ -52,10 +63,10 @@ class KafkaDriver(Driver):
         self.label = f"kafka at {address}"
         self.partitions: dict[str, int] = {}  # topics known to exist: partition count
         self.record_bytes = record_bytes(0)
-        self._backend = None
+        self._backend: confluent.ConfluentBackend | kafka_python.PythonBackend | None = None
 
     @classmethod
-    def workload_problems(cls, options: KafkaOptions, workload) -> list[str]:
+    def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if not isinstance(options, KafkaOptions):
             return []  # invalid options (still a dict): the scenario loader reports them
         problems = []
@@ -63,7 +74,7 @@ class KafkaDriver(Driver):
             problems.append(f"kafka: {workload.message_size}-byte messages exceed the "
                             f"{MAX_MESSAGE_BYTES}-byte limit this driver configures")
         connections = workload.connections
-        if (str(workload.mode) == "one-way" and options.partitions is not None
+        if (workload.mode == Mode.ONE_WAY and options.partitions is not None
                 and options.partitions < connections):
             problems.append(
                 f"kafka: partitions {options.partitions} is fewer than the workload's "
@@ -81,17 +92,18 @@ class KafkaDriver(Driver):
     # -- connecting ------------------------------------------------------------------------
 
     @property
-    def backend(self):
-        """The chosen client's module-level `Backend`, connected on first use: a refused
-        port fails at once, anything else within CONNECT_TIMEOUT_S."""
+    def backend(self) -> confluent.ConfluentBackend | kafka_python.PythonBackend:
+        """The chosen client's backend, connected on first use: a refused port fails at
+        once, anything else within CONNECT_TIMEOUT_S."""
         if self._backend is None:
             try:
                 socket.create_connection((self.host, self.port), CONNECT_TIMEOUT_S).close()
             except OSError as exc:
                 reason = exc.strerror or str(exc) or type(exc).__name__
                 raise DriverError(f"{self.label}: cannot connect ({reason})") from None
-            backend = confluent if self.options.client == "confluent" else kafka_python
-            self._backend = backend.Backend(self, CONNECT_TIMEOUT_S)
+            backend = confluent.ConfluentBackend if self.options.client == "confluent" \
+                else kafka_python.PythonBackend
+            self._backend = backend(self, CONNECT_TIMEOUT_S)
         return self._backend
 
     def topic(self, name: str, partitions: int | None = None) -> int:

@@ -16,6 +16,7 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Iterator
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -39,21 +40,30 @@ def _reason(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
 
 
+class _Messages(logging.Handler):
+    """Keeps the message of every warning or error it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
 @contextlib.contextmanager
-def _logged():
+def _logged() -> Iterator[list[str]]:
     """The kafka-python warnings and errors logged meanwhile (their messages)."""
-    messages: list[str] = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = lambda record: messages.append(record.getMessage())
+    handler = _Messages()
     logger = logging.getLogger("kafka")
     logger.addHandler(handler)
     try:
-        yield messages
+        yield handler.messages
     finally:
         logger.removeHandler(handler)
 
 
-class Backend:
+class PythonBackend:
     def __init__(self, driver, timeout_s: float) -> None:
         self.driver = driver  # its record_bytes sizes topics, producers and consumers
         self.label = driver.label
@@ -154,7 +164,7 @@ class Backend:
 
 
 class PythonSender(Sender):
-    def __init__(self, backend: Backend, topic: str, partition: int) -> None:
+    def __init__(self, backend: PythonBackend, topic: str, partition: int) -> None:
         self.label = backend.label
         self.topic = topic
         self.partition = partition
@@ -199,7 +209,9 @@ class PythonSender(Sender):
         try:
             self.producer.flush(FLUSH_TIMEOUT_S)
         except KafkaError:
-            self.producer._sender.force_close()  # fails what is queued; checked privately
+            # fails what is queued; a private member, which the stubs do not know
+            # (tests/drivers/test_client_privates.py checks it is there)
+            self.producer._sender.force_close()  # type: ignore[attr-defined]
         with contextlib.suppress(KafkaError):
             self.producer.close(timeout=1)
         self.check()
@@ -208,13 +220,15 @@ class PythonSender(Sender):
 class PythonReceiver(Receiver):
     """A consumer of `partitions` of a topic (a lane's share)."""
 
-    def __init__(self, backend: Backend, topic: str, partitions: list[int]) -> None:
+    pollable: int  # the read end of a pipe (the module doc)
+
+    def __init__(self, backend: PythonBackend, topic: str, partitions: list[int]) -> None:
         self.label = backend.label
         self.address = backend.address
         self.group = backend.options.group
         try:
             self.consumer = backend.consumer(self.group)
-            self.held: list = []
+            self.backlog: list = []
             if self.group:
                 self._join(topic, set(partitions))
             else:
@@ -257,13 +271,13 @@ class PythonReceiver(Receiver):
                                   f"the consumer group within {JOIN_TIMEOUT_S:g} s")
             for tp, records in consumer.poll(timeout_ms=100).items():
                 if tp.partition in mine:
-                    self.held += records
+                    self.backlog += records
         self._seek_to_end([tp for tp in consumer.assignment() if tp.partition in mine])
 
     def take(self, room: int, timeout_ms: int) -> list:
         """Up to `room` records (a list per partition), waiting up to `timeout_ms`."""
-        if self.held:
-            held, self.held = self.held[:room], self.held[room:]
+        if self.backlog:
+            held, self.backlog = self.backlog[:room], self.backlog[room:]
             return [held]
         if timeout_ms < 0:
             while True:
@@ -312,7 +326,7 @@ class PythonReceiver(Receiver):
 
 
 class PythonResponder(Responder):
-    def __init__(self, backend: Backend, topic: str, partitions: int, prefix: str) -> None:
+    def __init__(self, backend: PythonBackend, topic: str, partitions: int, prefix: str) -> None:
         self.receiver = PythonReceiver(backend, topic, list(range(partitions)))
         self.sender = PythonSender(backend, "", 0)
         self.prefix = prefix

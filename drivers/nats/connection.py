@@ -1,5 +1,5 @@
 """NATS connections: nats-py's handshake on a socket we keep, JetStream management
-through nats-py, and `Link`, a connection's socket with its protocol parser.
+through nats-py, and `NatsLink`, a connection's socket with its protocol parser.
 
 nats-py is asyncio-only, and the agents' send loop is a synchronous busy-wait that must not
 share the GIL with an event-loop thread. So nats-py runs each connection's handshake on a
@@ -57,6 +57,12 @@ class _LentTransport(Transport):
             self.error = exc
             raise
 
+    def connected(self) -> socket.socket:
+        """The socket, once `connect` made it (nats-py calls nothing else before)."""
+        if self.sock is None:
+            raise ConnectionError("the transport is not connected")
+        return self.sock
+
     async def connect_tls(self, uri, ssl_context, buffer_size: int, connect_timeout: int):
         hostname = uri if isinstance(uri, str) else uri.hostname
         try:
@@ -77,7 +83,7 @@ class _LentTransport(Transport):
 
     async def readline(self) -> bytes:
         while (end := self.inbox.find(b"\n")) < 0:
-            data = self.sock.recv(65536)
+            data = self.connected().recv(65536)
             if not data:
                 return b""
             self.inbox += data
@@ -89,7 +95,7 @@ class _LentTransport(Transport):
         if self.outbox:
             data = b"".join(self.outbox)
             self.outbox.clear()
-            self.sock.sendall(data)
+            self.connected().sendall(data)
 
     async def wait_closed(self) -> None:
         return None
@@ -185,7 +191,7 @@ def handshake(host: str, port: int, arguments: dict, label: str):
         raise _connect_error(exc, transport.error, label, _has_credentials(arguments)) from None
     finally:
         loop.close()
-    sock = transport.sock
+    sock = transport.connected()
     sock.settimeout(None)
     if isinstance(sock, socket.socket) and sock.family in (socket.AF_INET, socket.AF_INET6):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -276,7 +282,7 @@ def _plain(value) -> str:
 # --- the protocol on the socket ----------------------------------------------------------
 
 
-class Link(Parser):
+class NatsLink(Parser):
     """One connection after the handshake: its socket (`io`) and the parser of what the
     server sends, whose answers (PONG, pull requests) go out after each `parse`."""
 

@@ -47,15 +47,17 @@ from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
+    DriverOptions,
     Framing,
     Lane,
     Receiver,
     Responder,
     Sender,
+    WorkloadShape,
     split_address,
 )
 from sixnines.drivers.nats.connection import (
-    Link,
+    NatsLink,
     client_arguments,
     ensure_stream,
     handshake,
@@ -81,7 +83,7 @@ class NatsSender(Sender):
     is dropped), -ERR raises, JetStream acks are counted. A requester's sender leaves the
     reading to its receiver, which the send loop polls anyway."""
 
-    def __init__(self, link: Link, reads: bool) -> None:
+    def __init__(self, link: NatsLink, reads: bool) -> None:
         self.link = link
         self._write = link.io.write
         self._reads = reads
@@ -111,7 +113,7 @@ class NatsSender(Sender):
 
 
 class NatsReceiver(Receiver):
-    def __init__(self, link: Link, release: Release = None) -> None:
+    def __init__(self, link: NatsLink, release: Release = None) -> None:
         self.link = link
         self.pollable = link.sock
         self._release = release
@@ -133,7 +135,7 @@ class NatsReceiver(Receiver):
             return 0
         n = link.parse(out, stride, room)
         # TLS may hold decrypted bytes that no poller sees: take them while `out` has room
-        while link.io.tls and n < room and link.sock.pending():
+        while link.io.tls and n < room and link.io.pending():
             left = room - n
             link.fill(max(left * self._wire_min - (link.end - link.start), 1))
             n += link.parse(out[n * stride :], stride, left)
@@ -144,7 +146,7 @@ class NatsReceiver(Receiver):
 
 
 class NatsResponder(Responder):
-    def __init__(self, link: Link, reply_prefix: bytes, release: Release = None) -> None:
+    def __init__(self, link: NatsLink, reply_prefix: bytes, release: Release = None) -> None:
         self.link = link
         self._release = release
         link.replies = bytearray()
@@ -167,7 +169,7 @@ class NatsResponder(Responder):
         _close(self.link, self._release)
 
 
-def _close(link: Link, release: Release) -> None:
+def _close(link: NatsLink, release: Release) -> None:
     """Close a subscriber, deleting its JetStream consumer if it was the last user."""
     if link.closed:
         return
@@ -181,6 +183,7 @@ def _close(link: Link, release: Release) -> None:
 class NatsDriver(Driver):
     name = "nats"
     Options = NatsOptions
+    options: NatsOptions  # what Options validated
     needs_responder = True
 
     def __init__(self, address: str, options: NatsOptions,
@@ -205,7 +208,7 @@ class NatsDriver(Driver):
         return Framing()  # payloads are copied out end to end
 
     @classmethod
-    def workload_problems(cls, options: NatsOptions, workload) -> list[str]:
+    def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if workload.message_size > MAX_PAYLOAD_LIMIT:
             return [f"message_size {workload.message_size} is above 64 MiB, the largest "
                     "max_payload a NATS server accepts"]
@@ -227,7 +230,7 @@ class NatsDriver(Driver):
         return list(dict.fromkeys([self.options.subject] + [
             self.lane_subject(Lane(index, lane.count)) for index in range(lane.count)]))
 
-    def _open(self, size: int, consumer: str = "", lane: Lane = SOLE_LANE) -> Link:
+    def _open(self, size: int, consumer: str = "", lane: Lane = SOLE_LANE) -> NatsLink:
         """A connection after the handshake; in JetStream mode the stream exists and takes
         the lane's subjects (and the pull consumer `consumer`, when named, filtering the
         lane's subject) before it returns."""
@@ -240,7 +243,7 @@ class NatsDriver(Driver):
                 self._stream_ready.update(subjects)
         sock, leftover, info = handshake(self._host, self._port, self._arguments(),
                                           self._label)
-        link = Link(sock, leftover, info, size, self._label)
+        link = NatsLink(sock, leftover, info, size, self._label)
         if size > link.max_payload:
             link.close()
             raise DriverError(f"{self._label}: {size}-byte messages exceed the server's "
@@ -257,14 +260,14 @@ class NatsDriver(Driver):
                 ack_policy=api.AckPolicy.NONE, filter_subject=filter_subject,
                 inactive_threshold=CONSUMER_INACTIVE_S))
 
-    def _publisher(self, link: Link, reads: bool) -> NatsSender:
+    def _publisher(self, link: NatsLink, reads: bool) -> NatsSender:
         if self._js:
             link.ack_sid = ACK_SID
             link.subscribe(self._acks, ACK_SID, b"acks")
         return NatsSender(link, reads)
 
     def _subscriber(self, size: int, name: str, queue: bytes = b"",
-                    lane: Lane = SOLE_LANE) -> tuple[Link, Release]:
+                    lane: Lane = SOLE_LANE) -> tuple[NatsLink, Release]:
         """A connection subscribed to `lane`'s subject, in JetStream mode by pulling from
         the consumer `sixnines-<agent token>-<name>` (created by the first connection that
         names it, deleted when the last one closes); returns it with the release."""
@@ -297,7 +300,7 @@ class NatsDriver(Driver):
         return link, release
 
     @staticmethod
-    def _ready(link: Link, release: Release = None) -> None:
+    def _ready(link: NatsLink, release: Release = None) -> None:
         """Wait until the server has taken the subscriptions; close the link if not."""
         try:
             link.sync()

@@ -240,6 +240,7 @@ class Parser:
             line = self.reply_lines[producer_id] = b"PUB %s%d %d\r\n" % (
                 self.reply_prefix, producer_id, self.size)
         replies = self.replies
+        assert replies is not None  # only a responder relays, and it has them
         replies += line
         replies += self.view[body:stop]
         replies += b"\r\n"

@@ -1,5 +1,6 @@
 """RabbitMQ connections: pika connects, authenticates, opens channel 1 and declares what a
-role needs; then `Link` takes pika's socket over and speaks the hot path's frames itself.
+role needs; then `RabbitmqLink` takes pika's socket over and speaks the hot path's frames
+itself.
 
 Taking the socket over reaches into pika's private members (`_impl.params.frame_max`,
 `_impl._transport._sock`, `_impl._frame_buffer`, `_impl.ioloop`): pinned in pyproject's
@@ -45,6 +46,8 @@ def connect(host: str, port: int, options: RabbitmqOptions,
         if username != GUEST:  # RabbitmqOptions refuses this; a Credential always has one
             raise DriverError(f"{label}: no password for user {username!r}")
         password = GUEST
+    if username is None:  # RabbitmqOptions has a default user; a Credential names one
+        raise DriverError(f"{label}: no user to log in as")
     params = pika.ConnectionParameters(
         host=host, port=port, virtual_host=options.vhost,
         credentials=pika.PlainCredentials(username, password),
@@ -73,7 +76,7 @@ def connect(host: str, port: int, options: RabbitmqOptions,
         raise DriverError(f"{label}: cannot open a channel ({reason(exc)})") from exc
 
 
-class Link(Reader):
+class RabbitmqLink(Reader):
     """One AMQP connection once pika has set it up: its socket (`io`), channel, and the
     reader of the frames the broker sends (deliveries, confirms, closes)."""
 

@@ -43,14 +43,16 @@ from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
+    DriverOptions,
     Framing,
     Lane,
     Receiver,
     Responder,
     Sender,
+    WorkloadShape,
     split_address,
 )
-from sixnines.drivers.rabbitmq.connection import CONFIRM_WAIT_S, Link, connect, reason
+from sixnines.drivers.rabbitmq.connection import CONFIRM_WAIT_S, RabbitmqLink, connect, reason
 from sixnines.drivers.rabbitmq.options import RabbitmqOptions
 from sixnines.drivers.rabbitmq.wire import (
     BODY_FRAME,
@@ -59,6 +61,7 @@ from sixnines.drivers.rabbitmq.wire import (
     fits_one_frame,
     publish_head,
 )
+from sixnines.formats.vocabulary import Mode, Role
 
 MAX_MESSAGE = 128 << 20  # RabbitMQ's default max_message_size
 READ_BYTES = 4 << 20
@@ -74,7 +77,7 @@ def lane_route(options: RabbitmqOptions, lane: Lane) -> tuple[str, str]:
 
 
 class _Publisher(Sender):
-    def __init__(self, link: Link, confirms: bool) -> None:
+    def __init__(self, link: RabbitmqLink, confirms: bool) -> None:
         self._link = link
         self._confirms = confirms
 
@@ -108,7 +111,7 @@ class TemplateSender(_Publisher):
     head the shared Framing cannot hold (a requester's reply_to) or a body spread over
     several frames. The templates are laid out once, end to end, and reused."""
 
-    def __init__(self, link: Link, head: bytes, message_size: int, offset: int,
+    def __init__(self, link: RabbitmqLink, head: bytes, message_size: int, offset: int,
                  confirms: bool) -> None:
         super().__init__(link, confirms)
         self._offset = offset  # where the message starts in each incoming frame
@@ -128,7 +131,7 @@ class TemplateSender(_Publisher):
         slot = len(self._template)
         if len(self._ring) < count * slot:
             self._ring = np.frombuffer(self._template * count, np.uint8).copy()
-            self._wire = memoryview(self._ring)
+            self._wire = self._ring.data
 
     def send(self, frames: memoryview, count: int) -> None:
         self._room(count)
@@ -141,9 +144,9 @@ class TemplateSender(_Publisher):
                     wire[k * slot + at : k * slot + at + size] = frames[source : source + size]
         else:
             into = self._ring[: count * slot].reshape(count, slot)
-            source = np.frombuffer(frames, np.uint8).reshape(count, stride)
+            sources = np.frombuffer(frames, np.uint8).reshape(count, stride)
             for at, start, size in self._chunks:
-                into[:, at : at + size] = source[:, offset + start : offset + start + size]
+                into[:, at : at + size] = sources[:, offset + start : offset + start + size]
         link = self._link
         link.write(wire[: count * slot])
         link.published += count
@@ -153,7 +156,7 @@ class TemplateSender(_Publisher):
 class RabbitmqReceiver(Receiver):
     """Copies delivered bodies into the caller's buffer and acks them in one frame."""
 
-    def __init__(self, link: Link, message_size: int, auto_ack: bool) -> None:
+    def __init__(self, link: RabbitmqLink, message_size: int, auto_ack: bool) -> None:
         self._link = link
         self._size = message_size
         self._ack = not auto_ack
@@ -194,7 +197,7 @@ class RabbitmqResponder(Responder):
     """Publishes each request's body to its reply_to through the default exchange, then
     acks the requests, all in one write per batch."""
 
-    def __init__(self, link: Link, message_size: int, options: RabbitmqOptions) -> None:
+    def __init__(self, link: RabbitmqLink, message_size: int, options: RabbitmqOptions) -> None:
         self._link = link
         self._size = message_size
         self._options = options
@@ -250,6 +253,7 @@ class RabbitmqResponder(Responder):
 class RabbitmqDriver(Driver):
     name = "rabbitmq"
     Options = RabbitmqOptions
+    options: RabbitmqOptions  # what Options validated
     needs_responder = True
 
     def __init__(self, address: str, options: RabbitmqOptions,
@@ -275,11 +279,11 @@ class RabbitmqDriver(Driver):
         return Framing()  # bare bodies, end to end
 
     @classmethod
-    def workload_problems(cls, options: RabbitmqOptions, workload) -> list[str]:
+    def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if not isinstance(options, RabbitmqOptions):
             return []  # invalid options (still a dict): the scenario loader reports them
         problems = []
-        if (str(workload.mode) == "one-way" and not options.exchange
+        if (workload.mode == Mode.ONE_WAY and not options.exchange
                 and workload.consumers > 1):
             problems.append(
                 f"exchange \"\" (the default exchange) sends each lane through one named "
@@ -295,21 +299,21 @@ class RabbitmqDriver(Driver):
 
     # --- connections ----------------------------------------------------------------
 
-    def _setup(self, role: str, connection_id: int, prepare, read_bytes: int = 1 << 16):
+    def _setup(self, role: Role, connection_id: int, prepare, read_bytes: int = 1 << 16):
         """Connect, let `prepare(channel)` declare what the role needs (returning a value
         passed back), and hand the connection over to a Link."""
         connection, channel = connect(self._host, self._port, self.options, self.login(),
                                       f"sixnines {role} {connection_id}", self._label)
         try:
             value = prepare(channel)
-            if self.options.confirms and role in ("producer", "requester", "responder"):
+            if self.options.confirms and role in (Role.PRODUCER, Role.REQUESTER, Role.RESPONDER):
                 channel.confirm_delivery()
         except errors.AMQPError as exc:
             if connection.is_open:
                 connection.close()
             raise DriverError(f"{self._label}: setting up the {role} failed "
                               f"({reason(exc)})") from exc
-        return Link(connection, channel, self._label, read_bytes), value
+        return RabbitmqLink(connection, channel, self._label, read_bytes), value
 
     def _consumer(self, channel, queue: str = "") -> str:
         """The queue a consumer reads, with its prefetch: a named queue is deleted and
@@ -326,7 +330,7 @@ class RabbitmqDriver(Driver):
         return channel.queue_declare("", durable=options.persistent, exclusive=True,
                                      auto_delete=True).method.queue
 
-    def _publisher(self, link: Link, message_size: int, head: bytes, framed: bool,
+    def _publisher(self, link: RabbitmqLink, message_size: int, head: bytes, framed: bool,
                    lane: Lane = SOLE_LANE):
         confirms = self.options.confirms
         if framed and fits_one_frame(message_size):
@@ -348,7 +352,7 @@ class RabbitmqDriver(Driver):
             if exchange:
                 channel.exchange_declare(exchange, "fanout", durable=True)
 
-        link, _ = self._setup("producer", connection_id, prepare)
+        link, _ = self._setup(Role.PRODUCER, connection_id, prepare)
         head = publish_head(link.channel, exchange, routing_key, message_size,
                             options.persistent)
         return self._publisher(link, message_size, head, framed=True, lane=lane)
@@ -366,9 +370,9 @@ class RabbitmqDriver(Driver):
             channel.queue_bind(own, exchange)
             return own
 
-        return self._subscribe("consumer", connection_id, prepare, message_size)[0]
+        return self._subscribe(Role.CONSUMER, connection_id, prepare, message_size)[0]
 
-    def _subscribe(self, role: str, connection_id: int, prepare,
+    def _subscribe(self, role: Role, connection_id: int, prepare,
                    message_size: int) -> tuple[RabbitmqReceiver, str]:
         read_bytes = max(READ_BYTES, 4 * (message_size + 512))
         link, queue = self._setup(role, connection_id, prepare, read_bytes)
@@ -382,11 +386,11 @@ class RabbitmqDriver(Driver):
     def requester(self, message_size: int, connection_id: int):
         options = self.options
         replies, reply_to = self._subscribe(
-            "requester", connection_id,
+            Role.REQUESTER, connection_id,
             self._consumer, message_size)
 
         try:
-            link, _ = self._setup("requester", connection_id, lambda channel: None)
+            link, _ = self._setup(Role.REQUESTER, connection_id, lambda channel: None)
         except DriverError:
             replies.close()
             raise
@@ -397,7 +401,7 @@ class RabbitmqDriver(Driver):
     def responder(self, message_size: int, connection_id: int) -> RabbitmqResponder:
         read_bytes = max(READ_BYTES, 4 * (message_size + 512))
         link, queue = self._setup(
-            "responder", connection_id,
+            Role.RESPONDER, connection_id,
             lambda channel: self._consumer(channel, self._requests), read_bytes)
         try:
             link.consume(queue, self.options.auto_ack)

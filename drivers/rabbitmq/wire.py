@@ -135,6 +135,7 @@ class Reader:
             raise DriverError(f"{self.label}: protocol error (no content header after a "
                               "delivery)")
         body_size = U64.unpack_from(buf, header + 11)[0]
+        body: memoryview | None
         if body_size == 0:
             body, after = self.view[body_at:body_at], body_at
         elif have - body_at < 8:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+from typing import cast
 
 from redis.connection import Connection
 from redis.exceptions import AuthenticationError, InvalidResponse, RedisError, ResponseError
@@ -20,9 +21,15 @@ from sixnines.drivers.redis.options import RedisOptions
 from sixnines.drivers.redis.wire import CRLF, subscribed
 
 
+def _private_socket(conn: Connection) -> socket.socket:
+    """The connected socket under redis-py's connection: a private member, which redis-py's
+    own types declare as None (tests/drivers/test_client_privates.py checks it is there)."""
+    return cast(socket.socket, conn._sock)
+
+
 def socket_of(conn: Connection) -> socket.socket:
     """The connected socket under redis-py's connection, blocking from now on."""
-    sock: socket.socket = conn._sock
+    sock = _private_socket(conn)
     sock.settimeout(None)
     return sock
 
@@ -81,7 +88,7 @@ def subscribe(conn: Connection, channel: bytes, label: str) -> None:
     reads from the socket after SUBSCRIBE, so no push can be left in its buffer when the
     receiver takes over."""
     confirmation = subscribed(channel)
-    sock = conn._sock
+    sock = _private_socket(conn)
     got = b""
     try:
         conn.send_command("SUBSCRIBE", channel, check_health=False)

@@ -49,11 +49,13 @@ from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
+    DriverOptions,
     Framing,
     Lane,
     Receiver,
     Responder,
     Sender,
+    WorkloadShape,
     split_address,
 )
 from sixnines.drivers.redis.connection import (
@@ -209,11 +211,11 @@ class PushReceiver(Receiver):
                 dst = k * stride + at
                 out[dst : dst + size] = raw[src + h : src + h + size]
             return
-        src = np.frombuffer(raw, np.uint8, count * wire).reshape(count, wire)
-        if not (src[:, :h] == np.frombuffer(self._head, np.uint8)).all():
+        sources = np.frombuffer(raw, np.uint8, count * wire).reshape(count, wire)
+        if not (sources[:, :h] == np.frombuffer(self._head, np.uint8)).all():
             raise self._unexpected()
-        dst = np.frombuffer(out, np.uint8, count * stride).reshape(count, stride)
-        dst[:, at : at + size] = src[:, h : h + size]
+        into = np.frombuffer(out, np.uint8, count * stride).reshape(count, stride)
+        into[:, at : at + size] = sources[:, h : h + size]
 
     def _refusal(self) -> str:
         return (f"unexpected data on the subscription (a message of another size than "
@@ -314,7 +316,7 @@ class RedisResponder(Responder):
         if not n:
             return 0
         view, heads, size = self._view, self._heads, self._size
-        parts = []
+        parts: list[bytes | memoryview] = []
         at = self._payload_at
         for _ in range(n):
             producer_id = HEADER_STRUCT.unpack_from(self._buf, at)[0]
@@ -336,6 +338,7 @@ class RedisResponder(Responder):
 class RedisDriver(Driver):
     name = "redis"
     Options = RedisOptions
+    options: RedisOptions  # what Options validated
     needs_responder = True
 
     def __init__(self, address: str, options: RedisOptions,
@@ -368,7 +371,7 @@ class RedisDriver(Driver):
         return Framing(push_head(self._channel, message_size), CRLF)
 
     @classmethod
-    def workload_problems(cls, options: RedisOptions, workload) -> list[str]:
+    def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if workload.message_size > MAX_BULK:
             return [f"message_size {workload.message_size} is above Redis' largest string "
                     f"({MAX_BULK} bytes, proto-max-bulk-len)"]
@@ -403,7 +406,8 @@ class RedisDriver(Driver):
             last = call(conn, self._label, "XREVRANGE", key, "+", "-", "COUNT", 1)
             last_id = last[0][0] if last else b"0-0"
         # after the reader closes: drop its consumer group, and its key when asked to
-        forget = [("XGROUP", "DESTROY", key, group)] if group is not None else []
+        forget: list[tuple[str | bytes, ...]] = (
+            [("XGROUP", "DESTROY", key, group)] if group is not None else [])
         if delete:
             forget.append(("DEL", key))
         return StreamReceiver(conn, self._label, key, size, last_id, group,
@@ -425,6 +429,7 @@ class RedisDriver(Driver):
 
     def requester(self, message_size: int, connection_id: int):
         reply = reply_key(self.options.channel, connection_id)
+        receiver: Receiver
         if self.options.mode == "streams":
             receiver = self._stream_reader(reply, message_size, connection_id, delete=True)
         else:
@@ -438,6 +443,7 @@ class RedisDriver(Driver):
 
     def responder(self, message_size: int, connection_id: int) -> RedisResponder:
         channel = self.options.channel
+        receiver: Receiver
         if self.options.mode == "streams":
             receiver = self._stream_reader(self._channel, message_size, connection_id)
 

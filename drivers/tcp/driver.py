@@ -13,6 +13,7 @@ import socket
 
 from sixnines.drivers.base import (
     SOLE_LANE,
+    Announce,
     Driver,
     Framing,
     Lane,
@@ -58,6 +59,7 @@ class TcpReceiver(Receiver):
 class TcpDriver(Driver):
     name = "tcp"
     Options = TcpOptions
+    options: TcpOptions  # what Options validated
     has_builtin_broker = True
 
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
@@ -87,7 +89,7 @@ class TcpDriver(Driver):
         return TcpSender(sock, self._label), TcpReceiver(sock, self._label, message_size)
 
     @classmethod
-    def serve_broker(cls, host: str, port: int, announce) -> None:
+    def serve_broker(cls, host: str, port: int, announce: Announce) -> None:
         from sixnines.drivers.tcp.relay import Relay
 
         Relay(host, port).serve(announce)

@@ -23,7 +23,7 @@ import selectors
 import socket
 import threading
 
-from sixnines.drivers.base import Lane
+from sixnines.drivers.base import Announce, Lane
 from sixnines.drivers.tcp.wire import (
     ACK,
     ECHO,
@@ -77,7 +77,7 @@ class Relay:
         host, port = self._listener.getsockname()[:2]
         return f"{host}:{port}"
 
-    def serve(self, announce) -> None:
+    def serve(self, announce: Announce) -> None:
         announce(self.address)
         while True:
             for key, events in self._selector.select():
@@ -162,7 +162,9 @@ class Relay:
             peer.inbox += data[whole:]
             data = data[:whole]
         if data:
-            for subscriber in tuple(peer.route.subscribers):  # a failed write drops one
+            route = peer.route
+            assert route is not None  # a publisher's, set by its hello
+            for subscriber in tuple(route.subscribers):  # a failed write drops one
                 self._write(subscriber, data)
 
     def _write(self, peer: Peer, data: bytes) -> None:
@@ -180,8 +182,11 @@ class Relay:
                 return
             peer.outbox += memoryview(data)[sent:]
             self._update(peer)
-        if peer.role == SUBSCRIBE and len(peer.outbox) > HIGH_WATER and not peer.route.paused:
-            self._pause(peer.route, True)
+        if peer.role == SUBSCRIBE and len(peer.outbox) > HIGH_WATER:
+            route = peer.route
+            assert route is not None  # a subscriber's, set by its hello
+            if not route.paused:
+                self._pause(route, True)
 
     def _flush(self, peer: Peer) -> None:
         try:
@@ -194,14 +199,16 @@ class Relay:
         del peer.outbox[:sent]
         if not peer.outbox:
             self._update(peer)
-        if peer.route.paused:  # only publishers and subscribers have anything to flush
-            self._resume_if_caught_up(peer.route)
+        route = peer.route
+        assert route is not None  # only publishers and subscribers have anything to flush
+        if route.paused:
+            self._resume_if_caught_up(route)
 
     def _update(self, peer: Peer) -> None:
         """Register a peer for exactly the events its state needs: write while it has an
         outbox, read unless it is a publisher held back by a slow subscriber."""
         events = selectors.EVENT_WRITE if peer.outbox else 0
-        if not (peer.role == PUBLISH and peer.route.paused):
+        if not (peer.role == PUBLISH and peer.route is not None and peer.route.paused):
             events |= selectors.EVENT_READ
         if events and peer.events:
             self._selector.modify(peer.sock, events, peer)
@@ -223,7 +230,8 @@ class Relay:
 
     def _close_all(self) -> None:
         for key in list(self._selector.get_map().values()):
-            key.fileobj.close()
+            if isinstance(key.fileobj, socket.socket):  # all are: the listener and peers
+                key.fileobj.close()
         self._selector.close()
 
     def _drop(self, peer: Peer) -> None:

@@ -20,6 +20,7 @@ import zmq
 
 from sixnines.drivers.base import (
     SOLE_LANE,
+    Announce,
     Credential,
     Driver,
     DriverError,
@@ -158,13 +159,14 @@ class ZmqWaiter(Waiter):
 class ZmqDriver(Driver):
     name = "zmq"
     Options = ZmqOptions
+    options: ZmqOptions  # what Options validated
     has_builtin_broker = True
 
     def __init__(self, address: str, options: ZmqOptions,
                  credential: Credential | None = None) -> None:
         super().__init__(address, options, credential)
         self._host, self._port = split_address(address, self.name)
-        self._context = zmq.Context.instance()
+        self._context: zmq.Context = zmq.Context.instance()
 
     def _socket(self, kind: int, port_offset: int, subscribe: Sequence[bytes] = ()
                 ) -> zmq.Socket:
@@ -207,8 +209,8 @@ class ZmqDriver(Driver):
         return ZmqSender(sock, label), ZmqReceiver(sock, label)
 
     @classmethod
-    def serve_broker(cls, host: str, port: int, announce) -> None:
-        context = zmq.Context.instance()
+    def serve_broker(cls, host: str, port: int, announce: Announce) -> None:
+        context: zmq.Context = zmq.Context.instance()
         try:
             frontend, backend, echo, port = bind_broker(context, host, port)
         except zmq.ZMQError as exc:  # as the other builtin broker's bind says it

@@ -34,6 +34,13 @@ def is_search(point: RunPoint) -> bool:
     return isinstance(point.workload.rate, RateSearch)
 
 
+def _search(point: RunPoint) -> RateSearch:
+    """The capacity search of a point `is_search` says is one."""
+    rate = point.workload.rate
+    assert isinstance(rate, RateSearch), f"{point.run_id} searches no rate"
+    return rate
+
+
 def rate_label(rate: float) -> str:
     """A probe's rate as run ids and tables show it: 41.2k, 1.5M, 800."""
     for factor, unit in ((1e6, "M"), (1e3, "k")):
@@ -45,8 +52,7 @@ def rate_label(rate: float) -> str:
 def probe_point(point: RunPoint, rate: float, number: int) -> RunPoint:
     """Probe `number` of `point`'s search: the point at `rate`, measured long enough for
     the objective's samples (RateSearch.probe_duration)."""
-    search: RateSearch = point.workload.rate  # type: ignore[assignment]
-    duration = search.probe_duration(point.workload.duration_ns, rate)
+    duration = _search(point).probe_duration(point.workload.duration_ns, rate)
     workload = point.workload.model_copy(update={"rate": rate, "duration_ns": duration})
     label = rate_label(rate)
     return RunPoint(point.index, f"{point.run_id}-probe{number:02d}-rate={safe_label(label)}",
@@ -56,9 +62,9 @@ def probe_point(point: RunPoint, rate: float, number: int) -> RunPoint:
 
 def describe(point: RunPoint) -> str:
     """A point as `sixnines validate` lists it: a search says what it looks for."""
-    if not is_search(point):
+    search = point.workload.rate
+    if not isinstance(search, RateSearch):
         return point.run_id
-    search: RateSearch = point.workload.rate  # type: ignore[assignment]
     return (f"{point.run_id}: capacity search {rate_label(search.low)} … "
             f"{rate_label(search.high)} msg/s under {search.label()} (precision "
             f"{search.precision:.0%}, {search.confirm} confirming runs, at most "
@@ -68,7 +74,8 @@ def describe(point: RunPoint) -> str:
 def heaviest(point: RunPoint) -> RunPoint:
     """The point itself, or for a search its probe that records the most (at `to`: the
     messages a probe sends grow with its rate), for memory and disk estimates."""
-    return probe_point(point, point.workload.rate.high, 0) if is_search(point) else point
+    search = point.workload.rate
+    return probe_point(point, search.high, 0) if isinstance(search, RateSearch) else point
 
 
 def run_search(point: RunPoint, run_and_analyse: RunAndAnalyse,
@@ -76,7 +83,7 @@ def run_search(point: RunPoint, run_and_analyse: RunAndAnalyse,
     """Every probe of `point`'s search in turn, until the search is over or its budget
     (max_runs, max_time: a probe that could not end in time is not started) is spent;
     what it found, for summary.json."""
-    search: RateSearch = point.workload.rate  # type: ignore[assignment]
+    search = _search(point)
     searcher = Searcher(search)
     started = clock()
     probes: list[CapacityProbe] = []

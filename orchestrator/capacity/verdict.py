@@ -62,10 +62,11 @@ class Verdict:
         return self.kind == VerdictKind.PASS
 
 
-def judge(summary: RunSummary, latency_means_us: Sequence[float], search: RateSearch,
+def judge(summary: RunSummary, latency_means_us: Sequence[float | None], search: RateSearch,
           rate: float) -> Verdict:
     """The verdict on a probe at `rate` (msg/s) whose summary and latency curve (mean µs
-    per bucket of the measured stretch, in schedule order) these are."""
+    per bucket of the measured stretch, in schedule order; None for a bucket without one)
+    these are."""
     if summary.status not in ("ok", "partial") or summary.sent is None:
         return _unfinished(summary)
     behind = behind_schedule(summary)

@@ -124,7 +124,8 @@ def _older_patch_requirements(directory: Path, python: str) -> list[str]:
     """Requirements of the bundled wheels that apply only to earlier patch releases of
     this Python (redis needs async-timeout below 3.11.3; Debian 12 ships 3.11.2): `pip
     wheel` resolves for the controller's exact interpreter, a host's may be older."""
-    ours = default_environment()
+    # every marker variable is a str; packaging types its environment's values as objects
+    ours = {name: str(value) for name, value in default_environment().items()}
     oldest = {**ours, "python_full_version": f"{python}.0"}
     found = set()
     for wheel in directory.glob("*.whl"):

@@ -20,6 +20,7 @@ import os
 import queue
 import shutil
 import signal
+import socket
 import tarfile
 import tempfile
 import threading
@@ -27,7 +28,7 @@ import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import docker
 import requests
@@ -66,7 +67,8 @@ class ContainerProcess(Process):
             params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
         # over a unix socket or TCP the SDK hands out a read-only SocketIO around the
         # connection; SSH transports hand out the channel itself
-        self._connection = getattr(self._socket, "_sock", self._socket)
+        # the plain socket under the SDK's wrapper (or the socket itself, over SSH)
+        self._connection = cast(socket.socket, getattr(self._socket, "_sock", self._socket))
         self._sending = threading.Lock()  # the caller's lines and the heartbeats
         self._ended = threading.Event()
         try:
@@ -160,7 +162,7 @@ class ContainerProcess(Process):
         self._signal(signal.SIGKILL)
 
     def files_at(self, remote_dir: str) -> dict[str, str]:
-        return {"dir": remote_dir, "container": self.container.id}
+        return {"dir": remote_dir, "container": engine_id(self.container)}
 
     def fetch(self, remote_dir: str, local_dir: Path) -> None:
         fetch_from(self.container, remote_dir, local_dir)
@@ -298,7 +300,9 @@ class ContainerLauncher(Launcher):
                 member = next(iter(tar), None)
                 if member is None or not member.isfile():
                     return None
-                data = tar.extractfile(member).read(max_bytes + 1)  # type: ignore[union-attr]
+                extracted = tar.extractfile(member)
+                assert extracted is not None, "a regular file's member extracts"
+                data = extracted.read(max_bytes + 1)
         except NotFound:
             return None
         except (APIError, requests.RequestException, tarfile.TarError) as exc:
@@ -317,14 +321,14 @@ class ContainerLauncher(Launcher):
         except (APIError, requests.RequestException, tarfile.TarError, OSError) as exc:
             raise LaunchError(f"container host {self.host}: fetching {files_at['dir']} from "
                               f"container {container.short_id} failed: {exc}") from exc
-        self._left[container.id] = names
+        self._left[engine_id(container)] = names
         return names
 
     def discard_left_files(self, files_at: dict[str, str], names: list[str]) -> list[str]:
         """The container itself (exited: its process saw its input end), once every file
         fetched from it is among `names`; else it stays whole."""
         container = self._left_container(files_at)
-        fetched = self._left.get(container.id)
+        fetched = self._left.get(engine_id(container))
         if fetched is None or not set(fetched) <= set(names):
             return sorted(fetched or [])
         with contextlib.suppress(NotFound):
@@ -360,7 +364,7 @@ class ContainerLauncher(Launcher):
                               f"({' '.join(argv)}) failed: {exc}") from exc
 
     def start_beside(self, target: Process, argv: Sequence[str], name: str, log_path: Path,
-                     inbox: queue.Queue | None = None) -> tuple[ContainerProcess, int]:
+                     inbox: queue.Queue | None = None) -> tuple[Process, int]:
         """In a container sharing target's PID namespace, where target's init is pid 1 and
         the processes of this container, entered from outside, are not its descendants."""
         if not isinstance(target, ContainerProcess):
@@ -408,10 +412,12 @@ class ContainerLauncher(Launcher):
         dies ends its processes' input, as on any other host."""
         if self._image is None:
             self.prepare()
+        image = self._image
+        assert image is not None  # prepare() found or built it
         labels = {LABEL: "1", f"{LABEL}.name": name, f"{LABEL}.launcher": self._session}
         try:
             container = self._connect().containers.create(
-                self._image.id, command=list(argv), environment=env or {}, labels=labels,
+                engine_id(image), command=list(argv), environment=env or {}, labels=labels,
                 network_mode=self.network_mode, stdin_open=interactive, tty=False,
                 init=pid_mode is None, auto_remove=False, detach=not interactive,
                 pid_mode=pid_mode)
@@ -516,8 +522,17 @@ def untar(stream: IO[bytes], local_dir: Path) -> None:
                 target.mkdir(parents=True, exist_ok=True)
             elif member.isfile():
                 target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.extractfile(member) as source, open(target, "wb") as sink:
+                source = archive.extractfile(member)
+                assert source is not None  # a regular file's
+                with source, open(target, "wb") as sink:
                     shutil.copyfileobj(source, sink)
+
+
+def engine_id(made: Container | Image) -> str:
+    """The id the engine gave a container or image it made (the SDK's types allow none)."""
+    if made.id is None:
+        raise LaunchError(f"the container engine gave {made!r} no id")
+    return made.id
 
 
 def untar_files(stream: IO[bytes], local_dir: Path) -> list[str]:
@@ -530,8 +545,9 @@ def untar_files(stream: IO[bytes], local_dir: Path) -> list[str]:
             parts = PurePosixPath(member.name).parts
             if len(parts) != 2 or not member.isfile() or name_problem(parts[1]) is not None:
                 continue
-            with archive.extractfile(member) as source, \
-                    atomic_path(local_dir / parts[1]) as temp, open(temp, "wb") as sink:
+            source = archive.extractfile(member)
+            assert source is not None  # a regular file's
+            with source, atomic_path(local_dir / parts[1]) as temp, open(temp, "wb") as sink:
                 shutil.copyfileobj(source, sink)
             names.append(parts[1])
     return sorted(names)

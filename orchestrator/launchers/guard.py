@@ -35,12 +35,19 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from typing import IO
+from typing import IO, Protocol
 
 GRACE_S = 4.0  # SIGTERM to SIGKILL: agents write their data in this time
 COMMAND_TIMEOUT_S = 10.0
 KILLED_WAIT_S = 1.0  # SIGKILLed processes are gone in milliseconds
 READY = "guard ready"  # its first line of output: it runs and listens
+
+
+class LineSink(Protocol):
+    """Where a guard's registrations are written: a pipe here, an SSH channel there."""
+
+    def write(self, text: str, /) -> object: ...
+    def flush(self) -> object: ...
 
 
 class Guard:
@@ -78,14 +85,16 @@ class Guard:
             pipe.write(line)
             pipe.flush()
 
-    def _pipe(self) -> IO[str]:
+    def _pipe(self) -> LineSink:
         """The guard's input, the guard started if it is not running (under `_lock`)."""
         if self._process is None or self._process.poll() is not None:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "sixnines.orchestrator.launchers.guard"],
                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
                 start_new_session=True)
-        return self._process.stdin
+        stdin = self._process.stdin
+        assert stdin is not None  # stdin=PIPE
+        return stdin
 
 
 GUARD = Guard()

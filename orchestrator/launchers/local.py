@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO, Any
 
 from sixnines.orchestrator.launchers.base import Completed, Launcher, Process
 from sixnines.orchestrator.launchers.guard import GUARD
@@ -45,11 +46,15 @@ class LocalProcess(Process):
         self._start_reader()
 
     def _write(self, text: str) -> None:
-        self._popen.stdin.write(text)
-        self._popen.stdin.flush()
+        stdin = self._popen.stdin
+        assert stdin is not None  # stdin=PIPE
+        stdin.write(text)
+        stdin.flush()
 
     def _readline(self) -> str:
-        return self._popen.stdout.readline()
+        stdout = self._popen.stdout
+        assert stdout is not None  # stdout=PIPE
+        return stdout.readline()
 
     def poll(self) -> int | None:
         return self._popen.poll()
@@ -114,7 +119,7 @@ class LocalLauncher(Launcher):
 
 
 def run_guarded(argv: Sequence[str], env: dict[str, str] | None, timeout_s: float | None,
-                stdout: int = subprocess.PIPE, stderr: int | object = subprocess.STDOUT,
+                stdout: int = subprocess.PIPE, stderr: int | IO[Any] = subprocess.STDOUT,
                 ) -> tuple[int | None, str]:
     """Run `argv` to completion in its own process group, registered with the guard: the
     exit code (None: stopped at the timeout) and its output (stdout and stderr together

@@ -4,7 +4,7 @@ building here; the SSH launcher runs them."""
 
 from __future__ import annotations
 
-from sixnines.orchestrator.scenario.hosts import Link, bits_per_second
+from sixnines.orchestrator.scenario.hosts import LinkShaping, bits_per_second
 
 TBF_LATENCY = "40ms"  # how long a packet may queue before tbf drops it
 MIN_BURST = 64 * 1024
@@ -16,7 +16,7 @@ def burst_bytes(rate: str) -> int:
     return max(MIN_BURST, bits_per_second(rate) // 8 * 4 // 1000)
 
 
-def shape_commands(interface: str, link: Link) -> list[list[str]]:
+def shape_commands(interface: str, link: LinkShaping) -> list[list[str]]:
     """Commands that replace the interface's root qdisc with the shaping `link` asks for."""
     tbf = ["tbf", "rate", link.rate, "burst", str(burst_bytes(link.rate)),
            "latency", TBF_LATENCY]

@@ -40,7 +40,7 @@ from sixnines.orchestrator.launchers.bundle import Bundle, BundleError, build_bu
 from sixnines.orchestrator.launchers.shaping import clear_command, interface_of, shape_commands
 from sixnines.orchestrator.launchers.ssh_guard import SshGuard
 from sixnines.orchestrator.scenario.fields import check_env_name
-from sixnines.orchestrator.scenario.hosts import SshHost
+from sixnines.orchestrator.scenario.hosts import LinkShaping, SshHost
 
 CONNECT_TIMEOUT_S = 10.0
 START_TIMEOUT_S = 60.0
@@ -72,7 +72,7 @@ class SshLauncher(Launcher):
         self.port = spec.port or int(options.get("port", 22))
         self.key = _expand(spec.key or next(iter(options.get("identityfile", [])), None))
         known = spec.known_hosts or options.get("userknownhostsfile", "").split(" ")[0]
-        self.known_hosts = _expand(known or "~/.ssh/known_hosts")
+        self.known_hosts = str(Path(known or "~/.ssh/known_hosts").expanduser())
         self.root = PurePosixPath(spec.workdir)
         self.python = spec.python or "python3"
         self._client: paramiko.SSHClient | None = None
@@ -122,7 +122,9 @@ class SshLauncher(Launcher):
             raise LaunchError(f"{self.label}: SSH failed: {exc}") from None
         except (TimeoutError, OSError) as exc:
             raise LaunchError(f"{self.label}: cannot connect: {exc}") from None
-        client.get_transport().set_keepalive(KEEPALIVE_S)
+        transport = client.get_transport()
+        assert transport is not None  # connected
+        transport.set_keepalive(KEEPALIVE_S)
         self._client = client
         return client
 
@@ -249,7 +251,9 @@ class SshLauncher(Launcher):
     def _sftp(self):
         with self._sftp_lock:
             sftp = self._connect().open_sftp()
-            sftp.get_channel().settimeout(60.0)
+            channel = sftp.get_channel()
+            assert channel is not None  # open
+            channel.settimeout(60.0)
             try:
                 yield sftp
             finally:
@@ -332,13 +336,12 @@ class SshLauncher(Launcher):
             facts["bootstrap"] = {"python": self.python, "installed_by": "inventory"}
         facts["address"] = self.address
         if self.spec.link is not None:
-            facts["link"] = self._shape()
+            facts["link"] = self._shape(self.spec.link)
         return facts
 
-    def _shape(self) -> dict:
-        """Apply the host's link shaping (undone by `close`); a kernel without netem is
+    def _shape(self, link: LinkShaping) -> dict:
+        """Apply the host's `link` shaping (undone by `close`); a kernel without netem is
         named as the reason when delay or loss were asked for."""
-        link = self.spec.link
         interface = link.interface
         if interface is None:
             found = self._run_line("ip -o addr show", ["ip"], 30.0)

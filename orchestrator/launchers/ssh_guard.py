@@ -19,12 +19,11 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
-from typing import IO
 
 import paramiko
 
 from sixnines.formats.protocol import HEARTBEAT_S, SILENCE_S
-from sixnines.orchestrator.launchers.guard import READY, Guard
+from sixnines.orchestrator.launchers.guard import READY, Guard, LineSink
 
 logger = logging.getLogger(__name__)
 
@@ -41,11 +40,11 @@ class SshGuard(Guard):
         self._open_session = open_session
         self._python = python
         self._channel: paramiko.Channel | None = None
-        self._input: IO[str] | None = None
+        self._input: LineSink | None = None
         self._closed = threading.Event()  # of the session now open
         self._ended = False
 
-    def _pipe(self) -> IO[str]:
+    def _pipe(self) -> LineSink:
         if self._ended:
             raise OSError("the guard's session was closed with the launcher")
         if self._input is None:
@@ -75,7 +74,7 @@ class SshGuard(Guard):
             raise OSError(f"its guard did not start: {first} {error}".strip()[:500])
         channel.settimeout(None)
 
-    def _beat(self, pipe: IO[str], closed: threading.Event) -> None:
+    def _beat(self, pipe: LineSink, closed: threading.Event) -> None:
         """Heartbeats into one session's `pipe` until it is `closed` or its host is gone."""
         while not closed.wait(HEARTBEAT_S):
             with self._lock:

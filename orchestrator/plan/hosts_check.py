@@ -84,7 +84,7 @@ class Needs:
 
 
 @dataclass
-class Verdict:
+class HostVerdict:
     """One host's check: the facts found (in words) and the problems (each naming what and
     why); `what` names the problems' kinds for the summary line."""
 
@@ -123,13 +123,13 @@ class Bundled:
 
 
 def check_hosts(hosts: Sequence[HostSpec], needs: Callable[[HostSpec], Needs],
-                ours: Bundled) -> list[Verdict]:
+                ours: Bundled) -> list[HostVerdict]:
     """Every host checked at once (`MAX_PARALLEL` at a time); verdicts in the hosts'
     order."""
     if not hosts:
         return []
 
-    def one(spec: HostSpec) -> Verdict:
+    def one(spec: HostSpec) -> HostVerdict:
         if isinstance(spec, SshHost):
             return _check_ssh(spec, needs(spec), ours)
         return _check_container(spec)
@@ -138,12 +138,12 @@ def check_hosts(hosts: Sequence[HostSpec], needs: Callable[[HostSpec], Needs],
         return list(pool.map(one, hosts))
 
 
-def _check_ssh(spec: SshHost, needs: Needs, ours: Bundled) -> Verdict:
+def _check_ssh(spec: SshHost, needs: Needs, ours: Bundled) -> HostVerdict:
     import paramiko  # only when an SSH host is checked (the `remote` extra)
 
     from sixnines.orchestrator.launchers.ssh import SshLauncher
 
-    verdict = Verdict(spec.name)
+    verdict = HostVerdict(spec.name)
     launcher = SshLauncher(spec)
     workdir = str(launcher.root)
     marker = f"{workdir}/venvs/{ours.build_id}/COMPLETE" if launcher.needs_bundle else ""
@@ -170,7 +170,7 @@ def _check_ssh(spec: SshHost, needs: Needs, ours: Bundled) -> Verdict:
     return verdict
 
 
-def _judge_python(verdict: Verdict, facts: dict, launcher, ours: Bundled) -> None:
+def _judge_python(verdict: HostVerdict, facts: dict, launcher, ours: Bundled) -> None:
     from sixnines.orchestrator.launchers.ssh import MIN_PYTHON
 
     found = str(facts.get("python"))
@@ -204,7 +204,7 @@ def _judge_python(verdict: Verdict, facts: dict, launcher, ours: Bundled) -> Non
         verdict.facts.append("bundle not installed yet (the first run installs it)")
 
 
-def _judge_disk(verdict: Verdict, facts: dict, workdir: str, need: int) -> None:
+def _judge_disk(verdict: HostVerdict, facts: dict, workdir: str, need: int) -> None:
     if "workdir_error" in facts:
         verdict.problem("workdir", f"work directory {workdir} cannot be made: "
                                    f"{facts['workdir_error']}")
@@ -246,7 +246,7 @@ def _best_reading(launcher, probe: tuple) -> tuple:
     return min(readings, key=lambda reading: reading[2] - reading[1])
 
 
-def _judge_clock(verdict: Verdict, remote_ns, sent_ns: int, answered_ns: int) -> None:
+def _judge_clock(verdict: HostVerdict, remote_ns, sent_ns: int, answered_ns: int) -> None:
     if not isinstance(remote_ns, int):
         verdict.problem("clock", "its clock could not be read")
         return
@@ -258,7 +258,7 @@ def _judge_clock(verdict: Verdict, remote_ns, sent_ns: int, answered_ns: int) ->
                                  "and the order of nights come from the clocks")
 
 
-def _judge_programs(verdict: Verdict, missing: list[str], programs: tuple[str, ...]) -> None:
+def _judge_programs(verdict: HostVerdict, missing: list[str], programs: tuple[str, ...]) -> None:
     if missing:
         verdict.problem("programs", f"{', '.join(missing)} not installed (a broker recipe "
                                     "placed there runs it)")
@@ -266,7 +266,7 @@ def _judge_programs(verdict: Verdict, missing: list[str], programs: tuple[str, .
         verdict.facts.append(f"{', '.join(programs)} found")
 
 
-def _judge_ports(verdict: Verdict, error, ports: int, address: str) -> None:
+def _judge_ports(verdict: HostVerdict, error, ports: int, address: str) -> None:
     if error:
         verdict.problem("ports", f"cannot listen on {address} ({error}): is it the host's "
                                  "own address?")
@@ -274,11 +274,11 @@ def _judge_ports(verdict: Verdict, error, ports: int, address: str) -> None:
         verdict.facts.append(f"{ports} port(s) free on {address}")
 
 
-def _check_container(spec: ContainerHost) -> Verdict:
+def _check_container(spec: ContainerHost) -> HostVerdict:
     """A container host: its Docker API must answer; what runs there comes in images."""
     from sixnines.orchestrator.launchers.container import ContainerLauncher  # docker SDK
 
-    verdict = Verdict(spec.name)
+    verdict = HostVerdict(spec.name)
     launcher = ContainerLauncher(spec.name, spec.docker, address=spec.address)
     try:
         launcher.connect()
@@ -290,7 +290,7 @@ def _check_container(spec: ContainerHost) -> Verdict:
     return verdict
 
 
-def summary(verdicts: list[Verdict]) -> str:
+def summary(verdicts: list[HostVerdict]) -> str:
     """The closing line: all good, or which hosts have which problems."""
     bad = [v for v in verdicts if not v.ok]
     if not bad:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 
 from sixnines.formats.summary import CapacityResult
+from sixnines.orchestrator.capacity.verdict import VerdictKind
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, colour, slugify
 
 PERCENTILES = ("p50", "p99", "p99.9", "p99.99")
@@ -52,7 +53,7 @@ def table(result: CapacityResult) -> str:
                           for key in PERCENTILES)
         verdict = probe.verdict + (" (confirming)" if probe.confirming else "")
         rows.append(f"<tr><td>{escape(probe.run_id)}</td><td>{probe.rate:,.0f}</td>"
-                    f'<td class="{"good" if probe.verdict == "pass" else "bad"}">'
+                    f'<td class="{"good" if probe.verdict == VerdictKind.PASS else "bad"}">'
                     f"{escape(verdict)}</td>{figures}<td>{_number(probe.send_rate, 0)}</td>"
                     f"<td>{escape('; '.join(probe.reasons))}</td></tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"

@@ -39,13 +39,13 @@ def _rows(columns: Sequence[Sequence[float | None]]) -> Iterable[str]:
     two would start a new block)."""
     gap = True
     for values in zip(*columns, strict=False):
-        cells = [_number(v) for v in values]
-        if None in cells:
+        cells = [cell for value in values if (cell := _number(value)) is not None]
+        if len(cells) < len(values):
             if not gap:
                 yield ""
             gap = True
             continue
-        yield " ".join(cells)  # type: ignore[arg-type]
+        yield " ".join(cells)
         gap = False
 
 
@@ -62,7 +62,7 @@ def data_file(figure: Figure) -> str:
              f"# x: {_comment(figure.x.label)}   y: {_comment(figure.y.label)}"]
     if figure.x.scale == "nines":
         lines.append("# x is the percentile as nines: -log10(1 - p) (1 = 90%, 3 = 99.9%)")
-    for index, series in enumerate((*figure.bands, *figure.lines)):
+    for index, series in enumerate(figure.series):
         header, columns = _columns(series)
         if index:
             lines += ["", ""]
@@ -117,7 +117,7 @@ def script(figure: Figure) -> str:
                   f"set label {number} {_quote(marker.label)} at {marker.x:.10g}, graph 0.96 "
                   "offset 0.5,0"]
     clauses = [_plot_clause(i, s, f"here.'{figure.slug}.dat'" if i == 0 else "''")
-               for i, s in enumerate((*figure.bands, *figure.lines))]
+               for i, s in enumerate(figure.series)]
     lines.append("plot " + ", \\\n     ".join(clauses))
     return "\n".join(lines) + "\n"
 

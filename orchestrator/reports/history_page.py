@@ -93,8 +93,11 @@ def _timeline(group: Sequence[Mapping]) -> tuple[list[tuple[float, str]], int]:
 def _line(series: Mapping, place: Mapping[str, int], count: int) -> dict:
     """One figure's values, band and unsteady nights on the section's timeline, and its
     change points moved to that timeline's indices."""
-    value, low, high = [None] * count, [None] * count, [None] * count
-    unsteady, order = [], []
+    value: list[float | None] = [None] * count
+    low: list[float | None] = [None] * count
+    high: list[float | None] = [None] * count
+    unsteady: list[int] = []
+    order: list[int | None] = []
     for night in series.get("nights") or ():
         at = place.get(_text(night.get("night")))
         order.append(at)
@@ -126,7 +129,7 @@ def _nights(group: Sequence[Mapping], place: Mapping[str, int], count: int) -> d
             at = place.get(_text(night.get("night")))
             if at is None:
                 continue
-            status[at] = worst(status[at], _text(night.get("status")) or OK)
+            status[at] = worst(status[at], _text(night.get("status")) or OK) or OK
             report[at] = report[at] or report_href(night.get("report"))
     return {"status": status, "report": report}
 

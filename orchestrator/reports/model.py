@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeGuard
 
 Scale = Literal["linear", "log", "nines"]
 Style = Literal["line", "steps", "points", "markers"]  # points: joined; markers: alone
@@ -86,8 +86,13 @@ class Figure:
     def __post_init__(self) -> None:
         object.__setattr__(self, "extent", (_range(self, "x"), _range(self, "y")))
 
+    @property
+    def series(self) -> tuple[Line | Band, ...]:
+        """The bands, then the lines: the order the renderers draw and number them in."""
+        return (*self.bands, *self.lines)
 
-def finite(value: float | None, scale: Scale) -> bool:
+
+def finite(value: float | None, scale: Scale) -> TypeGuard[float]:
     """Whether a value can be drawn on an axis of `scale` (log axes cannot show ≤ 0)."""
     if value is None or not math.isfinite(value):
         return False

@@ -25,9 +25,11 @@ METRICS = {Load.OPEN_LOOP: (Metric.LATENCY, Metric.SERVICE_TIME),
            Load.SATURATION: (Metric.SATURATION_LATENCY,)}
 
 
-def _source(run: RunInputs, metric: Metric) -> tuple[Sequence[float], Sequence[float], str]:
+def _source(run: RunInputs, metric: Metric
+            ) -> tuple[Sequence[float], Sequence[float | None], str]:
     """(percentiles as fractions, values µs, where from): the .hgrm file is the finest,
-    then the per-message analysis, then the summary's seven percentiles."""
+    then the per-message analysis, then the summary's seven percentiles (None where the
+    summary has none)."""
     if metric in run.hgrm:
         dist = run.hgrm[metric]
         return dist.percentiles, dist.values, hgrm_file(metric)
@@ -94,7 +96,7 @@ def _figure(runs: list[tuple[int, RunInputs]], metric: Metric, load: Load) -> Fi
 def figures(runs: list[RunInputs]) -> list[Figure]:
     """Latency and service time of open-loop runs; saturation latency of throughput-mode
     runs, on a figure of its own."""
-    groups = {Load.OPEN_LOOP: [], Load.SATURATION: []}
+    groups: dict[Load, list[tuple[int, RunInputs]]] = {Load.OPEN_LOOP: [], Load.SATURATION: []}
     for index, run in enumerate(runs):
         load = Load.SATURATION if saturation(run.summary) else Load.OPEN_LOOP
         groups[load].append((index, run))

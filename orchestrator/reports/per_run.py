@@ -30,11 +30,11 @@ def _numbers(part: object, *keys: str) -> list[list[float | None]] | None:
     missing."""
     if not isinstance(part, dict):
         return None
-    columns = [part.get(key) for key in keys]
-    if not all(isinstance(c, list) for c in columns):
+    columns = [column for key in keys if isinstance(column := part.get(key), list)]
+    if len(columns) < len(keys):
         return None
-    length = min(len(c) for c in columns)  # type: ignore[arg-type]
-    return [_clean(c[:length]) for c in columns]  # type: ignore[index]
+    length = min(len(c) for c in columns)
+    return [_clean(c[:length]) for c in columns]
 
 
 def run_slugs(runs: list[RunInputs]) -> list[str]:
@@ -70,7 +70,8 @@ def latency_over_run(series: dict, slug: str, run_id: str) -> Figure | None:
     lines = [Line("latency mean", n, mean, MEAN)]
     service = _numbers(series.get(Metric.SERVICE_TIME), "n", "mean_us")
     if service is not None and service[0]:
-        lines.append(Line("service time mean", *service, SERVICE, dashed=True))
+        service_n, service_mean = service
+        lines.append(Line("service time mean", service_n, service_mean, SERVICE, dashed=True))
     return Figure(f"{slug}-latency", f"{run_id}: latency per message over the run",
                   Axis("message number (min / mean / max per stretch of the schedule)"),
                   Axis("latency (µs)", "log"),
@@ -98,7 +99,8 @@ def throughput(series: dict, slug: str, run_id: str) -> Figure | None:
                              ("receiver_throughput", "receiver", RECEIVER)):
         found = _numbers(series.get(key), "t_s", "msg_s")
         if found is not None and found[0]:
-            lines.append(Line(name, *found, shade))
+            seconds, rates = found
+            lines.append(Line(name, seconds, rates, shade))
     if not lines:
         return None
     window = series.get("window")
@@ -153,7 +155,8 @@ def cpu_per_message(series: dict, slug: str, run_id: str) -> Figure | None:
         found = _numbers(part.get(name) if isinstance(part, dict) else None,
                          "t_s", "us_per_message")
         if found is not None and found[0]:
-            lines.append(Line(name, *found, shade))
+            seconds, per_message = found
+            lines.append(Line(name, seconds, per_message, shade))
     if not lines:
         return None
     return Figure(f"{slug}-cpu", f"{run_id}: CPU per message over the run",

@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Collection
+from typing import TypeGuard
 
 from sixnines.formats.load import latency_of
 from sixnines.formats.summary import RunSummary
+from sixnines.formats.vocabulary import Mode
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, Scale, colour, slugify
 
 AXIS_LABELS = {"message_size": "message size (bytes)", "rate": "scheduled rate (msg/s)",
                "connections": "connections per agent"}
 
 
-def _numeric(value: object) -> bool:
+def _numeric(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
@@ -109,7 +111,7 @@ def _latency_figures(groups: dict[str, list[RunSummary]], param: str, label: str
     trip" when every curve is one, so nobody reads it as one-way latency."""
     out = []
     for (field, kind), names in _by_latency(groups).items():
-        if all(s.params.get("mode") == "round-trip" for n in names for s in groups[n]):
+        if all(s.params.get("mode") == Mode.ROUND_TRIP for n in names for s in groups[n]):
             kind = f"round-trip {kind}"
         lines = _lines(groups, param, (("p50", False, _p(field, "p50")),
                                        ("p99", True, _p(field, "p99"))), names)

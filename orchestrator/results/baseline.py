@@ -82,7 +82,8 @@ def load_baseline(root: Path, last: int, judged: Path) -> Side:
     for side in sides:  # newest first: a group's first run names the pooled one
         for run in side.runs:
             groups.setdefault(run_key(run, swept), []).append((run, side.tail(run)))
-    runs, tails = [], {}
+    runs: list[RunSummary] = []
+    tails: dict[str | None, Tail] = {}
     for members in groups.values():
         run, tail = pool(members)
         if run.run_id in tails:  # the scenario changed between nights: keep both apart

@@ -81,9 +81,9 @@ def collect(run_dir: Path) -> Collected:
     except Damaged as exc:
         collected.problems.append(str(exc))
         return collected
-    by_host: dict[str, list[AgentEntry]] = defaultdict(list)
-    for entry in _remote_entries(manifest):
-        by_host[entry.host].append(entry)  # type: ignore[index]
+    by_host: dict[str, list[RemoteFiles]] = defaultdict(list)
+    for remote in _remote_files(manifest):
+        by_host[remote.host].append(remote)
     launchers: dict[str, Launcher] = {}
     fetched: dict[str, list[str]] = {}
     try:
@@ -93,8 +93,8 @@ def collect(run_dir: Path) -> Collected:
         if not collected.recovered:
             _refill(run_dir, fetched)
         manifest = read_manifest(run_dir)
-        collected.problems += [problem for entry in _remote_entries(manifest)
-                               for problem in _unchecked_chunks(run_dir, entry)]
+        collected.problems += [problem for remote in _remote_files(manifest)
+                               for problem in _unchecked_chunks(run_dir, remote.entry)]
         _discard_safe_copies(run_dir, manifest, fetched, launchers, collected)
     finally:
         for launcher in launchers.values():
@@ -109,53 +109,65 @@ def unfetched_hosts(run_dir: Path) -> list[str]:
         manifest = read_manifest(run_dir)
     except Damaged:
         return []
-    return sorted({entry.host for entry in _remote_entries(manifest)})  # type: ignore[misc]
+    return sorted({remote.host for remote in _remote_files(manifest)})
 
 
-def _remote_entries(manifest: Manifest) -> Iterator[AgentEntry]:
+@dataclass(frozen=True)
+class RemoteFiles:
+    """An agent (or the broker monitor) whose files are still on another host: the host
+    and the folder there (`files_at`), both present in its manifest entry."""
+
+    entry: AgentEntry
+    host: str
+    where: dict[str, str]
+
+
+def _remote_files(manifest: Manifest) -> Iterator[RemoteFiles]:
     """The agents (and the broker monitor) whose files are still on another host."""
     monitor = [manifest.monitor] if manifest.monitor and manifest.monitor.id else []
     for entry in [*manifest.agents, *monitor]:
         if entry.files_at is not None and entry.host is not None:
-            yield entry
+            yield RemoteFiles(entry, entry.host, entry.files_at)
 
 
-def _fetch_from(host: str, manifest: Manifest, entries: list[AgentEntry], run_dir: Path,
+def _fetch_from(host: str, manifest: Manifest, remotes: list[RemoteFiles], run_dir: Path,
                 collected: Collected, launchers: dict[str, Launcher]) -> dict[str, list[str]]:
-    """Fetch each entry's files from `host` (its launcher kept in `launchers`): the names
+    """Fetch each agent's files from `host` (its launcher kept in `launchers`): the names
     fetched, by agent id."""
     record = manifest.hosts.get(host)
     contact = record.get("contact") if isinstance(record, dict) else None
     if not isinstance(contact, dict) or not contact:
         collected.problems.append(
             f"host {host}: the manifest does not say how to reach it (written by an older "
-            f"sixnines); the files of {', '.join(e.id for e in entries)} stay there")
+            f"sixnines); the files of {', '.join(r.entry.id for r in remotes)} stay there")
         return {}
+    run_id = manifest.run_id
+    assert run_id is not None, "read_manifest refuses a manifest without its run_id"
     done = {}
     try:
         launcher = launchers[host] = launcher_from_contact(host, contact)
         launcher.connect()
-        for entry in entries:
+        for remote in remotes:
             try:
-                done[entry.id] = _fetch(launcher, run_dir, manifest.run_id, entry)
+                done[remote.entry.id] = _fetch(launcher, run_dir, run_id, remote)
             except (LaunchError, RefusedPath, WriteFailure) as exc:
-                collected.problems.append(f"{entry.id}: {exc}")
+                collected.problems.append(f"{remote.entry.id}: {exc}")
                 continue
-            collected.fetched.append(entry.id)
+            collected.fetched.append(remote.entry.id)
     except LaunchError as exc:
         collected.problems.append(f"host {host} unreachable, the files of "
-                                  f"{', '.join(e.id for e in entries)} stay there: {exc}")
+                                  f"{', '.join(r.entry.id for r in remotes)} stay there: {exc}")
     return done
 
 
-def _fetch(launcher: Launcher, run_dir: Path, run_id: str, entry: AgentEntry) -> list[str]:
+def _fetch(launcher: Launcher, run_dir: Path, run_id: str, remote: RemoteFiles) -> list[str]:
     """The files of the agent's folder on its host, copied into its folder here, if that
     folder is the one sixnines made for it; their names."""
-    where = entry.files_at or {}
+    entry, where = remote.entry, remote.where
     folder = agent_folder(run_dir, entry.id)
     if not _made_for(launcher, where["dir"], run_id, entry.id, folder) or \
             not _holds_its_account(launcher, where, entry):
-        raise LaunchError(f"{where['dir']} on host {entry.host} is not the folder sixnines "
+        raise LaunchError(f"{where['dir']} on host {remote.host} is not the folder sixnines "
                           f"makes for agent {entry.id} of run {run_id} (with its {DONE_FILE} "
                           f"or {_marker(entry)}): left alone, nothing fetched")
     folder.mkdir(parents=True, exist_ok=True)
@@ -262,11 +274,12 @@ def _discard_safe_copies(run_dir: Path, manifest: Manifest, fetched: dict[str, l
                          launchers: dict[str, Launcher], collected: Collected) -> None:
     """Remove the remote copies of the files that arrived whole and verified, and record
     that those are here only; the others stay for another try."""
-    for entry in _remote_entries(manifest):
+    for remote in _remote_files(manifest):
+        entry, where = remote.entry, remote.where
         if entry.id not in fetched or _unchecked_chunks(run_dir, entry) or \
                 not all(a.verified for a in entry.artifacts.values()):
             continue
-        launcher, where = launchers[entry.host], entry.files_at  # type: ignore[index]
+        launcher = launchers[remote.host]
         try:
             verified = _verified_here(run_dir, entry, launcher, where, fetched[entry.id])
             left = launcher.discard_left_files(where, verified)
@@ -276,6 +289,6 @@ def _discard_safe_copies(run_dir: Path, manifest: Manifest, fetched: dict[str, l
             continue
         if left:
             collected.notes.append(f"{entry.id}: left in {where['dir']} on host "
-                                   f"{entry.host}, not verified here: {', '.join(left)}")
+                                   f"{remote.host}, not verified here: {', '.join(left)}")
         entry.files_at = None
     write_manifest(run_dir, manifest)

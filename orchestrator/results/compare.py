@@ -215,7 +215,7 @@ REPEATS, THRESHOLD = "repeats", "threshold"
 
 
 @dataclass
-class Figure:
+class ComparedFigure:
     metric: str  # "latency_us", "saturation_latency_us" or the rate's name
     key: str  # p50 … max, or the rate's name
     a: float | None
@@ -229,13 +229,13 @@ class Figure:
 
 @dataclass
 class Pair:
-    system: str
+    system: str | None
     match: dict  # the parameters the runs were matched on
-    run_a: str
-    run_b: str
+    run_a: str | None
+    run_b: str | None
     status_a: str | None
     status_b: str | None
-    figures: list[Figure] = field(default_factory=list)
+    figures: list[ComparedFigure] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # the regressions, in words
     notes: list[str] = field(default_factory=list)
 
@@ -278,9 +278,8 @@ def load_side(path: Path) -> Side:
         return Side(path, runs, single=False, tails=_tails(path, runs, in_run_folders=True),
                     spreads={case.merged.run_id: case.spread for case in summary.repeats})
     if (run := _summary_under(path, REPORT_DIR, SUMMARY_FILE)).is_file():
-        summary = read_run_summary(run)
-        return Side(path, [summary], single=True,
-                    tails=_tails(path, [summary], in_run_folders=False))
+        one = read_run_summary(run)
+        return Side(path, [one], single=True, tails=_tails(path, [one], in_run_folders=False))
     recorded = (path / MANIFEST_FILE).is_file() or any(
         (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
     hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
@@ -381,18 +380,16 @@ def run_to_run_floor(threshold_pct: float, spreads: tuple[Spread | None, Spread 
 def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
                    tails: tuple[Tail, Tail] | None = None,
                    metric: str = Metric.LATENCY.summary_field,
-                   spreads: tuple[Spread | None, Spread | None] = (None, None)) -> Figure:
+                   spreads: tuple[Spread | None, Spread | None] = (None, None)) -> ComparedFigure:
     """One percentile of A and B (of `metric`) judged by the rule in the module docstring;
     `tails` (of A and B) default to the summaries' ladders, `spreads` (A's and B's
     repeats' spread of this figure) to none measured."""
     value_a, value_b = a.figure(key), b.figure(key)
     floor_pct, source = run_to_run_floor(threshold_pct, spreads)
-    comparable = (value_a is not None and value_b is not None and value_a > 0 and value_b > 0
-                  and min(tail_samples(key, a.count),
-                          tail_samples(key, b.count)) >= MIN_TAIL_SAMPLES)
-    if not comparable:
-        return Figure(metric, key, value_a, value_b, _change(value_a, value_b), None,
-                      "not comparable", floor_pct, source)
+    if value_a is None or value_b is None or value_a <= 0 or value_b <= 0 or \
+            min(tail_samples(key, a.count), tail_samples(key, b.count)) < MIN_TAIL_SAMPLES:
+        return ComparedFigure(metric, key, value_a, value_b, _change(value_a, value_b), None,
+                              "not comparable", floor_pct, source)
     tail_a, tail_b = tails or (Tail.from_figures(a), Tail.from_figures(b))
     (down_a, up_a), (down_b, up_b) = tail_a.half_widths(key), tail_b.half_widths(key)
     shift = math.log(value_b / value_a)
@@ -402,24 +399,24 @@ def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
     verdict = "same"
     if abs(shift) > tolerance and abs(value_b - value_a) > ABSOLUTE_FLOOR_US:
         verdict = "regression" if shift > 0 else "improved"
-    return Figure(metric, key, value_a, value_b, _change(value_a, value_b),
+    return ComparedFigure(metric, key, value_a, value_b, _change(value_a, value_b),
                   100 * math.expm1(tolerance), verdict, floor_pct, source)
 
 
 def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float,
-                spreads: tuple[Spread | None, Spread | None] = (None, None)) -> Figure:
+                spreads: tuple[Spread | None, Spread | None] = (None, None)) -> ComparedFigure:
     """A throughput figure (send_rate or receive_rate): a drop beyond the relative floor
     (the repeats' band of the rate when measured) is a regression."""
     value_a, value_b = getattr(a, key), getattr(b, key)
     floor_pct, source = run_to_run_floor(threshold_pct, spreads)
     change = _change(value_a, value_b)
     if change is None:
-        return Figure(key, key, value_a, value_b, None, None, "not comparable", floor_pct,
+        return ComparedFigure(key, key, value_a, value_b, None, None, "not comparable", floor_pct,
                       source)
     verdict = "same"
     if abs(change) > floor_pct:
         verdict = "regression" if change < 0 else "improved"
-    return Figure(key, key, value_a, value_b, change, floor_pct, verdict, floor_pct, source)
+    return ComparedFigure(key, key, value_a, value_b, change, floor_pct, verdict, floor_pct, source)
 
 
 def _change(a: float | None, b: float | None) -> float | None:
@@ -462,13 +459,13 @@ def _accounting_findings(a: RunSummary, b: RunSummary) -> list[str]:
     return [f"{name} {in_a:,} → {in_b:,}" for name, in_a, in_b in counts if in_b > in_a]
 
 
-def label(figure: Figure) -> str:
+def label(figure: ComparedFigure) -> str:
     """'latency p99', 'saturation latency p99' or the rate's name."""
     latency = LATENCY_FIELDS.get(figure.metric)
     return f"{latency} {figure.key}" if latency else figure.key
 
 
-def unit(figure: Figure) -> str:
+def unit(figure: ComparedFigure) -> str:
     return "µs" if figure.metric in LATENCY_FIELDS else "msg/s"
 
 
@@ -479,7 +476,7 @@ def finding_of(pair: Pair, check: str) -> str | None:
                 None)
 
 
-def _figure_finding(figure: Figure) -> str:
+def _figure_finding(figure: ComparedFigure) -> str:
     name = label(figure)
     return (f"{name} {_number(figure.a)} → {_number(figure.b)} ({figure.change_pct:+.1f}%, "
             f"tolerance {figure.tolerance_pct:.0f}%)")
@@ -512,7 +509,9 @@ def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
     """Every run of A against its match in B."""
     swept = swept_keys(a.runs, b.runs)
     if a.single and b.single and run_load(a.runs[0]) == run_load(b.runs[0]):
-        pairs, only_a, only_b = list(zip(a.runs, b.runs, strict=True)), [], []
+        pairs: list[tuple[RunSummary, RunSummary]] = list(zip(a.runs, b.runs, strict=True))
+        only_a: list[RunSummary] = []
+        only_b: list[RunSummary] = []
     else:
         pairs, only_a, only_b = match_runs(a.runs, b.runs, swept)
     return Comparison(str(a.path), str(b.path), threshold_pct,

@@ -17,30 +17,30 @@ from sixnines.orchestrator.results.compare import (
     ABSOLUTE_FLOOR_US,
     ACCOUNTING,
     MIN_TAIL_SAMPLES,
+    ComparedFigure,
     Comparison,
-    Figure,
     Pair,
     finding_of,
     label,
     unit,
 )
-from sixnines.orchestrator.results.junit import Check, Outcome
+from sixnines.orchestrator.results.junit import CaseOutcome, Check
 
 #: The suite of what concerns the comparison as a whole.
 WHOLE = "compare"
-OUTCOMES = {"regression": Outcome.FAILED, "not comparable": Outcome.SKIPPED}
+OUTCOMES = {"regression": CaseOutcome.FAILED, "not comparable": CaseOutcome.SKIPPED}
 
 
 def comparison_checks(comparison: Comparison, broken: str | None) -> list[Check]:
     """Every check of `comparison`; `broken`: why B cannot be judged, if it cannot."""
     checks = [Check(WHOLE, "judged results usable", WHOLE,
-                    Outcome.FAILED if broken else Outcome.PASSED,
+                    CaseOutcome.FAILED if broken else CaseOutcome.PASSED,
                     f"{comparison.b}: {broken}" if broken else "")]
     for pair in comparison.pairs:
         checks += _pair_checks(comparison, pair)
     for run in comparison.only_in_a:
         checks.append(Check(WHOLE, f"{run['system']} {run['run_id']} present in B", WHOLE,
-                            Outcome.FAILED, f"run {run['run_id']} ({run['system']}) of A has "
+                            CaseOutcome.FAILED, f"run {run['run_id']} ({run['system']}) of A has "
                             "no match in B: coverage lost"))
     return checks
 
@@ -60,7 +60,7 @@ def _pair_checks(comparison: Comparison, pair: Pair) -> list[Check]:
     for name in ("status", *ACCOUNTING):
         finding = finding_of(pair, name)
         checks.append(Check(suite, name, classname,
-                            Outcome.FAILED if finding else Outcome.PASSED, finding or "",
+                            CaseOutcome.FAILED if finding else CaseOutcome.PASSED, finding or "",
                             f"{finding}: {_WHY[name]}\nA: {sides[0]}\nB: {sides[1]}"
                             if finding else ""))
     return checks
@@ -85,7 +85,7 @@ def _rule(comparison: Comparison) -> tuple[str, float]:
     return bands, comparison.threshold_pct
 
 
-def _figure_check(suite: str, classname: str, figure: Figure, rule: tuple[str, float],
+def _figure_check(suite: str, classname: str, figure: ComparedFigure, rule: tuple[str, float],
                   sides: tuple[str, str]) -> Check:
     """The figure's case; its message the evidence in one line, its details a line each."""
     evidence = {"A": _value(figure.a, figure), "B": _value(figure.b, figure),
@@ -97,11 +97,11 @@ def _figure_check(suite: str, classname: str, figure: Figure, rule: tuple[str, f
     evidence["A"] += f", {sides[0]}"
     evidence["B"] += f", {sides[1]}"
     details = [f"{name}: {value}" for name, value in evidence.items() if value]
-    return Check(suite, label(figure), classname, OUTCOMES.get(figure.verdict, Outcome.PASSED),
+    return Check(suite, label(figure), classname, OUTCOMES.get(figure.verdict, CaseOutcome.PASSED),
                  message, "\n".join([message, *details, f"why: {why}"]))
 
 
-def _why(figure: Figure, bands: str, threshold_pct: float) -> str:
+def _why(figure: ComparedFigure, bands: str, threshold_pct: float) -> str:
     latency = unit(figure) == "µs"
     if figure.verdict == "not comparable":
         if figure.a is None or figure.b is None or figure.change_pct is None:
@@ -112,7 +112,7 @@ def _why(figure: Figure, bands: str, threshold_pct: float) -> str:
         return (f"fewer than {MIN_TAIL_SAMPLES} samples above {figure.key} in A or B "
                 f"(a run needs {needed:,.0f})")
     if not latency:
-        direction = "fell" if figure.change_pct < 0 else "rose"
+        direction = "fell" if (figure.change_pct or 0) < 0 else "rose"
         return (f"{direction} by {'more' if figure.verdict != 'same' else 'no more'} than "
                 f"the {threshold_pct:g}% floor")
     if figure.verdict == "same":
@@ -123,7 +123,7 @@ def _why(figure: Figure, bands: str, threshold_pct: float) -> str:
             f"{threshold_pct:g}%) and by more than {ABSOLUTE_FLOOR_US:g} µs")
 
 
-def _value(value: float | None, figure: Figure) -> str:
+def _value(value: float | None, figure: ComparedFigure) -> str:
     return "none" if value is None else f"{value:,.1f} {unit(figure)}"
 
 

@@ -78,7 +78,8 @@ def _captions(summary: RunSummary) -> list[str]:
     return captions
 
 
-STATUS_COLOUR = {"ok": "green", "partial": "yellow", CORRUPT: "bold red"}  # else red
+STATUS_COLOUR: dict[str | None, str] = {"ok": "green", "partial": "yellow",
+                                     CORRUPT: "bold red"}  # else red
 
 
 def _status_text(summary: RunSummary) -> str:

@@ -33,7 +33,7 @@ from sixnines.orchestrator.terminal import printable, printable_lines
 FAILURE_TYPE = "sixnines"
 
 
-class Outcome(StrEnum):
+class CaseOutcome(StrEnum):
     PASSED = "passed"
     FAILED = "failed"
     SKIPPED = "skipped"  # nothing to judge (a figure not comparable): shown, never failed
@@ -45,7 +45,7 @@ class Check:
     suite: str  # the test suite, e.g. "tcp message_size=1024"
     name: str  # the test case, e.g. "latency p99"
     classname: str  # what CI servers group by, e.g. "tcp.message_size=1024"
-    outcome: Outcome
+    outcome: CaseOutcome
     message: str = ""  # one line: the evidence (A, B, change, tolerance, why)
     details: str = ""  # the evidence in full, a line each
 
@@ -66,12 +66,12 @@ def junit_document(checks: Sequence[Check], properties: Mapping[str, str] | None
         suites.setdefault(check.suite, []).append(check)
     for index, (name, members) in enumerate(suites.items()):
         counts = {outcome: sum(check.outcome == outcome for check in members)
-                  for outcome in Outcome}
+                  for outcome in CaseOutcome}
         suite = ElementTree.SubElement(root, "testsuite", {
             "name": printable(name), "package": "sixnines", "id": str(index),
             "timestamp": stamp, "hostname": hostname, "tests": str(len(members)),
-            "failures": str(counts[Outcome.FAILED]), "errors": "0",
-            "skipped": str(counts[Outcome.SKIPPED]), "time": "0"})
+            "failures": str(counts[CaseOutcome.FAILED]), "errors": "0",
+            "skipped": str(counts[CaseOutcome.SKIPPED]), "time": "0"})
         listed = ElementTree.SubElement(suite, "properties")
         for key, value in (properties or {}).items():
             ElementTree.SubElement(listed, "property",
@@ -87,12 +87,12 @@ def junit_document(checks: Sequence[Check], properties: Mapping[str, str] | None
 def _testcase(suite: ElementTree.Element, check: Check) -> None:
     case = ElementTree.SubElement(suite, "testcase", {
         "name": printable(check.name), "classname": printable(check.classname), "time": "0"})
-    if check.outcome == Outcome.PASSED:
+    if check.outcome == CaseOutcome.PASSED:
         return
     attributes = {"message": printable(check.message)}
-    if check.outcome == Outcome.FAILED:
+    if check.outcome == CaseOutcome.FAILED:
         attributes["type"] = FAILURE_TYPE
-    result = ElementTree.SubElement(case, "failure" if check.outcome == Outcome.FAILED
+    result = ElementTree.SubElement(case, "failure" if check.outcome == CaseOutcome.FAILED
                                     else "skipped", attributes)
     result.text = printable_lines(check.details)
 

@@ -117,9 +117,10 @@ def _merged(run_id: str, runs: list[RunSummary], analysed: list[RunSummary],
             setattr(merged, name, fmean(rates) if rates else None)
         merged.warmup = Warmup(**_summed([run.warmup for run in analysed]))
         merged.latency_pairs = LatencyPairs(**_summed([run.latency_pairs for run in analysed]))
-        metrics = {metric: Buckets.merged(parts).metric() for metric in Metric
-                   if (parts := [Buckets(**found[metric]) for found in histograms.values()
-                                 if metric in found])}
+        metrics: dict[str, MetricCounts] = {
+            metric: Buckets.merged(parts).metric() for metric in Metric
+            if (parts := [Buckets(**found[metric]) for found in histograms.values()
+                          if metric in found])}
         for metric in Metric:
             setattr(merged, metric.summary_field,
                     metric_summary(metrics.get(metric) or MetricCounts()))

@@ -79,7 +79,8 @@ def _read(path: Path, model: type[Summary], max_bytes: int) -> Summary:
         why = _impossible(run, f"runs[{index}]." if isinstance(summary, ResultsSummary) else "")
         if why is not None:
             raise SummaryRefused(f"{path}: {why}")
-    for index, case in enumerate(summary.repeats if isinstance(summary, ResultsSummary) else []):
+    cases: list[RepeatedCase] = summary.repeats if isinstance(summary, ResultsSummary) else []
+    for index, case in enumerate(cases):
         why = _impossible(case.merged, f"repeats[{index}].merged.") or \
             _impossible_spread(case, f"repeats[{index}].spread.")
         if why is not None:

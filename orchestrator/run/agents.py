@@ -14,6 +14,7 @@ import os
 import time
 from pathlib import Path
 
+from sixnines.drivers.base import DriverOptions
 from sixnines.formats import protocol as p
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.layout import AGENT_LOG, AGENTS_DIR
@@ -138,10 +139,12 @@ class Agents:
         logger.info("%s: %s (%s) started on %s", self.run_id, plan.agent_id, plan.role,
                     plan.host)
         w = self.point.workload
+        options = self.point.system.options
+        assert isinstance(options, DriverOptions)  # still a dict: the loader refused them
         agent.send(p.Prepare(
             protocol=p.PROTOCOL_VERSION, run_id=self.run_id, agent_id=plan.agent_id,
             role=plan.role, driver=self.point.system.driver, address=broker.address,
-            driver_options=self.point.system.options.model_dump(mode="json"),
+            driver_options=options.model_dump(mode="json"),
             message_size=w.message_size, rate=plan.rate,
             schedule=MAX_RATE if w.saturation else str(w.schedule),
             messages=plan.sends if w.saturation else 0,
@@ -174,8 +177,10 @@ class Agents:
         a monitor that died), each on its own clock, with its loop's CPU."""
         for agent in self.by_id.values():
             if agent.clock is not None:
-                kernel = agent.ready.host.get("kernel_id", "")
-                agent.send(p.Start(at_ns=at_ns + agent.clock.offset_ns,
+                kernel = agent.ready_message.host.get("kernel_id", "")
+                offset_ns = agent.clock.offset_ns
+                assert offset_ns is not None  # clocks.settle_domains set it
+                agent.send(p.Start(at_ns=at_ns + offset_ns,
                                    loop_cpu=cpus.loop_cpu.get(agent.plan.agent_id, -1),
                                    keep_off=cpus.avoided_by(kernel)))
 

@@ -75,12 +75,15 @@ class RunningBroker:
         daemons the server leaves behind) and drop its data unless asked to keep it."""
         if self.process is not None:
             self.process.shutdown()
+        launcher = self.launcher
+        if launcher is None:  # not started by sixnines: nothing else of it is ours
+            return
         for command in self.stop_commands:
-            self.launcher.run(command, self.stop_env, timeout_s=30)
+            launcher.run(command, self.stop_env, timeout_s=30)
         for token in self.exit_tokens:
-            self.launcher.cancel_on_exit(token)
+            launcher.cancel_on_exit(token)
         if self.data is not None and not keep_data:
-            self.launcher.run(["rm", "-rf", self.data], timeout_s=60)
+            launcher.run(["rm", "-rf", self.data], timeout_s=60)
 
     def describe(self) -> dict:
         return {"system": self.system, "kind": self.kind, "address": self.address, **self.facts}
@@ -239,7 +242,7 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
     broker.exit_tokens = [token for stop in broker.stop_commands
                           if (token := launcher.on_controller_exit(stop, env)) is not None]
     stdin = None
-    if auth is not None and auth.stdin is not None:
+    if auth is not None and auth.stdin is not None and credential is not None:
         stdin = fill(auth.stdin, **login, secret=credential.password)
     broker.process = _launch(launcher, command, stdin, f"broker-{system}", log_path, env)
     broker.facts["pid"] = getattr(broker.process, "pid", None)
@@ -276,13 +279,15 @@ def missing_programs(launcher: Launcher, names: list[str], env: dict) -> list[st
 def _set_up(broker: RunningBroker, auth: Auth, fill, login: dict, env: dict, label: str,
             log_path: Path) -> None:
     """The recipe's auth steps on a ready broker (e.g. add the run's user)."""
+    launcher, credential = broker.launcher, broker.credential
+    assert launcher is not None and credential is not None  # a recipe's, with its login
     for step in auth.setup:
         command = fill(step.command, **login)
         if step.stdin is None:
-            done = broker.launcher.run(command, env, timeout_s=120)
+            done = launcher.run(command, env, timeout_s=120)
         else:
-            text = fill(step.stdin, **login, secret=broker.credential.password)
-            done = run_with_input(broker.launcher, command, text, env, log_path, 120.0)
+            text = fill(step.stdin, **login, secret=credential.password)
+            done = run_with_input(launcher, command, text, env, log_path, 120.0)
         if done.code != 0:
             raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
                               f"{done.output.strip()[-500:]}; see {log_path}")
@@ -333,7 +338,8 @@ def _await_ready(broker: RunningBroker, tcp: str | None, command: list[str] | No
                               f"see {log_path}")
         if tcp is not None and _connects(tcp):
             return
-        if command is not None and broker.launcher.run(command, env, timeout_s=30).code == 0:
+        if (command is not None and broker.launcher is not None
+                and broker.launcher.run(command, env, timeout_s=30).code == 0):
             return
         time.sleep(0.1)
     raise BrokerError(f"{label}: not ready within {timeout_s:.0f} s; see {log_path}")

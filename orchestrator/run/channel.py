@@ -50,6 +50,13 @@ class AgentHandle:
         return self.done is not None or self.failure is not None
 
     @property
+    def ready_message(self) -> p.Ready:
+        """Its `ready` (host facts, pid), asked only of an agent past its start-up."""
+        if self.ready is None:
+            raise RuntimeError(f"{self.plan.agent_id} is not ready")
+        return self.ready
+
+    @property
     def remote(self) -> bool:
         """Whether it writes its files elsewhere than where the controller keeps them."""
         return self.remote_dir != str(self.out_dir)

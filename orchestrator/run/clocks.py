@@ -35,7 +35,7 @@ def sync_clocks(agents: Agents) -> None:
         if best is None:
             raise RunFailure(f"{agent.plan.agent_id} did not answer clock pings")
         rtt, offset = best
-        agent.clock = Clock(domain=agent.ready.host.get("clock_domain"),
+        agent.clock = Clock(domain=agent.ready_message.host.get("clock_domain"),
                             estimated_offset_ns=offset, uncertainty_ns=rtt // 2, pings=PINGS)
     settle_domains([agent.clock for agent in agents.all() if agent.clock is not None],
                    clock_domain())
@@ -63,7 +63,7 @@ def settle_domains(clocks: list[Clock], ours: str) -> None:
     for clock in clocks:
         same_clock = clock.domain == ours
         best = min((other for other in clocks if other.domain == clock.domain),
-                   key=lambda other: other.uncertainty_ns)
+                   key=lambda other: other.uncertainty_ns or 0)  # set: measured here
         clock.offset_ns = 0 if same_clock else best.estimated_offset_ns
         clock.domain_uncertainty_ns = 0 if same_clock else best.uncertainty_ns
         clock.same_clock_as_controller = same_clock

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from sixnines.formats import protocol as p
 from sixnines.formats.chunks import kept_chunks
 from sixnines.formats.done import kept_done
 from sixnines.formats.integrity import sha256_of
@@ -33,7 +34,7 @@ def collect(agents: Agents) -> None:
             _done_from_disk(agents, agent)
         fetched = remote and agent.ready is not None and _fetch(agents, agent)  # it ran
         if agent.done is not None:
-            agent.artifacts = _verified(agents, agent)
+            agent.artifacts = _verified(agents, agent, agent.done)
         if fetched and _all_here(agent):
             agent.launcher.run(["rm", "-rf", agent.remote_dir], timeout_s=60)
             agent.collected = True
@@ -71,9 +72,8 @@ def _done_from_disk(agents: Agents, agent: AgentHandle) -> None:
         agents.view.agent_state(agent.plan.agent_id, done.status)
 
 
-def _verified(agents: Agents, agent: AgentHandle) -> dict[str, Artifact]:
-    """Artifacts as announced, each checked against the file on disk."""
-    files, problems = verified_artifacts(agents.run_dir, agent.plan.agent_id,
-                                         agent.done.artifacts)
+def _verified(agents: Agents, agent: AgentHandle, done: p.Done) -> dict[str, Artifact]:
+    """Artifacts as announced (in `done`), each checked against the file on disk."""
+    files, problems = verified_artifacts(agents.run_dir, agent.plan.agent_id, done.artifacts)
     agents.problems_of(agent).extend(problems)
     return files

@@ -22,8 +22,8 @@ def loop_placement(agents: Agents) -> CpuPlacement:
     """Where the loops of the agents with a clock (all but a monitor that died) go."""
     receive = str(agents.point.workload.receive)
     return place_loops([
-        Seat(agent.plan.agent_id, agent.plan.host, agent.ready.host.get("kernel_id", ""),
-             frozenset(agent.ready.host.get("cpus", ())),
+        Seat(agent.plan.agent_id, agent.plan.host, agent.ready_message.host.get("kernel_id", ""),
+             frozenset(agent.ready_message.host.get("cpus", ())),
              agent is not agents.monitor and busy_loop(agent.plan.role, receive))
         for agent in agents.all() if agent.clock is not None])
 
@@ -41,7 +41,7 @@ def keep_controller_off(agents: Agents, cpus: CpuPlacement) -> dict[int, set[int
     """The controller and what it started, except the agents with a loop CPU, moved off the
     loops' CPUs of its own kernel; their threads' sets before (for
     agents.affinity.restore)."""
-    looping = {agent.ready.pid for agent in agents.all()
+    looping = {agent.ready_message.pid for agent in agents.all()
                if agent.plan.agent_id in cpus.loop_cpu}
     ours = [os.getpid(), *(pid for pid in descendants(os.getpid()) if pid not in looping)]
     return keep_off(ours, cpus.avoided_by(kernel_id()))

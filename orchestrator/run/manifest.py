@@ -5,6 +5,7 @@ progresses."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from sixnines.agents.facts import host_facts, versions
@@ -38,7 +39,7 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> Path:
     return write_atomically(run_dir / MANIFEST_FILE, manifest.text(allow_nan=True))
 
 
-def verified_artifacts(run_dir: Path, agent_id: str, announced: dict[str, Artifact | dict]
+def verified_artifacts(run_dir: Path, agent_id: str, announced: Mapping[str, Artifact | dict]
                        ) -> tuple[dict[str, Artifact], list[str]]:
     """An agent's files as it announced them ({name: {sha256, bytes}}), each checked
     against its file in the run directory ("verified": reached through formats.run_files,

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
 from sixnines.formats.atomic import human_bytes
+from sixnines.formats.vocabulary import Role
+from sixnines.orchestrator.plan.agents import AgentPlan
+from sixnines.orchestrator.scenario.matrix import RunPoint
 from sixnines.orchestrator.terminal import markup, printable
 
 REDRAWS_PER_S = 1
@@ -27,14 +31,14 @@ class ProgressView:
         self.console = Console(file=stream or sys.stderr)
         self.total_runs = total_runs
         self.live: Live | None = None
-        self.point = None
+        self.point: RunPoint | None = None
         self.rows: dict[str, dict] = {}
         self.started_mono = 0.0
         self.span_s = 0.0
         self.warned: set[str] = set()  # hosts warned about in this run
 
     # -- events from the runner -----------------------------------------------------------
-    def begin_run(self, point, plans) -> None:
+    def begin_run(self, point: RunPoint, plans: Sequence[AgentPlan]) -> None:
         self.point = point
         self.rows = {plan.agent_id: {"role": plan.role, "host": plan.host, "sent": 0,
                                      "received": 0, "state": "starting",
@@ -99,7 +103,7 @@ class ProgressView:
             if self.live is None and state != "ok":
                 self.console.print(f"  {agent_id} on {row['host']}: {markup(state)}")
 
-    def end_run(self, point, status: str, problems: list[str]) -> None:
+    def end_run(self, point: RunPoint, status: str, problems: list[str]) -> None:
         if self.live is not None:
             self.live.stop()
             self.live = None
@@ -113,13 +117,15 @@ class ProgressView:
 
     def _table(self) -> Table:
         elapsed = time.monotonic() - self.started_mono if self.started_mono else 0.0
-        title = f"{self.point.run_id}  {min(elapsed, self.span_s):5.1f}/{self.span_s:.1f} s"
+        point = self.point
+        assert point is not None  # drawn only while a run goes
+        title = f"{point.run_id}  {min(elapsed, self.span_s):5.1f}/{self.span_s:.1f} s"
         table = Table(title=title, title_justify="left", expand=False)
         for column in ("agent", "role", "host", "sent", "received", "state"):
             table.add_column(column, justify="right" if column in ("sent", "received") else "left")
         for agent_id, row in self.rows.items():
             sent = f"{row['sent']:,}/{row['planned']:,}" if row["planned"] else "-"
-            received = f"{row['received']:,}" if row["role"] != "producer" else "-"
+            received = f"{row['received']:,}" if row["role"] != Role.PRODUCER else "-"
             table.add_row(agent_id, row["role"], row["host"], sent, received, markup(row["state"]))
         table.caption = "disk: " + "; ".join(
             f"{host} {human_bytes(written)} written, {human_bytes(free) if free >= 0 else '?'} left"

@@ -28,7 +28,7 @@ from sixnines.agents.affinity import restore
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.controller_lock import holding
-from sixnines.formats.manifest import BrokerRecord
+from sixnines.formats.manifest import BrokerRecord, RunStatus
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus
 from sixnines.orchestrator.launchers.base import LaunchError
@@ -139,9 +139,10 @@ class Run:
                 except BaseException:  # a full disk: the run's analysis is not its to give
                     self._stop_sidecar()
                     raise
-        if interruption is not None or later.first is not None:
+        stopped_by = interruption or later.first
+        if stopped_by is not None:
             self._stop_sidecar()
-            raise interruption or later.first
+            raise stopped_by
         if self.sidecar is not None:
             self.analysed = self.sidecar.finish()
         return self.manifest.as_json()
@@ -218,7 +219,7 @@ class Run:
         deadline = planned_end + w.drain_ns / NS + OVERRUN_S
         while not all(a.finished for a in self.agents.measuring()):
             message, agent = self.agents.channel.next(time.monotonic() + SUPERVISE_TICK_S)
-            if isinstance(message, p.Progress):
+            if isinstance(message, p.Progress) and agent is not None:
                 agent.sent, agent.received = message.sent, message.received
                 self.view.progress(agent.plan.agent_id, message.sent, message.received,
                                    message.disk_written, message.disk_free)
@@ -242,7 +243,14 @@ class Run:
     def _record(self) -> None:
         self.record.write(self.agents, self.cpus)
 
+    @property
+    def status(self) -> RunStatus:
+        """The concluded run's status (ok, partial or failed)."""
+        status = self.manifest.status
+        assert status is not None, "read once the run is concluded"
+        return status
+
     def _finalise(self) -> None:
         self.record.conclude(self.agents, self.cpus)
-        self.view.end_run(self.point, self.manifest.status, self.problems)
+        self.view.end_run(self.point, self.status, self.problems)
         self.record.write(self.agents, self.cpus, final=True)

@@ -38,7 +38,9 @@ MAX_LINK_DELAY_NS = 10 * SECOND_NS
 
 def bits_per_second(rate: str) -> int:
     """"100mbit" → 100_000_000 (tc's units: k/m/g are powers of 1000)."""
-    number, unit = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?bit)", rate.lower()).groups()
+    found = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg]?bit)", rate.lower())
+    assert found is not None, "asked only of a rate `_LINK_RATE` matched"
+    number, unit = found.groups()
     return int(float(number) * _BITS[unit])
 
 
@@ -74,7 +76,7 @@ def is_loopback(address: str) -> bool:
         return False
 
 
-class Link(BaseModel):
+class LinkShaping(BaseModel):
     """Shaping of a host's link (egress of its interface) while the scenario runs: `rate`
     with tc tbf; `delay` and `loss` with netem where the host's kernel has it."""
 
@@ -108,7 +110,7 @@ class SshHost(_Host):
     """An interpreter on the host with this sixnines already installed: no bootstrap."""
     workdir: Text = "/var/tmp/sixnines"
     """Where the bootstrap environment and run files go on the host."""
-    link: Link | None = None
+    link: LinkShaping | None = None
     """Cap the host's link bandwidth (needs root there), e.g. {rate: 100mbit}."""
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sixnines.formats.layout import repeat_suffix
 from sixnines.formats.manifest import Repeat
 from sixnines.orchestrator.scenario.systems import System
-from sixnines.orchestrator.scenario.workload import WORKLOAD_FIELDS, Case, Workload
+from sixnines.orchestrator.scenario.workload import WORKLOAD_FIELDS, Case, WorkloadPoint
 
 if TYPE_CHECKING:
     from sixnines.orchestrator.scenario.model import Scenario
@@ -53,7 +53,7 @@ class RunPoint:
     index: int
     run_id: str
     system: System
-    workload: Workload
+    workload: WorkloadPoint
     params: dict[str, Any]
     swept: dict[str, str]
     repeat: Repeat | None = None

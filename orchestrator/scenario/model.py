@@ -50,15 +50,15 @@ from sixnines.orchestrator.scenario.systems import DEFER_OPTIONS, System, driver
 from sixnines.orchestrator.scenario.workload import (
     REQUIRED_FIELDS,
     Case,
-    Workload,
     WorkloadBase,
+    WorkloadPoint,
     WorkloadSpec,
     case_problems,
     cross_field_problems,
 )
 from sixnines.orchestrator.scenario.yaml_source import (
-    Document,
     SourceError,
+    YamlDocument,
     YamlPath,
     YamlSyntaxError,
     parse,
@@ -76,7 +76,7 @@ __all__ = [
     "ScenarioError",
     "Schedule",
     "System",
-    "Workload",
+    "WorkloadPoint",
     "load_scenario",
     "parse_scenario",
 ]
@@ -239,7 +239,7 @@ def run_count(systems: int, specs: Iterable[WorkloadSpec], repeat: int = 1) -> i
     return systems * sum(spec.points for spec in specs) * repeat
 
 
-def _run_count_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:
+def _run_count_problems(specs: list[SpecAt], doc: YamlDocument) -> list[Problem]:
     """A matrix of more than `MAX_RUNS` runs, counted without making a single point."""
     systems = doc.data.get("systems")
     count = len(systems) if isinstance(systems, list) else 1
@@ -256,7 +256,7 @@ def _run_count_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:
     return [Problem(format_path(where), doc.line_of(where), message)]
 
 
-def _inventory_hosts(doc: Document, file: str) -> tuple[HostSpec, ...]:
+def _inventory_hosts(doc: YamlDocument, file: str) -> tuple[HostSpec, ...]:
     """The hosts of the inventory file the scenario names (relative to the scenario);
     its own problems are reported against it, with their lines."""
     name = doc.data.get("inventory")
@@ -313,7 +313,7 @@ def parse_inventory(text: str, file: str) -> tuple[HostSpec, ...]:
     return hosts
 
 
-def _inventory_name_problems(hosts: tuple[HostSpec, ...], doc: Document) -> list[Problem]:
+def _inventory_name_problems(hosts: tuple[HostSpec, ...], doc: YamlDocument) -> list[Problem]:
     """Host names of an inventory that are `local` or given twice, with their lines."""
     problems, seen = [], set()
     for index, host in enumerate(hosts):
@@ -327,13 +327,13 @@ def _inventory_name_problems(hosts: tuple[HostSpec, ...], doc: Document) -> list
     return problems
 
 
-def _host_problems(scenario: Scenario, doc: Document, from_inventory: int) -> list[Problem]:
+def _host_problems(scenario: Scenario, doc: YamlDocument, from_inventory: int) -> list[Problem]:
     """Host names unique (and not `local`), and placement naming only known hosts."""
     problems = []
     seen: set[str] = set()
     in_file = len(scenario.hosts) - from_inventory
     for index, host in enumerate(scenario.hosts):
-        path = ("hosts", index, "name") if index < in_file else ("inventory",)
+        path: YamlPath = ("hosts", index, "name") if index < in_file else ("inventory",)
         if host.name == LOCAL or host.name in seen:
             what = "is reserved for the controller's machine" if host.name == LOCAL else (
                 "is given twice (in the scenario and/or its inventory)")
@@ -341,7 +341,7 @@ def _host_problems(scenario: Scenario, doc: Document, from_inventory: int) -> li
                                     f"host name {host.name!r} {what}"))
         seen.add(host.name)
     placement = scenario.placement
-    named = [(("placement", "broker"), placement.broker)] + [
+    named: list[tuple[YamlPath, str]] = [(("placement", "broker"), placement.broker)] + [
         (("placement", "agents", i), name) for i, name in enumerate(placement.agents)]
     known = seen | {LOCAL}
     listed = _known(known)
@@ -359,7 +359,7 @@ def _known(known: set[str]) -> str:
     return f"known: {', '.join(names[:MAX_HOSTS_LISTED])}{more}"
 
 
-def _open_broker_problems(scenario: Scenario, doc: Document) -> list[Problem]:
+def _open_broker_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem]:
     """Recipes that cannot require a credential (no `auth`), placed on a host others can
     reach: refused unless the system accepts an open broker (orchestrator.run.brokers)."""
     host = scenario.host(scenario.placement.broker)
@@ -384,7 +384,7 @@ def _open_broker_problems(scenario: Scenario, doc: Document) -> list[Problem]:
     return problems
 
 
-def _case_problems(doc: Document) -> list[Problem]:
+def _case_problems(doc: YamlDocument) -> list[Problem]:
     """`case_problems` of the file as written, so they show even when a case has others."""
     cases, base = doc.data.get("cases"), doc.data.get("workload", {})
     if not isinstance(cases, list):
@@ -425,7 +425,7 @@ def _valid_or_none(model: type[M], data: Any) -> M | None:
         return None
 
 
-def _driver_option_problems(doc: Document) -> list[Problem]:
+def _driver_option_problems(doc: YamlDocument) -> list[Problem]:
     """Each driver option error at its own path (`systems[2].options.nodelay`)."""
     systems = doc.data.get("systems")
     problems: list[Problem] = []
@@ -442,17 +442,17 @@ def _driver_option_problems(doc: Document) -> list[Problem]:
     return problems
 
 
-def _points(specs: list[SpecAt]) -> list[tuple[YamlPath, Workload]]:
+def _points(specs: list[SpecAt]) -> list[tuple[YamlPath, WorkloadPoint]]:
     """Every point of every spec, unvalidated (the checks below say what is wrong)."""
     return [
-        (where, Workload.model_construct(**values))
+        (where, WorkloadPoint.model_construct(**values))
         for where, spec in specs
         for values, _ in spec.combinations()
     ]
 
 
 def _driver_workload_problems(
-    scenario: Scenario, specs: list[SpecAt], doc: Document
+    scenario: Scenario, specs: list[SpecAt], doc: YamlDocument
 ) -> list[Problem]:
     """What each system's driver says it cannot do with the workload, each message once
     (per case: "... (in cases[2])"). Systems whose options are invalid are skipped: those
@@ -472,7 +472,7 @@ def _driver_workload_problems(
     return list(problems)
 
 
-def _point_problems(specs: list[SpecAt], doc: Document) -> list[Problem]:
+def _point_problems(specs: list[SpecAt], doc: YamlDocument) -> list[Problem]:
     """Cross-field rules over every expanded point, each distinct message once per spec,
     blamed on the field where that spec was written: `workload.schedule`, or with cases
     `cases[2].schedule` (at the case's own line when the field comes from the base)."""

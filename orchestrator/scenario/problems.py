@@ -19,7 +19,7 @@ from typing import Any, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from sixnines.formats.errors import BadInput
-from sixnines.orchestrator.scenario.yaml_source import Document, YamlPath
+from sixnines.orchestrator.scenario.yaml_source import YamlDocument, YamlPath
 
 # --- errors -----------------------------------------------------------------------------
 
@@ -108,7 +108,7 @@ _BOUNDS = {
 
 def problems_from(
     exc: ValidationError,
-    doc: Document | None = None,
+    doc: YamlDocument | None = None,
     model: type[BaseModel] | None = None,
     prefix: YamlPath = (),
 ) -> list[Problem]:

@@ -32,6 +32,7 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+from pydantic.main import IncEx
 
 from sixnines.formats.errors import SixninesError
 from sixnines.orchestrator.scenario import units
@@ -63,7 +64,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Ready(Strict):
+class ReadyCheck(Strict):
     """Ready when a TCP connect succeeds, or when a command exits 0 (retried)."""
 
     tcp: str | None = None
@@ -97,7 +98,7 @@ class Native(Strict):
     install: str | None = None  # how to get its programs, said when one is missing (as is)
     env: dict[EnvName, str] = {}
     files: dict[str, str] = {}  # file name in {data} -> content, written before `prepare`
-    ready: Ready
+    ready: ReadyCheck
     stop: list[Command] = []  # run after the process group is stopped (daemons it left)
     version: Command | None = None
     auth: Auth | None = None  # None: the broker cannot require a credential
@@ -122,7 +123,8 @@ class Recipe(Strict):
 
     @model_validator(mode="after")
     def _secret_only_in_stdin(self) -> Recipe:
-        stdin_texts = {"native": {"auth": {"stdin": True, "setup": {"__all__": {"stdin"}}}}}
+        stdin_texts: dict[str, IncEx | bool] = {
+            "native": {"auth": {"stdin": True, "setup": {"__all__": {"stdin"}}}}}
         if _names_secret(self.model_dump(exclude=stdin_texts)):
             raise ValueError("{secret} may appear only in auth.stdin and auth.setup[].stdin "
                              "(anywhere else it would reach argv, the environment or a file)")

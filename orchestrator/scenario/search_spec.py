@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from sixnines.formats.hdr import PERCENTILE_KEYS, PERCENTILES
+from sixnines.formats.hdr import PERCENTILE_KEYS, PERCENTILES, PercentileKey
 from sixnines.orchestrator.scenario import units
 from sixnines.orchestrator.scenario.fields import MAX_WAIT_NS, SECOND_NS, NumericRate, Rate, RunTime
 
@@ -59,7 +59,7 @@ def _precision(value: object) -> float:
 
 Threshold = Annotated[int, BeforeValidator(_threshold)]
 Precision = Annotated[float, BeforeValidator(_precision)]
-Objective = dict[Literal[PERCENTILE_KEYS], Threshold]  # type: ignore[valid-type]
+Objective = dict[PercentileKey, Threshold]
 
 
 class RateSearch(BaseModel):

@@ -31,7 +31,7 @@ _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
 DEFER_OPTIONS = "sixnines.defer_driver_options"
 
 
-class Broker(BaseModel):
+class BrokerSpec(BaseModel):
     """Where the system under test runs: `builtin` (sixnines starts the driver's own broker),
     `{external: HOST:PORT}` (already running) or `{recipe: NAME}` (started from deploy/).
     Both fields None means builtin; `kind` says which."""
@@ -56,7 +56,7 @@ class Broker(BaseModel):
     def _from_yaml(cls, data: Any) -> Any:
         if data == "builtin":
             return {}
-        if isinstance(data, Broker):
+        if isinstance(data, BrokerSpec):
             return data
         if not isinstance(data, dict):
             raise ValueError(_BROKER_FORMS)
@@ -82,15 +82,16 @@ class Broker(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _one_kind(self) -> Broker:
+    def _one_kind(self) -> BrokerSpec:
         if self.external is not None and self.recipe is not None:
             raise ValueError("give either external or recipe, not both")
-        if self.allow_unauthenticated and self.recipe is None:
-            raise ValueError("allow_unauthenticated goes with a recipe")
-        if self.allow_unauthenticated and load_recipe(self.recipe).native.auth is not None:
-            raise ValueError(f"recipe {self.recipe!r} makes its broker require a per-run "
-                             "credential off loopback; allow_unauthenticated is for recipes "
-                             "that cannot")
+        if self.allow_unauthenticated:
+            if self.recipe is None:
+                raise ValueError("allow_unauthenticated goes with a recipe")
+            if load_recipe(self.recipe).native.auth is not None:
+                raise ValueError(f"recipe {self.recipe!r} makes its broker require a per-run "
+                                 "credential off loopback; allow_unauthenticated is for "
+                                 "recipes that cannot")
         return self
 
     @model_serializer
@@ -128,7 +129,7 @@ class System(BaseModel):
 
     name: Name
     driver: Annotated[str, Field(strict=True)]
-    broker: Broker = Field(default="builtin", validate_default=True)  # type: ignore[assignment]
+    broker: BrokerSpec = Field(default="builtin", validate_default=True)
     options: SerializeAsAny[DriverOptions] | dict[str, Any] = Field(
         default_factory=dict, validate_default=True
     )
@@ -144,14 +145,14 @@ class System(BaseModel):
 
     @field_validator("broker")
     @classmethod
-    def _builtin_exists(cls, broker: Broker, info: ValidationInfo) -> Broker:
+    def _builtin_exists(cls, broker: BrokerSpec, info: ValidationInfo) -> BrokerSpec:
         driver = driver_or_none(info.data.get("driver"))
         if broker.kind == "builtin" and driver is not None and not driver.has_builtin_broker:
             raise ValueError(
                 f"driver {driver.name!r} has no builtin broker: use {{recipe: NAME}} or "
                 "{external: HOST:PORT}"
             )
-        if broker.kind == "recipe" and driver is not None:
+        if broker.recipe is not None and driver is not None:  # kind recipe
             drivers = load_recipe(broker.recipe).drivers
             if driver.name not in drivers:
                 raise ValueError(f"recipe {broker.recipe!r} serves drivers {', '.join(drivers)}, "

@@ -63,7 +63,7 @@ WORKLOAD_FIELDS: dict[str, str] = {
 MAX_RATE_CAP_NS = 600 * SECOND_NS
 
 
-class Workload(BaseModel):
+class WorkloadPoint(BaseModel):
     """One resolved point: what the agents run. Sizes in bytes, rate in msg/s (total across
     producers) or `MAX_RATE`, times in nanoseconds. With `rate: max`, `messages` is the total
     to send across producers and `duration_ns` the cap on sending after the warm-up."""
@@ -94,7 +94,7 @@ class Workload(BaseModel):
         return data
 
     @model_validator(mode="after")
-    def _consistent(self) -> Workload:
+    def _consistent(self) -> WorkloadPoint:
         problems = cross_field_problems(self)
         if problems:
             raise ValueError("; ".join(message for _, message in problems))
@@ -106,7 +106,7 @@ class Workload(BaseModel):
         return self.rate == MAX_RATE
 
 
-def cross_field_problems(workload: Workload) -> list[tuple[str, str]]:
+def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
     """Rules spanning several fields, as (YAML field to blame, message). `workload` may be
     unvalidated (`model_construct`), so a missing duration shows as None."""
     found = []
@@ -219,9 +219,9 @@ class WorkloadSpec(BaseModel):
             values = {WORKLOAD_FIELDS[n]: getattr(self, n)[i] for n, i in picked.items()}
             yield values, {n: self.label(n, picked[n]) for n in swept}
 
-    def expand(self) -> list[tuple[Workload, dict[str, str]]]:
+    def expand(self) -> list[tuple[WorkloadPoint, dict[str, str]]]:
         """Validated `Workload`s with their swept labels (see `combinations`)."""
-        return [(Workload(**values), labels) for values, labels in self.combinations()]
+        return [(WorkloadPoint(**values), labels) for values, labels in self.combinations()]
 
     @model_serializer
     def _as_yaml(self) -> dict[str, Any]:

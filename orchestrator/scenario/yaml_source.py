@@ -74,7 +74,7 @@ class Duplicate:
 
 
 @dataclass
-class Document:
+class YamlDocument:
     """Plain data (dicts, lists, scalars) plus where each piece came from."""
 
     data: Any = None
@@ -123,12 +123,12 @@ def read_source(path: Path) -> str:
         raise SourceError(f"not UTF-8 text (bad byte at offset {exc.start})", line) from None
 
 
-def parse(text: str) -> Document:
+def parse(text: str) -> YamlDocument:
     """Parse one YAML document with the safe loader, keeping 1-based lines."""
     loader = _loader(text)
     try:
         node = loader.get_single_node()
-        doc = Document()
+        doc = YamlDocument()
         if node is not None:
             doc.lines[()] = node.start_mark.line + 1
             doc.data = _Builder(loader, doc).build(node, (), frozenset())
@@ -174,6 +174,14 @@ def _fail(message: str, mark: yaml.Mark) -> yaml.MarkedYAMLError:
     return yaml.MarkedYAMLError(None, None, message, mark)
 
 
+def _start(event: Event) -> yaml.Mark:
+    """Where an event begins: the pure-Python parser this loader runs marks every event
+    it makes (an event without a mark is one built to be emitted)."""
+    mark = event.start_mark
+    assert isinstance(mark, yaml.Mark), "a parsed event carries its start mark"
+    return mark
+
+
 _TOO_MANY = (f"more than {MAX_VALUES:,} values (keys, list items and every use of an alias "
              "counted): a scenario holds a few hundred")
 _TOO_DEEP = f"nested more than {MAX_DEPTH} levels deep: a scenario needs a few"
@@ -204,11 +212,11 @@ class _Loader(yaml.SafeLoader):
     def get_event(self) -> Event:
         event = super().get_event()
         if isinstance(event, ScalarEvent | AliasEvent | CollectionStartEvent):
-            self.values.spend(event.start_mark)
+            self.values.spend(_start(event))
         if isinstance(event, CollectionStartEvent):
             self.depth += 1
             if self.depth > MAX_DEPTH:
-                raise _fail(_TOO_DEEP, event.start_mark)
+                raise _fail(_TOO_DEEP, _start(event))
         elif isinstance(event, CollectionEndEvent):
             self.depth -= 1
         return event
@@ -220,7 +228,7 @@ class _Builder:
     `<<` merges are done here rather than by PyYAML, whose in-place merging multiplies
     nodes before anything could count them."""
 
-    def __init__(self, loader: _Loader, doc: Document) -> None:
+    def __init__(self, loader: _Loader, doc: YamlDocument) -> None:
         self.loader = loader
         self.doc = doc
         self.values = _Budget()
@@ -288,6 +296,7 @@ class _Builder:
 def _merge_sources(node: yaml.Node) -> list[yaml.MappingNode]:
     """The mappings a `<<` key merges: one mapping, or a list of them."""
     sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
-    if not all(isinstance(source, yaml.MappingNode) for source in sources):
+    mappings = [source for source in sources if isinstance(source, yaml.MappingNode)]
+    if len(mappings) < len(sources):
         raise _fail("<< merges a mapping or a list of mappings", node.start_mark)
-    return sources
+    return mappings

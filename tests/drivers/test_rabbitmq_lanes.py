@@ -10,7 +10,7 @@ from sixnines.drivers.base import SOLE_LANE, Lane
 from sixnines.drivers.rabbitmq.driver import RabbitmqDriver, lane_route
 from sixnines.drivers.rabbitmq.options import RabbitmqOptions
 from sixnines.drivers.rabbitmq.wire import publish_head
-from sixnines.orchestrator.scenario.workload import Workload
+from sixnines.orchestrator.scenario.workload import WorkloadPoint
 
 
 def test_a_fanout_lane_has_an_exchange_of_its_own():
@@ -35,8 +35,8 @@ def test_each_lane_is_framed_for_its_own_route(exchange, lane):
     assert prefix.startswith(publish_head(1, *lane_route(options, lane), 64, False))
 
 
-def workload(**fields) -> Workload:
-    return Workload(**{"message_size": 64, "rate": 10, "duration_ns": 10**9, **fields})
+def workload(**fields) -> WorkloadPoint:
+    return WorkloadPoint(**{"message_size": 64, "rate": 10, "duration_ns": 10**9, **fields})
 
 
 def test_the_default_exchange_refuses_several_consumers_not_several_connections():

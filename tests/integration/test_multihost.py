@@ -28,7 +28,7 @@ from sixnines.formats.chunks import read_index
 from sixnines.orchestrator.controller import run_scenario
 from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.launchers.ssh import SshLauncher
-from sixnines.orchestrator.scenario.hosts import Inventory, Link
+from sixnines.orchestrator.scenario.hosts import Inventory, LinkShaping
 from sixnines.orchestrator.scenario.model import load_scenario
 from sixnines.spark_jobs.analyze import analyze_run
 from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
@@ -227,7 +227,7 @@ def test_a_host_link_is_capped_while_in_use_and_restored_after(bed):
         return subprocess.run(["ip", "netns", "exec", bed.namespace(h2), "tc", "qdisc", "show",
                                "dev", "eth0"], capture_output=True, text=True).stdout
 
-    launcher = SshLauncher(spec.model_copy(update={"link": Link(rate="20mbit")}))
+    launcher = SshLauncher(spec.model_copy(update={"link": LinkShaping(rate="20mbit")}))
     try:
         assert launcher.prepare()["link"] == {"interface": "eth0", "rate": "20mbit"}
         assert "tbf" in qdisc() and "rate 20Mbit" in qdisc()
@@ -236,7 +236,7 @@ def test_a_host_link_is_capped_while_in_use_and_restored_after(bed):
     assert "tbf" not in qdisc()
     kernel_has_netem = bed.run("shape", "h3", "--delay", "5ms", check=False).returncode == 0
     bed.run("shape", "h3", "--clear")
-    delayed = SshLauncher(spec.model_copy(update={"link": Link(rate="20mbit", delay="5ms")}))
+    delayed = SshLauncher(spec.model_copy(update={"link": LinkShaping(rate="20mbit", delay="5ms")}))
     try:
         if kernel_has_netem:
             delayed.prepare()

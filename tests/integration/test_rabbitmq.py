@@ -19,7 +19,7 @@ import pytest
 from sixnines.drivers.base import DriverError, Lane
 from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
 from sixnines.formats.payload import build_frames, frame_dtype
-from sixnines.orchestrator.scenario.model import ScenarioError, Workload
+from sixnines.orchestrator.scenario.model import ScenarioError, WorkloadPoint
 from tests.integration.support import (
     SIZE,
     assert_every_message_accounted,
@@ -237,6 +237,6 @@ def test_the_shared_queue_refuses_several_consumers_not_several_connections():
 
 
 def test_workload_problems_refuse_what_rabbitmq_cannot_carry():
-    workload = Workload(message_size=200 << 20, rate=10, duration_ns=10**9)
+    workload = WorkloadPoint(message_size=200 << 20, rate=10, duration_ns=10**9)
     problems = RabbitmqDriver.workload_problems(RabbitmqOptions(), workload)
     assert any("max_message_size" in problem for problem in problems)

@@ -80,8 +80,8 @@ def test_overhead_identity_on_real_timestamps(run):
     assert np.all(np.diff(got["recv_ns"]) >= 0) and np.all(np.diff(sent["sent_ns"]) >= 0)
 
     read = Manifest.model_validate(manifest)
-    analysed = run_merge.Run(read, agent_rows.message_paths(run_dir, read), WINDOW,
-                             Load.OPEN_LOOP, delivery.Expected())
+    analysed = run_merge.AnalysedRun(read, agent_rows.message_paths(run_dir, read), WINDOW,
+                                     Load.OPEN_LOOP, delivery.Expected())
     spans = {}
     for agent in run_merge.agent_files([analysed]):
         side = series.SENDER if agent.role == Role.PRODUCER else series.RECEIVER

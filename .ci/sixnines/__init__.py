@@ -1,0 +1,1 @@
+../../sixnines/__init__.py

@@ -1,0 +1,1 @@
+../../sixnines/__main__.py
