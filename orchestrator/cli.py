@@ -219,6 +219,32 @@ def _runs(args, console: Console) -> int:
     return EXIT_OK
 
 
+def _history(args, console: Console) -> int:
+    from sixnines.orchestrator.results.history.console import judge, print_summary, window_start
+    from sixnines.orchestrator.results.history.series import history_document, load_series
+    from sixnines.orchestrator.results.history.store import (
+        StoreRefused,
+        default_location,
+        update_store,
+    )
+
+    location = args.store or default_location(args.roots)
+    update = update_store(args.roots, location, rebuild=args.rebuild)
+    if not update.nights:
+        raise StoreRefused(f"{', '.join(map(str, args.roots))}: no results directory there "
+                           "(a scenario's output: <root>/<scenario>/<stamp>/)")
+    recent = load_series(update.table, location, since=window_start(update.table))
+    judgement = judge(update.table, recent, args.threshold)
+    if args.json:
+        title = f"sixnines history of {', '.join(map(str, args.roots))}"
+        document = history_document(load_series(update.table, location), title,
+                                    args.threshold)
+        print(json.dumps(document, indent=2))
+    else:
+        print_summary(update, judgement, console)
+    return judgement.exit_code
+
+
 #: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
 #: (and `inf` would turn every check off).
 MAX_THRESHOLD_PCT = 1000.0
@@ -419,6 +445,30 @@ def parser() -> argparse.ArgumentParser:
                       help="where results are (default: ./runs)")
     runs.add_argument("--json", action="store_true", help="print the list as JSON")
     runs.set_defaults(handler=_runs)
+
+    history = commands.add_parser(
+        "history", parents=[VERBOSE], help="index every night's results and say what changed",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Index every results directory under the ROOTs (each one a night) in a "
+        "store kept beside them (Parquet and CSV, updated incrementally: new nights added, "
+        "deleted ones dropped, edited ones read again), then say what changed since the "
+        "last night and in the last 30 days, by the rule of `compare` between consecutive "
+        "nights. Exit 0: no change; 1: a figure got worse since the last night; 2: bad "
+        "input; 3: the newest night could not be read or a run of it failed.",
+        epilog="example:\n  sixnines history runs/\n  (the store: "
+        "runs/sixnines-history/history.parquet and history.csv)")
+    history.add_argument("roots", type=Path, nargs="+", metavar="ROOT",
+                         help="where results are (a scenario's output, e.g. runs/)")
+    history.add_argument("--store", type=Path, metavar="DIR",
+                         help="the store's folder (default: sixnines-history/ in the first "
+                         "ROOT)")
+    history.add_argument("--rebuild", action="store_true",
+                         help="read every night again instead of only new and changed ones")
+    history.add_argument("--threshold", type=_percentage, default=10.0, metavar="PCT",
+                         help="relative floor of the tolerance, %% (as for compare)")
+    history.add_argument("--json", action="store_true",
+                         help="print every series, night by night, as JSON")
+    history.set_defaults(handler=_history)
 
     agent = commands.add_parser(
         "agent", parents=[VERBOSE], help="run an agent (driven over stdin/stdout)")

@@ -169,13 +169,17 @@ class Side:
     tails: dict[str | None, Tail] = field(default_factory=dict)  # by run id, from .hgrm files
 
     def tail(self, run: RunSummary) -> Tail:
-        """The run's fine-grained distribution when its .hgrm holds the same samples as its
-        summary, else the summary's ladder."""
-        figures = run.metric(latency_of(run)[0])
-        tail = self.tails.get(run.run_id)
-        if tail is not None and figures is not None and tail.count == figures.count:
-            return tail
-        return Tail.from_figures(figures or Figures())
+        return run_tail(run, self.tails)
+
+
+def run_tail(run: RunSummary, tails: dict[str | None, Tail]) -> Tail:
+    """The run's fine-grained distribution (from `tails`, by run id: `hgrm_tails`) when its
+    .hgrm holds the same samples as its summary, else the summary's ladder."""
+    figures = run.metric(latency_of(run)[0])
+    tail = tails.get(run.run_id)
+    if tail is not None and figures is not None and tail.count == figures.count:
+        return tail
+    return Tail.from_figures(figures or Figures())
 
 
 @dataclass
@@ -234,11 +238,11 @@ def load_side(path: Path) -> Side:
         raise CompareError(f"{path}: no such directory")
     if (results := _summary_under(path, SUMMARY_FILE)).is_file():
         runs = read_results_summary(results).runs
-        return Side(path, runs, single=False, tails=_tails(path, runs, in_run_folders=True))
+        return Side(path, runs, single=False, tails=hgrm_tails(path, runs, in_run_folders=True))
     if (run := _summary_under(path, REPORT_DIR, SUMMARY_FILE)).is_file():
         summary = read_run_summary(run)
         return Side(path, [summary], single=True,
-                    tails=_tails(path, [summary], in_run_folders=False))
+                    tails=hgrm_tails(path, [summary], in_run_folders=False))
     recorded = (path / MANIFEST_FILE).is_file() or any(
         (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
     hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
@@ -255,7 +259,7 @@ def _summary_under(path: Path, *names: str) -> Path:
         raise CompareError(str(refused)) from None
 
 
-def _tails(root: Path, runs: list[RunSummary], in_run_folders: bool
+def hgrm_tails(root: Path, runs: list[RunSummary], in_run_folders: bool
            ) -> dict[str | None, Tail]:
     """Each run's distribution from the .hgrm of its latency (saturation latency in
     throughput mode), by run id: `root`/<run id>/report/ of a results directory, or
