@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -90,14 +92,15 @@ class Year:
                                                                            len(self.slots))
         if number >= STEP_NIGHT:
             factors[0] *= STEP
+        rates = self.rng.lognormal(0, 0.01, len(self.slots))
         runs = []
-        for (run_id, system, size), manifest, factor in zip(self.slots, self.manifests,
-                                                             factors, strict=True):
+        for (run_id, system, size), manifest, factor, rate in zip(
+                self.slots, self.manifests, factors, rates, strict=True):
             folder = night / run_id / REPORT_DIR
             folder.mkdir(parents=True)
             (night / run_id / MANIFEST_FILE).write_text(manifest)
             (folder / hgrm_file(Metric.LATENCY)).write_text(self._hgrm(float(factor)))
-            runs.append(self._run(run_id, system, size, float(factor)))
+            runs.append(self._run(run_id, system, size, float(factor), float(rate)))
         write_results_summary(night, SCENARIO, runs)
         return night
 
@@ -106,15 +109,16 @@ class Year:
         return "".join(f"{float(line[0]) * factor:12.3f} {line[1]}" if len(line) == 2
                        else line[0] for line in self.hgrm)
 
-    def _run(self, run_id: str, system: str, size: int, factor: float) -> RunSummary:
+    def _run(self, run_id: str, system: str, size: int, factor: float, rate: float
+             ) -> RunSummary:
         run = {**self.run, "run_id": run_id, "system": system,
                "params": {**self.run["params"], "message_size": size}}
         for field in LATENCIES:
             if run.get(field):
                 run[field] = {key: (value * factor if key in SCALED and value is not None
                                     else value) for key, value in run[field].items()}
-        for rate in ("send_rate", "receive_rate"):
-            run[rate] = run[rate] * (2 - factor / self.base.mean()) if run[rate] else run[rate]
+        for name in ("send_rate", "receive_rate"):
+            run[name] = run[name] and run[name] * rate
         return RunSummary.model_validate(run)
 
 
@@ -128,16 +132,22 @@ def _value_first(line: str) -> list[str]:
     return parts
 
 
-def timed_history(root: Path) -> float:
-    """Seconds `sixnines history ROOT` took (its exit code says what changed, not whether
-    it worked: 0 and 1 are both a finished update)."""
-    began = time.monotonic()
+def timed_history(root: Path) -> tuple[float, float]:
+    """Seconds `sixnines history ROOT` took, and the CPU seconds it and its children used
+    (on a machine shared with other work the two part). Its exit code says what changed,
+    not whether it worked: 0 and 1 are both a finished update."""
+    began, used = time.monotonic(), _cpu_of_children()
     done = subprocess.run([*SIXNINES, "history", str(root)], capture_output=True, text=True,
                           check=False)
     took = time.monotonic() - began
     if done.returncode not in (0, 1):
         raise SystemExit(f"sixnines history exited {done.returncode}:\n{done.stderr[-3000:]}")
-    return took
+    return took, _cpu_of_children() - used
+
+
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -161,10 +171,13 @@ def main() -> int:
         year.write_night(root, args.nights)
         figures["one new night"] = timed_history(root)
         figures["nothing new"] = timed_history(root)
-        for name, seconds in figures.items():
+        print(f"{'':<14} {'wall':>8} {'CPU':>8}")
+        for name, (seconds, cpu) in figures.items():
             goal = GOALS.get(name)
             against = f"   {seconds / goal:.2f} of the goal ({goal:g} s)" if goal else ""
-            print(f"{name:<14} {seconds:6.2f} s{against}")
+            print(f"{name:<14} {seconds:6.2f} s {cpu:6.2f} s{against}")
+        print(f"machine load (1 min) at the end: {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores")
     return 0
 
 

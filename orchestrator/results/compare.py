@@ -347,9 +347,14 @@ def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
 
 
 def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float) -> Figure:
-    """A throughput figure (send_rate or receive_rate): a drop beyond the relative floor is
-    a regression."""
-    value_a, value_b = getattr(a, key), getattr(b, key)
+    """A throughput figure (send_rate or receive_rate) of two runs."""
+    return rate_change(getattr(a, key), getattr(b, key), key, threshold_pct)
+
+
+def rate_change(value_a: float | None, value_b: float | None, key: str,
+                threshold_pct: float) -> Figure:
+    """A throughput figure from A to B: a drop beyond the relative floor is a
+    regression."""
     change = _change(value_a, value_b)
     if change is None:
         return Figure(key, key, value_a, value_b, None, None, "not comparable")

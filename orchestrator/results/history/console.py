@@ -9,6 +9,7 @@ system), else 1 when a series got worse since its previous night, else 0.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -25,7 +26,7 @@ from sixnines.orchestrator.results.history.series import (
     Series,
     find_series_changes,
 )
-from sixnines.orchestrator.results.history.store import Update
+from sixnines.orchestrator.results.history.store import Update, distinct
 from sixnines.orchestrator.terminal import markup
 
 EXIT_NO_CHANGE, EXIT_REGRESSION, EXIT_BROKEN_NIGHT = 0, 1, 3
@@ -79,22 +80,34 @@ def judge(table: pa.Table, recent: list[Series], threshold_pct: float) -> Judgem
 def print_summary(update: Update, judgement: Judgement, console: Console) -> None:
     """The screen (module docstring)."""
     console.print(_headline(update), highlight=False)
-    _section(console, "since the last night", judgement.since_last, lambda one, change: "")
-    _section(console, "in the last 30 days", judgement.month,
-             lambda one, change: f" on {markup(one.nights[change.index].night)}")
+    _section(console, "since the last night", judgement.since_last, _since_last)
+    _section(console, "in the last 30 days", judgement.month, _over_month)
     _print_few(console, judgement.few)
     _print_unread(console, update.table)
 
 
+def _since_last(found: list[tuple[Series, Change]]) -> str:
+    """Each figure that changed at the newest night, with how much."""
+    return ", ".join(f"{markup(one.figure)} {change.relative:+.0%}" for one, change in found)
+
+
+def _over_month(found: list[tuple[Series, Change]]) -> str:
+    """How many changes on how many nights, and the largest."""
+    one, change = max(found, key=lambda item: abs(math.log1p(item[1].relative)))
+    nights = len({one.nights[change.index].night for one, change in found})
+    return (f"{len(found)} change(s) on {nights} night(s), the largest {markup(one.figure)} "
+            f"{change.relative:+.0%} on {markup(one.nights[change.index].night)}")
+
+
 def too_few(table: pa.Table) -> set[tuple]:
-    """The series (SERIES_KEY) with fewer than MIN_NIGHTS nights with a figure."""
+    """The series (SERIES_KEY) with fewer than MIN_NIGHTS nights with a figure (a row
+    each)."""
     runs = table.filter(pc.is_valid(table["run_id"]))
-    counts = runs.group_by(list(SERIES_KEY)).aggregate([("value", "count")]).to_pylist()
-    return {tuple(row[name] for name in SERIES_KEY) for row in counts
-            if row["value_count"] < MIN_NIGHTS}
+    nights = distinct(runs.filter(pc.is_valid(runs["value"])), SERIES_KEY)
+    return {key for key in distinct(runs, SERIES_KEY) if nights.get(key, 0) < MIN_NIGHTS}
 
 
-def _key(series: Series) -> tuple:
+def _key(series: Series) -> tuple[str, ...]:
     return tuple(getattr(series, name) for name in SERIES_KEY)
 
 
@@ -105,7 +118,8 @@ def _first_after(series: Series, horizon: datetime) -> int:
 
 def _headline(update: Update) -> str:
     what = ", ".join(f"{count} {word}" for count, word in (
-        (update.added, "new"), (update.changed, "changed"), (update.removed, "removed"))
+        (update.added, "new"), (update.changed, "changed"), (update.removed, "removed"),
+        (update.rechecked, "read again, unchanged"))
         if count) or "nothing new"
     rebuilt = f"; rebuilt: {markup(update.rebuilt)}" if update.rebuilt else ""
     return (f"[bold]history[/] of {update.nights} night(s): {what}{rebuilt}\n"
@@ -114,44 +128,42 @@ def _headline(update: Update) -> str:
 
 def _newest_nights(table: pa.Table) -> dict[str | None, str]:
     """Each scenario's newest night."""
-    nights = table.group_by(["scenario", "when", "night"]).aggregate([]).sort_by(
-        [("when", "ascending"), ("night", "ascending")]).to_pylist()
-    return {row["scenario"]: row["night"] for row in nights}
+    nights = sorted(distinct(table, ["when", "scenario", "night"]), key=lambda row: row[0])
+    return {scenario: night for _, scenario, night in nights}
 
 
 def _broken(table: pa.Table, newest: dict[str | None, str]) -> bool:
     """Whether a scenario's newest night could not be read or holds a failed run."""
     rows = table.filter(pc.is_in(table["night"], value_set=pa.array(
         list(newest.values()), pa.string()))).select(["scenario", "night", "status"])
-    return any(newest.get(row["scenario"]) == row["night"] and rank(row["status"]) >= rank(FAILED)
-               for row in rows.to_pylist())
+    return any(newest.get(scenario) == night and rank(status) >= rank(FAILED)
+               for scenario, night, status in distinct(rows, ["scenario", "night", "status"]))
 
 
 def _section(console: Console, title: str, found: list[tuple[Series, list[Change]]],
-             where: Callable[[Series, Change], str]) -> None:
-    """One line per system and case with a change: its figures, each with its change."""
-    console.print(f"[bold]{title}[/]:", highlight=False)
-    lines: dict[tuple, list[str]] = {}
-    worse: dict[tuple, bool] = {}
+             describe: Callable[[list[tuple[Series, Change]]], str]) -> None:
+    """One line per system and case with a change (✗: one for the worse), what
+    `describe` says of its changes."""
+    cases: dict[tuple, list[tuple[Series, Change]]] = {}
     for one, changes in found:
-        key = (one.scenario, one.label())
-        for change in changes:
-            lines.setdefault(key, []).append(
-                f"{markup(one.figure)} {_number(change.before)} → {_number(change.after)} "
-                f"{markup(one.unit)} ({change.relative:+.0%}){where(one, change)}")
-            worse[key] = worse.get(key, False) or change.direction == "regression"
-    if not lines:
-        console.print("  no change", highlight=False)
-    for key, parts in list(lines.items())[:MAX_LINES]:
-        mark = "[bold red]✗[/]" if worse[key] else "[green]✓[/]"
-        console.print(f"  {mark} {markup(key[0])}: {markup(key[1])}: {', '.join(parts)}",
+        cases.setdefault((one.scenario, one.label()), []).extend(
+            (one, change) for change in changes)
+    console.print(f"[bold]{title}[/]: {len(found)} series changed", highlight=False)
+    lines = sorted(cases.items(), key=lambda item: not _worse(item[1]))
+    for (scenario, label), changes in lines[:MAX_LINES]:
+        mark = "[bold red]✗[/]" if _worse(changes) else "[green]✓[/]"
+        console.print(f"  {mark} {markup(scenario)}: {markup(label)}: {describe(changes)}",
                       highlight=False)
-    _more(console, len(lines))
+    _more(console, len(cases))
+
+
+def _worse(changes: list[tuple[Series, Change]]) -> bool:
+    return any(change.direction == "regression" for _, change in changes)
 
 
 def _print_few(console: Console, few: set[tuple]) -> None:
     """The series too few nights to judge, by scenario, system and case."""
-    cases = sorted({(str(scenario), str(system), case) for scenario, system, case, *_ in few})
+    cases = sorted({(scenario, system, case) for scenario, system, case, *_ in few})
     if not cases:
         return
     console.print(f"[bold]too few nights to judge[/] (fewer than {MIN_NIGHTS} with a figure):",
@@ -179,5 +191,3 @@ def _more(console: Console, count: int) -> None:
                       highlight=False)
 
 
-def _number(value: float) -> str:
-    return f"{value:,.1f}" if abs(value) < 10_000 else f"{value:,.0f}"

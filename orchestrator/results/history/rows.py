@@ -45,7 +45,7 @@ from sixnines.orchestrator.results.compare import (
     swept_keys,
     tail_samples,
 )
-from sixnines.orchestrator.results.history.nights import NightDir
+from sixnines.orchestrator.results.history.nights import NightDir, checksum
 from sixnines.orchestrator.results.store import FIGURE_KEYS, manifest_or_problem
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
 
@@ -61,8 +61,9 @@ COLUMNS = pa.schema([
     ("root", pa.string()),  # the root the night was found under, absolute
     ("path", pa.string()),  # the night's directory under it
     ("night", pa.string()),  # its id: the directory's name
-    ("when", pa.timestamp("s")),  # when it was recorded (its stamp; local time)
+    ("when", pa.timestamp("ms")),  # when it was recorded (its stamp; local time)
     ("checksum", pa.string()),  # of its summary.json and .hgrm files (nights.checksum)
+    ("file_status", pa.string()),  # of those files' status (nights.file_status)
     ("scenario", pa.string()),
     ("run_id", pa.string()),
     ("system", pa.string()),
@@ -100,11 +101,12 @@ def empty_rows() -> Rows:
     return {name: [] for name in COLUMNS.names}
 
 
-def night_rows(night: NightDir, checksum: str) -> Rows:
-    """Every row of `night`; a night that cannot be read is one row saying why."""
+def night_rows(night: NightDir, file_status: str) -> Rows:
+    """Every row of `night` (whose files' status digest is `file_status`); a night that
+    cannot be read is one row saying why."""
     rows = empty_rows()
     base = {"root": str(night.root), "path": night.relative, "night": night.name,
-            "checksum": checksum}
+            "checksum": checksum(night.path), "file_status": file_status}
     unread = {**base, "when": _when(night.path, []), "scenario": night.path.parent.name}
     if not os.path.lexists(night.path / SUMMARY_FILE):
         _add(rows, unread, status=NOT_ANALYSED,

@@ -24,8 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sixnines.formats.layout import PAGE_FILE, REPORT_DIR
-from sixnines.formats.summary import Figures, RunSummary
-from sixnines.orchestrator.results.compare import latency_figure, rate_figure
+from sixnines.formats.summary import Figures
+from sixnines.orchestrator.results.compare import latency_figure, rate_change
 from sixnines.orchestrator.results.history.rows import THROUGHPUT
 
 #: The relative floor of `compare`'s rule (its --threshold).
@@ -119,9 +119,7 @@ def _verdict(series: Series, before: SeriesNight, after: SeriesNight,
              threshold_pct: float) -> str:
     """compare's verdict on the figure from `before` to `after`."""
     if series.metric == THROUGHPUT:
-        a, b = (RunSummary.model_construct(**{series.figure: night.value})
-                for night in (before, after))
-        return rate_figure(a, b, series.figure, threshold_pct).verdict
+        return rate_change(before.value, after.value, series.figure, threshold_pct).verdict
     a, b = (Figures.model_validate({series.figure: night.value, "count": night.samples or 0})
             for night in (before, after))
     return latency_figure(a, b, series.figure, threshold_pct,
@@ -134,7 +132,7 @@ def load_series(table: pa.Table, location: Path, since: datetime | None = None
     night that could not be read (corrupt) is a night without a figure in every series of
     its scenario."""
     if since is not None:
-        table = table.filter(pc.greater_equal(table["when"], pa.scalar(since, pa.timestamp("s"))))
+        table = table.filter(pc.greater_equal(table["when"], pa.scalar(since, pa.timestamp("ms"))))
     runs = table.filter(pc.is_valid(table["run_id"]))
     unread = table.filter(pc.and_(pc.is_null(table["run_id"]),
                                   pc.equal(table["status"], "corrupt")))
