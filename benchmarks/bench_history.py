@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import time
@@ -162,6 +163,7 @@ def main() -> int:
         year = Year(record_template(work, args.template_rate, args.template_duration),
                     args.runs)
         root = work / "root"
+        shutil.rmtree(root, ignore_errors=True)  # a kept directory's earlier year
         began = time.monotonic()
         for number in range(args.nights):
             year.write_night(root, number)

@@ -222,17 +222,10 @@ def _runs(args, console: Console) -> int:
 def _history(args, console: Console) -> int:
     from sixnines.orchestrator.results.history.console import judge, print_summary, window_start
     from sixnines.orchestrator.results.history.series import history_document, load_series
-    from sixnines.orchestrator.results.history.store import (
-        StoreRefused,
-        default_location,
-        update_store,
-    )
+    from sixnines.orchestrator.results.history.store import default_location, update_store
 
     location = args.store or default_location(args.roots)
     update = update_store(args.roots, location, rebuild=args.rebuild)
-    if not update.nights:
-        raise StoreRefused(f"{', '.join(map(str, args.roots))}: no results directory there "
-                           "(a scenario's output: <root>/<scenario>/<stamp>/)")
     recent = load_series(update.table, location, since=window_start(update.table))
     judgement = judge(update.table, recent, args.threshold)
     if args.json:

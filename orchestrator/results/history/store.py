@@ -45,7 +45,8 @@ KEY = ("root", "path")
 
 
 class StoreRefused(BadInput):
-    """A root that is no directory, or a store folder leading out of its root."""
+    """A root that is no directory or holds no results, or a store folder leading out of
+    its root."""
 
 
 @dataclass
@@ -85,6 +86,9 @@ def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -
             raise StoreRefused(f"{root}: no such directory")
     previous, why = (None, "asked (--rebuild)") if rebuild else read_store(location)
     nights = find_nights([root.absolute() for root in roots])
+    if not nights:
+        raise StoreRefused(f"{', '.join(map(str, roots))}: no results directory there (a "
+                           "scenario's output: <root>/<scenario>/<stamp>/)")
     known = _indexed(previous) if previous is not None else {}
     statuses = {_key(night): file_status(night.path) for night in nights}
     stale = [(night, statuses[_key(night)]) for night in nights
