@@ -361,9 +361,9 @@ def _recipe_option(command: argparse.ArgumentParser) -> None:
 
 def _use_recipe_dirs(dirs: list[Path]) -> None:
     """--recipes: searched before $SIXNINES_RECIPE_PATH (recipes.search_path reads it)."""
-    from sixnines.orchestrator.scenario.recipes import PATH_VARIABLE
-
     if dirs:
+        from sixnines.orchestrator.scenario.recipes import PATH_VARIABLE
+
         given = [str(d) for d in dirs]
         os.environ[PATH_VARIABLE] = os.pathsep.join(
             [*given, *filter(None, [os.environ.get(PATH_VARIABLE)])])

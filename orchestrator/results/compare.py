@@ -46,6 +46,7 @@ import contextlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -130,13 +131,20 @@ class Tail:
     def value_at(self, tail: float) -> float | None:
         """The value with a share `tail` of the samples above it, interpolated log-log
         between the points (straight lines there for a power-law tail)."""
+        xs, ys = self._log_log
+        if not xs:
+            return None
+        return float(np.exp(np.interp(math.log(tail), xs, ys)))
+
+    @cached_property
+    def _log_log(self) -> tuple[list[float], list[float]]:
+        """The points as (log tail fraction, log value), the highest value of each tail
+        fraction, in order: computed once, however many percentiles are read off them."""
         highest: dict[float, float] = {}
         for t, value in self.points:
             highest[math.log(t)] = max(value, highest.get(math.log(t), 0.0))
-        if not highest:
-            return None
         xs = sorted(highest)
-        return float(np.exp(np.interp(math.log(tail), xs, [math.log(highest[x]) for x in xs])))
+        return xs, [math.log(highest[x]) for x in xs]
 
     def half_widths(self, key: str) -> tuple[float, float]:
         """How far below and above (log ratios) the percentile would sit had SIGMAS

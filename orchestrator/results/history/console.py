@@ -102,6 +102,7 @@ def _over_month(found: list[tuple[Series, Change]]) -> str:
 def too_few(table: pa.Table) -> set[tuple]:
     """The series (SERIES_KEY) with fewer than MIN_NIGHTS nights with a figure (a row
     each)."""
+    table = table.select([*SERIES_KEY, "run_id", "value"])
     runs = table.filter(pc.is_valid(table["run_id"]))
     nights = distinct(runs.filter(pc.is_valid(runs["value"])), SERIES_KEY)
     return {key for key in distinct(runs, SERIES_KEY) if nights.get(key, 0) < MIN_NIGHTS}

@@ -33,6 +33,9 @@ THRESHOLD_PCT = 10.0
 #: A series with fewer nights with a figure is not judged: a level is not seen in fewer.
 MIN_NIGHTS = 5
 SERIES_KEY = ("scenario", "system", "case", "metric", "figure")
+#: The store's columns a series' night is made of.
+NIGHT_COLUMNS = ("unit", "night", "when", "value", "low", "high", "status", "samples", "root",
+                 "path", "problem")
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,7 @@ def load_series(table: pa.Table, location: Path, since: datetime | None = None
     """Every series of the store's `table` (nights from `since` on), nights in order. A
     night that could not be read (corrupt) is a night without a figure in every series of
     its scenario."""
+    table = table.select(list(dict.fromkeys((*SERIES_KEY, *NIGHT_COLUMNS, "run_id"))))
     if since is not None:
         table = table.filter(pc.greater_equal(table["when"], pa.scalar(since, pa.timestamp("ms"))))
     runs = table.filter(pc.is_valid(table["run_id"]))
@@ -147,9 +151,7 @@ def load_series(table: pa.Table, location: Path, since: datetime | None = None
 
 
 def _grouped(table: pa.Table, location: Path) -> Iterator[Series]:
-    columns = {name: table[name].to_pylist() for name in (
-        *SERIES_KEY, "unit", "night", "when", "value", "low", "high", "status", "samples",
-        "root", "path")}
+    columns = {name: table[name].to_pylist() for name in (*SERIES_KEY, *NIGHT_COLUMNS)}
     reports: dict[tuple[str, str], str] = {}
     current: Series | None = None
     for index in range(table.num_rows):

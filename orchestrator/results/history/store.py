@@ -42,6 +42,8 @@ from sixnines.orchestrator.results.history.rows import COLUMNS, night_rows, tabl
 #: Fewer nights than this are read in this process (a pool's start costs more).
 PARALLEL_FROM = 16
 KEY = ("root", "path")
+#: Columns the store keeps for itself, left out of the CSV copy.
+BOOKKEEPING = ("checksum", "file_status")
 
 
 class StoreRefused(BadInput):
@@ -101,8 +103,7 @@ def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -
                 if known.get(key, ("", ""))[1] == status]
         kept = previous.filter(pc.is_in(_keys(previous), value_set=pa.array(keep, pa.string()))) \
             if previous is not None else table_of([])
-        update.table = pa.concat_tables([kept, table_of(parts)]).sort_by(
-            [("when", "ascending"), ("root", "ascending"), ("path", "ascending")])
+        update.table = _in_order(kept, table_of(parts))
     for (night, _), rows in zip(stale, parts, strict=True):
         if _key(night) not in known:
             update.added += 1
@@ -113,6 +114,18 @@ def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -
     if update.written:
         write_store(update.table, location)
     return update
+
+
+def _in_order(kept: pa.Table, read: pa.Table) -> pa.Table:
+    """The rows kept and those read, nights in order of time (then root and path): the
+    nights read are sorted, and the whole sorted again only when one of them is not later
+    than every night kept (the nightly case — one more night — needs no sort)."""
+    order = [("when", "ascending"), ("root", "ascending"), ("path", "ascending")]
+    read = read.sort_by(order)
+    if kept.num_rows and read.num_rows and \
+            pc.min(read["when"]).as_py() <= pc.max(kept["when"]).as_py():
+        return pa.concat_tables([kept, read]).sort_by(order)
+    return pa.concat_tables([kept, read])
 
 
 def read_store(location: Path) -> tuple[pa.Table | None, str | None]:
@@ -131,12 +144,13 @@ def read_store(location: Path) -> tuple[pa.Table | None, str | None]:
 
 
 def write_store(table: pa.Table, location: Path) -> None:
-    """history.parquet and history.csv, each whole or not at all."""
+    """history.parquet and history.csv (without the BOOKKEEPING columns), each whole or
+    not at all."""
     location.mkdir(parents=True, exist_ok=True)
     with atomic_path(location / HISTORY_TABLE) as temp:
         pq.write_table(table, temp)
     with atomic_path(location / HISTORY_CSV) as temp:
-        pa_csv.write_csv(table, temp)
+        pa_csv.write_csv(table.drop_columns(list(BOOKKEEPING)), temp)
 
 
 def _rows_of(item: tuple[NightDir, str]) -> dict:
