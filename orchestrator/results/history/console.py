@@ -108,7 +108,7 @@ def too_few(table: pa.Table) -> set[tuple]:
     return {key for key in distinct(runs, SERIES_KEY) if nights.get(key, 0) < MIN_NIGHTS}
 
 
-def _key(series: Series) -> tuple[str, ...]:
+def _key(series: Series) -> tuple:
     return tuple(getattr(series, name) for name in SERIES_KEY)
 
 
@@ -135,8 +135,9 @@ def _newest_nights(table: pa.Table) -> dict[str | None, str]:
 
 def _broken(table: pa.Table, newest: dict[str | None, str]) -> bool:
     """Whether a scenario's newest night could not be read or holds a failed run."""
+    table = table.select(["scenario", "night", "status"])
     rows = table.filter(pc.is_in(table["night"], value_set=pa.array(
-        list(newest.values()), pa.string()))).select(["scenario", "night", "status"])
+        list(newest.values()), pa.string())))
     return any(newest.get(scenario) == night and rank(status) >= rank(FAILED)
                for scenario, night, status in distinct(rows, ["scenario", "night", "status"]))
 

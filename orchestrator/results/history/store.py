@@ -93,17 +93,18 @@ def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -
                            "scenario's output: <root>/<scenario>/<stamp>/)")
     known = _indexed(previous) if previous is not None else {}
     statuses = {_key(night): file_status(night.path) for night in nights}
+    unchanged = {key for key, status in statuses.items()
+                 if key in known and known[key][1] == status}
     stale = [(night, statuses[_key(night)]) for night in nights
-             if known.get(_key(night), ("", ""))[1] != statuses[_key(night)]]
+             if _key(night) not in unchanged]
     parts = _map(_rows_of, stale)
-    update = Update(previous, location, nights=len(nights), rebuilt=why,
-                    removed=len(set(known) - set(statuses)))
-    if stale or update.removed or previous is None:
-        keep = [key for key, status in statuses.items()
-                if known.get(key, ("", ""))[1] == status]
-        kept = previous.filter(pc.is_in(_keys(previous), value_set=pa.array(keep, pa.string()))) \
-            if previous is not None else table_of([])
-        update.table = _in_order(kept, table_of(parts))
+    removed = len(set(known) - set(statuses))
+    table = previous
+    if stale or removed or previous is None:
+        kept = table_of([]) if previous is None else previous.filter(
+            pc.is_in(_keys(previous), value_set=pa.array(sorted(unchanged), pa.string())))
+        table = _in_order(kept, table_of(parts))
+    update = Update(table, location, nights=len(nights), removed=removed, rebuilt=why)
     for (night, _), rows in zip(stale, parts, strict=True):
         if _key(night) not in known:
             update.added += 1
