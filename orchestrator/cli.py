@@ -26,7 +26,7 @@ from rich.console import Console
 
 from sixnines import __version__
 from sixnines.formats.errors import SixninesError
-from sixnines.formats.layout import ANALYSIS_LOG
+from sixnines.formats.layout import ANALYSIS_LOG, HISTORY_CSV, HISTORY_DIR, HISTORY_TABLE
 from sixnines.orchestrator.terminal import printable_lines
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT = 0, 1, 2
@@ -448,13 +448,12 @@ def parser() -> argparse.ArgumentParser:
         "last night and in the last 30 days, by the rule of `compare` between consecutive "
         "nights. Exit 0: no change; 1: a figure got worse since the last night; 2: bad "
         "input; 3: the newest night could not be read or a run of it failed.",
-        epilog="example:\n  sixnines history runs/\n  (the store: "
-        "runs/sixnines-history/history.parquet and history.csv)")
+        epilog=f"example:\n  sixnines history runs/\n  (the store: runs/{HISTORY_DIR}/"
+        f"{HISTORY_TABLE} and {HISTORY_CSV})")
     history.add_argument("roots", type=Path, nargs="+", metavar="ROOT",
                          help="where results are (a scenario's output, e.g. runs/)")
     history.add_argument("--store", type=Path, metavar="DIR",
-                         help="the store's folder (default: sixnines-history/ in the first "
-                         "ROOT)")
+                         help=f"the store's folder (default: {HISTORY_DIR}/ in the first ROOT)")
     history.add_argument("--rebuild", action="store_true",
                          help="read every night again instead of only new and changed ones")
     history.add_argument("--threshold", type=_percentage, default=10.0, metavar="PCT",
