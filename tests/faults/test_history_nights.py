@@ -2,11 +2,12 @@
 and what reads them): a garbled summary, a FIFO or a link out in a file's place, a night
 whose names are escape sequences and whose run ids lead out of it, a store folder that is
 a link out of its root. Each unreadable night is one line, the others are indexed, nothing
-outside a night is read, nothing outside the store is written, and no name reaches the
-terminal unescaped."""
+outside a night is read, nothing outside the store is written, no name reaches the
+terminal unescaped, and none becomes a live formula in the CSV."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from pathlib import Path
@@ -15,11 +16,12 @@ import pytest
 
 from sixnines.formats.layout import HISTORY_DIR, REPORT_DIR, SUMMARY_FILE, hgrm_file
 from tests.faults.support import control_characters, line_with, refused
-from tests.history_nights import history, night, recorded, store_rows
+from tests.history_nights import csv_path, history, night, recorded, store_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.unchecked_results]
 
 ESCAPES = "\x1b]0;owned\x07\x1b[2J"
+FORMULA = '=HYPERLINK("http://example.com/x","open")'
 
 
 @pytest.fixture
@@ -64,6 +66,7 @@ def test_hostile_names_stay_inside_the_night_and_off_the_terminal(root: Path,
     run = hostile / "01-tcp-message_size=64"
     summary = json.loads((hostile / SUMMARY_FILE).read_text())
     summary["runs"][0]["run_id"] = "../../../outside"
+    summary["runs"][0]["system"] = FORMULA
     summary["runs"][1]["system"] = f"tcp{ESCAPES}"
     (hostile / SUMMARY_FILE).write_text(json.dumps(summary))
     second = hostile / "02-tcp-message_size=128"
@@ -81,6 +84,10 @@ def test_hostile_names_stay_inside_the_night_and_off_the_terminal(root: Path,
     assert by_run["../../../outside"]["band"] == "summary"  # its .hgrm is not looked for
     assert by_run["../../../outside"]["host_fingerprint"] is None  # nor its manifest
     assert by_run["02-tcp-message_size=128"]["band"] == "summary"  # the link is not read
+    assert by_run["../../../outside"]["system"] == FORMULA
+    with open(csv_path(root), newline="", encoding="utf-8") as source:
+        systems = {row["system"] for row in csv.DictReader(source)}
+    assert f"'{FORMULA}" in systems and FORMULA not in systems  # shown, never evaluated
     assert run.is_dir()
     series = json.loads(history(root, "--json").stdout)["series"]  # JSON escapes them
     assert any(night["night"] == hostile.name for one in series for night in one["nights"])

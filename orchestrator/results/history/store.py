@@ -44,6 +44,7 @@ PARALLEL_FROM = 16
 KEY = ("root", "path")
 #: Columns the store keeps for itself, left out of the CSV copy.
 BOOKKEEPING = ("checksum", "file_status")
+FORMULA_START = "^[=+\\-@\t\r]"
 
 
 class StoreRefused(BadInput):
@@ -145,13 +146,27 @@ def read_store(location: Path) -> tuple[pa.Table | None, str | None]:
 
 
 def write_store(table: pa.Table, location: Path) -> None:
-    """history.parquet and history.csv (without the BOOKKEEPING columns), each whole or
-    not at all."""
+    """history.parquet and history.csv (without the BOOKKEEPING columns, formulas made
+    inert), each whole or not at all."""
     location.mkdir(parents=True, exist_ok=True)
     with atomic_path(location / HISTORY_TABLE) as temp:
         pq.write_table(table, temp)
     with atomic_path(location / HISTORY_CSV) as temp:
-        pa_csv.write_csv(table.drop_columns(list(BOOKKEEPING)), temp)
+        pa_csv.write_csv(_inert(table.drop_columns(list(BOOKKEEPING))), temp)
+
+
+def _inert(table: pa.Table) -> pa.Table:
+    """The table with every text starting as a spreadsheet formula does (=, +, -, @, a
+    tab or a carriage return) behind a `'`, which spreadsheets show and never evaluate:
+    names come from results directories that may come from anywhere, and a system named
+    `=HYPERLINK(…)` must not become a live formula in whoever opens the CSV."""
+    for index, field in enumerate(table.schema):
+        if pa.types.is_string(field.type):
+            column = table.column(index)
+            formula = pc.match_substring_regex(column, FORMULA_START)
+            table = table.set_column(index, field, pc.if_else(
+                formula, pc.binary_join_element_wise("'", column, ""), column))
+    return table
 
 
 def _rows_of(item: tuple[NightDir, str]) -> dict:
