@@ -30,6 +30,15 @@
       agent.log                 AGENT_LOG: what the agent said
 ```
 
+A root holding results directories keeps their history (orchestrator.results.history):
+
+```
+<root>/sixnines-history/        HISTORY_DIR: the index of every results directory under
+                                the root(s) it was built from
+  history.parquet               HISTORY_TABLE: one row per results directory, run and figure
+  history.csv                   HISTORY_CSV: the same rows for spreadsheets
+```
+
 Names only: a name read from a results directory becomes a path through formats.run_files,
 which checks where it leads. The files' contents are described where they are read and
 written (formats.records, formats.chunks, formats.manifest, formats.summary, …).
@@ -71,6 +80,12 @@ HLOG_FILE = "latency.hlog"
 CPU_FILE = "cpu.parquet"
 DONE_FILE = "done.json"
 AGENT_LOG = "agent.log"
+
+
+# a root's history of results
+HISTORY_DIR = "sixnines-history"
+HISTORY_TABLE = "history.parquet"
+HISTORY_CSV = "history.csv"
 
 
 def hgrm_file(metric: str) -> str:

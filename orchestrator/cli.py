@@ -27,7 +27,7 @@ from rich.console import Console
 
 from sixnines import __version__
 from sixnines.formats.errors import SixninesError
-from sixnines.formats.layout import ANALYSIS_LOG
+from sixnines.formats.layout import ANALYSIS_LOG, HISTORY_CSV, HISTORY_DIR, HISTORY_TABLE
 from sixnines.orchestrator.terminal import printable_lines
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
@@ -361,6 +361,25 @@ def _nights(text: str) -> int:
     return int(text)
 
 
+def _history(args, console: Console) -> int:
+    from sixnines.orchestrator.results.history.console import judge, print_summary, window_start
+    from sixnines.orchestrator.results.history.series import history_document, load_series
+    from sixnines.orchestrator.results.history.store import default_location, update_store
+
+    location = args.store or default_location(args.roots)
+    update = update_store(args.roots, location, rebuild=args.rebuild)
+    recent = load_series(update.table, location, since=window_start(update.table))
+    judgement = judge(update.table, recent, args.threshold)
+    if args.json:
+        title = f"sixnines history of {', '.join(map(str, args.roots))}"
+        document = history_document(load_series(update.table, location), title,
+                                    args.threshold)
+        print(json.dumps(document, indent=2))
+    else:
+        print_summary(update, judgement, console)
+    return judgement.exit_code
+
+
 #: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
 #: (and `inf` would turn every check off).
 MAX_THRESHOLD_PCT = 1000.0
@@ -484,9 +503,9 @@ def _recipe_option(command: argparse.ArgumentParser) -> None:
 
 def _use_recipe_dirs(dirs: list[Path]) -> None:
     """--recipes: searched before $SIXNINES_RECIPE_PATH (recipes.search_path reads it)."""
-    from sixnines.orchestrator.scenario.recipes import PATH_VARIABLE
-
     if dirs:
+        from sixnines.orchestrator.scenario.recipes import PATH_VARIABLE
+
         given = [str(d) for d in dirs]
         os.environ[PATH_VARIABLE] = os.pathsep.join(
             [*given, *filter(None, [os.environ.get(PATH_VARIABLE)])])
@@ -600,6 +619,29 @@ def parser() -> argparse.ArgumentParser:
     check.add_argument("file", help="an inventory (hosts: [...]) or a scenario")
     _recipe_option(check)
     check.set_defaults(handler=_hosts_check)
+
+    history = commands.add_parser(
+        "history", parents=[VERBOSE], help="index every night's results and say what changed",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Index every results directory under the ROOTs (each one a night) in a "
+        "store kept beside them (Parquet and CSV, updated incrementally: new nights added, "
+        "deleted ones dropped, edited ones read again), then say what changed since the "
+        "last night and in the last 30 days, by the rule of `compare` between consecutive "
+        "nights. Exit 0: no change; 1: a figure got worse since the last night; 2: bad "
+        "input; 3: the newest night could not be read or a run of it failed.",
+        epilog=f"example:\n  sixnines history runs/\n  (the store: runs/{HISTORY_DIR}/"
+        f"{HISTORY_TABLE} and {HISTORY_CSV})")
+    history.add_argument("roots", type=Path, nargs="+", metavar="ROOT",
+                         help="where results are (a scenario's output, e.g. runs/)")
+    history.add_argument("--store", type=Path, metavar="DIR",
+                         help=f"the store's folder (default: {HISTORY_DIR}/ in the first ROOT)")
+    history.add_argument("--rebuild", action="store_true",
+                         help="read every night again instead of only new and changed ones")
+    history.add_argument("--threshold", type=_percentage, default=10.0, metavar="PCT",
+                         help="relative floor of the tolerance, %% (as for compare)")
+    history.add_argument("--json", action="store_true",
+                         help="print every series, night by night, as JSON")
+    history.set_defaults(handler=_history)
 
     agent = commands.add_parser(
         "agent", parents=[VERBOSE], help="run an agent (driven over stdin/stdout)")

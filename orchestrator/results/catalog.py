@@ -115,7 +115,7 @@ def entry_for(path: Path) -> Entry:
     scenario = ((summary.scenario if summary is not None else None)
                 or next((m.scenario for m in readable if m.scenario), None)
                 or path.parent.name)
-    entry = Entry(path, scenario, _when(path, readable), analysed=summary is not None,
+    entry = Entry(path, scenario, recorded_when(path, readable), analysed=summary is not None,
                   refused=refused)
     statuses = ([CORRUPT if m is None else m.status for m in manifests] if summary is None
                 else [run.status for run in summary.runs])
@@ -142,7 +142,7 @@ def _manifests(path: Path) -> list[Manifest | None]:
             if (child / MANIFEST_FILE).is_file()]
 
 
-def _when(path: Path, manifests: list[Manifest]) -> datetime:
+def recorded_when(path: Path, manifests: list[Manifest]) -> datetime:
     """When the results were recorded: the stamp in the directory's name (the controller's
     local time), else the first run's creation, else the directory's modification time."""
     stamp = STAMP.match(path.name)
@@ -156,7 +156,7 @@ def recorded_at(path: Path) -> datetime:
     """`Entry.when` of the results directory `path` without reading its summary (nor its
     manifests, when its name holds the stamp): to order many before reading a few."""
     stamped = STAMP.match(path.name) is not None
-    return _when(path, [] if stamped else [m for m in _manifests(path) if m is not None])
+    return recorded_when(path, [] if stamped else [m for m in _manifests(path) if m is not None])
 
 
 def headline(run: RunSummary) -> Headline:

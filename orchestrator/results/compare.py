@@ -62,6 +62,7 @@ import contextlib
 import json
 import math
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -146,13 +147,20 @@ class Tail:
     def value_at(self, tail: float) -> float | None:
         """The value with a share `tail` of the samples above it, interpolated log-log
         between the points (straight lines there for a power-law tail)."""
+        xs, ys = self._log_log
+        if not xs:
+            return None
+        return float(np.exp(np.interp(math.log(tail), xs, ys)))
+
+    @cached_property
+    def _log_log(self) -> tuple[list[float], list[float]]:
+        """The points as (log tail fraction, log value), the highest value of each tail
+        fraction, in order: computed once, however many percentiles are read off them."""
         highest: dict[float, float] = {}
         for t, value in self.points:
             highest[math.log(t)] = max(value, highest.get(math.log(t), 0.0))
-        if not highest:
-            return None
         xs = sorted(highest)
-        return float(np.exp(np.interp(math.log(tail), xs, [math.log(highest[x]) for x in xs])))
+        return xs, [math.log(highest[x]) for x in xs]
 
     def share_above(self, value: float) -> float:
         """The share of the samples above `value`: value_at's inverse, interpolated
@@ -201,13 +209,17 @@ class Side:
     nights: list[str] = field(default_factory=list)  # the nights pooled into it (baseline)
 
     def tail(self, run: RunSummary) -> Tail:
-        """The run's fine-grained distribution when its .hgrm holds the same samples as its
-        summary, else the summary's ladder."""
-        figures = run.metric(latency_of(run)[0])
-        tail = self.tails.get(run.run_id)
-        if tail is not None and figures is not None and tail.count == figures.count:
-            return tail
-        return Tail.from_figures(figures or Figures())
+        return run_tail(run, self.tails)
+
+
+def run_tail(run: RunSummary, tails: dict[str | None, Tail]) -> Tail:
+    """The run's fine-grained distribution (from `tails`, by run id: `hgrm_tails`) when its
+    .hgrm holds the same samples as its summary, else the summary's ladder."""
+    figures = run.metric(latency_of(run)[0])
+    tail = tails.get(run.run_id)
+    if tail is not None and figures is not None and tail.count == figures.count:
+        return tail
+    return Tail.from_figures(figures or Figures())
 
 
 #: Where a figure's relative floor came from: the repeats' measured spread, or --threshold.
@@ -275,11 +287,11 @@ def load_side(path: Path) -> Side:
     if (results := _summary_under(path, SUMMARY_FILE)).is_file():
         summary = read_results_summary(results)
         runs = _compared_runs(summary)
-        return Side(path, runs, single=False, tails=_tails(path, runs, in_run_folders=True),
+        return Side(path, runs, single=False, tails=hgrm_tails(path, runs, in_run_folders=True),
                     spreads={case.merged.run_id: case.spread for case in summary.repeats})
     if (run := _summary_under(path, REPORT_DIR, SUMMARY_FILE)).is_file():
         one = read_run_summary(run)
-        return Side(path, [one], single=True, tails=_tails(path, [one], in_run_folders=False))
+        return Side(path, [one], single=True, tails=hgrm_tails(path, [one], in_run_folders=False))
     recorded = (path / MANIFEST_FILE).is_file() or any(
         (child / MANIFEST_FILE).is_file() for child in path.iterdir() if child.is_dir())
     hint = (f"recorded but not analysed: run `sixnines report {path}` first" if recorded
@@ -303,7 +315,7 @@ def _summary_under(path: Path, *names: str) -> Path:
         raise CompareError(str(refused)) from None
 
 
-def _tails(root: Path, runs: list[RunSummary], in_run_folders: bool
+def hgrm_tails(root: Path, runs: list[RunSummary], in_run_folders: bool
            ) -> dict[str | None, Tail]:
     """Each run's distribution from the .hgrm of its latency (saturation latency in
     throughput mode), by run id: `root`/<run id>/report/ of a results directory, or
@@ -405,9 +417,14 @@ def latency_figure(a: Figures, b: Figures, key: str, threshold_pct: float,
 
 def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float,
                 spreads: tuple[Spread | None, Spread | None] = (None, None)) -> ComparedFigure:
-    """A throughput figure (send_rate or receive_rate): a drop beyond the relative floor
-    (the repeats' band of the rate when measured) is a regression."""
-    value_a, value_b = getattr(a, key), getattr(b, key)
+    """A throughput figure (send_rate or receive_rate) of two runs."""
+    return rate_change(getattr(a, key), getattr(b, key), key, threshold_pct, spreads)
+
+
+def rate_change(value_a: float | None, value_b: float | None, key: str, threshold_pct: float,
+                spreads: tuple[Spread | None, Spread | None] = (None, None)) -> ComparedFigure:
+    """A throughput figure from A to B: a drop beyond the relative floor (the repeats' band
+    of the rate when measured) is a regression."""
     floor_pct, source = run_to_run_floor(threshold_pct, spreads)
     change = _change(value_a, value_b)
     if change is None:

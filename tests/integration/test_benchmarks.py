@@ -49,6 +49,11 @@ FIGURES: dict[str, list[str]] = {
                            rf"^SVG \(svg\.py\) / uPlot: size {N}x, first screen {N}x, "
                            rf"all drawn {N}x$",
                            r"^requests off the machine: 0 "],
+    "bench_history": [rf"^synthetic year: \d+ nights x \d+ runs written in {N} s$",
+                      *(rf"^1 +{step} +{N} s +{N} s +{N}" for step in (
+                          "from nothing", "one new night", "nothing new")),
+                      r"^from nothing within 30 s: \d of 1 tries",
+                      r"^one new night within 2 s: \d of 1 tries"],
     "bench_histogram": [rf"^hdr\.counts_of +{N} +{N} s",
                         r"^speed-up \(hdrh / ours per value\) +\d+x",
                         rf"^write_hlog .* {N} s", rf"^read_hlog .* {N} s"],

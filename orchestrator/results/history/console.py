@@ -1,0 +1,195 @@
+"""`sixnines history` on the console: one screen on what changed since the last night,
+what changed in the last 30 days, which series have too few nights to judge, and which
+nights could not be read. `--json` prints every series instead (series.history_document).
+
+The exit code is what a nightly job acts on: 3 when the newest night of a scenario is
+broken (it could not be read, or a run of it failed: a broken night is not a slow
+system), else 1 when a series got worse since its previous night, else 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from rich.console import Console
+
+from sixnines.formats.status import FAILED, rank
+from sixnines.orchestrator.results.history.series import (
+    MIN_NIGHTS,
+    SERIES_KEY,
+    Change,
+    Series,
+    find_series_changes,
+)
+from sixnines.orchestrator.results.history.store import Update, distinct
+from sixnines.orchestrator.terminal import markup
+
+EXIT_NO_CHANGE, EXIT_REGRESSION, EXIT_BROKEN_NIGHT = 0, 1, 3
+MONTH = timedelta(days=30)
+#: Lines per section: the screen holds them all; --json holds everything.
+MAX_LINES = 8
+
+
+def window_start(table: pa.Table) -> datetime | None:
+    """The earliest night the console looks at: 30 days before the newest, and a day more
+    for the night before those (the first is judged against it); None for an empty store."""
+    newest = pc.max(table["when"]).as_py()
+    return None if newest is None else newest - MONTH - timedelta(days=1)
+
+
+@dataclass
+class Judgement:
+    """What the screen says, and the exit code it makes (module docstring)."""
+    since_last: list[tuple[Series, list[Change]]]
+    month: list[tuple[Series, list[Change]]]
+    few: set[tuple]
+    broken: bool
+
+    @property
+    def exit_code(self) -> int:
+        if self.broken:
+            return EXIT_BROKEN_NIGHT
+        worse = any(change.direction == "regression" for _, changes in self.since_last
+                    for change in changes)
+        return EXIT_REGRESSION if worse else EXIT_NO_CHANGE
+
+
+def judge(table: pa.Table, recent: list[Series], threshold_pct: float) -> Judgement:
+    """The changes of the series of the last 30 days (`recent`: from `window_start` on) at
+    their newest night and over the month, the series too few nights to judge (over the
+    whole store), and whether a scenario's newest night is broken."""
+    few = too_few(table)
+    judged = [one for one in recent if _key(one) not in few]
+    newest = _newest_nights(table)
+    since_last = [(one, changes) for one in judged
+                  if one.nights[-1].night == newest.get(one.scenario)
+                  and (changes := find_series_changes(one, len(one.nights) - 1,
+                                                      threshold_pct))]
+    horizon = max((one.nights[-1].when for one in recent), default=datetime.min) - MONTH
+    month = [(one, changes) for one in judged
+             if (changes := find_series_changes(one, _first_after(one, horizon),
+                                                threshold_pct))]
+    return Judgement(since_last, month, few, _broken(table, newest))
+
+
+def print_summary(update: Update, judgement: Judgement, console: Console) -> None:
+    """The screen (module docstring)."""
+    console.print(_headline(update), highlight=False)
+    _section(console, "since the last night", judgement.since_last, _since_last)
+    _section(console, "in the last 30 days", judgement.month, _over_month)
+    _print_few(console, judgement.few)
+    _print_unread(console, update.table)
+
+
+def _since_last(found: list[tuple[Series, Change]]) -> str:
+    """Each figure that changed at the newest night, with how much."""
+    return ", ".join(f"{markup(one.figure)} {change.relative:+.0%}" for one, change in found)
+
+
+def _over_month(found: list[tuple[Series, Change]]) -> str:
+    """How many changes on how many nights, and the largest."""
+    one, change = max(found, key=lambda item: abs(math.log1p(item[1].relative)))
+    nights = len({one.nights[change.index].night for one, change in found})
+    return (f"{len(found)} change(s) on {nights} night(s), the largest {markup(one.figure)} "
+            f"{change.relative:+.0%} on {markup(one.nights[change.index].night)}")
+
+
+def too_few(table: pa.Table) -> set[tuple]:
+    """The series (SERIES_KEY) with fewer than MIN_NIGHTS nights with a figure (a row
+    each)."""
+    table = table.select([*SERIES_KEY, "run_id", "value"])
+    runs = table.filter(pc.is_valid(table["run_id"]))
+    nights = distinct(runs.filter(pc.is_valid(runs["value"])), SERIES_KEY)
+    return {key for key in distinct(runs, SERIES_KEY) if nights.get(key, 0) < MIN_NIGHTS}
+
+
+def _key(series: Series) -> tuple:
+    return tuple(getattr(series, name) for name in SERIES_KEY)
+
+
+def _first_after(series: Series, horizon: datetime) -> int:
+    return next((index for index, night in enumerate(series.nights) if night.when >= horizon),
+                len(series.nights))
+
+
+def _headline(update: Update) -> str:
+    what = ", ".join(f"{count} {word}" for count, word in (
+        (update.added, "new"), (update.changed, "changed"), (update.removed, "removed"),
+        (update.rechecked, "read again, unchanged"))
+        if count) or "nothing new"
+    rebuilt = f"; rebuilt: {markup(update.rebuilt)}" if update.rebuilt else ""
+    return (f"[bold]history[/] of {update.nights} night(s): {what}{rebuilt}\n"
+            f"  store: {markup(update.location)}")
+
+
+def _newest_nights(table: pa.Table) -> dict[str | None, str]:
+    """Each scenario's newest night."""
+    nights = sorted(distinct(table, ["when", "scenario", "night"]), key=lambda row: row[0])
+    return {scenario: night for _, scenario, night in nights}
+
+
+def _broken(table: pa.Table, newest: dict[str | None, str]) -> bool:
+    """Whether a scenario's newest night could not be read or holds a failed run."""
+    table = table.select(["scenario", "night", "status"])
+    rows = table.filter(pc.is_in(table["night"], value_set=pa.array(
+        list(newest.values()), pa.string())))
+    return any(newest.get(scenario) == night and rank(status) >= rank(FAILED)
+               for scenario, night, status in distinct(rows, ["scenario", "night", "status"]))
+
+
+def _section(console: Console, title: str, found: list[tuple[Series, list[Change]]],
+             describe: Callable[[list[tuple[Series, Change]]], str]) -> None:
+    """One line per system and case with a change (✗: one for the worse), what
+    `describe` says of its changes."""
+    cases: dict[tuple, list[tuple[Series, Change]]] = {}
+    for one, changes in found:
+        cases.setdefault((one.scenario, one.label()), []).extend(
+            (one, change) for change in changes)
+    console.print(f"[bold]{title}[/]: {len(found)} series changed", highlight=False)
+    lines = sorted(cases.items(), key=lambda item: not _worse(item[1]))
+    for (scenario, label), changes in lines[:MAX_LINES]:
+        mark = "[bold red]✗[/]" if _worse(changes) else "[green]✓[/]"
+        console.print(f"  {mark} {markup(scenario)}: {markup(label)}: {describe(changes)}",
+                      highlight=False)
+    _more(console, len(cases))
+
+
+def _worse(changes: list[tuple[Series, Change]]) -> bool:
+    return any(change.direction == "regression" for _, change in changes)
+
+
+def _print_few(console: Console, few: set[tuple]) -> None:
+    """The series too few nights to judge, by scenario, system and case."""
+    cases = sorted({(scenario, system, case) for scenario, system, case, *_ in few})
+    if not cases:
+        return
+    console.print(f"[bold]too few nights to judge[/] (fewer than {MIN_NIGHTS} with a figure):",
+                  highlight=False)
+    for scenario, system, case in cases[:MAX_LINES]:
+        console.print(f"  {markup(scenario)}: {markup(' '.join(filter(None, (system, case))))}",
+                      highlight=False)
+    _more(console, len(cases))
+
+
+def _print_unread(console: Console, table: pa.Table) -> None:
+    """The nights not read, one line each."""
+    rows = table.filter(pc.is_null(table["run_id"])).to_pylist()
+    if rows:
+        console.print("[bold]not read[/]:", highlight=False)
+    for row in rows[:MAX_LINES]:
+        console.print(f"  [red]{markup(row['status'])}[/]: {markup(row['problem'])}",
+                      highlight=False, soft_wrap=True)
+    _more(console, len(rows))
+
+
+def _more(console: Console, count: int) -> None:
+    if count > MAX_LINES:
+        console.print(f"  … and {count - MAX_LINES} more (--json lists every series)",
+                      highlight=False)
+
+

@@ -1,0 +1,234 @@
+"""The history's store: every night's rows (history.rows) in one Parquet file, with a CSV
+copy for spreadsheets, kept up to date incrementally.
+
+By default it lives in `sixnines-history/` inside the first root (formats.layout), which
+is where `sixnines history` is pointed night after night. An update finds the nights
+under the roots (history.nights) and reads again only those that are new or whose files'
+status digest changed (a file written, replaced, added or removed), each night's checksum
+then saying whether its content did; the rows of nights no longer there (deleted, or
+under a root not given this time) are dropped, and the others' are kept as they are.
+Both files are then written whole or not at all (formats.atomic), and only when something
+changed. A store that cannot be read, or was written with other columns, is rebuilt from
+the nights, as `--rebuild` does: it holds nothing the results directories do not.
+
+Reading many nights goes to a process per core: reading is parsing (JSON, the .hgrm
+files) and the bands' arithmetic, one core's work per night.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from sixnines.formats.atomic import atomic_path
+from sixnines.formats.errors import BadInput
+from sixnines.formats.layout import HISTORY_CSV, HISTORY_DIR, HISTORY_TABLE
+from sixnines.formats.run_files import RefusedPath, file_under, open_regular
+from sixnines.orchestrator.results.history.nights import NightDir, file_status, find_nights
+from sixnines.orchestrator.results.history.rows import COLUMNS, night_rows, table_of
+
+#: Fewer nights than this are read in this process (a pool's start costs more).
+PARALLEL_FROM = 16
+KEY = ("root", "path")
+#: Columns the store keeps for itself, left out of the CSV copy.
+BOOKKEEPING = ("checksum", "file_status")
+FORMULA_START = "^[=+\\-@\t\r]"
+
+
+class StoreRefused(BadInput):
+    """A root that is no directory or holds no results, or a store folder leading out of
+    its root."""
+
+
+@dataclass
+class Update:
+    """What an update did, and the store it left."""
+    table: pa.Table
+    location: Path  # the store's folder
+    nights: int
+    added: int = 0
+    changed: int = 0  # read again, their content changed
+    rechecked: int = 0  # read again, their content the same (files touched or copied)
+    removed: int = 0
+    rebuilt: str | None = None  # why the whole store was read again
+
+    @property
+    def written(self) -> bool:
+        return bool(self.added or self.changed or self.rechecked or self.removed
+                    or self.rebuilt)
+
+
+def default_location(roots: Sequence[Path]) -> Path:
+    """`sixnines-history/` in the first root, refused when a link takes it elsewhere (a
+    results root may come from anywhere)."""
+    root = roots[0]
+    try:
+        file_under(root, HISTORY_DIR, HISTORY_TABLE)
+    except RefusedPath as refused:
+        raise StoreRefused(f"{refused}: the history is not written there; give --store") \
+            from None
+    return root / HISTORY_DIR
+
+
+def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -> Update:
+    """Bring the store at `location` up to date with the nights under `roots`."""
+    for root in roots:
+        if not root.is_dir():
+            raise StoreRefused(f"{root}: no such directory")
+    previous, why = (None, "asked (--rebuild)") if rebuild else read_store(location)
+    nights = find_nights([root.absolute() for root in roots])
+    if not nights:
+        raise StoreRefused(f"{', '.join(map(str, roots))}: no results directory there (a "
+                           "scenario's output: <root>/<scenario>/<stamp>/)")
+    known = _indexed(previous) if previous is not None else {}
+    statuses = {_key(night): file_status(night.path) for night in nights}
+    unchanged = {key for key, status in statuses.items()
+                 if key in known and known[key][1] == status}
+    stale = [(night, statuses[_key(night)]) for night in nights
+             if _key(night) not in unchanged]
+    parts = _map(_rows_of, stale)
+    removed = len(set(known) - set(statuses))
+    table = previous
+    if stale or removed or previous is None:
+        kept = table_of([]) if previous is None else previous.filter(
+            pc.is_in(_keys(previous), value_set=pa.array(sorted(unchanged), pa.string())))
+        table = _in_order(kept, table_of(parts))
+    update = Update(table, location, nights=len(nights), removed=removed, rebuilt=why)
+    for (night, _), rows in zip(stale, parts, strict=True):
+        if _key(night) not in known:
+            update.added += 1
+        elif known[_key(night)][0] != rows["checksum"][0]:
+            update.changed += 1
+        else:
+            update.rechecked += 1
+    if update.written:
+        write_store(update.table, location)
+    return update
+
+
+def _in_order(kept: pa.Table, read: pa.Table) -> pa.Table:
+    """The rows kept and those read, nights in order of time (then root and path): the
+    nights read are sorted, and the whole sorted again only when one of them is not later
+    than every night kept (the nightly case — one more night — needs no sort)."""
+    order = [("when", "ascending"), ("root", "ascending"), ("path", "ascending")]
+    read = read.sort_by(order)
+    if kept.num_rows and read.num_rows and \
+            pc.min(read["when"]).as_py() <= pc.max(kept["when"]).as_py():
+        return pa.concat_tables([kept, read]).sort_by(order)
+    return pa.concat_tables([kept, read])
+
+
+def read_store(location: Path) -> tuple[pa.Table | None, str | None]:
+    """The store's table, or None and why it is to be rebuilt (None: there is none yet)."""
+    path = location / HISTORY_TABLE
+    try:
+        with open_regular(path) as source:
+            table = pq.ParquetFile(source).read()
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError, pa.ArrowException) as error:  # RefusedPath is a ValueError
+        return None, f"{path} could not be read ({str(error).splitlines()[0]})"
+    if not table.schema.equals(COLUMNS):
+        return None, f"{path} has other columns (another version of sixnines wrote it)"
+    return table, None
+
+
+def write_store(table: pa.Table, location: Path) -> None:
+    """history.parquet and history.csv (without the BOOKKEEPING columns, formulas made
+    inert), each whole or not at all."""
+    location.mkdir(parents=True, exist_ok=True)
+    with atomic_path(location / HISTORY_TABLE) as temp:
+        pq.write_table(table, temp)
+    with atomic_path(location / HISTORY_CSV) as temp:
+        pa_csv.write_csv(_inert(table.drop_columns(list(BOOKKEEPING))), temp)
+
+
+def _inert(table: pa.Table) -> pa.Table:
+    """The table with every text starting as a spreadsheet formula does (=, +, -, @, a
+    tab or a carriage return) behind a `'`, which spreadsheets show and never evaluate:
+    names come from results directories that may come from anywhere, and a system named
+    `=HYPERLINK(…)` must not become a live formula in whoever opens the CSV."""
+    for index, field in enumerate(table.schema):
+        if pa.types.is_string(field.type):
+            column = table.column(index)
+            formula = pc.match_substring_regex(column, FORMULA_START)
+            table = table.set_column(index, field, pc.if_else(
+                formula, pc.binary_join_element_wise("'", column, ""), column))
+    return table
+
+
+def _rows_of(item: tuple[NightDir, str]) -> dict:
+    return night_rows(*item)
+
+
+def _key(night: NightDir) -> str:
+    return f"{night.root}\0{night.relative}"
+
+
+def _keys(table: pa.Table) -> pa.Array:
+    return pc.binary_join_element_wise(table["root"], table["path"], "\0")
+
+
+def _indexed(table: pa.Table) -> dict[str, tuple[str, str]]:
+    """Each night's checksum and file status digest as the store has them."""
+    return {f"{root}\0{path}": (total, status)
+            for root, path, total, status in distinct(table, [*KEY, "checksum", "file_status"])}
+
+
+def distinct(table: pa.Table, names: Sequence[str]) -> dict[tuple, int]:
+    """The distinct combinations of the columns `names`, in the order they first appear,
+    each with its count of rows: what `Table.group_by` gives, without the half second its
+    import costs a command."""
+    if not table.num_rows:
+        return {}
+    _, first, counts = np.unique(_combined(table, names), axis=0, return_index=True,
+                                 return_counts=True)
+    order = np.argsort(first)
+    rows = table.take(first[order]).select(list(names))
+    return dict(zip(zip(*(column.to_pylist() for column in rows.columns), strict=True),
+                    counts[order].tolist(), strict=True))
+
+
+def _combined(table: pa.Table, names: Sequence[str]) -> np.ndarray:
+    """One integer per row that is equal where the columns `names` all are (their codes
+    in mixed radix), or the codes side by side where that would not fit 63 bits."""
+    codes = [_codes(table[name]) for name in names]
+    sizes = [int(code.max()) + 1 for code in codes]
+    if math.prod(sizes) >= 1 << 62:
+        return np.column_stack(codes)
+    combined = np.zeros(table.num_rows, np.int64)
+    for code, size in zip(codes, sizes, strict=True):
+        combined = combined * size + code
+    return combined
+
+
+def _codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Each value's index among the column's distinct values (null one of them)."""
+    encoded = column.combine_chunks().dictionary_encode(null_encoding="encode")
+    return encoded.indices.to_numpy(zero_copy_only=False)
+
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+
+def _map(work: Callable[[Item], Result], items: Iterable[Item]) -> list[Result]:
+    """`work` on each item, in order: in a process per core when there are many."""
+    items = list(items)
+    cores = os.cpu_count() or 1
+    if len(items) < PARALLEL_FROM or cores < 2:
+        return list(map(work, items))
+    with ProcessPoolExecutor(cores, mp_context=get_context("fork")) as pool:
+        return list(pool.map(work, items, chunksize=max(1, len(items) // (cores * 8))))
