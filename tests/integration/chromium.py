@@ -8,6 +8,7 @@ by benchmarks/bench_history_page.py.
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import os
@@ -123,6 +124,17 @@ class DevTools:
         if "exceptionDetails" in result:
             raise RuntimeError(f"{expression}: {result['exceptionDetails']}")
         return result["result"].get("value")
+
+    def screenshot(self, path: Path) -> Path:
+        """The whole page (beyond the viewport) as a PNG at `path`, named on stdout so a
+        failed test's picture is found."""
+        size = self.page("Page.getLayoutMetrics")["cssContentSize"]
+        whole = self.page("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                          clip={"x": 0, "y": 0, "width": size["width"],
+                                "height": size["height"], "scale": 1})
+        path.write_bytes(base64.b64decode(whole["data"]))
+        print(f"screenshot: {path}")
+        return path
 
     def errors(self) -> list[str]:
         """Uncaught exceptions, console.error/assert calls and browser log errors so far."""

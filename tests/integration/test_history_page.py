@@ -106,13 +106,7 @@ def test_the_page_loads_without_errors_or_requests(browser):
 
 def test_every_chart_shows_data_in_a_screenshot(browser):
     devtools, base, _ = browser
-    size = devtools.page("Page.getLayoutMetrics")["cssContentSize"]
-    whole = devtools.page("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"],
-                                "height": size["height"], "scale": 1})
-    shot = base / "history.png"
-    shot.write_bytes(base64.b64decode(whole["data"]))
-    print(f"screenshot: {shot}")
+    shot = devtools.screenshot(base / "history.png")
     areas = devtools.evaluate("""window.historyCharts.flatMap(s => s.charts.map(u => {
         const r = u.over.getBoundingClientRect();
         return {x: r.x + scrollX, y: r.y + scrollY, width: r.width, height: r.height}; }))""")

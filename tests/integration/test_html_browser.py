@@ -48,13 +48,7 @@ def test_the_page_loads_without_errors_or_network(browser):
 
 def test_every_plot_shows_data_in_a_screenshot(browser):
     devtools, base = browser
-    size = devtools.page("Page.getLayoutMetrics")["cssContentSize"]
-    whole = devtools.page("Page.captureScreenshot", format="png", captureBeyondViewport=True,
-                          clip={"x": 0, "y": 0, "width": size["width"],
-                                "height": size["height"], "scale": 1})
-    shot = base / "report.png"
-    shot.write_bytes(base64.b64decode(whole["data"]))
-    print(f"screenshot: {shot}")
+    shot = devtools.screenshot(base / "report.png")
     areas = devtools.evaluate("""Array.from(document.querySelectorAll('svg.chart'), c => {
         const r = c.querySelector('.hit').getBoundingClientRect();
         return {id: c.closest('figure').id, x: r.x + scrollX, y: r.y + scrollY,
