@@ -2,7 +2,7 @@
 
 Such an error's message is already worded for the user: it names the file, host or system
 and says what to do. The command line prints it as it is and exits with the error's
-`exit_code` (README, "A scenario": its exit codes), never with a traceback; a traceback means a bug.
+`exit_code` (docs/running.md, "Exit codes"), never with a traceback; a traceback means a bug.
 """
 
 from __future__ import annotations

@@ -15,7 +15,8 @@ analysis fails when they go together is tried alone, so it costs only its own re
 Agents are grouped into about TASKS_PER_CORE tasks per core, balanced by their records,
 so a scenario of hundreds of small agents costs a few tasks, not hundreds. Executors run
 sixnines' own Python: a cluster's workers need Python with sixnines, numpy and pyarrow
-installed (README, "Across machines"); a local master runs this process' Python.
+installed (docs/running.md, "The analysis: embedded or on a Spark
+cluster"); a local master runs this process' Python.
 
 Embedded `local[*]` is the default (a laptop or the controller host); the same session
 takes a cluster master ("spark://host:port", "yarn", "k8s://…") so nothing changes when
@@ -82,7 +83,8 @@ def spark_session(master: str = "local[*]", app_name: str = "sixnines") -> Spark
 
     Settings that only make sense on one machine (loopback binding, the lean JVM, the
     workers running this Python) apply to `local` masters only; a cluster keeps its own,
-    and its workers need a Python with sixnines (README, "Across machines").
+    and its workers need a Python with sixnines (docs/running.md, "The analysis:
+    embedded or on a Spark cluster").
     """
     local = master.startswith("local")
     if local:

@@ -5,7 +5,8 @@ needs (a system's client, Spark for the analysis, the remote launchers). A modul
 the core and the extras named for it in EXTRAS_OF below, lazy imports inside functions
 included; an import guarded by `except ImportError` is optional and needs no declaration.
 An agent host for Redis installs `sixnines[redis]` and nothing else, and an import declared
-nowhere (or only in another part's extra) breaks a host that followed the README.
+nowhere (or only in another part's extra) breaks a host that followed docs/running.md,
+"Installing by hand".
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The results store: what a results directory holds at its top and how it is read and
 written — its run directories (found, refused while a run is still going), each run's
 manifest and the summary its analysis wrote, and the scenario's summary.json and
-summary.csv, each written whole or not at all (formats.atomic; the output contract in the
-README). Summaries from elsewhere, trusted in nothing, are read by
-orchestrator.results.summaries."""
+summary.csv, each written whole or not at all (formats.atomic; the output contract in
+docs/results.md, "The results directory"). Summaries from elsewhere, trusted in nothing,
+are read by orchestrator.results.summaries."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ workload: {message_size: 64, rate: 2000, duration: 1s, warmup: 200ms, producers:
 
     # the executor the worker starts takes the session's JVM flags as a cluster's
     # spark-defaults would give them, and runs the passes in a Python with sixnines
-    # (README, "Across machines")
+    # (docs/running.md, "The analysis: embedded or on a Spark cluster")
     executor = f"--conf {shlex.quote('spark.executor.extraJavaOptions=' + jvm_options())}"
     done = subprocess.run([sys.executable, "-m", "sixnines", "report", str(run_dir),
                            "--spark-master", url], capture_output=True, text=True,
