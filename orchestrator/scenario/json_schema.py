@@ -17,8 +17,12 @@ import json
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue, models_json_schema
-from pydantic_core import core_schema
+from pydantic.json_schema import (
+    GenerateJsonSchema,
+    JsonSchemaValue,
+    core_schema,
+    models_json_schema,
+)
 
 from sixnines.drivers import registry
 from sixnines.drivers.base import DriverOptions

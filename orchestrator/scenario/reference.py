@@ -111,8 +111,9 @@ class _Page:
         if "propertyNames" in node:
             keys = " | ".join(_code(key) for key in node["propertyNames"].get("enum", []))
             return f"mapping of {keys} to {self.kind(node['additionalProperties'])}"
-        return {"string": "text", "integer": "integer", "number": "number",
-                "boolean": "`true` | `false`", "object": "mapping"}.get(node.get("type"), "any")
+        words = {"string": "text", "integer": "integer", "number": "number",
+                 "boolean": "`true` | `false`", "object": "mapping"}
+        return words.get(str(node.get("type")), "any")
 
     def units(self, node: dict[str, Any]) -> str:
         for alt in self.alternatives(node):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import GetJsonSchemaHandler, WithJsonSchema
-from pydantic_core import CoreSchema
+from pydantic.json_schema import CoreSchema
 
 from sixnines.orchestrator.scenario import units
 
