@@ -27,7 +27,14 @@ from rich.console import Console
 
 from sixnines import __version__
 from sixnines.formats.errors import SixninesError
-from sixnines.formats.layout import ANALYSIS_LOG, HISTORY_CSV, HISTORY_DIR, HISTORY_TABLE
+from sixnines.formats.layout import (
+    ANALYSIS_LOG,
+    HISTORY_CSV,
+    HISTORY_DIR,
+    HISTORY_TABLE,
+    MANIFEST_FILE,
+    SUMMARY_FILE,
+)
 from sixnines.orchestrator.terminal import printable_lines
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
@@ -747,8 +754,8 @@ def parser() -> argparse.ArgumentParser:
     schema = _command(
         commands, "schema", "print the JSON Schema of a file sixnines reads or writes",
         "Print a JSON Schema: of the scenario file (what editors complete and check a "
-        "scenario with; docs/scenario.md explains every field), or of the summary.json and "
-        "manifest.json files results hold.",
+        f"scenario with; docs/scenario.md explains every field), or of the {SUMMARY_FILE} "
+        f"and {MANIFEST_FILE} files results hold.",
         "sixnines schema scenario > scenario.schema.json")
     schema.add_argument("name", choices=SCHEMA_NAMES, metavar="|".join(SCHEMA_NAMES),
                         help="which file's schema")
