@@ -34,7 +34,7 @@ from sixnines.formats.vocabulary import Mode
 class DriverOptions(BaseModel):
     """Base of every driver's options: strict, so a misspelt key is an error, not a default."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class LoginOptions(DriverOptions):

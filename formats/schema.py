@@ -35,20 +35,20 @@ SCHEMAS: dict[str, tuple[type[BaseModel], int, str]] = {
 PROSE = ("title", "description", "$comment")
 
 
-def _tidy(node: Any) -> Any:
+def tidy(node: Any) -> Any:
     """Docstrings as one-line descriptions (their line breaks are the source's wrapping)."""
     if isinstance(node, dict):
         return {key: " ".join(value.split()) if key == "description" and isinstance(value, str)
-                else _tidy(value) for key, value in node.items()}
+                else tidy(value) for key, value in node.items()}
     if isinstance(node, list):
-        return [_tidy(value) for value in node]
+        return [tidy(value) for value in node]
     return node
 
 
 def schema(name: str) -> dict[str, Any]:
     """The JSON Schema shipped as docs/`name`."""
     model, version, what = SCHEMAS[name]
-    body = _tidy(model.model_json_schema(mode="serialization"))
+    body = tidy(model.model_json_schema(mode="serialization"))
     return {"$schema": DRAFT, **body,
             "title": f"sixnines {what.split(' ', 1)[0]}, schema_version {version}",
             "$comment": f"The {what}. Generated from {model.__module__}.{model.__name__} "

@@ -27,7 +27,14 @@ from rich.console import Console
 
 from sixnines import __version__
 from sixnines.formats.errors import SixninesError
-from sixnines.formats.layout import ANALYSIS_LOG, HISTORY_CSV, HISTORY_DIR, HISTORY_TABLE
+from sixnines.formats.layout import (
+    ANALYSIS_LOG,
+    HISTORY_CSV,
+    HISTORY_DIR,
+    HISTORY_TABLE,
+    MANIFEST_FILE,
+    SUMMARY_FILE,
+)
 from sixnines.orchestrator.terminal import printable_lines
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
@@ -438,6 +445,47 @@ def _broker(args, console: Console) -> int:
     return EXIT_OK
 
 
+SCHEMA_NAMES = ("scenario", "summary", "manifest")
+
+
+def _schema(args, console: Console) -> int:
+    if args.name == "scenario":
+        from sixnines.orchestrator.scenario.json_schema import text
+    else:
+        from sixnines.formats.schema import text as result_text
+
+        def text() -> str:
+            return result_text(f"{args.name}.schema.json")
+    sys.stdout.write(text())
+    return EXIT_OK
+
+
+SHELLS = ("bash", "zsh")
+#: What the completion offers for an argument, by its metavar: paths of the right kind.
+COMPLETE_FILES = {"FILE"}
+COMPLETE_DIRECTORIES = {"DIR", "ROOT", "RUN_A RUN_B"}
+
+
+def _completion(args, console: Console) -> int:
+    """shtab's static script (docs/design.md, "Shell completion": why shtab), with paths
+    offered where an argument's metavar names one."""
+    import shtab
+
+    top = parser()
+    pending = [top]
+    while pending:
+        command = pending.pop()
+        for action in command._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                pending += action.choices.values()
+            elif action.metavar in COMPLETE_FILES:
+                action.complete = shtab.FILE  # type: ignore[attr-defined]
+            elif action.metavar in COMPLETE_DIRECTORIES:
+                action.complete = shtab.DIRECTORY  # type: ignore[attr-defined]
+    sys.stdout.write(shtab.complete(top, shell=args.shell))
+    return EXIT_OK
+
+
 #: The most a broker whose input ended waits for the processes entered into its PID
 #: namespace from outside: in a container, the broker's end ends the namespace, which its
 #: CPU monitor shares, so the broker waits until the monitor (told by its own input, whose
@@ -511,61 +559,118 @@ def _use_recipe_dirs(dirs: list[Path]) -> None:
             [*given, *filter(None, [os.environ.get(PATH_VARIABLE)])])
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Descriptions and epilogs by line: prose refilled to the terminal's width, and lines
+    that start with a space (commands, tables of exit codes) kept as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        out: list[str] = []
+        prose: list[str] = []
+        for line in [*text.splitlines(), ""]:
+            if line and not line[0].isspace():
+                prose.append(line)
+                continue
+            if prose:
+                out.append(super()._fill_text(" ".join(prose), width, indent))
+                prose = []
+            out.append(indent + line)
+        return "\n".join(out[:-1])
+
+
+def _command(commands, name: str, summary: str | None, description: str, *examples: str,
+             **options) -> argparse.ArgumentParser:
+    """A subcommand with a description and examples (`sixnines NAME --help`); with no
+    `summary` it is left out of the top-level list (an internal command)."""
+    listed = {} if summary is None else {"help": summary}
+    lines = "\n".join(f"  {example}" for example in examples)
+    return commands.add_parser(
+        name, parents=[VERBOSE], formatter_class=_HelpFormatter, description=description,
+        epilog=f"example{'s' if len(examples) > 1 else ''}:\n{lines}", **listed, **options)
+
+
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="sixnines", description=(
-        "Open-loop load generation for messaging systems: coordinated-omission-corrected "
-        "latency to 99.9999% and the max."))
+    top = argparse.ArgumentParser(
+        prog="sixnines", formatter_class=_HelpFormatter, description=(
+            "Open-loop load generation for messaging systems: coordinated-omission-corrected "
+            "latency to 99.9999% and the max."),
+        epilog="`sixnines COMMAND --help` says more of each, with examples.\n\n"
+               "examples:\n  sixnines validate examples/quickstart.yaml\n"
+               "  sixnines run examples/quickstart.yaml")
     top.add_argument("--version", action="version", version=f"sixnines {__version__}")
     top.add_argument("-v", "--verbose", action="count", default=0,
                      help="say what is being done (-vv: and how, for debugging)")
-    commands = top.add_subparsers(dest="command", required=True)
+    commands = top.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                  title="commands")
 
-    run = commands.add_parser(
-        "run", parents=[VERBOSE], help="run a scenario and analyse it")
-    run.add_argument("file", help="scenario YAML")
+    run = _command(
+        commands, "run", "run a scenario and analyse it",
+        "Run every case of the scenario FILE on every system, one run at a time (each "
+        "broker started fresh), then analyse the runs and write the results: a directory "
+        "per scenario and start time under the scenario's output, its path printed last. "
+        "Exit 0: every run ok; 1: a run failed or was not ok; 2: bad input or a plan this "
+        "machine cannot run; 130/143: interrupted (data kept).",
+        "sixnines run examples/quickstart.yaml",
+        "sixnines run nightly.yaml --output /data/runs --no-analysis")
+    run.add_argument("file", metavar="FILE", help="the scenario (YAML; docs/scenario.md)")
     _recipe_option(run)
-    run.add_argument("--output", type=Path, help="results root (default: the scenario's output)")
-    run.add_argument("--spark-master", help=f"Spark master (default: ${SPARK_MASTER_VARIABLE}, "
-                     "the scenario's spark_master, or embedded local[*])")
+    run.add_argument("--output", type=Path, metavar="DIR",
+                     help="results root (default: the scenario's output)")
+    run.add_argument("--spark-master", metavar="URL",
+                     help=f"Spark master (default: ${SPARK_MASTER_VARIABLE}, the scenario's "
+                     "spark_master, or embedded local[*])")
     run.add_argument("--no-analysis", action="store_true",
                      help="record only; analyse later with `sixnines report`")
     run.set_defaults(handler=_run)
 
-    validate = commands.add_parser(
-        "validate", parents=[VERBOSE], help="check a scenario without running it")
-    validate.add_argument("file")
+    validate = _command(
+        commands, "validate", "check a scenario without running it",
+        "Check the scenario FILE without running anything: every problem as FILE:LINE: "
+        "PATH: MESSAGE, the runs it would make, and the memory and disk they need beside "
+        "what this machine has. Exit 0: it can run here; 2: it cannot (each reason named).",
+        "sixnines validate examples/quickstart.yaml")
+    validate.add_argument("file", metavar="FILE", help="the scenario (YAML; docs/scenario.md)")
     _recipe_option(validate)
     validate.set_defaults(handler=_validate)
 
-    report = commands.add_parser(
-        "report", parents=[VERBOSE], help="re-run the analysis of recorded runs")
-    report.add_argument("dir", type=Path, help="a results directory or one run directory")
-    report.add_argument("--spark-master", help=f"Spark master (default: "
+    report = _command(
+        commands, "report", "re-run the analysis of recorded runs",
+        "Analyse recorded runs again (after `run --no-analysis`, an interrupted run, or to "
+        "use another --window) and rewrite their summaries, report pages and console "
+        "tables. Exit 0: every run ok; 1: a run was not ok or a result could not be written.",
+        "sixnines report runs/quickstart/20261127-101500",
+        "sixnines report runs/quickstart/20261127-101500 --window 1000")
+    report.add_argument("dir", type=Path, metavar="DIR",
+                        help="a results directory or one run directory")
+    report.add_argument("--spark-master", metavar="URL", help=f"Spark master (default: "
                         f"${SPARK_MASTER_VARIABLE} or embedded local[*])")
-    report.add_argument("--window", type=_messages, metavar="M",
-                        help="messages per overhead/throughput window (default: each run's "
-                        "throughput_window)")
+    report.add_argument("--window", type=_messages, metavar="N",
+                        help="messages per window of the throughput and overhead figures: "
+                        "a stream's rate is measured over every N consecutive messages, so a "
+                        "larger N smooths bursts and a smaller one shows them (default: each "
+                        "run's throughput_window, 100 unless the scenario says)")
     report.set_defaults(handler=_report)
 
-    collect = commands.add_parser(
-        "collect", parents=[VERBOSE], help="fetch the files a killed controller left on "
-        "remote hosts", description="Fetch the files of agents on SSH and container hosts "
-        "that the controller did not fetch (it was killed, or its machine went down), from "
-        "the hosts its manifests name; verify them against their checksums, record them, "
-        "and remove the remote copies that arrived whole. Then `sixnines report DIR`. "
-        "Exit 0: everything there is here; 1: something is missing or failed its check.")
-    collect.add_argument("dir", type=Path, help="a results directory or one run directory")
+    collect = _command(
+        commands, "collect", "fetch the files a killed controller left on remote hosts",
+        "Fetch the files of agents on SSH and container hosts that the controller did not "
+        "fetch (it was killed, or its machine went down), from the hosts its manifests name; "
+        "verify them against their checksums, record them, and remove the remote copies "
+        "that arrived whole. Then `sixnines report DIR`. Exit 0: everything there is here; "
+        "1: something is missing or failed its check.",
+        "sixnines collect runs/multihost/20261127-101500")
+    collect.add_argument("dir", type=Path, metavar="DIR",
+                         help="a results directory or one run directory")
     collect.set_defaults(handler=_collect)
 
-    prune = commands.add_parser(
-        "prune", parents=[VERBOSE], help="remove older nights' raw chunks, keep the rest",
-        description="Under ROOT, keep the raw per-message chunks of the newest N nights of "
-        "each scenario (a night: a results directory); of older ones, remove only the chunk "
-        "files their agents' chunk indexes list, in analysed runs, keeping summary, report, "
-        "hlogs and manifest. Pruned runs are marked: `report` then keeps their analysis and "
-        "says the raw records were pruned; `compare` works as before. Prints the space "
-        "reclaimed. Exit 0: done; 1: a file could not be removed; 2: bad input. "
-        "Example: sixnines prune runs/nightly --keep-raw 7")
+    prune = _command(
+        commands, "prune", "remove older nights' raw chunks, keep the rest",
+        "Under ROOT, keep the raw per-message chunks of the newest N nights of each scenario "
+        "(a night: a results directory); of older ones, remove only the chunk files their "
+        "agents' chunk indexes list, in analysed runs, keeping summary, report, hlogs and "
+        "manifest. Pruned runs are marked: `report` then keeps their analysis and says the "
+        "raw records were pruned; `compare` works as before. Prints the space reclaimed. "
+        "Exit 0: done; 1: a file could not be removed; 2: bad input.",
+        "sixnines prune runs/nightly --keep-raw 7")
     prune.add_argument("root", type=Path, metavar="ROOT", help="where the nights are")
     prune.add_argument("--keep-raw", type=_non_negative, required=True, metavar="N",
                        help="nights (per scenario, newest first) whose raw chunks stay")
@@ -575,8 +680,7 @@ def parser() -> argparse.ArgumentParser:
         "compare", parents=[VERBOSE], help="compare two results (regressions: exit 1)",
         usage="sixnines compare [options] RUN_A RUN_B\n"
               "       sixnines compare [options] --baseline ROOT [--last N] RUN_B",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description=COMPARE_DESCRIPTION)
+        formatter_class=_HelpFormatter, description=COMPARE_DESCRIPTION)
     compare.add_argument("runs", type=Path, nargs="+", metavar="RUN_A RUN_B",
                          help="the reference A, then the one to judge B: each a results "
                          "directory or one run directory (with --baseline: B alone)")
@@ -594,43 +698,47 @@ def parser() -> argparse.ArgumentParser:
     compare.add_argument("--json", action="store_true", help="print the result as JSON")
     compare.set_defaults(handler=_compare)
 
-    runs = commands.add_parser(
-        "runs", parents=[VERBOSE], help="list past results, newest first")
-    runs.add_argument("dir", type=Path, nargs="?", default=Path("runs"),
+    runs = _command(
+        commands, "runs", "list past results, newest first",
+        "List the results directories under DIR, newest first: one line per result with "
+        "its scenario, systems, runs and verdict, and a table of each result's runs.",
+        "sixnines runs", "sixnines runs /data/runs --json")
+    runs.add_argument("dir", type=Path, nargs="?", default=Path("runs"), metavar="DIR",
                       help="where results are (default: ./runs)")
     runs.add_argument("--json", action="store_true", help="print the list as JSON")
     runs.set_defaults(handler=_runs)
 
-    hosts = commands.add_parser(
-        "hosts", parents=[VERBOSE], help="check the hosts of an inventory or scenario")
-    host_commands = hosts.add_subparsers(dest="hosts_command", required=True)
-    check = host_commands.add_parser(
-        "check", parents=[VERBOSE], help="check every host in parallel before a run",
-        formatter_class=argparse.RawDescriptionHelpFormatter, description=(
-            "Reach every host of FILE at once, as a run does (host keys checked against\n"
-            "known_hosts), and check what a run needs there: Python and the sixnines\n"
-            "bundle, free disk in its work directory, cores, its clock against this one,\n"
-            "the programs of the broker recipes it starts, ports on its address. One line\n"
-            "per host on stdout. A scenario's hosts (its inventory's too) are checked\n"
-            "against its plan; an inventory's against the minimum a run needs.\n"
-            "Exit 0: every host ok; 1: a host has a problem (named); 2: bad input.\n\n"
-            "examples:\n  sixnines hosts check lab/hosts.yaml\n"
-            "  sixnines hosts check nightly.yaml   # its hosts, against its plan"))
-    check.add_argument("file", help="an inventory (hosts: [...]) or a scenario")
+    hosts = _command(
+        commands, "hosts", "check the hosts of an inventory or scenario",
+        "Commands about the hosts a scenario runs on (SSH and container hosts).",
+        "sixnines hosts check lab/hosts.yaml")
+    host_commands = hosts.add_subparsers(dest="hosts_command", required=True,
+                                         metavar="COMMAND", title="commands")
+    check = _command(
+        host_commands, "check", "check every host in parallel before a run",
+        "Reach every host of FILE at once, as a run does (host keys checked against "
+        "known_hosts), and check what a run needs there: Python and the sixnines bundle, "
+        "free disk in its work directory, cores, its clock against this one, the programs "
+        "of the broker recipes it starts, ports on its address. One line per host on "
+        "stdout. A scenario's hosts (its inventory's too) are checked against its plan; an "
+        "inventory's against the minimum a run needs. Exit 0: every host ok; 1: a host has "
+        "a problem (named); 2: bad input.",
+        "sixnines hosts check lab/hosts.yaml",
+        "sixnines hosts check nightly.yaml   # its hosts, against its plan")
+    check.add_argument("file", metavar="FILE", help="an inventory (hosts: [...]) or a scenario")
     _recipe_option(check)
     check.set_defaults(handler=_hosts_check)
 
-    history = commands.add_parser(
-        "history", parents=[VERBOSE], help="index every night's results and say what changed",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Index every results directory under the ROOTs (each one a night) in a "
-        "store kept beside them (Parquet and CSV, updated incrementally: new nights added, "
-        "deleted ones dropped, edited ones read again), then say what changed since the "
-        "last night and in the last 30 days, by the rule of `compare` between consecutive "
-        "nights. Exit 0: no change; 1: a figure got worse since the last night; 2: bad "
-        "input; 3: the newest night could not be read or a run of it failed.",
-        epilog=f"example:\n  sixnines history runs/\n  (the store: runs/{HISTORY_DIR}/"
-        f"{HISTORY_TABLE} and {HISTORY_CSV})")
+    history = _command(
+        commands, "history", "index every night's results and say what changed",
+        "Index every results directory under the ROOTs (each one a night) in a store kept "
+        "beside them (Parquet and CSV, updated incrementally: new nights added, deleted ones "
+        "dropped, edited ones read again), then say what changed since the last night and in "
+        "the last 30 days, by the rule of `compare` between consecutive nights. Exit 0: no "
+        "change; 1: a figure got worse since the last night; 2: bad input; 3: the newest "
+        "night could not be read or a run of it failed. The store: "
+        f"ROOT/{HISTORY_DIR}/{HISTORY_TABLE} and {HISTORY_CSV}.",
+        "sixnines history runs/", "sixnines history runs/ --json > history.json")
     history.add_argument("roots", type=Path, nargs="+", metavar="ROOT",
                          help="where results are (a scenario's output, e.g. runs/)")
     history.add_argument("--store", type=Path, metavar="DIR",
@@ -643,15 +751,42 @@ def parser() -> argparse.ArgumentParser:
                          help="print every series, night by night, as JSON")
     history.set_defaults(handler=_history)
 
-    agent = commands.add_parser(
-        "agent", parents=[VERBOSE], help="run an agent (driven over stdin/stdout)")
+    schema = _command(
+        commands, "schema", "print the JSON Schema of a file sixnines reads or writes",
+        "Print a JSON Schema: of the scenario file (what editors complete and check a "
+        f"scenario with; docs/scenario.md explains every field), or of the {SUMMARY_FILE} "
+        f"and {MANIFEST_FILE} files results hold.",
+        "sixnines schema scenario > scenario.schema.json")
+    schema.add_argument("name", choices=SCHEMA_NAMES, metavar="|".join(SCHEMA_NAMES),
+                        help="which file's schema")
+    schema.set_defaults(handler=_schema)
+
+    completion = _command(
+        commands, "completion", "print the shell completion script",
+        "Print the script that completes sixnines' commands, options and their values "
+        "(files, directories, choices) in bash or zsh. It is static: completing runs no "
+        "Python. Print it again after an upgrade that adds commands or options.",
+        "sixnines completion bash > ~/.local/share/bash-completion/completions/sixnines",
+        "sixnines completion zsh > ~/.zfunc/_sixnines   # a directory on $fpath")
+    completion.add_argument("shell", choices=SHELLS, metavar="|".join(SHELLS))
+    completion.set_defaults(handler=_completion)
+
+    agent = _command(
+        commands, "agent", None,
+        "The agent process a controller starts on each host and drives over standard input "
+        "and output (internal: not for use by hand).", "sixnines agent")
     agent.set_defaults(handler=_agent)
 
-    broker = commands.add_parser(
-        "broker", parents=[VERBOSE], help="run a builtin broker (tcp relay, zmq proxy)")
-    broker.add_argument("driver", help="tcp or zmq")
-    broker.add_argument("--bind", default="127.0.0.1:0",
-                        help="HOST:PORT (port 0: any free port, announced on stdout)")
+    broker = _command(
+        commands, "broker", "run a builtin broker (tcp relay, zmq proxy)",
+        "Run a driver's builtin broker by hand (the tcp relay, the zmq proxy), for a system "
+        "whose broker is {external: HOST:PORT}. It prints {\"listening\": ADDRESS} once "
+        "bound.",
+        "sixnines broker tcp --bind 127.0.0.1:7000")
+    broker.add_argument("driver", metavar="DRIVER", help="a driver with a builtin broker: "
+                        "tcp or zmq")
+    broker.add_argument("--bind", default="127.0.0.1:0", metavar="HOST:PORT",
+                        help="where to listen (port 0: any free port, announced on stdout)")
     broker.add_argument("--exit-on-eof", action="store_true",
                         help="exit when standard input ends (how its controller's death "
                         "stops a broker it started)")

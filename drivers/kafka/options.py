@@ -26,6 +26,8 @@ class KafkaOptions(LoginOptions):
     """
 
     client: Literal["confluent", "kafka-python"] = "confluent"
+    """The client library: confluent (librdkafka) keeps up with the schedule; kafka-python
+    is the pure-Python baseline (measured: see the options' description)."""
     topic: str = Field("sixnines", pattern=TOPIC_CHARS)
     """One-way topic; round trip uses `<topic>.req` and `<topic>.reply.<id>`."""
     partitions: int | None = Field(None, ge=1)
@@ -34,12 +36,15 @@ class KafkaOptions(LoginOptions):
     divide the partitions, so each needs one: one with one connection), round-trip topics
     one. A number: every topic gets that many; one-way needs at least one per connection."""
     replication: int = Field(1, ge=1)
+    """Replication factor of topics the driver creates."""
     acks: Literal[0, 1, "all"] = 1
+    """Producer acknowledgements: 0 none, 1 the leader's, all every in-sync replica's."""
     linger_ms: int = Field(0, ge=0)
     """0 sends at once (latency runs); > 0 lets the client batch (throughput runs)."""
     batch_size: int | None = Field(None, ge=1)
     """Producer batch size in bytes (None: the client's default)."""
     compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
+    """Producer compression codec."""
     group: bool = False
     """False: each receiver assigns itself its lane's partitions (no group coordination,
     no rebalance delay). True: each receiver connection joins a consumer group of its own

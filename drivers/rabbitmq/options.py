@@ -30,6 +30,7 @@ class RabbitmqOptions(LoginOptions):
     (guest, which RabbitMQ accepts over loopback only: the recipe's node on loopback), so
     only guest may go without password_env or password_file."""
     vhost: str = "/"
+    """The virtual host to connect to."""
 
     @model_validator(mode="after")
     def _password_known(self) -> RabbitmqOptions:

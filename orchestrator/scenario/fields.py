@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
 
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.vocabulary import MAX_RATE
-from sixnines.orchestrator.scenario import units
+from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.problems import shown
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -198,19 +198,25 @@ def _sample_interval(value: object) -> int:
     return ns
 
 
-Name = Annotated[str, Field(strict=True), AfterValidator(_name)]
+Name = Annotated[str, Field(strict=True), AfterValidator(_name),
+                 written.name(f"^{_NAME.pattern}$", MAX_NAME_LENGTH)]
 Text = Annotated[str, Field(strict=True, min_length=1), AfterValidator(check_text)]
 #: Where a host is reached: an IP address or a host name (`check_host`).
 Host = Annotated[str, Field(strict=True, min_length=1), AfterValidator(check_text),
                  AfterValidator(_host)]
-Size = Annotated[int, BeforeValidator(_size)]
-Rate = Annotated[float | Literal["max"], BeforeValidator(_rate)]
-NumericRate = Annotated[float, BeforeValidator(_numeric_rate)]
-RunTime = Annotated[int, BeforeValidator(_run_time)]
-Wait = Annotated[int, BeforeValidator(_wait)]
+Size = Annotated[int, BeforeValidator(_size), written.size(HEADER_SIZE, MAX_MESSAGE_SIZE)]
+Rate = Annotated[float | Literal["max"], BeforeValidator(_rate),
+                 written.rate(MIN_RATE_PER_S, MAX_RATE_PER_S, or_max=True)]
+NumericRate = Annotated[float, BeforeValidator(_numeric_rate),
+                        written.rate(MIN_RATE_PER_S, MAX_RATE_PER_S, or_max=False)]
+RunTime = Annotated[int, BeforeValidator(_run_time), written.duration(MAX_RUN_TIME_NS, above=True)]
+Wait = Annotated[int, BeforeValidator(_wait),
+                 written.duration(MAX_WAIT_NS, examples=("1s", "500ms", 0))]
 #: in ns; written back as "<n>ns" so a dumped scenario reloads the same
 SampleInterval = Annotated[int, BeforeValidator(_sample_interval),
-                           PlainSerializer(lambda ns: f"{ns}ns", return_type=str)]
+                           PlainSerializer(lambda ns: f"{ns}ns", return_type=str),
+                           written.duration(MAX_WAIT_NS, minimum_ns=MIN_SAMPLE_NS,
+                                            examples=("100ms", "1s"))]
 Messages = Annotated[int, Field(strict=True, ge=1, le=MAX_MESSAGES)]
 Parallel = Annotated[int, Field(strict=True, ge=1, le=MAX_PARALLEL)]
 Seed = Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] | None
@@ -224,7 +230,8 @@ def as_list(value: object) -> list[object] | tuple[object, ...]:
 
 
 #: A workload field as written: one value, or a non-empty list of values to sweep.
-Sweep = Annotated[tuple[T, ...], BeforeValidator(as_list), Field(min_length=1)]
+Sweep = Annotated[tuple[T, ...], BeforeValidator(as_list), Field(min_length=1),
+                  written.OneOrList()]
 
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

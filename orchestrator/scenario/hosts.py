@@ -80,19 +80,25 @@ class LinkShaping(BaseModel):
     """Shaping of a host's link (egress of its interface) while the scenario runs: `rate`
     with tc tbf; `delay` and `loss` with netem where the host's kernel has it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    rate: Annotated[str, Field(strict=True), AfterValidator(_link_rate)]
-    delay: Annotated[str, Field(strict=True), AfterValidator(_link_delay)] | None = None
-    loss: Annotated[str, Field(strict=True), AfterValidator(_link_loss)] | None = None
+    rate: Annotated[str, Field(strict=True, examples=["100mbit"]), AfterValidator(_link_rate)]
+    """Bandwidth cap as tc writes it (k, m, g: powers of 1000)."""
+    delay: Annotated[str, Field(strict=True, examples=["2ms"]),
+                     AfterValidator(_link_delay)] | None = None
+    """Delay added to every packet."""
+    loss: Annotated[str, Field(strict=True, examples=["0.1%"]),
+                    AfterValidator(_link_loss)] | None = None
+    """Share of packets dropped."""
     interface: Text | None = None
     """Default: the interface holding the host's address."""
 
 
 class _Host(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     name: Name
+    """How placement names the host."""
 
 
 class SshHost(_Host):
@@ -102,10 +108,16 @@ class SshHost(_Host):
     kind: ClassVar[str] = "ssh"
 
     address: Host
+    """Where the host is reached, and where its agents and broker listen."""
     user: Text | None = None
+    """Login user (default: ~/.ssh/config's, else root)."""
     port: Annotated[int, Field(strict=True, ge=1, le=65535)] | None = None
+    """SSH port (default: ~/.ssh/config's, else 22)."""
     key: Text | None = None
+    """Private key file (default: ~/.ssh/config's, else your default keys)."""
     known_hosts: Text | None = None
+    """The file the host's key must be in (default: ~/.ssh/config's, else
+    ~/.ssh/known_hosts)."""
     python: Text | None = None
     """An interpreter on the host with this sixnines already installed: no bootstrap."""
     workdir: Text = "/var/tmp/sixnines"
@@ -121,11 +133,13 @@ class ContainerHost(_Host):
     kind: ClassVar[str] = "container"
 
     docker: Text
+    """The Docker API endpoint, e.g. unix:///var/run/docker.sock or ssh://user@host."""
     image: Text | None = None
     """The agent image; default: built from deploy/Dockerfile with this checkout."""
     base_image: Text | None = None
     """What that build starts FROM (default: $SIXNINES_BASE_IMAGE, else the Dockerfile's)."""
     address: Host = "127.0.0.1"
+    """Where the containers (on the host network) are reached."""
 
 
 def _host_kind(value: Any) -> str | None:
@@ -143,10 +157,12 @@ HostSpec = Annotated[
 class Placement(BaseModel):
     """Where the broker and the agents go (host names; `local` is always there)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     broker: Name = LOCAL
+    """The host the broker runs on."""
     agents: Annotated[tuple[Name, ...], Field(min_length=1, max_length=MAX_HOSTS)] = (LOCAL,)
+    """The hosts of the agents: producer k and consumer k go to the k-th, round-robin."""
     cross_host_latency: Annotated[bool, Field(strict=True)] = False
     """Also measure one-way latency between producers and consumers on different clocks,
     corrected by the estimated offsets and reported with their uncertainty."""
@@ -155,6 +171,6 @@ class Placement(BaseModel):
 class Inventory(BaseModel):
     """An inventory file: the hosts several scenarios share."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     hosts: Annotated[tuple[HostSpec, ...], Field(max_length=MAX_HOSTS)] = ()

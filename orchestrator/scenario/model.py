@@ -95,21 +95,26 @@ _DEFER_CASES = "sixnines.defer_case_checks"
 class Scenario(BaseModel):
     """A whole scenario file. `output` is kept as written (relative to the caller's cwd)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     name: Name
+    """Names the results directory: <output>/<name>/<timestamp>/."""
     systems: Annotated[tuple[System, ...], Field(min_length=1)]
+    """The systems under test, each measured with every workload point."""
     workload: WorkloadSpec
+    """What every run sends; a field given as a list is swept (one run per value)."""
     hosts: Annotated[tuple[HostSpec, ...], Field(max_length=MAX_HOSTS)] = ()
     """Machines besides `local` (SSH or container hosts); more may come from `inventory`."""
     inventory: Text | None = None
     """A YAML file with a `hosts:` list (relative to the scenario file)."""
     placement: Placement = Field(default_factory=Placement)
+    """Where the broker and the agents run (default: all on `local`)."""
     output: Text = "runs"
+    """Where results go (relative to the working directory; `sixnines run --output` wins)."""
     spark_master: Text | None = None
     """Where the analysis runs (e.g. spark://host:7077); None: embedded local[*]."""
     cpu_sample: SampleInterval = DEFAULT_CPU_SAMPLE_NS
-    """How often agents and the broker monitor sample CPU time (cpu.parquet), in ns."""
+    """How often agents and the broker monitor sample CPU time (cpu.parquet)."""
     throughput_window: Messages = DEFAULT_THROUGHPUT_WINDOW
     """Messages per window of a stream's overhead and throughput (SO_n … RT_n)."""
     loop_cpus: LoopCpus = LoopCpus.DEDICATED
@@ -151,7 +156,9 @@ class CaseScenario(Scenario):
     """A scenario with `cases:`: each case's fields over the base `workload`, in order."""
 
     workload: WorkloadBase = Field(default_factory=WorkloadBase)
+    """The fields every case starts from (none required)."""
     cases: Annotated[Cases, Field(min_length=1)]
+    """Named combinations, each setting workload fields over `workload`."""
 
     @field_validator("cases")
     @classmethod

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from sixnines.formats.hdr import PERCENTILE_KEYS, PERCENTILES, PercentileKey
-from sixnines.orchestrator.scenario import units
+from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.fields import MAX_WAIT_NS, SECOND_NS, NumericRate, Rate, RunTime
 
 #: Samples beyond an objective percentile a probe must have: p99 rests on 1,000 samples,
@@ -34,6 +34,8 @@ PROBE_LIMIT_NS = 600 * SECOND_NS
 #: At least this many runs at the final rate, all passing, confirm a capacity.
 MIN_CONFIRMATIONS = 3
 MAX_SEARCH_RUNS = 1000
+#: Narrowest and widest `precision`, as shares.
+MIN_PRECISION, MAX_PRECISION = 0.001, 0.5
 
 
 def _threshold(value: object) -> int:
@@ -52,13 +54,15 @@ def _precision(value: object) -> float:
         share = float(text[:-1]) / 100 if text.endswith("%") else float(text)
     except ValueError:
         raise ValueError("must be a percentage such as 5%") from None
-    if not 0.001 <= share <= 0.5:
+    if not MIN_PRECISION <= share <= MAX_PRECISION:
         raise ValueError("must be between 0.1% and 50%")
     return share
 
 
-Threshold = Annotated[int, BeforeValidator(_threshold)]
-Precision = Annotated[float, BeforeValidator(_precision)]
+Threshold = Annotated[int, BeforeValidator(_threshold),
+                      written.duration(MAX_WAIT_NS, above=True, examples=("1ms", "10ms"))]
+Precision = Annotated[float, BeforeValidator(_precision),
+                      written.share(MIN_PRECISION, MAX_PRECISION)]
 Objective = dict[PercentileKey, Threshold]
 
 
@@ -69,7 +73,8 @@ class RateSearch(BaseModel):
     then bisection until the rates that pass and fail are within `precision`, then
     `confirm` runs at the rate found, all of which must pass."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
+                              populate_by_name=True)
 
     search: Literal["max"]
     """What to find: max, the highest sustainable rate."""

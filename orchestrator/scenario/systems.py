@@ -31,15 +31,25 @@ _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
 DEFER_OPTIONS = "sixnines.defer_driver_options"
 
 
+def _or_builtin(schema: dict[str, Any]) -> None:
+    """The JSON Schema of a broker: the word `builtin`, or the mapping (`_from_yaml`)."""
+    mapping = {key: schema.pop(key) for key in list(schema) if key not in ("title", "description")}
+    schema["anyOf"] = [{"const": "builtin"}, mapping]
+
+
 class BrokerSpec(BaseModel):
     """Where the system under test runs: `builtin` (sixnines starts the driver's own broker),
     `{external: HOST:PORT}` (already running) or `{recipe: NAME}` (started from deploy/).
     Both fields None means builtin; `kind` says which."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
+                              json_schema_extra=_or_builtin)
 
     external: str | None = None
+    """HOST:PORT of a broker already running (sixnines neither starts nor stops it)."""
     recipe: str | None = None
+    """A broker recipe sixnines starts and stops for each run (deploy/recipes, or the
+    directories of --recipes and $SIXNINES_RECIPE_PATH)."""
     allow_unauthenticated: StrictBool = False
     """A recipe without an auth section starts a broker that takes anyone who reaches it:
     off loopback that is refused unless this accepts the risk (e.g. on an isolated
@@ -125,14 +135,19 @@ class System(BaseModel):
     """One system under test. `options` is validated against the driver's strict `Options`
     model and stored as that instance (`load_scenario` never returns a plain dict there)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     name: Name
+    """A label for reports and run ids."""
     driver: Annotated[str, Field(strict=True)]
+    """The driver that talks to the system (tcp, zmq, redis, nats, rabbitmq, kafka, or one
+    installed apart)."""
     broker: BrokerSpec = Field(default="builtin", validate_default=True)
+    """Where the system runs: builtin, {external: HOST:PORT} or {recipe: NAME}."""
     options: SerializeAsAny[DriverOptions] | dict[str, Any] = Field(
         default_factory=dict, validate_default=True
     )
+    """The driver's own options (each driver's are listed apart)."""
 
     def driver_class(self) -> type[Driver]:
         return registry.load(self.driver)

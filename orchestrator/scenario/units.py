@@ -49,6 +49,15 @@ _DURATION_UNITS = {
 _RATE = re.compile(rf"\s*({_NUMBER}(?:[eE][+-]?\d{{1,3}})?)\s*([kKM]?)\s*(?:(?:msg\s*)?/\s*s)?\s*")
 _RATE_UNITS = {"": 1, "k": 1_000, "K": 1_000, "M": 1_000_000}
 
+#: The same forms as JSON Schema patterns (ECMA-262, which reads them as Python does here),
+#: for editors to check a scenario against (scenario.written); tests/test_scenario_schema.py
+#: holds them to the parsers over a corpus of values.
+_PATTERN_NUMBER = r"[+-]?(\d+(\.\d*)?|\.\d+)"
+SIZE_PATTERN = rf"^\s*{_PATTERN_NUMBER}\s*([bB]|[kKmMgG][iI]?[bB])?\s*$"
+DURATION_PATTERN = rf"^\s*{_PATTERN_NUMBER}\s*([nNuUµμΜmM]?[sS]|[mMhH])?\s*$"
+RATE_PATTERN = (rf"^\s*{_PATTERN_NUMBER}([eE][+-]?\d{{1,3}})?\s*[kKM]?\s*((msg\s*)?/\s*s)?"
+                r"\s*$")
+
 
 def _exact(value: object) -> Fraction | None:
     """A real (non-bool, finite) number as a Fraction; None for anything else."""

@@ -68,7 +68,7 @@ class WorkloadPoint(BaseModel):
     producers) or `MAX_RATE`, times in nanoseconds. With `rate: max`, `messages` is the total
     to send across producers and `duration_ns` the cap on sending after the warm-up."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     mode: Mode = Mode.ONE_WAY
     message_size: Size
@@ -142,21 +142,42 @@ class WorkloadSpec(BaseModel):
     """The workload as written: every field a tuple of values. A field given as a list in
     the file is *swept* (see `swept`), and the matrix is the product of all fields."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     mode: Sweep[Mode] = (Mode.ONE_WAY,)
+    """one-way: producers send, consumers receive; round-trip: requesters send and each
+    message comes back to them (request/reply, timed on one clock)."""
     message_size: Sweep[Size]
+    """Bytes per message on the wire, sixnines' message header included."""
     rate: Sweep[RateOrSearch]
+    """Messages per second in total, split across producers; `max` (throughput mode:
+    `messages` sent as fast as the system takes); or `{search: max, …}`, the highest rate
+    that meets a latency objective."""
     messages: Sweep[Messages | None] = (None,)
+    """With `rate: max` only: how many messages to send in total, across producers."""
     schedule: Sweep[Schedule] = (Schedule.FIXED,)
+    """When each message is due: fixed (evenly spaced), poisson (random arrivals at the
+    rate), closed (round-trip only: the next request when the reply is in, for comparison
+    with closed-loop tools)."""
     duration: Sweep[RunTime | None] = (None,)
+    """The measured time, after the warm-up. Required, but with `rate: max`, where it caps
+    the sending (default 10m)."""
     warmup: Sweep[Wait] = (1 * SECOND_NS,)
+    """Sending before the measured time: recorded, excluded from the results."""
     producers: Sweep[Parallel] = (1,)
+    """Sending agents (in round-trip mode: requesters); the rate is split across them."""
     consumers: Sweep[Parallel] = (1,)
+    """Receiving agents; every consumer receives every message (fan-out)."""
     connections: Sweep[Parallel] = (1,)
+    """Connections per agent, dividing its load: each producer connection sends its share
+    of the rate, and each message reaches a consumer once, over one of its connections."""
     receive: Sweep[Receive] = (Receive.BLOCKING,)
+    """How receivers wait: blocking (in the kernel) or busy-poll (spinning on a CPU of its
+    own: lower latency, one core per receiving loop)."""
     drain: Sweep[Wait] = (5 * SECOND_NS,)
+    """How long consumers wait for messages in flight after the last send."""
     seed: Sweep[Seed] = (None,)
+    """Seed of the payloads and of Poisson arrivals (default: the run number)."""
 
     _labels: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _lists: frozenset[str] = PrivateAttr(default_factory=frozenset)
@@ -260,6 +281,7 @@ class Case(WorkloadBase):
     optional `name` that stands for the case in run ids."""
 
     name: Name | None = None
+    """Stands for the case in run ids (default: the fields it sets)."""
 
     def missing_from(self, base: WorkloadSpec) -> list[str]:
         """Required fields neither this case nor `base` gives."""
