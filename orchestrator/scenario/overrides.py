@@ -162,7 +162,7 @@ def _key_in(node: dict | list, step: str | int, path: YamlPath) -> Any:
     if isinstance(node, dict):
         return step if isinstance(step, str) else str(step)
     where = format_path(path)
-    names = [item.get("name") for item in node if isinstance(item, dict)]
+    names = [item.get("name") if isinstance(item, dict) else None for item in node]
     if isinstance(step, int):
         if step >= len(node):
             raise _Refused(f"{where} has {len(node)} item(s): [0] to [{len(node) - 1}]"
