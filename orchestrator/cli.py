@@ -70,7 +70,7 @@ def _override_options(command: argparse.ArgumentParser) -> None:
         "--set", action=_Overrides, dest="overrides", metavar="PATH=VALUE",
         help="set a field of the scenario over the file's, checked as if written there "
         "(repeatable; VALUE is YAML: 20k, 1KB, 5s, [64, 1KB]): e.g. --set workload.rate=20k, "
-        "--set systems[redis].broker.recipe=redis-tuned; recorded in each manifest")
+        "--set systems[redis].broker.recipe=redis-tuned; `run` records them in each manifest")
     for flag, (metavar, path) in SHORT_FLAGS.items():
         command.add_argument(flag, action=_Overrides, dest="overrides", metavar=metavar,
                              help=f"--set {path}={metavar}")
