@@ -20,7 +20,7 @@ from rich.console import Console
 
 from sixnines.formats.atomic import WriteFailure, write_atomically
 from sixnines.formats.errors import BadInput
-from sixnines.formats.layout import ANALYSIS_LOG, SCENARIO_FILE
+from sixnines.formats.layout import ANALYSIS_LOG, MANIFEST_FILE, SCENARIO_FILE
 from sixnines.formats.summary import CapacityResult, RunSummary
 from sixnines.orchestrator.capacity.probes import is_search, run_search
 from sixnines.orchestrator.launchers.base import LaunchError
@@ -102,7 +102,7 @@ def _keep_scenario(scenario_file: Path, results_dir: Path,
         shutil.copyfile(scenario_file, results_dir / SCENARIO_FILE)
         return
     heading = ["# sixnines ran this file with these fields set over it (each run's "
-               "manifest.json", "# lists them as `overrides`):",
+               f"{MANIFEST_FILE}", "# lists them as `overrides`):",
                *(f"#   {override.named}" for override in overrides)]
     text = scenario_file.read_text(encoding="utf-8")
     write_atomically(results_dir / SCENARIO_FILE, "\n".join([*heading, text]))
