@@ -45,7 +45,7 @@ from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
 DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
@@ -352,6 +352,11 @@ class Manifest(Open):
     """The swept fields of the point, as the scenario wrote them."""
     repeat: Repeat | None = None
     """Which repeat of its case the run is; absent when each case runs once."""
+    overrides: list[str] | None = None
+    """The scenario's fields set over its file on the command line, as PATH=VALUE in the
+    order given (`--set workload.rate=20k`; a short flag such as `--rate 20k` as the field
+    it sets): the run is the file with these. Absent when none were (since
+    schema_version 8)."""
     workload: Workload = Field(default_factory=Workload)
     controller: dict[str, Any] = Field(default_factory=dict)
     """The controller's host facts and versions."""

@@ -55,11 +55,55 @@ def _messages(text: str) -> int:
     return int(text)
 
 
-def _load(file: str):
-    """The scenario in `file` (ScenarioError: every problem with its line)."""
-    from sixnines.orchestrator.scenario.model import load_scenario
+#: The short flags of `run`, `validate` and `hosts check`, each a `--set` of one workload
+#: field: the few every reader changes (metavar, field).
+SHORT_FLAGS = {"--rate": ("RATE", "workload.rate"), "--size": ("SIZE", "workload.message_size"),
+               "--duration": ("DURATION", "workload.duration"),
+               "--producers": ("N", "workload.producers"),
+               "--consumers": ("N", "workload.consumers")}
 
-    return load_scenario(file)
+
+class _Overrides(argparse.Action):
+    """--set PATH=VALUE and the short flags, kept together in the order given (the last
+    one on a field wins), as (flag, value)."""
+
+    def __call__(self, parser, namespace, value, option_string=None) -> None:
+        given = getattr(namespace, self.dest) or []
+        setattr(namespace, self.dest, [*given, (self.option_strings[0], value)])
+
+
+def _override_options(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--set", action=_Overrides, dest="overrides", metavar="PATH=VALUE",
+        help="set a field of the scenario over the file's, checked as if written there "
+        "(repeatable; VALUE is YAML: 20k, 1KB, 5s, [64, 1KB]): e.g. --set workload.rate=20k, "
+        "--set systems[redis].broker.recipe=redis-tuned; `run` records them in each manifest")
+    for flag, (metavar, path) in SHORT_FLAGS.items():
+        command.add_argument(flag, action=_Overrides, dest="overrides", metavar=metavar,
+                             help=f"--set {path}={metavar}")
+
+
+def _overrides(args) -> list:
+    from sixnines.orchestrator.scenario.overrides import Override
+
+    return [Override.of_set(value) if flag == "--set" else
+            Override(f"{flag} {value}", SHORT_FLAGS[flag][1], value)
+            for flag, value in args.overrides or ()]
+
+
+def _with(overrides: list) -> str:
+    """" with --set … --rate …": the overrides a command line gave, as given."""
+    from sixnines.orchestrator.scenario.overrides import as_given
+
+    return f" with {as_given(overrides)}" if overrides else ""
+
+
+def _load(args):
+    """The scenario in `args.file` with the command line's overrides set over it, and the
+    document it was validated from (ScenarioError: every problem with its line or flag)."""
+    from sixnines.orchestrator.scenario.model import read_scenario
+
+    return read_scenario(args.file, _overrides(args))
 
 
 def _machine_checks(file: str, points: list, scenario, output: Path, *, run: bool
@@ -82,15 +126,20 @@ def _machine_checks(file: str, points: list, scenario, output: Path, *, run: boo
 def _validate(args, console: Console) -> int:
     from sixnines.orchestrator.capacity.probes import describe
     from sixnines.orchestrator.scenario.matrix import expand
+    from sixnines.orchestrator.scenario.readings import readings
 
-    scenario = _load(args.file)
+    scenario, document = _load(args)
     points = expand(scenario)
     estimate, problems = _machine_checks(args.file, points, scenario, Path(scenario.output),
                                     run=False)
     verdict = "cannot run on this machine" if problems else "ok"
-    _say(console, f"{args.file}: {verdict}, {len(points)} run(s)")
+    _say(console, f"{args.file}{_with(_overrides(args))}: {verdict}, {len(points)} run(s)")
     for point in points:
         _say(console, f"  {describe(point)}")
+    if guessed := readings(document):
+        _say(console, "read as:")
+        for reading in guessed:
+            _say(console, f"  {reading.render(document, args.file)}")
     _say(console, "estimate:")
     for line in estimate:
         _say(console, f"  {line}")
@@ -112,7 +161,7 @@ def _run(args, console: Console) -> int:
     from sixnines.orchestrator.run.interrupts import describe, exit_code
     from sixnines.orchestrator.scenario.matrix import expand
 
-    scenario = _load(args.file)
+    scenario = _load(args)[0]
     output = args.output if args.output is not None else Path(scenario.output)
     points = expand(scenario)
     if args.no_analysis and any(map(is_search, points)):
@@ -129,7 +178,7 @@ def _run(args, console: Console) -> int:
     try:
         outcome = run_scenario(scenario, Path(args.file), output=args.output,
                                spark_master=None if args.no_analysis else master,
-                               console=console)
+                               console=console, overrides=_overrides(args))
     except LaunchError as exc:
         raise LaunchError(f"cannot use the scenario's hosts: {exc}") from None
     where = outcome.results_dir
@@ -312,7 +361,7 @@ def _hosts_check(args, console: Console) -> int:
     )
     from sixnines.orchestrator.scenario.recipes import RecipeError
 
-    hosts, scenario = load_target(args.file)
+    hosts, scenario = load_target(args.file, _overrides(args))
     if not hosts and scenario is not None:  # everything on this machine: `validate` checks
         _say(console, f"{args.file}: the scenario names no hosts besides local: nothing to "
                       f"check (`sixnines validate {args.file}` checks this machine)")
@@ -613,6 +662,7 @@ def parser() -> argparse.ArgumentParser:
         "sixnines run nightly.yaml --output /data/runs --no-analysis")
     run.add_argument("file", metavar="FILE", help="the scenario (YAML; docs/scenario.md)")
     _recipe_option(run)
+    _override_options(run)
     run.add_argument("--output", type=Path, metavar="DIR",
                      help="results root (default: the scenario's output)")
     run.add_argument("--spark-master", metavar="URL",
@@ -630,6 +680,7 @@ def parser() -> argparse.ArgumentParser:
         "sixnines validate examples/quickstart.yaml")
     validate.add_argument("file", metavar="FILE", help="the scenario (YAML; docs/scenario.md)")
     _recipe_option(validate)
+    _override_options(validate)
     validate.set_defaults(handler=_validate)
 
     report = _command(
@@ -727,6 +778,7 @@ def parser() -> argparse.ArgumentParser:
         "sixnines hosts check nightly.yaml   # its hosts, against its plan")
     check.add_argument("file", metavar="FILE", help="an inventory (hosts: [...]) or a scenario")
     _recipe_option(check)
+    _override_options(check)
     check.set_defaults(handler=_hosts_check)
 
     history = _command(

@@ -12,14 +12,15 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
-from sixnines.formats.atomic import WriteFailure
+from sixnines.formats.atomic import WriteFailure, write_atomically
 from sixnines.formats.errors import BadInput
-from sixnines.formats.layout import ANALYSIS_LOG, SCENARIO_FILE
+from sixnines.formats.layout import ANALYSIS_LOG, MANIFEST_FILE, SCENARIO_FILE
 from sixnines.formats.summary import CapacityResult, RunSummary
 from sixnines.orchestrator.capacity.probes import is_search, run_search
 from sixnines.orchestrator.launchers.base import LaunchError
@@ -35,6 +36,8 @@ from sixnines.orchestrator.run.progress import ProgressView
 from sixnines.orchestrator.run.runner import Run, RunSettings
 from sixnines.orchestrator.scenario.matrix import RunPoint, expand
 from sixnines.orchestrator.scenario.model import Scenario
+from sixnines.orchestrator.scenario.overrides import Override, as_given
+from sixnines.orchestrator.terminal import printable
 
 logger = logging.getLogger(__name__)
 
@@ -91,22 +94,42 @@ def _prepare(fleet: Fleet, points: list[RunPoint], agent_hosts: tuple[str, ...],
     console.print(f"hosts ready in {time.monotonic() - started:.1f} s")
 
 
+def _keep_scenario(scenario_file: Path, results_dir: Path,
+                   overrides: Sequence[Override]) -> None:
+    """The scenario file in the results, as it ran: overrides head it as comments (not
+    applied to the text: it stays the file as written)."""
+    if not overrides:
+        shutil.copyfile(scenario_file, results_dir / SCENARIO_FILE)
+        return
+    heading = ["# sixnines ran this file with these fields set over it (each run's "
+               f"{MANIFEST_FILE}", "# lists them as `overrides`):",
+               *(f"#   {override.named}" for override in overrides)]
+    text = scenario_file.read_text(encoding="utf-8")
+    write_atomically(results_dir / SCENARIO_FILE, "\n".join([*heading, text]))
+
+
 def run_scenario(scenario: Scenario, scenario_file: Path, *, output: Path | None,
-                 spark_master: str | None, console: Console) -> Outcome:
+                 spark_master: str | None, console: Console,
+                 overrides: Sequence[Override] = ()) -> Outcome:
     """Run every point; analyse them on `spark_master` (None: record only). A capacity
-    search's probes are analysed as each ends (the next rate depends on it)."""
+    search's probes are analysed as each ends (the next rate depends on it). `overrides`
+    were set over the file: said first, and recorded with the results."""
     points = expand(scenario)
     results_dir = results_dir_for(scenario, output)
     try:
         results_dir.mkdir(parents=True)
-        shutil.copyfile(scenario_file, results_dir / SCENARIO_FILE)
+        _keep_scenario(scenario_file, results_dir, overrides)
     except OSError as exc:  # checked before (orchestrator.plan.preflight), changed since
         raise BadInput(f"cannot write the results in {results_dir}: "
                        f"{exc.strerror or exc}") from None
+    if overrides:
+        console.print(printable(f"{scenario_file} with {as_given(overrides)}"), markup=False,
+                      highlight=False, soft_wrap=True)
     view = ProgressView(len(points), console.file)
     logger.info("%d run(s) of %s into %s", len(points), scenario.name, results_dir)
     fleet = Fleet.for_scenario(scenario)
-    settings = RunSettings.of(scenario, analysed=spark_master is not None)
+    settings = RunSettings.of(scenario, analysed=spark_master is not None,
+                              overrides=tuple(override.text for override in overrides))
     run_dirs: list[Path] = []
     statuses: list[str] = []
     followed: dict[Path, Path] = {}  # run dir → the summary its sidecar wrote

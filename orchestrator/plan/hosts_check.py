@@ -28,6 +28,7 @@ from pathlib import Path
 from sixnines.formats.atomic import human_bytes as human
 from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.scenario.hosts import ContainerHost, HostSpec, SshHost
+from sixnines.orchestrator.scenario.overrides import Override
 
 #: Most hosts checked at once: each is a thread waiting on its connection.
 MAX_PARALLEL = 32
@@ -326,11 +327,15 @@ def needs_of(scenario=None) -> Callable[[HostSpec], Needs]:
     return needs
 
 
-def load_target(file: str) -> tuple[tuple[HostSpec, ...], object | None]:
+def load_target(file: str, overrides: Sequence[Override] = ()
+                ) -> tuple[tuple[HostSpec, ...], object | None]:
     """The hosts `file` names and, when it is a scenario, the scenario (its hosts with its
-    inventory's); ScenarioError with every problem and its line otherwise."""
+    inventory's) with `overrides` set over it; ScenarioError with every problem and its
+    line otherwise (an inventory takes no override)."""
     from sixnines.orchestrator.scenario.model import (
         SCENARIO_KEYS,
+        Problem,
+        ScenarioError,
         load_inventory,
         load_scenario,
     )
@@ -346,6 +351,11 @@ def load_target(file: str) -> tuple[tuple[HostSpec, ...], object | None]:
     except (SourceError, YamlSyntaxError):
         data = None  # said with its line by load_inventory
     if isinstance(data, dict) and SCENARIO_KEYS & set(data):
-        scenario = load_scenario(file)
+        scenario = load_scenario(file, overrides)
         return scenario.hosts, scenario
-    return load_inventory(file), None
+    hosts = load_inventory(file)
+    if overrides:
+        raise ScenarioError(file, [Problem("", None, f"{file} is an inventory, which takes "
+                                           "no override (they set fields of a scenario)",
+                                           overrides[0].named)])
+    return hosts, None

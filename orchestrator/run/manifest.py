@@ -21,7 +21,9 @@ from sixnines.formats.run_files import RefusedPath, agent_file
 RUNNING = "running"
 
 
-def new_manifest(point, scenario: str) -> Manifest:
+def new_manifest(point, scenario: str, overrides: tuple[str, ...] = ()) -> Manifest:
+    """The run's first manifest; `overrides` the fields the command line set over the
+    scenario file (PATH=VALUE)."""
     system = point.system
     return Manifest(
         sixnines=Sixnines(version=versions().get("sixnines"), protocol=PROTOCOL_VERSION),
@@ -30,6 +32,7 @@ def new_manifest(point, scenario: str) -> Manifest:
         broker=BrokerRecord(kind=system.broker.kind), params=point.params,
         swept=point.swept, workload=Workload.model_validate(point.params),
         **({"repeat": point.repeat} if point.repeat is not None else {}),
+        **({"overrides": list(overrides)} if overrides else {}),
         controller={"host": host_facts(), "versions": versions()}, status=RUNNING,
         problems=[], agents=[], created_at=time.time())
 

@@ -66,12 +66,14 @@ class RunSettings:
     throughput_window: int = DEFAULT_THROUGHPUT_WINDOW  # recorded for the analysis
     loop_cpus: LoopCpus = LoopCpus.DEDICATED
     follow: str | None = None  # the analysis sidecar's mode (orchestrator.run.sidecar.mode)
+    overrides: tuple[str, ...] = ()  # fields set over the file (PATH=VALUE), recorded
 
     @classmethod
-    def of(cls, scenario: Scenario, analysed: bool = False) -> RunSettings:
+    def of(cls, scenario: Scenario, analysed: bool = False,
+           overrides: tuple[str, ...] = ()) -> RunSettings:
         return cls(scenario.name, scenario.placement, scenario.cpu_sample,
                    scenario.throughput_window, scenario.loop_cpus,
-                   sidecar.mode() if analysed else None)
+                   sidecar.mode() if analysed else None, overrides)
 
 
 class Run:
@@ -89,7 +91,8 @@ class Run:
         self.fleet = fleet
         self.placement = settings.placement
         self.view = view
-        self.record = RunRecord(run_dir, new_manifest(point, settings.scenario).model_copy(
+        first = new_manifest(point, settings.scenario, settings.overrides)
+        self.record = RunRecord(run_dir, first.model_copy(
             update=dict(placement=self.placement.model_dump(mode="json"),
                         cross_host_latency=self.placement.cross_host_latency,
                         hosts=fleet.facts, cpu_sample_ns=settings.cpu_sample_ns,

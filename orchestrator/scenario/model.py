@@ -13,7 +13,7 @@ The parts live in their own modules of this folder: field types in `fields`, `Sy
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -37,6 +37,11 @@ from sixnines.orchestrator.scenario.hosts import (
     Inventory,
     Placement,
     is_loopback,
+)
+from sixnines.orchestrator.scenario.overrides import (
+    Override,
+    apply_overrides,
+    told_against_flags,
 )
 from sixnines.orchestrator.scenario.problems import (
     Problem,
@@ -79,6 +84,7 @@ __all__ = [
     "WorkloadPoint",
     "load_scenario",
     "parse_scenario",
+    "read_scenario",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -177,18 +183,33 @@ class CaseScenario(Scenario):
 # --- loading --------------------------------------------------------------------------------
 
 
-def load_scenario(path: str | os.PathLike[str]) -> Scenario:
-    """Read and validate a scenario file; raise `ScenarioError` with every problem found."""
+def load_scenario(path: str | os.PathLike[str], overrides: Sequence[Override] = ()
+                  ) -> Scenario:
+    """Read and validate a scenario file, with `overrides` (orchestrator.scenario.overrides)
+    set over it; raise `ScenarioError` with every problem found."""
+    return read_scenario(path, overrides)[0]
+
+
+def read_scenario(path: str | os.PathLike[str], overrides: Sequence[Override] = ()
+                  ) -> tuple[Scenario, YamlDocument]:
+    """`load_scenario`, and the document it validated (the file's data with the overrides
+    set, and where each value came from)."""
     file = str(path)
     try:
         text = read_source(Path(path))
     except SourceError as exc:
         raise ScenarioError(file, [Problem("", exc.line, exc.message)]) from None
-    return parse_scenario(text, file)
+    return _validated(text, file, overrides)
 
 
-def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
+def parse_scenario(text: str, file: str = "<scenario>",
+                   overrides: Sequence[Override] = ()) -> Scenario:
     """Validate scenario YAML text; `file` only names the source in error messages."""
+    return _validated(text, file, overrides)[0]
+
+
+def _validated(text: str, file: str, overrides: Sequence[Override]
+               ) -> tuple[Scenario, YamlDocument]:
     try:
         doc = parse(text)
     except YamlSyntaxError as exc:
@@ -199,7 +220,8 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
         message = f"{what}: a scenario needs at least name, systems and workload"
         raise ScenarioError(file, [Problem("", doc.line_of(()), message)])
 
-    problems = [
+    refused = apply_overrides(doc, overrides)
+    duplicates = [
         Problem(
             format_path(dup.path),
             dup.line,
@@ -207,7 +229,7 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
         )
         for dup in doc.duplicates
     ]
-    problems += _driver_option_problems(doc)
+    problems = _driver_option_problems(doc)
     model = CaseScenario if "cases" in doc.data else Scenario
     scenario: Scenario | None = None
     try:
@@ -228,11 +250,12 @@ def parse_scenario(text: str, file: str = "<scenario>") -> Scenario:
         problems += _point_problems(specs, doc)
         if scenario is not None:
             problems += _driver_workload_problems(scenario, specs, doc)
+    problems = [*refused, *duplicates, *told_against_flags(problems, doc)]
     if problems:
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         raise ScenarioError(file, problems)
     assert scenario is not None
-    return scenario
+    return scenario, doc
 
 
 #: Most runs of one scenario: at 15 s or more a run (broker start, warm-up, drain), 10,000
@@ -269,17 +292,17 @@ def _inventory_hosts(doc: YamlDocument, file: str) -> tuple[HostSpec, ...]:
     name = doc.data.get("inventory")
     if not isinstance(name, str) or not name:
         return ()
-    line = doc.line_of(("inventory",))
+    line, given = doc.line_of(("inventory",)), doc.given_at(("inventory",))
     try:
         path = Path(file).parent / Path(name).expanduser()
     except RuntimeError:  # ~user of an unknown user
         raise ScenarioError(file, [Problem("inventory", line, f"cannot read {shown(name)}: "
-                                           "no such user's home")]) from None
+                                           "no such user's home", given)]) from None
     try:
         text = read_source(path)
     except SourceError as exc:
         raise ScenarioError(file, [Problem("inventory", line, f"cannot read {shown(str(path))}"
-                                           f": {exc.message}")]) from None
+                                           f": {exc.message}", given)]) from None
     return parse_inventory(text, str(path))
 
 

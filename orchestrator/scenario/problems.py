@@ -47,14 +47,18 @@ def _clip(text: str, limit: int) -> str:
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing wrong with a scenario file: where (dotted path, 1-based line) and what."""
+    """One thing wrong with a scenario file: where (dotted path, 1-based line) and what.
+    `given` names where a value came from when not from the file (a command-line override,
+    `--set workload.rate=abc`): the problem is then told against it instead."""
 
     path: str
     line: int | None
     message: str
+    given: str | None = None
 
     def render(self, file: str) -> str:
-        where = file if self.line is None else f"{file}:{self.line}"
+        where = self.given if self.given is not None else \
+            file if self.line is None else f"{file}:{self.line}"
         message = _clip(self.message, MAX_MESSAGE_CHARS)
         return f"{where}: {self.path}: {message}" if self.path else f"{where}: {message}"
 

@@ -6,6 +6,11 @@ accepted forms. Range checks (size >= header, rate > 0) belong to the scenario m
 
 Text is bounded (`MAX_TEXT`, and three-digit exponents) before `Fraction` sees it, which
 would otherwise compute `10**999999999` for "1e999999999".
+
+Where a value leaves its unit to be guessed, or writes one another tool reads otherwise (a
+bare duration is seconds, "1KB" is 1,024 bytes, "2m" is minutes, "20k" is 20,000),
+`size_reading`, `duration_reading` and `rate_reading` say how it was read, so that
+`sixnines validate` can show it.
 """
 
 from __future__ import annotations
@@ -122,6 +127,42 @@ def parse_rate(value: object) -> float:
         return float(number)
     except OverflowError:
         return math.inf
+
+
+def size_reading(value: object) -> str | None:
+    """How `parse_size` read `value` when its unit means 1,000 elsewhere ("1KB" →
+    "1,024 B (KB read as KiB)"); None for bytes and the binary units, which are plain."""
+    match = _SIZE.fullmatch(value) if isinstance(value, str) else None
+    if match is None or match[2].lower() not in ("kb", "mb", "gb"):
+        return None
+    return f"{parse_size(value):,} B ({match[2]} read as {match[2][0].upper()}iB)"
+
+
+def duration_reading(value: object) -> str | None:
+    """How `parse_duration` read `value` when it gives no unit (seconds) or minutes as
+    `m` (not milli-): 5 → "5 s (no unit: seconds)"; None for any other unit, and for 0."""
+    match = _DURATION.fullmatch(value) if isinstance(value, str) else None
+    bare = _exact(value) is not None or (match is not None and match[2] == "")
+    minutes = match is not None and match[2].lower() == "m"
+    if not (bare or minutes) or parse_duration(value) == 0:  # 0 is 0 in any unit
+        return None
+    return f"{_seconds(parse_duration(value))} ({'no unit: seconds' if bare else 'm: minutes'})"
+
+
+def rate_reading(value: object) -> str | None:
+    """How `parse_rate` read `value` with a k or M: "20k" → "20,000 msg/s"; None for a
+    plain number of messages per second."""
+    match = _RATE.fullmatch(value) if isinstance(value, str) else None
+    if match is None or not match[2]:
+        return None
+    rate = parse_rate(value)
+    return f"{rate:,.0f} msg/s" if rate.is_integer() else f"{rate:,} msg/s"
+
+
+def _seconds(ns: int) -> str:
+    """Nanoseconds in seconds, every digit kept: 2_500_000_000 → "2.5 s"."""
+    whole, rest = divmod(ns, 1_000_000_000)
+    return f"{whole:,}{f'.{rest:09d}'.rstrip('0') if rest else ''} s"
 
 
 def _largest_unit(value: int, units: tuple[tuple[str, int], ...], base: str) -> str:

@@ -75,11 +75,22 @@ class Duplicate:
 
 @dataclass
 class YamlDocument:
-    """Plain data (dicts, lists, scalars) plus where each piece came from."""
+    """Plain data (dicts, lists, scalars) plus where each piece came from: its line, or for
+    a piece set from elsewhere (a command-line override) how it was given."""
 
     data: Any = None
     lines: dict[YamlPath, int] = field(default_factory=dict)
     duplicates: list[Duplicate] = field(default_factory=list)
+    given: dict[YamlPath, str] = field(default_factory=dict)
+
+    def given_at(self, path: YamlPath) -> str | None:
+        """How `path`, or the nearest ancestor set from elsewhere, was given (None: from
+        the file)."""
+        for end in range(len(path), -1, -1):
+            given = self.given.get(tuple(path[:end]))
+            if given is not None:
+                return given
+        return None
 
     def line_of(self, path: YamlPath) -> int | None:
         """Line of `path`, or of its nearest ancestor present in the file."""
@@ -88,7 +99,6 @@ class YamlDocument:
             if line is not None:
                 return line
         return None
-
 
 
 def read_source(path: Path) -> str:
