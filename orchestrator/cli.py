@@ -689,7 +689,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser().parse_args(argv)
     console = Console(file=sys.stderr)
-    if not console.is_terminal:
+    if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 132  # logs and pipes: room for the whole percentile table
     if args.handler is not _agent:  # an agent's stdio and SIGTERM are its own
         interrupts.install()
