@@ -147,6 +147,7 @@ def _report(args, console: Console) -> int:
     from sixnines.orchestrator.results.analysis import analyse
     from sixnines.orchestrator.results.collect import unfetched_hosts
     from sixnines.orchestrator.results.console_tables import print_tables
+    from sixnines.orchestrator.results.overview import print_overview
     from sixnines.orchestrator.results.recovery import recover
     from sixnines.orchestrator.results.repeats import repeated_cases
     from sixnines.orchestrator.results.store import find_run_dirs, scenario_of
@@ -175,6 +176,7 @@ def _report(args, console: Console) -> int:
     written = single or write_results(results_dir, scenario_of(run_dirs), summaries, console,
                                       cases=cases)
     print_tables(summaries, console, cases)
+    print_overview(results_dir, summaries, cases, console)
     print(args.dir)
     all_ok = all(s.status == "ok" for s in summaries)
     return EXIT_OK if all_ok and written else EXIT_NOT_OK

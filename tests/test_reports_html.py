@@ -21,6 +21,7 @@ from sixnines.orchestrator.reports.inputs import read_hgrm
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, slugify
 from sixnines.orchestrator.reports.svg import AREA_H, MAX_POINTS, render
 from sixnines.orchestrator.reports.ticks import logarithmic, percent, ticks
+from sixnines.orchestrator.results.overview import swept
 
 HOSTILE = "<script>alert(1)</script>"
 ZERO_SPAN = ("receiver throughput: 1,144 windows of 100 messages undefined (a stream's first "
@@ -220,7 +221,7 @@ def test_the_summary_table_fits_the_page_with_the_rates_first(written):
     titles = re.findall(r"<th[^>]*>(.*?)</th>", head)
     assert titles == ["run", "system", "parameters", "status", "latency p50", "p90", "p99",
                       "p99.9", "p99.99", "max", "± clock", "count", "send msg/s",
-                      "recv msg/s", "lost", "unknown"]
+                      "send MB/s", "recv msg/s", "recv MB/s", "lost", "unknown"]
     run = text[text.index('<article id="run-03-zmq'):]
     assert "sent 20,000 · received 19,988" in run[:run.index("</article>")]
 
@@ -340,7 +341,7 @@ def test_only_numeric_swept_parameters_get_plots():
     runs = [summary(f"0{i}", system, size, 70.0) for i, (system, size) in
             enumerate([("tcp", 64), ("tcp", 1024), ("zmq", 64), ("zmq", 1024)])]
     runs[0]["params"]["schedule"] = "poisson"
-    assert sweeps.swept(parsed(runs)) == ["message_size", "schedule"]
+    assert swept(parsed(runs)) == ["message_size", "schedule"]
     plots = sweeps.figures(parsed(runs))
     assert list(plots) == ["message_size"]
     log_plot = plots["message_size"][0]
