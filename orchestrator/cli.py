@@ -229,6 +229,7 @@ def _collect(args, console: Console) -> int:
 
 def _compare(args, console: Console) -> int:
     from sixnines.orchestrator.results.compare import (
+        CompareError,
         compare,
         judged_run_broken,
         print_comparison,
@@ -237,6 +238,9 @@ def _compare(args, console: Console) -> int:
     reference, judged = _compare_sides(args)
     comparison = compare(reference, judged, threshold_pct=args.threshold)
     broken = judged_run_broken(judged.runs)
+    if not broken and (unrelated := comparison.nothing_in_common()):
+        raise CompareError(f"{reference.path} and {judged.path} have nothing in common to "
+                           f"compare: {unrelated}")
     if args.json:
         print(json.dumps(comparison.as_json(), indent=2))
     else:
@@ -333,7 +337,9 @@ Compare B against the reference A, run by run. A latency percentile is a regress
 exceeds A by more than its tolerance (the percentile's sampling uncertainty in both runs, at
 least --threshold) and by more than 5 µs; percentiles with fewer than 10/(1-p) samples are
 not comparable. Also regressions: send or receive rate down by more than --threshold, a
-worse status, more messages lost, unknown or duplicated, runs missing from B.
+worse status, more messages lost, unknown or duplicated, runs missing from B. Matched runs
+whose workload differs (message_size 1 KB -> 4 KB) are not the same experiment: shown,
+never judged.
 
 With --baseline, A is the last N passing nights under ROOT (results directories of B's
 scenario recorded before it, every run ok), pooled: their distributions add, and each
@@ -342,7 +348,8 @@ percentile's band widens to cover every night's own figure.
 Exit codes, for a nightly job:
   0  no regression
   1  regression
-  2  bad input (arguments, directories, summaries, no passing night to compare with)
+  2  bad input (arguments, directories, summaries, no passing night to compare with),
+     or A and B have nothing in common (no run matches, or none is the same experiment)
   3  B cannot be judged: a run of it failed or is corrupt, or it holds none
      (a broken night, not a slower system)
 
