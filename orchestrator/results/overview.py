@@ -108,7 +108,8 @@ def print_setups(results_dir: Path, summaries: Sequence[RunSummary], console: Co
         console.print(f"[bold]{markup(setup.system)}[/] ran with:", highlight=False)
         for label in LABELS:
             if label in setup.facts:
-                console.print(f"  {label}: {markup(setup.facts[label])}", highlight=False)
+                console.print(f"  {label}: {markup(setup.facts[label])}", highlight=False,
+                              soft_wrap=True)  # a line each, as the warnings above
         if setup.unread:
             unread = markup(", ".join(setup.unread))
             console.print(f"  [yellow]! no readable manifest for {unread}[/]", highlight=False)
