@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from sixnines.formats.layout import MANIFEST_FILE
 from sixnines.orchestrator.results.setup import LABELS, SystemSetup
 
 SETUP_ID = "setup"
@@ -26,7 +27,7 @@ def section(setups: Sequence[SystemSetup]) -> str:
                      f'{escape(", ".join(setup.unread))}</p>' for setup in setups if setup.unread)
     return (f'<section id="{SETUP_ID}"><h2>Setup</h2><div class="scroll"><table class="setup">'
             f'<thead><tr><th class="text"></th>{head}</tr></thead><tbody>{rows}</tbody>'
-            f'</table></div>{unread}<p class="caption">From each run\'s manifest.json; where '
-            "a system's runs differ, each run is named. Driver options as the run had them, "
+            f'</table></div>{unread}<p class="caption">From each run\'s {MANIFEST_FILE}; '
+            "where a system's runs differ, each run is named. Driver options as the run had them, "
             "defaults included; passwords are never recorded (only where they come from).</p>"
             "</section>")
