@@ -349,7 +349,7 @@ Exit codes, for a nightly job:
   0  no regression
   1  regression
   2  bad input (arguments, directories, summaries, no passing night to compare with),
-     or A and B have nothing in common (no run matches, or none is the same experiment)
+     or A and B have nothing in common (no run of B matches one of A)
   3  B cannot be judged: a run of it failed or is corrupt, or it holds none
      (a broken night, not a slower system)
 

@@ -25,13 +25,12 @@ from sixnines.formats.run_files import RefusedPath, file_under
 from sixnines.formats.summary import RunSummary
 from sixnines.formats.wording import size_text, value_text
 from sixnines.orchestrator.results.store import manifest_or_problem
+from sixnines.orchestrator.scenario.hosts import LOCAL
 
 #: The facts in the order shown, each a label and what it is made from.
 BROKER, DRIVER, MACHINES, PLACEMENT, CPU_PLACEMENT, SIXNINES = (
     "broker", "driver", "machines", "placement", "CPU placement", "sixnines")
 LABELS = (BROKER, DRIVER, MACHINES, PLACEMENT, CPU_PLACEMENT, SIXNINES)
-#: The host the controller ran on, as a placement names it.
-LOCAL = "local"
 UNKNOWN = "?"
 
 
