@@ -21,6 +21,7 @@ def host_facts() -> dict:
         "python": platform.python_version(),
         "cpu_count": os.cpu_count(),
         "cpu_model": _cpu_model(),
+        "memory_bytes": memory_bytes(),
         "clock_domain": clock_domain(),
         "kernel_id": kernel_id(),
         "cpus": usable_cpus(),
@@ -50,6 +51,15 @@ def _read(path: str) -> str:
             return file.read().strip()
     except OSError:
         return ""
+
+
+def memory_bytes() -> int | None:
+    """The machine's memory (MemTotal), so a reader knows what the figures ran on; None
+    where /proc/meminfo is not there."""
+    for line in _read("/proc/meminfo").splitlines():
+        if line.startswith("MemTotal:"):
+            return int(line.split()[1]) * 1024
+    return None
 
 
 def versions() -> dict:

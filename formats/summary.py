@@ -422,6 +422,15 @@ class RunSummary(Versioned):
         """The figures of a latency field, empty (count 0) when the run has none."""
         return self.metric(field) or Figures()
 
+    def bytes_per_s(self, rate_field: str) -> float | None:
+        """A rate (send_rate or receive_rate) in bytes a second: the messages times their
+        size (params message_size); None without either. What the outputs show beside
+        msg/s; not a field of the file, so readers compute it the same way."""
+        rate, size = getattr(self, rate_field), self.params.get("message_size")
+        if rate is None or isinstance(size, bool) or not isinstance(size, int | float):
+            return None
+        return rate * size
+
 
 class CapacityProbe(Document):
     """One run of a capacity search and its verdict (docs/design.md, "Capacity search")."""

@@ -203,6 +203,7 @@ def _report(args, console: Console) -> int:
     from sixnines.orchestrator.results.analysis import analyse
     from sixnines.orchestrator.results.collect import unfetched_hosts
     from sixnines.orchestrator.results.console_tables import print_tables
+    from sixnines.orchestrator.results.overview import print_overview
     from sixnines.orchestrator.results.recovery import recover
     from sixnines.orchestrator.results.repeats import repeated_cases
     from sixnines.orchestrator.results.store import find_run_dirs, scenario_of
@@ -231,6 +232,7 @@ def _report(args, console: Console) -> int:
     written = single or write_results(results_dir, scenario_of(run_dirs), summaries, console,
                                       cases=cases)
     print_tables(summaries, console, cases)
+    print_overview(results_dir, summaries, cases, console)
     print(args.dir)
     all_ok = all(s.status == "ok" for s in summaries)
     return EXIT_OK if all_ok and written else EXIT_NOT_OK
@@ -283,6 +285,7 @@ def _collect(args, console: Console) -> int:
 
 def _compare(args, console: Console) -> int:
     from sixnines.orchestrator.results.compare import (
+        CompareError,
         compare,
         judged_run_broken,
         print_comparison,
@@ -291,6 +294,9 @@ def _compare(args, console: Console) -> int:
     reference, judged = _compare_sides(args)
     comparison = compare(reference, judged, threshold_pct=args.threshold)
     broken = judged_run_broken(judged.runs)
+    if not broken and (unrelated := comparison.nothing_in_common()):
+        raise CompareError(f"{reference.path} and {judged.path} have nothing in common to "
+                           f"compare: {unrelated}")
     if args.json:
         print(json.dumps(comparison.as_json(), indent=2))
     else:
@@ -387,7 +393,9 @@ Compare B against the reference A, run by run. A latency percentile is a regress
 exceeds A by more than its tolerance (the percentile's sampling uncertainty in both runs, at
 least --threshold) and by more than 5 µs; percentiles with fewer than 10/(1-p) samples are
 not comparable. Also regressions: send or receive rate down by more than --threshold, a
-worse status, more messages lost, unknown or duplicated, runs missing from B.
+worse status, more messages lost, unknown or duplicated, runs missing from B. Matched runs
+whose workload differs (message_size 1 KB -> 4 KB) are not the same experiment: shown,
+never judged.
 
 With --baseline, A is the last N passing nights under ROOT (results directories of B's
 scenario recorded before it, every run ok), pooled: their distributions add, and each
@@ -396,7 +404,8 @@ percentile's band widens to cover every night's own figure.
 Exit codes, for a nightly job:
   0  no regression
   1  regression
-  2  bad input (arguments, directories, summaries, no passing night to compare with)
+  2  bad input (arguments, directories, summaries, no passing night to compare with),
+     or A and B have nothing in common (no run of B matches one of A)
   3  B cannot be judged: a run of it failed or is corrupt, or it holds none
      (a broken night, not a slower system)
 
@@ -876,7 +885,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parser().parse_args(argv)
     console = Console(file=sys.stderr)
-    if not console.is_terminal:
+    if not console.is_terminal and "COLUMNS" not in os.environ:
         console.width = 132  # logs and pipes: room for the whole percentile table
     if args.handler is not _agent:  # an agent's stdio and SIGTERM are its own
         interrupts.install()

@@ -28,6 +28,7 @@ from sixnines.orchestrator.plan import footprint
 from sixnines.orchestrator.reports import capacity, write_results
 from sixnines.orchestrator.results.analysis import analyse
 from sixnines.orchestrator.results.console_tables import print_tables
+from sixnines.orchestrator.results.overview import print_overview
 from sixnines.orchestrator.results.repeats import repeated_cases
 from sixnines.orchestrator.results.store import read_summary
 from sixnines.orchestrator.run.fleet import Fleet
@@ -188,6 +189,7 @@ def run_scenario(scenario: Scenario, scenario_file: Path, *, output: Path | None
     cases = repeated_cases(results_dir, summaries)
     written = write_results(results_dir, scenario.name, summaries, console, searches, cases)
     print_tables(summaries, console, cases)
+    print_overview(results_dir, summaries, cases, console)
     for result in searches:
         console.print(capacity.console_line(result), markup=False, highlight=False,
                       soft_wrap=True)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -77,7 +80,7 @@ def test_newest_first_with_status_counts_and_headlines(tmp_path):
     assert old.headlines[1] == {"run_id": "02-zmq", "system": "zmq", "status": "partial",
                                 "load": "open-loop",
                                 "p50_us": 121.2, "p99_us": 150.0, "max_us": 3500.0,
-                                "receive_rate": 2000.0}
+                                "receive_rate": 2000.0, "receive_bytes_per_s": 128_000.0}
     unanalysed = entries[2]
     assert not unanalysed.analysed and unanalysed.headlines == []
     assert dict(unanalysed.statuses) == {"ok": 1, "failed": 1}  # from the manifests
@@ -94,6 +97,21 @@ def test_the_console_list(tmp_path):
                      f"not analysed: run `sixnines report {made['unanalysed']}`"):
         assert expected in text, expected
     assert text.index("beta/20261122-080000-2") < text.index("alpha/20261120-100000")
+
+
+def test_the_list_fits_an_80_column_terminal(tmp_path):
+    """Through the real command, as a terminal 80 columns wide sets COLUMNS: no line
+    longer, and every figure whole on its line (64 B at 2,000 msg/s is 0.122 MB/s)."""
+    populate(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "sixnines", "runs", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == EXIT_OK, done.stderr
+    lines = done.stderr.splitlines()  # but the commands to copy, kept whole on purpose
+    assert max(len(line) for line in lines if "sixnines report" not in line) <= 80, \
+        done.stderr
+    row = next(line for line in lines if "02-zmq" in line)
+    assert row.split()[1:] == ["partial", "121.2", "150.0", "3,500.0", "2,000.0", "0.122"]
 
 
 def test_json_for_scripts(tmp_path):

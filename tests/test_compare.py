@@ -262,7 +262,9 @@ def test_runs_are_matched_by_system_and_swept_params_not_run_ids(tmp_path):
         ("01-tcp-message_size=64", "run-3"), ("02-tcp-message_size=1KB", "run-2"),
         ("03-zmq-message_size=64", "run-1"), ("04-zmq-message_size=1KB", "run-0")}
     assert pairs[0]["match"] == {"message_size": 64}
-    assert "duration_ns 10000000000 → 30000000000" in pairs[0]["notes"]
+    assert pairs[0]["notes"] == ["duration 10 s → 30 s"]  # measured longer: the same test
+    assert pairs[0]["same_experiment"]
+    assert pairs[0]["figures"][0]["verdict"] != "not the same experiment"
 
 
 def test_a_run_missing_from_b_is_a_regression_a_new_one_is_not(tmp_path):
@@ -278,14 +280,44 @@ def test_a_run_missing_from_b_is_a_regression_a_new_one_is_not(tmp_path):
 
 
 def test_two_single_run_directories(tmp_path):
+    """Of one system, compared whatever their run ids and parameters; of two systems,
+    they have nothing in common."""
     a, b = results(tmp_path / "a", 1), results(tmp_path / "b", 2)
-    code, out, _ = compare(a / "01-tcp-message_size=64", b / "03-zmq-message_size=64",
+    code, out, _ = compare(a / "01-tcp-message_size=64", b / "02-tcp-message_size=1KB",
                            "--json")
     body = json.loads(out)
     assert [(p["run_a"], p["run_b"]) for p in body["pairs"]] == [
-        ("01-tcp-message_size=64", "03-zmq-message_size=64")]
-    assert "system tcp → zmq" in body["pairs"][0]["notes"]
-    assert code == (EXIT_NOT_OK if body["regression"] else EXIT_OK)
+        ("01-tcp-message_size=64", "02-tcp-message_size=1KB")]
+    assert body["pairs"][0]["notes"] == [
+        "not the same experiment: message_size 64 B → 1 KB: figures shown, not judged"]
+    assert code == EXIT_OK and not body["regression"]
+    code, out, text = compare(a / "01-tcp-message_size=64", b / "03-zmq-message_size=64")
+    assert code == EXIT_BAD_INPUT and out == ""
+    assert "nothing in common to compare: no run of B matches one of A" in text
+    assert "A holds tcp, B zmq" in text
+
+
+def test_a_changed_parameter_is_not_the_same_experiment_never_improved(tmp_path):
+    """1 KB → 4 KB for every run (so not used to match): B's latency is lower, but that
+    is another experiment, not an improvement (nor a regression where it is higher)."""
+    a = results(tmp_path / "a", 1)
+    body = json.loads((a / SUMMARY_FILE).read_text())
+    for run in body["runs"]:
+        run["params"]["rate"] = 4000.0
+        run["latency_us"] = {key: value / 2 if key != "count" else value
+                             for key, value in run["latency_us"].items()}
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / SUMMARY_FILE).write_text(json.dumps(body))
+    code, _, text = compare(a, b)
+    assert code == EXIT_OK, text
+    assert "improved" not in text and "regression," not in text.replace("no regression", "")
+    assert "! not the same experiment: rate 2,000 msg/s → 4,000 msg/s: figures shown, not " \
+        "judged" in " ".join(text.split())
+    assert "4 run(s) compared, 0 regressed, 4 not the same experiment" in text
+    code, out, _ = compare(a, b, "--json")
+    verdicts = {f["verdict"] for p in json.loads(out)["pairs"] for f in p["figures"]}
+    assert verdicts == {"not the same experiment"}
 
 
 def test_an_hgrm_reads_as_the_run_distribution(tmp_path):
@@ -375,16 +407,13 @@ def test_saturation_runs_are_compared_on_saturation_latency_only(tmp_path):
 
 
 def test_saturation_and_open_loop_runs_are_never_matched(tmp_path):
+    """Nothing in common: said in one line, exit 2 (not a regression of every run)."""
     open_loop, flooded = results(tmp_path / "a", 1), saturation_results(tmp_path / "b", 1)
-    code, out, _ = compare(open_loop, flooded, "--json")
-    body = json.loads(out)
-    assert body["pairs"] == [] and len(body["only_in_a"]) == len(body["only_in_b"]) == 4
-    assert code == EXIT_NOT_OK  # nothing of A is covered by B
     run = "01-tcp-message_size=64"
-    code, out, _ = compare(open_loop / run, flooded / run, "--json")
-    body = json.loads(out)
-    assert body["pairs"] == [] and [r["run_id"] for r in body["only_in_b"]] == [run]
-    assert code == EXIT_NOT_OK
+    for a, b in ((open_loop, flooded), (open_loop / run, flooded / run)):
+        code, out, text = compare(a, b, "--json")
+        assert code == EXIT_BAD_INPUT and out == "" and len(text.splitlines()) == 1
+        assert "nothing in common to compare: no run of B matches one of A" in text
 
 
 # --- the repeats' measured spread as the run-to-run floor ----------------------------------

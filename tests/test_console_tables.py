@@ -96,3 +96,4 @@ def test_problems_are_red_warnings_yellow_and_facts_dim():
     assert dim in lines["windows of 100"]
     assert red not in lines["windows of 100"] and yellow not in lines["windows of 100"]
     assert "!" not in lines["windows of 100"]
+

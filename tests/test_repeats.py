@@ -125,7 +125,7 @@ def test_the_console_and_the_page_show_the_merge_and_the_spread(tmp_path):
     assert "tcp-message_size=64  ok  2 of 2 repeats merged: 01-tcp-message_size=64-repeat=1," \
         in text and "03-tcp-message_size=64-repeat=2" in text
     assert "sent 40,000" in text and "band %" in text and "repeats min" in text
-    assert "send 1,005 msg/s (band 1.0%)" in text
+    assert "send 1,005 msg/s 0.0613 MB/s (band 1.0%)" in text
     band = f"{cases[0].spread['latency_us']['p99'].band_pct:.1f}"
     assert band in text
     page = write_reports(tmp_path, runs, cases=cases).read_text()

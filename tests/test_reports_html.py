@@ -4,6 +4,7 @@ and a throughput-mode run. `synthetic_results` is shared with the browser test."
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -14,6 +15,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sixnines.formats.layout import MANIFEST_FILE
+from sixnines.formats.manifest import (
+    AgentEntry,
+    BrokerRecord,
+    Manifest,
+    Sixnines,
+    Workload,
+)
 from sixnines.formats.summary import RunSummary
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.reports import nines, sweeps, write_reports
@@ -21,6 +30,7 @@ from sixnines.orchestrator.reports.inputs import read_hgrm
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, slugify
 from sixnines.orchestrator.reports.svg import AREA_H, MAX_POINTS, render
 from sixnines.orchestrator.reports.ticks import logarithmic, percent, ticks
+from sixnines.orchestrator.results.overview import swept
 
 HOSTILE = "<script>alert(1)</script>"
 ZERO_SPAN = ("receiver throughput: 1,144 windows of 100 messages undefined (a stream's first "
@@ -141,7 +151,40 @@ def synthetic_results(base: Path) -> tuple[Path, list[dict]]:
     (report(0) / "latency.hgrm").write_text(HGRM)
     (results / "summary.json").write_text(json.dumps({"scenario": "quickstart",
                                                       "runs": summaries}))
+    for index, placed in ((0, [PLACED]), (1, [PLACED])):
+        write_manifest(results, summaries[index], "tcp", {"nodelay": True}, placed)
+    for index, placed in ((2, [PLACED]), (3, [])):  # runs of one system that differ
+        write_manifest(results, summaries[index], "zmq", {"hwm": 1000}, placed,
+                       agents_on="lab-2")
     return results, summaries
+
+
+#: The machine the synthetic runs ran on, as host_facts records it.
+MACHINE = {"hostname": "bench-1", "kernel": "6.1.0-test", "python": "3.11.7",
+           "cpu_count": 48, "cpu_model": "Test CPU 9000", "memory_bytes": 64 * 1024**3}
+LAB_2 = {**MACHINE, "hostname": "lab-2", "cpu_count": 8, "cpu_model": "Lab CPU 2"}
+
+
+def write_manifest(results: Path, summary: dict, driver: str, options: dict,
+                   placed: list[str], agents_on: str = "local", **broker: object) -> Path:
+    """A run's manifest.json as the controller writes it: what the run ran with."""
+    facts = LAB_2 if agents_on != "local" else MACHINE
+    agents = [AgentEntry(id=f"{role}-0", role=role, host=agents_on, host_facts=facts)
+              for role in ("producer", "consumer")]
+    manifest = Manifest(
+        sixnines=Sixnines(version="9.9.9", protocol=6), scenario="quickstart",
+        run_id=summary["run_id"], system=summary["system"], driver=driver,
+        driver_options=options, params=summary["params"], status=summary["status"],
+        broker=BrokerRecord.model_validate(
+            {"system": summary["system"], "kind": "builtin", "host": "local", **broker}),
+        controller={"host": MACHINE, "versions": {"sixnines": "9.9.9"}}, agents=agents,
+        cpu_placement=placed, created_at=1.7e9, swept={}, problems=[],
+        workload=Workload.model_validate(summary["params"]), cross_host_latency=False,
+        placement={"broker": "local", "agents": [agents_on]}, hosts={},
+        cpu_sample_ns=10**9, throughput_window=100, monitor=None)
+    path = results / summary["run_id"] / MANIFEST_FILE
+    path.write_text(manifest.text())
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -211,6 +254,79 @@ def test_facts_are_in_the_run_s_details_never_coloured(written):
     assert not re.search(r'class="(bad|warn)"[^<]*windows of 100', text)
 
 
+def setup_facts(text: str) -> dict[str, list[str]]:
+    """The setup section's table: fact → each system's text (unescaped)."""
+    section = text[text.index('<section id="setup">'):]
+    section = section[:section.index("</section>")]
+    rows = re.findall(r'<tr data-fact="([^"]+)">(.*?)</tr>', section)
+    return {fact: [html.unescape(cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for fact, row in rows}
+
+
+def test_the_setup_says_what_each_system_ran_with(written):
+    """From the runs' manifests, a column per system: broker, driver options, machines,
+    placement, CPU placement, sixnines' version; where a system's runs differ, each run
+    is named; a system without a readable manifest says so."""
+    _, text, _ = written
+    facts = setup_facts(text)
+    head = text[text.index('<section id="setup">'):]
+    assert re.findall(r'<thead><tr><th class="text"></th>(.*?)</tr>', head)[0].count("<th") == 5
+    assert facts["broker"][:2] == ["builtin (sixnines' own, for tcp) on local",
+                                   "builtin (sixnines' own, for zmq) on local"]
+    assert facts["driver"][:2] == ["tcp: nodelay true", "zmq: hwm 1000"]
+    assert facts["machines"][0] == "local: Test CPU 9000, 48 CPUs, kernel 6.1.0-test, 64 GB"
+    assert facts["machines"][1] == ("local: Test CPU 9000, 48 CPUs, kernel 6.1.0-test, 64 GB; "
+                                    "lab-2: Lab CPU 2, 8 CPUs, kernel 6.1.0-test, 64 GB")
+    assert facts["placement"][1] == "broker on local; lab-2: producer-0, consumer-0"
+    assert facts["CPU placement"][0] == PLACED
+    assert facts["CPU placement"][1] == (
+        f"03-zmq-message_size=64: {PLACED}; 04-zmq-message_size=1KB: none (no busy loop, "
+        "or none asked for)")
+    assert facts["sixnines"][:2] == ["9.9.9 (Python 3.11.7)"] * 2
+    assert facts["sixnines"][2:] == ["not recorded"] * 3  # 05 … 07: no manifest
+    assert "kafka: no readable manifest for 06-kafka-max" in text
+    assert '<a href="#setup">Setup</a>' in text
+
+
+def test_parameters_read_as_people_write_them_with_mb_s_beside_msg_s(written):
+    """`message_size 1 KB, rate 2,000 msg/s`, not `message_size=1024, seed=null`; 1 KB at
+    2,000 msg/s is 1.95 MB/s (1 MB = 1,048,576 bytes), 64 B 0.122 MB/s."""
+    _, text, _ = written
+    run = text[text.index('<article id="run-02-tcp'):]
+    run = run[:run.index("</article>")]
+    assert "system tcp · mode one-way, message_size 1 KB, rate 2,000 msg/s, schedule fixed" \
+        in run
+    assert "send 2,000 msg/s, 1.95 MB/s · receive 2,000 msg/s, 1.95 MB/s" in run
+    assert not re.search(r"=null|=None|message_size=1024|seed", text)
+    summary_table = text[text.index('id="summary"'):text.index('id="setup"')]
+    row = re.search(r'<tr><td class="text"><a href="#run-01-tcp.*?</tr>', summary_table)[0]
+    assert "<td>2,000</td><td>0.122</td><td>2,000</td><td>0.122</td>" in row
+    assert '<td class="text" title="mode one-way, message_size 64 B, rate 2,000 msg/s, ' \
+        'schedule fixed">message_size 64 B, rate 2,000 msg/s</td>' in row  # swept: rate max
+
+
+def test_a_recipe_broker_and_driver_options_and_never_a_secret(tmp_path):
+    """The recipe, its version and note, every driver option (where a password comes from,
+    never a password); the broker's command, environment and login are not shown."""
+    results = tmp_path / "r" / "20260101-120000"
+    run = summary("01-rabbitmq", "rabbitmq", 1024, 80.0)
+    (results / run["run_id"]).mkdir(parents=True)
+    write_manifest(results, run, "rabbitmq",
+                   {"confirms": True, "prefetch": 250, "password_env": "RABBIT_PASSWORD"},
+                   [], kind="recipe", recipe="rabbitmq", version="3.10.8\nmore output",
+                   note="a private node", command=["rabbitmq-server", "--cookie=c00kie"],
+                   env={"RABBITMQ_DEFAULT_PASS": "(from the environment)"},
+                   auth={"credential": "per-run (the secret is not recorded)",
+                         "user": "sixnines"})
+    text = write_reports(results, parsed([run])).read_text(encoding="utf-8")
+    facts = setup_facts(text)
+    assert facts["broker"] == ["rabbitmq 3.10.8 (recipe) on local; note: a private node"]
+    assert facts["driver"] == [
+        "rabbitmq: confirms true, prefetch 250, password_env RABBIT_PASSWORD"]
+    for hidden in ("c00kie", "RABBITMQ_DEFAULT_PASS", "more output", "per-run"):
+        assert hidden not in text, hidden
+
+
 def test_the_summary_table_fits_the_page_with_the_rates_first(written):
     """Fewer columns: the percentiles to p99.99 and the max, the send rate before the
     receive rate, what was lost; every count is in the run's section (the browser test
@@ -220,7 +336,7 @@ def test_the_summary_table_fits_the_page_with_the_rates_first(written):
     titles = re.findall(r"<th[^>]*>(.*?)</th>", head)
     assert titles == ["run", "system", "parameters", "status", "latency p50", "p90", "p99",
                       "p99.9", "p99.99", "max", "± clock", "count", "send msg/s",
-                      "recv msg/s", "lost", "unknown"]
+                      "send MB/s", "recv msg/s", "recv MB/s", "lost", "unknown"]
     run = text[text.index('<article id="run-03-zmq'):]
     assert "sent 20,000 · received 19,988" in run[:run.index("</article>")]
 
@@ -340,7 +456,7 @@ def test_only_numeric_swept_parameters_get_plots():
     runs = [summary(f"0{i}", system, size, 70.0) for i, (system, size) in
             enumerate([("tcp", 64), ("tcp", 1024), ("zmq", 64), ("zmq", 1024)])]
     runs[0]["params"]["schedule"] = "poisson"
-    assert sweeps.swept(parsed(runs)) == ["message_size", "schedule"]
+    assert swept(parsed(runs)) == ["message_size", "schedule"]
     plots = sweeps.figures(parsed(runs))
     assert list(plots) == ["message_size"]
     log_plot = plots["message_size"][0]

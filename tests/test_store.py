@@ -18,6 +18,8 @@ OK = {"run_id": "01-tcp-message_size=64", "system": "tcp", "status": "ok", "prob
       "params": {"mode": "one-way", "message_size": 64, "rate": 2000.0, "seed": None},
       "sent": 20_000, "received": 20_000, "lost": 0, "duplicated": 0, "reordered": 3,
       "send_rate": 2000.0, "receive_rate": 1999.5, "latency_us": FIGURES,
+      "broker": {"kind": "recipe", "recipe": "rabbitmq", "version": "3.10.8"},
+      "warnings": ["machine busy: send lag p99 is 3,391 µs (over 1,000 µs)"],
       "service_time_us": {**FIGURES, "p50": 69.0}, "send_lag_us": {**FIGURES, "p50": 1.1}}
 #: An analysed run holds every field (the shipped schema requires them): the rest at defaults.
 OK = RunSummary.model_validate(OK).model_dump(mode="json")
@@ -42,8 +44,11 @@ def written(tmp_path) -> list[dict]:
 
 def test_one_row_per_run_with_every_param_count_rate_and_figure(tmp_path):
     ok, _ = written(tmp_path)
-    assert list(ok)[:9] == ["run_id", "system", "status", "load", "mode", "message_size",
-                            "rate", "seed", "connections"]  # params in order of appearance
+    assert list(ok)[:12] == ["run_id", "system", "status", "load", "broker_kind",
+                             "broker_recipe", "broker_version", "mode", "message_size",
+                             "rate", "seed", "connections"]  # params in order of appearance
+    assert (ok["broker_kind"], ok["broker_recipe"], ok["broker_version"]) == (
+        "recipe", "rabbitmq", "3.10.8")
     assert ok["load"] == "open-loop"
     assert (ok["run_id"], ok["system"], ok["status"]) == ("01-tcp-message_size=64", "tcp", "ok")
     assert (ok["message_size"], ok["rate"], ok["seed"], ok["connections"]) == (
@@ -51,6 +56,10 @@ def test_one_row_per_run_with_every_param_count_rate_and_figure(tmp_path):
     assert (ok["sent"], ok["received"], ok["lost"], ok["duplicated"], ok["reordered"]) == (
         "20000", "20000", "0", "0", "3")
     assert (ok["send_rate"], ok["receive_rate"]) == ("2000.0", "1999.5")
+    # msg/s times the 64-byte messages
+    assert (ok["send_bytes_per_s"], ok["receive_bytes_per_s"]) == ("128000.0", "127968.0")
+    assert list(ok)[-2:] == ["problems", "warnings"]
+    assert json.loads(ok["warnings"]) == OK["warnings"] and json.loads(ok["problems"]) == []
     for metric in ("latency", "service_time", "send_lag"):
         for key in (*PERCENTILE_KEYS, "max", "mean"):
             assert f"{metric}_{key}_us" in ok
@@ -63,6 +72,8 @@ def test_a_failed_run_has_empty_figures(tmp_path):
     _, failed = written(tmp_path)
     assert (failed["status"], failed["connections"]) == ("failed", "2")
     assert failed["latency_p50_us"] == failed["sent"] == failed["latency_count"] == ""
+    assert failed["receive_bytes_per_s"] == failed["broker_version"] == ""
+    assert json.loads(failed["problems"]) == ["broker did not start"]
 
 
 def test_a_saturation_run_has_its_load_and_saturation_columns(tmp_path):

@@ -2,7 +2,8 @@
 self-contained page) and, per plot, a gnuplot `.dat` file and `.gp` script.
 
 Input: the results-level run summaries (summary.json's "runs"), plus what each run's
-analysis left in `<run-id>/report/` (series.json, *.hgrm) when present.
+analysis left in `<run-id>/report/` (series.json, *.hgrm) when present, and each run's
+manifest (what its system ran with: orchestrator.results.setup).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from sixnines.formats.summary import CapacityResult, RepeatedCase, ResultsSummar
 from sixnines.formats.vocabulary import Metric
 from sixnines.orchestrator.reports import capacity, gnuplot, html, nines, per_run, sweeps
 from sixnines.orchestrator.reports.inputs import read_run
+from sixnines.orchestrator.results.overview import swept
+from sixnines.orchestrator.results.setup import system_setups
 from sixnines.orchestrator.results.store import write_results_summary
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
 
@@ -61,15 +64,16 @@ def write_reports(results_dir: Path, summaries: list[RunSummary],
     sections = [html.RunSection(run, slug, per_run.figures(run, slug))
                 for run, slug in zip(runs, slugs, strict=True)]
     overlays = nines.figures(runs)
-    swept = sweeps.swept(summaries)
+    varying = swept(summaries)
     parametrised = sweeps.figures(summaries)
     loads = [(result, capacity.figure(result)) for result in searches]
     every = [*(f for _, f in loads), *overlays, *(f for fs in parametrised.values() for f in fs),
              *(f for section in sections for f in section.figures)]
     for figure in every:
         gnuplot.write(figure, out)
-    page = html.page(_title(results_dir), sections, overlays, parametrised, swept,
-                     [f"{figure.slug}.gp" for figure in every], HGRM_METRICS, loads, cases)
+    page = html.page(_title(results_dir), sections, overlays, parametrised, varying,
+                     [f"{figure.slug}.gp" for figure in every], HGRM_METRICS, loads, cases,
+                     system_setups(results_dir, summaries))
     return write_atomically(out / PAGE_FILE, page)
 
 

@@ -1,10 +1,10 @@
 """The report page: one self-contained HTML file (styles and script inlined, no fonts,
 images or scripts fetched) so it opens offline, from a mail attachment or a CI artifact.
 
-Layout: summary table, the repeated cases merged, percentile distributions, parametrised
-plots per swept parameter, then one section per run (figures and CPU tables, warnings,
-per-message plots), then the files a user can take further (gnuplot scripts, .hgrm
-files).
+Layout: summary table, what each system ran with (setup), the repeated cases merged,
+percentile distributions, parametrised plots per swept parameter, then one section per run
+(figures and CPU tables, warnings, per-message plots), then the files a user can take
+further (gnuplot scripts, .hgrm files).
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from urllib.parse import quote
 from sixnines.formats.layout import REPORT_DIR, SERIES_FILE, hgrm_file
 from sixnines.formats.status import CORRUPT
 from sixnines.formats.summary import CapacityResult, RepeatedCase
-from sixnines.orchestrator.reports import capacity, per_run, repeats, svg
+from sixnines.formats.wording import params_text
+from sixnines.orchestrator.reports import capacity, per_run, repeats, setups, svg
 from sixnines.orchestrator.reports.cpu import cpu_table
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Figure, slugify
@@ -27,9 +28,9 @@ from sixnines.orchestrator.reports.table import (
     details,
     metrics_table,
     notes_list,
-    param_text,
     summary_table,
 )
+from sixnines.orchestrator.results.setup import SystemSetup
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,7 @@ def _capacity_section(searches: Sequence[tuple[CapacityResult, Figure]]) -> str:
 
 def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
     run, s = section.run, section.run.summary
-    params = param_text(s.params)
+    params = params_text(s.params)
     links = " ".join(f'<a href="../{quote(run.run_id)}/{REPORT_DIR}/{hgrm_file(m)}">'
                      f"{hgrm_file(m)}</a>" for m in hgrm_metrics if m in run.hgrm)
     if s.status == CORRUPT:
@@ -96,11 +97,13 @@ def page(title: str, runs: list[RunSection], nines: list[Figure],
          sweeps: dict[str, list[Figure]], swept: list[str], gnuplot_files: list[str],
          hgrm_metrics: tuple[str, ...],
          searches: Sequence[tuple[CapacityResult, Figure]] = (),
-         cases: Sequence[RepeatedCase] = ()) -> str:
+         cases: Sequence[RepeatedCase] = (), systems: Sequence[SystemSetup] = ()) -> str:
     """The whole page. `swept`: parameters that vary across runs (table columns);
     `sweeps`: the plots of the numeric ones; `searches`: each capacity search with its
-    latency-against-load plot; `cases`: the repeated cases, merged."""
-    entries = [("summary", "Summary")] + ([("repeats", "Repeats")] if cases else [])
+    latency-against-load plot; `cases`: the repeated cases, merged; `systems`: what each
+    system ran with."""
+    entries = [("summary", "Summary")] + ([(setups.SETUP_ID, "Setup")] if systems else [])
+    entries += [("repeats", "Repeats")] if cases else []
     entries += [("capacity", "Capacity")] if searches else []
     entries += [("percentiles", "Percentile distribution")]
     entries += [(f"across-{slugify(p)}", f"Across {p}") for p in sweeps]
@@ -119,6 +122,7 @@ def page(title: str, runs: list[RunSection], nines: list[Figure],
         "intended send time (open loop, coordinated-omission free).</p>"
         f"{_nav(entries)}"
         f'<section id="summary"><h2>Summary</h2>{table}</section>'
+        f"{setups.section(systems)}"
         f"{repeats.section(cases)}"
         f"{_capacity_section(searches)}"
         f'<section id="percentiles"><h2>Percentile distribution</h2>'

@@ -15,6 +15,7 @@ from sixnines.formats.load import latency_of
 from sixnines.formats.summary import RunSummary
 from sixnines.formats.vocabulary import Mode
 from sixnines.orchestrator.reports.model import Axis, Figure, Line, Scale, colour, slugify
+from sixnines.orchestrator.results.overview import swept
 
 AXIS_LABELS = {"message_size": "message size (bytes)", "rate": "scheduled rate (msg/s)",
                "connections": "connections per agent"}
@@ -22,16 +23,6 @@ AXIS_LABELS = {"message_size": "message size (bytes)", "rate": "scheduled rate (
 
 def _numeric(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def swept(summaries: list[RunSummary]) -> list[str]:
-    """Parameters with more than one value across the runs, in scenario order."""
-    values: dict[str, list] = defaultdict(list)
-    for summary in summaries:
-        for key, value in summary.params.items():
-            values[key].append(value)
-    return [key for key, seen in values.items()
-            if len({repr(v) for v in seen}) > 1]
 
 
 def _measured(summary: RunSummary) -> bool:

@@ -8,7 +8,6 @@ from data is escaped.
 
 from __future__ import annotations
 
-import json
 from html import escape
 
 from sixnines.formats.hdr import PERCENTILE_KEYS
@@ -16,11 +15,13 @@ from sixnines.formats.load import latency_of, saturation
 from sixnines.formats.status import FAILED, ORDER
 from sixnines.formats.summary import Figures, RunSummary
 from sixnines.formats.vocabulary import Metric
+from sixnines.formats.wording import megabytes_text, params_text
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.per_run import humps_text
 from sixnines.orchestrator.results.console_tables import supported
 
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
+RATES = ("send_rate", "receive_rate")
 METRICS = tuple((metric.summary_field, metric.label)
                 for metric in (Metric.LATENCY, Metric.SERVICE_TIME, Metric.SEND_LAG))
 TEXT_COLUMNS = ("run", "system", "parameters", "status", "µs")
@@ -126,19 +127,11 @@ def notes_list(run: RunInputs) -> str:
     return f'<ul class="notes">{items}</ul>' if items else ""
 
 
-def param_text(params: dict, keys: list[str] | None = None) -> str:
-    """k=v pairs as a scenario file would write them (null, not None); unescaped."""
-    def value(v: object) -> str:
-        return v if isinstance(v, str) else json.dumps(v, default=str)
-    return ", ".join(f"{k}={value(params[k])}" for k in (params if keys is None else keys)
-                     if k in params)
-
-
 def _params(summary: RunSummary, keys: list[str]) -> str:
+    """The swept parameters in words; every one in the cell's tooltip."""
     params = summary.params
-    shown = param_text(params, keys)
-    full = json.dumps(params, sort_keys=True, default=str)
-    return f'<td class="text" title="{escape(full)}">{escape(shown)}</td>'
+    return (f'<td class="text" title="{escape(params_text(params))}">'
+            f"{escape(params_text(params, keys))}</td>")
 
 
 def _header(head: list[str]) -> str:
@@ -176,8 +169,8 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
     bounds = any(clock_bound_us(r.summary) is not None for r, _ in members)
     head = ["run", "system", *(["parameters"] if swept else []), "status",
             *(f"{label} {k}" if k == "p50" else k for k in SUMMARY_KEYS),
-            *(["± clock"] if bounds else []), "count", "send msg/s", "recv msg/s", "lost",
-            "unknown"]
+            *(["± clock"] if bounds else []), "count", "send msg/s", "send MB/s", "recv msg/s",
+            "recv MB/s", "lost", "unknown"]
     rows = []
     for run, anchor in members:
         s, figures = run.summary, run.summary.figures(field)
@@ -189,7 +182,8 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
                  _percentile_cells(figures, SUMMARY_KEYS),
                  *([f"<td>{'' if bound is None else micro(bound)}</td>"] if bounds else []),
                  f"<td>{_count(s, field)}</td>",
-                 f"<td>{rate(s.send_rate)}</td><td>{rate(s.receive_rate)}</td>",
+                 *(f"<td>{rate(getattr(s, field))}</td>"
+                   f"<td>{megabytes_text(s.bytes_per_s(field))}</td>" for field in RATES),
                  *(f'<td class="{"bad" if n else ""}">{count(n)}</td>'
                    for n in (s.lost, s.unknown))]
         rows.append(f"<tr>{''.join(cells)}</tr>")
@@ -200,7 +194,8 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
             f'<tbody>{"".join(rows)}</tbody></table></div>'
             f'<p class="caption">{CAPTIONS[label]} Dimmed: too few '
             "samples for that percentile (fewer than 1/(1−p)). Rates are measured at the "
-            "senders and at the receivers separately. Each run's section has p99.999 and "
+            "senders and at the receivers separately; MB/s is msg/s times the message size "
+            "(1 MB = 1,048,576 bytes). Each run's section has p99.999 and "
             "beyond, and every count."
             + (" ± clock: the bound of figures timed across hosts (µs)." if bounds else "")
             + "</p>")
@@ -216,8 +211,10 @@ def counts_line(summary: RunSummary) -> str:
              ("reordered", summary.reordered)]
     return ('<p class="counts">' + " · ".join(f"{name} {count(value)}" for name, value in found
                                               if value or name != "unknown")
-            + f" · send {rate(summary.send_rate)} msg/s · receive "
-            f"{rate(summary.receive_rate)} msg/s</p>")
+            + "".join(f" · {side} {rate(getattr(summary, field))} msg/s, "
+                      f"{megabytes_text(summary.bytes_per_s(field))} MB/s"
+                      for side, field in zip(("send", "receive"), RATES, strict=True))
+            + "</p>")
 
 
 def metrics_table(summary: RunSummary) -> str:

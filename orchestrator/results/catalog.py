@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TypedDict
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -29,6 +30,7 @@ from sixnines.formats.manifest import Manifest
 from sixnines.formats.status import CORRUPT, rank
 from sixnines.formats.summary import Figures, ResultsSummary, RunSummary
 from sixnines.formats.vocabulary import Load, Metric
+from sixnines.formats.wording import megabytes_text
 from sixnines.orchestrator.results.console_tables import STATUS_COLOUR
 from sixnines.orchestrator.results.store import manifest_or_problem
 from sixnines.orchestrator.results.summaries import SummaryRefused, read_results_summary
@@ -49,6 +51,7 @@ class Headline(TypedDict):
     p99_us: float | None
     max_us: float | None
     receive_rate: float | None
+    receive_bytes_per_s: float | None
 
 
 @dataclass
@@ -167,7 +170,8 @@ def headline(run: RunSummary) -> Headline:
     latency = run.figures(Metric.LATENCY.summary_field) if load != Load.SATURATION else Figures()
     return Headline(run_id=run.run_id, system=run.system, status=run.status, load=str(load),
                     p50_us=latency.p50, p99_us=latency.p99, max_us=latency.max,
-                    receive_rate=run.receive_rate)
+                    receive_rate=run.receive_rate,
+                    receive_bytes_per_s=run.bytes_per_s("receive_rate"))
 
 
 def catalog(root: Path) -> list[Entry]:
@@ -190,16 +194,22 @@ def _number(value: float | None) -> str:
 
 
 def catalog_table(entries: list[Entry], root: Path) -> Table:
-    """One section per results directory: its line (path, scenario, date, status counts),
-    then one indented line per run with the headline figures."""
-    table = Table(title=f"results under {markup(root)}", title_justify="left")
-    for header in ("results / run", "scenario / system", "date / status", "runs"):
-        table.add_column(header)
-    for header in (*(f"{key} µs" for key in HEADLINE), "receive msg/s"):
-        table.add_column(header, justify="right")
+    """One section per results directory: its line (path, then scenario and date; status
+    counts), then one indented line per run (its id names its system) with the headline
+    figures. Narrow enough for an 80-column terminal: no vertical rules, one space between
+    columns, nothing said twice."""
+    table = Table(title=f"results under {markup(root)}", title_justify="left",
+                  box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0),
+                  pad_edge=False)
+    table.add_column("results / run", overflow="fold")
+    table.add_column("status")
+    for header in (*(f"{key} µs" for key in HEADLINE), "msg/s", "MB/s"):
+        table.add_column(header, justify="right", no_wrap=True)
     for entry in entries:
-        table.add_row(f"[bold]{markup(_relative(entry.path, root))}[/]", markup(entry.scenario),
-                      entry.when.strftime("%Y-%m-%d %H:%M:%S"), _statuses(entry.statuses),
+        table.add_row(f"[bold]{markup(_relative(entry.path, root))}[/]\n"
+                      f"[dim]{markup(entry.scenario)}, "
+                      f"{entry.when.strftime('%Y-%m-%d %H:%M:%S')}[/]",
+                      _statuses(entry.statuses),
                       end_section=entry.analysed and not entry.headlines)
         if not entry.analysed:
             table.add_row("  [yellow]not analysed[/] (command below)", end_section=True)
@@ -212,12 +222,11 @@ def _run_cells(run: Headline) -> list[str]:
     status = run["status"] or "unknown"
     rate = _number(run["receive_rate"])
     saturated = run["load"] == Load.SATURATION
-    return [f"  {markup(run['run_id'])}"
-            + (" [dim](rate: max, headline msg/s)[/]" if saturated else ""),
-            markup(run["system"]),
-            f"[{STATUS_COLOUR.get(status, 'red')}]{markup(status)}[/]", "",
+    return [f"  {markup(run['run_id'])}" + (" [dim](rate: max)[/]" if saturated else ""),
+            f"[{STATUS_COLOUR.get(status, 'red')}]{markup(status)}[/]",
             *(_number(value) for value in (run["p50_us"], run["p99_us"], run["max_us"])),
-            f"[bold]{rate}[/]" if saturated else rate]
+            f"[bold]{rate}[/]" if saturated else rate,
+            megabytes_text(run["receive_bytes_per_s"])]
 
 
 def _relative(path: Path, root: Path) -> str:

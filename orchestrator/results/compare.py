@@ -3,7 +3,8 @@ of it is a regression a nightly job should fail on.
 
 Runs are matched by system and by the parameters swept in either set (run ids and stamps
 differ between sets; a parameter that changed for every run is shown as a note, not used to
-match). Two single run directories are compared with each other whatever they hold.
+match). Two single run directories of one system and load are compared with each other,
+whatever their run ids and parameters.
 
 The regression rule. A latency figure differing between A and B is only news when the
 difference is larger than the noise both measurements carry:
@@ -42,6 +43,17 @@ difference is larger than the noise both measurements carry:
    wider rule above). Few repeats see little of the machine's drift: two repeats' band is
    a lower estimate of it, so a nightly job wants three or more.
 
+5. *The same experiment.* Matched runs whose workload differs (message_size 1 KB → 4 KB, a
+   rate, producers: a parameter changed for every run, so not used to match) measured
+   different things: their figures are shown with the verdict "not the same experiment",
+   never "improved" or "regression", and a note says what differs; their status and
+   accounting are still checked (a lost message is lost in any experiment). What only
+   changes how long or how much is measured (MEASUREMENT_ONLY: duration, warm-up, drain,
+   a message count, the seed) is a note alone. When no run matches at all (a RabbitMQ
+   result against a NATS one; two run directories of different systems or loads), the
+   results have nothing in common (`Comparison.nothing_in_common`): `compare` says so and
+   exits 2, bad input, rather than reporting every run as missing.
+
 Throughput (send_rate, receive_rate) is a count of thousands of messages over a fixed
 duration: its sampling noise is small, so only the relative floor applies (the repeats'
 band of the rate when measured); a drop beyond it is a regression. Also regressions: a
@@ -61,7 +73,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -78,6 +90,7 @@ from sixnines.formats.run_files import RefusedPath, file_under, read_bounded
 from sixnines.formats.status import FAILED, rank
 from sixnines.formats.summary import RATES_SPREAD, Figures, ResultsSummary, RunSummary, Spread
 from sixnines.formats.vocabulary import Metric
+from sixnines.formats.wording import param_name, params_text, value_text
 from sixnines.orchestrator.results.store import FIGURE_KEYS
 from sixnines.orchestrator.results.summaries import read_results_summary, read_run_summary
 from sixnines.orchestrator.terminal import markup
@@ -89,6 +102,10 @@ LADDER_MARGIN = 1.5
 LATENCY_FIELDS = {field: label for field, label in LATENCY.values()}
 RATES = ("send_rate", "receive_rate")
 ACCOUNTING = ("lost", "unknown", "duplicated")
+#: Parameters that change how long or how much is measured, not what: a change is a note.
+MEASUREMENT_ONLY = ("duration_ns", "warmup_ns", "drain_ns", "messages", "seed")
+#: The verdict of every figure of a pair whose workload differs (rule 5).
+NOT_SAME = "not the same experiment"
 
 
 class CompareError(BadInput):
@@ -250,6 +267,11 @@ class Pair:
     figures: list[ComparedFigure] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)  # the regressions, in words
     notes: list[str] = field(default_factory=list)
+    differs: list[str] = field(default_factory=list)  # what makes it another experiment
+
+    @property
+    def same_experiment(self) -> bool:
+        return not self.differs
 
     @property
     def regression(self) -> bool:
@@ -271,8 +293,17 @@ class Comparison:
         """A regressed pair, or a run of A that B no longer has (coverage lost)."""
         return bool(self.only_in_a) or any(pair.regression for pair in self.pairs)
 
+    def nothing_in_common(self) -> str | None:
+        """Why A and B cannot be compared at all (rule 5): no run of B matches one of A;
+        None when some run does."""
+        if self.pairs:
+            return None
+        return (f"no run of B matches one of A (by system, load and swept parameters): A "
+                f"holds {_systems(self.only_in_a)}, B {_systems(self.only_in_b)}")
+
     def as_json(self) -> dict:
-        pairs = [{**asdict(pair), "regression": pair.regression} for pair in self.pairs]
+        pairs = [{**asdict(pair), "regression": pair.regression,
+                  "same_experiment": pair.same_experiment} for pair in self.pairs]
         baseline = {"baseline_nights": self.baseline_nights} if self.baseline_nights else {}
         return {"a": self.a, "b": self.b, **baseline, "threshold_pct": self.threshold_pct,
                 "absolute_floor_us": ABSOLUTE_FLOOR_US, "regression": self.regression,
@@ -457,6 +488,9 @@ def compare_pair(a: RunSummary, b: RunSummary, swept: list[str], threshold_pct: 
                                    spread(metric, key)) for key in FIGURE_KEYS]
     pair.figures += [rate_figure(a, b, key, threshold_pct, spread(RATES_SPREAD, key))
                      for key in RATES]
+    pair.differs = _differences(a, b)
+    if pair.differs:  # rule 5: shown, not judged
+        pair.figures = [replace(figure, verdict=NOT_SAME) for figure in pair.figures]
     pair.findings = [*_status_findings(pair), *_accounting_findings(a, b),
                      *(_figure_finding(f) for f in pair.figures if f.verdict == "regression")]
     pair.notes = _notes(a, b, pair)
@@ -499,17 +533,35 @@ def _figure_finding(figure: ComparedFigure) -> str:
             f"tolerance {figure.tolerance_pct:.0f}%)")
 
 
+def _changes(a: RunSummary, b: RunSummary, *, experiment: bool) -> list[str]:
+    """The parameters that differ between the runs, in words ("message_size 1 KB → 4 KB"):
+    those of the workload (`experiment`), or the MEASUREMENT_ONLY ones."""
+    params_a, params_b = a.params, b.params
+    return [
+        f"{param_name(name)} {_said(name, params_a.get(name))} → "
+        f"{_said(name, params_b.get(name))}"
+        for name in sorted({*params_a, *params_b})
+        if (name not in MEASUREMENT_ONLY) == experiment
+        and _canonical(params_a.get(name)) != _canonical(params_b.get(name))]
+
+
+def _differences(a: RunSummary, b: RunSummary) -> list[str]:
+    """What makes B's run another experiment than A's (rule 5); none: the same one."""
+    return _changes(a, b, experiment=True)
+
+
+def _said(name: str, value: object) -> str:
+    return "unset" if value is None else value_text(name, value)
+
+
 def _notes(a: RunSummary, b: RunSummary, pair: Pair) -> list[str]:
     """What a reader should know but a nightly job should not fail on."""
     notes = []
     if rank(pair.status_b) < rank(pair.status_a):
         notes.append(f"status {pair.status_a} → {pair.status_b}")
-    if a.system != b.system:
-        notes.append(f"system {a.system} → {b.system}")
-    params_a, params_b = a.params, b.params
-    notes += [f"{name} {params_a.get(name)} → {params_b.get(name)}"
-              for name in sorted({*params_a, *params_b})
-              if _canonical(params_a.get(name)) != _canonical(params_b.get(name))]
+    if pair.differs:
+        notes.append(f"{NOT_SAME}: {'; '.join(pair.differs)}: figures shown, not judged")
+    notes += _changes(a, b, experiment=False)
     known = {_kind(warning) for warning in a.warnings}
     notes += [f"new warning: {warning}" for warning in b.warnings
               if _kind(warning) not in known]
@@ -525,7 +577,8 @@ def _kind(warning: str) -> str:
 def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
     """Every run of A against its match in B."""
     swept = swept_keys(a.runs, b.runs)
-    if a.single and b.single and run_load(a.runs[0]) == run_load(b.runs[0]):
+    if a.single and b.single and run_load(a.runs[0]) == run_load(b.runs[0]) and \
+            a.runs[0].system == b.runs[0].system:
         pairs: list[tuple[RunSummary, RunSummary]] = list(zip(a.runs, b.runs, strict=True))
         only_a: list[RunSummary] = []
         only_b: list[RunSummary] = []
@@ -572,12 +625,13 @@ def _number(value: float | None) -> str:
     return f"{value:,.1f}" if abs(value) < 10_000 else f"{value:,.0f}"
 
 
-VERDICT_STYLE = {"regression": "bold red", "improved": "green", "not comparable": "dim"}
+VERDICT_STYLE = {"regression": "bold red", "improved": "green", "not comparable": "dim",
+                 NOT_SAME: "yellow"}
 
 
 def pair_table(pair: Pair) -> Table:
     """One matched run: A, B, change and tolerance for every latency percentile and rate."""
-    matched = markup("  ".join(f"{name}={value}" for name, value in pair.match.items()))
+    matched = markup(params_text(pair.match, separator="  "))
     colour = "red" if pair.regression else "green"
     table = Table(title=f"{markup(pair.system)}  {matched}\n"
                         f"A {markup(pair.run_a)} ({markup(pair.status_a)})   "
@@ -610,6 +664,12 @@ def _name(run: dict) -> str:
     return f"{run['run_id']} ({run['system']})"
 
 
+def _systems(runs: list[dict[str, Any]]) -> str:
+    """The systems of runs (`only_in_a`, `only_in_b`), each once: "rabbitmq, nats"."""
+    names = list(dict.fromkeys(str(run["system"]) for run in runs))
+    return ", ".join(names) if names else "no runs"
+
+
 def print_comparison(comparison: Comparison, console: Console) -> None:
     if comparison.baseline_nights:
         console.print(f"A: {markup(comparison.a)}, pooled from the last "
@@ -629,8 +689,10 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
         console.print(f"[yellow]! only in B: {markup(_name(run))}[/]",
                       highlight=False)
     regressed = sum(pair.regression for pair in comparison.pairs)
+    other = sum(not pair.same_experiment for pair in comparison.pairs)
     verdict = "[bold red]regression[/]" if comparison.regression else "[green]no regression[/]"
     console.print(f"{len(comparison.pairs)} run(s) compared, {regressed} regressed, "
+                  + (f"{other} not the same experiment, " if other else "") +
                   f"{len(comparison.only_in_a)} only in A, {len(comparison.only_in_b)} only "
                   f"in B: {verdict} (threshold {comparison.threshold_pct:g}%, floor "
                   f"{ABSOLUTE_FLOOR_US:g} µs)", highlight=False)

@@ -3,9 +3,10 @@
 One test suite per matched case (system × swept parameters), one test case per thing
 checked: every latency percentile and the max, send and receive rate, the status, and
 lost, unknown and duplicated messages. A regression fails its case with the evidence (A,
-B, the change, the tolerance and why); a figure not comparable is skipped, saying why; the
-rest pass (an improvement too). A run of A that B lacks fails a case of its own, and so do
-judged results that cannot be judged (compare.judged_run_broken).
+B, the change, the tolerance and why); a figure not comparable, or of runs that are not
+the same experiment, is skipped, saying why; the rest pass (an improvement too). A run of
+A that B lacks fails a case of its own, and so do judged results that cannot be judged
+(compare.judged_run_broken).
 
 Jenkins shows a classname `a.b` as package `a`, class `b`: the classname is
 `<system>.<case>`, with any dot inside either written `_` so it cannot split them.
@@ -17,6 +18,7 @@ from sixnines.orchestrator.results.compare import (
     ABSOLUTE_FLOOR_US,
     ACCOUNTING,
     MIN_TAIL_SAMPLES,
+    NOT_SAME,
     ComparedFigure,
     Comparison,
     Pair,
@@ -28,7 +30,8 @@ from sixnines.orchestrator.results.junit import CaseOutcome, Check
 
 #: The suite of what concerns the comparison as a whole.
 WHOLE = "compare"
-OUTCOMES = {"regression": CaseOutcome.FAILED, "not comparable": CaseOutcome.SKIPPED}
+OUTCOMES = {"regression": CaseOutcome.FAILED, "not comparable": CaseOutcome.SKIPPED,
+            NOT_SAME: CaseOutcome.SKIPPED}
 
 
 def comparison_checks(comparison: Comparison, broken: str | None) -> list[Check]:
@@ -103,6 +106,8 @@ def _figure_check(suite: str, classname: str, figure: ComparedFigure, rule: tupl
 
 def _why(figure: ComparedFigure, bands: str, threshold_pct: float) -> str:
     latency = unit(figure) == "µs"
+    if figure.verdict == NOT_SAME:
+        return "the runs' workloads differ (the pair's notes say how): shown, never judged"
     if figure.verdict == "not comparable":
         if figure.a is None or figure.b is None or figure.change_pct is None:
             return "no figure in A or B"

@@ -1,6 +1,8 @@
-"""The console tables: each run's accounting, throughput and latency distribution as
-`sixnines run` and `sixnines report` print them, with its problems, warnings and notes;
-then each repeated case's merged distribution, with how far its repeats spread."""
+"""The console tables: each run's parameters, accounting, throughput (msg/s and MB/s) and
+latency distribution as `sixnines run` and `sixnines report` print them, with its problems,
+warnings and notes; then each repeated case's merged distribution, with how far its
+repeats spread (orchestrator.results.overview prints what follows: the setups and the
+side-by-side table)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from sixnines.formats.load import latency_of, saturation
 from sixnines.formats.status import CORRUPT
 from sixnines.formats.summary import RATES_SPREAD, Figures, RepeatedCase, RunSummary, Spread
 from sixnines.formats.vocabulary import RECEIVER_TIMED, Metric
+from sixnines.formats.wording import megabytes_text, params_text
 from sixnines.orchestrator.results.store import FIGURE_KEYS
 from sixnines.orchestrator.terminal import markup
 
@@ -23,7 +26,7 @@ METRICS = ((Metric.LATENCY.summary_field, "latency"),
 CROSS_CLOCK_METRICS = tuple(metric.summary_field for metric in RECEIVER_TIMED)
 
 
-def _us(value: float | None) -> str:
+def us_text(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:,.1f}" if value < 10_000 else f"{value:,.0f}"
@@ -38,7 +41,7 @@ def supported(key: str, count: int) -> bool:
 
 
 def _cell(figures: Figures, key: str) -> str:
-    text = _us(figures.figure(key))
+    text = us_text(figures.figure(key))
     return text if supported(key, figures.count) else f"[dim]{text}[/]"
 
 
@@ -52,7 +55,7 @@ def _clock_cells(field: str, bound: float | None) -> list[str]:
     """A metric row's "± clock" cell, present only when some figure was timed across hosts."""
     if bound is None:
         return []
-    return [_us(bound) if field in CROSS_CLOCK_METRICS else ""]
+    return [us_text(bound) if field in CROSS_CLOCK_METRICS else ""]
 
 
 def _metrics(summary: RunSummary) -> tuple[tuple[str, str], ...]:
@@ -74,7 +77,7 @@ def _captions(summary: RunSummary) -> list[str]:
     if bound is not None:
         cross = summary.latency_pairs.cross_clock
         captions.append(f"± clock: {cross:,} deliveries timed across hosts, both ends put on "
-                        f"the controller's clock; figures may be off by up to {_us(bound)} µs")
+                        f"the controller's clock; figures may be off by up to {us_text(bound)} µs")
     return captions
 
 
@@ -114,12 +117,14 @@ def run_table(summary: RunSummary, case: RepeatedCase | None = None) -> Table:
     under each metric the repeats' min, median and max and the band between them."""
     spread = case.spread if case is not None else {}
     rates = spread.get(RATES_SPREAD, {})
-    line = (f"send {summary.send_rate or 0:,.0f} msg/s{_band(rates.get('send_rate'))}  "
-            f"receive {summary.receive_rate or 0:,.0f} msg/s"
-            f"{_band(rates.get('receive_rate'))}")
+    line = "  ".join(f"{side} {getattr(summary, field) or 0:,.0f} msg/s "
+                     f"{megabytes_text(summary.bytes_per_s(field))} MB/s"
+                     f"{_band(rates.get(field))}"
+                     for side, field in (("send", "send_rate"), ("receive", "receive_rate")))
     merged = "" if case is None else (f"  {len(case.merged_from)} of {len(case.runs)} repeats "
                                       f"merged: {markup(', '.join(case.merged_from))}")
     table = Table(title=f"{markup(summary.run_id)}  {_status_text(summary)}{merged}\n"
+                        f"[dim]{markup(params_text(summary.params))}[/]\n"
                         f"{_counts(summary)}\n{line}", title_justify="left")
     table.add_column("µs", justify="left")
     bound = _clock_bound_us(summary)
@@ -132,7 +137,7 @@ def run_table(summary: RunSummary, case: RepeatedCase | None = None) -> Table:
         by_key = spread.get(field, {})
         for row, statistic in SPREAD_ROWS if by_key else ():
             table.add_row(f"[dim]{row}[/]", *(
-                _us(getattr(by_key[key], statistic)) if key in by_key else "-"
+                us_text(getattr(by_key[key], statistic)) if key in by_key else "-"
                 for key in FIGURE_KEYS), *_clock_cells(field, bound), "")
         if by_key:
             table.add_row("[dim]  band %[/]", *(

@@ -26,6 +26,11 @@ from sixnines.formats.vocabulary import Metric
 
 CSV_COUNTS = ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
               "send_rate", "receive_rate")
+#: The rates in bytes a second (RunSummary.bytes_per_s: msg/s times the message size).
+CSV_BYTE_RATES = {"send_bytes_per_s": "send_rate", "receive_bytes_per_s": "receive_rate"}
+CSV_BROKER = ("kind", "recipe", "version")
+#: What to know before trusting a row's figures, each a JSON list of lines.
+CSV_LINES = ("problems", "warnings")
 CSV_METRICS = tuple((metric.summary_field, metric.value) for metric in Metric)
 FIGURE_KEYS = (*PERCENTILE_KEYS, "max")
 CSV_FIGURES = (*FIGURE_KEYS, "mean")
@@ -90,11 +95,14 @@ def write_results_csv(path: Path, summaries: list[RunSummary]) -> Path:
     """summary.csv: the summary flattened to one row per run for spreadsheets and pandas.
     `load` says open-loop or saturation (`rate: max`, whose latency is only in the
     saturation_latency columns); parameters get a column each (in the order they first
-    appear); empty cells are figures a run does not have (a failed run has no latency)."""
+    appear); the broker's kind, recipe and version; the rates also in bytes a second;
+    empty cells are figures a run does not have (a failed run has no latency); the
+    problems and warnings last, each cell a JSON list of lines."""
     params = list(dict.fromkeys(name for s in summaries for name in s.params))
-    header = ["run_id", "system", "status", "load", *params, *CSV_COUNTS,
+    header = ["run_id", "system", "status", "load", *(f"broker_{name}" for name in CSV_BROKER),
+              *params, *CSV_COUNTS, *CSV_BYTE_RATES,
               *(f"{label}_{key}_us" for _, label in CSV_METRICS for key in CSV_FIGURES),
-              *(f"{label}_count" for _, label in CSV_METRICS)]
+              *(f"{label}_count" for _, label in CSV_METRICS), *CSV_LINES]
     with atomic_path(path) as temp, open(temp, "w", newline="", encoding="utf-8") as out:
         writer = csv.writer(out)
         writer.writerow(header)
@@ -107,11 +115,14 @@ def _csv_row(summary: RunSummary, params: list[str]) -> list:
     """Empty cells for what the run lacks: figures of a run never analysed."""
     metrics = [summary.metric(field) for field, _ in CSV_METRICS]
     return [summary.run_id, summary.system, summary.status, run_load(summary),
+            *(getattr(summary.broker, name) for name in CSV_BROKER),
             *(summary.params.get(name) for name in params),
             *(getattr(summary, name) for name in CSV_COUNTS),
+            *(summary.bytes_per_s(rate) for rate in CSV_BYTE_RATES.values()),
             *(None if figures is None else figures.figure(key) for figures in metrics
               for key in CSV_FIGURES),
-            *(None if figures is None else figures.count for figures in metrics)]
+            *(None if figures is None else figures.count for figures in metrics),
+            *(getattr(summary, name) for name in CSV_LINES)]
 
 
 def _csv_cell(value: Any) -> str | int | float:

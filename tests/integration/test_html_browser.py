@@ -162,3 +162,30 @@ def test_the_summary_table_fits_a_1400_px_page(browser):
     assert found["overflow"] and all(extra <= 0 for extra in found["overflow"]), found
     assert found["send"] and all(right <= found["page"] for right in found["send"]), found
     assert devtools.errors() == []
+
+
+def test_the_setup_shows_what_each_system_ran_with(browser):
+    """The Setup section, as the browser renders it: a column per system, each fact
+    visible (laid out, not hidden) and on the page at 1200 px."""
+    devtools, _ = browser
+    found = devtools.evaluate("""(() => {
+        const section = document.querySelector('#setup');
+        const rect = section.getBoundingClientRect();
+        const rows = Array.from(section.querySelectorAll('tbody tr'), tr =>
+            [tr.dataset.fact, ...Array.from(tr.querySelectorAll('td'), td => td.innerText)]);
+        const cells = Array.from(section.querySelectorAll('td'), td => td.getBoundingClientRect());
+        return {systems: Array.from(section.querySelectorAll('thead th'), th => th.innerText),
+                rows: Object.fromEntries(rows.map(([fact, ...texts]) => [fact, texts])),
+                shown: rect.height > 0 && cells.every(r => r.width > 0 && r.height > 0),
+                nav: Array.from(document.querySelectorAll('nav a'), a => a.innerText)}; })()""")
+    assert found["shown"], found
+    assert found["systems"][1:3] == ["tcp", "zmq"]
+    rows = found["rows"]
+    assert rows["broker"][0] == "builtin (sixnines' own, for tcp) on local"
+    assert rows["driver"][:2] == ["tcp: nodelay true", "zmq: hwm 1000"]
+    assert rows["machines"][0] == "local: Test CPU 9000, 48 CPUs, kernel 6.1.0-test, 64 GB"
+    assert rows["placement"][0] == "broker on local; local: producer-0, consumer-0"
+    assert rows["CPU placement"][0].startswith("host local: producer-0 on CPU 1")
+    assert rows["sixnines"][0] == "9.9.9 (Python 3.11.7)"
+    assert "Setup" in found["nav"]
+    assert devtools.errors() == []
