@@ -252,7 +252,8 @@ def test_corrupt_reaches_the_catalog_and_compare(results):
     (entry,) = json.loads(listed.stdout)
     assert entry["status"] == {"ok": 1, "partial": 1, "corrupt": 2}
     compared = sixnines("compare", results_dir / "01-intact", results_dir / "02-shifted")
-    assert compared.returncode == 1 and "Traceback" not in compared.stderr, compared.stderr
+    # B's run failed its checks: a broken night (exit 3), not a slower one (1)
+    assert compared.returncode == 3 and "Traceback" not in compared.stderr, compared.stderr
     line_with(compared.stderr, "status ok → corrupt")
     back = sixnines("compare", results_dir / "02-shifted", results_dir / "01-intact", "--json")
     assert back.returncode == 0, back.stderr  # a better status is a note, not a regression
