@@ -64,7 +64,7 @@ def judge(table: pa.Table, recent: list[Series], threshold_pct: float) -> Judgem
     their newest night and over the month, the series too few nights to judge (over the
     whole store), and whether a scenario's newest night is broken."""
     few = too_few(table)
-    judged = [one for one in recent if _key(one) not in few]
+    judged = [one for one in recent if one.key not in few]
     newest = _newest_nights(table)
     since_last = [(one, changes) for one in judged
                   if one.nights[-1].night == newest.get(one.scenario)
@@ -79,7 +79,7 @@ def judge(table: pa.Table, recent: list[Series], threshold_pct: float) -> Judgem
 
 def print_summary(update: Update, judgement: Judgement, console: Console) -> None:
     """The screen (module docstring)."""
-    console.print(_headline(update), highlight=False)
+    console.print(_headline(update), highlight=False, soft_wrap=True)  # paths whole
     _section(console, "since the last night", judgement.since_last, _since_last)
     _section(console, "in the last 30 days", judgement.month, _over_month)
     _print_few(console, judgement.few)
@@ -106,10 +106,6 @@ def too_few(table: pa.Table) -> set[tuple]:
     runs = table.filter(pc.is_valid(table["run_id"]))
     nights = distinct(runs.filter(pc.is_valid(runs["value"])), SERIES_KEY)
     return {key for key in distinct(runs, SERIES_KEY) if nights.get(key, 0) < MIN_NIGHTS}
-
-
-def _key(series: Series) -> tuple:
-    return tuple(getattr(series, name) for name in SERIES_KEY)
 
 
 def _first_after(series: Series, horizon: datetime) -> int:
@@ -152,9 +148,9 @@ def _section(console: Console, title: str, found: list[tuple[Series, list[Change
             (one, change) for change in changes)
     console.print(f"[bold]{title}[/]: {len(found)} series changed", highlight=False)
     lines = sorted(cases.items(), key=lambda item: not _worse(item[1]))
-    for (scenario, label), changes in lines[:MAX_LINES]:
-        mark = "[bold red]✗[/]" if _worse(changes) else "[green]✓[/]"
-        console.print(f"  {mark} {markup(scenario)}: {markup(label)}: {describe(changes)}",
+    for (scenario, label), of_case in lines[:MAX_LINES]:
+        mark = "[bold red]✗[/]" if _worse(of_case) else "[green]✓[/]"
+        console.print(f"  {mark} {markup(scenario)}: {markup(label)}: {describe(of_case)}",
                       highlight=False)
     _more(console, len(cases))
 

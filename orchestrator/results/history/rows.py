@@ -57,7 +57,7 @@ LATENCY_UNIT, RATE_UNIT = "µs", "msg/s"
 HOST_FACTS = ("hostname", "kernel", "python", "cpu_count", "cpu_model")
 
 #: The store's columns, in order.
-COLUMNS = pa.schema([
+COLUMN_TYPES: list[tuple[str, pa.DataType]] = [
     ("root", pa.string()),  # the root the night was found under, absolute
     ("path", pa.string()),  # the night's directory under it
     ("night", pa.string()),  # its id: the directory's name
@@ -93,7 +93,8 @@ COLUMNS = pa.schema([
     ("broker_version", pa.string()),
     ("broker_note", pa.string()),
     ("driver_options", pa.string()),  # JSON: the client's settings (acks, persistent, …)
-])
+]
+COLUMNS = pa.schema(COLUMN_TYPES)
 Rows = dict[str, list[Any]]
 
 

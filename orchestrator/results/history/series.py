@@ -63,6 +63,11 @@ class Series:
     nights: list[SeriesNight] = field(default_factory=list)
 
     @property
+    def key(self) -> tuple:
+        """Its SERIES_KEY: what names it across nights."""
+        return tuple(getattr(self, name) for name in SERIES_KEY)
+
+    @property
     def higher_is_worse(self) -> bool:
         return self.metric != THROUGHPUT
 
@@ -94,7 +99,7 @@ def find_series_changes(series: Series, start: int = 0,
     for index, night in enumerate(series.nights):
         if night.value is None:
             continue
-        if previous is not None and index >= start:
+        if previous is not None and previous.value is not None and index >= start:
             verdict = _verdict(series, previous, night, threshold_pct)
             if verdict in ("regression", "improved"):
                 changes.append(Change(index, previous.value, night.value,
@@ -139,7 +144,7 @@ def load_series(table: pa.Table, location: Path, since: datetime | None = None
         table = table.filter(pc.greater_equal(table["when"], pa.scalar(since, pa.timestamp("ms"))))
     runs = table.filter(pc.is_valid(table["run_id"]))
     unread = table.filter(pc.and_(pc.is_null(table["run_id"]),
-                                  pc.equal(table["status"], "corrupt")))
+                                  pc.equal(table["status"], pa.scalar("corrupt"))))
     series = list(_grouped(runs.sort_by([(name, "ascending") for name in (*SERIES_KEY, "when")]),
                            location))
     for row in unread.to_pylist():
@@ -155,14 +160,13 @@ def _grouped(table: pa.Table, location: Path) -> Iterator[Series]:
     reports: dict[tuple[str, str], str] = {}
     current: Series | None = None
     for index in range(table.num_rows):
-        row = {name: values[index] for name, values in columns.items()}
-        key = tuple(row[name] for name in SERIES_KEY)
-        if current is None or key != (current.scenario, current.system, current.case,
-                                      current.metric, current.figure):
+        row: dict[str, Any] = {name: values[index] for name, values in columns.items()}
+        if current is None or current.key != tuple(row[name] for name in SERIES_KEY):
             if current is not None:
                 yield current
-            current = Series(*key, unit=row["unit"])
-        place = (row["root"], row["path"])
+            current = Series(row["scenario"], row["system"], row["case"], row["metric"],
+                             row["figure"], row["unit"])
+        place: tuple[str, str] = (row["root"], row["path"])
         if place not in reports:
             reports[place] = os.path.relpath(Path(*place, REPORT_DIR, PAGE_FILE), location)
         current.nights.append(_night(row, reports[place]))
