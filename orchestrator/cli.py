@@ -362,21 +362,27 @@ def _nights(text: str) -> int:
 
 
 def _history(args, console: Console) -> int:
-    from sixnines.orchestrator.results.history.console import judge, print_summary, window_start
-    from sixnines.orchestrator.results.history.series import history_document, load_series
-    from sixnines.orchestrator.results.history.store import default_location, update_store
+    from sixnines.orchestrator.results.history.detector import DetectorProcess
 
-    location = args.store or default_location(args.roots)
-    update = update_store(args.roots, location, rebuild=args.rebuild)
-    recent = load_series(update.table, location, since=window_start(update.table))
-    judgement = judge(update.table, recent, args.threshold)
-    if args.json:
-        title = f"sixnines history of {', '.join(map(str, args.roots))}"
-        document = history_document(load_series(update.table, location), title,
-                                    args.threshold)
-        print(json.dumps(document, indent=2))
-    else:
-        print_summary(update, judgement, console)
+    with DetectorProcess() as detector:  # first: it loads while the store is updated
+        from sixnines.orchestrator.results.history.console import (
+            judge,
+            print_summary,
+            window_start,
+        )
+        from sixnines.orchestrator.results.history.series import history_document, load_series
+        from sixnines.orchestrator.results.history.store import default_location, update_store
+
+        location = args.store or default_location(args.roots)
+        update = update_store(args.roots, location, rebuild=args.rebuild)
+        recent = load_series(update.table, location, since=window_start(update.table))
+        judgement = judge(update.table, recent, detector)
+        if args.json:
+            title = f"sixnines history of {', '.join(map(str, args.roots))}"
+            document = history_document(load_series(update.table, location), title, detector)
+            print(json.dumps(document, indent=2))
+        else:
+            print_summary(update, judgement, console)
     return judgement.exit_code
 
 
@@ -626,9 +632,11 @@ def parser() -> argparse.ArgumentParser:
         description="Index every results directory under the ROOTs (each one a night) in a "
         "store kept beside them (Parquet and CSV, updated incrementally: new nights added, "
         "deleted ones dropped, edited ones read again), then say what changed since the "
-        "last night and in the last 30 days, by the rule of `compare` between consecutive "
-        "nights. Exit 0: no change; 1: a figure got worse since the last night; 2: bad "
-        "input; 3: the newest night could not be read or a run of it failed.",
+        "last night and in the last 30 days: change points over each series' nights, "
+        "beyond their sampling bands and their own night-to-night spread (a new level "
+        "shows once it has held 3 nights). Exit 0: no change; 1: a change for the worse "
+        "found since the last night; 2: bad input; 3: the newest night could not be read "
+        "or a run of it failed.",
         epilog=f"example:\n  sixnines history runs/\n  (the store: runs/{HISTORY_DIR}/"
         f"{HISTORY_TABLE} and {HISTORY_CSV})")
     history.add_argument("roots", type=Path, nargs="+", metavar="ROOT",
@@ -637,8 +645,6 @@ def parser() -> argparse.ArgumentParser:
                          help=f"the store's folder (default: {HISTORY_DIR}/ in the first ROOT)")
     history.add_argument("--rebuild", action="store_true",
                          help="read every night again instead of only new and changed ones")
-    history.add_argument("--threshold", type=_percentage, default=10.0, metavar="PCT",
-                         help="relative floor of the tolerance, %% (as for compare)")
     history.add_argument("--json", action="store_true",
                          help="print every series, night by night, as JSON")
     history.set_defaults(handler=_history)

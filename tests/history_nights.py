@@ -68,6 +68,20 @@ def slowed(results: Path, factor: float) -> Path:
     return results
 
 
+def made_unsteady(results: Path) -> Path:
+    """Every run of `results` unsteady, as the analysis says of a run whose windows' p99
+    disagreed (formats.summary.Steadiness): its upper quartile 3x its lower."""
+    path = results / SUMMARY_FILE
+    summary = json.loads(path.read_text())
+    for run in summary["runs"]:
+        p99 = run["latency_us"]["p99"]
+        run["steadiness"] = {"windows": 8, "window_s": 1.0, "p99_low_us": p99 / 2,
+                             "p99_median_us": p99, "p99_high_us": p99 * 1.5,
+                             "p99_max_us": p99 * 2, "spread": 2.0, "unsteady": True}
+    path.write_text(json.dumps(summary, indent=2))
+    return results
+
+
 def _scaled(line: str, factor: float) -> str:
     """A percentile line of a .hgrm with its value times `factor`; other lines as they are."""
     parts = line.split(maxsplit=1)

@@ -15,7 +15,7 @@ from sixnines import __version__
 from sixnines.formats.layout import REPORT_DIR, hgrm_file
 from sixnines.formats.summary import Figures
 from sixnines.orchestrator.results.compare import Tail
-from tests.history_nights import history, night, recorded, store_rows
+from tests.history_nights import history, made_unsteady, night, recorded, store_rows
 
 
 @pytest.fixture
@@ -50,6 +50,19 @@ def test_every_run_and_figure_with_its_band_from_the_hgrm(rows):
     assert {row["unit"] for row in run} == {"µs", "msg/s"}
     assert all(row["status"] == "ok" and row["lost"] == 0 and row["sent"] == 1000
                for row in run)
+
+
+def test_an_unsteady_run_is_kept_unsteady_and_shown_so(rows):
+    """The run's steadiness verdict from summary.json: empty where the analysis measured
+    none (a run too short for 4 windows), true where its windows disagreed, and the
+    series' night says so to the page."""
+    root, found = rows
+    assert {row["unsteady"] for row in found} == {None}  # 1,000 messages: no windows
+    made_unsteady(root / "nightly" / "20261101-020000")
+    assert "1 changed" in history(root).stderr
+    assert {row["unsteady"] for row in store_rows(root)} == {True}
+    series = json.loads(history(root, "--json").stdout)["series"]
+    assert all(night["unsteady"] for one in series for night in one["nights"])
 
 
 def test_where_and_with_what_it_ran(rows):

@@ -2,16 +2,27 @@
 what changed in the last 30 days, which series have too few nights to judge, and which
 nights could not be read. `--json` prints every series instead (series.history_document).
 
+Only what the screen needs is judged: the series of the last 30 days (and the few nights
+before, which hold the level their first nights are judged against), each with at least
+series.MIN_NIGHTS nights with a figure over the whole store. The detector (in a process of
+its own: history.detector) runs once over each; a change is news "since the last night"
+when it is found at a series' scenario's newest night and the detector, run again without
+that night on the series where it found any, did not find it (same first night and
+direction): the night that made it visible — the third at a new level for steady
+nights, later for unsteady ones or a step the nights' spread keeps in doubt. It is
+reported on that night, not again on the following ones (they show it in the last 30
+days).
+
 The exit code is what a nightly job acts on: 3 when the newest night of a scenario is
 broken (it could not be read, or a run of it failed: a broken night is not a slow
-system), else 1 when a series got worse since its previous night, else 0.
+system), else 1 when a change for the worse is news since the last night, else 0.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 import pyarrow as pa
@@ -19,10 +30,12 @@ import pyarrow.compute as pc
 from rich.console import Console
 
 from sixnines.formats.status import FAILED, rank
+from sixnines.orchestrator.results import changes as detector
+from sixnines.orchestrator.results.changes import Change
+from sixnines.orchestrator.results.history.detector import DetectorProcess
 from sixnines.orchestrator.results.history.series import (
     MIN_NIGHTS,
     SERIES_KEY,
-    Change,
     Series,
     find_series_changes,
 )
@@ -36,10 +49,11 @@ MAX_LINES = 8
 
 
 def window_start(table: pa.Table) -> datetime | None:
-    """The earliest night the console looks at: 30 days before the newest, and a day more
-    for the night before those (the first is judged against it); None for an empty store."""
+    """The earliest night the console looks at: 30 days before the newest, and the days
+    of a level before them (a change on the month's first night is judged against it);
+    None for an empty store."""
     newest = pc.max(table["when"]).as_py()
-    return None if newest is None else newest - MONTH - timedelta(days=1)
+    return None if newest is None else newest - MONTH - timedelta(days=detector.MIN_NIGHTS)
 
 
 @dataclass
@@ -54,27 +68,37 @@ class Judgement:
     def exit_code(self) -> int:
         if self.broken:
             return EXIT_BROKEN_NIGHT
-        worse = any(change.direction == "regression" for _, changes in self.since_last
-                    for change in changes)
+        worse = any(change.direction == "regression" for _, found in self.since_last
+                    for change in found)
         return EXIT_REGRESSION if worse else EXIT_NO_CHANGE
 
 
-def judge(table: pa.Table, recent: list[Series], threshold_pct: float) -> Judgement:
-    """The changes of the series of the last 30 days (`recent`: from `window_start` on) at
-    their newest night and over the month, the series too few nights to judge (over the
-    whole store), and whether a scenario's newest night is broken."""
+def judge(table: pa.Table, recent: list[Series], detector: DetectorProcess) -> Judgement:
+    """The changes of the series of the last 30 days (`recent`: from `window_start` on)
+    new at their scenario's newest night and over the month, the series too few nights to
+    judge (over the whole store), and whether a scenario's newest night is broken."""
     few = too_few(table)
-    judged = [one for one in recent if one.key not in few]
     newest = _newest_nights(table)
-    since_last = [(one, changes) for one in judged
-                  if one.nights[-1].night == newest.get(one.scenario)
-                  and (changes := find_series_changes(one, len(one.nights) - 1,
-                                                      threshold_pct))]
+    judged = [one for one in recent if one.key not in few]
+    found = list(zip(judged, find_series_changes(detector, judged), strict=True))
+    tonight = [(one, of_series) for one, of_series in found
+               if of_series and one.nights[-1].night == newest.get(one.scenario)]
+    before = find_series_changes(detector, [replace(one, nights=one.nights[:-1])
+                                            for one, _ in tonight])
+    since_last = [(one, new) for (one, of_series), shown in zip(tonight, before, strict=True)
+                  if (new := _new(of_series, shown))]
     horizon = max((one.nights[-1].when for one in recent), default=datetime.min) - MONTH
-    month = [(one, changes) for one in judged
-             if (changes := find_series_changes(one, _first_after(one, horizon),
-                                                threshold_pct))]
+    month = [(one, kept) for one, of_series in found
+             if (kept := [change for change in of_series
+                          if one.nights[change.index].when >= horizon])]
     return Judgement(since_last, month, few, _broken(table, newest))
+
+
+def _new(found: list[Change], shown: list[Change]) -> list[Change]:
+    """The changes of `found` (with the newest night) not `shown` without it (module
+    docstring: the same first night and direction)."""
+    before = {(change.index, change.direction) for change in shown}
+    return [change for change in found if (change.index, change.direction) not in before]
 
 
 def print_summary(update: Update, judgement: Judgement, console: Console) -> None:
@@ -106,11 +130,6 @@ def too_few(table: pa.Table) -> set[tuple]:
     runs = table.filter(pc.is_valid(table["run_id"]))
     nights = distinct(runs.filter(pc.is_valid(runs["value"])), SERIES_KEY)
     return {key for key in distinct(runs, SERIES_KEY) if nights.get(key, 0) < MIN_NIGHTS}
-
-
-def _first_after(series: Series, horizon: datetime) -> int:
-    return next((index for index, night in enumerate(series.nights) if night.when >= horizon),
-                len(series.nights))
 
 
 def _headline(update: Update) -> str:

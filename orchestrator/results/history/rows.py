@@ -9,7 +9,8 @@ moved it (orchestrator.results.compare, rule 2), from the run's .hgrm when it ho
 run's samples, else from the summary's percentiles (`band` says which); percentiles with
 fewer than compare's MIN_TAIL_SAMPLES samples above them, the max and the rates have none.
 A run's `case` is the values of the parameters swept in its night ("message_size=1024"),
-which with scenario, system and metric names its series across nights.
+which with scenario, system and metric names its series across nights; `unsteady` is its
+summary's steadiness verdict (its own windows' p99 disagreed), empty when not measured.
 
 A night that cannot be read (its summary.json refused, or missing: not analysed) is one
 row with its `status` (corrupt, not analysed) and `problem`, and no run; its scenario is
@@ -78,6 +79,8 @@ COLUMN_TYPES: list[tuple[str, pa.DataType]] = [
     ("band", pa.string()),  # hgrm | summary: what the band was read off
     ("samples", pa.int64()),  # the values the latency figures rest on
     ("status", pa.string()),  # the run's (ok, partial, failed, corrupt), or the night's
+    ("unsteady", pa.bool_()),  # the run's steadiness: its windows' p99 disagreed (empty:
+    #                            not measured; formats.summary.Steadiness)
     ("problem", pa.string()),  # why a night or a run has no figures
     ("sent", pa.int64()),
     ("received", pa.int64()),
@@ -143,6 +146,7 @@ def _run_facts(run: RunSummary, swept: list[str]) -> dict[str, Any]:
     return {"run_id": run.run_id, "system": run.system, "load": str(run_load(run)),
             "case": " ".join(f"{name}={_text(run.params.get(name))}" for name in swept),
             "status": run.status, "problem": run.problems[0] if run.problems else None,
+            "unsteady": run.steadiness.unsteady if run.steadiness is not None else None,
             **{name: getattr(run, name) for name in
                ("sent", "received", "lost", "unknown", "duplicated")},
             "warnings": len(run.warnings), "broker_kind": run.broker.kind,

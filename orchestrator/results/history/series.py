@@ -1,20 +1,17 @@
 """The store's rows as series — one figure of one system and case of a scenario, night after
 night — where their level changed, and the JSON document the history page reads.
 
-Where a series changed is `find_series_changes`, the one place that judges it. It holds
-each night against the night before that has the figure, by `compare`'s rule
-(orchestrator.results.compare: beyond both nights' sampling bands and the relative floor,
-and, for latency, by more than its absolute floor): a step from one night to the next is
-found on the night it happens, a single-night spike on its night and on the next, and a
-slow creep over weeks not at all — that takes a change-point detector over the whole
-series, which is what this function is to call instead.
+Where a series changed is `find_series_changes`, the one place that judges it: the
+change-point detector (orchestrator.results.changes, run in its own process:
+history.detector) over its nights, each with its figure, sampling band, steadiness and
+status. A level needs changes.MIN_NIGHTS nights, so
+a series with fewer than two such levels' nights (MIN_NIGHTS) is not judged.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,18 +21,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sixnines.formats.layout import PAGE_FILE, REPORT_DIR
-from sixnines.formats.summary import Figures
-from sixnines.orchestrator.results.compare import latency_figure, rate_change
+from sixnines.orchestrator.results import changes
+from sixnines.orchestrator.results.changes import Change, Night
+from sixnines.orchestrator.results.history.detector import DetectorProcess
 from sixnines.orchestrator.results.history.rows import THROUGHPUT
 
-#: The relative floor of `compare`'s rule (its --threshold).
-THRESHOLD_PCT = 10.0
-#: A series with fewer nights with a figure is not judged: a level is not seen in fewer.
-MIN_NIGHTS = 5
+#: A series with fewer nights with a figure is not judged: a level before and a level
+#: after a change each need the detector's MIN_NIGHTS.
+MIN_NIGHTS = 2 * changes.MIN_NIGHTS
 SERIES_KEY = ("scenario", "system", "case", "metric", "figure")
 #: The store's columns a series' night is made of.
-NIGHT_COLUMNS = ("unit", "night", "when", "value", "low", "high", "status", "samples", "root",
-                 "path", "problem")
+NIGHT_COLUMNS = ("unit", "night", "when", "value", "low", "high", "status", "unsteady",
+                 "samples", "root", "path", "problem")
 
 
 @dataclass(frozen=True)
@@ -49,7 +46,7 @@ class SeriesNight:
     status: str
     samples: int | None  # the values a latency figure rests on
     report: str | None  # its results' page, relative to the store's folder
-    unsteady: bool = False
+    unsteady: bool = False  # the run's own windows disagreed (formats.summary.Steadiness)
 
 
 @dataclass
@@ -71,67 +68,18 @@ class Series:
     def higher_is_worse(self) -> bool:
         return self.metric != THROUGHPUT
 
-    @property
-    def judged(self) -> bool:
-        """Enough nights with the figure to judge the series (MIN_NIGHTS)."""
-        return sum(night.value is not None for night in self.nights) >= MIN_NIGHTS
-
     def label(self) -> str:
         """'tcp message_size=64' (with its scenario in front when asked)."""
         return " ".join(part for part in (self.system or "?", self.case) if part)
 
 
-@dataclass(frozen=True)
-class Change:
-    """Where a series' level changed: `index` is the first night at the new level."""
-    index: int
-    before: float
-    after: float
-    relative: float  # after / before - 1
-    direction: str  # regression | improvement
-
-
-def find_series_changes(series: Series, start: int = 0,
-                        threshold_pct: float = THRESHOLD_PCT) -> list[Change]:
-    """The changes of `series` at nights `start` and after (module docstring)."""
-    changes = []
-    previous: SeriesNight | None = None
-    for index, night in enumerate(series.nights):
-        if night.value is None:
-            continue
-        if previous is not None and previous.value is not None and index >= start:
-            verdict = _verdict(series, previous, night, threshold_pct)
-            if verdict in ("regression", "improved"):
-                changes.append(Change(index, previous.value, night.value,
-                                      night.value / previous.value - 1,
-                                      "regression" if verdict == "regression"
-                                      else "improvement"))
-        previous = night
-    return changes
-
-
-class StoredBand:
-    """A night's band as the store keeps it, in the shape compare's rule reads a band."""
-
-    def __init__(self, night: SeriesNight) -> None:
-        self.night = night
-
-    def half_widths(self, key: str) -> tuple[float, float]:
-        value, low, high = self.night.value, self.night.low, self.night.high
-        if not (value and low and high):
-            return 0.0, 0.0
-        return math.log(value / low), math.log(high / value)
-
-
-def _verdict(series: Series, before: SeriesNight, after: SeriesNight,
-             threshold_pct: float) -> str:
-    """compare's verdict on the figure from `before` to `after`."""
-    if series.metric == THROUGHPUT:
-        return rate_change(before.value, after.value, series.figure, threshold_pct).verdict
-    a, b = (Figures.model_validate({series.figure: night.value, "count": night.samples or 0})
-            for night in (before, after))
-    return latency_figure(a, b, series.figure, threshold_pct,
-                          (StoredBand(before), StoredBand(after))).verdict  # type: ignore[arg-type]
+def find_series_changes(detector: DetectorProcess, series: Sequence[Series]
+                        ) -> list[list[Change]]:
+    """Where each series' level changed: the detector over its nights (module
+    docstring)."""
+    return detector.find([([Night(night.night, night.value, night.low, night.high,
+                                  night.unsteady, night.status) for night in one.nights],
+                           one.higher_is_worse) for one in series])
 
 
 def load_series(table: pa.Table, location: Path, since: datetime | None = None
@@ -176,22 +124,24 @@ def _grouped(table: pa.Table, location: Path) -> Iterator[Series]:
 
 def _night(row: dict[str, Any], report: str | None) -> SeriesNight:
     return SeriesNight(row["night"], row["when"], row.get("value"), row.get("low"),
-                       row.get("high"), row["status"] or "failed", row.get("samples"), report)
+                       row.get("high"), row["status"] or "failed", row.get("samples"), report,
+                       bool(row.get("unsteady")))
 
 
-def history_document(series: list[Series], title: str,
-                     threshold_pct: float = THRESHOLD_PCT) -> dict[str, Any]:
+def history_document(series: list[Series], title: str, detector: DetectorProcess
+                     ) -> dict[str, Any]:
     """What the history page shows: every series with its nights and changes."""
+    found = find_series_changes(detector, series)
     return {"title": title, "generated": datetime.now().astimezone().isoformat(
                 timespec="seconds"),
-            "series": [_series_json(one, threshold_pct) for one in series]}
+            "series": [_series_json(one, changes_of)
+                       for one, changes_of in zip(series, found, strict=True)]}
 
 
-def _series_json(series: Series, threshold_pct: float) -> dict[str, Any]:
+def _series_json(series: Series, found: list[Change]) -> dict[str, Any]:
     nights = [{**{key: value for key, value in asdict(night).items() if key != "samples"},
                "when": night.when.isoformat()} for night in series.nights]
     return {"scenario": series.scenario, "system": series.system, "case": series.case,
             "metric": series.metric, "figure": series.figure, "unit": series.unit,
             "nights": nights,
-            "changes": [asdict(change) for change in find_series_changes(
-                series, threshold_pct=threshold_pct)]}
+            "changes": [asdict(change) for change in found]}
