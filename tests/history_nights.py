@@ -44,6 +44,17 @@ def recorded(tmp_path_factory, count: int = 2) -> list[Path]:
     return [Path((night / "done").read_text()) for night in nights]
 
 
+def recorded_repeated(tmp_path_factory) -> Path:
+    """A real analysed results directory of NIGHTLY with each case run 3 times, recorded
+    once per session."""
+    where = tmp_path_factory.getbasetemp() / "history-repeated"
+    if not (where / "done").exists():
+        shutil.rmtree(where, ignore_errors=True)
+        results = analysed(where, NIGHTLY + "repeat: 3\n")
+        (where / "done").write_text(str(results))
+    return Path((where / "done").read_text())
+
+
 def night(source: Path, root: Path, day: int, name: str | None = None) -> Path:
     """A copy of the results directory `source` (without the agents' records, which the
     history does not read) as night `day` of November under `root`/nightly/."""

@@ -286,7 +286,7 @@ def load_side(path: Path) -> Side:
         raise CompareError(f"{path}: no such directory")
     if (results := _summary_under(path, SUMMARY_FILE)).is_file():
         summary = read_results_summary(results)
-        runs = _compared_runs(summary)
+        runs = compared_runs(summary)
         return Side(path, runs, single=False, tails=hgrm_tails(path, runs, in_run_folders=True),
                     spreads={case.merged.run_id: case.spread for case in summary.repeats})
     if (run := _summary_under(path, REPORT_DIR, SUMMARY_FILE)).is_file():
@@ -299,7 +299,7 @@ def load_side(path: Path) -> Side:
     raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
 
 
-def _compared_runs(summary: ResultsSummary) -> list[RunSummary]:
+def compared_runs(summary: ResultsSummary) -> list[RunSummary]:
     """The runs of a results summary as compared: each repeated case as its merged run
     (its repeats not one by one), then the runs of no repeated case."""
     return [*(case.merged for case in summary.repeats),
