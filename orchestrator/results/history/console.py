@@ -13,9 +13,10 @@ nights, later for unsteady ones or a step the nights' spread keeps in doubt. It 
 reported on that night, not again on the following ones (they show it in the last 30
 days).
 
-The exit code is what a nightly job acts on: 3 when the newest night of a scenario is
-broken (it could not be read, or a run of it failed: a broken night is not a slow
-system), else 1 when a change for the worse is news since the last night, else 0.
+The exit code is what a nightly job acts on: 3 when the newest night of a scenario cannot
+be judged (it could not be read, a run of it failed, or a run was unsteady: a broken night
+is not a slow system), else 1 when a change for the worse is news since the last night,
+else 0.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import pyarrow.compute as pc
 from rich.console import Console
 
 from sixnines.formats.status import FAILED, rank
-from sixnines.orchestrator.results import changes as detector
+from sixnines.orchestrator.results.changes import MIN_NIGHTS as LEVEL_NIGHTS
 from sixnines.orchestrator.results.changes import Change
 from sixnines.orchestrator.results.history.detector import DetectorProcess
 from sixnines.orchestrator.results.history.series import (
@@ -53,7 +54,7 @@ def window_start(table: pa.Table) -> datetime | None:
     of a level before them (a change on the month's first night is judged against it);
     None for an empty store."""
     newest = pc.max(table["when"]).as_py()
-    return None if newest is None else newest - MONTH - timedelta(days=detector.MIN_NIGHTS)
+    return None if newest is None else newest - MONTH - timedelta(days=LEVEL_NIGHTS)
 
 
 @dataclass
@@ -62,7 +63,8 @@ class Judgement:
     since_last: list[tuple[Series, list[Change]]]
     month: list[tuple[Series, list[Change]]]
     few: set[tuple]
-    broken: bool
+    broken: str | None  # why a scenario's newest night cannot be judged
+    tonight: list[Series]  # the series of each scenario's newest night, too few included
 
     @property
     def exit_code(self) -> int:
@@ -76,7 +78,8 @@ class Judgement:
 def judge(table: pa.Table, recent: list[Series], detector: DetectorProcess) -> Judgement:
     """The changes of the series of the last 30 days (`recent`: from `window_start` on)
     new at their scenario's newest night and over the month, the series too few nights to
-    judge (over the whole store), and whether a scenario's newest night is broken."""
+    judge (over the whole store), and whether a scenario's newest night is broken or
+    unsteady."""
     few = too_few(table)
     newest = _newest_nights(table)
     judged = [one for one in recent if one.key not in few]
@@ -91,7 +94,8 @@ def judge(table: pa.Table, recent: list[Series], detector: DetectorProcess) -> J
     month = [(one, kept) for one, of_series in found
              if (kept := [change for change in of_series
                           if one.nights[change.index].when >= horizon])]
-    return Judgement(since_last, month, few, _broken(table, newest))
+    return Judgement(since_last, month, few, _broken(table, newest),
+                     [one for one in recent if one.nights[-1].night == newest.get(one.scenario)])
 
 
 def _new(found: list[Change], shown: list[Change]) -> list[Change]:
@@ -104,6 +108,9 @@ def _new(found: list[Change], shown: list[Change]) -> list[Change]:
 def print_summary(update: Update, judgement: Judgement, console: Console) -> None:
     """The screen (module docstring)."""
     console.print(_headline(update), highlight=False, soft_wrap=True)  # paths whole
+    if judgement.broken:
+        console.print(f"[bold red]the newest night cannot be judged[/] (exit 3): "
+                      f"{markup(judgement.broken)}", highlight=False, soft_wrap=True)
     _section(console, "since the last night", judgement.since_last, _since_last)
     _section(console, "in the last 30 days", judgement.month, _over_month)
     _print_few(console, judgement.few)
@@ -148,13 +155,24 @@ def _newest_nights(table: pa.Table) -> dict[str | None, str]:
     return {scenario: night for _, scenario, night in nights}
 
 
-def _broken(table: pa.Table, newest: dict[str | None, str]) -> bool:
-    """Whether a scenario's newest night could not be read or holds a failed run."""
-    table = table.select(["scenario", "night", "status"])
+def _broken(table: pa.Table, newest: dict[str | None, str]) -> str | None:
+    """Why a scenario's newest night cannot be judged — it could not be read, a run of it
+    failed or is corrupt, or a run was unsteady (its own seconds disagreed: its figures
+    stand for no steady state) — or None."""
+    table = table.select(["scenario", "night", "run_id", "status", "unsteady"])
     rows = table.filter(pc.is_in(table["night"], value_set=pa.array(
         list(newest.values()), pa.string())))
-    return any(newest.get(scenario) == night and rank(status) >= rank(FAILED)
-               for scenario, night, status in distinct(rows, ["scenario", "night", "status"]))
+    found = [(night, run_id, status, unsteady) for scenario, night, run_id, status, unsteady
+             in distinct(rows, ["scenario", "night", "run_id", "status", "unsteady"])
+             if newest.get(scenario) == night]
+    problems = [f"{night}: {run_id or 'the night'} {status}"
+                for night, run_id, status, _ in found if rank(status) >= rank(FAILED)]
+    problems += [f"{night}: {run_id} unsteady" for night, run_id, _, unsteady in found
+                 if unsteady]
+    if not problems:
+        return None
+    more = f" and {len(problems) - MAX_LINES} more" if len(problems) > MAX_LINES else ""
+    return ", ".join(problems[:MAX_LINES]) + more
 
 
 def _section(console: Console, title: str, found: list[tuple[Series, list[Change]]],

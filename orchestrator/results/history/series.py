@@ -10,8 +10,9 @@ a series with fewer than two such levels' nights (MIN_NIGHTS) is not judged.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,7 +46,7 @@ class SeriesNight:
     high: float | None
     status: str
     samples: int | None  # the values a latency figure rests on
-    report: str | None  # its results' page, relative to the store's folder
+    report: str | None  # its results' page, absolute (a document makes it relative)
     unsteady: bool = False  # the run's own windows disagreed (formats.summary.Steadiness)
 
 
@@ -82,8 +83,7 @@ def find_series_changes(detector: DetectorProcess, series: Sequence[Series]
                            one.higher_is_worse) for one in series])
 
 
-def load_series(table: pa.Table, location: Path, since: datetime | None = None
-                ) -> list[Series]:
+def load_series(table: pa.Table, since: datetime | None = None) -> list[Series]:
     """Every series of the store's `table` (nights from `since` on), nights in order. A
     night that could not be read (corrupt) is a night without a figure in every series of
     its scenario."""
@@ -93,8 +93,8 @@ def load_series(table: pa.Table, location: Path, since: datetime | None = None
     runs = table.filter(pc.is_valid(table["run_id"]))
     unread = table.filter(pc.and_(pc.is_null(table["run_id"]),
                                   pc.equal(table["status"], pa.scalar("corrupt"))))
-    series = list(_grouped(runs.sort_by([(name, "ascending") for name in (*SERIES_KEY, "when")]),
-                           location))
+    series = list(_grouped(runs.sort_by([(name, "ascending")
+                                         for name in (*SERIES_KEY, "when")])))
     for row in unread.to_pylist():
         for one in series:
             if one.scenario == row["scenario"]:
@@ -103,7 +103,7 @@ def load_series(table: pa.Table, location: Path, since: datetime | None = None
     return series
 
 
-def _grouped(table: pa.Table, location: Path) -> Iterator[Series]:
+def _grouped(table: pa.Table) -> Iterator[Series]:
     columns = {name: table[name].to_pylist() for name in (*SERIES_KEY, *NIGHT_COLUMNS)}
     reports: dict[tuple[str, str], str] = {}
     current: Series | None = None
@@ -116,7 +116,7 @@ def _grouped(table: pa.Table, location: Path) -> Iterator[Series]:
                              row["figure"], row["unit"])
         place: tuple[str, str] = (row["root"], row["path"])
         if place not in reports:
-            reports[place] = os.path.relpath(Path(*place, REPORT_DIR, PAGE_FILE), location)
+            reports[place] = os.path.join(*place, REPORT_DIR, PAGE_FILE)
         current.nights.append(_night(row, reports[place]))
     if current is not None:
         yield current
@@ -128,19 +128,23 @@ def _night(row: dict[str, Any], report: str | None) -> SeriesNight:
                        bool(row.get("unsteady")))
 
 
-def history_document(series: list[Series], title: str, detector: DetectorProcess
-                     ) -> dict[str, Any]:
-    """What the history page shows: every series with its nights and changes."""
-    found = find_series_changes(detector, series)
+def history_document(series: list[Series], found: list[list[Change]], title: str,
+                     folder: Path) -> dict[str, Any]:
+    """What the history page shows: every series with its nights and changes (`found`,
+    series by series), each night's report relative to `folder` (where the document is
+    read from)."""
+    relative = functools.cache(lambda report: os.path.relpath(report, folder))
     return {"title": title, "generated": datetime.now().astimezone().isoformat(
                 timespec="seconds"),
-            "series": [_series_json(one, changes_of)
+            "series": [_series_json(one, changes_of, relative)
                        for one, changes_of in zip(series, found, strict=True)]}
 
 
-def _series_json(series: Series, found: list[Change]) -> dict[str, Any]:
+def _series_json(series: Series, found: list[Change], relative: Callable[[str], str]
+                 ) -> dict[str, Any]:
     nights = [{**{key: value for key, value in asdict(night).items() if key != "samples"},
-               "when": night.when.isoformat()} for night in series.nights]
+               "when": night.when.isoformat(),
+               "report": night.report and relative(night.report)} for night in series.nights]
     return {"scenario": series.scenario, "system": series.system, "case": series.case,
             "metric": series.metric, "figure": series.figure, "unit": series.unit,
             "nights": nights,
