@@ -44,10 +44,9 @@ PARALLEL_FROM = 16
 KEY = ("root", "path")
 #: Columns the store keeps for itself, left out of the CSV copy.
 BOOKKEEPING = ("checksum", "file_status")
-#: A text a spreadsheet takes for a formula, its first character a group (store._inert).
-FORMULA_START = "^([=+\\-@\t\r])"
-#: Each row's night, as `_key` names it.
-NIGHT_KEY = pc.binary_join_element_wise(pc.field("root"), pc.field("path"), pc.scalar("\0"))
+#: What a spreadsheet takes for the start of a formula (store._inert).
+FORMULA_FIRST = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = "^([=+\\-@\t\r])"  # a regular expression of the same, as a group
 #: The store's order of rows: nights in order of time, then root and path.
 IN_ORDER: list[tuple[str, Literal["ascending", "descending"]]] = [
     ("when", "ascending"), ("root", "ascending"), ("path", "ascending")]
@@ -110,7 +109,7 @@ def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -
         table = previous
     else:
         kept = table_of([]) if previous is None else previous.filter(
-            pc.is_in(NIGHT_KEY, value_set=pa.array(sorted(unchanged), pa.string())))
+            pc.is_in(_keys(previous), value_set=pa.array(sorted(unchanged), pa.string())))
         table = _in_order(kept, table_of(parts))
     update = Update(table, location, nights=len(nights), removed=removed, rebuilt=why)
     for (night, _), rows in zip(stale, parts, strict=True):
@@ -166,10 +165,13 @@ def _inert(table: pa.Table) -> pa.Table:
     tab or a carriage return) behind a `'`, which spreadsheets show and never evaluate:
     names come from results directories that may come from anywhere, and a system named
     `=HYPERLINK(…)` must not become a live formula in whoever opens the CSV."""
+    first = pa.array(FORMULA_FIRST, pa.string())
     for index, field in enumerate(table.schema):
-        if pa.types.is_string(field.type):
+        column = table.column(index)
+        if pa.types.is_string(field.type) and pc.any(pc.is_in(
+                pc.utf8_slice_codeunits(column, 0, 1), value_set=first)).as_py():
             table = table.set_column(index, field, pc.replace_substring_regex(
-                table.column(index), pattern=FORMULA_START, replacement="'\\1"))
+                column, pattern=FORMULA_START, replacement="'\\1"))
     return table
 
 
@@ -179,6 +181,12 @@ def _rows_of(item: tuple[NightDir, str]) -> dict:
 
 def _key(night: NightDir) -> str:
     return f"{night.root}\0{night.relative}"
+
+
+def _keys(table: pa.Table) -> pa.ChunkedArray:
+    """Each row's night, as `_key` names it (called by name: the stubs' signature of
+    binary_join_element_wise takes no column beside a text)."""
+    return pc.call_function("binary_join_element_wise", [table["root"], table["path"], "\0"])
 
 
 def _indexed(table: pa.Table) -> dict[str, tuple[str, str]]:
