@@ -342,8 +342,8 @@ Exit codes, for a nightly job:
   1  regression
   2  bad input (arguments, directories, summaries, no passing night to compare with)
   3  B cannot be judged: a run of it failed or is corrupt, or it holds none, or a run
-     (or a repeat) was unsteady: its own seconds disagreed on p99 (steadiness in its
-     summary.json) — a broken night, not a slower system
+     (or a repeat) was unsteady: its own seconds disagreed on p99 (its summary's
+     steadiness) — a broken night, not a slower system
 
 examples:
   sixnines compare runs/nightly/20261126-030000 runs/nightly/20261127-030000
