@@ -293,7 +293,7 @@ def _compare(args, console: Console) -> int:
 
     reference, judged = _compare_sides(args)
     comparison = compare(reference, judged, threshold_pct=args.threshold)
-    broken = judged_run_broken(judged.runs)
+    broken = judged_run_broken(judged.runs, judged.repeats)
     if not broken and (unrelated := comparison.nothing_in_common()):
         raise CompareError(f"{reference.path} and {judged.path} have nothing in common to "
                            f"compare: {unrelated}")
@@ -406,13 +406,38 @@ Exit codes, for a nightly job:
   1  regression
   2  bad input (arguments, directories, summaries, no passing night to compare with),
      or A and B have nothing in common (no run of B matches one of A)
-  3  B cannot be judged: a run of it failed or is corrupt, or it holds none
-     (a broken night, not a slower system)
+  3  B cannot be judged: a run of it failed or is corrupt, or it holds none, or a run
+     (or a repeat) was unsteady: its own seconds disagreed on p99 (its summary's
+     steadiness) — a broken night, not a slower system
 
 examples:
   sixnines compare runs/nightly/20261126-030000 runs/nightly/20261127-030000
   sixnines compare --baseline runs --last 7 --junit compare.xml \\
       runs/nightly/20261127-030000
+"""
+
+HISTORY_DESCRIPTION = f"""\
+Index every results directory under the ROOTs (each one a night) in a store kept beside
+them (Parquet and CSV, updated incrementally: new nights added, deleted ones dropped,
+edited ones read again), then say what changed since the last night and in the last 30
+days. A series (one figure of one system and case) changed where its nights moved to a
+new level and held it for 3 nights or more, by more than the nights' sampling bands and
+the series' own night-to-night spread (change points); unsteady nights and nights of a
+status other than ok count half. A series needs 6 nights with the figure to be judged.
+A change is news since the last night on the night that made it visible.
+
+Exit codes, for a nightly job:
+  0  no change for the worse since the last night
+  1  a change for the worse found since the last night
+  2  bad input (a root that is no directory or holds no results, a file's directory
+     missing)
+  3  a scenario's newest night cannot be judged: it could not be read, a run of it failed
+     or is corrupt, or a run was unsteady (its own seconds' p99 disagreed)
+
+examples:
+  sixnines history runs/
+  sixnines history runs/ --html runs/history.html --junit runs/junit.xml
+  (the store: runs/{HISTORY_DIR}/{HISTORY_TABLE} and {HISTORY_CSV})
 """
 
 #: Nights pooled by `compare --baseline` without --last: a week of nightly runs.
@@ -427,22 +452,56 @@ def _nights(text: str) -> int:
 
 
 def _history(args, console: Console) -> int:
-    from sixnines.orchestrator.results.history.console import judge, print_summary, window_start
-    from sixnines.orchestrator.results.history.series import history_document, load_series
-    from sixnines.orchestrator.results.history.store import default_location, update_store
+    from sixnines.formats.errors import BadInput
+    from sixnines.orchestrator.results.history.detector import DetectorProcess
 
-    location = args.store or default_location(args.roots)
-    update = update_store(args.roots, location, rebuild=args.rebuild)
-    recent = load_series(update.table, location, since=window_start(update.table))
-    judgement = judge(update.table, recent, args.threshold)
-    if args.json:
-        title = f"sixnines history of {', '.join(map(str, args.roots))}"
-        document = history_document(load_series(update.table, location), title,
-                                    args.threshold)
-        print(json.dumps(document, indent=2))
-    else:
+    for option, path in (("--html", args.html), ("--junit", args.junit)):
+        if path is not None and not path.parent.is_dir():
+            raise BadInput(f"{path}: {option}: no directory {path.parent} to write it in")
+    with DetectorProcess() as detector:  # first: it loads while the store is updated
+        from sixnines.orchestrator.results.history.console import (
+            judge,
+            print_summary,
+            window_start,
+        )
+        from sixnines.orchestrator.results.history.series import load_series
+        from sixnines.orchestrator.results.history.store import default_location, update_store
+
+        location = args.store or default_location(args.roots)
+        update = update_store(args.roots, location, rebuild=args.rebuild)
+        recent = load_series(update.table, since=window_start(update.table))
+        judgement = judge(update.table, recent, detector)
+        if args.json or args.html:
+            _history_documents(args, update.table, location, detector)
+    if not args.json:
         print_summary(update, judgement, console)
+    if args.junit is not None:
+        from sixnines.orchestrator.results.history.checks import history_checks
+        from sixnines.orchestrator.results.junit import write_junit
+
+        write_junit(args.junit, history_checks(judgement), {
+            "roots": ", ".join(map(str, args.roots)), "store": str(location)})
     return judgement.exit_code
+
+
+def _history_documents(args, table, location: Path, detector) -> None:
+    """--json on stdout (reports relative to the store) and the --html page (reports
+    relative to the page): every series over all its nights, judged once."""
+    from sixnines.orchestrator.reports.history_page import write_history_page
+    from sixnines.orchestrator.results.history.series import (
+        find_series_changes,
+        history_document,
+        load_series,
+    )
+
+    title = f"sixnines history of {', '.join(map(str, args.roots))}"
+    series = load_series(table)
+    found = find_series_changes(detector, series)
+    if args.json:
+        print(json.dumps(history_document(series, found, title, location), indent=2))
+    if args.html is not None:
+        write_history_page(history_document(series, found, title, args.html.parent.absolute()),
+                           args.html)
 
 
 #: The largest --threshold: B eleven times A. Beyond, no latency change would be flagged
@@ -790,26 +849,26 @@ def parser() -> argparse.ArgumentParser:
     _override_options(check)
     check.set_defaults(handler=_hosts_check)
 
-    history = _command(
-        commands, "history", "index every night's results and say what changed",
-        "Index every results directory under the ROOTs (each one a night) in a store kept "
-        "beside them (Parquet and CSV, updated incrementally: new nights added, deleted ones "
-        "dropped, edited ones read again), then say what changed since the last night and in "
-        "the last 30 days, by the rule of `compare` between consecutive nights. Exit 0: no "
-        "change; 1: a figure got worse since the last night; 2: bad input; 3: the newest "
-        "night could not be read or a run of it failed. The store: "
-        f"ROOT/{HISTORY_DIR}/{HISTORY_TABLE} and {HISTORY_CSV}.",
-        "sixnines history runs/", "sixnines history runs/ --json > history.json")
+    history = commands.add_parser(
+        "history", parents=[VERBOSE], help="index every night's results and say what changed",
+        formatter_class=_HelpFormatter, description=HISTORY_DESCRIPTION)
     history.add_argument("roots", type=Path, nargs="+", metavar="ROOT",
                          help="where results are (a scenario's output, e.g. runs/)")
     history.add_argument("--store", type=Path, metavar="DIR",
                          help=f"the store's folder (default: {HISTORY_DIR}/ in the first ROOT)")
     history.add_argument("--rebuild", action="store_true",
                          help="read every night again instead of only new and changed ones")
-    history.add_argument("--threshold", type=_percentage, default=10.0, metavar="PCT",
-                         help="relative floor of the tolerance, %% (as for compare)")
     history.add_argument("--json", action="store_true",
-                         help="print every series, night by night, as JSON")
+                         help="print every series, night by night, as JSON (reports "
+                         "relative to the store's folder)")
+    history.add_argument("--html", type=Path, metavar="FILE",
+                         help="also write the history page to FILE: every series over its "
+                         "nights, bands, change points, bad and unsteady nights (no network "
+                         "needed to open it)")
+    history.add_argument("--junit", type=Path, metavar="FILE",
+                         help="also write JUnit XML to FILE: a test case per series of the "
+                         "newest nights (a change for the worse since the last night fails, "
+                         "too few nights skip), for Jenkins and GitLab")
     history.set_defaults(handler=_history)
 
     schema = _command(

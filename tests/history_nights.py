@@ -19,7 +19,7 @@ from sixnines.formats.layout import (
     SUMMARY_FILE,
     hgrm_file,
 )
-from tests.faults.support import analysed, sixnines
+from tests.faults.support import analysed, sixnines, unsteady_steadiness
 
 #: Two runs a night (a swept size: a case each), 1,000 messages each through the relay.
 NIGHTLY = """
@@ -44,6 +44,17 @@ def recorded(tmp_path_factory, count: int = 2) -> list[Path]:
     return [Path((night / "done").read_text()) for night in nights]
 
 
+def recorded_repeated(tmp_path_factory) -> Path:
+    """A real analysed results directory of NIGHTLY with each case run 3 times, recorded
+    once per session."""
+    where = tmp_path_factory.getbasetemp() / "history-repeated"
+    if not (where / "done").exists():
+        shutil.rmtree(where, ignore_errors=True)
+        results = analysed(where, NIGHTLY + "repeat: 3\n")
+        (where / "done").write_text(str(results))
+    return Path((where / "done").read_text())
+
+
 def night(source: Path, root: Path, day: int, name: str | None = None) -> Path:
     """A copy of the results directory `source` (without the agents' records, which the
     history does not read) as night `day` of November under `root`/nightly/."""
@@ -64,6 +75,17 @@ def slowed(results: Path, factor: float) -> Path:
         hgrm = results / run["run_id"] / REPORT_DIR / hgrm_file("latency")
         hgrm.write_text("".join(_scaled(line, factor)
                                 for line in hgrm.read_text().splitlines(keepends=True)))
+    path.write_text(json.dumps(summary, indent=2))
+    return results
+
+
+def made_unsteady(results: Path) -> Path:
+    """Every run of `results` unsteady, as the analysis says of a run whose own seconds
+    disagreed on p99."""
+    path = results / SUMMARY_FILE
+    summary = json.loads(path.read_text())
+    for run in summary["runs"]:
+        run["steadiness"] = unsteady_steadiness(run["latency_us"]["p99"])
     path.write_text(json.dumps(summary, indent=2))
     return results
 

@@ -13,7 +13,9 @@ from sixnines.orchestrator.results.changes import (
     MIN_NIGHTS,
     Change,
     Night,
+    SortedL1Cost,
     find_changes,
+    load_detector,
     spread,
     weighted_median,
 )
@@ -129,3 +131,21 @@ def test_weighted_median():
     assert weighted_median(np.array([1.0, 2.0, 3.0]), np.ones(3)) == 2.0
     assert weighted_median(np.array([1.0, 2.0]), np.ones(2)) == 1.5
     assert weighted_median(np.array([1.0, 2.0, 9.0]), np.array([1.0, 0.5, 0.5])) == 1.5
+
+
+@pytest.mark.parametrize("count", [8, 30, 365])
+def test_the_sorted_cost_segments_as_ruptures_own_l1_does(count: int):
+    """SortedL1Cost is ruptures' "l1" made faster, not another cost: the same breakpoints
+    on series with steps, spikes and noise of several sizes."""
+    ruptures = load_detector()
+    rng = np.random.default_rng(count)
+    for trial in range(12):
+        y = np.log(noisy(trial, count, sigma=(0.02, 0.05, 0.15)[trial % 3]))
+        y[count // 3:] += (0.0, 0.1, 0.2, 0.5)[trial % 4]
+        y[rng.integers(count)] += 0.7 * (trial % 2)
+        penalty = math.log(count) * 0.05
+        theirs = ruptures.Binseg(model="l1", min_size=MIN_NIGHTS, jump=1).fit(y).predict(
+            pen=penalty)
+        ours = ruptures.Binseg(custom_cost=SortedL1Cost(), min_size=MIN_NIGHTS, jump=1).fit(
+            y).predict(pen=penalty)
+        assert ours == theirs

@@ -25,6 +25,17 @@ def schema_errors(document: bytes | str | Path) -> list[str]:
             if isinstance(text, bytes) else text)]
 
 
+def junit_cases(path: Path) -> dict[str, list[tuple[str, str]]]:
+    """The JUnit file's test cases by outcome ("passed", "failure", "skipped"),
+    [(classname, name)], once it is valid against the schema."""
+    assert schema_errors(path) == [], path.read_text()
+    found: dict[str, list[tuple[str, str]]] = {"passed": [], "failure": [], "skipped": []}
+    for case in ElementTree.parse(path).iter("testcase"):
+        found[case[0].tag if len(case) else "passed"].append((case.get("classname"),
+                                                               case.get("name")))
+    return found
+
+
 CHECKS = [
     Check("tcp message_size=64", "latency p50", "tcp.message_size=64", CaseOutcome.PASSED,
           "same"),

@@ -12,6 +12,7 @@ files: it goes through orchestrator.terminal.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections import Counter
@@ -147,10 +148,12 @@ def _manifests(path: Path) -> list[Manifest | None]:
 
 def recorded_when(path: Path, manifests: list[Manifest]) -> datetime:
     """When the results were recorded: the stamp in the directory's name (the controller's
-    local time), else the first run's creation, else the directory's modification time."""
+    local time), else the first run's creation, else the directory's modification time. A
+    name shaped like a stamp but naming no time (20261399-250000) is no stamp."""
     stamp = STAMP.match(path.name)
     if stamp:
-        return datetime.strptime(stamp.group(1), "%Y%m%d-%H%M%S")
+        with contextlib.suppress(ValueError):
+            return datetime.strptime(stamp.group(1), "%Y%m%d-%H%M%S")
     created = [m.created_at for m in manifests if m.created_at is not None]
     return datetime.fromtimestamp(min(created) if created else path.stat().st_mtime)
 

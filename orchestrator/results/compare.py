@@ -62,10 +62,11 @@ files failed their checks, so it has no figure to compare), more messages lost, 
 fate (receivers that died) or duplicated than in A, and a run of A missing from B. Runs
 only in B, a status getting better and new warnings are reported as notes.
 
-B itself may be broken: no runs, or a run failed or corrupt (`judged_run_broken`). It is
-still compared, but a nightly job must not read that as a slower system: `compare` exits
-3 instead of 1. A may also be the last passing nights pooled (orchestrator.results.baseline),
-and the comparison written as JUnit checks (orchestrator.results.compare_checks).
+B itself may be broken: no runs, a run failed or corrupt, or a run (or a repeat) unsteady
+(`judged_run_broken`). It is still compared, but a nightly job must not read that as a
+slower system: `compare` exits 3 instead of 1. A may also be the last passing nights
+pooled (orchestrator.results.baseline), and the comparison written as JUnit checks
+(orchestrator.results.compare_checks).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -224,6 +226,7 @@ class Side:
     tails: dict[str | None, Tail] = field(default_factory=dict)  # by run id, from .hgrm files
     spreads: dict[str | None, Spreads] = field(default_factory=dict)  # by merged run id
     nights: list[str] = field(default_factory=list)  # the nights pooled into it (baseline)
+    repeats: list[RunSummary] = field(default_factory=list)  # a repeated case's, one by one
 
     def tail(self, run: RunSummary) -> Tail:
         return run_tail(run, self.tails)
@@ -317,9 +320,10 @@ def load_side(path: Path) -> Side:
         raise CompareError(f"{path}: no such directory")
     if (results := _summary_under(path, SUMMARY_FILE)).is_file():
         summary = read_results_summary(results)
-        runs = _compared_runs(summary)
+        runs = compared_runs(summary)
         return Side(path, runs, single=False, tails=hgrm_tails(path, runs, in_run_folders=True),
-                    spreads={case.merged.run_id: case.spread for case in summary.repeats})
+                    spreads={case.merged.run_id: case.spread for case in summary.repeats},
+                    repeats=[run for run in summary.runs if run.repeat is not None])
     if (run := _summary_under(path, REPORT_DIR, SUMMARY_FILE)).is_file():
         one = read_run_summary(run)
         return Side(path, [one], single=True, tails=hgrm_tails(path, [one], in_run_folders=False))
@@ -330,7 +334,7 @@ def load_side(path: Path) -> Side:
     raise CompareError(f"{path}: no {SUMMARY_FILE}; {hint}")
 
 
-def _compared_runs(summary: ResultsSummary) -> list[RunSummary]:
+def compared_runs(summary: ResultsSummary) -> list[RunSummary]:
     """The runs of a results summary as compared: each repeated case as its merged run
     (its repeats not one by one), then the runs of no repeated case."""
     return [*(case.merged for case in summary.repeats),
@@ -598,19 +602,34 @@ def compare(a: Side, b: Side, threshold_pct: float) -> Comparison:
 MAX_NAMED = 5
 
 
-def judged_run_broken(runs: list[RunSummary]) -> str | None:
+def judged_run_broken(runs: list[RunSummary], repeats: Sequence[RunSummary] = ()
+                      ) -> str | None:
     """Why the results being judged cannot be judged, None when they can: they hold no
     runs, or a run failed (it recorded nothing to measure) or is corrupt (its files failed
-    their checks; an unknown status counts as failed, formats.status). `compare` then
-    exits 3 whatever else it found: a broken night is not a slower system."""
+    their checks; an unknown status counts as failed, formats.status), or a run — or a
+    repeat of a case compared merged (`repeats`) — was unsteady (its own seconds' p99
+    disagreed: formats.summary.Steadiness; its figures stand for no steady state).
+    `compare` then exits 3 whatever else it found: a broken night is not a slower
+    system."""
     if not runs:
         return "it holds no runs"
     broken = [run for run in runs if rank(run.status) >= rank(FAILED)]
-    if not broken:
-        return None
-    named = ", ".join(f"{run.run_id} ({run.status})" for run in broken[:MAX_NAMED])
-    more = f" and {len(broken) - MAX_NAMED} more" if len(broken) > MAX_NAMED else ""
-    return f"{len(broken)} of {len(runs)} run(s) failed or corrupt: {named}{more}"
+    if broken:
+        return _named([f"{run.run_id} ({run.status})" for run in broken], len(runs),
+                      "failed or corrupt")
+    each = [*runs, *repeats]
+    unsteady = [str(run.run_id) for run in each
+                if run.steadiness is not None and run.steadiness.unsteady]
+    if unsteady:
+        return _named(unsteady, len(each), "unsteady (each one's seconds disagreed on p99)")
+    return None
+
+
+def _named(names: list[str], of: int, what: str) -> str:
+    """'2 of 6 run(s) WHAT: a, b', naming at most MAX_NAMED."""
+    listed = ", ".join(names[:MAX_NAMED])
+    more = f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
+    return f"{len(names)} of {of} run(s) {what}: {listed}{more}"
 
 
 def _identity(run: RunSummary) -> dict[str, Any]:

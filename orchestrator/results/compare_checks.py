@@ -27,6 +27,7 @@ from sixnines.orchestrator.results.compare import (
     unit,
 )
 from sixnines.orchestrator.results.junit import CaseOutcome, Check
+from sixnines.orchestrator.results.junit import classname as junit_classname
 
 #: The suite of what concerns the comparison as a whole.
 WHOLE = "compare"
@@ -55,7 +56,7 @@ def _case(pair: Pair) -> str:
 def _pair_checks(comparison: Comparison, pair: Pair) -> list[Check]:
     case = _case(pair)
     suite = f"{pair.system} {case}".strip()
-    classname = ".".join(part.replace(".", "_") for part in (str(pair.system), case) if part)
+    classname = junit_classname(str(pair.system), case)
     sides = (f"run {pair.run_a} ({pair.status_a}) of {_reference(comparison)}",
              f"run {pair.run_b} ({pair.status_b}) of {comparison.b}")
     checks = [_figure_check(suite, classname, figure, _rule(comparison), sides)

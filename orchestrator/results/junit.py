@@ -54,6 +54,13 @@ class Check:
             raise ValueError("a check needs a suite name")
 
 
+def classname(*parts: str | None) -> str:
+    """A classname of `parts` (system, case, …) joined by dots, each dot inside a part
+    written `_`, so a name like "p99.9" or a version cannot split a part in two: Jenkins
+    shows the last part as the class, the others as its package."""
+    return ".".join(str(part).replace(".", "_") for part in parts if part)
+
+
 def junit_document(checks: Sequence[Check], properties: Mapping[str, str] | None = None,
                    timestamp: datetime | None = None) -> bytes:
     """The JUnit XML of `checks`: one test suite per suite name, in the order they first

@@ -64,6 +64,13 @@ def analysed(directory: Path, scenario: str = SMALL_RUN) -> Path:
     return directory / done.stdout.strip().splitlines()[-1]
 
 
+def unsteady_steadiness(p99: float) -> dict:
+    """A run summary's `steadiness` as the analysis writes it for a run whose own seconds
+    disagreed on p99 (formats.summary.Steadiness): the upper quartile 3x the lower."""
+    return {"windows": 8, "window_s": 1.0, "p99_low_us": p99 / 2, "p99_median_us": p99,
+            "p99_high_us": p99 * 1.5, "p99_max_us": p99 * 2, "spread": 2.0, "unsteady": True}
+
+
 def control_characters(text: str) -> list[str]:
     """The characters of `text` a terminal would act on (all but line breaks)."""
     return [char for char in text if not char.isprintable() and char != "\n"]

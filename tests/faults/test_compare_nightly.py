@@ -14,8 +14,8 @@ from xml.etree import ElementTree
 
 import pytest
 
-from tests.faults.support import analysed, line_with, refused, sixnines
-from tests.test_junit import schema_errors
+from tests.faults.support import analysed, line_with, refused, sixnines, unsteady_steadiness
+from tests.test_junit import junit_cases as junit
 
 pytestmark = [pytest.mark.integration, pytest.mark.unchecked_results]
 
@@ -52,6 +52,10 @@ def set_status(status: str) -> Callable[[dict], None]:
     return lambda run: run.update(status=status)
 
 
+def unsteady(run: dict) -> None:
+    run["steadiness"] = unsteady_steadiness(run["latency_us"]["p99"])
+
+
 def ten_times_slower(run: dict) -> None:
     """Every latency figure of a run summary times ten (its .hgrm: scale_hgrm)."""
     for key in LATENCY_FIGURES:
@@ -78,16 +82,6 @@ def slower(nights, tmp_path_factory) -> Path:
     for hgrm in tonight.glob("*/report/latency.hgrm"):
         scale_hgrm(hgrm, 10)
     return tonight
-
-
-def junit(path: Path) -> dict[str, list[tuple[str, str]]]:
-    """The JUnit file's test cases by outcome, [(classname, name)], once it is valid."""
-    assert schema_errors(path) == [], path.read_text()
-    found: dict[str, list[tuple[str, str]]] = {"passed": [], "failure": [], "skipped": []}
-    for case in ElementTree.parse(path).iter("testcase"):
-        found[case[0].tag if len(case) else "passed"].append((case.get("classname"),
-                                                               case.get("name")))
-    return found
 
 
 def test_a_night_like_the_last_ones_exits_0(nights, tmp_path):
@@ -134,7 +128,8 @@ def test_the_night_judged_is_never_its_own_baseline(nights):
 @pytest.mark.parametrize("change, why", [
     (set_status("failed"), "1 of 1 run(s) failed or corrupt"),
     (set_status("corrupt"), "1 of 1 run(s) failed or corrupt"),
-], ids=["failed", "corrupt"])
+    (unsteady, "1 of 1 run(s) unsteady"),
+], ids=["failed", "corrupt", "unsteady"])
 def test_a_broken_night_exits_3_not_1(nights, tmp_path, change, why):
     root, recorded = nights
     tonight = tonight_copy(recorded[-1], tmp_path / FUTURE, change)

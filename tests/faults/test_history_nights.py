@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from sixnines.formats.layout import HISTORY_DIR, REPORT_DIR, SUMMARY_FILE, hgrm_file
-from tests.faults.support import control_characters, line_with, refused
+from tests.faults.support import control_characters, line_with, refused, sixnines
 from tests.history_nights import csv_path, history, night, recorded, store_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.unchecked_results]
@@ -105,3 +105,14 @@ def test_a_store_folder_leading_out_of_its_root_is_refused(root: Path, tmp_path:
     (root / HISTORY_DIR).symlink_to(elsewhere)
     assert "outside the run directory" in refused(history(root))
     assert list(elsewhere.iterdir()) == []
+
+
+def test_a_name_like_a_stamp_naming_no_time_is_a_night_all_the_same(root: Path):
+    """20261399-250000 has a stamp's shape and no date: the night's time is then its
+    first run's start, as for any name without a stamp."""
+    odd = night(recorded_of(root), root, 3, name="20261399-250000")
+    for args in (("history", root), ("runs", root)):
+        done = sixnines(*args)
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+    assert odd.name in {row["night"] for row in store_rows(root) if row["run_id"]}

@@ -18,6 +18,8 @@ import struct
 import subprocess
 import threading
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -177,6 +179,23 @@ class DevTools:
             self.process.wait()
         finally:
             self._writer.close()
+
+
+@contextmanager
+def history_page_loaded(page: Path, work: Path) -> Iterator[DevTools]:
+    """Chromium (its profile and log in `work`) with the history page `page` loaded and
+    every chart drawn, every request leaving the page blocked (and counted)."""
+    devtools = DevTools(work / "profile", work / "chromium.log")
+    try:
+        devtools.block_network()
+        devtools.page("Page.navigate", url=page.as_uri())
+        devtools.wait_event("Page.loadEventFired")
+        devtools.evaluate("""new Promise(done => (function wait() {  // every chart drawn
+            if (document.getElementById('history').dataset.drawn) done();
+            else setTimeout(wait, 20); })())""")
+        yield devtools
+    finally:
+        devtools.close()
 
 
 def png_pixels(data: bytes) -> tuple[int, int, int, bytes]:

@@ -1,7 +1,8 @@
 """`sixnines history` on the console (orchestrator/results/history/console.py), on real
-recorded nights: a night slowed on purpose is what changed since the last night (exit 1)
-and in the last 30 days, and nothing else is; series with too few nights are named; a
-broken newest night exits 3, whatever else changed."""
+recorded nights: nights slowed on purpose are what changed since the last night once the
+new level has held 3 nights (exit 1), and in the last 30 days, and nothing else is; one
+slowed night is no level; series with too few nights are named; a broken newest night
+exits 3, whatever else changed."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ pytestmark = pytest.mark.unchecked_results  # a garbled summary.json, on purpose
 
 @pytest.fixture
 def root(tmp_path_factory, tmp_path: Path) -> Path:
-    """Five nights of one recorded run, the same figures each night."""
+    """Six nights of one recorded run, the same figures each night."""
     source = recorded(tmp_path_factory)[0]
-    for day in range(1, 6):
+    for day in range(1, 7):
         night(source, tmp_path / "runs", day)
     return tmp_path / "runs"
 
@@ -32,16 +33,29 @@ def test_nothing_changed(root: Path):
     assert "too few nights" not in done.stderr
 
 
-def test_a_slowed_night_is_the_change_since_the_last_night(root: Path, tmp_path_factory):
-    slowed(night(recorded(tmp_path_factory)[0], root, 6), 3.0)
+def test_slowed_nights_are_the_change_since_the_last_night(root: Path, tmp_path_factory):
+    source = recorded(tmp_path_factory)[0]
+    slowed(night(source, root, 7), 3.0)
     done = history(root)
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 0, done.stderr  # one night: no level yet
+    assert "since the last night: 0 series changed" in done.stderr
+    for day in (8, 9):
+        slowed(night(source, root, day), 3.0)
+    done = history(root)
+    assert done.returncode == 1, done.stderr  # three nights: a level
     since = done.stderr.split("since the last night")[1].split("in the last 30 days")[0]
     line = line_with(since, "✗", "nightly", "tcp message_size=64")
     assert "p50 +200%" in line and "receive_rate" not in line
     month = done.stderr.split("in the last 30 days")[1]
     assert "on 1 night(s)" in line_with(month, "tcp message_size=64")
+    assert "20261107-020000" in line_with(month, "tcp message_size=64")
     assert not control_characters(done.stderr)
+    night(source, root, 10)  # news once: the night after, it is the month's
+    done = history(root)
+    assert done.returncode == 0, done.stderr
+    assert "since the last night: 0 series changed" in done.stderr
+    assert "20261107-020000" in line_with(done.stderr.split("in the last 30 days")[1],
+                                          "tcp message_size=64")
 
 
 def test_too_few_nights_to_judge(tmp_path_factory, tmp_path: Path):
@@ -56,7 +70,7 @@ def test_too_few_nights_to_judge(tmp_path_factory, tmp_path: Path):
 
 
 def test_a_broken_newest_night_exits_3(root: Path, tmp_path_factory):
-    broken = night(recorded(tmp_path_factory)[0], root, 6)
+    broken = night(recorded(tmp_path_factory)[0], root, 7)
     (broken / "summary.json").write_text('{"runs": [')
     done = history(root)
     assert done.returncode == 3, done.stderr

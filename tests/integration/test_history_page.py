@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from sixnines.orchestrator.reports.history_page import write_history_page
-from tests.integration.chromium import CHROMIUM, DevTools, ink
+from tests.integration.chromium import CHROMIUM, DevTools, history_page_loaded, ink
 
 pytestmark = [
     pytest.mark.integration,
@@ -74,17 +74,8 @@ def browser(tmp_path_factory):
     base = tmp_path_factory.mktemp("history")
     page = base / "history.html"
     write_history_page(synthetic_document(), page)
-    devtools = DevTools(base / "profile", base / "chromium.log")
-    try:
-        devtools.block_network()
-        devtools.page("Page.navigate", url=page.as_uri())
-        devtools.wait_event("Page.loadEventFired")
-        devtools.evaluate("""new Promise(done => (function wait() {  // every chart drawn
-            if (document.getElementById('history').dataset.drawn) done();
-            else setTimeout(wait, 20); })())""")
+    with history_page_loaded(page, base) as devtools:
         yield devtools, base, page
-    finally:
-        devtools.close()
 
 
 def _chart(devtools: DevTools, section: int, chart: int, expression: str):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import zlib
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 import yaml
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "testbed" / "testbed.sh"
@@ -58,6 +60,13 @@ class Testbed:
         command, *rest = args
         return testbed_script(command, *rest, "--prefix", self.prefix, "--dir", str(self.dir),
                               check=check)
+
+
+def needs_bed(test):
+    """Skip `test` where the test bed cannot come up: it needs root and openssh-server."""
+    test = pytest.mark.skipif(os.geteuid() != 0, reason="the test bed needs root")(test)
+    return pytest.mark.skipif(shutil.which("sshd", path="/usr/sbin:/sbin:/usr/bin") is None,
+                              reason="needs openssh-server (deploy/setup.sh --test)")(test)
 
 
 def testbed_script(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -87,6 +87,7 @@ def file_status(night: Path) -> str:
     digest = hashlib.sha256()
     folder = str(night)
     for names, _ in _files(night):
+        status: tuple[int, ...] | int | None
         try:
             found = os.lstat(os.path.join(folder, *names))
             status = (found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)

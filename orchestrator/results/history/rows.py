@@ -9,7 +9,14 @@ moved it (orchestrator.results.compare, rule 2), from the run's .hgrm when it ho
 run's samples, else from the summary's percentiles (`band` says which); percentiles with
 fewer than compare's MIN_TAIL_SAMPLES samples above them, the max and the rates have none.
 A run's `case` is the values of the parameters swept in its night ("message_size=1024"),
-which with scenario, system and metric names its series across nights.
+which with scenario, system and metric names its series across nights; `unsteady` is its
+summary's steadiness verdict (its own windows' p99 disagreed), empty when not measured.
+
+A night whose scenario repeats its cases (`repeat: N`) has one run per case, as `compare`
+takes it: the case's repeats merged (summary.json's repeats[].merged: their histograms
+added), its band per figure the repeats' lowest to highest (`band` "repeats": the
+run-to-run noise measured, sampling's included) where two or more had the figure, its
+manifest facts its first repeat's, unsteady when any repeat was.
 
 A night that cannot be read (its summary.json refused, or missing: not analysed) is one
 row with its `status` (corrupt, not analysed) and `problem`, and no run; its scenario is
@@ -34,12 +41,15 @@ from sixnines.formats.load import latency_of, run_load
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.run_files import RefusedPath, file_under
 from sixnines.formats.status import CORRUPT
-from sixnines.formats.summary import Figures, RunSummary
+from sixnines.formats.summary import RATES_SPREAD, Figures, RunSummary, Spread
 from sixnines.orchestrator.results.catalog import recorded_when
 from sixnines.orchestrator.results.compare import (
     MIN_TAIL_SAMPLES,
     RATES,
+    REPEATS,
+    Spreads,
     Tail,
+    compared_runs,
     hgrm_tails,
     run_tail,
     swept_keys,
@@ -57,7 +67,7 @@ LATENCY_UNIT, RATE_UNIT = "µs", "msg/s"
 HOST_FACTS = ("hostname", "kernel", "python", "cpu_count", "cpu_model")
 
 #: The store's columns, in order.
-COLUMNS = pa.schema([
+COLUMN_TYPES: list[tuple[str, pa.DataType]] = [
     ("root", pa.string()),  # the root the night was found under, absolute
     ("path", pa.string()),  # the night's directory under it
     ("night", pa.string()),  # its id: the directory's name
@@ -75,9 +85,11 @@ COLUMNS = pa.schema([
     ("value", pa.float64()),
     ("low", pa.float64()),  # the sampling band, absolute
     ("high", pa.float64()),
-    ("band", pa.string()),  # hgrm | summary: what the band was read off
+    ("band", pa.string()),  # hgrm | summary | repeats: what the band was read off
     ("samples", pa.int64()),  # the values the latency figures rest on
     ("status", pa.string()),  # the run's (ok, partial, failed, corrupt), or the night's
+    ("unsteady", pa.bool_()),  # the run's steadiness: its windows' p99 disagreed (empty:
+    #                            not measured; formats.summary.Steadiness)
     ("problem", pa.string()),  # why a night or a run has no figures
     ("sent", pa.int64()),
     ("received", pa.int64()),
@@ -93,7 +105,8 @@ COLUMNS = pa.schema([
     ("broker_version", pa.string()),
     ("broker_note", pa.string()),
     ("driver_options", pa.string()),  # JSON: the client's settings (acks, persistent, …)
-])
+]
+COLUMNS = pa.schema(COLUMN_TYPES)
 Rows = dict[str, list[Any]]
 
 
@@ -117,15 +130,29 @@ def night_rows(night: NightDir, file_status: str) -> Rows:
     except (RefusedPath, SummaryRefused) as refused:
         _add(rows, unread, status=CORRUPT, problem=str(refused))
         return rows
-    manifests = [_manifest(night.path, run.run_id) for run in summary.runs]
+    runs = compared_runs(summary)
+    cases = {case.merged.run_id: case for case in summary.repeats}
+    repeats = [[one for one in summary.runs if one.run_id in cases[run.run_id].runs]
+               if run.run_id in cases else [] for run in runs]
+    manifests = [_manifest(night.path, (of_case or [run])[0].run_id)
+                 for run, of_case in zip(runs, repeats, strict=True)]
     when = _when(night.path, [m for m in manifests if m is not None])
-    swept = swept_keys(summary.runs)
-    tails = hgrm_tails(night.path, summary.runs, in_run_folders=True)
-    for run, manifest in zip(summary.runs, manifests, strict=True):
+    swept = swept_keys(runs)
+    tails = hgrm_tails(night.path, runs, in_run_folders=True)
+    for run, of_case, manifest in zip(runs, repeats, manifests, strict=True):
         facts = {**base, "when": when, "scenario": summary.scenario,
-                 **_run_facts(run, swept), **_manifest_facts(manifest)}
-        _add_run(rows, facts, run, run_tail(run, tails))
+                 **_run_facts(run, swept), "unsteady": _unsteady(of_case or [run]),
+                 **_manifest_facts(manifest)}
+        spread = cases[run.run_id].spread if run.run_id in cases else {}
+        _add_run(rows, facts, run, run_tail(run, tails), spread)
     return rows
+
+
+def _unsteady(runs: list[RunSummary]) -> bool | None:
+    """Whether a run — or any repeat of a case: its merged figures hold every repeat's
+    messages — was unsteady; None when no steadiness was measured."""
+    measured = [run.steadiness.unsteady for run in runs if run.steadiness is not None]
+    return any(measured) if measured else None
 
 
 def _manifest(night: Path, run_id: str | None) -> Manifest | None:
@@ -172,8 +199,10 @@ def _manifest_facts(manifest: Manifest | None) -> dict[str, Any]:
             "driver_options": json.dumps(manifest.driver_options, sort_keys=True, default=str)}
 
 
-def _add_run(rows: Rows, facts: dict[str, Any], run: RunSummary, tail: Tail) -> None:
-    """The run's latency figures with their bands, then its rates."""
+def _add_run(rows: Rows, facts: dict[str, Any], run: RunSummary, tail: Tail,
+             spread: Spreads) -> None:
+    """The run's latency figures with their bands, then its rates; `spread`: a repeated
+    case's, whose repeat-to-repeat band is a figure's band where it has one."""
     field, _ = latency_of(run)
     figures = run.metric(field) or Figures()
     metric = field.removesuffix("_us")
@@ -186,10 +215,20 @@ def _add_run(rows: Rows, facts: dict[str, Any], run: RunSummary, tail: Tail) -> 
             low, high = value * math.exp(-down), value * math.exp(up)
             band = "summary" if tail.coarse else "hgrm"
         _add(rows, facts, metric=metric, figure=key, unit=LATENCY_UNIT, value=value,
-             low=low, high=high, band=band, samples=figures.count)
+             samples=figures.count,
+             **_repeats_band(spread.get(field, {}).get(key), low=low, high=high, band=band))
     for key in RATES:
         _add(rows, facts, metric=THROUGHPUT, figure=key, unit=RATE_UNIT,
-             value=getattr(run, key))
+             value=getattr(run, key), **_repeats_band(spread.get(RATES_SPREAD, {}).get(key)))
+
+
+def _repeats_band(spread: Spread | None, **sampling: Any) -> dict[str, Any]:
+    """The band of a figure: from the lowest to the highest of its repeats (the run-to-run
+    noise measured, which holds their sampling noise too) when at least two repeats had
+    it, else the `sampling` band given (low, high, band), if any."""
+    if spread is None or spread.repeats < 2:
+        return sampling
+    return {"low": spread.min, "high": spread.max, "band": REPEATS}
 
 
 def _add(rows: Rows, *facts: dict[str, Any], **more: Any) -> None:

@@ -1,20 +1,18 @@
 """The store's rows as series — one figure of one system and case of a scenario, night after
 night — where their level changed, and the JSON document the history page reads.
 
-Where a series changed is `find_series_changes`, the one place that judges it. It holds
-each night against the night before that has the figure, by `compare`'s rule
-(orchestrator.results.compare: beyond both nights' sampling bands and the relative floor,
-and, for latency, by more than its absolute floor): a step from one night to the next is
-found on the night it happens, a single-night spike on its night and on the next, and a
-slow creep over weeks not at all — that takes a change-point detector over the whole
-series, which is what this function is to call instead.
+Where a series changed is `find_series_changes`, the one place that judges it: the
+change-point detector (orchestrator.results.changes, run in its own process:
+history.detector) over its nights, each with its figure, sampling band, steadiness and
+status. A level needs changes.MIN_NIGHTS nights, so
+a series with fewer than two such levels' nights (MIN_NIGHTS) is not judged.
 """
 
 from __future__ import annotations
 
-import math
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,18 +22,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sixnines.formats.layout import PAGE_FILE, REPORT_DIR
-from sixnines.formats.summary import Figures
-from sixnines.orchestrator.results.compare import latency_figure, rate_change
+from sixnines.orchestrator.results import changes
+from sixnines.orchestrator.results.changes import Change, Night
+from sixnines.orchestrator.results.history.detector import DetectorProcess
 from sixnines.orchestrator.results.history.rows import THROUGHPUT
 
-#: The relative floor of `compare`'s rule (its --threshold).
-THRESHOLD_PCT = 10.0
-#: A series with fewer nights with a figure is not judged: a level is not seen in fewer.
-MIN_NIGHTS = 5
+#: A series with fewer nights with a figure is not judged: a level before and a level
+#: after a change each need the detector's MIN_NIGHTS.
+MIN_NIGHTS = 2 * changes.MIN_NIGHTS
 SERIES_KEY = ("scenario", "system", "case", "metric", "figure")
 #: The store's columns a series' night is made of.
-NIGHT_COLUMNS = ("unit", "night", "when", "value", "low", "high", "status", "samples", "root",
-                 "path", "problem")
+NIGHT_COLUMNS = ("unit", "night", "when", "value", "low", "high", "status", "unsteady",
+                 "samples", "root", "path", "problem")
 
 
 @dataclass(frozen=True)
@@ -48,8 +46,8 @@ class SeriesNight:
     high: float | None
     status: str
     samples: int | None  # the values a latency figure rests on
-    report: str | None  # its results' page, relative to the store's folder
-    unsteady: bool = False
+    report: str | None  # its results' page, absolute (a document makes it relative)
+    unsteady: bool = False  # the run's own windows disagreed (formats.summary.Steadiness)
 
 
 @dataclass
@@ -63,74 +61,29 @@ class Series:
     nights: list[SeriesNight] = field(default_factory=list)
 
     @property
-    def higher_is_worse(self) -> bool:
-        return self.metric != THROUGHPUT
+    def key(self) -> tuple:
+        """Its SERIES_KEY: what names it across nights."""
+        return tuple(getattr(self, name) for name in SERIES_KEY)
 
     @property
-    def judged(self) -> bool:
-        """Enough nights with the figure to judge the series (MIN_NIGHTS)."""
-        return sum(night.value is not None for night in self.nights) >= MIN_NIGHTS
+    def higher_is_worse(self) -> bool:
+        return self.metric != THROUGHPUT
 
     def label(self) -> str:
         """'tcp message_size=64' (with its scenario in front when asked)."""
         return " ".join(part for part in (self.system or "?", self.case) if part)
 
 
-@dataclass(frozen=True)
-class Change:
-    """Where a series' level changed: `index` is the first night at the new level."""
-    index: int
-    before: float
-    after: float
-    relative: float  # after / before - 1
-    direction: str  # regression | improvement
+def find_series_changes(detector: DetectorProcess, series: Sequence[Series]
+                        ) -> list[list[Change]]:
+    """Where each series' level changed: the detector over its nights (module
+    docstring)."""
+    return detector.find([([Night(night.night, night.value, night.low, night.high,
+                                  night.unsteady, night.status) for night in one.nights],
+                           one.higher_is_worse) for one in series])
 
 
-def find_series_changes(series: Series, start: int = 0,
-                        threshold_pct: float = THRESHOLD_PCT) -> list[Change]:
-    """The changes of `series` at nights `start` and after (module docstring)."""
-    changes = []
-    previous: SeriesNight | None = None
-    for index, night in enumerate(series.nights):
-        if night.value is None:
-            continue
-        if previous is not None and index >= start:
-            verdict = _verdict(series, previous, night, threshold_pct)
-            if verdict in ("regression", "improved"):
-                changes.append(Change(index, previous.value, night.value,
-                                      night.value / previous.value - 1,
-                                      "regression" if verdict == "regression"
-                                      else "improvement"))
-        previous = night
-    return changes
-
-
-class StoredBand:
-    """A night's band as the store keeps it, in the shape compare's rule reads a band."""
-
-    def __init__(self, night: SeriesNight) -> None:
-        self.night = night
-
-    def half_widths(self, key: str) -> tuple[float, float]:
-        value, low, high = self.night.value, self.night.low, self.night.high
-        if not (value and low and high):
-            return 0.0, 0.0
-        return math.log(value / low), math.log(high / value)
-
-
-def _verdict(series: Series, before: SeriesNight, after: SeriesNight,
-             threshold_pct: float) -> str:
-    """compare's verdict on the figure from `before` to `after`."""
-    if series.metric == THROUGHPUT:
-        return rate_change(before.value, after.value, series.figure, threshold_pct).verdict
-    a, b = (Figures.model_validate({series.figure: night.value, "count": night.samples or 0})
-            for night in (before, after))
-    return latency_figure(a, b, series.figure, threshold_pct,
-                          (StoredBand(before), StoredBand(after))).verdict  # type: ignore[arg-type]
-
-
-def load_series(table: pa.Table, location: Path, since: datetime | None = None
-                ) -> list[Series]:
+def load_series(table: pa.Table, since: datetime | None = None) -> list[Series]:
     """Every series of the store's `table` (nights from `since` on), nights in order. A
     night that could not be read (corrupt) is a night without a figure in every series of
     its scenario."""
@@ -139,9 +92,9 @@ def load_series(table: pa.Table, location: Path, since: datetime | None = None
         table = table.filter(pc.greater_equal(table["when"], pa.scalar(since, pa.timestamp("ms"))))
     runs = table.filter(pc.is_valid(table["run_id"]))
     unread = table.filter(pc.and_(pc.is_null(table["run_id"]),
-                                  pc.equal(table["status"], "corrupt")))
-    series = list(_grouped(runs.sort_by([(name, "ascending") for name in (*SERIES_KEY, "when")]),
-                           location))
+                                  pc.equal(table["status"], pa.scalar("corrupt"))))
+    series = list(_grouped(runs.sort_by([(name, "ascending")
+                                         for name in (*SERIES_KEY, "when")])))
     for row in unread.to_pylist():
         for one in series:
             if one.scenario == row["scenario"]:
@@ -150,21 +103,20 @@ def load_series(table: pa.Table, location: Path, since: datetime | None = None
     return series
 
 
-def _grouped(table: pa.Table, location: Path) -> Iterator[Series]:
+def _grouped(table: pa.Table) -> Iterator[Series]:
     columns = {name: table[name].to_pylist() for name in (*SERIES_KEY, *NIGHT_COLUMNS)}
     reports: dict[tuple[str, str], str] = {}
     current: Series | None = None
     for index in range(table.num_rows):
-        row = {name: values[index] for name, values in columns.items()}
-        key = tuple(row[name] for name in SERIES_KEY)
-        if current is None or key != (current.scenario, current.system, current.case,
-                                      current.metric, current.figure):
+        row: dict[str, Any] = {name: values[index] for name, values in columns.items()}
+        if current is None or current.key != tuple(row[name] for name in SERIES_KEY):
             if current is not None:
                 yield current
-            current = Series(*key, unit=row["unit"])
-        place = (row["root"], row["path"])
+            current = Series(row["scenario"], row["system"], row["case"], row["metric"],
+                             row["figure"], row["unit"])
+        place: tuple[str, str] = (row["root"], row["path"])
         if place not in reports:
-            reports[place] = os.path.relpath(Path(*place, REPORT_DIR, PAGE_FILE), location)
+            reports[place] = os.path.join(*place, REPORT_DIR, PAGE_FILE)
         current.nights.append(_night(row, reports[place]))
     if current is not None:
         yield current
@@ -172,22 +124,28 @@ def _grouped(table: pa.Table, location: Path) -> Iterator[Series]:
 
 def _night(row: dict[str, Any], report: str | None) -> SeriesNight:
     return SeriesNight(row["night"], row["when"], row.get("value"), row.get("low"),
-                       row.get("high"), row["status"] or "failed", row.get("samples"), report)
+                       row.get("high"), row["status"] or "failed", row.get("samples"), report,
+                       bool(row.get("unsteady")))
 
 
-def history_document(series: list[Series], title: str,
-                     threshold_pct: float = THRESHOLD_PCT) -> dict[str, Any]:
-    """What the history page shows: every series with its nights and changes."""
+def history_document(series: list[Series], found: list[list[Change]], title: str,
+                     folder: Path) -> dict[str, Any]:
+    """What the history page shows: every series with its nights and changes (`found`,
+    series by series), each night's report relative to `folder` (where the document is
+    read from)."""
+    relative = functools.cache(lambda report: os.path.relpath(report, folder))
     return {"title": title, "generated": datetime.now().astimezone().isoformat(
                 timespec="seconds"),
-            "series": [_series_json(one, threshold_pct) for one in series]}
+            "series": [_series_json(one, changes_of, relative)
+                       for one, changes_of in zip(series, found, strict=True)]}
 
 
-def _series_json(series: Series, threshold_pct: float) -> dict[str, Any]:
+def _series_json(series: Series, found: list[Change], relative: Callable[[str], str]
+                 ) -> dict[str, Any]:
     nights = [{**{key: value for key, value in asdict(night).items() if key != "samples"},
-               "when": night.when.isoformat()} for night in series.nights]
+               "when": night.when.isoformat(),
+               "report": night.report and relative(night.report)} for night in series.nights]
     return {"scenario": series.scenario, "system": series.system, "case": series.case,
             "metric": series.metric, "figure": series.figure, "unit": series.unit,
             "nights": nights,
-            "changes": [asdict(change) for change in find_series_changes(
-                series, threshold_pct=threshold_pct)]}
+            "changes": [asdict(change) for change in found]}

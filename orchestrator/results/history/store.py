@@ -24,7 +24,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -44,7 +44,12 @@ PARALLEL_FROM = 16
 KEY = ("root", "path")
 #: Columns the store keeps for itself, left out of the CSV copy.
 BOOKKEEPING = ("checksum", "file_status")
-FORMULA_START = "^[=+\\-@\t\r]"
+#: What a spreadsheet takes for the start of a formula (store._inert).
+FORMULA_FIRST = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_START = "^([=+\\-@\t\r])"  # a regular expression of the same, as a group
+#: The store's order of rows: nights in order of time, then root and path.
+IN_ORDER: list[tuple[str, Literal["ascending", "descending"]]] = [
+    ("when", "ascending"), ("root", "ascending"), ("path", "ascending")]
 
 
 class StoreRefused(BadInput):
@@ -100,8 +105,9 @@ def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -
              if _key(night) not in unchanged]
     parts = _map(_rows_of, stale)
     removed = len(set(known) - set(statuses))
-    table = previous
-    if stale or removed or previous is None:
+    if previous is not None and not (stale or removed):
+        table = previous
+    else:
         kept = table_of([]) if previous is None else previous.filter(
             pc.is_in(_keys(previous), value_set=pa.array(sorted(unchanged), pa.string())))
         table = _in_order(kept, table_of(parts))
@@ -122,11 +128,10 @@ def _in_order(kept: pa.Table, read: pa.Table) -> pa.Table:
     """The rows kept and those read, nights in order of time (then root and path): the
     nights read are sorted, and the whole sorted again only when one of them is not later
     than every night kept (the nightly case — one more night — needs no sort)."""
-    order = [("when", "ascending"), ("root", "ascending"), ("path", "ascending")]
-    read = read.sort_by(order)
+    read = read.sort_by(IN_ORDER)
     if kept.num_rows and read.num_rows and \
             pc.min(read["when"]).as_py() <= pc.max(kept["when"]).as_py():
-        return pa.concat_tables([kept, read]).sort_by(order)
+        return pa.concat_tables([kept, read]).sort_by(IN_ORDER)
     return pa.concat_tables([kept, read])
 
 
@@ -160,12 +165,13 @@ def _inert(table: pa.Table) -> pa.Table:
     tab or a carriage return) behind a `'`, which spreadsheets show and never evaluate:
     names come from results directories that may come from anywhere, and a system named
     `=HYPERLINK(…)` must not become a live formula in whoever opens the CSV."""
+    first = pa.array(FORMULA_FIRST, pa.string())
     for index, field in enumerate(table.schema):
-        if pa.types.is_string(field.type):
-            column = table.column(index)
-            formula = pc.match_substring_regex(column, FORMULA_START)
-            table = table.set_column(index, field, pc.if_else(
-                formula, pc.binary_join_element_wise("'", column, ""), column))
+        column = table.column(index)
+        if pa.types.is_string(field.type) and pc.any(pc.is_in(
+                pc.utf8_slice_codeunits(column, 0, 1), value_set=first)).as_py():
+            table = table.set_column(index, field, pc.replace_substring_regex(
+                column, pattern=FORMULA_START, replacement="'\\1"))
     return table
 
 
@@ -177,8 +183,10 @@ def _key(night: NightDir) -> str:
     return f"{night.root}\0{night.relative}"
 
 
-def _keys(table: pa.Table) -> pa.Array:
-    return pc.binary_join_element_wise(table["root"], table["path"], "\0")
+def _keys(table: pa.Table) -> pa.ChunkedArray:
+    """Each row's night, as `_key` names it (called by name: the stubs' signature of
+    binary_join_element_wise takes no column beside a text)."""
+    return pc.call_function("binary_join_element_wise", [table["root"], table["path"], "\0"])
 
 
 def _indexed(table: pa.Table) -> dict[str, tuple[str, str]]:
