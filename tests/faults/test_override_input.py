@@ -10,15 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.faults.support import refused, sixnines
+from tests.test_overrides import SCENARIO
 
-SCENARIO = """\
-name: small
-systems: [{name: tcp, driver: tcp}]
-workload:
-  message_size: 64
-  rate: 1000
-  duration: 1s
-"""
 CASES = """\
 name: cased
 systems: [{name: tcp, driver: tcp}]
