@@ -88,6 +88,22 @@ def test_the_csv_copy_opens_with_the_csv_module(root: Path):
     assert p99["unit"] == "µs" and p99["case"] == "message_size=64"
 
 
+def test_a_new_night_is_added_to_the_csv_as_a_rebuild_writes_it(root: Path, tmp_path_factory):
+    assert history(root).returncode == 0
+    night(recorded(tmp_path_factory)[1], root, 4)
+    assert "1 new" in history(root).stderr
+    appended = csv_path(root).read_bytes()
+    assert history(root, "--rebuild").returncode == 0
+    assert csv_path(root).read_bytes() == appended
+    assert appended.count(b'"20261104-020000"') == RUNS * FIGURES  # its night column
+
+    csv_path(root).write_bytes(appended[:len(appended) // 2])  # cut short by hand
+    night(recorded(tmp_path_factory)[0], root, 5)
+    assert "1 new" in history(root).stderr
+    with open(csv_path(root), newline="", encoding="utf-8") as source:
+        assert len(list(csv.DictReader(source))) == 5 * RUNS * FIGURES  # written whole
+
+
 def test_rebuilt_when_asked_and_when_it_cannot_be_read(root: Path):
     assert history(root).returncode == 0
     done = history(root, "--rebuild")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ PARALLEL_FROM = 16
 KEY = ("root", "path")
 #: Columns the store keeps for itself, left out of the CSV copy.
 BOOKKEEPING = ("checksum", "file_status")
+#: The Parquet file's metadata key for the size of the CSV written with it.
+CSV_SIZE = "sixnines.csv_size"
 #: What a spreadsheet takes for the start of a formula (store._inert).
 FORMULA_FIRST = ("=", "+", "-", "@", "\t", "\r")
 FORMULA_START = "^([=+\\-@\t\r])"  # a regular expression of the same, as a group
@@ -105,12 +108,15 @@ def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -
              if _key(night) not in unchanged]
     parts = _map(_rows_of, stale)
     removed = len(set(known) - set(statuses))
+    appended: pa.Table | None = None  # rows that go after every row of the store's
     if previous is not None and not (stale or removed):
         table = previous
+    elif previous is not None and not removed and len(unchanged) == len(known):
+        table, appended = _in_order(previous, table_of(parts))  # only nights added
     else:
         kept = table_of([]) if previous is None else previous.filter(
             pc.is_in(_keys(previous), value_set=pa.array(sorted(unchanged), pa.string())))
-        table = _in_order(kept, table_of(parts))
+        table, _ = _in_order(kept, table_of(parts))
     update = Update(table, location, nights=len(nights), removed=removed, rebuilt=why)
     for (night, _), rows in zip(stale, parts, strict=True):
         if _key(night) not in known:
@@ -120,19 +126,21 @@ def update_store(roots: Sequence[Path], location: Path, rebuild: bool = False) -
         else:
             update.rechecked += 1
     if update.written:
-        write_store(update.table, location)
+        write_store(update.table, location,
+                    appended if _csv_size(previous) == _size(location / HISTORY_CSV) else None)
     return update
 
 
-def _in_order(kept: pa.Table, read: pa.Table) -> pa.Table:
-    """The rows kept and those read, nights in order of time (then root and path): the
-    nights read are sorted, and the whole sorted again only when one of them is not later
-    than every night kept (the nightly case — one more night — needs no sort)."""
+def _in_order(kept: pa.Table, read: pa.Table) -> tuple[pa.Table, pa.Table | None]:
+    """The rows kept and those read, nights in order of time (then root and path), and
+    the rows read when they simply follow the rows kept: the nights read are sorted, and
+    the whole sorted again only when one of them is not later than every night kept (the
+    nightly case — one more night — needs no sort)."""
     read = read.sort_by(IN_ORDER)
     if kept.num_rows and read.num_rows and \
             pc.min(read["when"]).as_py() <= pc.max(kept["when"]).as_py():
-        return pa.concat_tables([kept, read]).sort_by(IN_ORDER)
-    return pa.concat_tables([kept, read])
+        return pa.concat_tables([kept, read]).sort_by(IN_ORDER), None
+    return pa.concat_tables([kept, read]), read
 
 
 def read_store(location: Path) -> tuple[pa.Table | None, str | None]:
@@ -150,14 +158,45 @@ def read_store(location: Path) -> tuple[pa.Table | None, str | None]:
     return table, None
 
 
-def write_store(table: pa.Table, location: Path) -> None:
-    """history.parquet and history.csv (without the BOOKKEEPING columns, formulas made
-    inert), each whole or not at all."""
+def write_store(table: pa.Table, location: Path, appended: pa.Table | None = None) -> None:
+    """history.csv (without the BOOKKEEPING columns, formulas made inert) and
+    history.parquet (recording the CSV's size), each whole or not at all. `appended`: the
+    last rows of `table`, all that is new since the CSV there was written; the CSV is then
+    a copy of it with their lines added."""
     location.mkdir(parents=True, exist_ok=True)
+    csv = location / HISTORY_CSV
+    with atomic_path(csv) as temp:
+        if appended is not None:
+            shutil.copyfile(csv, temp)
+            with open(temp, "ab") as sink:
+                pa_csv.write_csv(_csv_rows(appended), sink,
+                                 pa_csv.WriteOptions(include_header=False))
+        else:
+            pa_csv.write_csv(_csv_rows(table), temp)
+        size = os.stat(temp).st_size
     with atomic_path(location / HISTORY_TABLE) as temp:
-        pq.write_table(table, temp)
-    with atomic_path(location / HISTORY_CSV) as temp:
-        pa_csv.write_csv(_inert(table.drop_columns(list(BOOKKEEPING))), temp)
+        pq.write_table(table.replace_schema_metadata({CSV_SIZE: str(size)}), temp)
+
+
+def _csv_rows(table: pa.Table) -> pa.Table:
+    return _inert(table.drop_columns(list(BOOKKEEPING)))
+
+
+def _csv_size(previous: pa.Table | None) -> int | None:
+    """The size of the CSV written with the store `previous` (its Parquet metadata): a
+    CSV of another size was deleted or edited since, and is written whole."""
+    metadata = (previous.schema.metadata if previous is not None else None) or {}
+    try:
+        return int(metadata[CSV_SIZE.encode()])
+    except (KeyError, ValueError):
+        return None
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return None
 
 
 def _inert(table: pa.Table) -> pa.Table:
@@ -189,10 +228,17 @@ def _keys(table: pa.Table) -> pa.ChunkedArray:
     return pc.call_function("binary_join_element_wise", [table["root"], table["path"], "\0"])
 
 
-def _indexed(table: pa.Table) -> dict[str, tuple[str, str]]:
-    """Each night's checksum and file status digest as the store has them."""
-    return {f"{root}\0{path}": (total, status)
-            for root, path, total, status in distinct(table, [*KEY, "checksum", "file_status"])}
+def _indexed(table: pa.Table) -> dict[str | None, tuple[str | None, str | None]]:
+    """Each night's checksum and file status digest as the store has them (every row of a
+    night carries the same: its first row's are taken)."""
+    if not table.num_rows:
+        return {}
+    keys = _keys(table).combine_chunks().dictionary_encode()
+    _, first = np.unique(keys.indices.to_numpy(zero_copy_only=False), return_index=True)
+    rows = table.select(["checksum", "file_status"]).take(first)
+    return dict(zip(keys.dictionary.to_pylist(),
+                    zip(rows["checksum"].to_pylist(), rows["file_status"].to_pylist(),
+                        strict=True), strict=True))
 
 
 def distinct(table: pa.Table, names: Sequence[str]) -> dict[tuple, int]:
