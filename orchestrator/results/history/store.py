@@ -8,8 +8,10 @@ status digest changed (a file written, replaced, added or removed), each night's
 then saying whether its content did; the rows of nights no longer there (deleted, or
 under a root not given this time) are dropped, and the others' are kept as they are.
 Both files are then written whole or not at all (formats.atomic), and only when something
-changed. A store that cannot be read, or was written with other columns, is rebuilt from
-the nights, as `--rebuild` does: it holds nothing the results directories do not.
+changed; when nights were only added after every night kept (the nightly case), the CSV
+is the old one copied with their lines added. A store that cannot be read, or was
+written with other columns, is rebuilt from the nights, as `--rebuild` does: it holds
+nothing the results directories do not.
 
 Reading many nights goes to a process per core: reading is parsing (JSON, the .hgrm
 files) and the bands' arithmetic, one core's work per night.
