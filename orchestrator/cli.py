@@ -35,7 +35,7 @@ from sixnines.formats.layout import (
     MANIFEST_FILE,
     SUMMARY_FILE,
 )
-from sixnines.orchestrator.terminal import printable_lines
+from sixnines.orchestrator.terminal import console_for, printable_lines
 
 EXIT_OK, EXIT_NOT_OK, EXIT_BAD_INPUT, EXIT_BROKEN = 0, 1, 2, 3
 SPARK_MASTER_VARIABLE = "SIXNINES_SPARK_MASTER"
@@ -943,9 +943,7 @@ def main(argv: list[str] | None = None) -> int:
     from sixnines.orchestrator.run import interrupts
 
     args = parser().parse_args(argv)
-    console = Console(file=sys.stderr)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = 132  # logs and pipes: room for the whole percentile table
+    console = console_for()
     if args.handler is not _agent:  # an agent's stdio and SIGTERM are its own
         interrupts.install()
         _log_to(console, args.verbose)

@@ -10,6 +10,11 @@ text for styles (where `[bold]` in a run id must print as written).
 
 from __future__ import annotations
 
+import os
+import sys
+from typing import TextIO
+
+from rich.console import Console
 from rich.markup import escape
 
 
@@ -32,3 +37,12 @@ def printable_lines(text: object) -> str:
 def markup(text: object) -> str:
     """`printable(text)` for a rich markup string: its square brackets print as written."""
     return escape(printable(text))
+
+
+def console_for(stream: TextIO | None = None) -> Console:
+    """A console on `stream` (stderr): a terminal's own width; a log or a pipe 132 columns,
+    room for the whole percentile table, unless COLUMNS says otherwise."""
+    console = Console(file=stream or sys.stderr)
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = 132
+    return console

@@ -9,11 +9,9 @@ results path, for scripts.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Sequence
 
-from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
@@ -21,14 +19,14 @@ from sixnines.formats.atomic import human_bytes
 from sixnines.formats.vocabulary import Role
 from sixnines.orchestrator.plan.agents import AgentPlan
 from sixnines.orchestrator.scenario.matrix import RunPoint
-from sixnines.orchestrator.terminal import markup, printable
+from sixnines.orchestrator.terminal import console_for, markup, printable
 
 REDRAWS_PER_S = 1
 
 
 class ProgressView:
     def __init__(self, total_runs: int, stream=None) -> None:
-        self.console = Console(file=stream or sys.stderr)
+        self.console = console_for(stream)
         self.total_runs = total_runs
         self.live: Live | None = None
         self.point: RunPoint | None = None

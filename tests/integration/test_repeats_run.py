@@ -8,6 +8,7 @@ run-to-run noise."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -37,8 +38,10 @@ CASES = ("tcp", "zmq")  # nothing swept: a case is its system
 
 
 def sixnines(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The real CLI, its console as wide as a log's (the repeats' tables are checked)."""
     return subprocess.run([sys.executable, "-m", "sixnines", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "132"})
 
 
 @pytest.fixture(scope="module")
