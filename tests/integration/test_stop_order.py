@@ -40,5 +40,9 @@ def test_receivers_are_stopped_when_what_was_sent_is_not_known_or_we_are_hurried
         order.stop("test")
         run.until_finished()
         told = run.told()
-    assert told[0] == "producer-0 stop"
-    assert "consumer-0 stop" in told and not any("finish" in line for line in told)
+    # A sender that died has ended before the receiver is told anything; hurried, both are
+    # told at once, and which of two processes notes it first is a race.
+    if dies:
+        assert told == ["producer-0 stop", "consumer-0 stop"]
+    else:
+        assert sorted(told) == ["consumer-0 stop", "producer-0 stop"]
