@@ -131,9 +131,9 @@ class ConfluentBackend:
         TOPIC_CONFIGS (DescribeConfigs; None for one the broker does not report)."""
         try:
             topics = self.admin.list_topics(timeout=self.timeout_s).topics
-            name = next((name for name in names if name in topics), None)
-            topic = topics.get(name) if name is not None else None
-            if topic is None or topic.error is not None or not topic.partitions:
+            name = next((name for name in names if name in topics), "")
+            topic = topics.get(name)
+            if not name or topic is None or topic.error is not None or not topic.partitions:
                 raise DriverError(f"{self.label}: no topic {' or '.join(map(repr, names))}")
             resource = ConfigResource(ResourceType.TOPIC, name)
             future = self.admin.describe_configs([resource],
