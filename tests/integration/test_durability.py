@@ -129,3 +129,7 @@ def test_results_of_different_durability_are_labelled_and_compare_says_so(tmp_pa
     pair = json.loads(done.stdout)["pairs"][0]
     assert pair["differs"] == ["durability aof=everysec → in memory only"]
     assert not pair["same_experiment"] and not pair["regression"]
+    done = sixnines("runs", "out", "--json", cwd=work)
+    listed = {entry["path"]: entry["headlines"][0]["durability"]
+              for entry in json.loads(done.stdout)}
+    assert sorted(listed.values()) == ["aof=everysec", "in memory only"]
