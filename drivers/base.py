@@ -20,13 +20,14 @@ from __future__ import annotations
 import os
 import select
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
+from sixnines.formats.durability import Durability, Setting
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.vocabulary import Mode
 
@@ -146,6 +147,10 @@ class WorkloadShape(Protocol):
     def consumers(self) -> int: ...
     @property
     def connections(self) -> int: ...  # per agent: one `Lane` each
+
+
+#: The durability of a system that stores and acknowledges nothing.
+IN_MEMORY_ONLY = "no durability: messages live in memory only, nothing is stored or acknowledged"
 
 
 #: What a builtin broker calls with its address ("host:port") once it accepts connections.
@@ -299,6 +304,45 @@ class Driver(ABC):
         if isinstance(self.options, LoginOptions):
             return self.options.username, self.options.password(f"{self.name} at {self.address}")
         return None, None
+
+    # -- durability (formats.durability) -----------------------------------------------------
+
+    def durability(self) -> Durability:
+        """What durability the run is measured with: the settings the options ask for, those
+        the broker reports (asked over a short-lived connection of its own, so call it once
+        the agents have set up what they use), and the label made of them. A broker that
+        cannot be asked leaves `actual` None and the note says why; the label then says
+        what was asked."""
+        asked = self.durability_asked()
+        actual, note = None, self.durability_unasked()
+        if note is None:
+            try:
+                actual = self.durability_actual()
+            except (DriverError, OSError) as exc:
+                note = f"not read back from the broker ({exc}): the label says what was asked"
+        return Durability(label=self.durability_label({**asked, **(actual or {})}),
+                          asked=asked, actual=actual, note=note)
+
+    def durability_asked(self) -> dict[str, Setting]:
+        """The settings deciding durability and delivery guarantees the options ask for
+        (and the client defaults the driver relies on), named as the system names them."""
+        return {}
+
+    def durability_unasked(self) -> str | None:
+        """Why the broker is not asked what it runs with (it is when None: then
+        `durability_actual` asks it). The default: a system that stores nothing."""
+        return IN_MEMORY_ONLY
+
+    def durability_actual(self) -> dict[str, Setting]:
+        """The settings the broker reports running with, named as `durability_asked` names
+        them; raises DriverError when the broker cannot be reached or refuses."""
+        raise NotImplementedError(f"driver {self.name!r} does not ask its broker")
+
+    @classmethod
+    def durability_label(cls, settings: Mapping[str, Setting]) -> str:
+        """The short form of `settings` (asked, overlaid with what the broker reported)
+        shown after the system's name; docs/results.md gives each driver's rule."""
+        return "none"
 
     def waiter(self, receivers: Sequence[Receiver]) -> Waiter:
         """What the agent waits on its receivers with (more than one: with one, it calls

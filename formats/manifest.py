@@ -40,12 +40,13 @@ from pydantic import (
 from typing_extensions import TypedDict
 
 from sixnines.formats.document import Document
+from sixnines.formats.durability import Durability
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
 DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
@@ -338,6 +339,10 @@ class Manifest(Open):
     driver: str | None = None
     driver_options: dict[str, Any] = Field(default_factory=dict)
     broker: BrokerRecord = Field(default_factory=BrokerRecord)
+    durability: Durability | None = None
+    """The durability the run was measured with, asked for and read back from the broker
+    once the agents had set up (formats.durability); absent until then, and in runs
+    recorded before schema_version 9."""
     params: Params = Field(default_factory=Params)
     """The workload point as JSON (summary.json copies it)."""
 

@@ -295,7 +295,8 @@ def refused(checked: Checked) -> RunSummary:
     manifest = checked.manifest
     known = dict(run_id=checked.run_dir.name, system=None, params={}) if manifest is None \
         else dict(run_id=manifest.run_id, system=manifest.system, params=manifest.params,
-                  repeat=manifest.repeat, load=load_of(manifest.params), broker=_broker(manifest))
+                  repeat=manifest.repeat, load=load_of(manifest.params), broker=_broker(manifest),
+                  durability=manifest.durability)
     summary = RunSummary(**known, status=CORRUPT,
                          problems=[*(manifest.problems if manifest else []),
                                    *checked.damaged, NOT_ANALYSED], warnings=[])
@@ -360,6 +361,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params,
         repeat=manifest.repeat, load=load, broker=_broker(manifest),
+        durability=manifest.durability,
         status=_status(manifest, counts, agrees, figured.drained_out, absent),
         problems=[*manifest.problems, *problems], notes=facts,
         **{key: int(counts[key]) for key in

@@ -77,7 +77,8 @@ def test_newest_first_with_status_counts_and_headlines(tmp_path):
     old = entries[-1]
     assert old.scenario == "alpha" and old.when == datetime(2026, 11, 20, 10)
     assert dict(old.statuses) == {"ok": 1, "partial": 1}
-    assert old.headlines[1] == {"run_id": "02-zmq", "system": "zmq", "status": "partial",
+    assert old.headlines[1] == {"run_id": "02-zmq", "system": "zmq", "durability": None,
+                                "status": "partial",
                                 "load": "open-loop",
                                 "p50_us": 121.2, "p99_us": 150.0, "max_us": 3500.0,
                                 "receive_rate": 2000.0, "receive_bytes_per_s": 128_000.0}

@@ -457,3 +457,35 @@ def test_results_with_repeats_are_compared_case_by_case_on_their_spread(tmp_path
     assert tcp[("send_rate", "send_rate")]["floor_from"] == "repeats"
     code, _, text = compare(tmp_path / "a", tmp_path / "a")
     assert "run-to-run band the repeats measured" in " ".join(text.split())
+
+
+def test_runs_of_different_durability_are_shown_not_judged(tmp_path):
+    """Labels that differ make another experiment (its figures not judged, the JUnit checks
+    skipped naming both); a run recorded without durability against one with it is a
+    note; the same label on both sides says nothing."""
+    def durable(label: str) -> dict:
+        return {"durability": {"label": label, "asked": {"acks": label[5:].split(",")[0]}}}
+    first, second = "01-tcp-message_size=64", "02-tcp-message_size=1KB"
+    third = "03-zmq-message_size=64"
+    a = results(tmp_path / "a", 1, {run: durable("acks=1, rf=1")
+                                    for run in (first, second, third)})
+    b = results(tmp_path / "b", 2, {first: durable("acks=all, rf=1"),
+                                     third: durable("acks=1, rf=1")})
+    junit = tmp_path / "compare.xml"
+    code, out, _ = compare(a, b, "--json", "--junit", junit)
+    pairs = {pair["run_b"]: pair for pair in json.loads(out)["pairs"]}
+    assert code == EXIT_OK
+    assert pairs[first]["differs"] == ["durability acks=1, rf=1 → acks=all, rf=1"]
+    assert {figure["verdict"] for figure in pairs[first]["figures"]} == {
+        "not the same experiment"}
+    assert pairs[first]["notes"] == ["not the same experiment: durability acks=1, rf=1 → "
+                                     "acks=all, rf=1: figures shown, not judged"]
+    assert pairs[second]["same_experiment"] and pairs[second]["notes"] == [
+        "durability unknown in B (recorded without it), acks=1, rf=1 in the other: whether "
+        "they measured the same durability cannot be told"]
+    assert pairs[third]["same_experiment"] and pairs[third]["notes"] == []
+    assert "the runs' workloads or durability differ (durability acks=1, rf=1 → acks=all, " \
+           "rf=1): shown, never judged" in junit.read_text()
+    _, _, text = compare(a, b)
+    assert "tcp (A acks=1, rf=1; B acks=all, rf=1)" in text
+    assert "zmq (acks=1, rf=1)" in text

@@ -29,9 +29,10 @@ from confluent_kafka import (
     Producer,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
 from sixnines.drivers.base import DriverError, Receiver, Responder, Sender
+from sixnines.drivers.kafka.durability import TOPIC_CONFIGS
 from sixnines.drivers.kafka.wire import producer_id
 
 LIVENESS_TIMEOUT_S = 2.0  # a metadata request that cannot be answered in this: broker gone
@@ -123,6 +124,30 @@ class ConfluentBackend:
                 raise DriverError(f"{self.label}: topic {name!r} has no partitions after "
                                   f"{self.timeout_s:g} s")
             time.sleep(0.05)
+
+    def topic_settings(self, names: list[str]) -> dict[str, str | int | None]:
+        """The durability settings the broker keeps the first existing topic of `names`
+        with: its replication factor (the fewest replicas of any partition) and
+        TOPIC_CONFIGS (DescribeConfigs; None for one the broker does not report)."""
+        try:
+            topics = self.admin.list_topics(timeout=self.timeout_s).topics
+            name = next((name for name in names if name in topics), "")
+            topic = topics.get(name)
+            if not name or topic is None or topic.error is not None or not topic.partitions:
+                raise DriverError(f"{self.label}: no topic {' or '.join(map(repr, names))}")
+            resource = ConfigResource(ResourceType.TOPIC, name)
+            future = self.admin.describe_configs([resource],
+                                                 request_timeout=self.timeout_s)[resource]
+            configs = future.result(self.timeout_s)
+        except KafkaException as exc:
+            raise DriverError(f"{self.label}: describing topic {name!r} failed "
+                              f"({_reason(exc)})") from None
+        settings: dict[str, str | int | None] = {
+            "replication.factor": min(len(p.replicas) for p in topic.partitions.values())}
+        for key in TOPIC_CONFIGS:
+            entry = configs.get(key)
+            settings[key] = entry.value if entry is not None else None
+        return settings
 
     def producer(self, owner) -> Producer:
         opts = self.options

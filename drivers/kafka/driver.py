@@ -23,6 +23,7 @@ speaks the protocol, it does not make a broker Apache Kafka.
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from typing import ClassVar
 
 from sixnines.drivers.base import (
@@ -35,7 +36,7 @@ from sixnines.drivers.base import (
     WorkloadShape,
     split_address,
 )
-from sixnines.drivers.kafka import confluent, kafka_python
+from sixnines.drivers.kafka import confluent, durability, kafka_python
 from sixnines.drivers.kafka.options import KafkaOptions
 from sixnines.drivers.kafka.wire import (
     MAX_MESSAGE_BYTES,
@@ -45,6 +46,7 @@ from sixnines.drivers.kafka.wire import (
     reply_prefix,
     requests_topic,
 )
+from sixnines.formats.durability import Setting
 from sixnines.formats.vocabulary import Mode
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
@@ -117,6 +119,25 @@ class KafkaDriver(Driver):
     def _one_way_topic(self, lane: Lane) -> int:
         topic = self.options.topic
         return self.topic(topic, created_partitions(self.options.partitions, lane))
+
+    # -- durability (drivers/kafka/durability.py) -------------------------------------------
+
+    def durability_asked(self) -> dict[str, Setting]:
+        return durability.asked(self.options)
+
+    def durability_unasked(self) -> str | None:
+        return None
+
+    def durability_actual(self) -> dict[str, Setting]:
+        """The one-way topic's settings, else (a round trip's run) the requests topic's,
+        read with confluent-kafka's admin client whichever client the run uses."""
+        admin = confluent.ConfluentBackend(self, CONNECT_TIMEOUT_S)
+        topic = self.options.topic
+        return admin.topic_settings([topic, requests_topic(topic)])
+
+    @classmethod
+    def durability_label(cls, settings: Mapping[str, Setting]) -> str:
+        return durability.label(settings)
 
     # -- connections ------------------------------------------------------------------------
 

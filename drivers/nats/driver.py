@@ -38,7 +38,8 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import cast
 
 from nats.js import api
 
@@ -56,6 +57,7 @@ from sixnines.drivers.base import (
     WorkloadShape,
     split_address,
 )
+from sixnines.drivers.nats import durability
 from sixnines.drivers.nats.connection import (
     NatsLink,
     client_arguments,
@@ -65,6 +67,7 @@ from sixnines.drivers.nats.connection import (
 )
 from sixnines.drivers.nats.options import NatsOptions
 from sixnines.drivers.nats.wire import msg_line, pub_line, pull_request
+from sixnines.formats.durability import Setting
 
 SERVICE_NS = 1_000_000  # how often a sender looks for PING, -ERR and acks (it never blocks)
 PULL_EXPIRES_NS = 30_000_000_000  # a pull request's lifetime; renewed when it ends
@@ -213,6 +216,24 @@ class NatsDriver(Driver):
             return [f"message_size {workload.message_size} is above 64 MiB, the largest "
                     "max_payload a NATS server accepts"]
         return []
+
+    # durability (drivers/nats/durability.py)
+
+    def durability_asked(self) -> dict[str, Setting]:
+        return durability.asked(self.options)
+
+    def durability_unasked(self) -> str | None:
+        return None if self._js else durability.CORE
+
+    def durability_actual(self) -> dict[str, Setting]:
+        async def read(jsm) -> dict[str, Setting]:
+            return durability.of_stream((await jsm.stream_info(self.options.stream)).config)
+        return cast(dict[str, Setting],
+                    manage(self._host, self._port, self._arguments(), self._label, read))
+
+    @classmethod
+    def durability_label(cls, settings: Mapping[str, Setting]) -> str:
+        return durability.label(settings)
 
     # connections
 

@@ -35,6 +35,8 @@ back to its reply_to.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pika.exceptions as errors
 
@@ -52,6 +54,7 @@ from sixnines.drivers.base import (
     WorkloadShape,
     split_address,
 )
+from sixnines.drivers.rabbitmq import durability
 from sixnines.drivers.rabbitmq.connection import CONFIRM_WAIT_S, RabbitmqLink, connect, reason
 from sixnines.drivers.rabbitmq.options import RabbitmqOptions
 from sixnines.drivers.rabbitmq.wire import (
@@ -61,6 +64,7 @@ from sixnines.drivers.rabbitmq.wire import (
     fits_one_frame,
     publish_head,
 )
+from sixnines.formats.durability import Setting
 from sixnines.formats.vocabulary import Mode, Role
 
 MAX_MESSAGE = 128 << 20  # RabbitMQ's default max_message_size
@@ -296,6 +300,18 @@ class RabbitmqDriver(Driver):
             problems.append(f"message_size {workload.message_size} is above RabbitMQ's "
                             f"default max_message_size ({MAX_MESSAGE} bytes)")
         return problems
+
+    # --- durability (drivers/rabbitmq/durability.py) ---------------------------------
+
+    def durability_asked(self) -> dict[str, Setting]:
+        return durability.asked(self.options)
+
+    def durability_unasked(self) -> str | None:
+        return durability.UNASKED
+
+    @classmethod
+    def durability_label(cls, settings: Mapping[str, Setting]) -> str:
+        return durability.label(settings)
 
     # --- connections ----------------------------------------------------------------
 

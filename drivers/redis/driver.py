@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 import secrets
 import socket
+from collections.abc import Mapping
 
 import numpy as np
 from redis.connection import Connection
@@ -58,6 +59,7 @@ from sixnines.drivers.base import (
     WorkloadShape,
     split_address,
 )
+from sixnines.drivers.redis import durability
 from sixnines.drivers.redis.connection import (
     call,
     connect,
@@ -79,6 +81,7 @@ from sixnines.drivers.redis.wire import (
     xadd_head,
 )
 from sixnines.drivers.sockets import FrameStream, SocketIO
+from sixnines.formats.durability import Setting
 from sixnines.formats.payload import HEADER_STRUCT
 
 REPLY_SCRATCH = 1 << 16  # bytes of replies discarded per recv on a writer
@@ -376,6 +379,25 @@ class RedisDriver(Driver):
             return [f"message_size {workload.message_size} is above Redis' largest string "
                     f"({MAX_BULK} bytes, proto-max-bulk-len)"]
         return []
+
+    # --- durability (drivers/redis/durability.py) ----------------------------------------
+
+    def durability_asked(self) -> dict[str, Setting]:
+        return durability.asked(self.options)
+
+    def durability_unasked(self) -> str | None:
+        return None
+
+    def durability_actual(self) -> dict[str, Setting]:
+        conn = self._connect()
+        try:
+            return durability.read_back(conn, self._label)
+        finally:
+            conn.disconnect()
+
+    @classmethod
+    def durability_label(cls, settings: Mapping[str, Setting]) -> str:
+        return durability.label(settings)
 
     # --- connections --------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from html import escape
 from importlib.resources import files
 from urllib.parse import quote
 
+from sixnines.formats.durability import labelled
 from sixnines.formats.layout import REPORT_DIR, SERIES_FILE, hgrm_file
 from sixnines.formats.status import CORRUPT
 from sixnines.formats.summary import CapacityResult, RepeatedCase
@@ -82,7 +83,7 @@ def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
             "their data.</p>")
         plots = _figures(section.figures) + missing
     return (f'<article id="{section.anchor}"><h3>{escape(run.run_id)}</h3>'
-            f'<p class="note">system {escape(str(s.system or "?"))} · '
+            f'<p class="note">system {escape(labelled(s.system, s.durability))} · '
             f'{escape(params)}</p>{notes_list(run)}{counts_line(s)}{metrics_table(s)}'
             f"{cpu_table(s)}{details(s)}"
             + (f'<p class="note">HdrHistogram plotter files: {links}</p>' if links else "")

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection
 from typing import TypeGuard
 
+from sixnines.formats.durability import labelled
 from sixnines.formats.load import latency_of
 from sixnines.formats.summary import RunSummary
 from sixnines.formats.vocabulary import Mode
@@ -39,7 +40,7 @@ def _groups(summaries: list[RunSummary], param: str) -> dict[str, list[RunSummar
     groups: dict[str, list[RunSummary]] = defaultdict(list)
     for summary in plotted:
         params = summary.params
-        name = ", ".join([str(summary.system or "?"),
+        name = ", ".join([labelled(summary.system, summary.durability),
                           *(f"{k}={params.get(k)}" for k in others)])
         groups[name].append(summary)
     return {name: sorted(runs, key=lambda s: s.params[param])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from html import escape
 
+from sixnines.formats.durability import labelled
 from sixnines.formats.hdr import PERCENTILE_KEYS
 from sixnines.formats.load import latency_of, saturation
 from sixnines.formats.status import FAILED, ORDER
@@ -176,7 +177,7 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
         s, figures = run.summary, run.summary.figures(field)
         bound = clock_bound_us(s)
         cells = [f'<td class="text"><a href="#{anchor}">{escape(run.run_id)}</a></td>',
-                 f'<td class="text">{escape(str(s.system or "?"))}</td>',
+                 f'<td class="text">{escape(labelled(s.system, s.durability))}</td>',
                  *([_params(s, swept)] if swept else []),
                  f'<td class="text">{_status(s)}</td>',
                  _percentile_cells(figures, SUMMARY_KEYS),

@@ -122,7 +122,7 @@ def _unanalysed(run_dir: Path, problem: str | None) -> RunSummary:
     manifest, unusable = manifest_or_problem(run_dir)
     known = dict(run_id=run_dir.name, system=None, params={}) if manifest is None else \
         dict(run_id=manifest.run_id or run_dir.name, system=manifest.system,
-             params=manifest.params, repeat=manifest.repeat)
+             params=manifest.params, repeat=manifest.repeat, durability=manifest.durability)
     return RunSummary(**known, status=CORRUPT if unusable else FAILED,
                       problems=[*(manifest.problems if manifest else []),
                                 *(line for line in (unusable, problem) if line)])

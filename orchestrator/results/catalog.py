@@ -46,6 +46,7 @@ class Headline(TypedDict):
     """What a reader scans a catalog for, per run (`--json`: one object each)."""
     run_id: str | None
     system: str | None
+    durability: str | None  # its label (formats.durability); None: not recorded
     status: str | None
     load: str
     p50_us: float | None
@@ -171,7 +172,9 @@ def headline(run: RunSummary) -> Headline:
     took (its saturation latency would read as latency beside the open-loop runs)."""
     load = run_load(run)
     latency = run.figures(Metric.LATENCY.summary_field) if load != Load.SATURATION else Figures()
-    return Headline(run_id=run.run_id, system=run.system, status=run.status, load=str(load),
+    durability = run.durability.label if run.durability is not None else None
+    return Headline(run_id=run.run_id, system=run.system, durability=durability,
+                    status=run.status, load=str(load),
                     p50_us=latency.p50, p99_us=latency.p99, max_us=latency.max,
                     receive_rate=run.receive_rate,
                     receive_bytes_per_s=run.bytes_per_s("receive_rate"))
@@ -198,9 +201,9 @@ def _number(value: float | None) -> str:
 
 def catalog_table(entries: list[Entry], root: Path) -> Table:
     """One section per results directory: its line (path, then scenario and date; status
-    counts), then one indented line per run (its id names its system) with the headline
-    figures. Narrow enough for an 80-column terminal: no vertical rules, one space between
-    columns, nothing said twice."""
+    counts), then one indented line per run (its id names its system; its durability
+    label beside it) with the headline figures. Narrow enough for an 80-column terminal:
+    no vertical rules, one space between columns, nothing said twice."""
     table = Table(title=f"results under {markup(root)}", title_justify="left",
                   box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0),
                   pad_edge=False)
@@ -225,7 +228,10 @@ def _run_cells(run: Headline) -> list[str]:
     status = run["status"] or "unknown"
     rate = _number(run["receive_rate"])
     saturated = run["load"] == Load.SATURATION
-    return [f"  {markup(run['run_id'])}" + (" [dim](rate: max)[/]" if saturated else ""),
+    durability = run["durability"]
+    return [f"  {markup(run['run_id'])}"
+            + (f" [dim]({markup(durability)})[/]" if durability is not None else "")
+            + (" [dim](rate: max)[/]" if saturated else ""),
             f"[{STATUS_COLOUR.get(status, 'red')}]{markup(status)}[/]",
             *(_number(value) for value in (run["p50_us"], run["p99_us"], run["max_us"])),
             f"[bold]{rate}[/]" if saturated else rate,

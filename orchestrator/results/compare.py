@@ -47,7 +47,11 @@ difference is larger than the noise both measurements carry:
    rate, producers: a parameter changed for every run, so not used to match) measured
    different things: their figures are shown with the verdict "not the same experiment",
    never "improved" or "regression", and a note says what differs; their status and
-   accounting are still checked (a lost message is lost in any experiment). What only
+   accounting are still checked (a lost message is lost in any experiment). So are runs
+   measured with different durability (formats.durability: `acks=1` against `acks=all`,
+   an fsync every second against none): their labels differ, and the note says so; a run
+   recorded before durability was, against one with it, is compared with a note saying
+   its durability is unknown. What only
    changes how long or how much is measured (MEASUREMENT_ONLY: duration, warm-up, drain,
    a message count, the seed) is a note alone. When no run matches at all (a RabbitMQ
    result against a NATS one; two run directories of different systems or loads), the
@@ -271,6 +275,8 @@ class Pair:
     findings: list[str] = field(default_factory=list)  # the regressions, in words
     notes: list[str] = field(default_factory=list)
     differs: list[str] = field(default_factory=list)  # what makes it another experiment
+    durability_a: str | None = None  # the runs' durability labels (None: not recorded)
+    durability_b: str | None = None
 
     @property
     def same_experiment(self) -> bool:
@@ -481,7 +487,7 @@ def compare_pair(a: RunSummary, b: RunSummary, swept: list[str], threshold_pct: 
     """A and B figure by figure; `spreads`: each side's repeats' spread, when a repeated
     case's merged run."""
     pair = Pair(a.system, {name: a.params.get(name) for name in swept}, a.run_id, b.run_id,
-                a.status, b.status)
+                a.status, b.status, durability_a=_durability(a), durability_b=_durability(b))
     metric = latency_of(a)[0]  # matched runs share their load
 
     def spread(group: str, key: str) -> tuple[Spread | None, Spread | None]:
@@ -550,8 +556,27 @@ def _changes(a: RunSummary, b: RunSummary, *, experiment: bool) -> list[str]:
 
 
 def _differences(a: RunSummary, b: RunSummary) -> list[str]:
-    """What makes B's run another experiment than A's (rule 5); none: the same one."""
-    return _changes(a, b, experiment=True)
+    """What makes B's run another experiment than A's (rule 5): its workload, or its
+    durability when both runs recorded it; none: the same one."""
+    labels = _durability(a), _durability(b)
+    durability = [f"durability {labels[0]} → {labels[1]}"] \
+        if None not in labels and labels[0] != labels[1] else []
+    return [*_changes(a, b, experiment=True), *durability]
+
+
+def _durability(run: RunSummary) -> str | None:
+    return run.durability.label if run.durability is not None else None
+
+
+def _unknown_durability(pair: Pair) -> list[str]:
+    """A note when one run recorded its durability and the other did not: whether they
+    measured the same thing cannot be told."""
+    if (pair.durability_a is None) == (pair.durability_b is None):
+        return []
+    side, known = ("A", pair.durability_b) if pair.durability_a is None \
+        else ("B", pair.durability_a)
+    return [f"durability unknown in {side} (recorded without it), {known} in the other: "
+            "whether they measured the same durability cannot be told"]
 
 
 def _said(name: str, value: object) -> str:
@@ -566,6 +591,7 @@ def _notes(a: RunSummary, b: RunSummary, pair: Pair) -> list[str]:
     if pair.differs:
         notes.append(f"{NOT_SAME}: {'; '.join(pair.differs)}: figures shown, not judged")
     notes += _changes(a, b, experiment=False)
+    notes += _unknown_durability(pair)
     known = {_kind(warning) for warning in a.warnings}
     notes += [f"new warning: {warning}" for warning in b.warnings
               if _kind(warning) not in known]
@@ -652,7 +678,7 @@ def pair_table(pair: Pair) -> Table:
     """One matched run: A, B, change and tolerance for every latency percentile and rate."""
     matched = markup(params_text(pair.match, separator="  "))
     colour = "red" if pair.regression else "green"
-    table = Table(title=f"{markup(pair.system)}  {matched}\n"
+    table = Table(title=f"{markup(_system(pair))}  {matched}\n"
                         f"A {markup(pair.run_a)} ({markup(pair.status_a)})   "
                         f"B {markup(pair.run_b)} ({markup(pair.status_b)})   [{colour}]"
                         f"{'REGRESSION' if pair.regression else 'no regression'}[/]",
@@ -677,6 +703,15 @@ def pair_table(pair: Pair) -> Table:
         table.caption = "\n".join(captions)
         table.caption_justify = "left"
     return table
+
+
+def _system(pair: Pair) -> str:
+    """The pair's system with its durability: "kafka (acks=all, rf=1)", both sides' labels
+    when they differ ("kafka (A acks=1, rf=1; B acks=all, rf=1)")."""
+    a, b = pair.durability_a, pair.durability_b
+    if a == b:
+        return f"{pair.system} ({a})" if a is not None else str(pair.system)
+    return f"{pair.system} (A {a or 'durability unknown'}; B {b or 'durability unknown'})"
 
 
 def _name(run: dict) -> str:

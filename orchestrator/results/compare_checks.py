@@ -59,7 +59,7 @@ def _pair_checks(comparison: Comparison, pair: Pair) -> list[Check]:
     classname = junit_classname(str(pair.system), case)
     sides = (f"run {pair.run_a} ({pair.status_a}) of {_reference(comparison)}",
              f"run {pair.run_b} ({pair.status_b}) of {comparison.b}")
-    checks = [_figure_check(suite, classname, figure, _rule(comparison), sides)
+    checks = [_figure_check(suite, classname, figure, _rule(comparison), sides, pair.differs)
               for figure in pair.figures]
     for name in ("status", *ACCOUNTING):
         finding = finding_of(pair, name)
@@ -90,12 +90,13 @@ def _rule(comparison: Comparison) -> tuple[str, float]:
 
 
 def _figure_check(suite: str, classname: str, figure: ComparedFigure, rule: tuple[str, float],
-                  sides: tuple[str, str]) -> Check:
-    """The figure's case; its message the evidence in one line, its details a line each."""
+                  sides: tuple[str, str], differs: list[str]) -> Check:
+    """The figure's case; its message the evidence in one line, its details a line each;
+    `differs`: what makes the runs another experiment."""
     evidence = {"A": _value(figure.a, figure), "B": _value(figure.b, figure),
                 "change": _percent(figure.change_pct, "+.1f"),
                 "tolerance": _percent(figure.tolerance_pct, ".0f")}
-    why = _why(figure, *rule)
+    why = _why(figure, *rule, differs)
     shown = ", ".join(f"{name} {value}" for name, value in evidence.items() if value)
     message = f"{label(figure)} {figure.verdict}: {shown}: {why}"
     evidence["A"] += f", {sides[0]}"
@@ -105,10 +106,11 @@ def _figure_check(suite: str, classname: str, figure: ComparedFigure, rule: tupl
                  message, "\n".join([message, *details, f"why: {why}"]))
 
 
-def _why(figure: ComparedFigure, bands: str, threshold_pct: float) -> str:
+def _why(figure: ComparedFigure, bands: str, threshold_pct: float, differs: list[str]) -> str:
     latency = unit(figure) == "µs"
     if figure.verdict == NOT_SAME:
-        return "the runs' workloads differ (the pair's notes say how): shown, never judged"
+        return f"the runs' workloads or durability differ ({'; '.join(differs)}): shown, " \
+               "never judged"
     if figure.verdict == "not comparable":
         if figure.a is None or figure.b is None or figure.change_pct is None:
             return "no figure in A or B"

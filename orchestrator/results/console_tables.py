@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.table import Table
 
+from sixnines.formats.durability import labelled
 from sixnines.formats.load import latency_of, saturation
 from sixnines.formats.status import CORRUPT
 from sixnines.formats.summary import RATES_SPREAD, Figures, RepeatedCase, RunSummary, Spread
@@ -123,7 +124,9 @@ def run_table(summary: RunSummary, case: RepeatedCase | None = None) -> Table:
                      for side, field in (("send", "send_rate"), ("receive", "receive_rate")))
     merged = "" if case is None else (f"  {len(case.merged_from)} of {len(case.runs)} repeats "
                                       f"merged: {markup(', '.join(case.merged_from))}")
-    table = Table(title=f"{markup(summary.run_id)}  {_status_text(summary)}{merged}\n"
+    system = "" if summary.durability is None else \
+        f"  {markup(labelled(summary.system, summary.durability))}"
+    table = Table(title=f"{markup(summary.run_id)}{system}  {_status_text(summary)}{merged}\n"
                         f"[dim]{markup(params_text(summary.params))}[/]\n"
                         f"{_counts(summary)}\n{line}", title_justify="left")
     table.add_column("µs", justify="left")

@@ -14,6 +14,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from sixnines.formats.durability import labelled
 from sixnines.formats.lag import LagCause, behind_schedule, lag_cause
 from sixnines.formats.load import latency_of, saturation
 from sixnines.formats.status import OK
@@ -85,7 +86,8 @@ def side_by_side(summaries: Sequence[RunSummary], cases: Sequence[RepeatedCase] 
         word = verdict(run)
         colour = VERDICT_COLOUR.get(word) or STATUS_COLOUR.get(word, "red")
         case = ", ".join(value_text(name, run.params.get(name)) for name in varying)
-        table.add_row(markup(run.system), *([markup(case)] if varying else []),
+        table.add_row(markup(labelled(run.system, run.durability)),
+                      *([markup(case)] if varying else []),
                       *(us_text(figures.figure(key)) for key in SIDE_BY_SIDE_KEYS),
                       "-" if run.receive_rate is None else f"{run.receive_rate:,.0f}",
                       megabytes_text(run.bytes_per_s("receive_rate")),

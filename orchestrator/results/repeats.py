@@ -107,7 +107,8 @@ def _merged(run_id: str, runs: list[RunSummary], analysed: list[RunSummary],
     first = runs[0]
     merged = RunSummary(
         run_id=run_id, system=first.system, params=first.params, load=run_load(first),
-        broker=first.broker, status=worst(*(run.status for run in runs)),
+        broker=first.broker, durability=first.durability,
+        status=worst(*(run.status for run in runs)),
         problems=[f"{run.run_id}: {run.status}" for run in runs if run.status != OK])
     if analysed:
         for name in COUNTS:

@@ -1,8 +1,8 @@
 """What each system ran with, for a reader who was not there: the broker (recipe, version,
-note), the driver and its options, the machines (CPU model and count, kernel, memory),
-where the processes ran and the CPU placement, and sixnines' version. All of it is in
-the runs' manifests; the console (`sixnines run`, `sixnines report`) and the HTML report
-show it from here, so both say the same.
+note), the driver and its options, the durability asked for and read back, the machines
+(CPU model and count, kernel, memory), where the processes ran and the CPU placement, and
+sixnines' version. All of it is in the runs' manifests; the console (`sixnines run`,
+`sixnines report`) and the HTML report show it from here, so both say the same.
 
 Secrets are never among it: a manifest records where a password comes from (the
 `password_env` variable's name, the `password_file` path), never the password, and a
@@ -28,9 +28,9 @@ from sixnines.orchestrator.results.store import manifest_or_problem
 from sixnines.orchestrator.scenario.hosts import LOCAL
 
 #: The facts in the order shown, each a label and what it is made from.
-BROKER, DRIVER, MACHINES, PLACEMENT, CPU_PLACEMENT, SIXNINES = (
-    "broker", "driver", "machines", "placement", "CPU placement", "sixnines")
-LABELS = (BROKER, DRIVER, MACHINES, PLACEMENT, CPU_PLACEMENT, SIXNINES)
+BROKER, DRIVER, DURABILITY, MACHINES, PLACEMENT, CPU_PLACEMENT, SIXNINES = (
+    "broker", "driver", "durability", "machines", "placement", "CPU placement", "sixnines")
+LABELS = (BROKER, DRIVER, DURABILITY, MACHINES, PLACEMENT, CPU_PLACEMENT, SIXNINES)
 UNKNOWN = "?"
 
 
@@ -67,6 +67,23 @@ def driver_text(manifest: Manifest) -> str:
     options = ", ".join(f"{name} {value_text(name, value)}"
                         for name, value in manifest.driver_options.items())
     return f"{manifest.driver or UNKNOWN}: {options or 'no options'}"
+
+
+def durability_text(manifest: Manifest) -> str:
+    """`acks=all, rf=1, min.isr=1 (asked acks all, …; broker min.insync.replicas 1, …)`:
+    the label, then every setting asked for and read back, or the note."""
+    durability = manifest.durability
+    if durability is None:
+        return "not recorded (a run recorded before sixnines recorded it)"
+
+    def settings(values: dict) -> str:
+        return ", ".join(f"{name} {value_text(name, value)}" for name, value in values.items())
+
+    said = [f"asked {settings(durability.asked)}" if durability.asked else "",
+            f"broker {settings(durability.actual)}" if durability.actual else "",
+            durability.note or ""]
+    details = "; ".join(part for part in said if part)
+    return f"{durability.label} ({details})" if details else durability.label
 
 
 def _machine(facts: dict[str, Any]) -> str:
@@ -115,8 +132,9 @@ def sixnines_text(manifest: Manifest) -> str:
         (f" (Python {python})" if python else "")
 
 
-FACTS = {BROKER: broker_text, DRIVER: driver_text, MACHINES: machines_text,
-         PLACEMENT: placement_text, CPU_PLACEMENT: cpu_placement_text, SIXNINES: sixnines_text}
+FACTS = {BROKER: broker_text, DRIVER: driver_text, DURABILITY: durability_text,
+         MACHINES: machines_text, PLACEMENT: placement_text,
+         CPU_PLACEMENT: cpu_placement_text, SIXNINES: sixnines_text}
 
 
 def run_manifest(results_dir: Path, run_id: str | None) -> Manifest | None:

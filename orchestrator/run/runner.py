@@ -26,6 +26,7 @@ from pathlib import Path
 
 from sixnines.agents.affinity import restore
 from sixnines.agents.schedule import NS
+from sixnines.drivers.base import DriverOptions
 from sixnines.formats import protocol as p
 from sixnines.formats.controller_lock import holding
 from sixnines.formats.manifest import BrokerRecord, RunStatus
@@ -160,11 +161,21 @@ class Run:
         self._record()
         self.agents.launch_monitor(self.broker)
         self.agents.launch(self.broker)
+        self._record_durability(self.broker)
         sync_clocks(self.agents)
         self._start_sidecar()
         self._start()
         self._record()
         self._supervise()
+
+    def _record_durability(self, broker: RunningBroker) -> None:
+        """The durability the run is measured with, its broker asked once the agents have
+        set up the topics, streams and queues they use (drivers.base.Driver.durability)."""
+        system = self.point.system
+        assert isinstance(system.options, DriverOptions)  # still a dict: the loader refused
+        driver = system.driver_class()(broker.address, system.options, broker.credential)
+        self.manifest.durability = driver.durability()
+        logger.info("%s: durability %s", self.point.run_id, self.manifest.durability.label)
 
     def _wind_down(self) -> None:
         """Stop, collect and record whatever happened; the broker is stopped last, and

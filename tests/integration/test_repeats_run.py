@@ -111,7 +111,10 @@ def test_the_spread_across_repeats_is_recorded_and_shown(results):
             2, values[0], values[0], values[1])
         assert p99["band_pct"] == pytest.approx(100 * (values[1] / values[0] - 1))
         assert case["spread"]["rates"]["send_rate"]["repeats"] == 2
-        assert f"{case['merged']['run_id']}  ok  2 of 2 repeats merged" in done.stderr
+        merged = case["merged"]
+        assert merged["durability"]["label"] == "none"  # tcp and zmq store nothing
+        assert f"{merged['run_id']}  {merged['system']} (none)  ok  2 of 2 repeats merged" \
+            in done.stderr
     assert "band %" in done.stderr
     page = (results_dir / REPORT_DIR / PAGE_FILE).read_text()
     assert '<section id="repeats">' in page and all(case in page for case in CASES)

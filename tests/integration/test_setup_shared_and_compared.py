@@ -45,14 +45,16 @@ def test_the_console_says_what_each_system_ran_with(shared):
     _, text = shared
     for system, driver in (("relay", "tcp: nodelay true"), ("proxy", "zmq: hwm")):
         block = text[text.index(f"{system} ran with:"):]
-        lines = block.splitlines()[1:7]
+        lines = block.splitlines()[1:8]
         assert lines[0].startswith("  broker: builtin (sixnines' own, for "), lines
         assert lines[1].startswith(f"  driver: {driver}"), lines
-        machine = lines[2]
+        assert lines[2] == "  durability: none (no durability: messages live in memory " \
+                           "only, nothing is stored or acknowledged)", lines
+        machine = lines[3]
         assert re.fullmatch(r"  machines: local: .*\d+ CPUs, kernel \S+, [\d.]+ GB", machine)
-        assert lines[3].startswith("  placement: broker on local; local: ")
-        assert lines[4].startswith("  CPU placement: ")
-        assert lines[5].startswith(f"  sixnines: {__version__} (Python ")
+        assert lines[4].startswith("  placement: broker on local; local: ")
+        assert lines[5].startswith("  CPU placement: ")
+        assert lines[6].startswith(f"  sixnines: {__version__} (Python ")
 
 
 def test_mb_s_beside_msg_s_and_parameters_in_words(shared):

@@ -105,6 +105,7 @@ COLUMN_TYPES: list[tuple[str, pa.DataType]] = [
     ("broker_version", pa.string()),
     ("broker_note", pa.string()),
     ("driver_options", pa.string()),  # JSON: the client's settings (acks, persistent, …)
+    ("durability", pa.string()),  # its label (formats.durability); empty: not recorded
 ]
 COLUMNS = pa.schema(COLUMN_TYPES)
 Rows = dict[str, list[Any]]
@@ -173,7 +174,8 @@ def _run_facts(run: RunSummary, swept: list[str]) -> dict[str, Any]:
                ("sent", "received", "lost", "unknown", "duplicated")},
             "warnings": len(run.warnings), "broker_kind": run.broker.kind,
             "broker_recipe": run.broker.recipe, "broker_version": run.broker.version,
-            "broker_note": run.broker.note}
+            "broker_note": run.broker.note,
+            "durability": run.durability.label if run.durability is not None else None}
 
 
 def _text(value: Any) -> str:
