@@ -43,9 +43,10 @@ from sixnines.formats.document import Document
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
+from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
 DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
@@ -290,6 +291,9 @@ class Workload(Open):
     fan_out: FanOut = FanOut.CONSUMER
     """Who receives every one-way message: each consumer once, over one of its
     connections; or each consumer connection (runs recorded before schema 5 read so)."""
+    shape: RateShape | None = None
+    """A shaped rate's segments (then `rate` is its mean over the measured time); absent:
+    the rate was one number (since schema_version 9)."""
 
 
 class Sixnines(Open):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sixnines.agents.schedule import NS, message_count, split
+from sixnines.agents.schedule import NS, message_count, shaped_count, split
 from sixnines.formats.vocabulary import MAX_RATE, SENDERS, Mode, Role
 
 
@@ -39,13 +39,20 @@ def plan_agents(workload, needs_responder: bool = False,
     it receives (drivers.base.Lane): a consumer expects all producers' messages once.
     Round trip through a broker that does not echo adds one responder (one connection)
     sending requests back.
-    With `rate: max` there is no schedule to share: the producers split `messages`.
+    With `rate: max` there is no schedule to share: the producers split `messages`. A
+    shaped rate is shared as lanes (agents.schedule.ShapedPieces), each agent's `rate`
+    its share of the shape's mean.
     """
     connections = workload.connections
     senders = workload.producers
     if workload.rate == MAX_RATE:
         share, interval_ns = 0.0, 0.0
         sends = split(workload.messages, senders)
+    elif (shape := getattr(workload, "shape", None)) is not None:  # lanes share the shape
+        span_ns = workload.warmup_ns + workload.duration_ns
+        share = shape.mean(workload.warmup_ns, span_ns) / senders
+        interval_ns = 0.0
+        sends = [shaped_count(shape, span_ns, senders * connections) * connections] * senders
     else:
         span_ns = workload.warmup_ns + workload.duration_ns
         share = workload.rate / senders
