@@ -21,14 +21,24 @@ import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PlainSerializer,
+    Tag,
+    WithJsonSchema,
+)
 
 from sixnines.formats.shape import RateShape, Segment
 from sixnines.orchestrator.scenario import units
-from sixnines.orchestrator.scenario.fields import NumericRate, RunTime, Text
+from sixnines.orchestrator.scenario.fields import NumericRate, RunTime, check_text
 from sixnines.orchestrator.scenario.problems import shown
 
 #: Most rows of a trace (each becomes a segment every agent holds).
@@ -103,27 +113,42 @@ class Bursts(_Shape):
     """The bursts' rate, length and period."""
 
 
+@dataclass(frozen=True)
+class TraceFile:
+    """A trace file as named, and its rows (ns from the measured start, msg/s), read once
+    where the scenario is loaded."""
+
+    name: str
+    rows: tuple[tuple[int, float], ...]
+
+
+def _trace_file(value: object) -> TraceFile:
+    if isinstance(value, TraceFile):
+        return value
+    name = check_text(value) if isinstance(value, str) and value else None
+    if name is None:
+        raise ValueError("must be the path of a CSV file")
+    return TraceFile(name, read_trace(_TRACE_BASE.get() / Path(name).expanduser(), name))
+
+
 class Trace(_Shape):
     """A replay of a CSV file of `time,rate` rows: from each row's time (from the measured
     start, e.g. 0, 1.5, 2s, 500ms) its rate (e.g. 800, 2k) holds until the next row's. The
     first row is at 0; a header row and lines starting with # are skipped."""
 
-    trace: Text
+    trace: Annotated[TraceFile, BeforeValidator(_trace_file),
+                     PlainSerializer(lambda trace: trace.name, return_type=str),
+                     WithJsonSchema({"type": "string", "minLength": 1}, mode="validation")]
     """The CSV file (relative to the scenario file)."""
-    _rows: tuple[tuple[int, float], ...] = PrivateAttr(default=())
-
-    @model_validator(mode="after")
-    def _read(self) -> Trace:
-        self._rows = read_trace(_TRACE_BASE.get() / Path(self.trace).expanduser(), self.trace)
-        return self
 
     @property
     def rows(self) -> tuple[tuple[int, float], ...]:
         """(ns from the measured start, msg/s), in order."""
-        return self._rows
+        return self.trace.rows
 
 
 def _shape_kind(value: Any) -> str | None:
+    """Which shape a value is, by its key (None: none of them)."""
     if isinstance(value, _Shape):
         return type(value).__name__.lower()
     if isinstance(value, dict):
@@ -134,11 +159,18 @@ def _shape_kind(value: Any) -> str | None:
     return None
 
 
+def _shape_tag(value: Any) -> str | None:
+    """The union's tag of a shape: not a key the file writes, so that an error's path
+    leaves it out (problems.format_path)."""
+    kind = _shape_kind(value)
+    return None if kind is None else f"{kind}_shape"
+
+
 #: A rate that changes over the run.
 Shape = Annotated[
-    Annotated[Steps, Tag("steps")] | Annotated[Ramp, Tag("ramp")]
-    | Annotated[Bursts, Tag("bursts")] | Annotated[Trace, Tag("trace")],
-    Discriminator(_shape_kind, custom_error_type="shape",
+    Annotated[Steps, Tag("steps_shape")] | Annotated[Ramp, Tag("ramp_shape")]
+    | Annotated[Bursts, Tag("bursts_shape")] | Annotated[Trace, Tag("trace_shape")],
+    Discriminator(_shape_tag, custom_error_type="shape",
                   custom_error_message="a rate shape is one of {steps: [...]}, {ramp: {from, "
                   "to, over}}, {base: RATE, bursts: {rate, for, every}} or {trace: FILE}"),
 ]
@@ -205,7 +237,7 @@ def shape_problems(shape: BaseModel, duration_ns: int | None) -> list[str]:
     elif isinstance(shape, Trace):
         late = [at for at, _ in shape.rows if at >= duration_ns]
         if late:
-            return [f"trace {shown(shape.trace)} has rows at or after the end of the duration "
+            return [f"trace {shown(shape.trace.name)} has rows at or after the end of the duration "
                     f"({end}), the first at {units.format_duration(late[0])}"]
     return []
 
@@ -221,7 +253,7 @@ def resolve(shape: BaseModel, warmup_ns: int, duration_ns: int) -> RateShape:
     steps = list(range(first, len(segments))) if isinstance(shape, Steps) else []
     return RateShape(kind=_shape_kind(shape), label=shape_label(shape),  # type: ignore[arg-type]
                      segments=segments, steps=steps,
-                     source=shape.trace if isinstance(shape, Trace) else None)
+                     source=shape.trace.name if isinstance(shape, Trace) else None)
 
 
 def _stretches(shape: BaseModel, duration_ns: int) -> Iterator[tuple[int, int, float, float]]:
@@ -271,4 +303,4 @@ def shape_label(shape: BaseModel) -> str:
         return (f"{_rate(shape.base)} msg/s, bursts of {_rate(burst.rate)} for "
                 f"{units.format_duration(burst.length)} every {units.format_duration(burst.every)}")
     assert isinstance(shape, Trace)
-    return f"trace {Path(shape.trace).name}"
+    return f"trace {Path(shape.trace.name).name}"
