@@ -70,7 +70,7 @@ from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.run_files import agent_file, report_folder
 from sixnines.formats.run_histograms import histograms_text
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
-from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
+from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, StepFigures, Warmup
 from sixnines.formats.vocabulary import RECORDING, Metric, Role
 from sixnines.spark_jobs import (
     agent_rows,
@@ -374,6 +374,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
         behind_s=summarize.behind_s(metrics[Metric.SEND_LAG], rate["send_rate"],
                                     manifest.params.get("producers", 1)),
         **series.summary_fields(per_message, humps), steadiness=figured.steadiness,
+        steps=step_figures(manifest, figured.steps),
         cpu=usage.summary(), cpu_placement=manifest.cpu_placement)
     summary.warnings = [*lag_warnings(summary), *saturation_warnings(counts, manifest.params),
                         *summarize.clock_warnings(pairs, manifest.cross_host_latency),
@@ -386,6 +387,27 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
                                           for name in METRICS[load]}),
         SERIES_FILE: _json(document), SUMMARY_FILE: summary.text()})
     return summary
+
+
+def step_figures(manifest: Manifest, steps: list[run_merge.StepCounts] | None
+                 ) -> list[StepFigures] | None:
+    """Each step's figures, its rates over its length (None: the run has no steps)."""
+    shape = manifest.workload.shape
+    if shape is None or steps is None:
+        return None
+    found = []
+    for index, step in zip(shape.steps, steps, strict=True):
+        segment = shape.segments[index]
+        length_s = (segment.end_ns - segment.start_ns) / 1e9
+        found.append(StepFigures(
+            rate=segment.rate, start_s=(segment.start_ns - manifest.workload.warmup_ns) / 1e9,
+            duration_s=length_s, sent=step.sent, received=step.received,
+            send_rate=step.sent / length_s, receive_rate=step.received / length_s,
+            latency_us=summarize.metric_summary(step.metrics.get(Metric.LATENCY,
+                                                                 summarize.MetricCounts())),
+            send_lag_us=summarize.metric_summary(step.metrics.get(Metric.SEND_LAG,
+                                                                  summarize.MetricCounts()))))
+    return found
 
 
 def _json(document: dict[str, Any]) -> str:
