@@ -458,7 +458,7 @@ def _per_message(run: AnalysedRun, found_axes: Axes, found: list[SecondPass]) ->
     streams = found_axes.streams
     curve = _curve(found) if found_axes.schedule is not None else None
     return series.PerMessage(
-        run.window, run.load, series.latency_json(curve, run.load),
+        run.window, run.load, series.latency_json(curve, run.load, found_axes.schedule),
         {series.SIDES[side]: _throughput(found, side, axis)
          for side, axis in found_axes.throughput.items()},
         series.density_ns(streams),

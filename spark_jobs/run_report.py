@@ -28,9 +28,10 @@ report/series.json, every list at most 2,000 long:
 
 - `window`: M.
 - `load`: as in summary.json.
-- `latency`, `service_time`, `saturation_latency`: {"n", "min_us", "mean_us", "max_us"}:
-  per bucket of the schedule (message order), the index of its first message and the
-  min / mean / max; the other load's lists are empty.
+- `latency`, `service_time`, `saturation_latency`: {"n", "t_s", "min_us", "mean_us",
+  "max_us"}: per bucket of the schedule (message order), the index of its first message,
+  the bucket's intended time (seconds since the run's start; empty without a planned
+  schedule) and the min / mean / max; the other load's lists are empty.
 - `sender_throughput`, `receiver_throughput`: {"t_s", "msg_s"}: seconds since the run's
   start (bucket centres) and the summed throughput of the side's streams there (each
   stream's 1 / mean overhead in the bucket).

@@ -167,11 +167,55 @@ def cpu_per_message(series: dict, slug: str, run_id: str) -> Figure | None:
 
 
 BUILDERS = (latency_over_run, throughput, histogram, cpu_per_message)
+INTENDED = "#222222"
+
+
+def _intended(shape: object) -> tuple[list[float], list[float]] | None:
+    """A shape's intended rate (params.shape, formats.shape.RateShape as JSON) as the
+    corners of its segments: seconds since the start instant, msg/s."""
+    segments = shape.get("segments") if isinstance(shape, dict) else None
+    if not isinstance(segments, list):
+        return None
+    xs: list[float] = []
+    ys: list[float] = []
+    for segment in segments:
+        try:
+            xs += [segment["start_ns"] / 1e9, segment["end_ns"] / 1e9]
+            ys += [float(segment["rate"]), float(segment["to"])]
+        except (KeyError, TypeError, ValueError):
+            return None
+    return xs, ys
+
+
+def against_shape(run: RunInputs, slug: str) -> Figure | None:
+    """A shaped run: the intended rate, the rates achieved at both ends and latency, on
+    one time axis (latency on the right)."""
+    intended = _intended(run.summary.params.get("shape"))
+    series = run.series or {}
+    if intended is None:
+        return None
+    lines = [Line("intended rate", *intended, INTENDED)]
+    for key, name, shade in (("sender_throughput", "sent", SENDER),
+                             ("receiver_throughput", "received", RECEIVER)):
+        found = _numbers(series.get(key), "t_s", "msg_s")
+        if found is not None and found[0]:
+            lines.append(Line(f"{name} msg/s", *found, shade))
+    latency = _numbers(series.get(Metric.LATENCY), "t_s", "mean_us")
+    if latency is not None and latency[0]:
+        lines.append(Line("latency mean (µs)", *latency, MEAN, right=True))
+    return Figure(f"{slug}-shape", f"{run.run_id}: {run.summary.params['shape'].get('label')}",
+                  Axis("time since the start (s; the measured time follows the warm-up)"),
+                  Axis("messages/s"), lines=tuple(lines), y2=Axis("latency (µs)", "log"),
+                  caption="The rate the shape intends against the rates sent and received "
+                          "(windowed) and the latency of the messages intended at each "
+                          "time, from their intended send time.")
 
 
 def figures(run: RunInputs, slug: str) -> list[Figure]:
-    """The run's per-message plots; empty without series.json."""
+    """The run's per-message plots (a shaped run's against its shape first); empty
+    without series.json."""
     if run.series is None:
         return []
-    found = (build(run.series, slug, run.run_id) for build in BUILDERS)
+    found = [against_shape(run, slug),
+             *(build(run.series, slug, run.run_id) for build in BUILDERS)]
     return [figure for figure in found if figure is not None]
