@@ -21,8 +21,6 @@ from sixnines.formats.document import Document
 
 NS = 1_000_000_000
 
-#: Shapes whose stretches are figured one by one (the others are read as a series).
-STEPS = "steps"
 ShapeKind = Literal["steps", "ramp", "bursts", "trace"]
 PositiveRate = Annotated[float, Field(gt=0)]
 
@@ -43,11 +41,6 @@ class Segment(Document):
         if self.end_ns <= self.start_ns:
             raise ValueError("a segment must end after it starts")
         return self
-
-    @property
-    def messages(self) -> float:
-        """Messages due within it (the area under its rate)."""
-        return (self.rate + self.to) / 2 * (self.end_ns - self.start_ns) / NS
 
 
 class RateShape(Document):
@@ -86,10 +79,6 @@ class RateShape(Document):
     def cumulative(self) -> Cumulative:
         return Cumulative(self.segments)
 
-    def rate_at(self, t_ns: np.ndarray) -> np.ndarray:
-        """The intended rate (msg/s) at each time (ns from the start instant)."""
-        return self.cumulative().rate_at(t_ns)
-
 
 class Cumulative:
     """Λ(t) of a shape and its inverse, over whole numpy arrays (see the module doc)."""
@@ -105,11 +94,6 @@ class Cumulative:
         areas = self.rate * self.length + self.slope * self.length ** 2 / 2
         self.before = np.concatenate([[0.0], np.cumsum(areas)])  # messages due at each start
 
-    @property
-    def total(self) -> float:
-        """Messages due over all segments."""
-        return float(self.before[-1])
-
     def at(self, t_ns: np.ndarray | float) -> np.ndarray:
         """Λ(t): messages due by each time."""
         t = np.asarray(t_ns, dtype=np.float64)
@@ -117,13 +101,6 @@ class Cumulative:
         tau = np.clip(t - self.start[k], 0.0, self.length[k])
         due = self.before[k] + self.rate[k] * tau + self.slope[k] * tau ** 2 / 2
         return due + np.maximum(t - self.end, 0.0) * self.last
-
-    def rate_at(self, t_ns: np.ndarray) -> np.ndarray:
-        """The intended rate in msg/s at each time."""
-        t = np.asarray(t_ns, dtype=np.float64)
-        k = np.clip(np.searchsorted(self.start, t, side="right") - 1, 0, len(self.start) - 1)
-        tau = np.clip(t - self.start[k], 0.0, self.length[k])
-        return (self.rate[k] + self.slope[k] * tau) * NS
 
     def inverse(self, due: np.ndarray) -> np.ndarray:
         """Λ⁻¹: when each count of messages falls due, in ns (float64). Within a segment the

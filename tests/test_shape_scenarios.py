@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sixnines.orchestrator.plan.agents import plan_agents
 from sixnines.orchestrator.scenario.matrix import expand
 from sixnines.orchestrator.scenario.model import parse_scenario
 from tests.faults.support import sixnines
@@ -124,3 +125,15 @@ def test_a_closed_loop_cannot_follow_a_shape(tmp_path: Path):
     assert done.returncode == 2
     assert done.stderr.startswith("s.yaml:9: workload.schedule: 'closed' cannot follow a rate "
                                   "shape"), done.stderr
+
+
+def test_a_shape_is_planned_as_lanes_sharing_its_count():
+    text = SCENARIO.format(rate="{steps: [{rate: 1k, for: 4s}, {rate: 3k}]}") + \
+        "  producers: 2\n  connections: 3\n"
+    (point,) = expand(parse_scenario(text))
+    producers = [plan for plan in plan_agents(point.workload) if plan.role == "producer"]
+    # 1 s of warm-up and 4 s at 1k, 6 s at 3k: 23,000 messages over 6 lanes
+    assert [plan.sends for plan in producers] == [23_000 // 6 * 3] * 2
+    assert [plan.rate for plan in producers] == [pytest.approx(2200 / 2)] * 2
+    assert [plan.peak for plan in producers] == [1500.0, 1500.0]
+    assert [plan.phase_ns for plan in producers] == [0, 0]

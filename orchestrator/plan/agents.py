@@ -20,6 +20,7 @@ class AgentPlan:
     expected: int  # messages it should receive
     connections: int = 1
     host: str = "local"
+    peak: float = 0.0  # a shaped rate: this agent's share of its highest rate (0: `rate`)
 
     @property
     def sends_messages(self) -> bool:
@@ -45,12 +46,13 @@ def plan_agents(workload, needs_responder: bool = False,
     """
     connections = workload.connections
     senders = workload.producers
+    peak = 0.0
     if workload.rate == MAX_RATE:
         share, interval_ns = 0.0, 0.0
         sends = split(workload.messages, senders)
     elif (shape := getattr(workload, "shape", None)) is not None:  # lanes share the shape
         span_ns = workload.warmup_ns + workload.duration_ns
-        share = shape.mean(workload.warmup_ns, span_ns) / senders
+        share, peak = shape.mean(workload.warmup_ns, span_ns) / senders, shape.peak / senders
         interval_ns = 0.0
         sends = [shaped_count(shape, span_ns, senders * connections) * connections] * senders
     else:
@@ -65,7 +67,7 @@ def plan_agents(workload, needs_responder: bool = False,
             agent_id=f"{sender_role}-{k}", role=sender_role, rate=share,
             phase_ns=int(k * interval_ns), first_id=k * connections, sends=sends[k],
             expected=sends[k] if sender_role == Role.REQUESTER else 0,
-            connections=connections,
+            connections=connections, peak=peak,
         )
         for k in range(senders)
     ]
