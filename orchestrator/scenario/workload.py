@@ -156,12 +156,6 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
                           "sends when the reply arrives); use fixed or poisson"))
         found += [("rate", problem) for problem in shape_problems(workload.rate,
                                                                   workload.duration_ns)]
-        if workload.messages is not None:
-            found.append(("messages", "only with rate: max (a shape's rate over the run "
-                          "sets how many messages are sent)"))
-        if workload.duration_ns is None:
-            found.append(("duration", "field required (only rate: max may leave it out)"))
-        return found
     if isinstance(workload.rate, RateSearch):
         if workload.schedule is Schedule.CLOSED:
             found.append(("schedule", "'closed' cannot search for a rate (a closed loop sends "
