@@ -41,7 +41,7 @@ SECTIONS = (
      "meets a latency objective."),
     ("`rate: {steps: […]}`", "Steps", "A rate shape of steps (docs/writing.md, \"Rate "
      "shapes\", has the rules at the end of the run)."),
-    ("`steps[]`", "Step", "One step."),
+    ("`steps[]`", "RateStep", "One step."),
     ("`rate: {ramp: …}`", "Ramp", "A rate shape going from one rate to another."),
     ("`ramp`", "RampSpan", "The ramp."),
     ("`rate: {base: …, bursts: …}`", "Bursts", "A rate shape of bursts over a base rate."),

@@ -65,7 +65,7 @@ class _Shape(BaseModel):
                               populate_by_name=True, serialize_by_alias=True)
 
 
-class Step(_Shape):
+class RateStep(_Shape):
     rate: NumericRate
     """msg/s in total during the step."""
     length: Annotated[RunTime | None, Field(alias="for")] = None
@@ -75,7 +75,7 @@ class Step(_Shape):
 class Steps(_Shape):
     """Rates one after the other, each for its `for`."""
 
-    steps: Annotated[tuple[Step, ...], Field(min_length=1)]
+    steps: Annotated[tuple[RateStep, ...], Field(min_length=1)]
     """The steps in order, e.g. [{rate: 10k, for: 30s}, {rate: 50k}]."""
 
 
