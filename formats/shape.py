@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import numpy as np
-from pydantic import Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
 from sixnines.formats.document import Document
 
@@ -44,7 +44,10 @@ class Segment(Document):
 
 
 class RateShape(Document):
-    """The intended rate of a shaped run (workload `rate: {steps|ramp|bursts|trace: …}`)."""
+    """The intended rate of a shaped run (workload `rate: {steps|ramp|bursts|trace: …}`).
+    `steps` and `source` are written only when set."""
+
+    model_config = ConfigDict(json_schema_serialization_defaults_required=False)
 
     kind: ShapeKind
     label: str

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from sixnines.formats.vocabulary import Load, Metric
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Axis, Band, Figure, Line, Marker, slugify
@@ -170,20 +172,30 @@ BUILDERS = (latency_over_run, throughput, histogram, cpu_per_message)
 INTENDED = "#222222"
 
 
+#: Points of the intended rate's line across the run: enough that hovering anywhere finds
+#: one near (the read-out names the points near the cursor only).
+INTENDED_POINTS = 400
+
+
 def _intended(shape: object) -> tuple[list[float], list[float]] | None:
-    """A shape's intended rate (params.shape, formats.shape.RateShape as JSON) as the
-    corners of its segments: seconds since the start instant, msg/s."""
+    """A shape's intended rate (params.shape, formats.shape.RateShape as JSON) as a line:
+    seconds since the start instant, msg/s, each segment from its start to its end."""
     segments = shape.get("segments") if isinstance(shape, dict) else None
-    if not isinstance(segments, list):
+    try:
+        spans = [(s["start_ns"] / 1e9, s["end_ns"] / 1e9, float(s["rate"]), float(s["to"]))
+                 for s in segments]  # type: ignore[union-attr]
+    except (KeyError, TypeError, ValueError):
         return None
+    if not spans or spans[-1][1] <= 0:
+        return None
+    step = spans[-1][1] / INTENDED_POINTS
     xs: list[float] = []
     ys: list[float] = []
-    for segment in segments:
-        try:
-            xs += [segment["start_ns"] / 1e9, segment["end_ns"] / 1e9]
-            ys += [float(segment["rate"]), float(segment["to"])]
-        except (KeyError, TypeError, ValueError):
-            return None
+    for start, end, rate, to in spans:
+        points = max(1, math.ceil((end - start) / step))
+        shares = np.linspace(0.0, 1.0, points + 1)
+        xs += (start + shares * (end - start)).tolist()
+        ys += (rate + shares * (to - rate)).tolist()
     return xs, ys
 
 
