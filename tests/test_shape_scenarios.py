@@ -72,6 +72,8 @@ def test_a_swept_list_of_shapes_is_one_run_each():
 BAD = [
     ("{steps: [{rate: 1k, for: 6s}, {rate: 2k, for: 6s}]}",
      "s.yaml:7: workload.rate: the steps last 12s, longer than the duration (10s)"),
+    ("{steps: [{rate: 1k, for: 10s}, {rate: 2k}]}",
+     "s.yaml:7: workload.rate: the steps before the last fill the duration (10s)"),
     ("{steps: [{rate: 1k}, {rate: 2k, for: 1s}]}",
      "s.yaml:7: workload.rate: only the last step may leave out `for`"),
     ("{steps: [{rate: 1k, for: 1s}, {rate: 0}]}",

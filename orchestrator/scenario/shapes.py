@@ -225,6 +225,10 @@ def shape_problems(shape: BaseModel, duration_ns: int | None) -> list[str]:
         if total > duration_ns:
             return [f"the steps last {units.format_duration(total)}, longer than the "
                     f"duration ({end}): shorten them or lengthen the duration"]
+        before_last = total - (shape.steps[-1].length or 0)
+        if before_last >= duration_ns:
+            return [f"the steps before the last fill the duration ({end}): the last would "
+                    "get no time"]
     elif isinstance(shape, Ramp) and shape.ramp.over > duration_ns:
         return [f"the ramp takes {units.format_duration(shape.ramp.over)}, longer than the "
                 f"duration ({end})"]
