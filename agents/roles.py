@@ -33,12 +33,20 @@ from sixnines.agents.recording import (
     producer_rows,
     receipt_rows,
 )
-from sixnines.agents.schedule import NS, Pieces, message_count, split
+from sixnines.agents.schedule import (
+    NS,
+    Pieces,
+    ShapedPieces,
+    message_count,
+    shaped_count,
+    split,
+)
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import SOLE_LANE, Driver, Lane, Receiver, Sender, Waiter
 from sixnines.formats import vocabulary
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
+from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Metric, Receive, Schedule
 
 WAIT_MS = 20  # blocking receive timeout: how often a blocked loop looks at its flags
@@ -187,12 +195,27 @@ def _schedules(spec: Prepare) -> list[Pieces]:
     Throughput mode has none: placeholders that `OutStream.blast` fills with send times."""
     if spec.schedule == MAX_RATE:
         return [Pieces(MAX_RATE, 0.0, n) for n in split(spec.messages, spec.connections)]
+    if spec.shape is not None:
+        return _shaped_schedules(spec, RateShape.model_validate(spec.shape))
     per_connection = spec.rate / spec.connections
     count = message_count(per_connection, spec.warmup_ns + spec.duration_ns)
     interval_ns = NS / spec.rate
     return [
         Pieces(spec.schedule, per_connection, count, spec.phase_ns + int(c * interval_ns),
                seed=spec.seed * 1000 + spec.first_id + c)
+        for c in range(spec.connections)
+    ]
+
+
+def _shaped_schedules(spec: Prepare, shape: RateShape) -> list[Pieces]:
+    """One lane of the shape per connection, numbered as the phases of a constant rate
+    interleave them (agent k's connection c after c rounds of all agents' first ones)."""
+    senders = spec.lanes // spec.connections
+    agent = spec.first_id // spec.connections
+    count = shaped_count(shape, spec.warmup_ns + spec.duration_ns, spec.lanes)
+    return [
+        ShapedPieces(spec.schedule, shape, count, agent + c * senders, spec.lanes,
+                     seed=spec.seed * 1000 + spec.first_id + c)
         for c in range(spec.connections)
     ]
 
@@ -311,6 +334,8 @@ def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
     """One stream per connection, its schedule in pieces its role's recorder writes."""
     spec = role.spec
     rate = None if spec.schedule == MAX_RATE else spec.rate / spec.connections
+    if spec.shape is not None:  # pieces sized for the peak, not the mean
+        rate = RateShape.model_validate(spec.shape).peak / spec.lanes
     return [
         OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
                   spec.message_size,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sixnines.formats.shape import Cumulative, RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Schedule
 
 NS = 1_000_000_000
@@ -69,6 +70,46 @@ class Pieces:
             np.add((fractional * NS / self.rate).astype(np.int64), self.phase_ns, out=piece)
         self.made += n
         return n
+
+
+class ShapedPieces(Pieces):
+    """The schedule of one lane of a shaped run (formats.shape), piece by piece like
+    `Pieces`. The run's messages are counted along the shape's Λ: lane j of L sends the
+    messages due at Λ = j, j + L, j + 2L, … (fixed), or at Λ = j plus a running sum of
+    exponential gaps of mean L (poisson: L such lanes together are a unit-rate Poisson
+    process in Λ, so the run's arrivals are Poisson at the shape's rate). Λ⁻¹ then gives
+    each message its time, so the lanes keep their share of the shape at every instant and
+    interleave as lanes of a constant rate do."""
+
+    def __init__(self, schedule: str, shape: RateShape, count: int, lane: int, lanes: int,
+                 seed: int = 0) -> None:
+        if schedule not in (Schedule.POISSON, Schedule.FIXED):
+            raise ValueError(f"a shaped rate has no {schedule!r} schedule")
+        super().__init__(schedule, 0.0, count, seed=seed)
+        self.cumulative: Cumulative = shape.cumulative()
+        self.lane, self.lanes = lane, lanes
+
+    def fill(self, out: np.ndarray) -> int:
+        n = min(len(out), self.count - self.made)
+        if n <= 0:
+            return 0
+        first = self.made
+        if self.schedule == Schedule.POISSON:
+            gaps = self.rng.exponential(float(self.lanes), size=n)
+            gaps[0] = float(self.lane) if first == 0 else self.last + gaps[0]
+            due = np.cumsum(gaps)
+            self.last = float(due[-1])
+        else:
+            due = self.lane + self.lanes * np.arange(first, first + n, dtype=np.float64)
+        out[:n] = self.cumulative.inverse(due).astype(np.int64)
+        self.made += n
+        return n
+
+
+def shaped_count(shape: RateShape, span_ns: int, lanes: int) -> int:
+    """Messages each of `lanes` lanes sends over `span_ns` of the shape: an equal share of
+    those due (Λ(span)), at least one."""
+    return max(1, int(float(shape.cumulative().at(span_ns)) / lanes))
 
 
 def intended_offsets(

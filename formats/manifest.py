@@ -44,6 +44,7 @@ from sixnines.formats.durability import Durability
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
+from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
 SCHEMA_VERSION = 9
@@ -291,6 +292,9 @@ class Workload(Open):
     fan_out: FanOut = FanOut.CONSUMER
     """Who receives every one-way message: each consumer once, over one of its
     connections; or each consumer connection (runs recorded before schema 5 read so)."""
+    shape: RateShape | None = None
+    """A shaped rate's segments (then `rate` is its mean over the measured time); absent:
+    the rate was one number (since schema_version 9)."""
 
 
 class Sixnines(Open):

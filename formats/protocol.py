@@ -32,9 +32,10 @@ from typing import IO, ClassVar
 
 from sixnines.formats.errors import SixninesError
 
-PROTOCOL_VERSION = 6  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
+PROTOCOL_VERSION = 7  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
 #: 5: `start` carries the CPU placement; 6: connections divide the load (lanes: a consumer
-#: expects each message once, and the relay's hello carries the lane)
+#: expects each message once, and the relay's hello carries the lane); 7: `prepare` carries
+#: a rate shape
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
@@ -78,6 +79,11 @@ class Prepare(Message):
     cpu_sample_ns: int = DEFAULT_CPU_SAMPLE_NS  # how often CPU time is sampled (cpu.parquet)
     target_pid: int = 0  # monitor: the pid naming the broker's process group on its host
     messages: int = 0  # schedule max: this agent's messages, split over its connections
+    #: A shaped rate (formats.shape.RateShape as JSON, the whole run's), which each sending
+    #: connection follows as lane `first_id // connections + c * senders` of `lanes`
+    #: (senders × connections) instead of `rate` and `phase_ns`.
+    shape: dict | None = None
+    lanes: int = 0
     #: {"username", "password"}: the run's login for a broker sixnines started off loopback
     #: (drivers.base.Credential). Only this channel carries it; `decode` never quotes it.
     credential: dict | None = field(default=None, repr=False)

@@ -266,7 +266,7 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat", "durability")
+_SOMETIMES = ("repeat", "durability", "steps")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -276,6 +276,29 @@ def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
     schema["if"] = {"required": ["sent"]}
     schema["then"] = {"required": [name for name in model.model_fields
                                    if name not in (*_ALWAYS, *_SOMETIMES)]}
+
+
+class StepFigures(Document):
+    """One step of a run whose rate is a shape of steps (formats.shape), measured time
+    only: its messages are those intended within it (spark_jobs.steps_pass)."""
+
+    rate: float
+    """The step's intended rate, msg/s over all senders."""
+    start_s: float
+    """Where it starts, seconds from the measured start."""
+    duration_s: float
+    sent: int
+    """Sends whose send time fell within the step."""
+    received: int
+    """Receipts whose receive time fell within it (each receiver's, summed)."""
+    send_rate: float | None = None
+    """sent over the step's length, msg/s."""
+    receive_rate: float | None = None
+    """received over the step's length, msg/s."""
+    latency_us: Figures = Field(default_factory=Figures)
+    """recv − intended of the messages intended within the step, µs."""
+    send_lag_us: Figures = Field(default_factory=Figures)
+    """sent − intended of the messages intended within the step, µs."""
 
 
 class RunSummary(Versioned):
@@ -395,6 +418,9 @@ class RunSummary(Versioned):
     them; null without a stream of two receipts."""
     humps: Humps | None = None
     steadiness: Steadiness | None = None
+    steps: list[StepFigures] | None = None
+    """Per step, when the rate is a shape of steps (absent otherwise; since
+    schema_version 7)."""
     behind_s: float | None = None
     """How long the senders were more than SATURATED_LAG_P99_US behind their schedule,
     seconds summed over the sending agents: the messages sent that late, over each

@@ -70,6 +70,8 @@ def value_text(name: str, value: object) -> str:
         return duration_text(value)  # type: ignore[arg-type]
     if name == "rate":
         return rate_text(value)
+    if name == "shape" and isinstance(value, dict):  # formats.shape.RateShape
+        return str(value.get("label"))
     if numeric and name in COUNT_PARAMS:
         return f"{value:,}"
     return value if isinstance(value, str) else json.dumps(value, default=str)

@@ -9,7 +9,8 @@ series_pass (extents, latency curve, throughput windows).
 First pass: what an agent's files tell alone: the delivery tallies, the reordered
 receipts, the rates, the clock pairing counts, the HDR buckets of every metric (and of
 the part of a dead agent's records its hlog holds), the stream extents, each producer's
-measured sends as seq intervals, the messages of dead senders it received, and its hlog.
+measured sends as seq intervals, the messages of dead senders it received, its hlog, and
+with a shape of steps its part of each step (steps_pass).
 
 Second pass: what needs the first's merged results: the (producer, seq) matching of its
 receipts against the measured sends of every producer (unique, duplicated, unexpected),
@@ -62,6 +63,7 @@ from sixnines.spark_jobs.series_pass import (
     merged_extents,
     stream_extents,
 )
+from sixnines.spark_jobs.steps_pass import StepPart, merged_steps, step_parts
 from sixnines.spark_jobs.summarize import LogRead, read_log
 
 #: (count, earliest, latest) of some timestamps of one agent's clock
@@ -129,6 +131,7 @@ class FirstPass:
     log: LogRead | None  # its hlog
     started_ns: int | None  # its start instant if it died (AgentFiles.started_ns)
     last_receipt: int | None = None  # its clock: when its latest receipt came (warm-up too)
+    steps: list[StepPart] | None = None  # a shape of steps: its part of each step
 
 
 def _logged_until(agent: AgentFiles, log: LogRead | None) -> int | None:
@@ -146,7 +149,7 @@ class FirstFold:
     part, merged as it comes so the state stays small."""
 
     PARTS = ("sent_span", "recv_span", "last_recv", "pairs", "metrics", "logged", "extents",
-             "sent", "by_dead", "seen")
+             "sent", "by_dead", "seen", "steps")
 
     def __init__(self, agent: AgentFiles, logged_until: int | None = None) -> None:
         self.agent, self.logged_until = agent, logged_until
@@ -172,6 +175,7 @@ class FirstFold:
                 rows, run.load, measured & (rows.intended < self.logged_until)))
         parts["extents"].append(stream_extents(rows, agent.agent_index))
         parts["sent"].append(sends(rows, measured))
+        parts["steps"].append(step_parts(rows, run))
         if run.dead_producer_ids:
             parts["by_dead"].append(
                 sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids))))
@@ -183,7 +187,8 @@ class FirstFold:
         merges: dict[str, Callable[[list], Any]] = {
             "sent_span": _joined, "recv_span": _joined, "last_recv": _joined,
             "pairs": merged_pairs, "metrics": merged_buckets, "logged": merged_buckets,
-            "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends}
+            "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends,
+            "steps": merged_steps}
         for name, merge in merges.items():  # the dead senders' messages seen: at the end
             if len(parts[name]) > 1:
                 parts[name] = [merge(parts[name])]
@@ -203,7 +208,8 @@ class FirstFold:
             one("pairs", None), one("metrics", {}),
             one("logged", {}) if self.logged_until is not None else None,
             one("extents", []), one("sent", {}), one("by_dead", {}), merged_seen(parts["seen"]),
-            log, agent.started_ns, last[2] if (last := one("last_recv", None)) else None)
+            log, agent.started_ns, last[2] if (last := one("last_recv", None)) else None,
+            one("steps", None))
 
 
 def first_pass(agent: AgentFiles) -> FirstPass:

@@ -85,6 +85,8 @@ class RunContext:
     dead_producer_ids: frozenset[int] = frozenset()
     warmup_ns: int = 0
     per_connection: bool = False
+    #: a shape of steps: each step's (start, end) in ns from the start instant
+    steps: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from sixnines.spark_jobs import (
     series,
     series_pass,
     steadiness,
+    steps_pass,
 )
 from sixnines.spark_jobs.agent_pass import FirstPass, RunPlan, SecondPass
 from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, RunContext
@@ -82,6 +83,7 @@ class RunFigures:
     unplaced: list[str]  # agents that died with an hlog but no known start: not checked
     drained_out: list[str] = field(default_factory=list)  # problem lines (`drained_out`)
     steadiness: Steadiness | None = None  # how far p99 moved within the run
+    steps: list[StepCounts] | None = None  # a shape of steps: each step's
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,15 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       producer_clocks(manifest), sole_domain(manifest),
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
-                      manifest.workload.fan_out == FanOut.CONNECTION)
+                      manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest))
+
+
+def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:
+    """The (start, end) of each step of a shape of steps, from the start instant."""
+    shape = manifest.workload.shape
+    if shape is None:
+        return ()
+    return tuple((shape.segments[i].start_ns, shape.segments[i].end_ns) for i in shape.steps)
 
 
 def agent_files(runs: Sequence[AnalysedRun]) -> list[AgentFiles]:
@@ -205,6 +215,24 @@ class Merged:
     extents: list[dict[str, Any]]
     sent: dict[int, Intervals]
     extra: Messages | None
+    steps: list[StepCounts] | None = None
+
+
+@dataclass
+class StepCounts:
+    """One step of a shape of steps, merged over the run's agents."""
+
+    metrics: dict[str, MetricCounts]
+    sent: int
+    received: int
+
+
+def _steps(found: list[FirstPass]) -> list[StepCounts] | None:
+    merged = steps_pass.merged_steps([result.steps for result in found])
+    if merged is None:
+        return None
+    return [StepCounts({name: buckets.metric() for name, buckets in step.metrics.items()},
+                       step.sent, step.received) for step in merged]
 
 
 def _sum_rates(rates: list[float | None]) -> float | None:
@@ -257,7 +285,7 @@ def merge_first(found: list[FirstPass]) -> Merged:
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
                   _sum_rates([r.receive_rate for r in found]), pairs, metrics, per_agent,
-                  _extents(found), sent, extra)
+                  _extents(found), sent, extra, _steps(found))
 
 
 def _counts(metrics: dict[str, Buckets]) -> dict[str, np.ndarray]:
@@ -430,7 +458,7 @@ def _per_message(run: AnalysedRun, found_axes: Axes, found: list[SecondPass]) ->
     streams = found_axes.streams
     curve = _curve(found) if found_axes.schedule is not None else None
     return series.PerMessage(
-        run.window, run.load, series.latency_json(curve, run.load),
+        run.window, run.load, series.latency_json(curve, run.load, found_axes.schedule),
         {series.SIDES[side]: _throughput(found, side, axis)
          for side, axis in found_axes.throughput.items()},
         series.density_ns(streams),
@@ -473,7 +501,7 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
     return RunFigures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
-                      _steadiness(run, first, merged.pairs))
+                      _steadiness(run, first, merged.pairs), merged.steps)
 
 
 def _steadiness(run: AnalysedRun, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:

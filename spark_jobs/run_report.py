@@ -28,9 +28,10 @@ report/series.json, every list at most 2,000 long:
 
 - `window`: M.
 - `load`: as in summary.json.
-- `latency`, `service_time`, `saturation_latency`: {"n", "min_us", "mean_us", "max_us"}:
-  per bucket of the schedule (message order), the index of its first message and the
-  min / mean / max; the other load's lists are empty.
+- `latency`, `service_time`, `saturation_latency`: {"n", "t_s", "min_us", "mean_us",
+  "max_us"}: per bucket of the schedule (message order), the index of its first message,
+  the bucket's intended time (seconds since the run's start; empty without a planned
+  schedule) and the min / mean / max; the other load's lists are empty.
 - `sender_throughput`, `receiver_throughput`: {"t_s", "msg_s"}: seconds since the run's
   start (bucket centres) and the summed throughput of the side's streams there (each
   stream's 1 / mean overhead in the bucket).
@@ -70,7 +71,7 @@ from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.run_files import agent_file, report_folder
 from sixnines.formats.run_histograms import histograms_text
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
-from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, Warmup
+from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, StepFigures, Warmup
 from sixnines.formats.vocabulary import RECORDING, Metric, Role
 from sixnines.spark_jobs import (
     agent_rows,
@@ -376,6 +377,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
         behind_s=summarize.behind_s(metrics[Metric.SEND_LAG], rate["send_rate"],
                                     manifest.params.get("producers", 1)),
         **series.summary_fields(per_message, humps), steadiness=figured.steadiness,
+        steps=step_figures(manifest, figured.steps),
         cpu=usage.summary(), cpu_placement=manifest.cpu_placement)
     summary.warnings = [*lag_warnings(summary), *saturation_warnings(counts, manifest.params),
                         *summarize.clock_warnings(pairs, manifest.cross_host_latency),
@@ -388,6 +390,27 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
                                           for name in METRICS[load]}),
         SERIES_FILE: _json(document), SUMMARY_FILE: summary.text()})
     return summary
+
+
+def step_figures(manifest: Manifest, steps: list[run_merge.StepCounts] | None
+                 ) -> list[StepFigures] | None:
+    """Each step's figures, its rates over its length (None: the run has no steps)."""
+    shape = manifest.workload.shape
+    if shape is None or steps is None:
+        return None
+    found = []
+    for index, step in zip(shape.steps, steps, strict=True):
+        segment = shape.segments[index]
+        length_s = (segment.end_ns - segment.start_ns) / 1e9
+        found.append(StepFigures(
+            rate=segment.rate, start_s=(segment.start_ns - manifest.workload.warmup_ns) / 1e9,
+            duration_s=length_s, sent=step.sent, received=step.received,
+            send_rate=step.sent / length_s, receive_rate=step.received / length_s,
+            latency_us=summarize.metric_summary(step.metrics.get(Metric.LATENCY,
+                                                                 summarize.MetricCounts())),
+            send_lag_us=summarize.metric_summary(step.metrics.get(Metric.SEND_LAG,
+                                                                  summarize.MetricCounts()))))
+    return found
 
 
 def _json(document: dict[str, Any]) -> str:

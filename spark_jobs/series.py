@@ -191,22 +191,26 @@ def bytes_per_s(streams: Streams, side: int) -> float | None:
 # --- the latency curve -----------------------------------------------------------------------
 
 
-def latency_json(curve: pa.Table | None, load: Load = Load.OPEN_LOOP) -> dict[str, dict[str, list]]:
+def latency_json(curve: pa.Table | None, load: Load = Load.OPEN_LOOP,
+                 axis: TimeBins | None = None) -> dict[str, dict[str, list]]:
     """series.json "latency", "service_time" and "saturation_latency": n (index of each
-    bucket's first message in intended order), min_us, mean_us, max_us (empty lists when
-    nothing was timed). A saturation run fills only "saturation_latency" (recv − sent, its
-    service-time column: intended = sent), an open-loop run the other two."""
-    empty: dict[str, list] = {"n": [], "min_us": [], "mean_us": [], "max_us": []}
+    bucket's first message in intended order), t_s (its intended time's bucket centre,
+    seconds since the start instant, when the run's schedule was planned; else empty),
+    min_us, mean_us, max_us (empty lists when nothing was timed). A saturation run fills
+    only "saturation_latency" (recv − sent, its service-time column: intended = sent), an
+    open-loop run the other two."""
+    empty: dict[str, list] = {"n": [], "t_s": [], "min_us": [], "mean_us": [], "max_us": []}
     if curve is None:
         return dict.fromkeys(RECEIVER_TIMED, empty)
     table = curve.sort_by("bucket")
     count = table.column("count").to_numpy()
     first = (np.cumsum(count) - count).astype(int).tolist()
+    t_s = [] if axis is None else axis.centres_s(table.column("bucket").to_numpy()).tolist()
 
     def of(metric: str) -> dict[str, list]:
         col = {name: table.column(f"{metric}_{name}").to_numpy().astype(np.float64)
                for name in ("min", "max", "sum")}
-        return {"n": first, "min_us": (col["min"] / 1000).tolist(),
+        return {"n": first, "t_s": t_s, "min_us": (col["min"] / 1000).tolist(),
                 "mean_us": (col["sum"] / count / 1000).tolist(),
                 "max_us": (col["max"] / 1000).tolist()}
 

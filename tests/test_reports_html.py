@@ -85,8 +85,8 @@ def series(seed: int, windows: int, bimodal: bool) -> dict:
     ps = [0, 0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999, 0.999999]
     return {
         "window": 100,
-        "latency": {"n": n, "min_us": (mean * 0.8).tolist(), "mean_us": mean.tolist(),
-                    "max_us": (mean * 1.6).tolist()},
+        "latency": {"n": n, "t_s": t.tolist(), "min_us": (mean * 0.8).tolist(),
+                    "mean_us": mean.tolist(), "max_us": (mean * 1.6).tolist()},
         "service_time": {"n": n, "min_us": (mean * 0.78).tolist(),
                          "mean_us": (mean * 0.97).tolist(), "max_us": (mean * 1.5).tolist()},
         # the first window of M messages has no throughput yet
@@ -121,6 +121,15 @@ HGRM = """       Value     Percentile TotalCount 1/(1-Percentile)
 """
 
 
+#: A rate shape (formats.shape.RateShape as JSON): 1k msg/s with a burst of 4k at 5 s.
+BURSTS = {"kind": "bursts", "label": "1k msg/s, bursts of 4k for 1s every 5s", "steps": [],
+          "segments": [{"start_ns": 0, "end_ns": 5 * 10**9, "rate": 1000.0, "to": 1000.0},
+                       {"start_ns": 5 * 10**9, "end_ns": 6 * 10**9, "rate": 4000.0,
+                        "to": 4000.0},
+                       {"start_ns": 6 * 10**9, "end_ns": 10 * 10**9, "rate": 1000.0,
+                        "to": 1000.0}]}
+
+
 def synthetic_results(base: Path) -> tuple[Path, list[dict]]:
     """A results directory as `sixnines run` leaves it, before the report is written."""
     results = base / "quickstart" / "20260101-120000"
@@ -142,6 +151,7 @@ def synthetic_results(base: Path) -> tuple[Path, list[dict]]:
          "status": "failed", "problems": ["broker did not start"]},
     ]
     summaries[5]["params"]["rate"] = "max"
+    summaries[2]["params"]["shape"] = BURSTS
     for s in summaries:
         (results / s["run_id"].replace("/", "_") / "report").mkdir(parents=True)
     report = lambda i: results / summaries[i]["run_id"] / "report"  # noqa: E731

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from sixnines.agents.schedule import NS, message_count, split
+from sixnines.agents.schedule import NS, message_count, shaped_count, split
 from sixnines.formats.vocabulary import MAX_RATE, SENDERS, Mode, Role
 
 
@@ -20,6 +20,7 @@ class AgentPlan:
     expected: int  # messages it should receive
     connections: int = 1
     host: str = "local"
+    peak: float = 0.0  # a shaped rate: this agent's share of its highest rate (0: `rate`)
 
     @property
     def sends_messages(self) -> bool:
@@ -39,13 +40,21 @@ def plan_agents(workload, needs_responder: bool = False,
     it receives (drivers.base.Lane): a consumer expects all producers' messages once.
     Round trip through a broker that does not echo adds one responder (one connection)
     sending requests back.
-    With `rate: max` there is no schedule to share: the producers split `messages`.
+    With `rate: max` there is no schedule to share: the producers split `messages`. A
+    shaped rate is shared as lanes (agents.schedule.ShapedPieces), each agent's `rate`
+    its share of the shape's mean.
     """
     connections = workload.connections
     senders = workload.producers
+    peak = 0.0
     if workload.rate == MAX_RATE:
         share, interval_ns = 0.0, 0.0
         sends = split(workload.messages, senders)
+    elif (shape := getattr(workload, "shape", None)) is not None:  # lanes share the shape
+        span_ns = workload.warmup_ns + workload.duration_ns
+        share, peak = shape.mean(workload.warmup_ns, span_ns) / senders, shape.peak / senders
+        interval_ns = 0.0
+        sends = [shaped_count(shape, span_ns, senders * connections) * connections] * senders
     else:
         span_ns = workload.warmup_ns + workload.duration_ns
         share = workload.rate / senders
@@ -58,7 +67,7 @@ def plan_agents(workload, needs_responder: bool = False,
             agent_id=f"{sender_role}-{k}", role=sender_role, rate=share,
             phase_ns=int(k * interval_ns), first_id=k * connections, sends=sends[k],
             expected=sends[k] if sender_role == Role.REQUESTER else 0,
-            connections=connections,
+            connections=connections, peak=peak,
         )
         for k in range(senders)
     ]

@@ -97,7 +97,8 @@ def _recording(plan: AgentPlan, span_ns: int) -> tuple[int, int]:
 
 def _sending(plan: AgentPlan) -> tuple[int, int]:
     sends = -(-plan.sends // plan.connections)
-    rows = producer_rows(sends, plan.rate / plan.connections if plan.rate else None)
+    rate = plan.peak or plan.rate  # pieces are sized for a shape's peak (agents.roles)
+    rows = producer_rows(sends, rate / plan.connections if rate else None)
     buffers = plan.connections * pool_buffers()
     return (rows * (buffers * CHUNK_ROW_BYTES[Role.PRODUCER] + WRITER_ROW_BYTES),
             plan.connections * -(-sends // rows))

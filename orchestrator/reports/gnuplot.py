@@ -92,7 +92,8 @@ def _plot_clause(index: int, series: Line | Band, source: str) -> str:
     dash = " dt 2" if series.dashed else ""
     how = {"line": "lines", "steps": "steps", "points": "linespoints pt 7 ps 0.8",
            "markers": "points pt 6 ps 1.6"}[series.style]
-    return f"{source} index {index} using 1:2 with {how} lw 2{dash} {colour} {title}"
+    axes = " axes x1y2" if series.right else ""
+    return f"{source} index {index} using 1:2{axes} with {how} lw 2{dash} {colour} {title}"
 
 
 def script(figure: Figure) -> str:
@@ -111,6 +112,9 @@ def script(figure: Figure) -> str:
         *_axis_commands(figure.x, "x", figure.extent[0]),
         *_axis_commands(figure.y, "y", figure.extent[1]),
     ]
+    if figure.y2 is not None and figure.extent_y2 is not None:
+        lines += [*_axis_commands(figure.y2, "y2", figure.extent_y2), "set y2tics",
+                  "set ytics nomirror"]
     for number, marker in enumerate(figure.markers, start=1):
         lines += [f"set arrow {number} from {marker.x:.10g}, graph 0 to {marker.x:.10g}, "
                   "graph 1 nohead dt 2 lc rgb '#555555'",

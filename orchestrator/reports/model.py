@@ -44,6 +44,7 @@ class Line:
     colour: str
     style: Style = "line"
     dashed: bool = False
+    right: bool = False  # drawn against the figure's right-hand axis (`Figure.y2`)
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,13 @@ class Figure:
     markers: tuple[Marker, ...] = ()
     zoomable: bool = True
     caption: str = ""
+    y2: Axis | None = None  # a right-hand axis for the lines marked `right`
     extent: tuple[tuple[float, float], tuple[float, float]] = field(init=False)
+    extent_y2: tuple[float, float] | None = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "extent", (_range(self, "x"), _range(self, "y")))
+        object.__setattr__(self, "extent_y2", _range(self, "y2") if self.y2 else None)
 
     @property
     def series(self) -> tuple[Line | Band, ...]:
@@ -103,11 +107,14 @@ def _values(figure: Figure, which: str) -> list[float]:
     scale = getattr(figure, which).scale
     values: list[float | None] = []
     for line in figure.lines:
-        values.extend(line.xs if which == "x" else line.ys)
+        if which == "x" or line.right == (which == "y2"):
+            values.extend(line.xs if which == "x" else line.ys)
     for band in figure.bands:
         values.extend(band.xs if which == "x" else [*band.lo, *band.hi])
     if which == "x":
         values.extend(marker.x for marker in figure.markers)
+    if which == "y2":
+        values = [v for line in figure.lines if line.right for v in line.ys]
     return [v for v in values if finite(v, scale)]
 
 
@@ -125,15 +132,15 @@ def _range(figure: Figure, which: str) -> tuple[float, float]:
         return 0.0, max(1.0, math.ceil(hi))
     if scale == "log":
         lo_exp, hi_exp = math.log10(lo), math.log10(hi)
-        if which == "y" or hi_exp == lo_exp:
+        if which != "x" or hi_exp == lo_exp:
             lo_exp, hi_exp = math.floor(lo_exp), max(math.ceil(hi_exp), math.floor(lo_exp) + 1)
             return 10.0 ** lo_exp, 10.0 ** hi_exp
         pad = 0.03 * (hi_exp - lo_exp)
         return 10.0 ** (lo_exp - pad), 10.0 ** (hi_exp + pad)
-    if which == "y" and lo >= 0:
+    if which != "x" and lo >= 0:
         return 0.0, hi * 1.05 or 1.0
     span = hi - lo or abs(hi) or 1.0
-    pad = (0.05 if which == "y" else 0.02) * span
+    pad = (0.05 if which != "x" else 0.02) * span
     return lo - pad, hi + pad
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from sixnines.formats.vocabulary import Load, Metric
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Axis, Band, Figure, Line, Marker, slugify
@@ -167,11 +169,65 @@ def cpu_per_message(series: dict, slug: str, run_id: str) -> Figure | None:
 
 
 BUILDERS = (latency_over_run, throughput, histogram, cpu_per_message)
+INTENDED = "#222222"
+
+
+#: Points of the intended rate's line across the run: enough that hovering anywhere finds
+#: one near (the read-out names the points near the cursor only).
+INTENDED_POINTS = 400
+
+
+def _intended(shape: object) -> tuple[list[float], list[float]] | None:
+    """A shape's intended rate (params.shape, formats.shape.RateShape as JSON) as a line:
+    seconds since the start instant, msg/s, each segment from its start to its end."""
+    segments = shape.get("segments") if isinstance(shape, dict) else None
+    try:
+        spans = [(s["start_ns"] / 1e9, s["end_ns"] / 1e9, float(s["rate"]), float(s["to"]))
+                 for s in segments]  # type: ignore[union-attr]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not spans or spans[-1][1] <= 0:
+        return None
+    step = spans[-1][1] / INTENDED_POINTS
+    xs: list[float] = []
+    ys: list[float] = []
+    for start, end, rate, to in spans:
+        points = max(1, math.ceil((end - start) / step))
+        shares = np.linspace(0.0, 1.0, points + 1)
+        xs += (start + shares * (end - start)).tolist()
+        ys += (rate + shares * (to - rate)).tolist()
+    return xs, ys
+
+
+def against_shape(run: RunInputs, slug: str) -> Figure | None:
+    """A shaped run: the intended rate, the rates achieved at both ends and latency, on
+    one time axis (latency on the right)."""
+    intended = _intended(run.summary.params.get("shape"))
+    series = run.series or {}
+    if intended is None:
+        return None
+    lines = [Line("intended rate", intended[0], intended[1], INTENDED)]
+    for key, name, shade in (("sender_throughput", "sent", SENDER),
+                             ("receiver_throughput", "received", RECEIVER)):
+        found = _numbers(series.get(key), "t_s", "msg_s")
+        if found is not None and found[0]:
+            lines.append(Line(f"{name} msg/s", found[0], found[1], shade))
+    latency = _numbers(series.get(Metric.LATENCY), "t_s", "mean_us")
+    if latency is not None and latency[0]:
+        lines.append(Line("latency mean (µs)", latency[0], latency[1], MEAN, right=True))
+    return Figure(f"{slug}-shape", f"{run.run_id}: {run.summary.params['shape'].get('label')}",
+                  Axis("time since the start (s; the measured time follows the warm-up)"),
+                  Axis("messages/s"), lines=tuple(lines), y2=Axis("latency (µs)", "log"),
+                  caption="The rate the shape intends against the rates sent and received "
+                          "(windowed) and the latency of the messages intended at each "
+                          "time, from their intended send time.")
 
 
 def figures(run: RunInputs, slug: str) -> list[Figure]:
-    """The run's per-message plots; empty without series.json."""
+    """The run's per-message plots (a shaped run's against its shape first); empty
+    without series.json."""
     if run.series is None:
         return []
-    found = (build(run.series, slug, run.run_id) for build in BUILDERS)
+    found = [against_shape(run, slug),
+             *(build(run.series, slug, run.run_id) for build in BUILDERS)]
     return [figure for figure in found if figure is not None]

@@ -112,7 +112,8 @@
         xs.push(numbers[i]);
         ys.push(numbers[i + 1]);
       }
-      return { path, xs, ys, name: path.dataset.name, colour: path.getAttribute("stroke") };
+      return { path, xs, ys, name: path.dataset.name, colour: path.getAttribute("stroke"),
+               right: path.dataset.r === "1" };
     });
   }
 
@@ -136,10 +137,11 @@
       if (!s.xs.length || s.path.classList.contains("off")) continue;
       const i = nearest(s.xs, u);
       if (Math.abs(s.xs[i] - u) > 0.05 * (c.v1 - c.v0)) continue; // no point near here
-      const value = c.y0 + (1 - s.ys[i] / c.h) * (c.y1 - c.y0);
+      const [y0, y1, scale] = s.right ? [c.y20, c.y21, c.y2s] : [c.y0, c.y1, c.ys];
+      const value = y0 + (1 - s.ys[i] / c.h) * (y1 - y0);
       const item = document.createElement("span");
       item.style.color = s.colour;
-      item.textContent = `${s.name}: ${precise(c.ys === "log" ? 10 ** value : value)}`;
+      item.textContent = `${s.name}: ${precise(scale === "log" ? 10 ** value : value)}`;
       items.push(item);
     }
     c.readout.replaceChildren(...items);
@@ -149,6 +151,7 @@
     const d = chart.dataset, figure = chart.closest("figure");
     const c = {
       xs: d.xs, ys: d.ys, x0: +d.x0, x1: +d.x1, y0: +d.y0, y1: +d.y1,
+      y2s: d.y2s, y20: +d.y20, y21: +d.y21,
       left: +d.left, top: +d.top, w: +d.w, h: +d.h, v0: 0, v1: +d.w,
       area: chart.querySelector(".area"), hit: chart.querySelector(".hit"),
       xticks: chart.querySelector(".xticks"), cursor: chart.querySelector(".cursor"),

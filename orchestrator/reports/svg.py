@@ -20,6 +20,8 @@ from sixnines.orchestrator.reports.ticks import ticks
 WIDTH, HEIGHT = 900, 360
 LEFT, RIGHT, TOP, BOTTOM = 70, 34, 10, 46
 AREA_W, AREA_H = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
+#: The right margin of a figure with a right-hand axis (its ticks and label).
+RIGHT_AXIS = 76
 # Points per path: a 10M-message run must not make a 100 MB page. Decimation keeps each
 # bucket's min and max, so peaks survive; the .dat files hold every point.
 MAX_POINTS = 4000
@@ -87,10 +89,12 @@ def _steps(line: Line) -> tuple[list[float | None], list[float | None]]:
 
 def _line(index: int, line: Line, fig: Figure, mx: _Map, my: _Map) -> str:
     xs, ys = _steps(line) if line.style == "steps" else (line.xs, line.ys)
-    x, y = _decimate(_drawable(xs, fig.x.scale), _drawable(ys, fig.y.scale))
+    y_axis = fig.y2 if line.right and fig.y2 is not None else fig.y
+    x, y = _decimate(_drawable(xs, fig.x.scale), _drawable(ys, y_axis.scale))
     dash = ' stroke-dasharray="7 4"' if line.dashed else ""
     stroke = "none" if line.style == "markers" else line.colour
-    out = [f'<path class="s" data-i="{index}" data-name="{escape(line.name)}" '
+    right = ' data-r="1"' if line.right else ""
+    out = [f'<path class="s" data-i="{index}" data-name="{escape(line.name)}"{right} '
            f'd="{_path(x, y, mx, my)}" stroke="{stroke}"{dash}/>']
     if line.style in ("points", "markers"):
         out += [f'<circle data-i="{index}" cx="{mx(px):.2f}" cy="{my(py):.2f}" r="3.5" '
@@ -137,10 +141,28 @@ def _y_ticks(fig: Figure, my: _Map) -> str:
     (lo, hi), out = fig.extent[1], []
     for value, label in ticks(fig.y.scale, lo, hi):
         y = TOP + my(value)
-        out.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + AREA_W}" y1="{y:.2f}" '
+        out.append(f'<line class="grid" x1="{LEFT}" x2="{LEFT + _area_w(fig)}" y1="{y:.2f}" '
                    f'y2="{y:.2f}"/><text class="tick" x="{LEFT - 6}" y="{y + 4:.2f}" '
                    f'text-anchor="end">{escape(label)}</text>')
     return "".join(out)
+
+
+def _right_axis(fig: Figure, my2: _Map) -> str:
+    """The right-hand axis' ticks (no grid: the left axis has it) and label."""
+    if fig.y2 is None or fig.extent_y2 is None:
+        return ""
+    edge, (lo, hi) = LEFT + _area_w(fig), fig.extent_y2
+    out = [f'<text class="tick" x="{edge + 6}" y="{TOP + my2(value) + 4:.2f}" '
+           f'text-anchor="start">{escape(label)}</text>'
+           for value, label in ticks(fig.y2.scale, lo, hi)]
+    out.append(f'<text class="label" transform="translate({WIDTH - 8} {TOP + AREA_H / 2}) '
+               f'rotate(90)" text-anchor="middle">{escape(fig.y2.label)}</text>')
+    return "".join(out)
+
+
+def _area_w(fig: Figure) -> int:
+    """The data area's width: narrower beside a right-hand axis."""
+    return WIDTH - LEFT - (RIGHT_AXIS if fig.y2 is not None else RIGHT)
 
 
 def _legend(fig: Figure) -> str:
@@ -160,17 +182,30 @@ def _axis_attributes(fig: Figure) -> str:
     return (f'data-xs="{fig.x.scale}" data-x0="{_axis(fig.x.scale, x0):.17g}" '
             f'data-x1="{_axis(fig.x.scale, x1):.17g}" data-ys="{fig.y.scale}" '
             f'data-y0="{_axis(fig.y.scale, y0):.17g}" data-y1="{_axis(fig.y.scale, y1):.17g}" '
-            f'data-left="{LEFT}" data-top="{TOP}" data-w="{AREA_W}" data-h="{AREA_H}" '
-            f'data-zoom="{"1" if fig.zoomable else "0"}"')
+            f'data-left="{LEFT}" data-top="{TOP}" data-w="{_area_w(fig)}" data-h="{AREA_H}" '
+            f'data-zoom="{"1" if fig.zoomable else "0"}"{_right_attributes(fig)}')
+
+
+def _right_attributes(fig: Figure) -> str:
+    """The right-hand axis' scale and range, for the read-out of its lines."""
+    if fig.y2 is None or fig.extent_y2 is None:
+        return ""
+    lo, hi = fig.extent_y2
+    return (f' data-y2s="{fig.y2.scale}" data-y20="{_axis(fig.y2.scale, lo):.17g}" '
+            f'data-y21="{_axis(fig.y2.scale, hi):.17g}"')
 
 
 def render(fig: Figure) -> str:
     """The figure as an HTML fragment: title, chart, legend, caption, hover read-out."""
     (x0, x1), (y0, y1) = fig.extent
-    mx = _Map(fig.x.scale, x0, x1, AREA_W, flip=False)
+    area_w = _area_w(fig)
+    mx = _Map(fig.x.scale, x0, x1, area_w, flip=False)
     my = _Map(fig.y.scale, y0, y1, AREA_H, flip=True)
+    my2 = my if fig.y2 is None or fig.extent_y2 is None else \
+        _Map(fig.y2.scale, *fig.extent_y2, AREA_H, flip=True)
     series = [_band(i, b, fig, mx, my) for i, b in enumerate(fig.bands)]
-    series += [_line(len(fig.bands) + i, line, fig, mx, my) for i, line in enumerate(fig.lines)]
+    series += [_line(len(fig.bands) + i, line, fig, mx, my2 if line.right else my)
+               for i, line in enumerate(fig.lines)]
     markers = [f'<line class="marker" x1="{mx(m.x):.2f}" x2="{mx(m.x):.2f}" y1="0" '
                f'y2="{AREA_H}"><title>{escape(m.label)}</title></line>'
                for m in fig.markers if finite(m.x, fig.x.scale)]
@@ -181,18 +216,19 @@ def render(fig: Figure) -> str:
         f'<figure class="plot" id="fig-{fig.slug}"><figcaption>{escape(fig.title)}'
         f'</figcaption><svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" '
         f'role="img" aria-label="{escape(fig.title)}" {_axis_attributes(fig)}>'
-        f'<g class="yticks">{_y_ticks(fig, my)}</g><g class="xticks">{_x_ticks(fig, mx)}</g>'
-        f'<svg class="area" x="{LEFT}" y="{TOP}" width="{AREA_W}" height="{AREA_H}" '
-        f'viewBox="0 0 {AREA_W} {AREA_H}" preserveAspectRatio="none">'
+        f'<g class="yticks">{_y_ticks(fig, my)}{_right_axis(fig, my2)}</g>'
+        f'<g class="xticks">{_x_ticks(fig, mx)}</g>'
+        f'<svg class="area" x="{LEFT}" y="{TOP}" width="{area_w}" height="{AREA_H}" '
+        f'viewBox="0 0 {area_w} {AREA_H}" preserveAspectRatio="none">'
         f'{"".join(series)}{"".join(markers)}</svg>'
-        f'<rect class="frame" x="{LEFT}" y="{TOP}" width="{AREA_W}" height="{AREA_H}"/>'
-        f'<text class="label" x="{LEFT + AREA_W / 2}" y="{HEIGHT - 6}" '
+        f'<rect class="frame" x="{LEFT}" y="{TOP}" width="{area_w}" height="{AREA_H}"/>'
+        f'<text class="label" x="{LEFT + area_w / 2}" y="{HEIGHT - 6}" '
         f'text-anchor="middle">{escape(fig.x.label)}</text>'
         f'<text class="label" transform="translate(14 {TOP + AREA_H / 2}) rotate(-90)" '
         f'text-anchor="middle">{escape(fig.y.label)}</text>'
         f'<line class="cursor" y1="{TOP}" y2="{TOP + AREA_H}" visibility="hidden"/>'
         f'<rect class="selection" y="{TOP}" height="{AREA_H}" width="0" visibility="hidden"/>'
-        f'<rect class="hit" x="{LEFT}" y="{TOP}" width="{AREA_W}" height="{AREA_H}"/>'
+        f'<rect class="hit" x="{LEFT}" y="{TOP}" width="{area_w}" height="{AREA_H}"/>'
         f'</svg>{_legend(fig)}'
         f'<p class="caption">{caption}</p><div class="readout"></div></figure>'
     )

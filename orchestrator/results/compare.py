@@ -498,6 +498,7 @@ def compare_pair(a: RunSummary, b: RunSummary, swept: list[str], threshold_pct: 
                                    spread(metric, key)) for key in FIGURE_KEYS]
     pair.figures += [rate_figure(a, b, key, threshold_pct, spread(RATES_SPREAD, key))
                      for key in RATES]
+    pair.figures += step_figures(a, b, threshold_pct)
     pair.differs = _differences(a, b)
     if pair.differs:  # rule 5: shown, not judged
         pair.figures = [replace(figure, verdict=NOT_SAME) for figure in pair.figures]
@@ -505,6 +506,34 @@ def compare_pair(a: RunSummary, b: RunSummary, swept: list[str], threshold_pct: 
                      *(_figure_finding(f) for f in pair.figures if f.verdict == "regression")]
     pair.notes = _notes(a, b, pair)
     return pair
+
+
+#: The latency percentiles compared step by step (their tails rest on each step's samples).
+STEP_KEYS = ("p50", "p99", "p99.9")
+
+
+def same_steps(a: RunSummary, b: RunSummary) -> bool:
+    """Whether both runs followed the same steps (rates and lengths alike)."""
+    def steps(run: RunSummary) -> list[tuple[float, float, float]]:
+        return [(step.rate, step.start_s, step.duration_s) for step in run.steps or []]
+    return bool(a.steps) and steps(a) == steps(b)
+
+
+def step_figures(a: RunSummary, b: RunSummary, threshold_pct: float) -> list[ComparedFigure]:
+    """Runs of the same steps, step by step: each step's latency percentiles (by the rule
+    in the module docstring, on the step's own samples) and its receive rate; none for
+    other runs (`_notes` says so when a side has steps)."""
+    if not same_steps(a, b):
+        return []
+    found = []
+    for number, (step_a, step_b) in enumerate(zip(a.steps or [], b.steps or [], strict=True),
+                                              start=1):
+        where = f" at step {number}"
+        found += [replace(latency_figure(step_a.latency_us, step_b.latency_us, key,
+                                         threshold_pct), key=key + where) for key in STEP_KEYS]
+        found.append(rate_change(step_a.receive_rate, step_b.receive_rate,
+                                 f"receive_rate{where}", threshold_pct))
+    return found
 
 
 def _status_findings(pair: Pair) -> list[str]:
@@ -592,6 +621,8 @@ def _notes(a: RunSummary, b: RunSummary, pair: Pair) -> list[str]:
         notes.append(f"{NOT_SAME}: {'; '.join(pair.differs)}: figures shown, not judged")
     notes += _changes(a, b, experiment=False)
     notes += _unknown_durability(pair)
+    if (a.steps or b.steps) and not same_steps(a, b):
+        notes.append("per-step figures not compared: the runs did not follow the same steps")
     known = {_kind(warning) for warning in a.warnings}
     notes += [f"new warning: {warning}" for warning in b.warnings
               if _kind(warning) not in known]

@@ -154,6 +154,29 @@ def run_table(summary: RunSummary, case: RepeatedCase | None = None) -> Table:
     return table
 
 
+#: The latency percentiles a step's row shows.
+STEP_KEYS = ("p50", "p99", "p99.9", "max")
+
+
+def steps_table(summary: RunSummary) -> Table | None:
+    """A shape of steps: one row per step, its intended rate against the rates achieved
+    and its messages' latency (None: the run has no steps)."""
+    if not summary.steps:
+        return None
+    table = Table(title="per step: from and for in s, rates in msg/s, latency in µs",
+                  title_justify="left")
+    for column in ("step", "from", "for", "intended", "sent", "received", *STEP_KEYS,
+                   "count"):
+        table.add_column(column, justify="right")
+    for number, step in enumerate(summary.steps, start=1):
+        latency = step.latency_us
+        table.add_row(str(number), f"{step.start_s:g}", f"{step.duration_s:g}",
+                      f"{step.rate:,.0f}", f"{step.send_rate or 0:,.0f}",
+                      f"{step.receive_rate or 0:,.0f}",
+                      *(_cell(latency, key) for key in STEP_KEYS), f"{latency.count:,}")
+    return table
+
+
 def print_tables(summaries: list[RunSummary], console: Console,
                  cases: Sequence[RepeatedCase] = ()) -> None:
     """Each run's table, then its problems (red), warnings (yellow: what to act on before
@@ -171,6 +194,8 @@ def print_tables(summaries: list[RunSummary], console: Console,
             console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: no figures")
         else:
             console.print(run_table(summary, case))
+            if (steps := steps_table(summary)) is not None:
+                console.print(steps)
         for style, mark, lines in (("red", "!", summary.problems),
                                    ("yellow", "!", summary.warnings),
                                    ("dim", "·", summary.notes)):

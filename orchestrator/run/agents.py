@@ -139,6 +139,7 @@ class Agents:
         logger.info("%s: %s (%s) started on %s", self.run_id, plan.agent_id, plan.role,
                     plan.host)
         w = self.point.workload
+        shape = w.shape if plan.sends_messages else None
         options = self.point.system.options
         assert isinstance(options, DriverOptions)  # still a dict: the loader refused them
         agent.send(p.Prepare(
@@ -153,6 +154,8 @@ class Agents:
             drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
             expected=plan.expected, out_dir=remote_dir, cpu_sample_ns=self.cpu_sample_ns,
             target_pid=target_pid, credential=None if beside else broker.credential_message(),
+            shape=None if shape is None else shape.as_json(),
+            lanes=w.producers * plan.connections,
         ))
         return agent
 

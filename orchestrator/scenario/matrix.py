@@ -90,7 +90,7 @@ def expand(scenario: Scenario) -> list[RunPoint]:
                         run_id=_cut(f"{index:0{width}d}-{system.name}{suffix}", tail),
                         system=system,
                         workload=workload,
-                        params=workload.model_dump(mode="json"),
+                        params=workload.params(),
                         swept=swept,
                         repeat=repeat,
                     )

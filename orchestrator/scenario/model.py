@@ -51,6 +51,7 @@ from sixnines.orchestrator.scenario.problems import (
     shown,
 )
 from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
+from sixnines.orchestrator.scenario.shapes import traces_beside
 from sixnines.orchestrator.scenario.systems import DEFER_OPTIONS, System, driver_or_none
 from sixnines.orchestrator.scenario.workload import (
     REQUIRED_FIELDS,
@@ -210,6 +211,13 @@ def parse_scenario(text: str, file: str = "<scenario>",
 
 def _validated(text: str, file: str, overrides: Sequence[Override]
                ) -> tuple[Scenario, YamlDocument]:
+    with traces_beside(file):
+        return _validated_beside(text, file, overrides)
+
+
+def _validated_beside(text: str, file: str, overrides: Sequence[Override]
+                      ) -> tuple[Scenario, YamlDocument]:
+    """`_validated` with trace files read beside the scenario's."""
     try:
         doc = parse(text)
     except YamlSyntaxError as exc:

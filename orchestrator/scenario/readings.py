@@ -4,7 +4,7 @@ line, so that a value read otherwise than its writer meant is seen before a run.
 
 Only fields written in units are looked at, each where the scenario has it: the scenario's
 own `cpu_sample`, the fields of `workload` and of every case, and those of a capacity search
-(`rate: {search: …}`).
+(`rate: {search: …}`) or of a rate shape (`rate: {steps: …}`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,12 @@ WORKLOAD_FIELDS: dict[str, Reader] = {
     "drain": units.duration_reading}
 SEARCH_FIELDS: dict[str, Reader] = {
     "from": units.rate_reading, "to": units.rate_reading, "max_time": units.duration_reading}
+
+#: A rate shape's fields: a step's or a burst's, and a ramp's.
+STEP_FIELDS: dict[str, Reader] = {
+    "rate": units.rate_reading, "for": units.duration_reading, "every": units.duration_reading}
+RAMP_FIELDS: dict[str, Reader] = {
+    "from": units.rate_reading, "to": units.rate_reading, "over": units.duration_reading}
 
 
 @dataclass(frozen=True)
@@ -55,13 +61,26 @@ def readings(doc: YamlDocument) -> list[Reading]:
         workload = _at(data, where)
         found += _fields(workload, where, WORKLOAD_FIELDS)
         for path, rate in _values(workload, where, "rate"):
-            if isinstance(rate, dict):  # a capacity search
+            if isinstance(rate, dict) and "objective" in rate:  # a capacity search
                 objective = rate["objective"]
                 found += _fields(rate, path, SEARCH_FIELDS)
                 found += _fields(objective, (*path, "objective"),
                                  dict.fromkeys(objective, units.duration_reading))
+            elif isinstance(rate, dict):  # a shape
+                found += _shape_readings(rate, path)
     return sorted(found, key=lambda reading: (doc.given_at(reading.path) is not None,
                                               doc.line_of(reading.path) or 0))
+
+
+def _shape_readings(shape: dict, path: YamlPath) -> list[Reading]:
+    """A rate shape's values: its steps', its ramp's, its base's and bursts'."""
+    found = _fields(shape, path, {"base": units.rate_reading})
+    steps = shape.get("steps")
+    for index, step in enumerate(steps if isinstance(steps, list) else []):
+        found += _fields(step, (*path, "steps", index), STEP_FIELDS)
+    found += _fields(shape.get("ramp"), (*path, "ramp"), RAMP_FIELDS)
+    found += _fields(shape.get("bursts"), (*path, "bursts"), STEP_FIELDS)
+    return found
 
 
 def _at(data: Any, path: YamlPath) -> Any:

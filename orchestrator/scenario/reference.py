@@ -39,6 +39,14 @@ SECTIONS = (
      "leaves out is the base's, else the default above."),
     ("`rate: {search: max, …}`", "RateSearch", "A capacity search: the highest rate that "
      "meets a latency objective."),
+    ("`rate: {steps: […]}`", "Steps", "A rate shape of steps (docs/writing.md, \"Rate "
+     "shapes\", has the rules at the end of the run)."),
+    ("`steps[]`", "RateStep", "One step."),
+    ("`rate: {ramp: …}`", "Ramp", "A rate shape going from one rate to another."),
+    ("`ramp`", "RampSpan", "The ramp."),
+    ("`rate: {base: …, bursts: …}`", "Bursts", "A rate shape of bursts over a base rate."),
+    ("`bursts`", "Burst", "Each burst."),
+    ("`rate: {trace: FILE}`", "Trace", "A rate shape replayed from a file."),
     ("`systems[]`", "System", "One system under test."),
     ("`broker`", "BrokerSpec", "Where a system runs: the word `builtin` (sixnines starts "
      "the driver's own broker: tcp and zmq), `{external: HOST:PORT}`, or `{recipe: NAME}` "

@@ -25,6 +25,7 @@ from pydantic import (
 from sixnines.formats.hdr import PERCENTILE_KEYS, PERCENTILES, PercentileKey
 from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.fields import MAX_WAIT_NS, SECOND_NS, NumericRate, Rate, RunTime
+from sixnines.orchestrator.scenario.shapes import SHAPE_KEYS, Shape
 
 #: Samples beyond an objective percentile a probe must have: p99 rests on 1,000 samples,
 #: 10 of them above it.
@@ -118,12 +119,19 @@ class RateSearch(BaseModel):
 
 
 def _rate_kind(value: Any) -> str:
-    return "rate_search" if isinstance(value, dict | RateSearch) else "fixed_rate"
+    if isinstance(value, RateSearch):
+        return "rate_search"
+    if isinstance(value, dict):
+        searching = "search" in value or (not SHAPE_KEYS & set(value) and \
+            {"objective", "from", "to"} & set(value))
+        return "rate_search" if searching else "rate_shape"
+    return "rate_shape" if isinstance(value, BaseModel) else "fixed_rate"
 
 
-#: A workload's rate: msg/s, max (throughput mode) or a capacity search.
+#: A workload's rate: msg/s, max (throughput mode), a capacity search or a rate shape.
 RateOrSearch = Annotated[
-    Annotated[Rate, Tag("fixed_rate")] | Annotated[RateSearch, Tag("rate_search")],
+    Annotated[Rate, Tag("fixed_rate")] | Annotated[RateSearch, Tag("rate_search")]
+    | Annotated[Shape, Tag("rate_shape")],
     Discriminator(_rate_kind),
 ]
 

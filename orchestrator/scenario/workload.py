@@ -19,8 +19,18 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
+from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
 from sixnines.orchestrator.scenario.fields import (
     MAX_RUN_TIME_NS,
@@ -38,6 +48,14 @@ from sixnines.orchestrator.scenario.fields import (
 )
 from sixnines.orchestrator.scenario.problems import shown
 from sixnines.orchestrator.scenario.search_spec import RateOrSearch, RateSearch, search_problems
+from sixnines.orchestrator.scenario.shapes import (
+    SHAPE_KEYS,
+    SHAPES,
+    Shape,
+    resolve,
+    shape_label,
+    shape_problems,
+)
 from sixnines.orchestrator.scenario.yaml_source import YamlPath
 
 #: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
@@ -105,6 +123,25 @@ class WorkloadPoint(BaseModel):
         """Throughput mode (`rate: max`): its latency is saturation latency."""
         return self.rate == MAX_RATE
 
+    @property
+    def shape(self) -> RateShape | None:
+        """The segments a shaped rate follows (None: the rate is one number, max or a
+        search)."""
+        if not isinstance(self.rate, SHAPES):
+            return None
+        return resolve(self.rate, self.warmup_ns, self.duration_ns)
+
+    def params(self) -> dict[str, Any]:
+        """The point as JSON, as the manifest's `params` keep it: a shaped rate as its mean
+        over the measured time (msg/s, what figures of the scheduled rate compare with)
+        and the shape beside it."""
+        params = self.model_dump(mode="json")
+        shape = self.shape
+        if shape is not None:
+            params["rate"] = shape.mean(self.warmup_ns, self.warmup_ns + self.duration_ns)
+            params["shape"] = shape.as_json()
+        return params
+
 
 def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
     """Rules spanning several fields, as (YAML field to blame, message). `workload` may be
@@ -113,6 +150,12 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
     if workload.schedule is Schedule.CLOSED and workload.mode is not Mode.ROUND_TRIP:
         found.append(("schedule", "'closed' needs mode 'round-trip' (a closed loop sends the "
                       "next request when the reply arrives)"))
+    if isinstance(workload.rate, SHAPES):
+        if workload.schedule is Schedule.CLOSED:
+            found.append(("schedule", "'closed' cannot follow a rate shape (a closed loop "
+                          "sends when the reply arrives); use fixed or poisson"))
+        found += [("rate", problem) for problem in shape_problems(workload.rate,
+                                                                  workload.duration_ns)]
     if isinstance(workload.rate, RateSearch):
         if workload.schedule is Schedule.CLOSED:
             found.append(("schedule", "'closed' cannot search for a rate (a closed loop sends "
@@ -151,8 +194,9 @@ class WorkloadSpec(BaseModel):
     """Bytes per message on the wire, sixnines' message header included."""
     rate: Sweep[RateOrSearch]
     """Messages per second in total, split across producers; `max` (throughput mode:
-    `messages` sent as fast as the system takes); or `{search: max, …}`, the highest rate
-    that meets a latency objective."""
+    `messages` sent as fast as the system takes); `{search: max, …}`, the highest rate
+    that meets a latency objective; or a shape: `{steps: […]}`, `{ramp: …}`,
+    `{base: …, bursts: …}` or `{trace: FILE}` (docs/writing.md, "Rate shapes")."""
     messages: Sweep[Messages | None] = (None,)
     """With `rate: max` only: how many messages to send in total, across producers."""
     schedule: Sweep[Schedule] = (Schedule.FIXED,)
@@ -191,7 +235,7 @@ class WorkloadSpec(BaseModel):
         if isinstance(data, dict):
             given = {key: value for key, value in data.items() if key in WORKLOAD_FIELDS}
             spec._labels = {
-                key: tuple(str(_plain(item)).strip() for item in as_list(value))
+                key: tuple(_label_of(item) for item in as_list(value))
                 for key, value in given.items()
             }
             spec._lists = frozenset(k for k, v in given.items() if isinstance(v, list | tuple))
@@ -296,6 +340,16 @@ class Case(WorkloadBase):
     @model_serializer
     def _as_yaml(self) -> dict[str, Any]:
         return ({} if self.name is None else {"name": self.name}) | self._yaml(self.given)
+
+
+def _label_of(written: Any) -> str:
+    """A value as written, in words: a shape by its label, anything else as it reads."""
+    if isinstance(written, dict) and SHAPE_KEYS & set(written):
+        try:
+            return shape_label(TypeAdapter(Shape).validate_python(written))
+        except (ValueError, ValidationError):
+            return "shape"  # invalid: its problems are reported, not its label
+    return str(_plain(written)).strip()
 
 
 def _plain(value: Any) -> Any:

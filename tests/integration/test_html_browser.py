@@ -125,6 +125,22 @@ def test_zoom_hover_and_legend_work(browser):
     assert devtools.errors() == []
 
 
+def test_a_shaped_run_reads_latency_off_its_right_hand_axis(browser):
+    """The shape's plot: rates on the left axis, latency on the right; hovering reads each
+    line off its own axis (the synthetic latency is 70-80 µs there, the rate 1,000)."""
+    devtools, _ = browser
+    chart = "#fig-run-03-zmq-message_size_64-shape svg.chart"
+    box = _scroll_to(devtools, chart)
+    devtools.mouse("mouseMoved", box["x"] + 0.25 * box["width"], box["y"] + box["height"] / 2)
+    items = devtools.evaluate(f"""Array.from(document.querySelector({json.dumps(chart)})
+        .closest('figure').querySelectorAll('.readout span'), s => s.textContent)""")
+    read = dict(item.split(": ", 1) for item in items[1:])
+    number = lambda text: float(text.replace(",", "").replace("k", "e3"))  # noqa: E731
+    assert number(read["intended rate"]) == pytest.approx(1000, rel=0.02), items
+    assert 65 <= number(read["latency mean (µs)"]) <= 85, items
+    assert devtools.errors() == []
+
+
 def test_every_chart_takes_hover_and_wheel_without_errors(browser):
     devtools, _ = browser
     ids = devtools.evaluate("Array.from(document.querySelectorAll('figure.plot'), f => f.id)")

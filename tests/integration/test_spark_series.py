@@ -137,9 +137,12 @@ def test_series_file(run, summary):
     count = summary["latency_us"]["count"]
     for name in ("latency", "service_time"):
         curve = document[name]
-        assert set(curve) == {"n", "min_us", "mean_us", "max_us"}
+        assert set(curve) == {"n", "t_s", "min_us", "mean_us", "max_us"}
         assert 1000 < len(curve["n"]) <= series.MAX_POINTS < count  # downsampled
         assert curve["n"][0] == 0 and curve["n"] == sorted(set(curve["n"]))
+        # each bucket's intended time, within the measured stretch, in order
+        assert len(curve["t_s"]) == len(curve["n"]) and curve["t_s"] == sorted(curve["t_s"])
+        assert all(0.2 <= t <= 1.3 for t in curve["t_s"])
         assert all(lo <= mean <= hi for lo, mean, hi in
                    zip(curve["min_us"], curve["mean_us"], curve["max_us"], strict=True))
     assert max(document["latency"]["max_us"]) == summary["latency_us"]["max"]
