@@ -45,7 +45,7 @@ from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
 DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
@@ -292,6 +292,24 @@ class Workload(Open):
     connections; or each consumer connection (runs recorded before schema 5 read so)."""
 
 
+class Resources(Open):
+    """What the run used on the broker under names of its own (docs/design.md, "Every run
+    its own topic"): the driver options the scenario left out, named for this run (the
+    names are in `driver_options` too), and what became of them (since schema_version 9;
+    absent when the driver uses nothing on a broker)."""
+
+    named: dict[str, str] = Field(default_factory=dict)
+    """Driver option -> the run's name for it (a topic, stream, queue, subject)."""
+    kept: bool = False
+    """Left on the broker at the end, as the system's `keep_resources` asked."""
+    removed: list[str] = Field(default_factory=list)
+    """What was deleted from the broker at the end (topics, streams, keys, exchanges,
+    queues)."""
+    notes: list[str] = Field(default_factory=list)
+    """What could not be deleted, and why: it is still on the broker. Never the run's
+    problems (its measurements are whole)."""
+
+
 class Sixnines(Open):
     version: str | None = None
     protocol: int | None = None
@@ -338,6 +356,8 @@ class Manifest(Open):
     driver: str | None = None
     driver_options: dict[str, Any] = Field(default_factory=dict)
     broker: BrokerRecord = Field(default_factory=BrokerRecord)
+    resources: Resources | None = None
+    """The broker resources named for this run, and whether they were deleted at its end."""
     params: Params = Field(default_factory=Params)
     """The workload point as JSON (summary.json copies it)."""
 

@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable
 
 from nats.js import api
+from nats.js.errors import NotFoundError
 
 from sixnines.drivers.base import (
     SOLE_LANE,
@@ -213,6 +214,27 @@ class NatsDriver(Driver):
             return [f"message_size {workload.message_size} is above 64 MiB, the largest "
                     "max_payload a NATS server accepts"]
         return []
+
+    @classmethod
+    def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
+        """The subject (a run's own hears no other run), and in JetStream the stream."""
+        js = isinstance(options, NatsOptions) and options.mode == "jetstream"
+        return ("subject", "stream") if js else ("subject",)
+
+    def remove_resources(self, per_run, workload) -> list[str]:
+        """The run's stream (its consumers go with it); core subjects leave nothing."""
+        if "stream" not in per_run or not self._js:
+            return []
+        stream = self.options.stream
+
+        async def delete(jsm) -> bool:
+            try:
+                return await jsm.delete_stream(stream)
+            except NotFoundError:  # never created: the run ended before a connection
+                return False
+
+        deleted = manage(self._host, self._port, self._arguments(), self._label, delete)
+        return [stream] if deleted else []
 
     # connections
 

@@ -45,6 +45,7 @@ from sixnines.orchestrator.run.interrupts import describe, held
 from sixnines.orchestrator.run.manifest import new_manifest
 from sixnines.orchestrator.run.progress import ProgressView
 from sixnines.orchestrator.run.record import RunRecord
+from sixnines.orchestrator.run.resources import RunResources
 from sixnines.orchestrator.run.stop_order import StopOrder
 from sixnines.orchestrator.scenario.hosts import Placement
 from sixnines.orchestrator.scenario.matrix import RunPoint
@@ -91,15 +92,18 @@ class Run:
         self.fleet = fleet
         self.placement = settings.placement
         self.view = view
+        self.resources = RunResources.of(point, settings.scenario)
         first = new_manifest(point, settings.scenario, settings.overrides)
+        resources = {} if self.resources.record is None else \
+            {"resources": self.resources.record}
         self.record = RunRecord(run_dir, first.model_copy(
             update=dict(placement=self.placement.model_dump(mode="json"),
                         cross_host_latency=self.placement.cross_host_latency,
                         hosts=fleet.facts, cpu_sample_ns=settings.cpu_sample_ns,
-                        throughput_window=settings.throughput_window)))
+                        throughput_window=settings.throughput_window, **resources)))
         self.manifest = self.record.manifest
         self.problems = self.record.problems
-        self.agents = Agents(point, run_dir, self.key, fleet, self.placement, view,
+        self.agents = Agents(self.resources.point, run_dir, self.key, fleet, self.placement, view,
                              settings.cpu_sample_ns, self.problems)
         self.stopping = StopOrder(self.agents)
         self.broker: RunningBroker | None = None
@@ -172,6 +176,7 @@ class Run:
         try:
             self.stopping.stop(self.stop_reason or "the run ended")
             self.agents.shut_down()
+            self._remove_resources()
             collect(self.agents)
         finally:
             try:
@@ -180,6 +185,13 @@ class Run:
                 restore(self.controller_cpus)
                 if self.broker is not None:
                     self.broker.stop(keep_data=self.manifest.status != "ok")
+
+    def _remove_resources(self) -> None:
+        """The run's own topics, streams and queues deleted once no agent uses them (a note
+        in the manifest when that fails: orchestrator.run.resources)."""
+        if self.broker is not None and self.resources.record is not None:
+            self.resources.remove(self.broker.address, self.broker.credential)
+            self.manifest.resources = self.resources.record
 
     def _start_sidecar(self) -> None:
         """The run's analysis sidecar, when its agents' chunks are here (orchestrator

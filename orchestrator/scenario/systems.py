@@ -148,6 +148,11 @@ class System(BaseModel):
         default_factory=dict, validate_default=True
     )
     """The driver's own options (each driver's are listed apart)."""
+    keep_resources: StrictBool = False
+    """Leave what each run made on the broker there after the run (its own topic, stream,
+    stream keys, exchanges or queues, named `<scenario>-<run id>-<suffix>`: the manifest's
+    `resources` says which), to look at them; by default they are deleted at the run's end.
+    A topic, stream or queue named in `options` is the user's and never deleted."""
 
     def driver_class(self) -> type[Driver]:
         return registry.load(self.driver)
