@@ -117,14 +117,20 @@ def _streams(host: str, port: int, name: str) -> list[str]:
 
 
 def _exchanges(host: str, port: int, name: str) -> list[str]:
-    """The run's exchanges (one per lane: `name`, or `name.<lane>`) that still exist."""
+    """The run's exchanges and queues (`name`, a lane's `name.<lane>`, round trip's
+    `name.requests`) that still exist."""
     found = []
+    lanes = [name, *(f"{name}.{lane}" for lane in range(MANY))]
     connection = pika.BlockingConnection(pika.ConnectionParameters(host, port))
     try:
-        for candidate in [name, *(f"{name}.{lane}" for lane in range(MANY))]:
+        for kind, candidate in [*(("exchange", n) for n in lanes),
+                                *(("queue", n) for n in [*lanes, f"{name}.requests"])]:
             channel = connection.channel()
             try:
-                channel.exchange_declare(candidate, passive=True)
+                if kind == "exchange":
+                    channel.exchange_declare(candidate, passive=True)
+                else:
+                    channel.queue_declare(candidate, passive=True)
                 found.append(candidate)
                 channel.close()
             except pika.exceptions.ChannelClosedByBroker:
@@ -163,6 +169,19 @@ def test_a_sweep_of_connections_gets_a_clean_resource_per_run(system, brokers, t
         assert summary["received"] == summary["delivered"] == RATE
         assert summary["lost"] == summary["duplicated"] == summary["unexpected"] == 0
     assert names[0] != names[1]
+
+
+@pytest.mark.parametrize("system", list(SYSTEMS))
+def test_round_trips_leave_nothing_behind(system, brokers, tmp_path):
+    """Round trips name more (requests, per-requester replies): all of it goes."""
+    address = brokers(system)
+    path = scenario(tmp_path / "rt.yaml", system, address, "2")
+    path.write_text(path.read_text().replace("workload: {", "workload: {mode: round-trip, "))
+    done, [run_dir] = run(path, tmp_path / "out")
+    assert done.returncode == 0, done.stdout + done.stderr
+    resources = manifest(run_dir)["resources"]
+    assert resources["removed"] and resources.get("notes", []) == [], resources
+    assert on_broker(system, address, next(iter(resources["named"].values()))) == []
 
 
 def test_resources_are_kept_when_the_system_says_so(brokers, tmp_path):
