@@ -292,11 +292,16 @@ class Workload(Open):
     connections; or each consumer connection (runs recorded before schema 5 read so)."""
 
 
+#: What `driver_options` says for an option named for each run (`Resources.named` gives
+#: the name): the same in every run of a system, so their setups read alike.
+PER_RUN = "(per run)"
+
+
 class Resources(Open):
     """What the run used on the broker under names of its own (docs/design.md, "Every run
-    its own topic"): the driver options the scenario left out, named for this run (the
-    names are in `driver_options` too), and what became of them (since schema_version 9;
-    absent when the driver uses nothing on a broker)."""
+    its own topic"): the driver options the scenario left out, named for this run
+    (`driver_options` says PER_RUN for them), and what became of them (since
+    schema_version 9; absent when the driver uses nothing on a broker)."""
 
     named: dict[str, str] = Field(default_factory=dict)
     """Driver option -> the run's name for it (a topic, stream, queue, subject)."""

@@ -7,8 +7,8 @@ partition per connection, a JetStream stream, RabbitMQ exchanges), and the contr
 deletes it once the agents are gone, unless the system says `keep_resources: true`. An
 option the scenario names is the user's: used as it is, checked by the agents before the
 first message, never deleted. The names and what became of them are in the manifest
-(`resources`); `driver_options` there stays as the scenario wrote it, so runs of one
-system still show one setup.
+(`resources`); `driver_options` there says "(per run)" for those options, so the runs of
+one system still show one setup.
 """
 
 from __future__ import annotations

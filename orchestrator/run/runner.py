@@ -28,7 +28,7 @@ from sixnines.agents.affinity import restore
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.controller_lock import holding
-from sixnines.formats.manifest import BrokerRecord, RunStatus
+from sixnines.formats.manifest import PER_RUN, BrokerRecord, RunStatus
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus
 from sixnines.orchestrator.launchers.base import LaunchError
@@ -94,8 +94,10 @@ class Run:
         self.view = view
         self.resources = RunResources.of(point, settings.scenario)
         first = new_manifest(point, settings.scenario, settings.overrides)
-        resources = {} if self.resources.record is None else \
-            {"resources": self.resources.record}
+        own = self.resources.record  # the run's own names, said apart from the options
+        resources = {} if own is None else {
+            "resources": own,
+            "driver_options": first.driver_options | dict.fromkeys(own.named, PER_RUN)}
         self.record = RunRecord(run_dir, first.model_copy(
             update=dict(placement=self.placement.model_dump(mode="json"),
                         cross_host_latency=self.placement.cross_host_latency,

@@ -47,6 +47,8 @@ def test_a_sweep_of_connections_gets_a_clean_resource_per_run(system, brokers, t
         assert record["status"] == "ok", record["problems"]
         resources = record["resources"]
         name = next(iter(resources["named"].values()))
+        assert all(record["driver_options"][option] == "(per run)"
+                   for option in resources["named"]), record["driver_options"]
         assert name.startswith(f"sweep-{system}-{record['run_id'].split('-')[0]}-")
         assert resources["kept"] is False and resources["removed"], resources
         assert resources.get("notes", []) == []
