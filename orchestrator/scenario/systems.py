@@ -154,6 +154,16 @@ class System(BaseModel):
     `resources` says which), to look at them; by default they are deleted at the run's end.
     A topic, stream or queue named in `options` is the user's and never deleted."""
 
+    @field_validator("keep_resources")
+    @classmethod
+    def _something_to_keep(cls, keep: bool, info: ValidationInfo) -> bool:
+        driver = driver_or_none(info.data.get("driver"))
+        options = info.data.get("options")
+        if keep and driver is not None and isinstance(options, DriverOptions) \
+                and not driver.resource_options(options):
+            raise ValueError(f"driver {driver.name!r} keeps nothing on a broker")
+        return keep
+
     def driver_class(self) -> type[Driver]:
         return registry.load(self.driver)
 
