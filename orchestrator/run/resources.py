@@ -67,18 +67,23 @@ class RunResources:
                    Resources(named=named, kept=system.keep_resources))
 
     def remove(self, address: str, credential: Credential | None) -> None:
-        """Delete the run's resources from the broker at `address` (unless kept), recording
-        what was deleted, or why not, in `record`: a failure is a note, never silent."""
+        """Delete the run's resources from the broker at `address`, recording what was
+        deleted, or why not, in `record`: a failure is a note, never silent."""
         record = self.record
-        if record is None or record.kept:
-            return
+        assert record is not None
         system = self.point.system
-        driver = system.driver_class()(address, system.options, credential)
         try:
+            driver = system.driver_class()(address, system.options, credential)
             record.removed = driver.remove_resources(set(record.named),
                                                      self.point.workload)
         except Exception as exc:  # a third-party driver's too: the run is recorded still
-            why = str(exc) if isinstance(exc, DriverError) else f"{type(exc).__name__}: {exc}"
-            note = f"not deleted: {', '.join(sorted(set(record.named.values())))} ({why})"
-            record.notes = [*record.notes, note]  # assigned: a document writes what is set
-            logger.warning("%s: %s", self.point.run_id, note)
+            self.leave(str(exc) if isinstance(exc, DriverError)
+                       else f"{type(exc).__name__}: {exc}")
+
+    def leave(self, why: str) -> None:
+        """Record (and say) that the run's resources stay on the broker, and why."""
+        record = self.record
+        assert record is not None
+        note = f"not deleted: {', '.join(sorted(set(record.named.values())))} ({why})"
+        record.notes = [*record.notes, note]  # assigned: a document writes what is set
+        logger.warning("%s: %s", self.point.run_id, note)

@@ -191,9 +191,14 @@ class Run:
     def _remove_resources(self) -> None:
         """The run's own topics, streams and queues deleted once no agent uses them (a note
         in the manifest when that fails: orchestrator.run.resources)."""
-        if self.broker is not None and self.resources.record is not None:
+        record = self.resources.record
+        if self.broker is None or record is None or record.kept:
+            return
+        if self.stopping.hurried:  # an interrupt repeated: no waiting on a broker's answer
+            self.resources.leave("the end was hurried by a repeated interrupt")
+        else:
             self.resources.remove(self.broker.address, self.broker.credential)
-            self.manifest.resources = self.resources.record
+        self.manifest.resources = record
 
     def _start_sidecar(self) -> None:
         """The run's analysis sidecar, when its agents' chunks are here (orchestrator
