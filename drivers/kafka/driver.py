@@ -129,7 +129,10 @@ class KafkaDriver(Driver):
         """The run's topic, its round-trip topics (`<topic>.req`, `<topic>.reply.<id>`)."""
         if "topic" not in per_run:
             return []
-        return self.backend.delete_topics(run_topic(self.options.topic))
+        try:
+            return self.backend.delete_topics(run_topic(self.options.topic))
+        finally:  # its client goes now, not with a collected cycle: it would keep retrying
+            self._backend = None  # a broker stopped after the run, logging as it goes
 
     # -- connections ------------------------------------------------------------------------
 
