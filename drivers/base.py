@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import select
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Protocol
@@ -366,6 +366,23 @@ class Driver(ABC):
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         """What this driver cannot do with this workload (checked before anything starts),
         e.g. a delivery mode that cannot fan out to several consumers."""
+        return []
+
+    @classmethod
+    def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
+        """The options that name what a run uses on the broker (a topic, stream, queue,
+        subject), given these options (e.g. a stream only in a mode that has one). Each one
+        a scenario leaves out gets a name of the run's own (orchestrator.run.resources):
+        the agents create it as they connect, and `remove_resources` deletes it at the end.
+        One the scenario names is the user's: used as it is, never deleted."""
+        return ()
+
+    def remove_resources(self, per_run: Collection[str], workload: WorkloadShape
+                         ) -> list[str]:
+        """Delete from the broker what the run created under the options in `per_run`
+        (the run's own names, every lane's and round trip's names derived from them;
+        nothing else) and return the names deleted. Called once the agents are gone;
+        raises `DriverError` on a failure, which the run records as a note."""
         return []
 
     @abstractmethod

@@ -297,6 +297,29 @@ class Workload(Open):
     the rate was one number (since schema_version 9)."""
 
 
+#: What `driver_options` says for an option named for each run (`Resources.named` gives
+#: the name): the same in every run of a system, so their setups read alike.
+PER_RUN = "(per run)"
+
+
+class Resources(Open):
+    """What the run used on the broker under names of its own (docs/design.md, "Every run
+    its own topic"): the driver options the scenario left out, named for this run
+    (`driver_options` says PER_RUN for them), and what became of them (since
+    schema_version 9; absent when the driver uses nothing on a broker)."""
+
+    named: dict[str, str] = Field(default_factory=dict)
+    """Driver option -> the run's name for it (a topic, stream, queue, subject)."""
+    kept: bool = False
+    """Left on the broker at the end, as the system's `keep_resources` asked."""
+    removed: list[str] = Field(default_factory=list)
+    """What was deleted from the broker at the end (topics, streams, keys, exchanges,
+    queues)."""
+    notes: list[str] = Field(default_factory=list)
+    """What could not be deleted, and why: it is still on the broker. Never the run's
+    problems (its measurements are whole)."""
+
+
 class Sixnines(Open):
     version: str | None = None
     protocol: int | None = None
@@ -347,6 +370,8 @@ class Manifest(Open):
     """The durability the run was measured with, asked for and read back from the broker
     once the agents had set up (formats.durability); absent until then, and in runs
     recorded before schema_version 9."""
+    resources: Resources | None = None
+    """The broker resources named for this run, and whether they were deleted at its end."""
     params: Params = Field(default_factory=Params)
     """The workload point as JSON (summary.json copies it)."""
 

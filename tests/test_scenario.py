@@ -279,6 +279,18 @@ def test_bad_driver_options(tmp_path: Path) -> None:
     ]
 
 
+def test_keep_resources_is_true_or_false(tmp_path: Path) -> None:
+    text = MINIMAL.replace("driver: tcp\n", "driver: tcp\n    keep_resources: maybe\n")
+    assert only(tmp_path, text) == Problem("systems[0].keep_resources", 5,
+                                           "must be true or false")
+
+
+def test_keep_resources_needs_a_system_that_keeps_something(tmp_path: Path) -> None:
+    text = MINIMAL.replace("driver: tcp\n", "driver: tcp\n    keep_resources: true\n")
+    assert only(tmp_path, text) == Problem("systems[0].keep_resources", 5,
+                                           "driver 'tcp' keeps nothing on a broker")
+
+
 def test_driver_option_below_its_bound(tmp_path: Path) -> None:
     text = MINIMAL.replace("driver: tcp\n", "driver: zmq\n    options: {hwm: -1}\n")
     assert only(tmp_path, text) == Problem("systems[0].options.hwm", 5, "must be at least 0")

@@ -148,6 +148,24 @@ class ConfluentBackend:
             entry = configs.get(key)
             settings[key] = entry.value if entry is not None else None
         return settings
+    def delete_topics(self, chosen: Callable[[str], bool]) -> list[str]:
+        """Delete the topics `chosen` picks; their names (raises DriverError naming the
+        first that could not be deleted)."""
+        try:
+            names = sorted(n for n in self.admin.list_topics(timeout=self.timeout_s).topics
+                           if chosen(n))
+        except KafkaException as exc:
+            raise DriverError(f"{self.label}: metadata failed ({_reason(exc)})") from None
+        if not names:
+            return []
+        futures = self.admin.delete_topics(names, request_timeout=self.timeout_s)
+        for name, future in futures.items():
+            try:
+                future.result(self.timeout_s)
+            except KafkaException as exc:
+                raise DriverError(f"{self.label}: cannot delete topic {name!r} "
+                                  f"({_reason(exc)})") from None
+        return names
 
     def producer(self, owner) -> Producer:
         opts = self.options

@@ -7,7 +7,9 @@ connections dividing them (`group: true` instead gives each receiver connection 
 group of its own, of which it reads the lane's share). A sender writes to partition
 `connection_id % partitions`, so each sender's messages stay in order. A topic the driver
 creates gets one partition per connection unless the `partitions` option says otherwise;
-a lane that would read no partition is refused.
+a lane that would read no partition is refused. A topic named in the scenario is used as
+it is (created if missing); one left out is the run's own (`resource_options`), deleted with
+its round-trip topics at the end.
 
 Round trip: requests go to `<topic>.req`, replies to `<topic>.reply.<requester id>` (created
 by the requester before it sends); the responder reads the requests topic and produces each
@@ -45,6 +47,7 @@ from sixnines.drivers.kafka.wire import (
     record_bytes,
     reply_prefix,
     requests_topic,
+    run_topic,
 )
 from sixnines.formats.durability import Setting
 from sixnines.formats.vocabulary import Mode
@@ -138,6 +141,18 @@ class KafkaDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+    @classmethod
+    def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
+        return ("topic",)
+
+    def remove_resources(self, per_run, workload) -> list[str]:
+        """The run's topic, its round-trip topics (`<topic>.req`, `<topic>.reply.<id>`)."""
+        if "topic" not in per_run:
+            return []
+        try:
+            return self.backend.delete_topics(run_topic(self.options.topic))
+        finally:  # its client goes now, not with a collected cycle: it would keep retrying
+            self._backend = None  # a broker stopped after the run, logging as it goes
 
     # -- connections ------------------------------------------------------------------------
 

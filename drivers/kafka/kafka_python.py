@@ -16,7 +16,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
@@ -124,6 +124,17 @@ class PythonBackend:
         except KafkaError as exc:
             raise DriverError(f"{self.label}: cannot create topic {name!r} "
                               f"({_reason(exc)})") from None
+
+    def delete_topics(self, chosen: Callable[[str], bool]) -> list[str]:
+        """Delete the topics `chosen` picks; their names."""
+        try:
+            with contextlib.closing(self._new_admin()) as admin:
+                names = sorted(name for name in admin.list_topics() if chosen(name))
+                if names:
+                    admin.delete_topics(names, timeout_ms=self.timeout_ms)
+                return names
+        except KafkaError as exc:
+            raise DriverError(f"{self.label}: cannot delete topics ({_reason(exc)})") from None
 
     def producer(self) -> KafkaProducer:
         opts = self.options

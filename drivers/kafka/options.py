@@ -29,7 +29,12 @@ class KafkaOptions(LoginOptions):
     """The client library: confluent (librdkafka) keeps up with the schedule; kafka-python
     is the pure-Python baseline (measured: see the options' description)."""
     topic: str = Field("sixnines", pattern=TOPIC_CHARS)
-    """One-way topic; round trip uses `<topic>.req` and `<topic>.reply.<id>`."""
+    """One-way topic; round trip uses `<topic>.req` and `<topic>.reply.<id>`. Left out,
+    each run has a topic of its own (`<scenario>-<run id>-<suffix>`, a partition per
+    connection), deleted with its round-trip topics at the end unless the system says
+    `keep_resources: true`. Named, it is yours: used as it is (created if missing), a run
+    with more connections than it has partitions refused before the first message, never
+    deleted. (`sixnines` is the name outside a scenario's runs: driver tests.)"""
     partitions: int | None = Field(None, ge=1)
     """Partitions of topics the driver creates (an existing topic is used as it is). None
     (the default): the one-way topic gets one per connection (a consumer's connections

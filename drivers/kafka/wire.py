@@ -7,6 +7,8 @@ one of the framework's messages, unchanged, with no key.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from sixnines.drivers.base import Lane
 from sixnines.formats.payload import HEADER_STRUCT
 
@@ -24,6 +26,13 @@ def requests_topic(topic: str) -> str:
 def reply_prefix(topic: str) -> str:
     """The reply topics' common prefix: `<prefix><requester id>`."""
     return f"{topic}.reply."
+
+
+def run_topic(topic: str) -> Callable[[str], bool]:
+    """Whether a topic is `topic` or one of its round trip's (`<topic>.req`,
+    `<topic>.reply.<id>`): what a run with that topic may have created."""
+    own = f"{topic}."
+    return lambda name: name == topic or name.startswith(own)
 
 
 def producer_id(value: bytes | memoryview) -> int:

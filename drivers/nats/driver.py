@@ -42,6 +42,7 @@ from collections.abc import Callable, Mapping
 from typing import cast
 
 from nats.js import api
+from nats.js.errors import NotFoundError
 
 from sixnines.drivers.base import (
     SOLE_LANE,
@@ -234,6 +235,26 @@ class NatsDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+    @classmethod
+    def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
+        """The subject (a run's own hears no other run), and in JetStream the stream."""
+        js = isinstance(options, NatsOptions) and options.mode == "jetstream"
+        return ("subject", "stream") if js else ("subject",)
+
+    def remove_resources(self, per_run, workload) -> list[str]:
+        """The run's stream (its consumers go with it); core subjects leave nothing."""
+        if "stream" not in per_run or not self._js:
+            return []
+        stream = self.options.stream
+
+        async def delete(jsm) -> bool:
+            try:
+                return await jsm.delete_stream(stream)
+            except NotFoundError:  # never created: the run ended before a connection
+                return False
+
+        deleted = manage(self._host, self._port, self._arguments(), self._label, delete)
+        return [stream] if deleted else []
 
     # connections
 

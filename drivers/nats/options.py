@@ -18,12 +18,16 @@ class NatsOptions(LoginOptions):
     `username` with password_env or password_file, or token_env."""
 
     subject: str = "sixnines"
-    """Base subject (see the module docstring for the subjects derived from it)."""
+    """Base subject (see the module docstring for the subjects derived from it). Left out,
+    each run has one of its own (`<scenario>-<run id>-<suffix>`), so no run hears
+    another's."""
     mode: Literal["core", "jetstream"] = "core"
     """core: at-most-once pub/sub; jetstream: every publish stored in a stream and acked."""
     stream: str = "sixnines"
     """JetStream stream, created if missing (subject S); an existing stream is used as it
-    is if its subjects include S."""
+    is if its subjects include S. Left out, each run has a stream of its own
+    (`<scenario>-<run id>-<suffix>`), deleted at the end unless the system says
+    `keep_resources: true`; one named here is never deleted."""
     storage: Literal["memory", "file"] = "memory"
     """JetStream storage of a stream the driver creates."""
     replicas: int = Field(1, ge=1, le=5)

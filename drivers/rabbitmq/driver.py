@@ -312,6 +312,40 @@ class RabbitmqDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+    @classmethod
+    def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
+        return ("exchange", "queue")
+
+    def remove_resources(self, per_run, workload) -> list[str]:
+        """The run's exchanges (one per lane) or lane queues, or its requests queue; the
+        consumers' own queues went with their connections (exclusive). Deleting what is
+        not there is no error in RabbitMQ."""
+        options = self.options
+        lanes = [Lane(index, workload.connections) for index in range(workload.connections)]
+        exchanges, queues = [], []
+        if workload.mode != Mode.ONE_WAY:
+            queues = [self._requests] if "queue" in per_run else []
+        elif options.exchange:
+            exchanges = [lane.name(options.exchange) for lane in lanes
+                         ] if "exchange" in per_run else []
+        elif "queue" in per_run:
+            queues = [lane.name(options.queue) for lane in lanes]
+        if not exchanges and not queues:
+            return []
+        connection, channel = connect(self._host, self._port, options, self.login(),
+                                      "sixnines clean-up", self._label)
+        try:
+            for exchange in exchanges:
+                channel.exchange_delete(exchange)
+            for queue in queues:
+                channel.queue_delete(queue)
+        except errors.AMQPError as exc:
+            raise DriverError(f"{self._label}: deleting the run's exchanges and queues "
+                              f"failed ({reason(exc)})") from exc
+        finally:
+            if connection.is_open:
+                connection.close()
+        return exchanges + queues
 
     # --- connections ----------------------------------------------------------------
 

@@ -13,10 +13,14 @@ class RabbitmqOptions(LoginOptions):
     exchange: str = Field("sixnines", max_length=127)
     """A fanout exchange (declared durable) giving each receiver connection its own queue:
     fan-out. With several connections each lane has one, "<exchange>.<lane>". "" is the
-    default exchange: one named queue per lane, shared by its consumers (so one consumer)."""
+    default exchange: one named queue per lane, shared by its consumers (so one consumer).
+    Left out, each run has exchanges of its own (`<scenario>-<run id>-<suffix>`), deleted
+    at the end unless the system says `keep_resources: true`; named, they are never
+    deleted."""
     queue: str = Field("sixnines", min_length=1, max_length=127)
     """The queue of the default-exchange form ("<queue>.<lane>" with several connections);
-    round trip uses "<queue>.requests"."""
+    round trip uses "<queue>.requests". Left out, the run's own name, its queues deleted
+    at the end as its exchanges are."""
     persistent: bool = False
     """delivery_mode 2 on every message and durable queues (the broker writes to disk)."""
     confirms: bool = False

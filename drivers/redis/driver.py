@@ -74,6 +74,7 @@ from sixnines.drivers.redis.wire import (
     StreamReplies,
     error_at,
     error_line,
+    glob_literal,
     lane_maxlen,
     publish_head,
     push_head,
@@ -398,6 +399,34 @@ class RedisDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+
+    @classmethod
+    def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
+        return ("channel",)  # pub/sub stores nothing, but a run's own channel hears no other
+
+    def remove_resources(self, per_run, workload) -> list[str]:
+        """In streams mode, the run's stream keys: `channel`, every lane's and reply's
+        (`<channel>.*`); pub/sub channels leave nothing behind."""
+        if "channel" not in per_run or self.options.mode != "streams":
+            return []
+        conn = self._connect()
+        try:
+            keys = set()
+            for pattern in (glob_literal(self.options.channel),
+                            glob_literal(self.options.channel) + ".*"):
+                cursor = b"0"
+                while True:
+                    cursor, found = call(conn, self._label, "SCAN", cursor, "MATCH", pattern,
+                                         "COUNT", 1000)
+                    keys.update(found)
+                    if cursor in (b"0", 0):
+                        break
+            names = sorted(keys)
+            if names:
+                call(conn, self._label, "DEL", *names)
+            return [name.decode("utf-8", "replace") for name in names]
+        finally:
+            conn.disconnect()
 
     # --- connections --------------------------------------------------------------------
 

@@ -18,7 +18,10 @@ class RedisOptions(LoginOptions):
     channel: str = Field("sixnines", min_length=1)
     """The pub/sub channel, or the stream key in streams mode. With several connections
     per agent, one-way lane i uses `<channel>.<i>`; replies of round trips use
-    `<channel>.reply.<producer id>`."""
+    `<channel>.reply.<producer id>`. Left out, each run has a channel of its own
+    (`<scenario>-<run id>-<suffix>`), whose stream keys are deleted at the end unless the
+    system says `keep_resources: true`; a channel named here is used as it is and never
+    deleted."""
     db: int = Field(0, ge=0)
     """Database for stream keys (pub/sub channels are global to the server)."""
     stream_maxlen: int = Field(1_000_000, ge=1)

@@ -184,3 +184,8 @@ class StreamReplies:
     def _unexpected(self) -> DriverError:
         return DriverError(f"{self.label}: unexpected entry in the stream (not one "
                           f"{self.size}-byte field {FIELD.decode()!r}: another writer?)")
+
+
+def glob_literal(text: str) -> str:
+    """A SCAN/KEYS pattern matching `text` alone: its glob characters escaped."""
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)

@@ -14,7 +14,6 @@ import os
 import time
 from pathlib import Path
 
-from sixnines.drivers.base import DriverOptions
 from sixnines.formats import protocol as p
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.layout import AGENT_LOG, AGENTS_DIR
@@ -140,8 +139,7 @@ class Agents:
                     plan.host)
         w = self.point.workload
         shape = w.shape if plan.sends_messages else None
-        options = self.point.system.options
-        assert isinstance(options, DriverOptions)  # still a dict: the loader refused them
+        options = self.point.system.checked_options
         agent.send(p.Prepare(
             protocol=p.PROTOCOL_VERSION, run_id=self.run_id, agent_id=plan.agent_id,
             role=plan.role, driver=self.point.system.driver, address=broker.address,

@@ -26,10 +26,9 @@ from pathlib import Path
 
 from sixnines.agents.affinity import restore
 from sixnines.agents.schedule import NS
-from sixnines.drivers.base import DriverOptions
 from sixnines.formats import protocol as p
 from sixnines.formats.controller_lock import holding
-from sixnines.formats.manifest import BrokerRecord, RunStatus
+from sixnines.formats.manifest import PER_RUN, BrokerRecord, RunStatus
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus
 from sixnines.orchestrator.launchers.base import LaunchError
@@ -46,6 +45,7 @@ from sixnines.orchestrator.run.interrupts import describe, held
 from sixnines.orchestrator.run.manifest import new_manifest
 from sixnines.orchestrator.run.progress import ProgressView
 from sixnines.orchestrator.run.record import RunRecord
+from sixnines.orchestrator.run.resources import RunResources
 from sixnines.orchestrator.run.stop_order import StopOrder
 from sixnines.orchestrator.scenario.hosts import Placement
 from sixnines.orchestrator.scenario.matrix import RunPoint
@@ -92,15 +92,20 @@ class Run:
         self.fleet = fleet
         self.placement = settings.placement
         self.view = view
+        self.resources = RunResources.of(point, settings.scenario)
         first = new_manifest(point, settings.scenario, settings.overrides)
+        own = self.resources.record  # the run's own names, said apart from the options
+        resources = {} if own is None else {
+            "resources": own,
+            "driver_options": first.driver_options | dict.fromkeys(own.named, PER_RUN)}
         self.record = RunRecord(run_dir, first.model_copy(
             update=dict(placement=self.placement.model_dump(mode="json"),
                         cross_host_latency=self.placement.cross_host_latency,
                         hosts=fleet.facts, cpu_sample_ns=settings.cpu_sample_ns,
-                        throughput_window=settings.throughput_window)))
+                        throughput_window=settings.throughput_window, **resources)))
         self.manifest = self.record.manifest
         self.problems = self.record.problems
-        self.agents = Agents(point, run_dir, self.key, fleet, self.placement, view,
+        self.agents = Agents(self.resources.point, run_dir, self.key, fleet, self.placement, view,
                              settings.cpu_sample_ns, self.problems)
         self.stopping = StopOrder(self.agents)
         self.broker: RunningBroker | None = None
@@ -171,9 +176,7 @@ class Run:
     def _record_durability(self, broker: RunningBroker) -> None:
         """The durability the run is measured with, its broker asked once the agents have
         set up the topics, streams and queues they use (drivers.base.Driver.durability)."""
-        system = self.point.system
-        assert isinstance(system.options, DriverOptions)  # still a dict: the loader refused
-        driver = system.driver_class()(broker.address, system.options, broker.credential)
+        driver = self.point.system.driver_at(broker.address, broker.credential)
         self.manifest.durability = driver.durability()
         logger.info("%s: durability %s", self.point.run_id, self.manifest.durability.label)
 
@@ -183,6 +186,7 @@ class Run:
         try:
             self.stopping.stop(self.stop_reason or "the run ended")
             self.agents.shut_down()
+            self._remove_resources()
             collect(self.agents)
         finally:
             try:
@@ -191,6 +195,18 @@ class Run:
                 restore(self.controller_cpus)
                 if self.broker is not None:
                     self.broker.stop(keep_data=self.manifest.status != "ok")
+
+    def _remove_resources(self) -> None:
+        """The run's own topics, streams and queues deleted once no agent uses them (a note
+        in the manifest when that fails: orchestrator.run.resources)."""
+        record = self.resources.record
+        if self.broker is None or record is None or record.kept:
+            return
+        if self.stopping.hurried:  # an interrupt repeated: no waiting on a broker's answer
+            self.resources.leave("the end was hurried by a repeated interrupt")
+        else:
+            self.resources.remove(self.broker.address, self.broker.credential)
+        self.manifest.resources = record
 
     def _start_sidecar(self) -> None:
         """The run's analysis sidecar, when its agents' chunks are here (orchestrator

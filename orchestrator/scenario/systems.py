@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from sixnines.drivers import registry
-from sixnines.drivers.base import Driver, DriverOptions
+from sixnines.drivers.base import Credential, Driver, DriverOptions
 from sixnines.orchestrator.scenario.fields import ADDRESS_EXAMPLE, Name, check_text, split_address
 from sixnines.orchestrator.scenario.problems import problems_from
 from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
@@ -148,9 +148,35 @@ class System(BaseModel):
         default_factory=dict, validate_default=True
     )
     """The driver's own options (each driver's are listed apart)."""
+    keep_resources: StrictBool = False
+    """Leave what each run made on the broker there after the run (its own topic, stream,
+    stream keys, exchanges or queues, named `<scenario>-<run id>-<suffix>`: the manifest's
+    `resources` says which), to look at them; by default they are deleted at the run's end.
+    A topic, stream or queue named in `options` is the user's and never deleted."""
+
+    @field_validator("keep_resources")
+    @classmethod
+    def _something_to_keep(cls, keep: bool, info: ValidationInfo) -> bool:
+        driver = driver_or_none(info.data.get("driver"))
+        options = info.data.get("options")
+        if keep and driver is not None and isinstance(options, DriverOptions) \
+                and not driver.resource_options(options):
+            raise ValueError(f"driver {driver.name!r} keeps nothing on a broker")
+        return keep
 
     def driver_class(self) -> type[Driver]:
         return registry.load(self.driver)
+
+    @property
+    def checked_options(self) -> DriverOptions:
+        """`options` of a loaded scenario (a dict only while the loader reports them)."""
+        assert isinstance(self.options, DriverOptions), "options the loader refused"
+        return self.options
+
+    def driver_at(self, address: str, credential: Credential | None) -> Driver:
+        """The driver of this system for the controller's own short talks with the broker
+        at `address` (durability read back, a run's resources removed)."""
+        return self.driver_class()(address, self.checked_options, credential)
 
     @field_validator("driver")
     @classmethod
