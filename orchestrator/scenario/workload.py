@@ -26,6 +26,7 @@ from sixnines.orchestrator.scenario.fields import (
     MAX_RUN_TIME_NS,
     MAX_WAIT_NS,
     SECOND_NS,
+    Content,
     Messages,
     Name,
     Parallel,
@@ -44,6 +45,7 @@ from sixnines.orchestrator.scenario.yaml_source import YamlPath
 WORKLOAD_FIELDS: dict[str, str] = {
     "mode": "mode",
     "message_size": "message_size",
+    "content": "content",
     "rate": "rate",
     "messages": "messages",
     "schedule": "schedule",
@@ -72,6 +74,7 @@ class WorkloadPoint(BaseModel):
 
     mode: Mode = Mode.ONE_WAY
     message_size: Size
+    content: Content = "random"
     rate: RateOrSearch
     messages: Messages | None = None
     schedule: Schedule = Schedule.FIXED
@@ -149,6 +152,11 @@ class WorkloadSpec(BaseModel):
     message comes back to them (request/reply, timed on one clock)."""
     message_size: Sweep[Size]
     """Bytes per message on the wire, sixnines' message header included."""
+    content: Sweep[Content] = ("random",)
+    """What each message carries after its 28-byte header: random (incompressible),
+    zeros, text (English-like words), {file: PATH} (a sample file cut into messages,
+    relative to the scenario, at most 4 MiB), or {compressibility: RATIO} (compressed /
+    original size for gzip, zstd and lz4 within ±0.02)."""
     rate: Sweep[RateOrSearch]
     """Messages per second in total, split across producers; `max` (throughput mode:
     `messages` sent as fast as the system takes); or `{search: max, …}`, the highest rate
@@ -191,7 +199,7 @@ class WorkloadSpec(BaseModel):
         if isinstance(data, dict):
             given = {key: value for key, value in data.items() if key in WORKLOAD_FIELDS}
             spec._labels = {
-                key: tuple(str(_plain(item)).strip() for item in as_list(value))
+                key: tuple(_written(item) for item in as_list(value))
                 for key, value in given.items()
             }
             spec._lists = frozenset(k for k, v in given.items() if isinstance(v, list | tuple))
@@ -296,6 +304,14 @@ class Case(WorkloadBase):
     @model_serializer
     def _as_yaml(self) -> dict[str, Any]:
         return ({} if self.name is None else {"name": self.name}) | self._yaml(self.given)
+
+
+def _written(item: Any) -> str:
+    """A value as written, for run ids: a one-key mapping as key=value."""
+    if isinstance(item, dict) and len(item) == 1:
+        ((key, value),) = item.items()
+        return f"{key}={value}"
+    return str(_plain(item)).strip()
 
 
 def _plain(value: Any) -> Any:
