@@ -29,11 +29,11 @@ from typing import Any, ClassVar
 from pydantic import ConfigDict, Field
 
 from sixnines.formats.document import Document
-from sixnines.formats.manifest import Repeat
+from sixnines.formats.manifest import FillRecord, Repeat
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7  # 7: `fill` (what messages carried, how it compressed)
 
 #: The senders did not keep their schedule (docs/design.md rule 2) when their send-lag p99
 #: exceeds this, or they sent under this share of the rate (formats.lag says whose doing
@@ -265,7 +265,7 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat",)
+_SOMETIMES = ("repeat", "fill")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -312,6 +312,9 @@ class RunSummary(Versioned):
     as fast as the system takes); its headline is throughput (send_rate, receive_rate,
     throughput, density_us) and its only latency saturation_latency_us."""
     broker: Broker = Field(default_factory=Broker)
+    fill: FillRecord | None = None
+    """What messages carried after their header (workload `content`) and its measured
+    compressed/original ratio by codec, as the manifest records it (since schema 7)."""
     status: str | None = None
     """ok (every agent finished, every message accounted for), partial (figures exist;
     something is missing or doubtful: an agent died, deliveries of unknown fate, hlogs

@@ -9,6 +9,7 @@ relative to the scenario file, and bounded (formats.fill.MAX_SAMPLE_BYTES).
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 
@@ -41,10 +42,10 @@ def parse_content(value: object) -> str:
 
 
 def _ratio(given: object) -> float:
-    try:
-        ratio = float(given) if not isinstance(given, bool) else math.nan
-    except (TypeError, ValueError):
-        ratio = math.nan
+    ratio = math.nan
+    if isinstance(given, int | float | str) and not isinstance(given, bool):
+        with contextlib.suppress(ValueError):
+            ratio = float(given)
     if not 0 < ratio <= 1:
         raise ValueError(f"{RATIO_KEY}: must be a ratio compressed/original in (0, 1], "
                          f"e.g. 0.6 (got {shown(given)})")
