@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_serializer, model_validator
 
+from sixnines.formats.fill import RANDOM
 from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
 from sixnines.orchestrator.scenario.fields import (
     MAX_RUN_TIME_NS,
@@ -60,6 +61,9 @@ WORKLOAD_FIELDS: dict[str, str] = {
 }
 
 
+#: What messages carry unless `content` says otherwise (formats.fill).
+DEFAULT_CONTENT = RANDOM
+
 #: With `rate: max`, how long senders may take for their `messages` when `duration` is not
 #: given: a cap that ends a run the system cannot finish, not a target.
 MAX_RATE_CAP_NS = 600 * SECOND_NS
@@ -74,7 +78,7 @@ class WorkloadPoint(BaseModel):
 
     mode: Mode = Mode.ONE_WAY
     message_size: Size
-    content: Content = "random"
+    content: Content = DEFAULT_CONTENT
     rate: RateOrSearch
     messages: Messages | None = None
     schedule: Schedule = Schedule.FIXED
@@ -102,6 +106,16 @@ class WorkloadPoint(BaseModel):
         if problems:
             raise ValueError("; ".join(message for _, message in problems))
         return self
+
+    @model_serializer(mode="wrap")
+    def _content_when_given(self, handler: Any) -> Any:
+        """`content` only when it is not the default: a run's params (manifest, summary,
+        compare, history) stay those of runs recorded before it existed, whose messages
+        carried random fill too."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("content") == DEFAULT_CONTENT:
+            del data["content"]
+        return data
 
     @property
     def saturation(self) -> bool:
@@ -152,7 +166,7 @@ class WorkloadSpec(BaseModel):
     message comes back to them (request/reply, timed on one clock)."""
     message_size: Sweep[Size]
     """Bytes per message on the wire, sixnines' message header included."""
-    content: Sweep[Content] = ("random",)
+    content: Sweep[Content] = (DEFAULT_CONTENT,)
     """What each message carries after its 28-byte header: random (incompressible),
     zeros, text (English-like words), {file: PATH} (a sample file cut into messages,
     relative to the scenario, at most 4 MiB), or {compressibility: RATIO} (compressed /
