@@ -147,28 +147,29 @@ _WORD_TEXT = (
 )
 WORDS = tuple(_WORD_TEXT.split())
 _SENTENCE_WORDS = (4, 18)  # shortest and longest sentence, in words
+_LOWER = np.array(WORDS, dtype=object)
+_CAPITAL = np.array([word.capitalize() for word in WORDS], dtype=object)
 
 
 def english_like(nbytes: int, rng: np.random.Generator) -> np.ndarray:
-    """Exactly `nbytes` of English-like text: sentences of Zipf-drawn words,
-    capitalised, ending in a full stop, now and then a comma."""
+    """Exactly `nbytes` of English-like text: sentences of Zipf-drawn words, capitalised,
+    ending in a full stop, a comma in the middle of a long one (built by numpy indexing:
+    a sender builds megabytes of it per connection before the start)."""
     weights = 1.0 / np.arange(1, len(WORDS) + 1)
-    words = rng.choice(len(WORDS), size=nbytes // 4 + 16, p=weights / weights.sum())
-    lengths = rng.integers(*_SENTENCE_WORDS, endpoint=True, size=words.size // 4 + 1)
-    out: list[str] = []
-    size, at = 0, 0
-    for length in lengths:
-        sentence = [WORDS[i] for i in words[at : at + length]]
-        at += length
-        if not sentence or size >= nbytes:
-            break
-        if length > 8:
-            sentence[length // 2] += ","
-        text = " ".join(sentence).capitalize() + ". "
-        out.append(text)
-        size += len(text)
-    data = np.frombuffer("".join(out).encode("ascii"), dtype=np.uint8)
-    return _cycled(data, nbytes)
+    count = nbytes // 4 + 2 * _SENTENCE_WORDS[1]  # words of 1+ letters and a separator
+    drawn = rng.choice(len(WORDS), size=count, p=weights / weights.sum())
+    lengths = rng.integers(*_SENTENCE_WORDS, endpoint=True, size=count // _SENTENCE_WORDS[0])
+    ends = np.cumsum(lengths)
+    lengths, ends = lengths[ends <= count], ends[ends <= count]
+    starts = ends - lengths
+    words = _LOWER[drawn[: ends[-1]]]
+    words[starts] = _CAPITAL[drawn[starts]]
+    separators = np.full(words.size, " ", dtype=object)
+    long = lengths > 2 * _SENTENCE_WORDS[0]
+    separators[starts[long] + lengths[long] // 2] = ", "
+    separators[ends - 1] = ". "
+    text = "".join(np.stack([words, separators], axis=1).ravel().tolist())
+    return _cycled(np.frombuffer(text.encode("ascii"), dtype=np.uint8), nbytes)
 
 
 def _codecs() -> dict[str, Callable[[bytes], bytes]]:
