@@ -44,6 +44,7 @@ from sixnines.agents.schedule import (
 from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import SOLE_LANE, Driver, Lane, Receiver, Sender, Waiter
 from sixnines.formats import vocabulary
+from sixnines.formats.fill import Fill, measured_ratios
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.shape import RateShape
@@ -152,6 +153,7 @@ class Chunked(AgentRole):
         super().__init__(spec, driver)
         self.recorder = Recorder(Path(spec.out_dir), self._describe, spec.warmup_ns,
                                  self.label(), self._behind)
+        self.fill_ratios: dict[str, float] | None = None  # a sender's (out_streams)
 
     def arm(self, t0: int) -> None:
         """Buffers armed first: the recorder's writer process starts from them."""
@@ -167,7 +169,8 @@ class Chunked(AgentRole):
         return [self.recorder.pid] if self.recorder.pid else []
 
     def extra(self) -> dict[str, object]:
-        return {"recording": self.recorder.summary()}
+        ratios = {} if self.fill_ratios is None else {"fill_ratios": self.fill_ratios}
+        return {"recording": self.recorder.summary(), **ratios}
 
     def records_lost(self) -> str | None:
         lost = self.recorder.lost()
@@ -331,19 +334,24 @@ def lane(spec: Prepare, connection: int) -> Lane:
 
 
 def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
-    """One stream per connection, its schedule in pieces its role's recorder writes."""
+    """One stream per connection, its schedule in pieces its role's recorder writes; the
+    first one's fills measured (compressed / original, `done` reports it), before the
+    start."""
     spec = role.spec
     rate = None if spec.schedule == MAX_RATE else spec.rate / spec.connections
     if spec.shape is not None:  # pieces sized for the peak, not the mean
         rate = RateShape.model_validate(spec.shape).peak / spec.lanes
-    return [
+    fill = Fill.from_message(spec.content)
+    streams = [
         OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
                   spec.message_size,
                   PiecePool(schedule, producer_rows(schedule.count, rate),
                             spec.first_id + c, role.recorder),
-                  spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c)
+                  spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c, fill=fill)
         for c, (sender, schedule) in enumerate(zip(senders, _schedules(spec), strict=True))
     ]
+    role.fill_ratios = measured_ratios(streams[0].fills())
+    return streams
 
 
 def inbox_of(role: Chunked) -> Inbox:

@@ -27,11 +27,13 @@ from sixnines.agents.recording import (
     streaming,
 )
 from sixnines.drivers.base import Framing, Receiver, Sender
+from sixnines.formats.fill import RANDOM_FILL, Fill
 from sixnines.formats.payload import (
     HEADER_STRUCT,
     STAMP_OFFSET,
     STAMP_STRUCT,
     build_frames,
+    fills_of,
     frame_dtype,
 )
 
@@ -61,6 +63,7 @@ class OutStream:
         pool: PiecePool,
         producer_id: int,
         seed: int,
+        fill: Fill = RANDOM_FILL,
     ) -> None:
         self.sender = sender
         self.producer_id = producer_id
@@ -69,7 +72,8 @@ class OutStream:
         self.count = pool.count
         self.slots = max(1, min(self.count, RING_BYTES // self.stride))
         self.frames = build_frames(framing.prefix, message_size, self.slots, seed,
-                                   framing.suffix)
+                                   framing.suffix, fill)
+        self.message_size = message_size
         ring = self.frames.view(frame_dtype(prefix_len, message_size, len(framing.suffix)))
         ring["producer_id"] = producer_id
         self.ring_seq = ring["seq"]
@@ -83,6 +87,11 @@ class OutStream:
         self.next = 0  # index of the next message to send
         self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // self.stride))
         self.settle = sender.settle  # bound once: called after every batch in throughput mode
+
+    def fills(self) -> bytes:
+        """The ring's fills end to end, headers and framing aside (to measure them)."""
+        return fills_of(self.frames, self.stamp_at - STAMP_OFFSET, self.message_size,
+                        self.slots)
 
     def _use(self, piece: Piece) -> None:
         self.piece = piece

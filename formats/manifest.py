@@ -211,6 +211,10 @@ class AgentEntry(Open):
     drain_ended_ns: int | None = None
     """A receiver whose drain ran out before every message expected had arrived: the
     instant it stopped listening (its clock); its drain began `workload.drain_ns` before."""
+    fill_ratios: dict[str, float] | None = None
+    """A sender's: its first connection's ring of messages, the fills after the headers
+    compressed as one batch, compressed / original size by codec (gzip; zstd and lz4 where
+    installed). Absent: it sends nothing, or a manifest before schema 9."""
     files_at: dict[str, str] | None = None
     """Where its files are on another host while they are there (the controller died
     before it fetched them, or they failed their check): `dir`, and `container` (its id)
@@ -249,6 +253,37 @@ class AgentEntry(Open):
     def ended_early(self) -> bool:
         """Its records end before the run did: it died, or it cut them short."""
         return self.died or self.cut_short is not None
+
+
+class FillRecord(Open):
+    """What the run's messages carried after their header (workload `content`) and how
+    well it compressed, as the first sender measured it on its ring (formats.fill)."""
+
+    content: str = "random"
+    """The workload's `content`, as the scenario's reference writes it."""
+    ratios: dict[str, float] = Field(default_factory=dict)
+    """Compressed / original size of the fills by codec: gzip, zstd, lz4."""
+    target: float | None = None
+    """With `compressibility`: the ratio asked for; None otherwise."""
+    tolerance: float | None = None
+    """With `compressibility`: how far from `target` each codec's ratio may be."""
+    measured_by: str | None = None
+    """The agent whose ring was measured."""
+
+    @property
+    def off_target(self) -> list[str]:
+        """The codecs whose ratio is further from the target than the tolerance."""
+        if self.target is None or self.tolerance is None:
+            return []
+        return [codec for codec, ratio in self.ratios.items()
+                if abs(ratio - self.target) > self.tolerance]
+
+    def describe(self) -> str:
+        """In words: "content compressibility=0.6: gzip 0.601, zstd 0.597, lz4 0.605"."""
+        measured = ", ".join(f"{codec} {ratio:.3f}" for codec, ratio in self.ratios.items())
+        off = self.off_target
+        return (f"content {self.content}: compressed/original {measured or 'not measured'}"
+                + (f" (off its target ±{self.tolerance:g}: {', '.join(off)})" if off else ""))
 
 
 class MonitorEntry(AgentEntry):
@@ -413,6 +448,9 @@ class Manifest(Open):
     """M, the messages a stream's throughput is taken over by default (100 for manifests
     without it)."""
     monitor: MonitorEntry | None = None
+    fill: FillRecord | None = None
+    """What messages carried after their header and how it compressed (since schema 9;
+    absent: not measured, or an older manifest)."""
     cpu_placement: list[str] = Field(default_factory=list)
     """What the CPU placement did on each host with a busy loop (docs/design.md, "CPU
     placement"); empty: none was asked for, or no loop spins."""

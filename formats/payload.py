@@ -2,8 +2,9 @@
 
 One codec for every driver (OMB let each driver stamp its own clock; we don't): the
 framework writes the header, drivers only move bytes. A frame is the driver's prefix
-(e.g. a TCP length word, a pre-encoded PUBLISH command), the message — header, then random
-fill up to the exact requested size — and the driver's suffix (e.g. a protocol's CRLF).
+(e.g. a TCP length word, a pre-encoded PUBLISH command), the message — header, then fill
+up to the exact requested size (formats.fill: random unless the workload says otherwise) —
+and the driver's suffix (e.g. a protocol's CRLF).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+
+from sixnines.formats.fill import RANDOM_FILL, Fill
 
 HEADER = np.dtype(
     [
@@ -49,20 +52,28 @@ def frame_dtype(prefix_len: int, message_size: int, suffix_len: int = 0) -> np.d
 
 
 def build_frames(prefix: bytes, message_size: int, count: int, seed: int,
-                 suffix: bytes = b"") -> np.ndarray:
-    """`count` frames laid end to end: driver prefix, zeroed header, incompressible fill,
-    driver suffix.
+                 suffix: bytes = b"", fill: Fill = RANDOM_FILL) -> np.ndarray:
+    """`count` frames laid end to end: driver prefix, zeroed header, fill, driver suffix.
 
-    The fill is random per frame so that no compressor (Kafka batches, TLS, zstd links) can
-    shrink the payload below its requested size.
+    The fills are consecutive cuts of the fill's stream (`Fill.stream`), one per frame:
+    random by default, so that no compressor (Kafka batches, TLS, zstd links) can shrink
+    the payload below its requested size unless the workload asks for a compressible one.
     """
     frame_dtype(len(prefix), message_size)  # refuses sizes below the header
     stride = len(prefix) + message_size + len(suffix)
-    buf = np.random.default_rng(seed).integers(0, 256, size=count * stride, dtype=np.uint8)
+    buf = np.empty(count * stride, dtype=np.uint8)
     frames = buf.reshape(count, stride)
-    if prefix:
-        frames[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
-    if suffix:
-        frames[:, stride - len(suffix) :] = np.frombuffer(suffix, dtype=np.uint8)
-    frames[:, len(prefix) : len(prefix) + HEADER_SIZE] = 0
+    frames[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+    frames[:, stride - len(suffix) :] = np.frombuffer(suffix, dtype=np.uint8)
+    body = len(prefix) + HEADER_SIZE
+    frames[:, len(prefix) : body] = 0
+    length = message_size - HEADER_SIZE
+    frames[:, body : body + length] = fill.stream(count * length, seed).reshape(count, length)
     return buf
+
+
+def fills_of(frames: np.ndarray, prefix_len: int, message_size: int, count: int) -> bytes:
+    """The fills of `count` frames built by `build_frames`, end to end (what a compressor
+    of a batch of them sees, headers aside)."""
+    body = prefix_len + HEADER_SIZE
+    return frames.reshape(count, -1)[:, body : prefix_len + message_size].tobytes()

@@ -35,7 +35,7 @@ from sixnines.formats.errors import SixninesError
 PROTOCOL_VERSION = 7  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
 #: 5: `start` carries the CPU placement; 6: connections divide the load (lanes: a consumer
 #: expects each message once, and the relay's hello carries the lane); 7: `prepare` carries
-#: a rate shape
+#: a rate shape and the fill of messages (`content`, formats.fill.Fill.to_message)
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
@@ -87,6 +87,9 @@ class Prepare(Message):
     #: {"username", "password"}: the run's login for a broker sixnines started off loopback
     #: (drivers.base.Credential). Only this channel carries it; `decode` never quotes it.
     credential: dict | None = field(default=None, repr=False)
+    #: What messages carry after their header (formats.fill.Fill.to_message); a sample
+    #: file's bytes travel in it, so it is kept out of `repr` (logs) too.
+    content: dict = field(default_factory=lambda: {"kind": "random"}, repr=False)
 
 
 @dataclass(frozen=True)

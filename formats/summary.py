@@ -30,7 +30,7 @@ from pydantic import ConfigDict, Field
 
 from sixnines.formats.document import Document
 from sixnines.formats.durability import Durability
-from sixnines.formats.manifest import Repeat
+from sixnines.formats.manifest import FillRecord, Repeat
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
@@ -266,7 +266,7 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat", "durability", "steps")
+_SOMETIMES = ("repeat", "durability", "steps", "fill")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -340,6 +340,9 @@ class RunSummary(Versioned):
     """The durability the run was measured with, as its manifest records it (since
     schema_version 7; null for runs recorded without it): tables show its label next to
     the system's name, and `compare` does not judge runs whose labels differ."""
+    fill: FillRecord | None = None
+    """What messages carried after their header (workload `content`) and its measured
+    compressed/original ratio by codec, as the manifest records it (since schema 7)."""
     status: str | None = None
     """ok (every agent finished, every message accounted for), partial (figures exist;
     something is missing or doubtful: an agent died, deliveries of unknown fate, hlogs

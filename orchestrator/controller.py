@@ -130,7 +130,8 @@ def run_scenario(scenario: Scenario, scenario_file: Path, *, output: Path | None
     logger.info("%d run(s) of %s into %s", len(points), scenario.name, results_dir)
     fleet = Fleet.for_scenario(scenario)
     settings = RunSettings.of(scenario, analysed=spark_master is not None,
-                              overrides=tuple(override.text for override in overrides))
+                              overrides=tuple(override.text for override in overrides),
+                              scenario_dir=scenario_file.parent)
     run_dirs: list[Path] = []
     statuses: list[str] = []
     followed: dict[Path, Path] = {}  # run dir → the summary its sidecar wrote

@@ -356,13 +356,14 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
         problems.append(f"{counts['unexpected']} received messages match no sent message")
     facts = [*(f"agent {agent_id}: its start instant is unknown; hlog check skipped"
                for agent_id in figured.unplaced),
-             *skipped, *series.notes(per_message)]
+             *skipped, *series.notes(per_message),
+             *([manifest.fill.describe()] if manifest.fill is not None else [])]
 
     figures = summarize.summary_figures(metrics)
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params,
         repeat=manifest.repeat, load=load, broker=_broker(manifest),
-        durability=manifest.durability,
+        durability=manifest.durability, fill=manifest.fill,
         status=_status(manifest, counts, agrees, figured.drained_out, absent),
         problems=[*manifest.problems, *problems], notes=facts,
         **{key: int(counts[key]) for key in

@@ -514,7 +514,8 @@ def test_unknown_key_in_a_case(tmp_path: Path) -> None:
     text = second_case("message_size: 1KB, rate: 3000, colour: red")
     problem = only(tmp_path, text)
     assert (problem.path, problem.line) == ("cases[1].colour", 9)
-    assert problem.message.startswith("unknown field (expected one of: mode, message_size, rate")
+    assert problem.message.startswith(
+        "unknown field (expected one of: mode, message_size, content, rate")
     assert problem.message.endswith("seed, name)")
     text = CASES.replace("    rate: 100\n", "    rate: 100\n    conections: 25\n")
     assert only(tmp_path, text) == Problem(

@@ -9,6 +9,7 @@ an agent but outside the run's measuring agents: its troubles are notes
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from sixnines.formats import protocol as p
 from sixnines.formats.errors import SixninesError
+from sixnines.formats.fill import Fill
 from sixnines.formats.layout import AGENT_LOG, AGENTS_DIR
 from sixnines.formats.vocabulary import MAX_RATE, Role
 from sixnines.orchestrator.launchers.base import LaunchError, Process, shutdown_all
@@ -25,6 +27,7 @@ from sixnines.orchestrator.run.brokers import RunningBroker
 from sixnines.orchestrator.run.channel import AgentHandle, ControlChannel
 from sixnines.orchestrator.run.fleet import Fleet
 from sixnines.orchestrator.run.progress import ProgressView
+from sixnines.orchestrator.scenario.content import fill_of
 from sixnines.orchestrator.scenario.hosts import Placement
 from sixnines.orchestrator.scenario.matrix import RunPoint
 
@@ -57,8 +60,9 @@ class Agents:
 
     def __init__(self, point: RunPoint, run_dir: Path, key: str, fleet: Fleet,
                  placement: Placement, view: ProgressView, cpu_sample_ns: int,
-                 problems: list[str]) -> None:
+                 problems: list[str], scenario_dir: Path = Path()) -> None:
         self.point = point
+        self.scenario_dir = scenario_dir  # where a sample file of `content` is found
         self.run_dir = run_dir
         self.key = key  # <scenario>/<stamp>/<run-id>
         self.fleet = fleet
@@ -70,6 +74,14 @@ class Agents:
         self.monitor: AgentHandle | None = None  # samples the broker's CPU (agents.monitor)
         self.monitor_notes: list[str] = []  # its troubles: never the run's problems
         self.problems = problems  # the run's (its manifest's)
+
+    @functools.cached_property
+    def fill(self) -> Fill:
+        """What senders' messages carry (a sample file read once, for every agent)."""
+        try:
+            return fill_of(self.point.workload.content, self.scenario_dir)
+        except ValueError as exc:
+            raise RunFailure(f"content: {exc}") from None
 
     @property
     def run_id(self) -> str:
@@ -154,6 +166,7 @@ class Agents:
             target_pid=target_pid, credential=None if beside else broker.credential_message(),
             shape=None if shape is None else shape.as_json(),
             lanes=w.producers * plan.connections,
+            **({"content": self.fill.to_message()} if plan.sends_messages else {}),
         ))
         return agent
 

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from sixnines.formats.chunks import kept_chunks
-from sixnines.formats.manifest import AgentEntry, Clock, Manifest, MonitorEntry
+from sixnines.formats.fill import RATIO_TOLERANCE
+from sixnines.formats.manifest import AgentEntry, Clock, FillRecord, Manifest, MonitorEntry
 from sixnines.orchestrator.plan.cpus import CpuPlacement
 from sixnines.orchestrator.run.agents import Agents
 from sixnines.orchestrator.run.channel import AgentHandle
@@ -39,7 +40,19 @@ class RunRecord:
                    else {"status": "failed"})
         self.manifest.monitor = (MonitorEntry(**monitor, notes=agents.monitor_notes)
                                  if agents.monitor or agents.monitor_notes else None)
+        self.manifest.fill = self._fill(agents)
         write_manifest(self.run_dir, self.manifest)
+
+    def _fill(self, agents: Agents) -> FillRecord | None:
+        """What messages carried, as the first sender that reported measured it."""
+        measured = next((a for a in self.manifest.agents if a.fill_ratios), None)
+        if measured is None or measured.fill_ratios is None:
+            return None
+        target = agents.fill.ratio  # read already: that sender was sent it
+        return FillRecord(content=str(self.manifest.params.get("content", "random")),
+                          ratios=measured.fill_ratios, target=target,
+                          tolerance=None if target is None else RATIO_TOLERANCE,
+                          measured_by=measured.id)
 
     def conclude(self, agents: Agents, cpus: CpuPlacement) -> None:
         """The agents' troubles gathered, the run's status decided and its end stamped."""

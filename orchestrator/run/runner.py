@@ -68,13 +68,14 @@ class RunSettings:
     loop_cpus: LoopCpus = LoopCpus.DEDICATED
     follow: str | None = None  # the analysis sidecar's mode (orchestrator.run.sidecar.mode)
     overrides: tuple[str, ...] = ()  # fields set over the file (PATH=VALUE), recorded
+    scenario_dir: Path = Path()  # the scenario file's folder: `content` files are found there
 
     @classmethod
     def of(cls, scenario: Scenario, analysed: bool = False,
-           overrides: tuple[str, ...] = ()) -> RunSettings:
+           overrides: tuple[str, ...] = (), scenario_dir: Path = Path()) -> RunSettings:
         return cls(scenario.name, scenario.placement, scenario.cpu_sample,
                    scenario.throughput_window, scenario.loop_cpus,
-                   sidecar.mode() if analysed else None, overrides)
+                   sidecar.mode() if analysed else None, overrides, scenario_dir)
 
 
 class Run:
@@ -105,8 +106,9 @@ class Run:
                         throughput_window=settings.throughput_window, **resources)))
         self.manifest = self.record.manifest
         self.problems = self.record.problems
-        self.agents = Agents(self.resources.point, run_dir, self.key, fleet, self.placement, view,
-                             settings.cpu_sample_ns, self.problems)
+        self.agents = Agents(self.resources.point, run_dir, self.key, fleet, self.placement,
+                             view, settings.cpu_sample_ns, self.problems,
+                             settings.scenario_dir)
         self.stopping = StopOrder(self.agents)
         self.broker: RunningBroker | None = None
         self.loop_cpus = settings.loop_cpus

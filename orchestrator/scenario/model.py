@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
+from sixnines.orchestrator.scenario.content import read_sample, sample_path
 from sixnines.orchestrator.scenario.fields import (
     MAX_REPEATS,
     Messages,
@@ -256,6 +257,7 @@ def _validated_beside(text: str, file: str, overrides: Sequence[Override]
     problems += too_many
     if not too_many:  # the checks below go through every point
         problems += _point_problems(specs, doc)
+        problems += _sample_problems(specs, doc, Path(file).parent)
         if scenario is not None:
             problems += _driver_workload_problems(scenario, specs, doc)
     problems = [*refused, *duplicates, *told_against_flags(problems, doc)]
@@ -454,6 +456,23 @@ def _specs_in_file(data: dict[Any, Any]) -> list[SpecAt]:
         if base is not None and case is not None and not case.missing_from(base):
             found.append((("cases", index), base.merged(case)))
     return found
+
+
+def _sample_problems(specs: list[SpecAt], doc: YamlDocument, folder: Path) -> list[Problem]:
+    """`content: {file: PATH}` naming a file that cannot be a sample (missing, empty, too
+    large), once per spec, where the spec writes its content."""
+    found: dict[Problem, None] = {}
+    for where, spec in specs:
+        for content in spec.content:
+            path = sample_path(content, folder)
+            if path is None:
+                continue
+            try:
+                read_sample(path)
+            except ValueError as exc:
+                at = (*where, "content")
+                found[Problem(format_path(at), doc.line_of(at), f"file: {exc}")] = None
+    return list(found)
 
 
 def _valid_or_none(model: type[M], data: Any) -> M | None:

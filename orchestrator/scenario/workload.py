@@ -30,12 +30,14 @@ from pydantic import (
     model_validator,
 )
 
+from sixnines.formats.fill import RANDOM
 from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
 from sixnines.orchestrator.scenario.fields import (
     MAX_RUN_TIME_NS,
     MAX_WAIT_NS,
     SECOND_NS,
+    Content,
     Messages,
     Name,
     Parallel,
@@ -62,6 +64,7 @@ from sixnines.orchestrator.scenario.yaml_source import YamlPath
 WORKLOAD_FIELDS: dict[str, str] = {
     "mode": "mode",
     "message_size": "message_size",
+    "content": "content",
     "rate": "rate",
     "messages": "messages",
     "schedule": "schedule",
@@ -75,6 +78,9 @@ WORKLOAD_FIELDS: dict[str, str] = {
     "seed": "seed",
 }
 
+
+#: What messages carry unless `content` says otherwise (formats.fill).
+DEFAULT_CONTENT = RANDOM
 
 #: With `rate: max`, how long senders may take for their `messages` when `duration` is not
 #: given: a cap that ends a run the system cannot finish, not a target.
@@ -90,6 +96,7 @@ class WorkloadPoint(BaseModel):
 
     mode: Mode = Mode.ONE_WAY
     message_size: Size
+    content: Content = DEFAULT_CONTENT
     rate: RateOrSearch
     messages: Messages | None = None
     schedule: Schedule = Schedule.FIXED
@@ -117,6 +124,16 @@ class WorkloadPoint(BaseModel):
         if problems:
             raise ValueError("; ".join(message for _, message in problems))
         return self
+
+    @model_serializer(mode="wrap")
+    def _content_when_given(self, handler: Any) -> Any:
+        """`content` only when it is not the default: a run's params (manifest, summary,
+        compare, history) stay those of runs recorded before it existed, whose messages
+        carried random fill too."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("content") == DEFAULT_CONTENT:
+            del data["content"]
+        return data
 
     @property
     def saturation(self) -> bool:
@@ -192,6 +209,11 @@ class WorkloadSpec(BaseModel):
     message comes back to them (request/reply, timed on one clock)."""
     message_size: Sweep[Size]
     """Bytes per message on the wire, sixnines' message header included."""
+    content: Sweep[Content] = (DEFAULT_CONTENT,)
+    """What each message carries after its 28-byte header: random (incompressible),
+    zeros, text (English-like words), {file: PATH} (a sample file cut into messages,
+    relative to the scenario, at most 4 MiB), or {compressibility: RATIO} (compressed /
+    original size for gzip, zstd and lz4 within ±0.02)."""
     rate: Sweep[RateOrSearch]
     """Messages per second in total, split across producers; `max` (throughput mode:
     `messages` sent as fast as the system takes); `{search: max, …}`, the highest rate
@@ -343,12 +365,17 @@ class Case(WorkloadBase):
 
 
 def _label_of(written: Any) -> str:
-    """A value as written, in words: a shape by its label, anything else as it reads."""
+    """A value as written, in words (run ids are made of them): a shape by its label, any
+    other one-key mapping as key=value (`content: {file: PATH}`), anything else as it
+    reads."""
     if isinstance(written, dict) and SHAPE_KEYS & set(written):
         try:
             return shape_label(TypeAdapter(Shape).validate_python(written))
         except (ValueError, ValidationError):
             return "shape"  # invalid: its problems are reported, not its label
+    if isinstance(written, dict) and len(written) == 1:
+        ((key, value),) = written.items()
+        return f"{key}={value}"
     return str(_plain(written)).strip()
 
 

@@ -69,6 +69,21 @@ def share(minimum: float, maximum: float) -> WithJsonSchema:
     return _json({"anyOf": [number, percent], "examples": ["5%", 0.05]})
 
 
+def content() -> WithJsonSchema:
+    """A message's fill: a kind, or a one-key mapping (orchestrator.scenario.content)."""
+    kinds = {"type": "string", "pattern": r"^\s*(random|zeros|text)\s*$"}
+    texts = {"type": "string", "pattern": r"^\s*(file|compressibility)\s*=.+$"}
+    sample = {"type": "object", "properties": {"file": {"type": "string", "minLength": 1}},
+              "required": ["file"], "additionalProperties": False}
+    ratio = {"type": "object",
+             "properties": {"compressibility": {"type": "number", "exclusiveMinimum": 0,
+                                                "maximum": 1}},
+             "required": ["compressibility"], "additionalProperties": False}
+    return _json({"anyOf": [kinds, texts, sample, ratio],
+                  "examples": ["random", "text", {"compressibility": 0.6},
+                               {"file": "samples/orders.json"}]})
+
+
 def name(pattern: str, max_length: int) -> WithJsonSchema:
     return _json({"type": "string", "pattern": pattern, "maxLength": max_length})
 
