@@ -35,6 +35,7 @@ from sixnines.spark_jobs import (
     delivery,
     delivery_pass,
     histograms,
+    intervals,
     series,
     series_pass,
     steadiness,
@@ -82,6 +83,7 @@ class RunFigures:
     unplaced: list[str]  # agents that died with an hlog but no known start: not checked
     drained_out: list[str] = field(default_factory=list)  # problem lines (`drained_out`)
     steadiness: Steadiness | None = None  # how far p99 moved within the run
+    intervals: intervals.IntervalCounts | None = None  # per interval, a run with faults
 
 
 @dataclass(frozen=True)
@@ -160,13 +162,22 @@ def sole_domain(manifest: Manifest) -> str | None:
     return domains.pop() if len(domains) == 1 else None
 
 
+def fault_grid(manifest: Manifest) -> intervals.Grid | None:
+    """The intervals a run with faults is counted in: its measured time and drain (None:
+    no faults, or no planned duration to lay them over)."""
+    workload = manifest.workload
+    if not manifest.faults or not workload.duration_ns:
+        return None
+    return intervals.Grid.over(workload.duration_ns + (workload.drain_ns or 0))
+
+
 def context(run_index: int, run: AnalysedRun) -> RunContext:
     manifest = run.manifest
     return RunContext(run_index, run.load, run.window, warmup_ends(manifest),
                       producer_clocks(manifest), sole_domain(manifest),
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
-                      manifest.workload.fan_out == FanOut.CONNECTION)
+                      manifest.workload.fan_out == FanOut.CONNECTION, fault_grid(manifest))
 
 
 def agent_files(runs: Sequence[AnalysedRun]) -> list[AgentFiles]:
@@ -473,7 +484,18 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
     return RunFigures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
-                      _steadiness(run, first, merged.pairs))
+                      _steadiness(run, first, merged.pairs), _intervals(first, second))
+
+
+def _intervals(first: list[FirstPass], second: list[SecondPass]
+               ) -> intervals.IntervalCounts | None:
+    """The run's counts per interval: its agents' first passes', with the matching's."""
+    found = intervals.merged([result.intervals for result in first])
+    if found is not None:
+        for result in second:
+            for name, values in (result.matched_at or {}).items():
+                found.counts[name] += values
+    return found
 
 
 def _steadiness(run: AnalysedRun, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:
