@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -38,9 +38,7 @@ from sixnines.formats.layout import MESSAGES_FILE
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Load, Role
-
-if TYPE_CHECKING:
-    from sixnines.spark_jobs.intervals import Grid
+from sixnines.spark_jobs.grid import Grid
 
 SAME_CLOCK, CROSS_CLOCK, EXCLUDED = 0, 1, 2  # clock pair codes, in the order of PAIRS
 PAIRS = ("same_clock", "cross_clock", "excluded")  # also the summary field names

@@ -17,6 +17,11 @@ RECOVERY_INTERVALS consecutive intervals with timed messages whose max latency i
 the band (intervals without a timed message neither count nor break the run; fewer are
 enough when the next fault or the end of the measured time comes first), searched from
 the interval holding the fault's end (or when it took effect, without an end).
+
+The backlog at the end of an interval: the messages intended by then that arrived (first
+deliveries) less the receipts by then (duplicates aside); lost ones are counted as lost,
+not as a backlog that never drains. Drained: at the end of the first interval, after
+its peak, where it is back to its highest level in the pre-fault window.
 """
 
 from __future__ import annotations
@@ -125,45 +130,37 @@ def recovered_at(counts: IntervalCounts, since: int, until: int, band: float) ->
     return None
 
 
-def expected_deliveries(counts: IntervalCounts, copies: int) -> np.ndarray:
-    """Per interval, the deliveries the messages intended there expect: each consumer's
-    copy of a producer's message, one reply per request."""
-    requests = counts.counts["requests"]
-    return copies * (counts.counts["sent"] - requests) + requests
-
-
 def window_delivery(counts: IntervalCounts, span: tuple[int, int],
-                    expected: delivery.Expected, copies: int) -> FaultDelivery:
+                    expected: delivery.Expected) -> FaultDelivery:
     """The run's accounting (spark_jobs.delivery.counts) of the messages intended in
     intervals [first, end)."""
     part = {name: int(values[span[0]:span[1]].sum()) for name, values in counts.counts.items()}
     found = delivery.counts(
-        delivery.Expected(copies, expected.absent, expected.dead),
-        delivery.Tally(sent=part["sent"], requests=part["requests"],
+        expected, delivery.Tally(sent=part["sent"], requests=part["requests"],
                        reordered=part["reordered"]),
         delivery.Matched(unique=part["unique"], duplicated=part["duplicated"],
                          late=part["late"]))
     return FaultDelivery(**{name: found[name] for name in FaultDelivery.model_fields})
 
 
-def _backlog(counts: IntervalCounts, timeline_of: Timeline, copies: int, lost: int,
-             end_ns: int, width: int) -> dict[str, float | int | None]:
+def _backlog(counts: IntervalCounts, timeline_of: Timeline, end_ns: int, width: int
+             ) -> dict[str, float | int | None]:
     """The backlog from when the fault took effect on, above the pre-fault level, and how
-    long after `end_ns` (from the measured start) it came back to that level plus `lost`."""
-    backlog = np.cumsum(expected_deliveries(counts, copies)) - \
-        np.cumsum(counts.counts["received"])
+    long after `end_ns` (from the measured start) it came back to that level (module doc:
+    of the messages that arrived)."""
+    backlog = np.cumsum(counts.counts["unique"]) - np.cumsum(counts.counts["received"])
     before = backlog[timeline_of.before[0]:timeline_of.before[1]]
     level = int(before.max()) if len(before) else 0
     rest = backlog[timeline_of.during[0]:timeline_of.run_end]
     if not len(rest):
         return {"backlog": None, "drained_s": None}
     peak = int(np.argmax(rest))
-    back = np.flatnonzero(rest[peak:] <= level + lost)
-    drained = None
-    if len(back):
-        done = (timeline_of.during[0] + peak + int(back[0]) + 1) * width
-        drained = max(done - end_ns, 0) / 1e9
-    return {"backlog": max(int(rest[peak]) - level, 0), "drained_s": drained}
+    built = max(int(rest[peak]) - level, 0)
+    back = np.flatnonzero(rest[peak:] <= level)
+    if not built or not len(back):
+        return {"backlog": built, "drained_s": 0.0 if not built else None}
+    done = (timeline_of.during[0] + peak + int(back[0]) + 1) * width
+    return {"backlog": built, "drained_s": max(done - end_ns, 0) / 1e9}
 
 
 def _dip(counts: IntervalCounts, timeline_of: Timeline, width: int
@@ -197,13 +194,12 @@ def fault_figures(manifest: Manifest, counts: IntervalCounts | None, width: int,
             {**_identity(record), "note": "no figures: the run has no measured timeline"})
             for record in records]
     origin = manifest.started_at_ns + manifest.workload.warmup_ns
-    copies = expected.consumers or 0
-    return [_one(records, index, origin, counts, width, duration, expected, copies)
+    return [_one(records, index, origin, counts, width, duration, expected)
             for index in range(len(records))]
 
 
 def _one(records: list[FaultRecord], index: int, origin: int, counts: IntervalCounts,
-         width: int, duration: int, expected: delivery.Expected, copies: int
+         width: int, duration: int, expected: delivery.Expected
          ) -> FaultFigures:
     record = records[index]
     if record.effective_ns is None:
@@ -213,7 +209,7 @@ def _one(records: list[FaultRecord], index: int, origin: int, counts: IntervalCo
     end = _ended(record)
     end_ns = (end if end is not None else record.effective_ns) - origin
     during = window_figures(counts, stretches.during, width)
-    accounted = window_delivery(counts, stretches.during, expected, copies)
+    accounted = window_delivery(counts, stretches.during, expected)
     band = band_ns(counts, stretches.before)
     back = (recovered_at(counts, stretches.since, max(stretches.after[1],
                                                        stretches.during[1]), band)
@@ -231,6 +227,6 @@ def _one(records: list[FaultRecord], index: int, origin: int, counts: IntervalCo
         "recovered": None if band is None else back is not None,
         "recovered_s": max(back * width - end_ns, 0) / 1e9 if back is not None else None,
         **_dip(counts, stretches, width),
-        **_backlog(counts, stretches, copies, accounted.lost, end_ns, width),
+        **_backlog(counts, stretches, end_ns, width),
         "delivery": accounted,
         "note": "; ".join([*([record.note] if record.note else []), *notes]) or None})

@@ -8,9 +8,8 @@ them at the end.
 Time is the controller's, from the measured start: a message's intended time less the
 end of its producer's warm-up (both on the producer's clock, RunContext.warmup_ends),
 a receipt's receive time likewise once moved onto its producer's clock (the latency's
-own correction; receipts the analysis cannot time, `excluded`, are placed nowhere). The
-grid is RESOLUTION_NS intervals over the measured time and the drain, widened by
-doubling when a run would need more than MAX_INTERVALS of them.
+own correction; receipts the analysis cannot time, `excluded`, are placed nowhere), on
+the run's grid (spark_jobs.grid).
 
 Per interval, by intended time: messages sent and requests (the schedule), receipts timed
 (count, exact max latency, and a coarse histogram of latency: LOG_BINS_PER_DOUBLING bins
@@ -26,36 +25,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sixnines.spark_jobs.agent_rows import EXCLUDED, Rows, RunContext, per_producer
+from sixnines.spark_jobs.grid import Grid
 
-RESOLUTION_NS = 10_000_000
-MAX_INTERVALS = 1 << 16
 LOG_BINS_PER_DOUBLING = 32
 KEY_SHIFT = 16  # a histogram key's interval · 2^16 + bin: bins (< 2^12) fit below
 #: counted by intended time (the schedule's order), and by receive time
 BY_INTENDED = ("sent", "requests", "timed", "reordered", "unique", "duplicated", "late")
 BY_RECEIPT = ("received",)
 NO_LATENCY = np.iinfo(np.int64).min
-
-
-@dataclass(frozen=True)
-class Grid:
-    """`bins` intervals of `width_ns` from the measured start."""
-
-    width_ns: int
-    bins: int
-
-    @classmethod
-    def over(cls, span_ns: int) -> Grid:
-        """Intervals of RESOLUTION_NS, doubled until MAX_INTERVALS cover the span."""
-        width = RESOLUTION_NS
-        while -(-span_ns // width) > MAX_INTERVALS:
-            width *= 2
-        return cls(width, max(1, -(-span_ns // width)))
-
-    def index(self, since_start: np.ndarray) -> np.ndarray:
-        """Each time's interval; −1 outside the grid."""
-        position = np.floor_divide(since_start, self.width_ns)
-        return np.where((since_start >= 0) & (position < self.bins), position, -1)
 
 
 def log_bin(latency_ns: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ from sixnines.spark_jobs.agent_pass import FirstPass, RunPlan, SecondPass
 from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, RunContext
 from sixnines.spark_jobs.delivery_pass import Intervals, Messages, WatchedReceiver
 from sixnines.spark_jobs.distribution import Detail, bucket_range, median_bucket
+from sixnines.spark_jobs.grid import Grid
 from sixnines.spark_jobs.histograms import Buckets
 from sixnines.spark_jobs.series import RECEIVER, SCHEDULE, SENDER
 from sixnines.spark_jobs.summarize import METRICS, ClockPairs, MetricCounts, clock_pairs
@@ -162,13 +163,13 @@ def sole_domain(manifest: Manifest) -> str | None:
     return domains.pop() if len(domains) == 1 else None
 
 
-def fault_grid(manifest: Manifest) -> intervals.Grid | None:
+def fault_grid(manifest: Manifest) -> Grid | None:
     """The intervals a run with faults is counted in: its measured time and drain (None:
     no faults, or no planned duration to lay them over)."""
     workload = manifest.workload
     if not manifest.faults or not workload.duration_ns:
         return None
-    return intervals.Grid.over(workload.duration_ns + (workload.drain_ns or 0))
+    return Grid.over(workload.duration_ns + (workload.drain_ns or 0))
 
 
 def context(run_index: int, run: AnalysedRun) -> RunContext:
