@@ -9,13 +9,15 @@ series_pass (extents, latency curve, throughput windows).
 First pass: what an agent's files tell alone: the delivery tallies, the reordered
 receipts, the rates, the clock pairing counts, the HDR buckets of every metric (and of
 the part of a dead agent's records its hlog holds), the stream extents, each producer's
-measured sends as seq intervals, the messages of dead senders it received, and its hlog.
+measured sends as seq intervals, the messages of dead senders it received, its hlog, and
+in a run with faults its counts per interval (spark_jobs.intervals).
 
 Second pass: what needs the first's merged results: the (producer, seq) matching of its
 receipts against the measured sends of every producer (unique, duplicated, unexpected),
 the deliveries of unknown fate at a watched receiver (spark_jobs.delivery), the value
 counts inside each metric's median bucket, the latency curve on the run's schedule axis,
-and the throughput windows of its streams on the run's axes (spark_jobs.series).
+the throughput windows of its streams on the run's axes (spark_jobs.series), and in a
+run with faults its first deliveries, duplicates and unknown deliveries per interval.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """The figures of a fault (spark_jobs.faults) from a run's counts per interval, on series
 built from a queue model whose answers are known: a FIFO server of fixed capacity
-stopped for a while under an open-loop schedule, or a receiver that stops for good; and
-the counts per interval the agents' passes give, against the run's own accounting."""
+stopped for a while under an open-loop schedule, or a receiver that stops for good."""
 
 from __future__ import annotations
 
@@ -9,12 +8,9 @@ import numpy as np
 import pytest
 
 from sixnines.formats.manifest import Manifest
-from sixnines.spark_jobs import delivery, faults, timeline
-from sixnines.spark_jobs import grid as grid_module
+from sixnines.spark_jobs import delivery, faults
 from sixnines.spark_jobs.grid import Grid
-from sixnines.spark_jobs.intervals import NO_LATENCY, IntervalCounts
-from tests.analysis_rows import figures as analysed
-from tests.analysis_rows import run_in, tiny_rows
+from sixnines.spark_jobs.intervals import IntervalCounts
 
 S = 10**9
 STARTED, WARMUP = 50 * S, S // 2
@@ -180,44 +176,3 @@ def test_recovery_needs_its_run_of_intervals_inside_and_empty_ones_do_not_break_
     short = _maxima([high, high, low, low])  # the next fault comes first: fewer suffice
     assert faults.recovered_at(short, 0, 4, 1_000_000) == 2
     assert faults.recovered_at(_maxima([high] * 12), 0, 12, 1_000_000) is None
-
-
-def test_the_timeline_pools_intervals_past_its_points():
-    grid = Grid.over(30 * S)  # 3,000 intervals: two per point
-    counts = IntervalCounts.empty(grid)
-    where = np.arange(grid.bins)
-    counts.add_latency(where, (where + 1) * 1000)
-    counts.add("received", where)
-    found = timeline.timeline_json(counts, grid.width_ns)
-    assert len(found["t_s"]) == 1500 and found["t_s"][1] == 0.02
-    assert found["max_us"][:2] == [2.0, 4.0]
-    assert found["received_msg_s"][0] == 100.0  # 2 receipts in 20 ms
-    assert found["p99_us"][0] == found["max_us"][0]  # never above the exact max
-    empty = IntervalCounts.empty(Grid(10, 3))
-    assert timeline.timeline_json(empty, 10)["p50_us"] == [None] * 3
-    assert NO_LATENCY < 0 and timeline.timeline_json(None, 10) is None
-
-
-def test_the_intervals_account_for_every_message_as_the_run_does(tmp_path, monkeypatch):
-    """Counted per interval by the agents' passes, a run's messages add up to its own
-    accounting: the same matching, reorder flags and unknown deliveries of a consumer
-    that died (tests/test_delivery.py: its seqs 3 and 4 unknown), so a window over the
-    whole run counts what the run does."""
-    monkeypatch.setattr(grid_module, "RESOLUTION_NS", 100)
-    died = ("c", "consumer", 1, 2, 200, 205, 220, 0, False)
-    agents = [{"id": name, "role": "consumer", "t0_ns": 0} for name in "abc"]
-    agents.append({"id": "p", "role": "producer", "first_id": 1, "t0_ns": 0})
-    expected = delivery.Expected(3, dead=delivery.Dead((delivery.Watched(2, 1),)))
-    run = run_in(tmp_path, [*tiny_rows(), died], expected, agents=agents,
-                 workload={"warmup_ns": 100, "duration_ns": 500},
-                 faults=[{"index": 0, "action": "pause", "target": "broker", "at_ns": 0}])
-    whole = analysed(run)[0]
-    found = whole.intervals
-    assert found is not None and len(found.latency_max) == 5
-    sums = {name: int(values.sum()) for name, values in found.counts.items()}
-    assert sums["late"] == whole.counts["unknown"] == 2
-    # all but the receipt of a producer the manifest does not place (unexpected)
-    assert sums["timed"] == whole.metrics["latency"].count - whole.counts["unexpected"] == 10
-    window = faults.window_delivery(found, (0, 5), run.expected)
-    assert window.model_dump() == {name: whole.counts[name] for name in window.model_dump()}
-    assert (window.lost, window.unknown, window.duplicated) == (2, 2, 2)
