@@ -324,7 +324,8 @@ class WatchedReceiver:
 Messages = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _sends_of(watched: WatchedReceiver, extra: Messages | None) -> Messages:
+def _sends_of(watched: WatchedReceiver, extra: Messages | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(producer ids, seqs, sent times) of the measured sends a watched receiver expects:
     its senders' own rows and those only receivers recorded; and when each was intended
     (those only receivers recorded: when sent, all that is known of them)."""

@@ -15,8 +15,9 @@ The band: BAND_FACTOR times the BAND_QUANTILE of the per-interval max latency ov
 pre-fault window, at least BAND_FLOOR_NS above it. Recovered: at the start of the first
 RECOVERY_INTERVALS consecutive intervals with timed messages whose max latency is inside
 the band (intervals without a timed message neither count nor break the run; fewer are
-enough when the next fault or the end of the measured time comes first), searched from
-the interval holding the fault's end (or when it took effect, without an end).
+enough when the next fault or the end of the measured time comes within
+RECOVERY_INTERVALS of the first), searched from the interval holding the fault's end (or,
+without an end, the one after its start's).
 
 The backlog at the end of an interval: the messages intended by then that arrived (first
 deliveries) less the receipts by then (duplicates aside); lost ones are counted as lost,
@@ -45,8 +46,9 @@ PERCENTILES = {"p50_us": 0.5, "p90_us": 0.9, "p99_us": 0.99, "p99.9_us": 0.999}
 
 @dataclass(frozen=True)
 class Timeline:
-    """A fault's stretches as interval indices [first, end): before, during, after; the
-    interval its recovery is searched from; where the run's receipts end (the drain)."""
+    """A fault's stretches as interval indices [first, end): before (from the first whole
+    interval after the fault before), during, after; the interval its recovery is searched
+    from; where the run's receipts end (the drain)."""
 
     before: tuple[int, int]
     during: tuple[int, int]
@@ -64,6 +66,14 @@ def _ended(record: FaultRecord) -> int | None:
     return record.undone_ns if record.undone_ns is not None else record.restarted_ns
 
 
+def _ended_or_started(record: FaultRecord) -> int:
+    """When a fault that took effect stopped disturbing what follows: its end, else its
+    start."""
+    end = _ended(record)
+    assert record.effective_ns is not None
+    return end if end is not None else record.effective_ns
+
+
 def timeline(records: list[FaultRecord], index: int, origin: int, width: int,
              measured_ns: int, bins: int) -> Timeline:
     """The stretches of records[index] (it took effect), times counted from `origin` (the
@@ -74,14 +84,14 @@ def timeline(records: list[FaultRecord], index: int, origin: int, width: int,
     end = _ended(record)
     later = [r.effective_ns - origin for r in records[index + 1:] if r.effective_ns is not None]
     boundary = min([measured_ns, *later])
-    earlier = [(_ended(r) if _ended(r) is not None else r.effective_ns) - origin
-               for r in records[:index] if r.effective_ns is not None]
+    earlier = [_ended_or_started(r) - origin for r in records[:index]
+               if r.effective_ns is not None]
     before_from = max([0, effective - BEFORE_NS, *earlier])
     first = _interval(effective, width)
     before = (-(-before_from // width), first)
     last = _interval(boundary, width)
-    if end is None:
-        return Timeline(before, (first, max(last, first + 1)), (last, last), first, bins)
+    if end is None:  # its start's interval holds messages it did not touch
+        return Timeline(before, (first, max(last, first + 1)), (last, last), first + 1, bins)
     stop = _interval(end - origin, width) + 1
     return Timeline(before, (first, stop), (stop, max(last, stop)), stop - 1, bins)
 
@@ -118,15 +128,19 @@ def band_ns(counts: IntervalCounts, span: tuple[int, int]) -> float | None:
 
 def recovered_at(counts: IntervalCounts, since: int, until: int, band: float) -> int | None:
     """The first interval at or after `since` starting RECOVERY_INTERVALS consecutive
-    timed intervals inside the band, or all of those left before `until` (module doc);
-    None when none does."""
+    timed intervals inside the band, or, within RECOVERY_INTERVALS of `until`, all the
+    timed ones left (module doc); None when none does."""
     timed = np.flatnonzero(counts.counts["timed"][since:until] > 0) + since
     inside = counts.latency_max[timed] <= band
     streak = 0
     for position, ok in enumerate(inside):
         streak = streak + 1 if ok else 0
-        if streak == RECOVERY_INTERVALS or (ok and position == len(inside) - 1):
-            return int(timed[position - streak + 1])
+        if not ok:
+            continue
+        start = int(timed[position - streak + 1])
+        last = position == len(inside) - 1
+        if streak == RECOVERY_INTERVALS or (last and until - start < RECOVERY_INTERVALS):
+            return start
     return None
 
 

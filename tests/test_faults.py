@@ -176,3 +176,6 @@ def test_recovery_needs_its_run_of_intervals_inside_and_empty_ones_do_not_break_
     short = _maxima([high, high, low, low])  # the next fault comes first: fewer suffice
     assert faults.recovered_at(short, 0, 4, 1_000_000) == 2
     assert faults.recovered_at(_maxima([high] * 12), 0, 12, 1_000_000) is None
+    gone = _maxima([low, low, *[None] * 20])  # nothing arrives after the second
+    assert faults.recovered_at(gone, 1, 22, 1_000_000) is None
+    assert faults.recovered_at(gone, 1, 8, 1_000_000) == 1
