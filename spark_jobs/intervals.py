@@ -14,7 +14,9 @@ the run's grid (spark_jobs.grid).
 Per interval, by intended time: messages sent and requests (the schedule), receipts timed
 (count, exact max latency, and a coarse histogram of latency: LOG_BINS_PER_DOUBLING bins
 per doubling, kept sparse), reordered receipts, receipts matched as first deliveries or
-duplicates; by receive time: receipts (the receive rate). Every count adds and every
+duplicates (delivery_pass.Matching), and the deliveries of unknown fate a watched
+receiver misses (`late`, delivery_pass.missed); by receive time: receipts (the receive
+rate). Every count adds and every
 maximum takes the larger, so batches, agents and closed chunks merge in any order.
 """
 

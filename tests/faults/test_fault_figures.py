@@ -95,7 +95,7 @@ def test_a_paused_relay_costs_its_pause_in_latency_and_nothing_lost(paused_run):
     assert fault["during"]["p50_us"] == pytest.approx(PAUSE_S * 1e6 / 2, rel=0.2)
     for calm in ("before", "after"):
         assert fault[calm]["count"] > 500
-        assert fault[calm]["p99_us"] < 50_000, calm  # a shared 2-core machine
+        assert fault[calm]["p99_us"] < PAUSE_S * 1e6 / 10, calm  # a busy 2-core machine
     assert fault["recovered"] is True
     assert fault["recovered_s"] <= 0.2  # a few 10 ms intervals
     assert fault["backlog"] == pytest.approx(RATE * PAUSE_S, rel=0.2)
