@@ -5,7 +5,9 @@ manifest; docs/design.md, "Faults: intervals, band and recovery", defines every 
 A fault's timeline, in intervals of the grid from the measured start (a stretch [a, b)
 takes the intervals from the one holding a up to the one holding b):
 - before: the measured time before it took effect, at most BEFORE_NS, from the measured
-  start or the end of the fault before;
+  start or the end of the fault before, up to IN_FLIGHT_INTERVALS before the interval
+  holding its start (those hold the messages in flight when it hit: it delays them too,
+  and they belong to neither stretch);
 - during: from when it took effect to its end (undone, or a restarted broker accepting
   connections again); for a fault without an end, to the next fault or the end of the
   measured time;
@@ -41,6 +43,9 @@ BAND_QUANTILE = 0.99
 BAND_FACTOR = 2.0
 BAND_FLOOR_NS = 1_000_000
 RECOVERY_INTERVALS = 10
+#: the intervals just before a fault's, left out of its pre-fault window: they hold the
+#: messages in flight when it hit, which it delays too
+IN_FLIGHT_INTERVALS = 1
 PERCENTILES = {"p50_us": 0.5, "p90_us": 0.9, "p99_us": 0.99, "p99.9_us": 0.999}
 
 
@@ -88,7 +93,8 @@ def timeline(records: list[FaultRecord], index: int, origin: int, width: int,
                if r.effective_ns is not None]
     before_from = max([0, effective - BEFORE_NS, *earlier])
     first = _interval(effective, width)
-    before = (-(-before_from // width), first)
+    opens = -(-before_from // width)
+    before = (opens, max(opens, first - IN_FLIGHT_INTERVALS))
     last = _interval(boundary, width)
     if end is None:  # its start's interval holds messages it did not touch
         return Timeline(before, (first, max(last, first + 1)), (last, last), first + 1, bins)
