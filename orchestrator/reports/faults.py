@@ -12,6 +12,7 @@ from sixnines.orchestrator.reports.table import count, micro
 HEAD = ("fault", "at s", "action", "target", "outcome", "p99 µs before", "during", "after",
         "max in window µs", "recovered in", "receive dip msg/s", "backlog", "drained in",
         "sent", "lost", "unknown", "duplicated", "reordered")
+LABELS = (2, 3, 4)  # the columns of words: left, and never broken (an agent id is one word)
 
 
 def _p99(window: FaultWindow | None) -> str:
@@ -39,7 +40,7 @@ def _row(fault: FaultFigures) -> str:
              "–" if fault.dip_msg_s is None else f"{fault.dip_msg_s:,.0f}",
              "–" if fault.backlog is None else count(fault.backlog),
              _seconds(fault.drained_s), *counts]
-    return "<tr>" + "".join(f'<td class="text">{cell}</td>' if i in (2, 3, 4)
+    return "<tr>" + "".join(f'<td class="label">{cell}</td>' if i in LABELS
                             else f"<td>{cell}</td>" for i, cell in enumerate(cells)) + "</tr>"
 
 
@@ -47,7 +48,7 @@ def fault_table(summary: RunSummary) -> str:
     """The table, or "" for a run without faults."""
     if not summary.faults:
         return ""
-    head = "".join(f'<th class="text">{escape(h)}</th>' if i in (2, 3, 4)
+    head = "".join(f'<th class="label">{escape(h)}</th>' if i in LABELS
                    else f"<th>{escape(h)}</th>" for i, h in enumerate(HEAD))
     rows = "".join(_row(fault) for fault in summary.faults)
     notes = "".join(f"<li>fault {fault.index}: {escape(fault.note)}</li>"

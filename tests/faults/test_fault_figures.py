@@ -134,7 +134,7 @@ def test_the_console_and_the_report_page_show_the_fault(paused_run):
     page = (report / "index.html").read_text()
     assert "fault 0: pause broker" in page  # the window's shade, labelled
     assert "fault 0 recovered" in page  # its recovery marked
-    assert '<td class="text">pause</td>' in page  # the fault table
+    assert '<td class="label">pause</td>' in page  # the fault table
     scripts = sorted(path.name for path in report.glob("*-timeline-*.gp"))
     assert scripts == ["run-01-sut-timeline-latency.gp", "run-01-sut-timeline-rate.gp"]
     script = (report / scripts[0]).read_text()
