@@ -355,6 +355,35 @@ class Resources(Open):
     problems (its measurements are whole)."""
 
 
+class FaultRecord(Open):
+    """One fault of the scenario's `faults:` list as the run carried it out (since
+    schema_version 9). Planned times count from the measured start (started_at_ns +
+    workload.warmup_ns); the others are absolute on the controller's clock, the clock of
+    started_at_ns (None: it did not happen)."""
+
+    index: int
+    """Its position in the scenario's list."""
+    action: str
+    """pause, kill, partition, slow-link, disk-stall."""
+    target: str
+    """broker, an agent id, or host:NAME."""
+    at_ns: int
+    """When it was planned, from the measured start."""
+    for_ns: int | None = None
+    """How long it was planned to last; None: no end (a kill without restart)."""
+    issued_ns: int | None = None
+    """When the controller issued it."""
+    effective_ns: int | None = None
+    """When it took effect."""
+    undone_ns: int | None = None
+    """When it was undone (a paused process continued, a link restored)."""
+    restarted_ns: int | None = None
+    """When a killed broker accepted connections again after its restart."""
+    outcome: str = "not reached"
+    """done, failed or not reached."""
+    note: str | None = None
+
+
 class Sixnines(Open):
     version: str | None = None
     protocol: int | None = None
@@ -458,6 +487,8 @@ class Manifest(Open):
     """The start instant on the controller's clock."""
     broker_exit: int | None = None
     """The broker's exit code when it exited during the run."""
+    faults: list[FaultRecord] | None = None
+    """The scenario's faults as carried out, in its order; absent when it has none."""
     ended_at: float | None = None
     recovered_at: float | None = None
     """When `sixnines report` (or `collect`) recovered a run whose controller died."""

@@ -246,6 +246,95 @@ class Steadiness(Document):
     (docs/design.md, "Change points over nights")."""
 
 
+class FaultWindow(Document):
+    """The latency of the messages intended in one stretch of a fault's timeline, from the
+    run's intervals (docs/design.md, "Faults: intervals, band and recovery"): percentiles
+    at the upper edge of a coarse bin (2.2 % wide, never above the exact max), the exact
+    max, µs."""
+
+    from_s: float
+    """Its start, seconds from the measured start (rounded down to an interval)."""
+    to_s: float
+    """Its end (exclusive), likewise."""
+    count: int = 0
+    """The timed messages intended in it."""
+    p50_us: float | None = None
+    p90_us: float | None = None
+    p99_us: float | None = None
+    p99_9_us: float | None = Field(None, alias="p99.9_us")
+    max_us: float | None = None
+
+
+class FaultDelivery(Document):
+    """The accounting (docs/design.md rule 7) of the messages intended in the fault's
+    window: each expected delivery counted once as delivered, lost or unknown; receipts
+    again are duplicated, those below a later seq of their stream reordered."""
+
+    sent: int
+    delivered: int
+    lost: int
+    unknown: int
+    duplicated: int
+    reordered: int
+
+
+class FaultFigures(Document):
+    """What one fault cost (since schema_version 7; docs/results.md, "Faults"). Times are
+    seconds from the measured start; a fault that never took effect has only its identity,
+    outcome and note."""
+
+    index: int
+    """Its position in the scenario's `faults:` list."""
+    action: str
+    target: str
+    outcome: str
+    """done, failed or not reached (as the run recorded it)."""
+    at_s: float
+    """When it was planned."""
+    effective_s: float | None = None
+    """When it took effect."""
+    end_s: float | None = None
+    """When it was undone (or the broker accepted connections again after a restart);
+    null for a fault without an end (a kill without restart)."""
+    interval_ms: float | None = None
+    """The width of the intervals the figures below are taken over."""
+    before: FaultWindow | None = None
+    """The measured time before it: at most 10 s, from the measured start or the end of
+    the fault before."""
+    during: FaultWindow | None = None
+    """From when it took effect to its end (to the next fault or the end of the measured
+    time for a fault without an end)."""
+    after: FaultWindow | None = None
+    """From its end to the next fault or the end of the measured time."""
+    max_in_window_us: float | None = None
+    """The largest latency of the messages intended in its window (`during`)."""
+    band_us: float | None = None
+    """The pre-fault band: per-interval max latency within it is back to normal."""
+    recovered: bool | None = None
+    """Whether per-interval latency came back inside the band and stayed (null: no
+    pre-fault window to take a band from)."""
+    recovered_s: float | None = None
+    """From its end (from when it took effect, for one without an end) to the start of
+    the first run of intervals back inside the band; null when it never recovered."""
+    rate_before_msg_s: float | None = None
+    """The mean receive rate over the pre-fault window."""
+    dip_msg_s: float | None = None
+    """The lowest receive rate of an interval from when it took effect to the next fault
+    or the end of the run (the drain included)."""
+    dip_at_s: float | None = None
+    """The start of that interval."""
+    backlog: int | None = None
+    """The most messages expected by their intended time and not yet received, above the
+    level of the pre-fault window, from when it took effect on."""
+    drained_s: float | None = None
+    """From its end (or when it took effect) to the end of the interval where the backlog
+    came back to its pre-fault level (plus what the window lost, which never arrives);
+    null when it never did."""
+    delivery: FaultDelivery | None = None
+    note: str | None = None
+    """Why figures are missing, and what to know of them."""
+
+
 class Versioned(Document):
     """A summary object: built by a writer, it carries SCHEMA_VERSION; read from a file
     without schema_version (written before it existed), it reads as version 1
@@ -266,7 +355,7 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat", "durability", "steps", "fill")
+_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -424,6 +513,9 @@ class RunSummary(Versioned):
     steps: list[StepFigures] | None = None
     """Per step, when the rate is a shape of steps (absent otherwise; since
     schema_version 7)."""
+    faults: list[FaultFigures] | None = None
+    """Per fault of the scenario, in its order, what it cost (since schema_version 7);
+    null without faults."""
     behind_s: float | None = None
     """How long the senders were more than SATURATED_LAG_P99_US behind their schedule,
     seconds summed over the sending agents: the messages sent that late, over each

@@ -10,13 +10,15 @@ First pass: what an agent's files tell alone: the delivery tallies, the reordere
 receipts, the rates, the clock pairing counts, the HDR buckets of every metric (and of
 the part of a dead agent's records its hlog holds), the stream extents, each producer's
 measured sends as seq intervals, the messages of dead senders it received, its hlog, and
-with a shape of steps its part of each step (steps_pass).
+with a shape of steps its part of each step (steps_pass), and in a run with faults its
+counts per interval (spark_jobs.intervals).
 
 Second pass: what needs the first's merged results: the (producer, seq) matching of its
 receipts against the measured sends of every producer (unique, duplicated, unexpected),
 the deliveries of unknown fate at a watched receiver (spark_jobs.delivery), the value
 counts inside each metric's median bucket, the latency curve on the run's schedule axis,
-and the throughput windows of its streams on the run's axes (spark_jobs.series).
+the throughput windows of its streams on the run's axes (spark_jobs.series), and in a
+run with faults its first deliveries, duplicates and unknown deliveries per interval.
 """
 
 from __future__ import annotations
@@ -36,10 +38,10 @@ from sixnines.spark_jobs.delivery_pass import (
     Messages,
     Seen,
     WatchedReceiver,
-    late,
     merged_seen,
     merged_sends,
-    reordered,
+    missed,
+    reordered_mask,
     seen_from_dead,
     sends,
     tally,
@@ -51,6 +53,13 @@ from sixnines.spark_jobs.histograms import (
     merged_detail,
     metric_buckets,
     metric_values,
+)
+from sixnines.spark_jobs.intervals import (
+    IntervalCounts,
+    first_counts,
+    late_at,
+    merged,
+    planned_interval,
 )
 from sixnines.spark_jobs.series import RECEIVER, SENDER
 from sixnines.spark_jobs.series_pass import (
@@ -132,6 +141,7 @@ class FirstPass:
     started_ns: int | None  # its start instant if it died (AgentFiles.started_ns)
     last_receipt: int | None = None  # its clock: when its latest receipt came (warm-up too)
     steps: list[StepPart] | None = None  # a shape of steps: its part of each step
+    intervals: IntervalCounts | None = None  # per interval of a run with faults
 
 
 def _logged_until(agent: AgentFiles, log: LogRead | None) -> int | None:
@@ -149,7 +159,7 @@ class FirstFold:
     part, merged as it comes so the state stays small."""
 
     PARTS = ("sent_span", "recv_span", "last_recv", "pairs", "metrics", "logged", "extents",
-             "sent", "by_dead", "seen", "steps")
+             "sent", "by_dead", "seen", "steps", "intervals")
 
     def __init__(self, agent: AgentFiles, logged_until: int | None = None) -> None:
         self.agent, self.logged_until = agent, logged_until
@@ -162,7 +172,8 @@ class FirstFold:
         agent, run, parts = self.agent, self.agent.run, self.parts
         measured = rows.measured
         self.total += tally(rows, agent.role)
-        self.total.reordered += reordered(rows, self.highest)
+        late = reordered_mask(rows, self.highest)
+        self.total.reordered += int(np.count_nonzero(late))
         if agent.role == Role.CONSUMER:
             self.consumers.update(np.unique(rows.consumer[rows.consumer >= 0]).tolist())
         parts["sent_span"].append(_span(rows.sent[rows.sender & measured]))
@@ -180,6 +191,9 @@ class FirstFold:
             parts["by_dead"].append(
                 sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids))))
             parts["seen"].append(seen_from_dead(rows, agent.role, run.dead_producer_ids))
+        if run.grid is not None:
+            parts["intervals"].append(first_counts(rows, run.grid, run.warmup_ends,
+                                                   agent.role == Role.REQUESTER, late))
         self._merge()
 
     def _merge(self) -> None:
@@ -188,7 +202,7 @@ class FirstFold:
             "sent_span": _joined, "recv_span": _joined, "last_recv": _joined,
             "pairs": merged_pairs, "metrics": merged_buckets, "logged": merged_buckets,
             "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends,
-            "steps": merged_steps}
+            "steps": merged_steps, "intervals": merged}
         for name, merge in merges.items():  # the dead senders' messages seen: at the end
             if len(parts[name]) > 1:
                 parts[name] = [merge(parts[name])]
@@ -209,7 +223,7 @@ class FirstFold:
             one("logged", {}) if self.logged_until is not None else None,
             one("extents", []), one("sent", {}), one("by_dead", {}), merged_seen(parts["seen"]),
             log, agent.started_ns, last[2] if (last := one("last_recv", None)) else None,
-            one("steps", None))
+            one("steps", None), one("intervals", None))
 
 
 def first_pass(agent: AgentFiles) -> FirstPass:
@@ -248,6 +262,7 @@ class SecondPass:
     detail: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     curve: Curve | None = None
     windows: dict[int, Windows] = field(default_factory=dict)
+    matched_at: dict[str, np.ndarray] | None = None  # per interval of a run with faults
 
 
 @dataclass
@@ -275,7 +290,8 @@ class SecondFold:
 
     def __init__(self, agent: AgentFiles, plan: RunPlan) -> None:
         self.agent, self.plan = agent, plan
-        self.matching = Matching(agent.run.per_connection)
+        grid = agent.run.grid
+        self.matching = Matching(agent.run.per_connection, grid.bins if grid else 0)
         self.counted = [Counted(dict(plan.medians))]
         self.curve: list[Curve | None] = []
         self.flows = {side: WindowPass(side, agent.agent_index, agent.run.window,
@@ -285,8 +301,9 @@ class SecondFold:
     def add(self, rows: Rows, final: bool = True) -> None:
         """One batch; `final`: the plan's sends are the run's last (receipts of other seqs
         are unexpected, not pending)."""
-        plan = self.plan
-        self.matching.add(rows, plan.sent, final)
+        plan, run = self.plan, self.agent.run
+        where = planned_interval(rows, run.grid, run.warmup_ends)[0] if run.grid else None
+        self.matching.add(rows, plan.sent, final, where)
         self.counted[-1].add(metric_values(rows, self.agent.run.load, rows.measured))
         self.curve = [merged_curve([*self.curve, latency_curve(rows, plan.schedule)])]
         for flow in self.flows.values():
@@ -309,14 +326,19 @@ class SecondFold:
     def result(self, watched: WatchedReceiver | None = None) -> SecondPass:
         """Its figures; at a watched receiver (one that died) with its unknown deliveries,
         from its kept chunks read whole."""
-        found = self.matching.result()
+        found, at = self.matching.result(), self.matching.at
         if watched is not None:
-            found.late = late(read_rows(self.agent), watched, self.plan.extra)
+            producer, intended, missing = missed(read_rows(self.agent), watched,
+                                                 self.plan.extra)
+            found.late = int(missing.sum())
+            if at is not None:
+                at = {**at, "late": late_at(self.agent.run, producer, intended, missing)}
         return SecondPass(self.agent.run.run_index, found,
                           merged_detail([counted.detail for counted in self.counted]),
                           self.curve[0] if self.curve else None,
                           {side: result for side, flow in self.flows.items()
-                           if (result := flow.result()) is not None})
+                           if (result := flow.result()) is not None},
+                          at)
 
 
 def second_pass(agent: AgentFiles, plan: RunPlan, watched: WatchedReceiver | None = None

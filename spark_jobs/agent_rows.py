@@ -38,6 +38,7 @@ from sixnines.formats.layout import MESSAGES_FILE
 from sixnines.formats.manifest import Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Load, Role
+from sixnines.spark_jobs.grid import Grid
 
 SAME_CLOCK, CROSS_CLOCK, EXCLUDED = 0, 1, 2  # clock pair codes, in the order of PAIRS
 PAIRS = ("same_clock", "cross_clock", "excluded")  # also the summary field names
@@ -73,7 +74,8 @@ class RunContext:
     no known clock); dead_producer_ids: the ids of senders that died (what receivers got
     from them after their last chunk counts as sent, spark_jobs.delivery); per_connection:
     each consumer connection expects every message (runs before schema 5), so receipts
-    are matched per connection, not per agent."""
+    are matched per connection, not per agent; grid: the intervals a run with faults is
+    counted in (spark_jobs.intervals), None without faults."""
 
     run_index: int
     load: Load = Load.OPEN_LOOP
@@ -87,6 +89,7 @@ class RunContext:
     per_connection: bool = False
     #: a shape of steps: each step's (start, end) in ns from the start instant
     steps: tuple[tuple[int, int], ...] = ()
+    grid: Grid | None = None
 
 
 @dataclass(frozen=True)
@@ -257,12 +260,19 @@ def _per_producer(producer_id: np.ndarray, values: Mapping[int, T]
     return inverse, [values.get(int(pid)) for pid in ids]
 
 
+def per_producer(producer_id: np.ndarray, values: Mapping[int, int]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's producer's value, 0 where it has none; whether it has one)."""
+    inverse, found = _per_producer(producer_id, values)
+    placed = np.array([value is not None for value in found], bool)[inverse]
+    value = np.array([0 if value is None else value for value in found], np.int64)[inverse]
+    return value, placed
+
+
 def _warmup_by_schedule(rows: Rows, run: RunContext) -> None:
     if not run.warmup_ends or not rows.receipt.any():
         return
-    inverse, ends = _per_producer(rows.producer_id, run.warmup_ends)
-    placed = np.array([end is not None for end in ends])[inverse]
-    end = np.array([0 if end is None else end for end in ends], np.int64)[inverse]
+    end, placed = per_producer(rows.producer_id, run.warmup_ends)
     by_schedule = rows.receipt & placed
     rows.warmup[by_schedule] = rows.intended[by_schedule] < end[by_schedule]
 

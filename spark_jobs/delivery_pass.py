@@ -45,24 +45,31 @@ def tally(rows: Rows, role: str) -> Tally:
 
 
 def reordered(rows: Rows, highest: dict[int, int] | None = None) -> int:
-    """Measured receipts whose seq is below the highest seq received before them in their
-    stream: one (connection, producer) pair in receive order. `highest`: each stream's
-    highest seq in the batches before this one, updated."""
+    """How many measured receipts are reordered (`reordered_mask`)."""
+    return int(np.count_nonzero(reordered_mask(rows, highest)))
+
+
+def reordered_mask(rows: Rows, highest: dict[int, int] | None = None) -> np.ndarray:
+    """The measured receipts whose seq is below the highest seq received before them in
+    their stream: one (connection, producer) pair in receive order. `highest`: each
+    stream's highest seq in the batches before this one, updated."""
     highest = {} if highest is None else highest
+    found = np.zeros(len(rows), bool)
     mine = rows.receipt & rows.measured
     if not mine.any():
-        return 0
+        return found
     streams = ((rows.consumer[mine] + 1) << 32) + rows.producer_id[mine]
     order = stream_order(streams, rows.rx_index[mine])
     seq, keys = rows.seq[mine][order], streams[order]
-    late = 0
+    late = np.zeros(len(seq), bool)
     for start, end in segments(keys):
         stream = int(keys[start])
         before = highest.get(stream, np.iinfo(np.int64).min)
         running = np.maximum.accumulate(np.concatenate([[before], seq[start:end]]))
-        late += int(np.count_nonzero(seq[start:end] < running[:-1]))
+        late[start:end] = seq[start:end] < running[:-1]
         highest[stream] = int(running[-1])
-    return late
+    found[np.flatnonzero(mine)[order]] = late
+    return found
 
 
 def intervals(seqs: np.ndarray) -> Intervals:
@@ -189,7 +196,7 @@ class _Stream:
         self.sent: Intervals = (np.zeros(0, np.int64), np.zeros(0, np.int64))
         self.store = np.zeros(0, bool)  # the flags, and room to grow
         self.flags = self.store
-        self.pending: list[np.ndarray] = []
+        self.pending: list[tuple[np.ndarray, np.ndarray]] = []  # (seqs, their intervals)
 
     def place(self, sent: Intervals) -> None:
         """Flags placed on these sends: grown when they extend the ones before (positions
@@ -217,13 +224,16 @@ def _seqs_at(sent: Intervals, positions: np.ndarray) -> np.ndarray:
     return starts[index] + (positions - offsets[index])
 
 
-def _flagged(flags: np.ndarray, positions: np.ndarray) -> int:
-    """Sets the flags at these positions; how many were not set (each position once)."""
-    new = positions[~flags[positions]]
-    flags[new] = True
-    if len(new) > 1 and not np.all(new[1:] > new[:-1]):  # received twice in the batch
-        return len(np.unique(new))
-    return len(new)
+def _flagged(flags: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Sets the flags at these positions; which positions were not set before (the first
+    of each position given several times)."""
+    fresh = ~flags[positions]
+    if len(positions) > 1 and not np.all(positions[1:] > positions[:-1]):  # received twice
+        first = np.zeros(len(positions), bool)
+        first[np.unique(positions, return_index=True)[1]] = True
+        fresh &= first
+    flags[positions] = True
+    return fresh
 
 
 class Matching:
@@ -239,14 +249,19 @@ class Matching:
     goes") and matched again against the next sends; once they are
     final it is unexpected.
     Counts are of the multiset of receipts, so the order receipts are settled in does not
-    change them."""
+    change them. Given `bins`, the first deliveries and duplicates are also counted per
+    interval of the receipts' intended times (spark_jobs.intervals; `where` of `add`)."""
 
-    def __init__(self, per_connection: bool = False) -> None:
+    def __init__(self, per_connection: bool = False, bins: int = 0) -> None:
         self.per_connection = per_connection
         self.found = Matched()
         self.streams: dict[int, _Stream] = {}
+        self.at = ({name: np.zeros(bins, np.int64) for name in ("unique", "duplicated")}
+                   if bins else None)
 
-    def add(self, rows: Rows, sent: dict[int, Intervals], final: bool = True) -> None:
+    def add(self, rows: Rows, sent: dict[int, Intervals], final: bool = True,
+            where: np.ndarray | None = None) -> None:
+        """One batch; `where`: each row's interval (−1: none), counted when `bins`."""
         mine = rows.receipt & rows.measured
         if not mine.any():
             return
@@ -255,18 +270,20 @@ class Matching:
             keys = ((rows.consumer[mine] + 1) << 32) + keys
         order = np.argsort(keys, kind="stable")
         keys, seqs = keys[order], rows.seq[mine][order]
+        at = where[mine][order] if where is not None else np.full(len(seqs), -1)
         for start, end in segments(keys):
-            self._settle(int(keys[start]), seqs[start:end], sent, final)
+            self._settle(int(keys[start]), seqs[start:end], at[start:end], sent, final)
 
     def settle(self, sent: dict[int, Intervals], final: bool = True) -> None:
         """The pending receipts matched again against sends known since."""
         for key, stream in self.streams.items():
             if stream.pending:
-                waiting, stream.pending = np.concatenate(stream.pending), []
-                self._settle(key, waiting, sent, final)
+                waiting, stream.pending = stream.pending, []
+                self._settle(key, np.concatenate([seqs for seqs, _ in waiting]),
+                             np.concatenate([at for _, at in waiting]), sent, final)
 
-    def _settle(self, key: int, seqs: np.ndarray, sent: dict[int, Intervals],
-                final: bool) -> None:
+    def _settle(self, key: int, seqs: np.ndarray, at: np.ndarray,
+                sent: dict[int, Intervals], final: bool) -> None:
         stream = self.streams.setdefault(key, _Stream())
         producer_sent = sent.get(key & 0xFFFFFFFF)
         if producer_sent is not None:
@@ -274,12 +291,18 @@ class Matching:
         inside, position = _positions(seqs, producer_sent)
         if inside.any():
             fresh = _flagged(stream.flags, position[inside])
-            self.found.unique += fresh
-            self.found.duplicated += int(np.count_nonzero(inside)) - fresh
+            self.found.unique += int(np.count_nonzero(fresh))
+            self.found.duplicated += int(np.count_nonzero(~fresh))
+            if self.at is not None:
+                where = at[inside]
+                for name, chosen in (("unique", fresh), ("duplicated", ~fresh)):
+                    counted = where[chosen]
+                    counted = counted[counted >= 0]
+                    self.at[name] += np.bincount(counted, minlength=len(self.at[name]))
         if final:
             self.found.unexpected += int(np.count_nonzero(~inside))
         elif not inside.all():
-            stream.pending.append(seqs[~inside])
+            stream.pending.append((seqs[~inside], at[~inside]))
 
     def result(self) -> Matched:
         """The matching so far, pending receipts left out."""
@@ -301,23 +324,27 @@ class WatchedReceiver:
 Messages = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _sends_of(watched: WatchedReceiver, extra: Messages | None) -> Messages:
+def _sends_of(watched: WatchedReceiver, extra: Messages | None
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(producer ids, seqs, sent times) of the measured sends a watched receiver expects:
-    its senders' own rows and those only receivers recorded."""
+    its senders' own rows and those only receivers recorded; and when each was intended
+    (those only receivers recorded: when sent, all that is known of them)."""
     parts = []
     for sender in watched.senders:  # only the columns needed, a batch at a time
         for rows in batches(sender):
             sending = rows.sender & rows.measured
-            parts.append((rows.producer_id[sending], rows.seq[sending], rows.sent[sending]))
+            parts.append((rows.producer_id[sending], rows.seq[sending], rows.sent[sending],
+                          rows.intended[sending]))
     if extra is not None:
-        parts.append(extra)
+        parts.append((*extra, extra[2]))
     if not parts:
-        return (np.zeros(0, np.int64),) * 3
-    producer, seq, sent = (np.concatenate(column) for column in zip(*parts, strict=True))
+        return (np.zeros(0, np.int64),) * 4
+    producer, seq, sent, intended = (np.concatenate(column)
+                                     for column in zip(*parts, strict=True))
     if watched.ids is not None:
         own = (producer >= watched.ids[0]) & (producer < watched.ids[1])
-        producer, seq, sent = producer[own], seq[own], sent[own]
-    return producer, seq, sent
+        producer, seq, sent, intended = producer[own], seq[own], sent[own], intended[own]
+    return producer, seq, sent, intended
 
 
 def _horizons(rows: Rows, relay_died: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -357,14 +384,15 @@ def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, missing: i
     return np.where(keys[index] == wanted, values[index], missing)
 
 
-def late(rows: Rows, watched: WatchedReceiver, extra: Messages | None) -> int:
-    """The measured messages sent that a watched receiver misses (each expected `copies`
-    times: on that many connections) and may have received after the instant its stream
-    is known whole: sent at or after its horizon with that producer, or from a producer
-    it kept nothing from."""
-    producer, seq, sent = _sends_of(watched, extra)
+def missed(rows: Rows, watched: WatchedReceiver, extra: Messages | None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(producer ids, intended times, missed copies) of the measured messages sent that a
+    watched receiver misses (each expected `copies` times: on that many connections) and
+    may have received after the instant its stream is known whole: sent at or after its
+    horizon with that producer, or from a producer it kept nothing from."""
+    producer, seq, sent, intended = _sends_of(watched, extra)
     if len(producer) == 0:
-        return 0
+        return producer, intended, producer
     ids, horizon = _horizons(rows, watched.relay_died)
     got_rows = rows.receipt & rows.measured
     keys = _pack(rows.producer_id[got_rows], rows.seq[got_rows])
@@ -377,4 +405,5 @@ def late(rows: Rows, watched: WatchedReceiver, extra: Messages | None) -> int:
     got_keys, got = np.unique(keys, return_counts=True)
     received = _lookup(got_keys, np.minimum(got, watched.copies), _pack(producer, seq), 0)
     maybe_later = sent >= _lookup(ids, horizon, producer, np.iinfo(np.int64).min)
-    return int(np.sum((watched.copies - received)[maybe_later]))
+    return producer[maybe_later], intended[maybe_later], \
+        (watched.copies - received)[maybe_later]

@@ -35,6 +35,7 @@ from sixnines.spark_jobs import (
     delivery,
     delivery_pass,
     histograms,
+    intervals,
     series,
     series_pass,
     steadiness,
@@ -44,6 +45,7 @@ from sixnines.spark_jobs.agent_pass import FirstPass, RunPlan, SecondPass
 from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, RunContext
 from sixnines.spark_jobs.delivery_pass import Intervals, Messages, WatchedReceiver
 from sixnines.spark_jobs.distribution import Detail, bucket_range, median_bucket
+from sixnines.spark_jobs.grid import Grid
 from sixnines.spark_jobs.histograms import Buckets
 from sixnines.spark_jobs.series import RECEIVER, SCHEDULE, SENDER
 from sixnines.spark_jobs.summarize import METRICS, ClockPairs, MetricCounts, clock_pairs
@@ -84,6 +86,7 @@ class RunFigures:
     drained_out: list[str] = field(default_factory=list)  # problem lines (`drained_out`)
     steadiness: Steadiness | None = None  # how far p99 moved within the run
     steps: list[StepCounts] | None = None  # a shape of steps: each step's
+    intervals: intervals.IntervalCounts | None = None  # per interval, a run with faults
 
 
 @dataclass(frozen=True)
@@ -162,13 +165,23 @@ def sole_domain(manifest: Manifest) -> str | None:
     return domains.pop() if len(domains) == 1 else None
 
 
+def fault_grid(manifest: Manifest) -> Grid | None:
+    """The intervals a run with faults is counted in: its measured time and drain (None:
+    no faults, or no planned duration to lay them over)."""
+    workload = manifest.workload
+    if not manifest.faults or not workload.duration_ns:
+        return None
+    return Grid.over(workload.duration_ns + (workload.drain_ns or 0))
+
+
 def context(run_index: int, run: AnalysedRun) -> RunContext:
     manifest = run.manifest
     return RunContext(run_index, run.load, run.window, warmup_ends(manifest),
                       producer_clocks(manifest), sole_domain(manifest),
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
-                      manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest))
+                      manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
+                      fault_grid(manifest))
 
 
 def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:
@@ -501,7 +514,19 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
     return RunFigures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
-                      _steadiness(run, first, merged.pairs), merged.steps)
+                      _steadiness(run, first, merged.pairs), merged.steps,
+                      _intervals(first, second))
+
+
+def _intervals(first: list[FirstPass], second: list[SecondPass]
+               ) -> intervals.IntervalCounts | None:
+    """The run's counts per interval: its agents' first passes', with the matching's."""
+    found = intervals.merged([result.intervals for result in first])
+    if found is not None:
+        for result in second:
+            for name, values in (result.matched_at or {}).items():
+                found.counts[name] += values
+    return found
 
 
 def _steadiness(run: AnalysedRun, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:

@@ -43,6 +43,11 @@ report/series.json, every list at most 2,000 long:
   the other load's metrics).
 - `cpu`: {side: {"t_s", "us_per_message"}} for each side with samples: CPU µs per message
   over the run (bins of the sample interval, after the warm-up).
+- `timeline` (a run with faults only): {"t_s", "p50_us", "p99_us", "max_us",
+  "received_msg_s"}: per interval of the measured time and the drain
+  (spark_jobs.intervals; consecutive ones pooled past 2,000), its start in seconds from
+  the measured start, the latency of the messages intended in it (nulls where none was
+  timed) and the receipts per second in it (spark_jobs.timeline).
 """
 
 from __future__ import annotations
@@ -78,10 +83,12 @@ from sixnines.spark_jobs import (
     cpu,
     delivery,
     distribution,
+    faults,
     histograms,
     run_merge,
     series,
     summarize,
+    timeline,
 )
 from sixnines.spark_jobs.load import saturation_warnings
 
@@ -360,6 +367,8 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
              *([manifest.fill.describe()] if manifest.fill is not None else [])]
 
     figures = summarize.summary_figures(metrics)
+    grid = run_merge.fault_grid(manifest)
+    width = grid.width_ns if grid is not None else 0
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params,
         repeat=manifest.repeat, load=load, broker=_broker(manifest),
@@ -379,12 +388,13 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
                                     manifest.params.get("producers", 1)),
         **series.summary_fields(per_message, humps), steadiness=figured.steadiness,
         steps=step_figures(manifest, figured.steps),
-        cpu=usage.summary(), cpu_placement=manifest.cpu_placement)
+        cpu=usage.summary(), cpu_placement=manifest.cpu_placement,
+        faults=faults.fault_figures(manifest, figured.intervals, width, _expected(checked)))
     summary.warnings = [*lag_warnings(summary), *saturation_warnings(counts, manifest.params),
                         *summarize.clock_warnings(pairs, manifest.cross_host_latency),
                         *series.humps_warnings(humps, load)]
     document = {**series.series_json(per_message, metrics, histogram, humps),
-                "cpu": usage.series()}
+                "cpu": usage.series(), **timeline.document(figured.intervals, width)}
     _write_report(run_dir, {  # the other load's metrics are empty: no .hgrm for them
         **{hgrm_file(name): summarize.hgrm_text(metrics[name]) for name in METRICS[load]},
         HISTOGRAMS_FILE: histograms_text({name: vars(histograms.Buckets.of_metric(metrics[name]))

@@ -97,3 +97,26 @@ def test_problems_are_red_warnings_yellow_and_facts_dim():
     assert red not in lines["windows of 100"] and yellow not in lines["windows of 100"]
     assert "!" not in lines["windows of 100"]
 
+
+
+def test_a_run_with_faults_gets_a_fault_table_after_its_own():
+    window = {"from_s": 0.0, "to_s": 1.0, "count": 1000, "p99_us": 150.0, "max_us": 200.0}
+    fault = {"index": 0, "action": "pause", "target": "broker", "outcome": "done",
+             "at_s": 1.5, "effective_s": 1.5, "end_s": 2.5, "before": window,
+             "during": {**window, "p99_us": 990_000.0}, "after": window,
+             "max_in_window_us": 1_000_100.0, "band_us": 1150.0, "recovered": True,
+             "recovered_s": 0.03, "backlog": 998,
+             "delivery": {"sent": 1000, "delivered": 1000, "lost": 0, "unknown": 0,
+                          "duplicated": 0, "reordered": 0}}
+    never = {**fault, "index": 1, "at_s": 3, "recovered": False, "recovered_s": None,
+             "delivery": {**fault["delivery"], "lost": 7}}
+    out = io.StringIO()
+    print_tables([RunSummary.model_validate({**SUMMARY, "faults": [fault, never]})],
+                 Console(file=out, width=200))
+    text = out.getvalue()
+    assert text.index("faults") > text.index("send lag")  # after the run's table
+    row = next(line for line in text.splitlines() if " 1.5 " in line)
+    for cell in ("pause", "broker", "150.0", "990,000", "1,000,100", "30 ms", "998"):
+        assert cell in row
+    assert "never" in next(line for line in text.splitlines() if " 3 " in line)
+    assert "faults" not in rendered(SUMMARY)

@@ -57,7 +57,8 @@ def test_receipts_of_sends_not_yet_known_wait_for_them(tmp_path):
     matching = Matching()
     matching.add(rows, {1: intervals(np.arange(4))}, final=False)
     assert (matching.found.unique, matching.found.duplicated) == (3, 1)
-    assert np.concatenate(matching.streams[1].pending).tolist() == [5, 7, 12]
+    assert np.concatenate([seqs for seqs, _ in matching.streams[1].pending]).tolist() == [
+        5, 7, 12]
     matching.settle({1: intervals(np.arange(10))}, final=False)
     assert matching.found.unique == 5 and matching.found.unexpected == 0
     matching.settle({1: intervals(np.arange(10))}, final=True)  # 12 was never sent

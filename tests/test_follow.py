@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sixnines.spark_jobs import delivery, follow, run_merge
+from sixnines.spark_jobs import delivery, follow, grid, run_merge
 from sixnines.spark_jobs.agent_pass import FirstFold
 from tests.analysis_rows import figures, plain, write_run
 
@@ -153,3 +153,18 @@ def test_throughput_windows_sum_the_same_whichever_chunks_they_come_in(tmp_path)
     followed = follower.finish(run)
     assert len(followed.per_message.throughput["receiver"].msg_s) > 5  # a curve
     assert plain(followed) == plain(whole)
+
+
+def test_a_run_with_faults_is_counted_per_interval_as_the_whole(tmp_path, monkeypatch):
+    """The counts per interval a run with faults gets (spark_jobs.intervals) fold chunk by
+    chunk to the whole analysis', pending receipts settled into their intervals too."""
+    monkeypatch.setattr(grid, "RESOLUTION_NS", 10_000)
+    fault = {"index": 0, "action": "pause", "target": "broker", "at_ns": 100_000}
+    run = write_run(tmp_path, _rows(lambda seq: 20_000 + 97 * (seq % 13)), agents=AGENTS,
+                    window=5, chunk_rows=97, workload=WORKLOAD, t0_ns=T0, faults=[fault])
+    whole = figures(run)[0]
+    assert whole.intervals is not None and len(whole.intervals.latency_max) == 45
+    assert int(whole.intervals.counts["unique"].sum()) == whole.counts["delivered"]
+    follower, pending = _followed(run, 2)
+    assert pending
+    assert plain(follower.finish(run)) == plain(whole)

@@ -128,6 +128,15 @@ BURSTS = {"kind": "bursts", "label": "1k msg/s, bursts of 4k for 1s every 5s", "
                         "to": 4000.0},
                        {"start_ns": 6 * 10**9, "end_ns": 10 * 10**9, "rate": 1000.0,
                         "to": 1000.0}]}
+#: A relay paused 1 s at 4 s: latency per 10 ms interval climbing to 1 s, no receipt.
+TIMELINE = {"t_s": [i / 100 for i in range(1000)],
+            "p50_us": [80.0 if not 400 <= i < 500 else (500 - i) * 1e4 for i in range(1000)],
+            "p99_us": [150.0 if not 400 <= i < 500 else (500 - i) * 1e4 for i in range(1000)],
+            "max_us": [200.0 if not 400 <= i < 500 else (500 - i) * 1e4 for i in range(1000)],
+            "received_msg_s": [2000.0 if not 400 <= i < 500 else 0.0 for i in range(1000)]}
+FAULT = {"index": 0, "action": "pause", "target": "broker", "outcome": "done", "at_s": 4.0,
+         "effective_s": 4.0, "end_s": 5.0, "interval_ms": 10.0, "max_in_window_us": 1e6,
+         "recovered": True, "recovered_s": 0.02, "backlog": 2000, "drained_s": 0.02}
 
 
 def synthetic_results(base: Path) -> tuple[Path, list[dict]]:
@@ -152,11 +161,13 @@ def synthetic_results(base: Path) -> tuple[Path, list[dict]]:
     ]
     summaries[5]["params"]["rate"] = "max"
     summaries[2]["params"]["shape"] = BURSTS
+    summaries[2]["faults"] = [FAULT]
     for s in summaries:
         (results / s["run_id"].replace("/", "_") / "report").mkdir(parents=True)
     report = lambda i: results / summaries[i]["run_id"] / "report"  # noqa: E731
     (report(0) / "series.json").write_text(json.dumps(series(1, 10_000, bimodal=True)))
-    (report(2) / "series.json").write_text(json.dumps(series(2, 300, bimodal=False)))
+    (report(2) / "series.json").write_text(json.dumps(
+        {**series(2, 300, bimodal=False), "timeline": TIMELINE}))
     (report(3) / "series.json").write_text("{not json")
     (report(0) / "latency.hgrm").write_text(HGRM)
     (results / "summary.json").write_text(json.dumps({"scenario": "quickstart",

@@ -120,6 +120,12 @@ def script(figure: Figure) -> str:
                   "graph 1 nohead dt 2 lc rgb '#555555'",
                   f"set label {number} {_quote(marker.label)} at {marker.x:.10g}, graph 0.96 "
                   "offset 0.5,0"]
+    for number, shade in enumerate(figure.shades, start=len(figure.markers) + 1):
+        lines += [f"set object {number} rect from {shade.x0:.10g}, graph 0 to "
+                  f"{shade.x1:.10g}, graph 1 fc rgb '#d62728' fs transparent solid 0.12 "
+                  "noborder behind",
+                  f"set label {number} {_quote(shade.label)} at {shade.x0:.10g}, graph 0.9 "
+                  "offset 0.5,0 tc rgb '#aa1111'"]
     clauses = [_plot_clause(i, s, f"here.'{figure.slug}.dat'" if i == 0 else "''")
                for i, s in enumerate(figure.series)]
     lines.append("plot " + ", \\\n     ".join(clauses))

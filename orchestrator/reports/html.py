@@ -22,6 +22,7 @@ from sixnines.formats.summary import CapacityResult, RepeatedCase
 from sixnines.formats.wording import params_text
 from sixnines.orchestrator.reports import capacity, per_run, repeats, setups, svg
 from sixnines.orchestrator.reports.cpu import cpu_table
+from sixnines.orchestrator.reports.faults import fault_table
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Figure, slugify
 from sixnines.orchestrator.reports.table import (
@@ -77,7 +78,7 @@ def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
                  f"histogram) need the per-message analysis: {why} for this run. Re-run the "
                  "analysis with <code>sixnines report RESULTS_DIR</code>.</p>")
     else:
-        lacking = len(per_run.BUILDERS) - len(section.figures)
+        lacking = per_run.lacking(run, section.anchor)
         missing = "" if not lacking else (
             f'<p class="note">{lacking} per-message plot(s) missing: {SERIES_FILE} lacks '
             "their data.</p>")
@@ -85,7 +86,7 @@ def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
     return (f'<article id="{section.anchor}"><h3>{escape(run.run_id)}</h3>'
             f'<p class="note">system {escape(labelled(s.system, s.durability))} · '
             f'{escape(params)}</p>{notes_list(run)}{counts_line(s)}{metrics_table(s)}'
-            f"{cpu_table(s)}{details(s)}"
+            f"{cpu_table(s)}{fault_table(s)}{details(s)}"
             + (f'<p class="note">HdrHistogram plotter files: {links}</p>' if links else "")
             + f"{plots}</article>")
 

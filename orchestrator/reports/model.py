@@ -68,6 +68,15 @@ class Marker:
 
 
 @dataclass(frozen=True)
+class Shade:
+    """A stretch of x shaded and labelled (a fault's window)."""
+
+    x0: float
+    x1: float
+    label: str
+
+
+@dataclass(frozen=True)
 class Figure:
     """`slug` names the .dat/.gp files and the HTML anchor, so it is made of safe characters
     only (see `slugify`). `zoomable`: markers (circles) of few-point plots would be
@@ -80,6 +89,7 @@ class Figure:
     lines: tuple[Line, ...] = ()
     bands: tuple[Band, ...] = ()
     markers: tuple[Marker, ...] = ()
+    shades: tuple[Shade, ...] = ()
     zoomable: bool = True
     caption: str = ""
     y2: Axis | None = None  # a right-hand axis for the lines marked `right`
@@ -113,6 +123,7 @@ def _values(figure: Figure, which: str) -> list[float]:
         values.extend(band.xs if which == "x" else [*band.lo, *band.hi])
     if which == "x":
         values.extend(marker.x for marker in figure.markers)
+        values.extend(edge for shade in figure.shades for edge in (shade.x0, shade.x1))
     if which == "y2":
         values = [v for line in figure.lines if line.right for v in line.ys]
     return [v for v in values if finite(v, scale)]

@@ -1,6 +1,8 @@
 """Per-run plots from the per-message analysis (`series.json`): latency over the run,
 sender and receiver throughput together, the latency histogram with its humps, and CPU
-per message of sender, receiver and broker.
+per message of sender, receiver and broker; for a run with faults, its timeline: latency
+percentiles and receive rate per interval, each fault's window shaded and labelled and
+its recovery marked.
 
 A part of series.json that is absent or malformed drops that plot only; the page says what
 is missing rather than failing the whole report.
@@ -12,12 +14,22 @@ import math
 
 import numpy as np
 
+from sixnines.formats.summary import FaultFigures
 from sixnines.formats.vocabulary import Load, Metric
 from sixnines.orchestrator.reports.inputs import RunInputs
-from sixnines.orchestrator.reports.model import Axis, Band, Figure, Line, Marker, slugify
+from sixnines.orchestrator.reports.model import (
+    Axis,
+    Band,
+    Figure,
+    Line,
+    Marker,
+    Shade,
+    slugify,
+)
 from sixnines.orchestrator.reports.ticks import number
 
 LATENCY, MEAN, SERVICE = "#1f77b4", "#0b3c61", "#ff7f0e"
+P50, P99, MAXIMUM = "#1f77b4", "#ff7f0e", "#d62728"
 SENDER, RECEIVER, BROKER = "#2ca02c", "#9467bd", "#8c564b"
 
 
@@ -223,11 +235,76 @@ def against_shape(run: RunInputs, slug: str) -> Figure | None:
                           "time, from their intended send time.")
 
 
+def fault_label(fault: FaultFigures) -> str:
+    return f"fault {fault.index}: {fault.action} {fault.target}"
+
+
+def _fault_marks(faults: list[FaultFigures]) -> tuple[tuple[Shade, ...], tuple[Marker, ...]]:
+    """Each fault's window shaded (from when it took effect to its end; a fault without an
+    end, a thin stretch at its start) and its recovery marked."""
+    shades, markers = [], []
+    for fault in faults:
+        if fault.effective_s is None:
+            continue
+        end = fault.end_s if fault.end_s is not None else fault.effective_s
+        shades.append(Shade(fault.effective_s, end, fault_label(fault)))
+        if fault.recovered_s is not None:
+            markers.append(Marker(end + fault.recovered_s,
+                                  f"fault {fault.index} recovered "
+                                  f"{fault.recovered_s * 1000:,.0f} ms after its end"))
+    return tuple(shades), tuple(markers)
+
+
+def _marks_caption(faults: list[FaultFigures]) -> str:
+    never = [str(fault.index) for fault in faults if fault.recovered is False]
+    return ("Shaded: each fault's window, from when it took effect to its end; dashed: "
+            "where latency was back inside its pre-fault band (docs/design.md)"
+            + (f"; never recovered: fault {', '.join(never)}" if never else "") + ".")
+
+
+def fault_timeline(series: dict, faults: list[FaultFigures], slug: str, run_id: str
+                   ) -> list[Figure]:
+    """The timeline of a run with faults: latency percentiles per interval, and receive
+    rate per interval, on one time axis (seconds from the measured start)."""
+    found = _numbers(series.get("timeline"), "t_s", "p50_us", "p99_us", "max_us",
+                     "received_msg_s")
+    if found is None or not found[0]:
+        return []
+    seconds, p50, p99, highest, received = found
+    shades, markers = _fault_marks(faults)
+    caption = _marks_caption(faults)
+    width = faults[0].interval_ms if faults and faults[0].interval_ms else None
+    per = f"per {width:g} ms interval" if width else "per interval"
+    return [
+        Figure(f"{slug}-timeline-latency", f"{run_id}: latency through the faults",
+               Axis("time from the measured start (s)"), Axis("latency (µs)", "log"),
+               lines=(Line("p50", seconds, p50, P50), Line("p99", seconds, p99, P99),
+                      Line("max", seconds, highest, MAXIMUM, dashed=True)),
+               markers=markers, shades=shades,
+               caption=f"Latency of the messages intended in each interval ({per}, by "
+                       f"intended send time). {caption}"),
+        Figure(f"{slug}-timeline-rate", f"{run_id}: receive rate through the faults",
+               Axis("time from the measured start (s)"), Axis("messages/s"),
+               lines=(Line("received", seconds, received, RECEIVER),),
+               markers=markers, shades=shades,
+               caption=f"Receipts {per}, by receive time. {caption}"),
+    ]
+
+
+def lacking(run: RunInputs, slug: str) -> int:
+    """How many of the per-message plots its series.json lacks the data of."""
+    if run.series is None:
+        return len(BUILDERS)
+    return sum(build(run.series, slug, run.run_id) is None for build in BUILDERS)
+
+
 def figures(run: RunInputs, slug: str) -> list[Figure]:
-    """The run's per-message plots (a shaped run's against its shape first); empty
-    without series.json."""
+    """The run's per-message plots (a shaped run's against its shape first), then its fault
+    timeline; empty without series.json."""
     if run.series is None:
         return []
     found = [against_shape(run, slug),
              *(build(run.series, slug, run.run_id) for build in BUILDERS)]
-    return [figure for figure in found if figure is not None]
+    faults = run.summary.faults or []
+    timeline = fault_timeline(run.series, faults, slug, run.run_id) if faults else []
+    return [*(figure for figure in found if figure is not None), *timeline]

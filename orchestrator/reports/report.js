@@ -96,6 +96,8 @@
     c.v0 = Math.min(Math.max(0, v0), c.w - span);
     c.v1 = c.v0 + span;
     c.area.setAttribute("viewBox", `${c.v0} 0 ${span} ${c.h}`);
+    // text in the data area would stretch with the x zoom: shade labels show unzoomed only
+    c.area.classList.toggle("zoomed", span < c.w);
     drawTicks(c);
   }
 

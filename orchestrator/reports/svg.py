@@ -14,7 +14,7 @@ from html import escape
 
 import numpy as np
 
-from sixnines.orchestrator.reports.model import Band, Figure, Line, Scale, finite
+from sixnines.orchestrator.reports.model import Band, Figure, Line, Scale, Shade, finite
 from sixnines.orchestrator.reports.ticks import ticks
 
 WIDTH, HEIGHT = 900, 360
@@ -195,6 +195,15 @@ def _right_attributes(fig: Figure) -> str:
             f'data-y21="{_axis(fig.y2.scale, hi):.17g}"')
 
 
+def _shade(shade: Shade, mx: _Map) -> str:
+    """A shaded stretch of the data area, its label at the top (and on hover)."""
+    x0, x1 = mx(shade.x0), mx(shade.x1)
+    label = escape(shade.label)
+    return (f'<rect class="shade" x="{x0:.2f}" y="0" width="{max(x1 - x0, 1.0):.2f}" '
+            f'height="{AREA_H}"><title>{label}</title></rect>'
+            f'<text class="shade-label" x="{x0 + 3:.2f}" y="12">{label}</text>')
+
+
 def render(fig: Figure) -> str:
     """The figure as an HTML fragment: title, chart, legend, caption, hover read-out."""
     (x0, x1), (y0, y1) = fig.extent
@@ -209,6 +218,8 @@ def render(fig: Figure) -> str:
     markers = [f'<line class="marker" x1="{mx(m.x):.2f}" x2="{mx(m.x):.2f}" y1="0" '
                f'y2="{AREA_H}"><title>{escape(m.label)}</title></line>'
                for m in fig.markers if finite(m.x, fig.x.scale)]
+    shades = [_shade(shade, mx) for shade in fig.shades
+              if finite(shade.x0, fig.x.scale) and finite(shade.x1, fig.x.scale)]
     hint = ("wheel: zoom · drag: zoom to a range · double-click: reset"
             if fig.zoomable else "")
     caption = " ".join(part for part in (escape(fig.caption), hint) if part)
@@ -220,7 +231,7 @@ def render(fig: Figure) -> str:
         f'<g class="xticks">{_x_ticks(fig, mx)}</g>'
         f'<svg class="area" x="{LEFT}" y="{TOP}" width="{area_w}" height="{AREA_H}" '
         f'viewBox="0 0 {area_w} {AREA_H}" preserveAspectRatio="none">'
-        f'{"".join(series)}{"".join(markers)}</svg>'
+        f'{"".join(shades)}{"".join(series)}{"".join(markers)}</svg>'
         f'<rect class="frame" x="{LEFT}" y="{TOP}" width="{area_w}" height="{AREA_H}"/>'
         f'<text class="label" x="{LEFT + area_w / 2}" y="{HEIGHT - 6}" '
         f'text-anchor="middle">{escape(fig.x.label)}</text>'

@@ -14,7 +14,15 @@ from rich.table import Table
 from sixnines.formats.durability import labelled
 from sixnines.formats.load import latency_of, saturation
 from sixnines.formats.status import CORRUPT
-from sixnines.formats.summary import RATES_SPREAD, Figures, RepeatedCase, RunSummary, Spread
+from sixnines.formats.summary import (
+    RATES_SPREAD,
+    FaultFigures,
+    FaultWindow,
+    Figures,
+    RepeatedCase,
+    RunSummary,
+    Spread,
+)
 from sixnines.formats.vocabulary import RECEIVER_TIMED, Metric
 from sixnines.formats.wording import megabytes_text, params_text
 from sixnines.orchestrator.results.store import FIGURE_KEYS
@@ -177,6 +185,56 @@ def steps_table(summary: RunSummary) -> Table | None:
     return table
 
 
+FAULT_COLUMNS = ("fault", "at s", "action", "target", "p99 µs before", "during", "after",
+                 "max in window", "recovered in", "backlog", "lost", "unknown")
+
+
+def _p99(window: FaultWindow | None) -> str:
+    return us_text(window.p99_us if window is not None else None)
+
+
+def _recovery_text(fault: FaultFigures) -> str:
+    if fault.recovered is None:
+        return "-"
+    if not fault.recovered or fault.recovered_s is None:
+        return "[red]never[/]"
+    return f"{fault.recovered_s * 1000:,.0f} ms"
+
+
+def _count_text(value: int | None, style: str) -> str:
+    if value is None:
+        return "-"
+    return f"[{style}]{value:,}[/]" if value else "0"
+
+
+def fault_table(summary: RunSummary) -> Table | None:
+    """What each fault of the run cost (summary.json `faults`, docs/results.md): p99 of the
+    messages intended before, during and after it, the largest latency in its window, how
+    long latency took to come back inside the pre-fault band, the backlog it built and what
+    its window lost or left unknown. None without faults."""
+    if not summary.faults:
+        return None
+    table = Table(title=f"{markup(summary.run_id)}  faults", title_justify="left")
+    for column in FAULT_COLUMNS:
+        table.add_column(column, justify="left" if column in ("action", "target") else "right")
+    for fault in summary.faults:
+        counted = fault.delivery
+        table.add_row(
+            str(fault.index), f"{fault.at_s:g}",
+            markup(fault.action), markup(fault.target), _p99(fault.before), _p99(fault.during),
+            _p99(fault.after), us_text(fault.max_in_window_us), _recovery_text(fault),
+            f"{fault.backlog:,}" if fault.backlog is not None else "-",
+            _count_text(counted.lost if counted else None, "red"),
+            _count_text(counted.unknown if counted else None, "yellow"))
+    notes = [f"fault {fault.index}: {fault.note}" for fault in summary.faults if fault.note]
+    table.caption = "\n".join([
+        "at: when it was planned (s from the measured start); recovered in: from its end "
+        "until per-interval latency is back inside the pre-fault band (docs/design.md)",
+        *map(markup, notes)])
+    table.caption_justify = "left"
+    return table
+
+
 def print_tables(summaries: list[RunSummary], console: Console,
                  cases: Sequence[RepeatedCase] = ()) -> None:
     """Each run's table, then its problems (red), warnings (yellow: what to act on before
@@ -196,6 +254,9 @@ def print_tables(summaries: list[RunSummary], console: Console,
             console.print(run_table(summary, case))
             if (steps := steps_table(summary)) is not None:
                 console.print(steps)
+            faults = fault_table(summary) if case is None else None
+            if faults is not None:
+                console.print(faults)
         for style, mark, lines in (("red", "!", summary.problems),
                                    ("yellow", "!", summary.warnings),
                                    ("dim", "·", summary.notes)):

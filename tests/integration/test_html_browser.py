@@ -158,6 +158,30 @@ def test_every_chart_takes_hover_and_wheel_without_errors(browser):
     assert devtools.errors() == []
 
 
+def test_a_fault_s_label_shows_unzoomed_only(browser):
+    """Text in the data area stretches with the x zoom: a fault's label is hidden while
+    zoomed, its shade (and the label on hover) stays."""
+    devtools, _ = browser
+    chart = "#fig-run-03-zmq-message_size_64-timeline-latency svg.chart"
+    shown = f"""getComputedStyle(document.querySelector(
+        {json.dumps(chart + " .shade-label")})).display"""
+    box = _scroll_to(devtools, chart)
+    x, y = box["x"] + box["width"] * 0.45, box["y"] + box["height"] / 2
+
+    def reset() -> None:  # a double click (an earlier test left it zoomed)
+        for clicks in (1, 2):
+            devtools.mouse("mousePressed", x, y, button="left", buttons=1, clickCount=clicks)
+            devtools.mouse("mouseReleased", x, y, button="left", buttons=0, clickCount=clicks)
+
+    reset()
+    assert devtools.evaluate(shown) != "none"
+    devtools.mouse("mouseWheel", x, y, deltaX=0, deltaY=-300)
+    assert devtools.evaluate(shown) == "none"
+    reset()
+    assert devtools.evaluate(shown) != "none"
+    assert devtools.errors() == []
+
+
 def test_the_summary_table_fits_a_1400_px_page(browser):
     """Every column of the summary table, the send rate included, is on the page at
     1400 px: no scroll bar hides any of it."""
