@@ -45,7 +45,7 @@ from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
 DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
@@ -292,6 +292,35 @@ class Workload(Open):
     connections; or each consumer connection (runs recorded before schema 5 read so)."""
 
 
+class FaultRecord(Open):
+    """A fault on purpose (the scenario's `faults:`, in order) as the run did it
+    (orchestrator.run.faults). Absolute times are ns on the controller's clock
+    (`started_at_ns`'s); the measured run starts at started_at_ns + workload.warmup_ns."""
+
+    index: int
+    """Its position in the scenario's `faults:`."""
+    action: str
+    """pause or kill."""
+    target: str
+    """broker, an agent id (consumer-0) or host:NAME."""
+    at_ns: int
+    """When it was planned, from the start of the measured run."""
+    for_ns: int | None = None
+    """How long it was planned to last (a pause's `for`, a kill's `restart_after`); None:
+    no end (a killed agent)."""
+    issued_ns: int | None = None
+    """When the controller sent the signal (None: it was not)."""
+    effective_ns: int | None = None
+    """When it was seen to take effect: the process stopped, or dead and reaped."""
+    undone_ns: int | None = None
+    """When it was undone: resumed (SIGCONT sent), or the broker started again."""
+    restarted_ns: int | None = None
+    """When a broker killed on purpose accepted connections again."""
+    outcome: Literal["done", "failed", "not reached"] = "not reached"
+    """done; failed (the note says why); not reached (the run ended first)."""
+    note: str | None = None
+
+
 class Sixnines(Open):
     version: str | None = None
     protocol: int | None = None
@@ -386,6 +415,9 @@ class Manifest(Open):
     """The start instant on the controller's clock."""
     broker_exit: int | None = None
     """The broker's exit code when it exited during the run."""
+    faults: list[FaultRecord] | None = None
+    """The faults on purpose, one per scenario entry in order, written as the run does
+    them; None: the scenario has none (since schema_version 9)."""
     ended_at: float | None = None
     recovered_at: float | None = None
     """When `sixnines report` (or `collect`) recovered a run whose controller died."""
