@@ -17,6 +17,7 @@ formats.load.TAGS_BY_ROLE.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sixnines.agents.artifacts import write_all
+from sixnines.agents.reconnects import Reconnects
 from sixnines.agents.recording import (
     Piece,
     PiecePool,
@@ -35,7 +37,7 @@ from sixnines.agents.recording import (
 )
 from sixnines.agents.schedule import NS, Pieces, message_count, split
 from sixnines.agents.streams import Inbox, OutStream, clock
-from sixnines.drivers.base import SOLE_LANE, Driver, Lane, Receiver, Sender, Waiter
+from sixnines.drivers.base import SOLE_LANE, Driver, DriverError, Lane, Receiver, Sender, Waiter
 from sixnines.formats import vocabulary
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
@@ -71,6 +73,7 @@ class AgentRole(ABC):
         self.spec = spec
         self.driver = driver
         self.t0 = 0
+        self.reconnects = Reconnects(spec.reconnect_ns, spec.connections)
 
     def arm(self, t0: int) -> None:
         self.t0 = t0
@@ -94,7 +97,7 @@ class AgentRole(ABC):
     def extra(self) -> dict[str, object]:
         """What `done` carries of this role's own besides sent and received: counts, the
         recording's account (read after the results are written)."""
-        return {}
+        return self.reconnects.extra()
 
     @abstractmethod
     def results(self) -> tuple[dict, dict, list[str]]:
@@ -159,7 +162,7 @@ class Chunked(AgentRole):
         return [self.recorder.pid] if self.recorder.pid else []
 
     def extra(self) -> dict[str, object]:
-        return {"recording": self.recorder.summary()}
+        return {**super().extra(), "recording": self.recorder.summary()}
 
     def records_lost(self) -> str | None:
         lost = self.recorder.lost()
@@ -341,11 +344,26 @@ class Producer(Chunked):
             stream.arm(t0)
 
     def run(self, control: Control) -> None:
+        self.reconnects.run(lambda: self._send(control), control, self._connect_again)
+
+    def _send(self, control: Control) -> None:
         if self.spec.schedule == MAX_RATE:
             end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns
             run_flat_out(self.streams, control, self.t0, end_ns)
         else:
             run_senders(self.streams, control)
+
+    def _connect_again(self) -> None:
+        """Every connection made anew (agents.reconnects), the streams go on from where
+        they stopped."""
+        spec = self.spec
+        for stream in self.streams:
+            with contextlib.suppress(DriverError, OSError):
+                stream.sender.close()
+        for c, stream in enumerate(self.streams):
+            stream.sender = self.driver.sender(spec.message_size, spec.first_id + c,
+                                               lane(spec, c))
+            stream.settle = stream.sender.settle
 
     @property
     def sent(self) -> int:
@@ -379,8 +397,21 @@ class Consumer(Chunked):
         self.inbox.arm(t0)
 
     def run(self, control: Control) -> None:
-        drain(self.inbox, self.receivers, self.waiter, self.spec.first_id, control,
-              self.spec.receive == Receive.BUSY_POLL)
+        self.reconnects.run(lambda: drain(self.inbox, self.receivers, self.waiter,
+                                          self.spec.first_id, control,
+                                          self.spec.receive == Receive.BUSY_POLL),
+                            control, self._connect_again)
+
+    def _connect_again(self) -> None:
+        """Every connection made anew and subscribed (agents.reconnects)."""
+        spec = self.spec
+        for receiver in self.receivers:
+            with contextlib.suppress(DriverError, OSError):
+                receiver.close()
+        self.receivers = [self.driver.receiver(spec.message_size, spec.first_id + c,
+                                               lane(spec, c))
+                          for c in range(spec.connections)]
+        self.waiter = self.driver.waiter(self.receivers)
 
     @property
     def received(self) -> int:

@@ -78,6 +78,7 @@ class Prepare(Message):
     cpu_sample_ns: int = DEFAULT_CPU_SAMPLE_NS  # how often CPU time is sampled (cpu.parquet)
     target_pid: int = 0  # monitor: the pid naming the broker's process group on its host
     messages: int = 0  # schedule max: this agent's messages, split over its connections
+    reconnect_ns: int = 0  # how long a broken connection is tried again (0: never)
     #: {"username", "password"}: the run's login for a broker sixnines started off loopback
     #: (drivers.base.Credential). Only this channel carries it; `decode` never quotes it.
     credential: dict | None = field(default=None, repr=False)

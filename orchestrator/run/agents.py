@@ -153,6 +153,7 @@ class Agents:
             drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
             expected=plan.expected, out_dir=remote_dir, cpu_sample_ns=self.cpu_sample_ns,
             target_pid=target_pid, credential=None if beside else broker.credential_message(),
+            reconnect_ns=self.point.system.reconnect,
         ))
         return agent
 
