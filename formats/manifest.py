@@ -297,6 +297,9 @@ class FaultRecord(Open):
     (orchestrator.run.faults). Absolute times are ns on the controller's clock
     (`started_at_ns`'s); the measured run starts at started_at_ns + workload.warmup_ns."""
 
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = (
+        "for_ns", "issued_ns", "effective_ns", "undone_ns", "restarted_ns", "outcome", "note")
+
     index: int
     """Its position in the scenario's `faults:`."""
     action: str
