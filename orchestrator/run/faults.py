@@ -40,7 +40,7 @@ def now_ns() -> int:
 
 
 @dataclass(frozen=True)
-class Step:
+class FaultStep:
     """One thing to do at `due_ns` (absolute): a fault, or its undoing."""
 
     due_ns: int
@@ -65,9 +65,9 @@ class FaultTimeline:
                                     else fault.end_ns - fault.at)
                         for index, fault in enumerate(faults)]
         self.steps = sorted(
-            [Step(measured_start_ns + fault.at, index, False)
+            [FaultStep(measured_start_ns + fault.at, index, False)
              for index, fault in enumerate(faults)]
-            + [Step(measured_start_ns + fault.end_ns, index, True)
+            + [FaultStep(measured_start_ns + fault.end_ns, index, True)
                for index, fault in enumerate(faults) if fault.end_ns is not None],
             key=lambda step: (step.due_ns, step.undo is False))  # an end before a start
         self.changed = threading.Event()
