@@ -86,7 +86,9 @@ def test_redis_killed_and_restarted_is_reconnected_to(tmp_path):
     # what the dead server held is lost; everything is accounted once
     assert summary["delivered"] + summary["lost"] + summary["unknown"] == summary["sent"]
     assert summary["duplicated"] == 0
-    assert summary["latency_us"]["max"] >= 0.3e6  # sent after the kill, delivered after
+    # the messages due while it was down went out once the producer was back: delivered
+    # late, or lost when the consumer subscribed again after them (pub/sub keeps nothing)
+    assert summary["latency_us"]["max"] >= 0.3e6 or summary["lost"] > 0
 
 
 def test_a_consumer_killed_leaves_the_run_partial_with_its_data(tmp_path):
