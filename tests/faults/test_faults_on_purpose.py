@@ -105,23 +105,46 @@ def test_a_consumer_killed_leaves_the_run_partial_with_its_data(tmp_path):
     assert summary["lost"] == 0 and summary["unknown"] > 0  # the dead consumer's: unknown
 
 
+def paused(tmp_path: Path, controller: Sixnines) -> Path:
+    """The run directory, once its first fault (a pause) has taken effect."""
+    deadline = time.monotonic() + 90
+    while True:
+        manifests = list((tmp_path / "out").glob("faults/*/01-sut/manifest.json"))
+        faults = json.loads(manifests[0].read_text()).get("faults") if manifests else None
+        if faults and faults[0].get("effective_ns"):
+            return manifests[0].parent
+        assert controller.process.poll() is None, controller.stderr
+        assert time.monotonic() < deadline, controller.stderr
+        time.sleep(0.1)
+
+
 def test_a_controller_killed_during_a_pause_leaves_nothing_behind(tmp_path):
     """The guard resumes what it stops: the paused consumer acts on its SIGTERM (writes its
     account) instead of waiting, stopped, for the SIGKILL that follows."""
     path = scenario(tmp_path, "  - {at: 0.5s, action: pause, target: consumer-0, for: 20s}",
                     duration="30s")
     controller = Sixnines("run", str(path), "--output", "out", cwd=tmp_path)
-    deadline = time.monotonic() + 90
-    while True:
-        manifests = list((tmp_path / "out").glob("faults/*/01-sut/manifest.json"))
-        faults = json.loads(manifests[0].read_text()).get("faults") if manifests else None
-        if faults and faults[0].get("effective_ns"):
-            break
-        assert controller.process.poll() is None, controller.stderr
-        assert time.monotonic() < deadline, controller.stderr
-        time.sleep(0.1)
+    run_dir = paused(tmp_path, controller)
     tree = controller.snapshot()
     os.kill(controller.process.pid, signal.SIGKILL)
     controller.finish()
     assert still_alive_after(tree, BOUND_S) == {}
-    assert (manifests[0].parent / "agents" / "consumer-0" / "done.json").is_file()
+    assert (run_dir / "agents" / "consumer-0" / "done.json").is_file()
+
+
+def test_an_interrupted_run_resumes_what_it_paused_before_it_stops(tmp_path):
+    path = scenario(tmp_path, "  - {at: 0.5s, action: pause, target: consumer-0, for: 20s}",
+                    duration="30s")
+    controller = Sixnines("run", str(path), "--output", "out", cwd=tmp_path)
+    run_dir = paused(tmp_path, controller)
+    tree = controller.snapshot()
+    controller.process.send_signal(signal.SIGTERM)
+    code, _, err = controller.finish()
+    assert code == 143 and "Traceback" not in err, err
+    assert still_alive_after(tree, 1.0) == {}
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    [fault] = manifest["faults"]
+    assert fault["note"] == "resumed as the run ended" and fault["undone_ns"] is not None
+    assert manifest["status"] == "partial"
+    consumer = next(a for a in manifest["agents"] if a["id"] == "consumer-0")
+    assert consumer["received"] > 0 and consumer["artifacts"]  # resumed, it wrote its data
