@@ -147,6 +147,8 @@ class FaultTimeline:
         try:
             self.broker.restart(wipe=fault.data == "wipe")
             record.restarted_ns = now_ns()
+            pid = getattr(self.broker.process, "pid", None)
+            record.note = f"started again as process {pid}" if pid is not None else None
         except SixninesError as exc:
             self._failed(index, f"the broker did not come back: {exc}")
         finally:
