@@ -27,6 +27,11 @@ class Stopping:
     stopping: bool
 
 
+#: Whether the role has nothing left to do a connection would serve (its schedule is over,
+#: its drain has run out): trying again ends there.
+Over = Callable[[], bool]
+
+
 class Reconnects:
     """An agent's reconnections: how long it may try (`limit_ns`, 0: never), and each
     outage it recovered from (when the connection broke, how long until all its
@@ -36,18 +41,22 @@ class Reconnects:
         self.limit_ns = limit_ns
         self.connections = connections
         self.outages: list[tuple[int, int]] = []  # (broke_ns, down_ns)
+        #: The connection broke for good: the agent's records end there, by the system's
+        #: doing, not by a stop (agents.main counts what followed as lost, not unknown).
+        self.gave_up = False
 
-    def recover(self, error: DriverError, control: Stopping, connect: Callable[[], None]
-                ) -> None:
+    def recover(self, error: DriverError, control: Stopping, connect: Callable[[], None],
+                over: Over) -> None:
         """Call `connect` (all of the agent's connections made anew) until it succeeds;
-        raise `error` when reconnecting is off, the run is stopping, or `limit_ns` passed
-        without success (saying so)."""
+        raise `error` when reconnecting is off, or once the run is stopping, the role's
+        work is `over` or `limit_ns` passed (saying so)."""
         broke = clock()
+        self.gave_up = True
         if self.limit_ns <= 0:
             raise error
         deadline = broke + self.limit_ns
         last: DriverError = error
-        while not control.stopping and clock() < deadline:
+        while not control.stopping and not over() and clock() < deadline:
             try:
                 connect()
             except DriverError as exc:
@@ -55,14 +64,15 @@ class Reconnects:
                 time.sleep(RETRY_S)
                 continue
             self.outages.append((broke, clock() - broke))
+            self.gave_up = False
             return
-        if control.stopping:
+        if clock() < deadline:
             raise error
         raise DriverError(f"{error} (not back within {self.limit_ns / 1e9:g} s of trying "
                           f"to connect again: {last})")
 
     def run(self, loop: Callable[[], None], control: Stopping,
-            connect: Callable[[], None]) -> None:
+            connect: Callable[[], None], over: Over) -> None:
         """`loop` until it ends, the connections made again (`connect`) and the loop run
         anew each time one breaks, while `recover` allows."""
         while True:
@@ -70,7 +80,7 @@ class Reconnects:
                 loop()
                 return
             except DriverError as exc:
-                self.recover(exc, control, connect)
+                self.recover(exc, control, connect, over)
 
     def extra(self) -> dict[str, object]:
         """For `done`: nothing when no connection broke."""

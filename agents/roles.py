@@ -344,7 +344,9 @@ class Producer(Chunked):
             stream.arm(t0)
 
     def run(self, control: Control) -> None:
-        self.reconnects.run(lambda: self._send(control), control, self._connect_again)
+        end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns  # of the schedule
+        self.reconnects.run(lambda: self._send(control), control, self._connect_again,
+                            lambda: clock() >= end_ns)
 
     def _send(self, control: Control) -> None:
         if self.spec.schedule == MAX_RATE:
@@ -400,7 +402,8 @@ class Consumer(Chunked):
         self.reconnects.run(lambda: drain(self.inbox, self.receivers, self.waiter,
                                           self.spec.first_id, control,
                                           self.spec.receive == Receive.BUSY_POLL),
-                            control, self._connect_again)
+                            control, self._connect_again,
+                            lambda: control.finishing and clock() >= control.deadline_ns)
 
     def _connect_again(self) -> None:
         """Every connection made anew and subscribed (agents.reconnects)."""
