@@ -32,9 +32,10 @@ from typing import IO, ClassVar
 
 from sixnines.formats.errors import SixninesError
 
-PROTOCOL_VERSION = 6  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
+PROTOCOL_VERSION = 7  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
 #: 5: `start` carries the CPU placement; 6: connections divide the load (lanes: a consumer
-#: expects each message once, and the relay's hello carries the lane)
+#: expects each message once, and the relay's hello carries the lane); 7: `prepare`
+#: carries how long a broken connection is tried again (`reconnect_ns`)
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
