@@ -35,7 +35,8 @@ from sixnines.formats.errors import SixninesError
 PROTOCOL_VERSION = 7  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
 #: 5: `start` carries the CPU placement; 6: connections divide the load (lanes: a consumer
 #: expects each message once, and the relay's hello carries the lane); 7: `prepare`
-#: carries how long a broken connection is tried again (`reconnect_ns`)
+#: carries how long a broken connection is tried again (`reconnect_ns`), and `follow`
+#: points the broker monitor at a broker started again
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
@@ -122,6 +123,15 @@ class Start(Message):
 
 
 @dataclass(frozen=True)
+class Follow(Message):
+    """To the broker monitor: the broker was started again (a fault on purpose), its
+    process group is now `target_pid`; its CPU time goes on from the previous one's."""
+
+    TYPE: ClassVar[str] = "follow"
+    target_pid: int
+
+
+@dataclass(frozen=True)
 class Finish(Message):
     """Producers are done: a consumer drains until it has `expected` messages or its drain
     time has passed."""
@@ -175,7 +185,8 @@ class Beat(Message):
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
-    for cls in (Prepare, Ready, Ping, Pong, Start, Finish, Stop, Progress, Done, Failed, Beat)
+    for cls in (Prepare, Ready, Ping, Pong, Start, Follow, Finish, Stop, Progress, Done,
+                Failed, Beat)
 }
 
 

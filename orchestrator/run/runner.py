@@ -115,6 +115,7 @@ class Run:
         self.analysed: Path | None = None  # its summary.json, when its sidecar wrote it
         self.planned_faults = settings.faults
         self.faults: FaultTimeline | None = None  # only when the scenario has faults
+        self.monitored_pid: int | None = None  # the broker process its monitor samples
 
     def execute(self) -> dict:
         """Run and return the manifest as written, its JSON object (`self.manifest` is the
@@ -221,8 +222,19 @@ class Run:
         agents = {agent.plan.agent_id: agent.process for agent in self.agents.measuring()}
         self.faults = FaultTimeline(self.planned_faults, measured_start, self.broker, agents,
                                     self.problems)
+        self.monitored_pid = getattr(self.broker.process, "pid", None) if self.broker else None
         self.manifest.faults = self.faults.records
         self.faults.start()
+
+    def _follow_broker(self) -> None:
+        """Point the broker monitor at a broker started again on purpose (agents.monitor)."""
+        monitor, broker = self.agents.monitor, self.broker
+        pid = getattr(broker.process, "pid", None) if broker is not None else None
+        if monitor is None or pid is None or pid == self.monitored_pid or \
+                (self.faults is not None and self.faults.broker_down):
+            return
+        self.monitored_pid = pid
+        monitor.send(p.Follow(target_pid=pid))
 
     def _undo_faults(self) -> None:
         """Whatever a fault still holds undone (a paused process resumed) before the run
@@ -254,6 +266,7 @@ class Run:
             self._check_broker()
             if self.faults is not None and self.faults.changed.is_set():
                 self.faults.changed.clear()
+                self._follow_broker()
                 self._record()
             if not self.stopping.finish_sent and all(a.finished
                                                      for a in self.agents.senders()):

@@ -80,6 +80,9 @@ def test_redis_killed_and_restarted_is_reconnected_to(tmp_path):
         "issued_ns", "effective_ns", "undone_ns", "restarted_ns"))
     assert 1.0 <= issued <= effective < undone <= restarted, fault
     assert undone >= 1.5 and fault["outcome"] == "done"
+    assert fault["note"].startswith("started again as process ")
+    # the broker CPU monitor followed the restarted server to the end
+    assert manifest["monitor"]["status"] == "ok" and manifest["monitor"]["notes"] == []
     for agent in manifest["agents"]:  # both clients lost their connection and came back
         assert agent["reconnects"]["count"] == 1, agent
         assert agent["reconnects"]["outages"][0]["down_ns"] > 0
