@@ -464,12 +464,35 @@ class Requester(Chunked):
 
     def run(self, control: Control) -> None:
         busy = self.spec.receive == Receive.BUSY_POLL
+        end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns  # of the schedule
+        self.reconnects.run(lambda: self._send(control, busy), control, self._connect_again,
+                            lambda: clock() >= end_ns)
+        control.finish(self.sent, self.spec.drain_ns)
+        self.reconnects.run(lambda: drain(self.inbox, self.receivers, self.waiter,
+                                          self.spec.first_id, control, busy),
+                            control, self._connect_again,
+                            lambda: clock() >= control.deadline_ns)
+
+    def _send(self, control: Control, busy: bool) -> None:
         if self.spec.schedule == Schedule.CLOSED:
             self._run_closed(control, busy)
         else:
             run_senders(self.streams, control, self.inbox, self.receivers, self.spec.first_id)
-        control.finish(self.sent, self.spec.drain_ns)
-        drain(self.inbox, self.receivers, self.waiter, self.spec.first_id, control, busy)
+
+    def _connect_again(self) -> None:
+        """Every connection made anew (agents.reconnects); the streams go on from where
+        they stopped."""
+        for stream, receiver in zip(self.streams, self.receivers, strict=True):
+            with contextlib.suppress(DriverError, OSError):
+                stream.sender.close()
+            with contextlib.suppress(DriverError, OSError):
+                receiver.close()
+        pairs = [self.driver.requester(self.spec.message_size, self.spec.first_id + c)
+                 for c in range(self.spec.connections)]
+        for stream, (sender, _) in zip(self.streams, pairs, strict=True):
+            stream.sender, stream.settle = sender, sender.settle
+        self.receivers = [receiver for _, receiver in pairs]
+        self.waiter = self.driver.waiter(self.receivers)
 
     def _run_closed(self, control: Control, busy: bool) -> None:
         """One request in flight: wait for its nominal time, send, wait for the reply; the
@@ -538,6 +561,18 @@ class ResponderRole(WholeRun):
         self.relayed = 0
 
     def run(self, control: Control) -> None:
+        self.reconnects.run(lambda: self._relay(control), control, self._connect_again,
+                            lambda: control.finishing and clock() >= control.deadline_ns)
+
+    def _connect_again(self) -> None:
+        """Every connection made anew and subscribed (agents.reconnects)."""
+        for relay in self.relays:
+            with contextlib.suppress(DriverError, OSError):
+                relay.close()
+        self.relays = [self.driver.responder(self.spec.message_size, self.spec.first_id + c)
+                       for c in range(self.spec.connections)]
+
+    def _relay(self, control: Control) -> None:
         # with several connections a blocking wait on one would starve the others
         wait = len(self.relays) == 1 and self.spec.receive != Receive.BUSY_POLL
         timeout_ms = WAIT_MS if wait else 0
