@@ -74,8 +74,7 @@ class FaultTimeline:
         self.paused: dict[int, Process] = {}  # fault index -> the process it holds stopped
         self.broker_down = False  # killed on purpose, not yet back: not the run's failure
         self._closing = threading.Event()
-        self._lock = threading.Lock()  # a step is done whole, or not once closing
-        self._thread = threading.Thread(target=self._follow, name="faults", daemon=True)
+        self._thread = threading.Thread(target=self._keep_time, name="faults", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -95,17 +94,15 @@ class FaultTimeline:
         self.changed.set()
 
     # -- the thread --------------------------------------------------------------------------
-    def _follow(self) -> None:
+    def _keep_time(self) -> None:
+        """Each step at its time, whole, until the steps are done or the run closes."""
         for step in self.steps:
             if self._closing.wait(max(0, step.due_ns - now_ns()) / 1e9):
                 return
-            with self._lock:
-                if self._closing.is_set():
-                    return
-                try:
-                    (self._undo if step.undo else self._issue)(step.index)
-                except (SixninesError, OSError) as exc:  # recorded: the run goes on
-                    self._failed(step.index, f"{type(exc).__name__}: {exc}")
+            try:
+                (self._undo if step.undo else self._issue)(step.index)
+            except (SixninesError, OSError) as exc:  # recorded: the run goes on
+                self._failed(step.index, f"{type(exc).__name__}: {exc}")
             self.changed.set()
 
     def _issue(self, index: int) -> None:
