@@ -83,7 +83,8 @@ class FaultTimeline:
         """Stop the timeline (a restart under way is finished first) and undo what is still
         done: every paused process resumed. Faults not reached stay so."""
         self._closing.set()
-        self._thread.join()
+        if self._thread.ident is not None:  # started
+            self._thread.join()
         for index in list(self.paused):
             self._resume(index, "resumed as the run ended")
         for index, fault in enumerate(self.faults):
