@@ -183,8 +183,8 @@ def _ending(role: AgentRole, control: Control, broke: str | None) -> dict[str, o
     failure of its own), `drain_ended_ns` when its drain ran out before every message
     expected had arrived (the instant it ended; the drain began `drain_ns` before). A
     sender's records hold all it sent, however early it stopped."""
-    if role.spec.role not in RECEIVERS:
-        return {}
+    if role.spec.role not in RECEIVERS or role.reconnects.gave_up:
+        return {}  # a connection lost for good ends its records as the system's doing
     if control.stopping or broke:
         return {"cut_short": f"stopped early ({control.stop_reason})" if control.stopping
                 else broke}

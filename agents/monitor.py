@@ -7,10 +7,12 @@ broker's process group there. It samples `cpu.ProcessTree` from `start` until `f
 (formats.atomic) about every half second (agents.cpu.CpuSampler `keep`), so a monitor
 killed mid-run leaves its samples up to about then (docs/design.md, "When an agent
 dies"). It has no loop to protect, so its main thread just answers the channel. A broker
-that dies ends the sampling, not the monitor: what was sampled is kept and the reason
-reported. A sample reads only the broker tree's stat files; every tenth rescans all of
-/proc for new members (see `ProcessTree`: scanning every time disturbed the broker it
-measures).
+that dies ends neither the sampling nor the monitor: its CPU time stays where it was (a
+dead broker uses none) and the end is reported; a broker started again on purpose is
+followed (`follow`), its time counted on from the previous one's and kept off the
+loops' CPUs as the first was. A sample reads only the broker tree's stat files; every
+tenth rescans all of /proc for new members (see `ProcessTree`: scanning every time
+disturbed the broker it measures).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import contextlib
 import functools
 import os
 import signal
+import threading
 from pathlib import Path
 
 from sixnines.agents.affinity import keep_off
@@ -40,9 +43,35 @@ def _raise_terminated(signum: int, frame: object) -> None:
     raise MonitorTerminated
 
 
+class FollowedTree:
+    """CPU time of the broker's process tree across its restarts: one started again counts
+    on from where the previous one stopped; while none runs the time stays put."""
+
+    def __init__(self, pid: int) -> None:
+        self._tree: ProcessTree | None = ProcessTree(pid)
+        self._before = 0  # the previous brokers' time
+        self._last = 0
+        self._lock = threading.Lock()  # the sampler reads while the channel follows
+        self.gone: str | None = None  # why the last one is not sampled any more
+
+    def cpu_ns(self) -> int:
+        with self._lock:
+            if self._tree is not None:
+                try:
+                    self._last = self._before + self._tree.cpu_ns()
+                except ProcessLookupError as exc:
+                    self._tree, self.gone = None, str(exc)
+            return self._last
+
+    def follow(self, pid: int) -> None:
+        tree = ProcessTree(pid)
+        with self._lock:
+            self._tree, self._before, self.gone = tree, self._last, None
+
+
 def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
     try:
-        tree = ProcessTree(spec.target_pid)
+        tree = FollowedTree(spec.target_pid)
     except (OSError, ValueError) as exc:
         channel.send(p.Failed(agent_id=spec.agent_id, error=f"cannot read the CPU time of "
                               f"process group {spec.target_pid}: {exc}"))
@@ -55,6 +84,7 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
                          host=host_facts(), versions=versions()))
     sampler: CpuSampler | None = None
     at_ns = 0
+    keep_off_cpus: list = []
     signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         while True:
@@ -65,12 +95,16 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
             if isinstance(message, p.Ping):
                 channel.send(p.Pong(t_ns=message.t_ns, agent_ns=clock()))
             elif isinstance(message, p.Start) and sampler is None:
-                at_ns = message.at_ns
+                at_ns, keep_off_cpus = message.at_ns, message.keep_off
                 with contextlib.suppress(OSError):  # a broker gone: the sampler says so
                     keep_off([os.getpid(), *tree_members(spec.target_pid)], message.keep_off)
                 sampler = CpuSampler(tree.cpu_ns, lambda: None, spec.cpu_sample_ns,
                                      keep=functools.partial(_keep, kept))
                 sampler.start()
+            elif isinstance(message, p.Follow):
+                with contextlib.suppress(OSError):  # gone again: said at the end
+                    tree.follow(message.target_pid)
+                    keep_off(tree_members(message.target_pid), keep_off_cpus)
             elif message is None or isinstance(message, p.Finish | p.Stop):
                 break
     except MonitorTerminated:
@@ -81,6 +115,9 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
     samples = sampler.finish()
     problems = [f"{spec.agent_id}: sampling ended early: {sampler.error}"] if sampler.error \
         else []
+    if tree.gone:
+        problems.append(f"{spec.agent_id}: the broker ended before the run did ({tree.gone}); "
+                        "its CPU time stays where it was from then on")
     if not isinstance(message, p.Finish):
         problems.append(f"{spec.agent_id}: stopped early ("
                         f"{message.reason if message else 'control channel closed'})")

@@ -17,6 +17,7 @@ formats.load.TAGS_BY_ROLE.
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sixnines.agents.artifacts import write_all
+from sixnines.agents.reconnects import Reconnects
 from sixnines.agents.recording import (
     Piece,
     PiecePool,
@@ -42,7 +44,7 @@ from sixnines.agents.schedule import (
     split,
 )
 from sixnines.agents.streams import Inbox, OutStream, clock
-from sixnines.drivers.base import SOLE_LANE, Driver, Lane, Receiver, Sender, Waiter
+from sixnines.drivers.base import SOLE_LANE, Driver, DriverError, Lane, Receiver, Sender, Waiter
 from sixnines.formats import vocabulary
 from sixnines.formats.fill import Fill, measured_ratios
 from sixnines.formats.protocol import Prepare
@@ -80,6 +82,7 @@ class AgentRole(ABC):
         self.spec = spec
         self.driver = driver
         self.t0 = 0
+        self.reconnects = Reconnects(spec.reconnect_ns, spec.connections)
 
     def arm(self, t0: int) -> None:
         self.t0 = t0
@@ -103,7 +106,7 @@ class AgentRole(ABC):
     def extra(self) -> dict[str, object]:
         """What `done` carries of this role's own besides sent and received: counts, the
         recording's account (read after the results are written)."""
-        return {}
+        return self.reconnects.extra()
 
     @abstractmethod
     def results(self) -> tuple[dict, dict, list[str]]:
@@ -170,7 +173,7 @@ class Chunked(AgentRole):
 
     def extra(self) -> dict[str, object]:
         ratios = {} if self.fill_ratios is None else {"fill_ratios": self.fill_ratios}
-        return {"recording": self.recorder.summary(), **ratios}
+        return {**super().extra(), "recording": self.recorder.summary(), **ratios}
 
     def records_lost(self) -> str | None:
         lost = self.recorder.lost()
@@ -374,11 +377,28 @@ class Producer(Chunked):
             stream.arm(t0)
 
     def run(self, control: Control) -> None:
+        end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns  # of the schedule
+        self.reconnects.run(lambda: self._send(control), control, self._connect_again,
+                            lambda: clock() >= end_ns)
+
+    def _send(self, control: Control) -> None:
         if self.spec.schedule == MAX_RATE:
             end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns
             run_flat_out(self.streams, control, self.t0, end_ns)
         else:
             run_senders(self.streams, control)
+
+    def _connect_again(self) -> None:
+        """Every connection made anew (agents.reconnects), the streams go on from where
+        they stopped."""
+        spec = self.spec
+        for stream in self.streams:
+            with contextlib.suppress(DriverError, OSError):
+                stream.sender.close()
+        for c, stream in enumerate(self.streams):
+            stream.sender = self.driver.sender(spec.message_size, spec.first_id + c,
+                                               lane(spec, c))
+            stream.settle = stream.sender.settle
 
     @property
     def sent(self) -> int:
@@ -412,8 +432,22 @@ class Consumer(Chunked):
         self.inbox.arm(t0)
 
     def run(self, control: Control) -> None:
-        drain(self.inbox, self.receivers, self.waiter, self.spec.first_id, control,
-              self.spec.receive == Receive.BUSY_POLL)
+        self.reconnects.run(lambda: drain(self.inbox, self.receivers, self.waiter,
+                                          self.spec.first_id, control,
+                                          self.spec.receive == Receive.BUSY_POLL),
+                            control, self._connect_again,
+                            lambda: control.finishing and clock() >= control.deadline_ns)
+
+    def _connect_again(self) -> None:
+        """Every connection made anew and subscribed (agents.reconnects)."""
+        spec = self.spec
+        for receiver in self.receivers:
+            with contextlib.suppress(DriverError, OSError):
+                receiver.close()
+        self.receivers = [self.driver.receiver(spec.message_size, spec.first_id + c,
+                                               lane(spec, c))
+                          for c in range(spec.connections)]
+        self.waiter = self.driver.waiter(self.receivers)
 
     @property
     def received(self) -> int:
@@ -463,12 +497,35 @@ class Requester(Chunked):
 
     def run(self, control: Control) -> None:
         busy = self.spec.receive == Receive.BUSY_POLL
+        end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns  # of the schedule
+        self.reconnects.run(lambda: self._send(control, busy), control, self._connect_again,
+                            lambda: clock() >= end_ns)
+        control.finish(self.sent, self.spec.drain_ns)
+        self.reconnects.run(lambda: drain(self.inbox, self.receivers, self.waiter,
+                                          self.spec.first_id, control, busy),
+                            control, self._connect_again,
+                            lambda: clock() >= control.deadline_ns)
+
+    def _send(self, control: Control, busy: bool) -> None:
         if self.spec.schedule == Schedule.CLOSED:
             self._run_closed(control, busy)
         else:
             run_senders(self.streams, control, self.inbox, self.receivers, self.spec.first_id)
-        control.finish(self.sent, self.spec.drain_ns)
-        drain(self.inbox, self.receivers, self.waiter, self.spec.first_id, control, busy)
+
+    def _connect_again(self) -> None:
+        """Every connection made anew (agents.reconnects); the streams go on from where
+        they stopped."""
+        for stream, receiver in zip(self.streams, self.receivers, strict=True):
+            with contextlib.suppress(DriverError, OSError):
+                stream.sender.close()
+            with contextlib.suppress(DriverError, OSError):
+                receiver.close()
+        pairs = [self.driver.requester(self.spec.message_size, self.spec.first_id + c)
+                 for c in range(self.spec.connections)]
+        for stream, (sender, _) in zip(self.streams, pairs, strict=True):
+            stream.sender, stream.settle = sender, sender.settle
+        self.receivers = [receiver for _, receiver in pairs]
+        self.waiter = self.driver.waiter(self.receivers)
 
     def _run_closed(self, control: Control, busy: bool) -> None:
         """One request in flight: wait for its nominal time, send, wait for the reply; the
@@ -537,6 +594,18 @@ class ResponderRole(WholeRun):
         self.relayed = 0
 
     def run(self, control: Control) -> None:
+        self.reconnects.run(lambda: self._relay(control), control, self._connect_again,
+                            lambda: control.finishing and clock() >= control.deadline_ns)
+
+    def _connect_again(self) -> None:
+        """Every connection made anew and subscribed (agents.reconnects)."""
+        for relay in self.relays:
+            with contextlib.suppress(DriverError, OSError):
+                relay.close()
+        self.relays = [self.driver.responder(self.spec.message_size, self.spec.first_id + c)
+                       for c in range(self.spec.connections)]
+
+    def _relay(self, control: Control) -> None:
         # with several connections a blocking wait on one would starve the others
         wait = len(self.relays) == 1 and self.spec.receive != Receive.BUSY_POLL
         timeout_ms = WAIT_MS if wait else 0

@@ -356,31 +356,34 @@ class Resources(Open):
 
 
 class FaultRecord(Open):
-    """One fault of the scenario's `faults:` list as the run carried it out (since
-    schema_version 9). Planned times count from the measured start (started_at_ns +
-    workload.warmup_ns); the others are absolute on the controller's clock, the clock of
-    started_at_ns (None: it did not happen)."""
+    """A fault on purpose (the scenario's `faults:`, in order) as the run did it
+    (orchestrator.run.faults). Absolute times are ns on the controller's clock
+    (`started_at_ns`'s); the measured run starts at started_at_ns + workload.warmup_ns."""
+
+    ALWAYS_WRITTEN: ClassVar[tuple[str, ...]] = (
+        "for_ns", "issued_ns", "effective_ns", "undone_ns", "restarted_ns", "outcome", "note")
 
     index: int
-    """Its position in the scenario's list."""
+    """Its position in the scenario's `faults:`."""
     action: str
-    """pause, kill, partition, slow-link, disk-stall."""
+    """pause or kill."""
     target: str
-    """broker, an agent id, or host:NAME."""
+    """broker, an agent id (consumer-0) or host:NAME."""
     at_ns: int
-    """When it was planned, from the measured start."""
+    """When it was planned, from the start of the measured run."""
     for_ns: int | None = None
-    """How long it was planned to last; None: no end (a kill without restart)."""
+    """How long it was planned to last (a pause's `for`, a kill's `restart_after`); None:
+    no end (a killed agent)."""
     issued_ns: int | None = None
-    """When the controller issued it."""
+    """When the controller sent the signal (None: it was not)."""
     effective_ns: int | None = None
-    """When it took effect."""
+    """When it was seen to take effect: the process stopped, or dead and reaped."""
     undone_ns: int | None = None
-    """When it was undone (a paused process continued, a link restored)."""
+    """When it was undone: resumed (SIGCONT sent), or the broker started again."""
     restarted_ns: int | None = None
-    """When a killed broker accepted connections again after its restart."""
-    outcome: str = "not reached"
-    """done, failed or not reached."""
+    """When a broker killed on purpose accepted connections again."""
+    outcome: Literal["done", "failed", "not reached"] = "not reached"
+    """done; failed (the note says why); not reached (the run ended first)."""
     note: str | None = None
 
 
@@ -488,7 +491,8 @@ class Manifest(Open):
     broker_exit: int | None = None
     """The broker's exit code when it exited during the run."""
     faults: list[FaultRecord] | None = None
-    """The scenario's faults as carried out, in its order; absent when it has none."""
+    """The faults on purpose, one per scenario entry in order, written as the run does
+    them; None: the scenario has none (since schema_version 9)."""
     ended_at: float | None = None
     recovered_at: float | None = None
     """When `sixnines report` (or `collect`) recovered a run whose controller died."""

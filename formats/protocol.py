@@ -35,7 +35,9 @@ from sixnines.formats.errors import SixninesError
 PROTOCOL_VERSION = 7  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
 #: 5: `start` carries the CPU placement; 6: connections divide the load (lanes: a consumer
 #: expects each message once, and the relay's hello carries the lane); 7: `prepare` carries
-#: a rate shape and the fill of messages (`content`, formats.fill.Fill.to_message)
+#: a rate shape, the fill of messages (`content`, formats.fill.Fill.to_message) and how
+#: long a broken connection is tried again (`reconnect_ns`), and `follow` points the
+#: broker monitor at a broker started again
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
@@ -84,6 +86,7 @@ class Prepare(Message):
     #: (senders × connections) instead of `rate` and `phase_ns`.
     shape: dict | None = None
     lanes: int = 0
+    reconnect_ns: int = 0  # how long a broken connection is tried again (0: never)
     #: {"username", "password"}: the run's login for a broker sixnines started off loopback
     #: (drivers.base.Credential). Only this channel carries it; `decode` never quotes it.
     credential: dict | None = field(default=None, repr=False)
@@ -126,6 +129,15 @@ class Start(Message):
     at_ns: int
     loop_cpu: int = -1
     keep_off: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Follow(Message):
+    """To the broker monitor: the broker was started again (a fault on purpose), its
+    process group is now `target_pid`; its CPU time goes on from the previous one's."""
+
+    TYPE: ClassVar[str] = "follow"
+    target_pid: int
 
 
 @dataclass(frozen=True)
@@ -182,7 +194,8 @@ class Beat(Message):
 
 MESSAGE_TYPES: dict[str, type[Message]] = {
     cls.TYPE: cls
-    for cls in (Prepare, Ready, Ping, Pong, Start, Finish, Stop, Progress, Done, Failed, Beat)
+    for cls in (Prepare, Ready, Ping, Pong, Start, Follow, Finish, Stop, Progress, Done,
+                Failed, Beat)
 }
 
 

@@ -20,6 +20,7 @@ from sixnines.formats.protocol import (
     Done,
     Failed,
     Finish,
+    Follow,
     Message,
     Ping,
     Pong,
@@ -48,6 +49,7 @@ SAMPLES: list[Message] = [
     Ping(t_ns=123),
     Pong(t_ns=123, agent_ns=-456),
     Start(at_ns=2**62),
+    Follow(target_pid=4242),
     Finish(expected=99),
     Stop(reason="user: ctrl-c \u2014 \u00e9\n"),
     Progress(agent_id="consumer-1", sent=0, received=17),
@@ -62,7 +64,7 @@ SAMPLES: list[Message] = [
 
 def test_samples_cover_every_message_type():
     assert {type(m).TYPE for m in SAMPLES} == set(MESSAGE_TYPES)
-    assert len(MESSAGE_TYPES) == 11
+    assert len(MESSAGE_TYPES) == 12
 
 
 @pytest.mark.parametrize("message", SAMPLES, ids=lambda m: type(m).__name__)

@@ -168,7 +168,8 @@ def test_dump_reloads_to_the_same_scenario(tmp_path: Path) -> None:
 def test_unknown_top_level_key(tmp_path: Path) -> None:
     assert only(tmp_path, MINIMAL + "colour: red\n") == Problem(
         "colour", 9, "unknown field (expected one of: name, systems, workload, hosts, inventory, "
-        "placement, output, spark_master, cpu_sample, throughput_window, loop_cpus, repeat)"
+        "placement, output, spark_master, cpu_sample, throughput_window, loop_cpus, repeat, "
+        "faults)"
     )
 
 
@@ -625,7 +626,8 @@ def test_an_unknown_key_next_to_cases_lists_cases(tmp_path: Path) -> None:
         "colour",
         13,
         "unknown field (expected one of: name, systems, workload, hosts, inventory, "
-        "placement, output, spark_master, cpu_sample, throughput_window, loop_cpus, repeat, cases)",
+        "placement, output, spark_master, cpu_sample, throughput_window, loop_cpus, repeat, "
+        "faults, cases)",
     )
 
 

@@ -72,6 +72,19 @@ class Process(ABC):
         """Copy the directory `remote_dir`, where this process wrote its files, into
         `local_dir` on the controller (a no-op when they are the same place)."""
 
+    def suspend(self) -> None:
+        """Stop the process and everything it started (SIGSTOP) until `resume`: a pause
+        on purpose (orchestrator.run.faults). LaunchError where this launcher cannot."""
+        raise LaunchError(f"{self.name}: cannot be paused where it runs")
+
+    def resume(self) -> None:
+        """Let it go on after `suspend` (SIGCONT)."""
+        raise LaunchError(f"{self.name}: cannot be resumed where it runs")
+
+    def suspended(self) -> bool | None:
+        """Whether it is stopped now (None: this launcher cannot tell)."""
+        return None
+
     def files_at(self, remote_dir: str) -> dict[str, str]:
         """Where this process's files in `remote_dir` stay once the process is gone, for
         the manifest (`sixnines collect` fetches them from there)."""

@@ -5,7 +5,8 @@ analysis with its JVM) is registered with one small guard process. The guard run
 own session, so a terminal's Ctrl-C does not reach it, and reads its registrations from a
 pipe whose only writer is the controller. When that pipe closes — the controller exited,
 or died of anything, SIGKILL included — the guard stops every group still registered
-(SIGTERM, then SIGKILL after `GRACE_S`), runs the clean-up commands still registered (a
+(SIGTERM and SIGCONT, so that a group paused on purpose acts on it, then SIGKILL
+after `GRACE_S`), runs the clean-up commands still registered (a
 recipe's stop commands, for daemons that left the group) and exits. A controller that
 ends normally has released everything it stopped itself, so the guard has nothing to do.
 
@@ -117,6 +118,7 @@ def stop_groups(groups: set[int], grace_s: float = GRACE_S) -> None:
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGTERM)
+            os.killpg(pgid, signal.SIGCONT)  # one paused on purpose acts on it only then
     _wait_gone(groups, grace_s)
     for pgid in groups:
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -72,16 +72,23 @@ class LocalProcess(Process):
 
     def terminate(self) -> None:
         self._signal_group(signal.SIGTERM)
+        self._signal_group(signal.SIGCONT)  # a paused group acts on it only once resumed
 
     def kill(self) -> None:
         self._signal_group(signal.SIGKILL)
 
     def suspend(self) -> None:
-        """SIGSTOP the process group (tests freeze a broker to stall a run)."""
         self._signal_group(signal.SIGSTOP)
 
     def resume(self) -> None:
         self._signal_group(signal.SIGCONT)
+
+    def suspended(self) -> bool | None:
+        try:
+            stat = Path(f"/proc/{self.pid}/stat").read_text()
+        except OSError:
+            return None  # gone, or no /proc
+        return stat.rpartition(")")[2].split()[0] in ("T", "t")
 
     def fetch(self, remote_dir: str, local_dir: Path) -> None:
         if Path(remote_dir).resolve() != local_dir.resolve():

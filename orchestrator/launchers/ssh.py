@@ -502,6 +502,17 @@ class SshProcess(Process):
     def terminate(self) -> None:
         if self.pid is not None:
             self._launcher.signal_group(self.pid, "TERM")
+            self._launcher.signal_group(self.pid, "CONT")  # a paused group acts on it then
+
+    def suspend(self) -> None:
+        if self.pid is None:
+            super().suspend()
+        else:
+            self._launcher.signal_group(self.pid, "STOP")
+
+    def resume(self) -> None:
+        if self.pid is not None:
+            self._launcher.signal_group(self.pid, "CONT")
 
     def kill(self) -> None:
         if self.pid is not None:

@@ -167,6 +167,7 @@ class Agents:
             shape=None if shape is None else shape.as_json(),
             lanes=w.producers * plan.connections,
             **({"content": self.fill.to_message()} if plan.sends_messages else {}),
+            reconnect_ns=self.point.system.reconnect,
         ))
         return agent
 

@@ -19,6 +19,7 @@ import secrets
 import shlex
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -61,6 +62,9 @@ class RunningBroker:
     data: str | None = None  # its data directory on the broker host
     exit_tokens: list[int] = field(default_factory=list)  # stop commands the guard holds
     credential: Credential | None = field(default=None, repr=False)  # the run's login
+    #: Starts it again where it was and waits until it is ready (True: its data wiped
+    #: first): a broker killed on purpose comes back through this (`restart`).
+    bring_up: Callable[[bool], None] | None = field(default=None, repr=False)
 
     def credential_message(self) -> dict | None:
         """The credential as the agents' `Prepare` carries it (None: no login needed)."""
@@ -69,6 +73,24 @@ class RunningBroker:
     def exited(self) -> int | None:
         """Exit code if a broker sixnines started has died, else None."""
         return self.process.poll() if self.process is not None else None
+
+    @property
+    def restartable(self) -> bool:
+        return self.bring_up is not None
+
+    def kill(self) -> None:
+        """SIGKILL what we started (its whole process group) and reap it: a fault on
+        purpose, which `restart` undoes."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.shutdown(grace_s=5.0)  # reaped; the guard forgets the group
+
+    def restart(self, wipe: bool) -> None:
+        """Start it again at the same address, ready when this returns (BrokerError
+        otherwise); `stop` then stops this one."""
+        if self.bring_up is None:
+            raise BrokerError(f"{self.system}: its {self.kind} broker cannot be started again")
+        self.bring_up(wipe)
 
     def stop(self, keep_data: bool) -> None:
         """Stop what we started (process group first, then the recipe's own clean-up, for
@@ -106,12 +128,20 @@ def provide_broker(system, launcher: Launcher, run_dir: Path, key: str) -> Runni
             raise BrokerError(f"{system.name}: {exc}") from None
         return start_recipe(system.name, recipe, launcher, run_dir, key,
                             allow_unauthenticated=system.broker.allow_unauthenticated)
-    return _start_builtin(system, launcher, run_dir / BROKER_LOG)
+    broker = _start_builtin(system, launcher, run_dir / BROKER_LOG, f"{launcher.address}:0")
+
+    def bring_up(wipe: bool) -> None:  # in memory: nothing to keep or wipe
+        again = _start_builtin(system, launcher, run_dir / BROKER_LOG, broker.address)
+        broker.process = again.process
+
+    broker.bring_up = bring_up
+    return broker
 
 
-def _start_builtin(system, launcher: Launcher, log_path: Path) -> RunningBroker:
+def _start_builtin(system, launcher: Launcher, log_path: Path, bind: str) -> RunningBroker:
+    """The driver's own broker listening at `bind` (port 0: any free one), ready."""
     lines: queue.Queue = queue.Queue()
-    argv = broker_argv(launcher.python, system.driver, f"{launcher.address}:0")
+    argv = broker_argv(launcher.python, system.driver, bind)
     process = launcher.start(argv, f"broker-{system.name}", log_path, lines)
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -207,7 +237,6 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         raise BrokerError(f"{label}: {exc}") from None
     credential = _credential(recipe, host, allow_unauthenticated, label)
     data = launcher.workdir(f"{key}/{BROKER_DIR}" if key else BROKER_DIR, run_dir / BROKER_DIR)
-    launcher.run(["mkdir", "-p", data], timeout_s=60)
     log_path = run_dir / BROKER_LOG
     ports = dict(zip(recipe.ports, free_ports(launcher, host, len(recipe.ports)), strict=True))
 
@@ -220,13 +249,19 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
                                env)
     if missing:
         raise BrokerError(f"{label}: {not_installed(missing, native.install)}")
-    for name, content in fill(native.files).items():
-        launcher.write_file(f"{data}/{name}", content)
-    for command in fill(native.prepare):
-        done = launcher.run(command, env, timeout_s=120)
-        if done.code != 0:
-            raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
-                              f"{done.output.strip()[-500:]}")
+
+    def lay_out() -> None:
+        """Its data directory with the recipe's files, prepared."""
+        launcher.run(["mkdir", "-p", data], timeout_s=60)
+        for name, content in fill(native.files).items():
+            launcher.write_file(f"{data}/{name}", content)
+        for command in fill(native.prepare):
+            done = launcher.run(command, env, timeout_s=120)
+            if done.code != 0:
+                raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
+                                  f"{done.output.strip()[-500:]}")
+
+    lay_out()
     auth = native.auth if credential is not None else None
     login = {"user": credential.username or ""} if credential is not None else {}
     command = fill(native.command) + (fill(auth.args, **login) if auth else [])
@@ -244,17 +279,25 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
     stdin = None
     if auth is not None and auth.stdin is not None and credential is not None:
         stdin = fill(auth.stdin, **login, secret=credential.password)
-    broker.process = _launch(launcher, command, stdin, f"broker-{system}", log_path, env)
-    broker.facts["pid"] = getattr(broker.process, "pid", None)
-    logger.info("%s: waiting for it to be ready (%s)", label, shlex.join(command))
-    try:
+
+    def bring_up(wipe: bool) -> None:
+        if wipe:
+            launcher.run(["rm", "-rf", data], timeout_s=60)
+            lay_out()
+        broker.process = _launch(launcher, command, stdin, f"broker-{system}", log_path, env)
+        logger.info("%s: waiting for it to be ready (%s)", label, shlex.join(command))
         _await_ready(broker, fill(native.ready.tcp), fill(native.ready.command), env,
                      native.ready.timeout / 1e9, label, log_path)
         if auth is not None:
             _set_up(broker, auth, fill, login, env, label, log_path)
+
+    try:
+        bring_up(wipe=False)
     except BrokerError:
         broker.stop(keep_data=True)
         raise
+    broker.facts["pid"] = getattr(broker.process, "pid", None)
+    broker.bring_up = bring_up
     if native.version:
         done = launcher.run(fill(native.version), env, timeout_s=60)
         broker.facts["version"] = done.output.strip().splitlines()[0] if done.output else None

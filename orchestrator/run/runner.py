@@ -40,6 +40,7 @@ from sixnines.orchestrator.run.channel import SUPERVISE_TICK_S
 from sixnines.orchestrator.run.clocks import sync_clocks
 from sixnines.orchestrator.run.collection import collect
 from sixnines.orchestrator.run.cpus import announce_placement, keep_controller_off, loop_placement
+from sixnines.orchestrator.run.faults import FaultTimeline
 from sixnines.orchestrator.run.fleet import Fleet
 from sixnines.orchestrator.run.interrupts import describe, held
 from sixnines.orchestrator.run.manifest import new_manifest
@@ -47,6 +48,7 @@ from sixnines.orchestrator.run.progress import ProgressView
 from sixnines.orchestrator.run.record import RunRecord
 from sixnines.orchestrator.run.resources import RunResources
 from sixnines.orchestrator.run.stop_order import StopOrder
+from sixnines.orchestrator.scenario.faults import Fault
 from sixnines.orchestrator.scenario.hosts import Placement
 from sixnines.orchestrator.scenario.matrix import RunPoint
 from sixnines.orchestrator.scenario.model import Scenario
@@ -69,13 +71,15 @@ class RunSettings:
     follow: str | None = None  # the analysis sidecar's mode (orchestrator.run.sidecar.mode)
     overrides: tuple[str, ...] = ()  # fields set over the file (PATH=VALUE), recorded
     scenario_dir: Path = Path()  # the scenario file's folder: `content` files are found there
+    faults: tuple[Fault, ...] = ()  # faults on purpose (orchestrator.run.faults)
 
     @classmethod
     def of(cls, scenario: Scenario, analysed: bool = False,
            overrides: tuple[str, ...] = (), scenario_dir: Path = Path()) -> RunSettings:
         return cls(scenario.name, scenario.placement, scenario.cpu_sample,
                    scenario.throughput_window, scenario.loop_cpus,
-                   sidecar.mode() if analysed else None, overrides, scenario_dir)
+                   sidecar.mode() if analysed else None, overrides, scenario_dir,
+                   scenario.faults)
 
 
 class Run:
@@ -118,6 +122,9 @@ class Run:
         self.follow = settings.follow
         self.sidecar: sidecar.AnalysisSidecar | None = None
         self.analysed: Path | None = None  # its summary.json, when its sidecar wrote it
+        self.planned_faults = settings.faults
+        self.faults: FaultTimeline | None = None  # only when the scenario has faults
+        self.monitored_pid: int | None = None  # the broker process its monitor samples
 
     def execute(self) -> dict:
         """Run and return the manifest as written, its JSON object (`self.manifest` is the
@@ -172,6 +179,7 @@ class Run:
         sync_clocks(self.agents)
         self._start_sidecar()
         self._start()
+        self._start_faults()
         self._record()
         self._supervise()
 
@@ -186,6 +194,7 @@ class Run:
         """Stop, collect and record whatever happened; the broker is stopped last, and
         also when recording fails (a full disk)."""
         try:
+            self._undo_faults()
             self.stopping.stop(self.stop_reason or "the run ended")
             self.agents.shut_down()
             self._remove_resources()
@@ -234,6 +243,35 @@ class Run:
         logger.info("%s: agents start in %.1f s", self.point.run_id, START_DELAY_S)
         self.view.started(at, w.warmup_ns + w.duration_ns)
 
+    def _start_faults(self) -> None:
+        """The faults' own thread, when the scenario has faults (none otherwise)."""
+        if not self.planned_faults:
+            return
+        assert self.manifest.started_at_ns is not None  # set by `_start`
+        measured_start = self.manifest.started_at_ns + self.point.workload.warmup_ns
+        agents = {agent.plan.agent_id: agent.process for agent in self.agents.measuring()}
+        self.faults = FaultTimeline(self.planned_faults, measured_start, self.broker, agents,
+                                    self.problems)
+        self.monitored_pid = getattr(self.broker.process, "pid", None) if self.broker else None
+        self.manifest.faults = self.faults.records
+        self.faults.start()
+
+    def _follow_broker(self) -> None:
+        """Point the broker monitor at a broker started again on purpose (agents.monitor)."""
+        monitor, broker = self.agents.monitor, self.broker
+        pid = getattr(broker.process, "pid", None) if broker is not None else None
+        if monitor is None or pid is None or pid == self.monitored_pid or \
+                (self.faults is not None and self.faults.broker_down):
+            return
+        self.monitored_pid = pid
+        monitor.send(p.Follow(target_pid=pid))
+
+    def _undo_faults(self) -> None:
+        """Whatever a fault still holds undone (a paused process resumed) before the run
+        stops its processes."""
+        if self.faults is not None:
+            self.faults.close()
+
     def _place_cpus(self) -> None:
         """The CPU placement, when each busy loop gets a CPU of its own (orchestrator.run
         .cpus): in the manifest, and the controller kept off those CPUs until the run is
@@ -256,6 +294,10 @@ class Run:
                 self.view.progress(agent.plan.agent_id, message.sent, message.received,
                                    message.disk_written, message.disk_free)
             self._check_broker()
+            if self.faults is not None and self.faults.changed.is_set():
+                self.faults.changed.clear()
+                self._follow_broker()
+                self._record()
             if not self.stopping.finish_sent and all(a.finished
                                                      for a in self.agents.senders()):
                 self.stopping.finish_consumers()
@@ -266,6 +308,8 @@ class Run:
         self.stopping.finish_monitor()
 
     def _check_broker(self) -> None:
+        if self.faults is not None and self.faults.broker_down:
+            return  # killed on purpose: it comes back, or its fault says it did not
         code = self.broker.exited() if self.broker else None
         if code is not None and not self.manifest.broker_exit:
             self.manifest.broker_exit = code

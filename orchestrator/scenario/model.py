@@ -23,6 +23,7 @@ from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
 from sixnines.orchestrator.scenario.content import read_sample, sample_path
+from sixnines.orchestrator.scenario.faults import Faults, RunShape, agent_ids, fault_problems
 from sixnines.orchestrator.scenario.fields import (
     MAX_REPEATS,
     Messages,
@@ -55,6 +56,7 @@ from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
 from sixnines.orchestrator.scenario.shapes import traces_beside
 from sixnines.orchestrator.scenario.systems import DEFER_OPTIONS, System, driver_or_none
 from sixnines.orchestrator.scenario.workload import (
+    MAX_RATE_CAP_NS,
     REQUIRED_FIELDS,
     Case,
     WorkloadBase,
@@ -133,6 +135,9 @@ class Scenario(BaseModel):
     """How many times every case runs, interleaved (all cases once, then all again), so
     the machine's drift spreads over all of them; the results merge each case's repeats
     and say how far they spread (orchestrator.results.repeats)."""
+    faults: Faults = ()
+    """Faults on purpose, each at a time of the measured run (docs/faults.md, "Faults on
+    purpose"), issued in every run of the scenario."""
 
     @field_validator("systems")
     @classmethod
@@ -260,6 +265,7 @@ def _validated_beside(text: str, file: str, overrides: Sequence[Override]
         problems += _sample_problems(specs, doc, Path(file).parent)
         if scenario is not None:
             problems += _driver_workload_problems(scenario, specs, doc)
+            problems += _fault_problems(scenario, specs, doc)
     problems = [*refused, *duplicates, *told_against_flags(problems, doc)]
     if problems:
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
@@ -539,3 +545,29 @@ def _point_problems(specs: list[SpecAt], doc: YamlDocument) -> list[Problem]:
             path = (*where, field)
             found[Problem(format_path(path), doc.line_of(path), message)] = None
     return list(found)
+
+
+def _fault_problems(scenario: Scenario, specs: list[SpecAt], doc: YamlDocument
+                    ) -> list[Problem]:
+    """The faults checked against every run the scenario makes (orchestrator.scenario
+    .faults), each problem at the fault's field."""
+    if not scenario.faults:
+        return []
+    kinds = {host.name: host.kind for host in scenario.hosts}
+    agent_hosts = scenario.placement.agents
+    shapes = []
+    for system in scenario.systems:
+        needs_responder = system.driver_class().needs_responder
+        for _, point in _points(specs):
+            ids = agent_ids(point.producers, point.consumers, point.mode, needs_responder)
+            shapes.append(RunShape(
+                duration_ns=point.duration_ns or MAX_RATE_CAP_NS,
+                agents={agent: agent_hosts[int(agent.rsplit("-", 1)[1]) % len(agent_hosts)]
+                        for agent in ids},
+                broker_host=scenario.placement.broker, broker_kind=system.broker.kind,
+                system=system.name))
+    problems = []
+    for index, field, message in fault_problems(scenario.faults, shapes, kinds):
+        path = ("faults", index, field)
+        problems.append(Problem(format_path(path), doc.line_of(path), message))
+    return problems

@@ -56,6 +56,8 @@ SECTIONS = (
      "`docker:`)."),
     ("`link`", "LinkShaping", "Shaping of an SSH host's link while the scenario runs."),
     ("`placement`", "Placement", "Where the broker and the agents go."),
+    ("`faults[]`", "Fault", "A fault on purpose at a time of the measured run (see "
+     "[faults.md](faults.md#faults-on-purpose))."),
 )
 WRITTEN = {units.SIZE_PATTERN: ("size", written.SIZE_TEXT),
            units.DURATION_PATTERN: ("duration", written.DURATION_TEXT),

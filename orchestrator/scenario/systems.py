@@ -11,6 +11,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainSerializer,
     SerializeAsAny,
     StrictBool,
     ValidationError,
@@ -22,11 +23,20 @@ from pydantic import (
 
 from sixnines.drivers import registry
 from sixnines.drivers.base import Credential, Driver, DriverOptions
-from sixnines.orchestrator.scenario.fields import ADDRESS_EXAMPLE, Name, check_text, split_address
+from sixnines.orchestrator.scenario.fields import (
+    ADDRESS_EXAMPLE,
+    SECOND_NS,
+    Name,
+    Wait,
+    check_text,
+    split_address,
+)
 from sixnines.orchestrator.scenario.problems import problems_from
 from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
 
 _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
+#: How long clients try to connect again by default (`System.reconnect`).
+DEFAULT_RECONNECT_NS = 30 * SECOND_NS
 #: Validation context key: keep invalid driver options as a dict (the loader reports them).
 DEFER_OPTIONS = "sixnines.defer_driver_options"
 
@@ -163,6 +173,12 @@ class System(BaseModel):
                 and not driver.resource_options(options):
             raise ValueError(f"driver {driver.name!r} keeps nothing on a broker")
         return keep
+
+    reconnect: Annotated[Wait, PlainSerializer(lambda ns: f"{ns}ns", return_type=str)] = \
+        DEFAULT_RECONNECT_NS
+    """How long a client whose connection breaks (a broker restarted) keeps trying to
+    connect again, as production clients do; 0: never (the agent's part ends there).
+    Reconnects are counted in the agent's manifest entry (`reconnects`)."""
 
     def driver_class(self) -> type[Driver]:
         return registry.load(self.driver)

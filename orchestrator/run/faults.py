@@ -1,0 +1,176 @@
+"""Faults on purpose, done on the measured run's clock: a thread of their own sleeps to each
+fault's time (the measured start + `at`), does it, and sleeps to its undoing (`for`, or a
+killed broker's `restart_after`). The supervision loop's tick (a quarter second) is far
+coarser than the times asked for, so it only writes down what the thread did.
+
+A run without faults has no `FaultTimeline` at all: no thread, nothing on any path.
+
+Every fault is recorded as it goes (formats.manifest.FaultRecord): when it was issued, when
+it was seen to take effect (the process stopped, or dead and reaped), when it was undone
+and, for a broker, when it took connections again. `close` undoes whatever is still done
+(a paused process is resumed before the run stops it), whatever ends the run; a controller
+that dies outright leaves that to the guard (launchers.guard), which resumes the groups it
+stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from sixnines.formats.errors import SixninesError
+from sixnines.formats.manifest import FaultRecord
+from sixnines.orchestrator.launchers.base import Process
+from sixnines.orchestrator.run.brokers import RunningBroker
+from sixnines.orchestrator.scenario.faults import BROKER, Fault, FaultAction
+
+logger = logging.getLogger(__name__)
+
+#: How long a signal may take to show (the process seen stopped, or dead and reaped).
+EFFECT_TIMEOUT_S = 5.0
+EFFECT_POLL_S = 0.001
+
+
+def now_ns() -> int:
+    """The controller's clock, the one `started_at_ns` is on."""
+    return time.perf_counter_ns()
+
+
+@dataclass(frozen=True)
+class FaultStep:
+    """One thing to do at `due_ns` (absolute): a fault, or its undoing."""
+
+    due_ns: int
+    index: int
+    undo: bool
+
+
+class FaultTimeline:
+    """The faults of one run, done in time by a thread of their own (`start`), undone by
+    `close`. `records` are the manifest's; `changed` is set whenever one of them is."""
+
+    def __init__(self, faults: tuple[Fault, ...], measured_start_ns: int,
+                 broker: RunningBroker | None, agents: Mapping[str, Process],
+                 problems: list[str]) -> None:
+        self.faults = faults
+        self.broker = broker
+        self.agents = agents
+        self.problems = problems
+        self.records = [FaultRecord(index=index, action=fault.action.value,
+                                    target=fault.target_name, at_ns=fault.at,
+                                    for_ns=None if fault.end_ns is None
+                                    else fault.end_ns - fault.at)
+                        for index, fault in enumerate(faults)]
+        self.steps = sorted(
+            [FaultStep(measured_start_ns + fault.at, index, False)
+             for index, fault in enumerate(faults)]
+            + [FaultStep(measured_start_ns + fault.end_ns, index, True)
+               for index, fault in enumerate(faults) if fault.end_ns is not None],
+            key=lambda step: (step.due_ns, step.undo is False))  # an end before a start
+        self.changed = threading.Event()
+        self.paused: dict[int, Process] = {}  # fault index -> the process it holds stopped
+        self.broker_down = False  # killed on purpose, not yet back: not the run's failure
+        self._closing = threading.Event()
+        self._thread = threading.Thread(target=self._keep_time, name="faults", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        """Stop the timeline (a restart under way is finished first) and undo what is still
+        done: every paused process resumed. Faults not reached stay so."""
+        self._closing.set()
+        if self._thread.ident is not None:  # started
+            self._thread.join()
+        for index in list(self.paused):
+            self._resume(index, "resumed as the run ended")
+        for index, fault in enumerate(self.faults):
+            record = self.records[index]
+            if fault.restart_after is not None and record.issued_ns is not None \
+                    and record.undone_ns is None:
+                record.note = "the run ended before the broker was started again"
+        self.changed.set()
+
+    # -- the thread --------------------------------------------------------------------------
+    def _keep_time(self) -> None:
+        """Each step at its time, whole, until the steps are done or the run closes."""
+        for step in self.steps:
+            if self._closing.wait(max(0, step.due_ns - now_ns()) / 1e9):
+                return
+            try:
+                (self._undo if step.undo else self._issue)(step.index)
+            except (SixninesError, OSError) as exc:  # recorded: the run goes on
+                self._failed(step.index, f"{type(exc).__name__}: {exc}")
+            self.changed.set()
+
+    def _issue(self, index: int) -> None:
+        fault, record = self.faults[index], self.records[index]
+        if fault.target_name == BROKER:
+            process = self.broker.process if self.broker is not None else None
+        else:
+            process = self.agents.get(fault.target_name)
+        if process is None or process.poll() is not None:
+            self._failed(index, f"{fault.target_name} was not running")
+            return
+        logger.info("fault %d: %s %s", index, fault.action, fault.target_name)
+        if fault.action == FaultAction.PAUSE:
+            record.issued_ns = now_ns()
+            process.suspend()
+            self.paused[index] = process
+            record.effective_ns = _seen(lambda: process.suspended() is not False)
+        elif fault.target_name == BROKER:
+            assert self.broker is not None
+            self.broker_down = True
+            record.issued_ns = now_ns()
+            self.broker.kill()
+            record.effective_ns = now_ns()  # `kill` returns once it is reaped
+        else:
+            record.issued_ns = now_ns()
+            process.kill()
+            record.effective_ns = _seen(lambda: process.poll() is not None)
+        record.outcome = "done"
+
+    def _undo(self, index: int) -> None:
+        fault, record = self.faults[index], self.records[index]
+        if record.issued_ns is None or record.outcome == "failed":
+            return
+        if fault.action == FaultAction.PAUSE:
+            self._resume(index)
+            return
+        assert self.broker is not None and fault.restart_after is not None
+        record.undone_ns = now_ns()
+        try:
+            self.broker.restart(wipe=fault.data == "wipe")
+            record.restarted_ns = now_ns()
+            pid = getattr(self.broker.process, "pid", None)
+            record.note = f"started again as process {pid}" if pid is not None else None
+        except SixninesError as exc:
+            self._failed(index, f"the broker did not come back: {exc}")
+        finally:
+            self.broker_down = False  # back, or its exit is the run's failure now
+
+    def _resume(self, index: int, note: str | None = None) -> None:
+        process = self.paused.pop(index)
+        process.resume()
+        record = self.records[index]
+        record.undone_ns = now_ns()
+        if note is not None:
+            record.note = note
+
+    def _failed(self, index: int, why: str) -> None:
+        record = self.records[index]
+        record.outcome, record.note = "failed", why
+        self.problems.append(f"faults[{index}] ({record.action} {record.target}) failed: {why}")
+
+
+def _seen(done: Callable[[], bool]) -> int | None:
+    """When `done` first held, polled every millisecond (None: not within the timeout)."""
+    deadline = time.monotonic() + EFFECT_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if done():
+            return now_ns()
+        time.sleep(EFFECT_POLL_S)
+    return None

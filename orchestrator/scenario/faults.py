@@ -1,0 +1,237 @@
+"""Faults on purpose: the scenario's `faults:` list, each a fault at a time of the measured
+run on one target (the broker, an agent, a host), and the checks that tie it to the run.
+
+A fault is checked here on its own (its action, its fields); `fault_problems` checks the
+list against the scenario: the time inside every run's measured window, a target every run
+has, an action its launcher can do, no two faults on one target at once. The run issues
+them (orchestrator.run.faults).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    model_validator,
+)
+
+from sixnines.formats.vocabulary import Mode
+from sixnines.orchestrator.scenario import units, written
+from sixnines.orchestrator.scenario.fields import MAX_RUN_TIME_NS, Name
+from sixnines.orchestrator.scenario.hosts import LOCAL
+
+BROKER = "broker"
+#: An agent as the plan names it (orchestrator.plan.agents): role and number.
+AGENT_ID = re.compile(r"(producer|consumer|requester|responder)-(\d{1,4})")
+#: Most faults in one scenario: each is a thread wake-up and a manifest record.
+MAX_FAULTS = 100
+
+
+class FaultAction(StrEnum):
+    PAUSE = "pause"
+    KILL = "kill"
+    PARTITION = "partition"
+    SLOW_LINK = "slow-link"
+    DISK_STALL = "disk-stall"
+
+
+#: Actions the run cannot do yet: refused by validate, with this said.
+NOT_YET = {FaultAction.PARTITION, FaultAction.SLOW_LINK, FaultAction.DISK_STALL}
+
+
+def _fault_time(value: object) -> int:
+    ns = units.parse_duration(value)
+    if not 0 <= ns <= MAX_RUN_TIME_NS:
+        raise ValueError(f"must be from 0 to {units.format_duration(MAX_RUN_TIME_NS)}")
+    return ns
+
+
+#: A time of the measured run, in ns (written back as "<n>ns", so a dump reloads the same).
+FaultTime = Annotated[int, BeforeValidator(_fault_time),
+                      PlainSerializer(lambda ns: f"{ns}ns", return_type=str),
+                      written.duration(MAX_RUN_TIME_NS, examples=("20s", "500ms", 0))]
+
+
+def _target(value: object) -> object:
+    if isinstance(value, str) and value != BROKER and not AGENT_ID.fullmatch(value):
+        raise ValueError(f"{value!r} is no target: broker, an agent id (producer-0, "
+                         "consumer-1, requester-0, responder-0) or {host: NAME}")
+    return value
+
+
+class HostTarget(BaseModel):
+    """A host as the scenario names it (its link, its disk)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
+
+    host: Name
+    """The host's name (`local` or one of `hosts`)."""
+
+
+class Fault(BaseModel):
+    """One fault: what is done, to what, when (from the start of the measured run, after
+    the warm-up), and for how long."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True,
+                              populate_by_name=True, serialize_by_alias=True)
+
+    at: FaultTime
+    """When, from the start of the measured run (after the warm-up)."""
+    action: FaultAction
+    """pause (SIGSTOP, SIGCONT after `for`), kill (SIGKILL; the broker is started again
+    after `restart_after`), partition, slow-link, disk-stall (not yet)."""
+    target: Annotated[str | HostTarget, BeforeValidator(_target)]
+    """broker, an agent id (producer-0, consumer-1, ...) or {host: NAME}."""
+    for_: FaultTime | None = Field(default=None, alias="for")
+    """How long a pause lasts (required for pause)."""
+    restart_after: FaultTime | None = None
+    """A killed broker is started again this long after the kill (required to kill the
+    broker), at the same address, through its recipe or as the builtin broker."""
+    data: Literal["keep", "wipe"] = "keep"
+    """What a restarted broker finds of its data: kept, or wiped before it starts."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_action_first(cls, data: Any) -> Any:
+        """Say "not yet" of an action the run cannot do before anything else of it."""
+        if isinstance(data, dict) and data.get("action") in {a.value for a in NOT_YET}:
+            raise ValueError(f"action {data['action']!r} is not available yet (pause and "
+                             "kill are)")
+        return data
+
+    @model_validator(mode="after")
+    def _fields_fit_the_action(self) -> Fault:
+        target = self.target_name
+        if self.action == FaultAction.PAUSE and self.for_ is None:
+            raise ValueError("a pause needs `for` (how long it lasts)")
+        if self.action == FaultAction.PAUSE and self.restart_after is not None:
+            raise ValueError("`restart_after` goes with kill, not pause")
+        if self.action == FaultAction.KILL and self.for_ is not None:
+            raise ValueError("a kill has no `for`: the broker comes back after "
+                             "`restart_after`, an agent not at all")
+        if self.action == FaultAction.KILL and target == BROKER and self.restart_after is None:
+            raise ValueError("killing the broker needs `restart_after`: without it the run "
+                             "cannot go on")
+        if self.restart_after is not None and target != BROKER:
+            raise ValueError("only the broker is started again (`restart_after`); a killed "
+                             "agent stays dead")
+        if self.data == "wipe" and self.restart_after is None:
+            raise ValueError("`data: wipe` goes with a broker kill and `restart_after`")
+        if isinstance(self.target, HostTarget):
+            raise ValueError(f"{self.action} of a host is not available yet: target the "
+                             "broker or an agent")
+        return self
+
+    @property
+    def target_name(self) -> str:
+        """The target as the manifest names it: broker, consumer-0, host:h2."""
+        return self.target if isinstance(self.target, str) else f"host:{self.target.host}"
+
+    @property
+    def end_ns(self) -> int | None:
+        """When it is over (for the broker, back up), on the measured run's clock; None:
+        never (a killed agent)."""
+        length = self.for_ if self.for_ is not None else self.restart_after
+        return None if length is None else self.at + length
+
+
+Faults = Annotated[tuple[Fault, ...], Field(max_length=MAX_FAULTS)]
+
+
+@dataclass(frozen=True)
+class RunShape:
+    """What a fault is checked against in one run: its measured length, its agents, where
+    its broker is, and what that broker is."""
+
+    duration_ns: int
+    agents: dict[str, str]  # agent id -> its host
+    broker_host: str
+    broker_kind: str  # builtin | recipe | external
+    system: str
+
+
+#: Host kinds the run can pause a process on (a container's own init is signalled,
+#: which does not stop the process it forwards to).
+PAUSES_ON = ("local", "ssh")
+#: Host kinds a broker can be started again on (a container broker's data lives in the
+#: container it was made with).
+RESTARTS_ON = ("local", "ssh")
+
+
+def agent_ids(producers: int, consumers: int, mode: Mode, needs_responder: bool) -> list[str]:
+    """The agents' ids a run has, as orchestrator.plan.agents names them."""
+    if mode == Mode.ROUND_TRIP:
+        return [*(["responder-0"] if needs_responder else []),
+                *(f"requester-{k}" for k in range(producers))]
+    return [*(f"consumer-{k}" for k in range(consumers)),
+            *(f"producer-{k}" for k in range(producers))]
+
+
+def fault_problems(faults: Sequence[Fault], runs: Iterable[RunShape],
+                   host_kinds: dict[str, str]) -> list[tuple[int, str, str]]:
+    """Each fault's problems with the runs it would be issued in: (index, field, message),
+    each once. `host_kinds`: host name -> local | ssh | container."""
+    found: dict[tuple[int, str, str], None] = {}
+    shapes = list(runs)
+    for index, fault in enumerate(faults):
+        for shape in shapes:
+            for field, message in _against_run(fault, shape, host_kinds):
+                found[(index, field, message)] = None
+    for index, message in _overlaps(faults):
+        found[(index, "at", message)] = None
+    return list(found)
+
+
+def _against_run(fault: Fault, shape: RunShape, host_kinds: dict[str, str]
+                 ) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    end = fault.end_ns if fault.end_ns is not None else fault.at
+    if end > shape.duration_ns:
+        what = "its end" if fault.end_ns is not None else "it"
+        problems.append(("at", f"{what} ({units.format_duration(end)}) falls after the "
+                         f"measured run ({units.format_duration(shape.duration_ns)})"))
+    target = fault.target_name
+    if target == BROKER:
+        if shape.broker_kind == "external":
+            return [*problems, ("target", f"system {shape.system!r} has an external broker: "
+                                "sixnines did not start it, so cannot pause or kill it")]
+        host = shape.broker_host
+    elif target in shape.agents:
+        host = shape.agents[target]
+    else:
+        known = ", ".join(shape.agents)
+        return [*problems, ("target", f"no agent {target!r} in the runs of system "
+                            f"{shape.system!r} (they have {known})")]
+    kind = host_kinds.get(host, LOCAL)
+    if fault.action == FaultAction.PAUSE and kind not in PAUSES_ON:
+        problems.append(("action", f"cannot pause {target} on host {host!r} ({kind}): a "
+                         "pause is possible on local and SSH hosts"))
+    if fault.restart_after is not None and kind not in RESTARTS_ON:
+        problems.append(("restart_after", f"cannot start the broker again on host {host!r} "
+                         f"({kind}): a restart is possible on local and SSH hosts"))
+    return problems
+
+
+def _overlaps(faults: Sequence[Fault]) -> list[tuple[int, str]]:
+    """Faults on a target another fault holds meanwhile (a killed agent, from then on)."""
+    never = MAX_RUN_TIME_NS * 2
+    problems = []
+    for index, fault in enumerate(faults):
+        end = fault.end_ns if fault.end_ns is not None else never
+        for earlier_index, earlier in enumerate(faults[:index]):
+            earlier_end = earlier.end_ns if earlier.end_ns is not None else never
+            if earlier.target_name == fault.target_name and \
+                    fault.at <= earlier_end and earlier.at <= end:
+                problems.append((index, f"overlaps faults[{earlier_index}] on "
+                                 f"{fault.target_name} (one target, one fault at a time; "
+                                 "a killed agent stays dead)"))
+    return problems

@@ -1,0 +1,123 @@
+"""A scenario's `faults:` checked by `sixnines validate` as a user runs it: each fault that
+cannot be done in every run is refused at its own line (FILE:LINE: faults[i].field:
+message), exit 2, nothing started; a list that can be done passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sixnines.orchestrator.plan.agents import plan_agents
+from sixnines.orchestrator.scenario.faults import agent_ids
+from sixnines.orchestrator.scenario.workload import WorkloadPoint
+from tests.faults.support import sixnines
+
+HEAD = """\
+name: f
+systems:
+  - {name: relay, driver: tcp}
+workload: {message_size: 64, rate: 1000, duration: 4s, consumers: [1, 2]}
+faults:
+"""
+FAULTS_LINE = 6  # the first fault's line
+
+
+def validated(tmp_path: Path, faults: str, head: str = HEAD) -> tuple[int, list[str]]:
+    path = tmp_path / "s.yaml"
+    path.write_text(head + faults)
+    done = sixnines("validate", path)
+    assert "Traceback" not in done.stderr, done.stderr
+    return done.returncode, [line.replace(f"{path}:", "") for line in
+                             done.stderr.splitlines()]
+
+
+def test_faults_every_run_can_do_pass(tmp_path):
+    code, lines = validated(tmp_path, """\
+  - {at: 1s, action: pause, target: broker, for: 500ms}
+  - {at: 2s, action: kill, target: broker, restart_after: 1s, data: wipe}
+  - {at: 1s, action: kill, target: consumer-0}
+  - {at: 0, action: pause, target: producer-0, for: 4s}
+""")
+    assert code == 0, lines
+
+
+@pytest.mark.parametrize(("fault", "expected"), [
+    ("{at: 3s, action: pause, target: broker, for: 2s}",
+     "faults[0].at: its end (5s) falls after the measured run (4s)"),
+    ("{at: 5s, action: kill, target: consumer-0}",
+     "faults[0].at: it (5s) falls after the measured run (4s)"),
+    ("{at: 1s, action: kill, target: consumer-1}",
+     "faults[0].target: no agent 'consumer-1' in the runs of system 'relay' (they have "
+     "consumer-0, producer-0)"),
+    ("{at: 1s, action: kill, target: broker}",
+     "faults[0]: killing the broker needs `restart_after`"),
+    ("{at: 1s, action: pause, target: broker}", "faults[0]: a pause needs `for`"),
+    ("{at: 1s, action: kill, target: consumer-0, restart_after: 1s}",
+     "faults[0]: only the broker is started again"),
+    ("{at: 1s, action: partition, target: {host: h2}, for: 1s}",
+     "faults[0]: action 'partition' is not available yet (pause and kill are)"),
+    ("{at: 1s, action: disk-stall, target: broker, for: 1s}",
+     "faults[0]: action 'disk-stall' is not available yet"),
+    ("{at: 1s, action: pause, target: the-broker, for: 1s}",
+     "faults[0].target: 'the-broker' is no target"),
+    ("{at: -1s, action: pause, target: broker, for: 1s}", "faults[0].at: "),
+])
+def test_a_fault_no_run_can_do_is_refused_at_its_line(tmp_path, fault, expected):
+    code, lines = validated(tmp_path, f"  - {fault}\n")
+    assert code == 2
+    assert any(line.startswith(f"{FAULTS_LINE}: {expected}") for line in lines), lines
+
+
+def test_two_faults_on_one_target_at_once_are_refused(tmp_path):
+    code, lines = validated(tmp_path, """\
+  - {at: 1s, action: pause, target: broker, for: 1s}
+  - {at: 1500ms, action: kill, target: broker, restart_after: 1s}
+  - {at: 1s, action: kill, target: producer-0}
+  - {at: 2s, action: pause, target: producer-0, for: 1s}
+""")
+    assert code == 2
+    assert lines == [
+        f"{FAULTS_LINE + 1}: faults[1].at: overlaps faults[0] on broker (one target, one "
+        "fault at a time; a killed agent stays dead)",
+        f"{FAULTS_LINE + 3}: faults[3].at: overlaps faults[2] on producer-0 (one target, one "
+        "fault at a time; a killed agent stays dead)"]
+
+
+def test_the_broker_of_an_external_system_cannot_be_touched(tmp_path):
+    head = HEAD.replace("  - {name: relay, driver: tcp}",
+                        "  - {name: ext, driver: tcp, broker: {external: '127.0.0.1:9'}}")
+    code, lines = validated(tmp_path, "  - {at: 1s, action: pause, target: broker, for: 1s}\n",
+                            head)
+    assert code == 2
+    assert lines == [f"{FAULTS_LINE}: faults[0].target: system 'ext' has an external broker: "
+                     "sixnines did not start it, so cannot pause or kill it"]
+
+
+def test_a_container_host_cannot_pause_or_restart(tmp_path):
+    head = HEAD.replace("faults:\n", """\
+hosts: [{name: box, docker: "unix:///var/run/docker.sock"}]
+placement: {broker: box}
+faults:
+""")
+    code, lines = validated(tmp_path, """\
+  - {at: 1s, action: pause, target: broker, for: 1s}
+  - {at: 3s, action: kill, target: broker, restart_after: 500ms}
+""", head)
+    assert code == 2
+    line = FAULTS_LINE + 2
+    assert lines == [
+        f"{line}: faults[0].action: cannot pause broker on host 'box' (container): a pause "
+        "is possible on local and SSH hosts",
+        f"{line + 1}: faults[1].restart_after: cannot start the broker again on host 'box' "
+        "(container): a restart is possible on local and SSH hosts"]
+
+
+@pytest.mark.parametrize(("mode", "responder"), [("one-way", False), ("round-trip", False),
+                                                 ("round-trip", True)])
+def test_fault_targets_are_the_agents_the_plan_makes(mode, responder):
+    """validate names the agents as the run's plan does (orchestrator.plan.agents)."""
+    workload = WorkloadPoint(mode=mode, message_size=64, rate=1000, duration_ns=10**9,
+                             producers=3, consumers=2)
+    planned = [plan.agent_id for plan in plan_agents(workload, responder)]
+    assert agent_ids(3, 2, workload.mode, responder) == planned
