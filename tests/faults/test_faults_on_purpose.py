@@ -1,8 +1,8 @@
 """Faults on purpose (the scenario's `faults:`), with real processes and answers known by
-construction: the builtin relay paused 1 s delays messages by about 1 s and loses none; a
-Redis server killed and started again by its recipe is reconnected to, the outage counted;
-a consumer killed leaves the run partial with its data kept; a controller SIGKILLed while
-the broker is paused leaves nothing behind."""
+construction: the builtin relay paused 1 s delays messages by about 1 s and loses none
+(its per-fault figures say so too); a Redis server killed and started again by its recipe
+is reconnected to, the outage counted; a consumer killed leaves the run partial with its
+data kept; a controller SIGKILLed while the broker is paused leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -66,6 +66,14 @@ def test_the_relay_paused_a_second_delays_by_a_second_and_loses_nothing(tmp_path
     assert summary["lost"] == summary["unknown"] == summary["duplicated"] == 0
     assert summary["delivered"] == summary["sent"] > 0
     assert summary["latency_us"]["max"] >= 0.9e6  # the first message held the whole second
+    # the per-fault figures of the same run: the window's messages all delivered, the
+    # first of them a second late, and latency back inside the band after it
+    [figures] = summary["faults"]
+    assert (figures["index"], figures["outcome"]) == (0, "done")
+    assert figures["max_in_window_us"] >= 0.9e6
+    window = figures["delivery"]
+    assert window["sent"] == window["delivered"] > 0 and window["lost"] == window["unknown"] == 0
+    assert figures["backlog"] > 0 and figures["recovered"] is True
 
 
 def test_redis_killed_and_restarted_is_reconnected_to(tmp_path):
@@ -92,6 +100,9 @@ def test_redis_killed_and_restarted_is_reconnected_to(tmp_path):
     # the messages due while it was down went out once the producer was back: delivered
     # late, or lost when the consumer subscribed again after them (pub/sub keeps nothing)
     assert summary["latency_us"]["max"] >= 0.3e6 or summary["lost"] > 0
+    [figures] = summary["faults"]  # the window's accounting: each message once
+    window = figures["delivery"]
+    assert window["delivered"] + window["lost"] + window["unknown"] == window["sent"] > 0
 
 
 def test_a_consumer_killed_leaves_the_run_partial_with_its_data(tmp_path):
