@@ -4,13 +4,14 @@ manifest; docs/design.md, "Faults: intervals, band and recovery", defines every 
 
 A fault's timeline, in intervals of the grid from the measured start (a stretch [a, b)
 takes the intervals from the one holding a up to the one holding b):
-- before: the measured time before it took effect, at most BEFORE_NS, from the measured
+- before: the measured time before it struck, at most BEFORE_NS, from the measured
   start or the end of the fault before, up to IN_FLIGHT_INTERVALS before the interval
   holding its start (those hold the messages in flight when it hit: it delays them too,
   and they belong to neither stretch);
-- during: from when it took effect to its end (undone, or a restarted broker accepting
-  connections again); for a fault without an end, to the next fault or the end of the
-  measured time;
+- during: from when it struck (the signal sent: SIGSTOP and SIGKILL act at once, while
+  `effective` is when the controller saw them done, tens of ms later for a reaped process)
+  to its end (undone, or a restarted broker accepting connections again); for a fault
+  without an end, to the next fault or the end of the measured time;
 - after: from its end to the next fault's taking effect or the end of the measured time.
 
 The band: BAND_FACTOR times the BAND_QUANTILE of the per-interval max latency over the
@@ -20,6 +21,9 @@ the band (intervals without a timed message neither count nor break the run; few
 enough when the next fault or the end of the measured time comes within
 RECOVERY_INTERVALS of the first), searched from the interval holding the fault's end (or,
 without an end, the one after its start's).
+
+A fault's accounting (lost, unknown, duplicated, reordered) takes the in-flight intervals
+and `during`: a message in flight when a broker is killed is lost by the fault.
 
 The backlog at the end of an interval: the messages intended by then that arrived (first
 deliveries) less the receipts by then (duplicates aside); lost ones are counted as lost,
@@ -71,12 +75,17 @@ def _ended(record: FaultRecord) -> int | None:
     return record.undone_ns if record.undone_ns is not None else record.restarted_ns
 
 
+def _struck(record: FaultRecord) -> int:
+    """When a fault that took effect struck, absolute ns: its signal sent (module doc)."""
+    assert record.effective_ns is not None
+    return record.issued_ns if record.issued_ns is not None else record.effective_ns
+
+
 def _ended_or_started(record: FaultRecord) -> int:
     """When a fault that took effect stopped disturbing what follows: its end, else its
     start."""
     end = _ended(record)
-    assert record.effective_ns is not None
-    return end if end is not None else record.effective_ns
+    return end if end is not None else _struck(record)
 
 
 def timeline(records: list[FaultRecord], index: int, origin: int, width: int,
@@ -84,10 +93,9 @@ def timeline(records: list[FaultRecord], index: int, origin: int, width: int,
     """The stretches of records[index] (it took effect), times counted from `origin` (the
     measured start, absolute ns on the controller's clock)."""
     record = records[index]
-    assert record.effective_ns is not None
-    effective = record.effective_ns - origin
+    effective = _struck(record) - origin
     end = _ended(record)
-    later = [r.effective_ns - origin for r in records[index + 1:] if r.effective_ns is not None]
+    later = [_struck(r) - origin for r in records[index + 1:] if r.effective_ns is not None]
     boundary = min([measured_ns, *later])
     earlier = [_ended_or_started(r) - origin for r in records[:index]
                if r.effective_ns is not None]
@@ -227,9 +235,10 @@ def _one(records: list[FaultRecord], index: int, origin: int, counts: IntervalCo
             {**_identity(record), "note": record.note or "it never took effect"})
     stretches = timeline(records, index, origin, width, duration, len(counts.latency_max))
     end = _ended(record)
-    end_ns = (end if end is not None else record.effective_ns) - origin
+    end_ns = (end if end is not None else _struck(record)) - origin
     during = window_figures(counts, stretches.during, width)
-    accounted = window_delivery(counts, stretches.during, expected)
+    in_flight = min(stretches.before[1], stretches.during[0])
+    accounted = window_delivery(counts, (in_flight, stretches.during[1]), expected)
     band = band_ns(counts, stretches.before)
     back = (recovered_at(counts, stretches.since, max(stretches.after[1],
                                                        stretches.during[1]), band)

@@ -92,7 +92,8 @@ def test_a_paused_server_with_spare_capacity_recovers_when_its_backlog_is_gone()
     assert fault.drained_s == pytest.approx(0.5, abs=0.011)
     assert fault.rate_before_msg_s == RATE
     assert fault.dip_msg_s == 0 and 1.0 <= fault.dip_at_s < 1.5
-    assert fault.delivery.model_dump() == {"sent": 510, "delivered": 510, "lost": 0,
+    # the window's messages and the in-flight interval's before it (10 ms at 1k msg/s)
+    assert fault.delivery.model_dump() == {"sent": 520, "delivered": 520, "lost": 0,
                                            "unknown": 0, "duplicated": 0, "reordered": 0}
 
 
@@ -115,7 +116,8 @@ def test_what_a_receiver_that_stops_for_good_misses_in_the_window_is_lost():
     (fault,) = figures(manifest(record), counted(intended, received, got))
     assert fault.end_s is None and fault.after.count == 0
     assert (fault.during.from_s, fault.during.to_s) == (2.0, 3.0)
-    assert fault.delivery.model_dump() == {"sent": 1000, "delivered": 0, "lost": 1000,
+    # and the in-flight interval's, which arrived
+    assert fault.delivery.model_dump() == {"sent": 1010, "delivered": 10, "lost": 1000,
                                            "unknown": 0, "duplicated": 0, "reordered": 0}
     assert fault.max_in_window_us is None
     assert (fault.recovered, fault.recovered_s) == (False, None)
@@ -179,3 +181,17 @@ def test_recovery_needs_its_run_of_intervals_inside_and_empty_ones_do_not_break_
     gone = _maxima([low, low, *[None] * 20])  # nothing arrives after the second
     assert faults.recovered_at(gone, 1, 22, 1_000_000) is None
     assert faults.recovered_at(gone, 1, 8, 1_000_000) == 1
+
+
+def test_a_broker_killed_loses_by_the_kill_what_it_held_before_the_kill_was_seen():
+    """SIGKILL acts when it is sent; the controller sees the process reaped 40 ms later.
+    What the broker held (intended from 10 ms before the signal) and everything intended
+    until it came back is the kill's: its window starts at the signal, its accounting in
+    the interval before it."""
+    intended, received = served(None, 2 * RATE)
+    got = (intended < 2 * S - S // 100) | (intended >= 2 * S + S // 2)
+    record = {"at_ns": 2 * S, "action": "kill", "for_ns": S // 2, "issued_ns": ORIGIN + 2 * S,
+              "effective_ns": ORIGIN + 2 * S + 40_000_000, "restarted_ns": ORIGIN + 5 * S // 2}
+    (fault,) = figures(manifest(record), counted(intended, received, got))
+    assert fault.during.from_s == 2.0 and fault.effective_s == pytest.approx(2.04)
+    assert fault.delivery.lost == 510 and fault.delivery.sent == 520
