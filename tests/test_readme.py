@@ -25,7 +25,8 @@ def name_of(scenario: str) -> str:
 
 def test_the_readme_shows_a_scenario_for_each_common_question():
     assert [name_of(s) for s in SCENARIOS] == ["my-rabbitmq", "rabbitmq-vs-nats",
-                                               "rabbitmq-capacity", "rabbitmq-on-three-hosts"]
+                                               "rabbitmq-capacity", "rabbitmq-on-three-hosts",
+                                               "relay-faults"]
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=name_of)

@@ -43,7 +43,7 @@ def test_the_timeline_shades_each_fault_and_marks_its_recovery(tmp_path):
     assert 'class="shade"' in page and "fault 0: pause broker</text>" in page
     script = gnuplot.script(rate)
     assert "rect from 0.01, graph 0 to 0.02, graph 1" in script
-    assert "'fault 0 recovered 10 ms after its end'" in script
+    assert "'0: recovered +10 ms'" in script
     assert per_run.lacking(run, "run-01") == len(per_run.BUILDERS)  # its own plots: none
     assert per_run.figures(run, "run-01") == [latency, rate]
 

@@ -118,8 +118,8 @@ def script(figure: Figure) -> str:
     for number, marker in enumerate(figure.markers, start=1):
         lines += [f"set arrow {number} from {marker.x:.10g}, graph 0 to {marker.x:.10g}, "
                   "graph 1 nohead dt 2 lc rgb '#555555'",
-                  f"set label {number} {_quote(marker.label)} at {marker.x:.10g}, graph 0.96 "
-                  "offset 0.5,0"]
+                  f"set label {number} {_quote(marker.label)} at {marker.x:.10g}, "
+                  f"graph {0.96 - 0.04 * ((number - 1) % 2):.2f} offset 0.5,0"]  # staggered
     for number, shade in enumerate(figure.shades, start=len(figure.markers) + 1):
         lines += [f"set object {number} rect from {shade.x0:.10g}, graph 0 to "
                   f"{shade.x1:.10g}, graph 1 fc rgb '#d62728' fs transparent solid 0.12 "

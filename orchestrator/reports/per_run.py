@@ -250,8 +250,7 @@ def _fault_marks(faults: list[FaultFigures]) -> tuple[tuple[Shade, ...], tuple[M
         shades.append(Shade(fault.effective_s, end, fault_label(fault)))
         if fault.recovered_s is not None:
             markers.append(Marker(end + fault.recovered_s,
-                                  f"fault {fault.index} recovered "
-                                  f"{fault.recovered_s * 1000:,.0f} ms after its end"))
+                                  f"{fault.index}: recovered +{fault.recovered_s * 1000:,.0f} ms"))
     return tuple(shades), tuple(markers)
 
 
