@@ -369,6 +369,13 @@ class Driver(ABC):
         return []
 
     @classmethod
+    def stores_messages(cls, options: DriverOptions) -> bool:
+        """Whether, given these options, the system keeps messages for a subscribed
+        consumer that is not reading (so a backlog can build): a broker's queue, log or
+        stream, not a relay or pub/sub that drops or blocks."""
+        return False
+
+    @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
         """The options that name what a run uses on the broker (a topic, stream, queue,
         subject), given these options (e.g. a stream only in a mode that has one). Each one

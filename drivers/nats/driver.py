@@ -236,6 +236,11 @@ class NatsDriver(Driver):
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
     @classmethod
+    def stores_messages(cls, options: DriverOptions) -> bool:
+        """JetStream keeps a stream; core NATS drops what a slow subscriber cannot take."""
+        return isinstance(options, NatsOptions) and options.mode == "jetstream"
+
+    @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
         """The subject (a run's own hears no other run), and in JetStream the stream."""
         js = isinstance(options, NatsOptions) and options.mode == "jetstream"

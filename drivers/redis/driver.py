@@ -401,6 +401,12 @@ class RedisDriver(Driver):
         return durability.label(settings)
 
     @classmethod
+    def stores_messages(cls, options: DriverOptions) -> bool:
+        """Streams keep entries (up to their trimming); pub/sub delivers to whoever reads
+        now."""
+        return isinstance(options, RedisOptions) and options.mode == "streams"
+
+    @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
         return ("channel",)  # pub/sub stores nothing, but a run's own channel hears no other
 
