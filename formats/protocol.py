@@ -90,6 +90,9 @@ class Prepare(Message):
     #: What messages carry after their header (formats.fill.Fill.to_message); a sample
     #: file's bytes travel in it, so it is kept out of `repr` (logs) too.
     content: dict = field(default_factory=lambda: {"kind": "random"}, repr=False)
+    #: A consumer of a backlog run reads nothing until `hold_ns` after the start instant
+    #: (subscribed all along, so the system keeps what arrives); 0: it reads from the start.
+    hold_ns: int = 0
 
 
 @dataclass(frozen=True)
