@@ -42,6 +42,7 @@ from sixnines.spark_jobs import (
 )
 from sixnines.spark_jobs.agent_pass import FirstPass, RunPlan, SecondPass
 from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, RunContext
+from sixnines.spark_jobs.backlog_pass import BacklogPart, merged_backlog
 from sixnines.spark_jobs.delivery_pass import Intervals, Messages, WatchedReceiver
 from sixnines.spark_jobs.distribution import Detail, bucket_range, median_bucket
 from sixnines.spark_jobs.histograms import Buckets
@@ -84,6 +85,7 @@ class RunFigures:
     drained_out: list[str] = field(default_factory=list)  # problem lines (`drained_out`)
     steadiness: Steadiness | None = None  # how far p99 moved within the run
     steps: list[StepCounts] | None = None  # a shape of steps: each step's
+    backlog: BacklogPart | None = None  # a backlog run: the build and drain's counts
 
 
 @dataclass(frozen=True)
@@ -168,7 +170,8 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       producer_clocks(manifest), sole_domain(manifest),
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
-                      manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest))
+                      manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
+                      manifest.workload.backlog)
 
 
 def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:
@@ -216,6 +219,7 @@ class Merged:
     sent: dict[int, Intervals]
     extra: Messages | None
     steps: list[StepCounts] | None = None
+    backlog: BacklogPart | None = None
 
 
 @dataclass
@@ -285,7 +289,8 @@ def merge_first(found: list[FirstPass]) -> Merged:
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
                   _sum_rates([r.receive_rate for r in found]), pairs, metrics, per_agent,
-                  _extents(found), sent, extra, _steps(found))
+                  _extents(found), sent, extra, _steps(found),
+                  merged_backlog([result.backlog for result in found]))
 
 
 def _counts(metrics: dict[str, Buckets]) -> dict[str, np.ndarray]:
@@ -501,7 +506,7 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
     return RunFigures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
-                      _steadiness(run, first, merged.pairs), merged.steps)
+                      _steadiness(run, first, merged.pairs), merged.steps, merged.backlog)
 
 
 def _steadiness(run: AnalysedRun, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:

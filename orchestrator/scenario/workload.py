@@ -172,6 +172,10 @@ class WorkloadPoint(BaseModel):
         if shape is not None:
             params["rate"] = shape.mean(self.warmup_ns, self.warmup_ns + self.duration_ns)
             params["shape"] = shape.as_json()
+        if self.backlog is not None:
+            params["backlog"] = {"build": self.backlog.build_text,
+                                 "release_ns": self.release_ns,
+                                 "drain_within_ns": self.backlog.drain_within_ns}
         return params
 
 
