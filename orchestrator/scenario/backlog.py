@@ -33,6 +33,7 @@ from sixnines.orchestrator.scenario.fields import MAX_MESSAGES, MAX_RUN_TIME_NS,
 from sixnines.orchestrator.scenario.problems import shown
 
 _MESSAGES = re.compile(r"^\s*(.+?)\s*(messages|message|msgs|msg)\s*$", re.IGNORECASE)
+BACKLOG_KEYS = {"build", "drain_within"}
 BUILD_FORMS = "a count of messages (20k messages), bytes (5MB) or a time (10s)"
 
 
@@ -97,7 +98,7 @@ class Backlog(BaseModel):
         """{build, drain_within} as the scenario writes them (a Backlog's own dump passes)."""
         if not isinstance(data, dict) or "drain_within_ns" in data:
             return data
-        unknown = set(data) - {"build", "drain_within"}
+        unknown = set(data) - BACKLOG_KEYS
         if unknown:
             raise ValueError(f"unknown field(s) {', '.join(sorted(map(str, unknown)))}: "
                              "a backlog has build and drain_within")

@@ -33,7 +33,7 @@ from pydantic import (
 from sixnines.formats.fill import RANDOM
 from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
-from sixnines.orchestrator.scenario.backlog import BacklogField
+from sixnines.orchestrator.scenario.backlog import BACKLOG_KEYS, BacklogField
 from sixnines.orchestrator.scenario.fields import (
     MAX_RUN_TIME_NS,
     MAX_WAIT_NS,
@@ -416,14 +416,16 @@ class Case(WorkloadBase):
 
 
 def _label_of(written: Any) -> str:
-    """A value as written, in words (run ids are made of them): a shape by its label, any
-    other one-key mapping as key=value (`content: {file: PATH}`), anything else as it
-    reads."""
+    """A value as written, in words (run ids are made of them): a shape by its label, a
+    backlog by its build and bound, any other one-key mapping as key=value (`content:
+    {file: PATH}`), anything else as it reads."""
     if isinstance(written, dict) and SHAPE_KEYS & set(written):
         try:
             return shape_label(TypeAdapter(Shape).validate_python(written))
         except (ValueError, ValidationError):
             return "shape"  # invalid: its problems are reported, not its label
+    if isinstance(written, dict) and BACKLOG_KEYS == set(written):
+        return f"{written['build']}-within-{written['drain_within']}"
     if isinstance(written, dict) and len(written) == 1:
         ((key, value),) = written.items()
         return f"{key}={value}"
