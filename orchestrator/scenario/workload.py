@@ -424,7 +424,7 @@ def _label_of(written: Any) -> str:
             return shape_label(TypeAdapter(Shape).validate_python(written))
         except (ValueError, ValidationError):
             return "shape"  # invalid: its problems are reported, not its label
-    if isinstance(written, dict) and BACKLOG_KEYS == set(written):
+    if isinstance(written, dict) and set(written) == BACKLOG_KEYS:
         return f"{written['build']}-within-{written['drain_within']}"
     if isinstance(written, dict) and len(written) == 1:
         ((key, value),) = written.items()
