@@ -1,0 +1,145 @@
+"""`workload.backlog` as a user writes it: `sixnines validate` refuses what cannot build a
+backlog, each at its line; a valid one is planned as the release instant its consumers
+hold to; and a run's figures from its counts per millisecond (drained, or the verdict of a
+drain that cannot keep up)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sixnines.formats.backlog import BacklogPlan
+from sixnines.orchestrator.scenario.matrix import expand
+from sixnines.orchestrator.scenario.model import parse_scenario
+from sixnines.spark_jobs.backlog_pass import LIVE_WINDOWS, BacklogPart, backlog_figures
+
+SCENARIO = """name: s
+systems:
+  - {{name: a, driver: {driver}, broker: {broker}, options: {options}}}
+workload:
+  message_size: 100
+  rate: {rate}
+  duration: 5s
+  warmup: 0
+  backlog: {backlog}
+"""
+GOOD = "{build: 2k messages, drain_within: 2s}"
+BUILTIN = ("tcp", "zmq")
+
+
+def scenario(driver: str, rate: str, backlog: str, options: str = "{}") -> str:
+    broker = "builtin" if driver in BUILTIN else "{external: '127.0.0.1:9'}"
+    return SCENARIO.format(driver=driver, broker=broker, options=options, rate=rate,
+                           backlog=backlog)
+
+
+def validate(tmp_path: Path, driver: str = "kafka", options: str = "{}", rate: str = "1k",
+             backlog: str = GOOD, extra: str = "") -> subprocess.CompletedProcess:
+    text = scenario(driver, rate, backlog, options) + extra
+    (tmp_path / "s.yaml").write_text(text)
+    return subprocess.run([sys.executable, "-m", "sixnines", "validate", "s.yaml"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(("driver", "options"), [
+    ("tcp", "{}"), ("zmq", "{}"), ("redis", "{mode: pubsub}"), ("nats", "{mode: core}")])
+def test_validate_refuses_a_backlog_on_a_system_that_stores_nothing(tmp_path, driver, options):
+    done = validate(tmp_path, driver, options)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"s.yaml:3: systems[0]: driver {driver!r} with these "
+                                  "options keeps no messages for a consumer that is not "
+                                  "reading"), done.stderr
+
+
+@pytest.mark.parametrize(("driver", "options"), [
+    ("kafka", "{}"), ("rabbitmq", "{}")])
+def test_a_backlog_on_a_system_that_stores_messages_is_valid(tmp_path, driver, options):
+    done = validate(tmp_path, driver, options)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("backlog", "rate", "extra", "message"), [
+    ("{build: 2k, drain_within: 2s}", "1k", "", "build must be a count of messages (20k "
+     "messages), bytes (5MB) or a time (10s) (got '2k')"),
+    ("{build: 2000, drain_within: 2s}", "1k", "", "with its unit (got 2000)"),
+    ("{build: 2k messages}", "1k", "", "drain_within required"),
+    ("{build: 2k messages, drain_within: 2s, at: 1s}", "1k", "", "unknown field(s) at"),
+    ("{build: 4s, drain_within: 2s}", "1k", "", "built at 4s from the start, then "
+     "drain_within 2s, ends after the warm-up and duration (5s)"),
+    ("{build: 400KB, drain_within: 1s}", "1k", "", "built at 4096ms from the start"),
+    (GOOD, "max", "  messages: 1000\n", "needs a scheduled rate"),
+    (GOOD, "1k", "  mode: round-trip\n", "needs mode one-way"),
+])
+def test_validate_refuses_a_backlog_that_cannot_build_or_drain(tmp_path, backlog, rate, extra,
+                                                               message):
+    done = validate(tmp_path, backlog=backlog, rate=rate, extra=extra)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith("s.yaml:9: workload.backlog: "), done.stderr
+    assert message in done.stderr
+
+
+@pytest.mark.parametrize(("build", "release_ns"), [
+    ("2k messages", 2_000_000_000), ("100KB", 1_024_000_000), ("1500ms", 1_500_000_000)])
+def test_the_release_is_when_the_schedule_has_intended_the_build(build, release_ns):
+    text = scenario("kafka", "1k", f"{{build: {build}, drain_within: 2s}}")
+    (point,) = expand(parse_scenario(text))
+    params = point.workload.params()
+    assert params["backlog"]["release_ns"] == release_ns
+    assert params["backlog"]["drain_within_ns"] == 2_000_000_000
+
+
+def test_the_release_follows_a_shape():
+    """500 msg/s for 1 s, then 2k: 1,500 messages are due at 1.5 s."""
+    text = scenario("kafka", "{steps: [{rate: 500, for: 1s}, {rate: 2k}]}",
+                    "{build: 1500 messages, drain_within: 2s}")
+    (point,) = expand(parse_scenario(text))
+    assert point.workload.release_ns == 1_500_000_000
+
+
+PLAN = BacklogPlan(build="1000 messages", release_ns=1_000_000_000,
+                   drain_within_ns=1_000_000_000)
+
+
+def part(send_per_ms: int, receive_per_ms: int, built_per_ms: int = 1) -> BacklogPart:
+    """`built_per_ms` sends a ms in the first second, `send_per_ms` after it;
+    `receive_per_ms` from the release (one consumer)."""
+    sent = np.concatenate([np.full(1000, built_per_ms), np.full(1000, send_per_ms)])
+    received = np.concatenate([np.zeros(1000, np.int64), np.full(1000, receive_per_ms)])
+    built = 1000 * built_per_ms
+    return BacklogPart(sent, received, built, 100 * built, None, [None] * LIVE_WINDOWS)
+
+
+def test_a_backlog_is_gone_when_what_is_owed_falls_to_one_percent():
+    """1 msg/ms in, 11 out: 1,000 owed lose 10 a ms, down to 10 (1 %) after 99 ms."""
+    figures = backlog_figures(PLAN, part(1, 11), consumers=1, warmup_ns=0)
+    assert figures.drained and figures.drained_at_s == pytest.approx(1.099)
+    assert figures.drained_in_s == pytest.approx(0.099)
+    assert figures.drain_rate == pytest.approx(11_000) and figures.send_rate == 1000
+    assert figures.verdict == ("drained 1,000 messages in 0.099 s: consumers at 11,000 msg/s "
+                               "while producers sent 1,000 msg/s")
+
+
+def test_consumers_no_faster_than_producers_cannot_catch_up():
+    figures = backlog_figures(PLAN, part(2, 2), consumers=1, warmup_ns=0)
+    assert not figures.drained and figures.drained_at_s is None
+    assert figures.left_messages == 1000
+    assert figures.verdict == ("not drained within 1 s: consumers at 2,000 msg/s cannot catch "
+                               "up with 2,000 msg/s (1,000 messages still queued)")
+
+
+def test_consumers_faster_but_not_enough_are_told_how_much_longer():
+    figures = backlog_figures(PLAN, part(1, 2, built_per_ms=3), consumers=1, warmup_ns=0)
+    assert not figures.drained and figures.left_messages == 2000
+    assert figures.verdict == ("not drained within 1 s: consumers at 2,000 msg/s gain only "
+                               "1,000 msg/s on 1,000 msg/s (2,000 messages still queued, "
+                               "about 2 s more)")
+
+
+def test_every_consumer_must_drain_its_copy():
+    """Two consumers, each receiving every message: their receipts count once each."""
+    figures = backlog_figures(PLAN, part(1, 22), consumers=2, warmup_ns=0)
+    assert figures.drained and figures.drain_rate == pytest.approx(11_000)
