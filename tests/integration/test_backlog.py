@@ -82,6 +82,7 @@ def test_the_backlog_builds_while_consumers_hold_then_drains(backlog_runs, syste
     assert held["count"] == 1000 and held["p50"] > 300_000
     assert live["count"] > 0 and live["p50"] < held["p50"] / 10
     assert "backlog: " in console and "live messages" in console
+    assert "backlog 1000 messages, drained within 1 s" in console
 
 
 @pytest.mark.parametrize("system", ["kafka", "rabbitmq"])
