@@ -369,7 +369,7 @@ def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
 def inbox_of(role: Chunked) -> Inbox:
     """A receiver's inbox, its buffers written by its role's recorder."""
     spec = role.spec
-    rows = receipt_rows(spec.expected, spec.warmup_ns + spec.duration_ns)
+    rows = receipt_rows(spec.expected, spec.warmup_ns + spec.duration_ns, spec.hold_ns)
     return Inbox(rows, role.driver.receive_framing(spec.message_size), spec.message_size,
                  role.recorder)
 
