@@ -1,7 +1,8 @@
 """A backlog built and drained as a user runs it: the real CLI against Kafka (noida-db) and
 RabbitMQ started from their recipes, consumers held while producers keep 1,000 msg/s
 until 1,000 messages are queued, then released; and a bound too short for any drain,
-which gets its verdict."""
+which gets its verdict (draining 1,024 messages within 1 ms would take a consumer
+receiving a million a second)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ systems:
 workload: {message_size: 100, rate: 1k, warmup: 0, duration: 2s, drain: 2s}
 cases:
   - {name: drains, backlog: {build: 1k messages, drain_within: 1s}}
-  - {name: bound, backlog: {build: 100KB, drain_within: 5ms}}
+  - {name: bound, backlog: {build: 100KB, drain_within: 1ms}}
 """
 
 
@@ -74,7 +75,8 @@ def test_the_backlog_builds_while_consumers_hold_then_drains(backlog_runs, syste
     assert backlog["drained"] is True, backlog["verdict"]
     assert 0 < backlog["drained_in_s"] < 1.0
     assert backlog["drained_at_s"] == pytest.approx(RELEASE_S + backlog["drained_in_s"])
-    assert backlog["drain_rate"] > backlog["send_rate"] > 0
+    # (a drain of a few ms may see no send: the producers go at one a ms)
+    assert backlog["drain_rate"] > max(backlog["send_rate"], 1000)
     assert backlog["verdict"].startswith(f"drained {backlog['built_messages']:,} messages")
     # the backlog's messages waited for the release (half a second on average), the live
     # ones did not
@@ -88,7 +90,7 @@ def test_the_backlog_builds_while_consumers_hold_then_drains(backlog_runs, syste
 @pytest.mark.parametrize("system", ["kafka", "rabbitmq"])
 def test_a_drain_longer_than_its_bound_gets_a_verdict(backlog_runs, system):
     """100 KB is 1,024 messages of 100 B, built by 1.024 s; no consumer drains them in
-    5 ms."""
+    1 ms."""
     _, _, runs = backlog_runs
     number = {"kafka": "02", "rabbitmq": "04"}[system]
     run = runs[f"{number}-{system}-bound"]
@@ -98,7 +100,7 @@ def test_a_drain_longer_than_its_bound_gets_a_verdict(backlog_runs, system):
     assert backlog["drained"] is False
     assert backlog["drained_at_s"] is None and backlog["drained_in_s"] is None
     assert backlog["left_messages"] > 0
-    assert backlog["verdict"].startswith("not drained within 0.005 s: consumers at")
+    assert backlog["verdict"].startswith("not drained within 0.001 s: consumers at")
     assert backlog["live_latency_us"]["count"] == 0
     # it did drain once the bound was past: every message arrived
     assert run["lost"] == 0 and run["received"] == run["sent"]
