@@ -35,7 +35,8 @@ from sixnines.formats.errors import SixninesError
 PROTOCOL_VERSION = 7  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
 #: 5: `start` carries the CPU placement; 6: connections divide the load (lanes: a consumer
 #: expects each message once, and the relay's hello carries the lane); 7: `prepare` carries
-#: a rate shape and the fill of messages (`content`, formats.fill.Fill.to_message)
+#: a rate shape and the fill of messages (`content`, formats.fill.Fill.to_message), and a
+#: consumer's hold while a backlog builds (`hold_ns`)
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
