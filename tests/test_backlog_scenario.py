@@ -94,3 +94,10 @@ def test_the_release_follows_a_shape():
                     "{build: 1500 messages, drain_within: 2s}")
     (point,) = expand(parse_scenario(text))
     assert point.workload.release_ns == 1_500_000_000
+
+
+def test_validate_says_how_a_backlog_s_units_were_read(tmp_path):
+    done = validate(tmp_path, backlog="{build: 100KB, drain_within: 2}")
+    assert done.returncode == 0, done.stderr
+    assert "s.yaml:9: workload.backlog.build: 100KB → 102,400 B (KB read as KiB)" in done.stderr
+    assert "s.yaml:9: workload.backlog.drain_within: 2 → 2 s (no unit: seconds)" in done.stderr
