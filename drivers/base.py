@@ -147,6 +147,8 @@ class WorkloadShape(Protocol):
     def consumers(self) -> int: ...
     @property
     def connections(self) -> int: ...  # per agent: one `Lane` each
+    @property
+    def backlog_messages(self) -> int: ...  # due before consumers read (0: no backlog)
 
 
 #: The durability of a system that stores and acknowledges nothing.

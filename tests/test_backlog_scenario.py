@@ -101,3 +101,16 @@ def test_validate_says_how_a_backlog_s_units_were_read(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "s.yaml:9: workload.backlog.build: 100KB → 102,400 B (KB read as KiB)" in done.stderr
     assert "s.yaml:9: workload.backlog.drain_within: 2 → 2 s (no unit: seconds)" in done.stderr
+
+
+@pytest.mark.parametrize(("driver", "options", "message"), [
+    ("redis", "{mode: streams, stream_maxlen: 1000}", "a backlog of 2,000 messages is more "
+     "than stream_maxlen 1,000: the stream would trim entries the consumers have not read"),
+    ("nats", "{mode: jetstream, max_bytes: 100000}", "a backlog of 2,000 messages (200,000 B) "
+     "is more than the stream's max_bytes 100,000"),
+])
+def test_validate_refuses_a_backlog_its_stream_would_trim(tmp_path, driver, options, message):
+    done = validate(tmp_path, driver, options)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"s.yaml:3: systems[0]: {message}"), done.stderr
+    assert validate(tmp_path, driver, options.replace("1000", "10000")).returncode == 0

@@ -156,6 +156,18 @@ class WorkloadPoint(BaseModel):
         return self.backlog.release_ns(rate, self.message_size)
 
     @property
+    def backlog_messages(self) -> int:
+        """The messages the schedule intends before the release: the backlog a system must
+        keep for consumers not reading (0: no backlog)."""
+        release = self.release_ns
+        if release is None:
+            return 0
+        shape = self.shape
+        if shape is not None:
+            return math.ceil(float(shape.cumulative().at(release)))
+        return math.ceil(float(self.rate) * release / SECOND_NS)
+
+    @property
     def shape(self) -> RateShape | None:
         """The segments a shaped rate follows (None: the rate is one number, max or a
         search)."""
