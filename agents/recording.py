@@ -86,12 +86,15 @@ def producer_rows(sends: int, rate: float | None) -> int:
     return chunk_rows(sends, rate)
 
 
-def receipt_rows(expected: int, span_ns: int) -> int:
+def receipt_rows(expected: int, span_ns: int, held_ns: int = 0) -> int:
     """A receiver's buffer for `expected` deliveries over `span_ns` (every connection's):
     about a second's worth, at least RECEIPT_ROWS for bursts after a stall; the whole
-    run's with 5 % and 1024 to spare when chunks are off (beyond it: overflow)."""
+    run's with 5 % and 1024 to spare when chunks are off (beyond it: overflow). A consumer
+    held for `held_ns` while a backlog builds gets buffers that hold the backlog between
+    them: it comes at once when the consumer goes."""
+    held = expected * min(held_ns, span_ns) // max(span_ns, 1)
     return chunk_rows(int(expected * 1.05) + 1024, expected * NS / max(span_ns, 1),
-                      RECEIPT_ROWS)
+                      max(RECEIPT_ROWS, -(-held // POOL_BUFFERS)))
 
 
 class Columns:

@@ -18,6 +18,7 @@ formats.load.TAGS_BY_ROLE.
 from __future__ import annotations
 
 import contextlib
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -54,6 +55,7 @@ from sixnines.formats.vocabulary import MAX_RATE, Metric, Receive, Schedule
 
 WAIT_MS = 20  # blocking receive timeout: how often a blocked loop looks at its flags
 BLOCK_MARGIN_NS = 2_000_000  # a requester stops blocking this long before its next send
+HOLD_SPIN_NS = 2_000_000  # a held consumer spins this last stretch of its hold
 
 
 @dataclass
@@ -329,6 +331,16 @@ def drain(inbox: Inbox, receivers: list[Receiver], waiter: Waiter, first_id: int
             return
 
 
+def hold(until_ns: int, control: Control) -> None:
+    """Read nothing until `until_ns` (a backlog builds meanwhile), or until stopped: asleep
+    in steps short enough to see a stop, then spinning the last stretch so the reading
+    starts on the instant."""
+    while not control.stopping and (left := until_ns - clock()) > HOLD_SPIN_NS:
+        time.sleep(min(left - HOLD_SPIN_NS, WAIT_MS * 1_000_000) / NS)
+    while not control.stopping and clock() < until_ns:
+        pass
+
+
 def lane(spec: Prepare, connection: int) -> Lane:
     """A connection's lane: one-way connections divide the load (drivers.base.Lane);
     round trips need none."""
@@ -360,7 +372,7 @@ def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
 def inbox_of(role: Chunked) -> Inbox:
     """A receiver's inbox, its buffers written by its role's recorder."""
     spec = role.spec
-    rows = receipt_rows(spec.expected, spec.warmup_ns + spec.duration_ns)
+    rows = receipt_rows(spec.expected, spec.warmup_ns + spec.duration_ns, spec.hold_ns)
     return Inbox(rows, role.driver.receive_framing(spec.message_size), spec.message_size,
                  role.recorder)
 
@@ -432,6 +444,8 @@ class Consumer(Chunked):
         self.inbox.arm(t0)
 
     def run(self, control: Control) -> None:
+        if self.spec.hold_ns:
+            hold(self.t0 + self.spec.hold_ns, control)
         self.reconnects.run(lambda: drain(self.inbox, self.receivers, self.waiter,
                                           self.spec.first_id, control,
                                           self.spec.receive == Receive.BUSY_POLL),

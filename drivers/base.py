@@ -147,6 +147,8 @@ class WorkloadShape(Protocol):
     def consumers(self) -> int: ...
     @property
     def connections(self) -> int: ...  # per agent: one `Lane` each
+    @property
+    def backlog_messages(self) -> int: ...  # due before consumers read (0: no backlog)
 
 
 #: The durability of a system that stores and acknowledges nothing.
@@ -367,6 +369,13 @@ class Driver(ABC):
         """What this driver cannot do with this workload (checked before anything starts),
         e.g. a delivery mode that cannot fan out to several consumers."""
         return []
+
+    @classmethod
+    def stores_messages(cls, options: DriverOptions) -> bool:
+        """Whether, given these options, the system keeps messages for a subscribed
+        consumer that is not reading (so a backlog can build): a broker's queue, log or
+        stream, not a relay or pub/sub that drops or blocks."""
+        return False
 
     @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:

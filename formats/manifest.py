@@ -39,6 +39,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
+from sixnines.formats.backlog import BacklogPlan
 from sixnines.formats.document import Document
 from sixnines.formats.durability import Durability
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
@@ -330,6 +331,8 @@ class Workload(Open):
     shape: RateShape | None = None
     """A shaped rate's segments (then `rate` is its mean over the measured time); absent:
     the rate was one number (since schema_version 9)."""
+    backlog: BacklogPlan | None = None
+    """The backlog the run builds and drains; absent: none (since schema_version 9)."""
 
 
 #: What `driver_options` says for an option named for each run (`Resources.named` gives

@@ -35,9 +35,9 @@ from sixnines.formats.errors import SixninesError
 PROTOCOL_VERSION = 7  # 3: heartbeats (`beat`); 4: progress carries disk written and free;
 #: 5: `start` carries the CPU placement; 6: connections divide the load (lanes: a consumer
 #: expects each message once, and the relay's hello carries the lane); 7: `prepare` carries
-#: a rate shape, the fill of messages (`content`, formats.fill.Fill.to_message) and how
-#: long a broken connection is tried again (`reconnect_ns`), and `follow` points the
-#: broker monitor at a broker started again
+#: a rate shape, the fill of messages (`content`, formats.fill.Fill.to_message), how long
+#: a broken connection is tried again (`reconnect_ns`) and a consumer's hold while a
+#: backlog builds (`hold_ns`); `follow` points the broker monitor at a broker started again
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
@@ -93,6 +93,9 @@ class Prepare(Message):
     #: What messages carry after their header (formats.fill.Fill.to_message); a sample
     #: file's bytes travel in it, so it is kept out of `repr` (logs) too.
     content: dict = field(default_factory=lambda: {"kind": "random"}, repr=False)
+    #: A consumer of a backlog run reads nothing until `hold_ns` after the start instant
+    #: (subscribed all along, so the system keeps what arrives); 0: it reads from the start.
+    hold_ns: int = 0
 
 
 @dataclass(frozen=True)

@@ -355,7 +355,7 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults")
+_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults", "backlog")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -388,6 +388,42 @@ class StepFigures(Document):
     """recv − intended of the messages intended within the step, µs."""
     send_lag_us: Figures = Field(default_factory=Figures)
     """sent − intended of the messages intended within the step, µs."""
+
+
+class BacklogFigures(Document):
+    """A backlog's build and drain, measured from the records (summary `backlog`). Times
+    are seconds from the measured start (after the warm-up); rates msg/s."""
+
+    built_messages: int
+    """Messages sent before the release (warm-up included: consumers read none of them)."""
+    built_bytes: int
+    released_at_s: float
+    """When the consumers started reading."""
+    drain_within_s: float
+    """The bound: how long after the release the drain was watched."""
+    drained: bool
+    """Whether the backlog was gone within the bound."""
+    drained_at_s: float | None = None
+    """When it was gone (to the millisecond): what each consumer still had to receive of
+    what was sent fell to formats.backlog.DRAINED_SHARE of the backlog built. Null: not
+    within the bound."""
+    drained_in_s: float | None = None
+    """drained_at_s − released_at_s."""
+    drain_rate: float | None = None
+    """What each consumer received per second from the release until the backlog was gone
+    (or until the bound)."""
+    send_rate: float | None = None
+    """What the producers sent per second over the same stretch."""
+    left_messages: int | None = None
+    """Not drained: what each consumer still had to receive at the bound."""
+    verdict: str
+    """The outcome in words ("drained 2,000 messages in 1.4 s at 2,430 msg/s while
+    producers sent 1,000 msg/s", or "consumers at X msg/s cannot catch up with Y msg/s")."""
+    backlog_latency_us: Figures = Field(default_factory=Figures)
+    """recv − intended of the messages intended before the release (measured time), µs."""
+    live_latency_us: Figures = Field(default_factory=Figures)
+    """recv − intended of the messages intended after the backlog was gone (measured
+    time), µs; none when it never was."""
 
 
 class RunSummary(Versioned):
@@ -516,6 +552,9 @@ class RunSummary(Versioned):
     faults: list[FaultFigures] | None = None
     """Per fault of the scenario, in its order, what it cost (since schema_version 7);
     null without faults."""
+    backlog: BacklogFigures | None = None
+    """The backlog's build and drain, when the workload builds one (absent otherwise;
+    since schema_version 7)."""
     behind_s: float | None = None
     """How long the senders were more than SATURATED_LAG_P99_US behind their schedule,
     seconds summed over the sending agents: the messages sent that late, over each

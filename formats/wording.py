@@ -72,9 +72,23 @@ def value_text(name: str, value: object) -> str:
         return rate_text(value)
     if name == "shape" and isinstance(value, dict):  # formats.shape.RateShape
         return str(value.get("label"))
+    if name == "backlog" and isinstance(value, dict):  # formats.backlog.BacklogPlan
+        return backlog_text(value)
     if numeric and name in COUNT_PARAMS:
         return f"{value:,}"
     return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def backlog_text(plan: Mapping[str, object]) -> str:
+    """A backlog plan in words ("4000 messages, drained within 1 s"); its build is
+    "N messages", "NB" (bytes) or "Nns" (a time)."""
+    build, bound = str(plan.get("build")), plan.get("drain_within_ns")
+    if build.endswith("ns") and build[:-2].isdigit():
+        build = duration_text(int(build[:-2]))
+    elif build.endswith("B") and build[:-1].isdigit():
+        build = size_text(int(build[:-1]))
+    within = duration_text(bound) if isinstance(bound, int) else "?"
+    return f"{build}, drained within {within}"
 
 
 def param_name(name: str) -> str:

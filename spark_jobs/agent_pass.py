@@ -31,6 +31,7 @@ import numpy as np
 
 from sixnines.formats.vocabulary import Role
 from sixnines.spark_jobs.agent_rows import CROSS_CLOCK, PAIRS, AgentFiles, Rows, batches, read_rows
+from sixnines.spark_jobs.backlog_pass import BacklogPart, backlog_part, merged_backlog
 from sixnines.spark_jobs.delivery import Matched, Tally
 from sixnines.spark_jobs.delivery_pass import (
     Intervals,
@@ -142,6 +143,7 @@ class FirstPass:
     last_receipt: int | None = None  # its clock: when its latest receipt came (warm-up too)
     steps: list[StepPart] | None = None  # a shape of steps: its part of each step
     intervals: IntervalCounts | None = None  # per interval of a run with faults
+    backlog: BacklogPart | None = None  # a backlog run: its part of the build and drain
 
 
 def _logged_until(agent: AgentFiles, log: LogRead | None) -> int | None:
@@ -159,7 +161,7 @@ class FirstFold:
     part, merged as it comes so the state stays small."""
 
     PARTS = ("sent_span", "recv_span", "last_recv", "pairs", "metrics", "logged", "extents",
-             "sent", "by_dead", "seen", "steps", "intervals")
+             "sent", "by_dead", "seen", "steps", "intervals", "backlog")
 
     def __init__(self, agent: AgentFiles, logged_until: int | None = None) -> None:
         self.agent, self.logged_until = agent, logged_until
@@ -187,6 +189,7 @@ class FirstFold:
         parts["extents"].append(stream_extents(rows, agent.agent_index))
         parts["sent"].append(sends(rows, measured))
         parts["steps"].append(step_parts(rows, run))
+        parts["backlog"].append(backlog_part(rows, run))
         if run.dead_producer_ids:
             parts["by_dead"].append(
                 sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids))))
@@ -202,7 +205,7 @@ class FirstFold:
             "sent_span": _joined, "recv_span": _joined, "last_recv": _joined,
             "pairs": merged_pairs, "metrics": merged_buckets, "logged": merged_buckets,
             "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends,
-            "steps": merged_steps, "intervals": merged}
+            "steps": merged_steps, "intervals": merged, "backlog": merged_backlog}
         for name, merge in merges.items():  # the dead senders' messages seen: at the end
             if len(parts[name]) > 1:
                 parts[name] = [merge(parts[name])]
@@ -223,7 +226,7 @@ class FirstFold:
             one("logged", {}) if self.logged_until is not None else None,
             one("extents", []), one("sent", {}), one("by_dead", {}), merged_seen(parts["seen"]),
             log, agent.started_ns, last[2] if (last := one("last_recv", None)) else None,
-            one("steps", None), one("intervals", None))
+            one("steps", None), one("intervals", None), one("backlog", None))
 
 
 def first_pass(agent: AgentFiles) -> FirstPass:

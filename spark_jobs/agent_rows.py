@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sixnines.formats.backlog import BacklogPlan
 from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.layout import MESSAGES_FILE
 from sixnines.formats.manifest import Manifest
@@ -90,6 +91,8 @@ class RunContext:
     #: a shape of steps: each step's (start, end) in ns from the start instant
     steps: tuple[tuple[int, int], ...] = ()
     grid: Grid | None = None
+    #: a backlog run: its plan (release and bound, from the start instant)
+    backlog: BacklogPlan | None = None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from sixnines.spark_jobs import (
 )
 from sixnines.spark_jobs.agent_pass import FirstPass, RunPlan, SecondPass
 from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, RunContext
+from sixnines.spark_jobs.backlog_pass import BacklogPart, merged_backlog
 from sixnines.spark_jobs.delivery_pass import Intervals, Messages, WatchedReceiver
 from sixnines.spark_jobs.distribution import Detail, bucket_range, median_bucket
 from sixnines.spark_jobs.grid import Grid
@@ -87,6 +88,7 @@ class RunFigures:
     steadiness: Steadiness | None = None  # how far p99 moved within the run
     steps: list[StepCounts] | None = None  # a shape of steps: each step's
     intervals: intervals.IntervalCounts | None = None  # per interval, a run with faults
+    backlog: BacklogPart | None = None  # a backlog run: the build and drain's counts
 
 
 @dataclass(frozen=True)
@@ -181,7 +183,7 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
                       manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
-                      fault_grid(manifest))
+                      fault_grid(manifest), manifest.workload.backlog)
 
 
 def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:
@@ -229,6 +231,7 @@ class Merged:
     sent: dict[int, Intervals]
     extra: Messages | None
     steps: list[StepCounts] | None = None
+    backlog: BacklogPart | None = None
 
 
 @dataclass
@@ -298,7 +301,8 @@ def merge_first(found: list[FirstPass]) -> Merged:
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
                   _sum_rates([r.receive_rate for r in found]), pairs, metrics, per_agent,
-                  _extents(found), sent, extra, _steps(found))
+                  _extents(found), sent, extra, _steps(found),
+                  merged_backlog([result.backlog for result in found]))
 
 
 def _counts(metrics: dict[str, Buckets]) -> dict[str, np.ndarray]:
@@ -515,7 +519,7 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
                       _steadiness(run, first, merged.pairs), merged.steps,
-                      _intervals(first, second))
+                      _intervals(first, second), merged.backlog)
 
 
 def _intervals(first: list[FirstPass], second: list[SecondPass]

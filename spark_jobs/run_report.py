@@ -90,6 +90,7 @@ from sixnines.spark_jobs import (
     summarize,
     timeline,
 )
+from sixnines.spark_jobs.backlog_pass import BacklogPart, backlog_figures
 from sixnines.spark_jobs.load import saturation_warnings
 
 #: The analysis' log, whatever schedules its tasks (the Spark command line's stderr).
@@ -388,6 +389,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
                                     manifest.params.get("producers", 1)),
         **series.summary_fields(per_message, humps), steadiness=figured.steadiness,
         steps=step_figures(manifest, figured.steps),
+        **backlog_fields(manifest, figured.backlog),
         cpu=usage.summary(), cpu_placement=manifest.cpu_placement,
         faults=faults.fault_figures(manifest, figured.intervals, width, _expected(checked)))
     summary.warnings = [*lag_warnings(summary), *saturation_warnings(counts, manifest.params),
@@ -422,6 +424,16 @@ def step_figures(manifest: Manifest, steps: list[run_merge.StepCounts] | None
             send_lag_us=summarize.metric_summary(step.metrics.get(Metric.SEND_LAG,
                                                                   summarize.MetricCounts()))))
     return found
+
+
+def backlog_fields(manifest: Manifest, part: BacklogPart | None) -> dict[str, Any]:
+    """The summary's `backlog` of a run that built one (nothing otherwise: the field is
+    absent, not null)."""
+    plan = manifest.workload.backlog
+    if plan is None or part is None:
+        return {}
+    consumers = sum(agent.role == Role.CONSUMER for agent in manifest.agents)
+    return {"backlog": backlog_figures(plan, part, consumers, manifest.workload.warmup_ns)}
 
 
 def _json(document: dict[str, Any]) -> str:

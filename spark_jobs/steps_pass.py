@@ -28,7 +28,7 @@ class StepPart:
     received: int
 
 
-def _starts(rows: Rows, run: RunContext) -> tuple[np.ndarray, np.ndarray]:
+def start_instants(rows: Rows, run: RunContext) -> tuple[np.ndarray, np.ndarray]:
     """Each row's producer's start instant (its clock), and whether it is known."""
     ends = run.warmup_ends or {}
     ids = np.array(sorted(ends), dtype=np.int64)
@@ -43,7 +43,7 @@ def step_parts(rows: Rows, run: RunContext) -> list[StepPart] | None:
     """Each step's part of these records (None: the run has no steps)."""
     if not run.steps:
         return None
-    start, known = _starts(rows, run)
+    start, known = start_instants(rows, run)
     intended, sent = rows.intended - start, rows.sent - start
     timed = rows.timed & known & (rows.pair != EXCLUDED)
     received = np.where(timed, rows.recv - rows.correction - start, -1)

@@ -57,6 +57,22 @@ def test_a_consumer_s_buffers_hold_a_second_of_its_deliveries(streaming):
     assert twice["consumer"].memory - one["consumer"].memory == 100_000 * per_row
 
 
+def test_a_held_consumer_s_buffers_hold_the_backlog_between_them(streaming):
+    """A backlog of 800,000 messages comes at once when the consumer goes: its four
+    buffers hold 200,000 each, where a second's deliveries would be 100,000."""
+    def consumer(backlog: str):
+        (point,) = expand(parse_scenario(f"""
+name: fit
+systems: [{{name: k, driver: kafka, broker: {{external: "127.0.0.1:9"}}}}]
+workload: {{message_size: 64, rate: 100k, duration: 20s, warmup: 0s{backlog}}}
+"""))
+        return next(need for need in footprint.agent_needs(point)
+                    if need.plan.role == "consumer")
+    per_row = recording.pool_buffers() * CHUNK_ROW_BYTES["consumer"] + WRITER_ROW_BYTES
+    held = consumer(", backlog: {build: 8s, drain_within: 10s}")
+    assert held.memory - consumer("").memory == 100_000 * per_row
+
+
 def test_the_largest_run_counts_for_memory_and_every_run_for_disk():
     found = footprint.estimate(points("{message_size: 64, rate: [1k, 50k], duration: 10s}"))
     assert found.memory["local"][1] == "02-tcp-rate=50k"

@@ -142,6 +142,10 @@ class KafkaDriver(Driver):
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
     @classmethod
+    def stores_messages(cls, options: DriverOptions) -> bool:
+        return True  # the log: a consumer reads from its offsets whenever it reads
+
+    @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
         return ("topic",)
 

@@ -216,6 +216,12 @@ class NatsDriver(Driver):
         if workload.message_size > MAX_PAYLOAD_LIMIT:
             return [f"message_size {workload.message_size} is above 64 MiB, the largest "
                     "max_payload a NATS server accepts"]
+        held = workload.backlog_messages * workload.message_size
+        if isinstance(options, NatsOptions) and options.mode == "jetstream" \
+                and 0 <= options.max_bytes < held:
+            return [f"a backlog of {workload.backlog_messages:,} messages ({held:,} B) is more "
+                    f"than the stream's max_bytes {options.max_bytes:,}: it would discard "
+                    "messages the consumers have not read (lost); raise max_bytes"]
         return []
 
     # durability (drivers/nats/durability.py)
@@ -235,6 +241,11 @@ class NatsDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+    @classmethod
+    def stores_messages(cls, options: DriverOptions) -> bool:
+        """JetStream keeps a stream; core NATS drops what a slow subscriber cannot take."""
+        return isinstance(options, NatsOptions) and options.mode == "jetstream"
+
     @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
         """The subject (a run's own hears no other run), and in JetStream the stream."""

@@ -313,6 +313,10 @@ class RabbitmqDriver(Driver):
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
     @classmethod
+    def stores_messages(cls, options: DriverOptions) -> bool:
+        return True  # every receiver has its queue (beyond what prefetch hands it)
+
+    @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
         return ("exchange", "queue")
 

@@ -379,6 +379,12 @@ class RedisDriver(Driver):
         if workload.message_size > MAX_BULK:
             return [f"message_size {workload.message_size} is above Redis' largest string "
                     f"({MAX_BULK} bytes, proto-max-bulk-len)"]
+        backlog = workload.backlog_messages
+        if isinstance(options, RedisOptions) and options.mode == "streams" \
+                and backlog > options.stream_maxlen:
+            return [f"a backlog of {backlog:,} messages is more than stream_maxlen "
+                    f"{options.stream_maxlen:,}: the stream would trim entries the consumers "
+                    "have not read (lost); raise stream_maxlen"]
         return []
 
     # --- durability (drivers/redis/durability.py) ----------------------------------------
@@ -399,6 +405,12 @@ class RedisDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+
+    @classmethod
+    def stores_messages(cls, options: DriverOptions) -> bool:
+        """Streams keep entries (up to their trimming); pub/sub delivers to whoever reads
+        now."""
+        return isinstance(options, RedisOptions) and options.mode == "streams"
 
     @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:

@@ -77,7 +77,9 @@ def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
     needs = []
     for plan in plans:
         rows = _rows(plan)
-        recording, chunks = _recording(plan, workload.warmup_ns + workload.duration_ns)
+        held_ns = (workload.release_ns or 0) if plan.role == Role.CONSUMER else 0
+        recording, chunks = _recording(plan, workload.warmup_ns + workload.duration_ns,
+                                       held_ns)
         memory = AGENT_BASE_BYTES + recording + _buffers(plan, workload.message_size)
         disk = (rows * ROW_DISK_BYTES + chunks * CHUNK_FILE_BYTES
                 + int(HLOG_BYTES_PER_S * span_s) + AGENT_FILES_BYTES)
@@ -85,11 +87,13 @@ def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
     return needs
 
 
-def _recording(plan: AgentPlan, span_ns: int) -> tuple[int, int]:
+def _recording(plan: AgentPlan, span_ns: int, held_ns: int) -> tuple[int, int]:
     """The memory an agent records into, and how many chunk files it writes: a sender's
-    schedule pieces and a receiver's buffers (a requester has both, a responder neither)."""
+    schedule pieces and a receiver's buffers (a requester has both, a responder neither;
+    a consumer held `held_ns` while a backlog builds, buffers for the backlog)."""
     parts = ([_sending(plan)] if plan.sends_messages else []) + (
-        [_receiving(plan, span_ns)] if plan.role in (Role.CONSUMER, Role.REQUESTER) else [])
+        [_receiving(plan, span_ns, held_ns)] if plan.role in (Role.CONSUMER, Role.REQUESTER)
+        else [])
     if not parts:
         return 0, 0
     return sum(memory for memory, _ in parts) + HLOG_OPEN_BYTES, sum(n for _, n in parts)
@@ -104,8 +108,8 @@ def _sending(plan: AgentPlan) -> tuple[int, int]:
             plan.connections * -(-sends // rows))
 
 
-def _receiving(plan: AgentPlan, span_ns: int) -> tuple[int, int]:
-    rows = receipt_rows(plan.expected, span_ns)
+def _receiving(plan: AgentPlan, span_ns: int, held_ns: int) -> tuple[int, int]:
+    rows = receipt_rows(plan.expected, span_ns, held_ns)
     return (rows * (pool_buffers() * CHUNK_ROW_BYTES[Role.CONSUMER] + WRITER_ROW_BYTES),
             max(-(-plan.expected // rows), span_ns // CHUNK_NS))
 

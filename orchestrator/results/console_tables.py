@@ -235,6 +235,25 @@ def fault_table(summary: RunSummary) -> Table | None:
     return table
 
 
+def backlog_table(summary: RunSummary) -> Table | None:
+    """A backlog run: what was built, when the consumers went and the backlog was gone
+    (or its verdict), and the latency of the backlog's messages against the live ones'
+    (None: the run built no backlog)."""
+    backlog = summary.backlog
+    if backlog is None:
+        return None
+    table = Table(title=(f"backlog: {backlog.built_messages:,} messages "
+                         f"({backlog.built_bytes:,} B) built, consumers released at "
+                         f"{backlog.released_at_s:g} s (bound {backlog.drain_within_s:g} s): "
+                         f"{backlog.verdict}"), title_justify="left")
+    for column in ("latency µs", *STEP_KEYS, "count"):
+        table.add_column(column, justify="right")
+    for name, figures in (("backlog messages", backlog.backlog_latency_us),
+                          ("live messages", backlog.live_latency_us)):
+        table.add_row(name, *(_cell(figures, key) for key in STEP_KEYS), f"{figures.count:,}")
+    return table
+
+
 def print_tables(summaries: list[RunSummary], console: Console,
                  cases: Sequence[RepeatedCase] = ()) -> None:
     """Each run's table, then its problems (red), warnings (yellow: what to act on before
@@ -252,11 +271,10 @@ def print_tables(summaries: list[RunSummary], console: Console,
             console.print(f"{markup(summary.run_id)}  {_status_text(summary)}: no figures")
         else:
             console.print(run_table(summary, case))
-            if (steps := steps_table(summary)) is not None:
-                console.print(steps)
-            faults = fault_table(summary) if case is None else None
-            if faults is not None:
-                console.print(faults)
+            for extra in (steps_table(summary), backlog_table(summary),
+                          fault_table(summary) if case is None else None):
+                if extra is not None:
+                    console.print(extra)
         for style, mark, lines in (("red", "!", summary.problems),
                                    ("yellow", "!", summary.warnings),
                                    ("dim", "·", summary.notes)):

@@ -166,6 +166,7 @@ class Agents:
             target_pid=target_pid, credential=None if beside else broker.credential_message(),
             shape=None if shape is None else shape.as_json(),
             lanes=w.producers * plan.connections,
+            hold_ns=(w.release_ns or 0) if plan.role == Role.CONSUMER else 0,
             **({"content": self.fill.to_message()} if plan.sends_messages else {}),
             reconnect_ns=self.point.system.reconnect,
         ))

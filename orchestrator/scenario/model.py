@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from sixnines.drivers.base import Driver, DriverOptions
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
@@ -529,10 +530,21 @@ def _driver_workload_problems(
         line = doc.line_of(("systems", index))
         for where, workload in points:
             case = "" if where == ("workload",) else f" (in {format_path(where)})"
-            for message in driver.workload_problems(system.options, workload):
+            for message in [*driver.workload_problems(system.options, workload),
+                            *_backlog_problems(driver, system.options, workload)]:
                 text = f"{message}{case}"
                 problems[Problem(f"systems[{index}]", line, text)] = None
     return list(problems)
+
+
+def _backlog_problems(driver: type[Driver], options: DriverOptions,
+                      workload: WorkloadPoint) -> list[str]:
+    """A backlog on a system that keeps no messages for a consumer not reading."""
+    if workload.backlog is None or driver.stores_messages(options):
+        return []
+    return [f"driver {driver.name!r} with these options keeps no messages for a consumer "
+            "that is not reading, so no backlog can build: use a system that stores them "
+            "(kafka, rabbitmq, redis mode streams, nats mode jetstream)"]
 
 
 def _point_problems(specs: list[SpecAt], doc: YamlDocument) -> list[Problem]:

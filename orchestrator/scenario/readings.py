@@ -4,7 +4,7 @@ line, so that a value read otherwise than its writer meant is seen before a run.
 
 Only fields written in units are looked at, each where the scenario has it: the scenario's
 own `cpu_sample`, the fields of `workload` and of every case, and those of a capacity search
-(`rate: {search: …}`) or of a rate shape (`rate: {steps: …}`).
+(`rate: {search: …}`), of a rate shape (`rate: {steps: …}`) or of a backlog.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ WORKLOAD_FIELDS: dict[str, Reader] = {
 SEARCH_FIELDS: dict[str, Reader] = {
     "from": units.rate_reading, "to": units.rate_reading, "max_time": units.duration_reading}
 
+#: A backlog's fields (its build may be bytes or a time; a count has its word).
+BACKLOG_FIELDS: dict[str, Reader] = {
+    "build": lambda value: units.size_reading(value) or units.duration_reading(value),
+    "drain_within": units.duration_reading}
 #: A rate shape's fields: a step's or a burst's, and a ramp's.
 STEP_FIELDS: dict[str, Reader] = {
     "rate": units.rate_reading, "for": units.duration_reading, "every": units.duration_reading}
@@ -68,6 +72,8 @@ def readings(doc: YamlDocument) -> list[Reading]:
                                  dict.fromkeys(objective, units.duration_reading))
             elif isinstance(rate, dict):  # a shape
                 found += _shape_readings(rate, path)
+        for path, backlog in _values(workload, where, "backlog"):
+            found += _fields(backlog, path, BACKLOG_FIELDS)
     return sorted(found, key=lambda reading: (doc.given_at(reading.path) is not None,
                                               doc.line_of(reading.path) or 0))
 

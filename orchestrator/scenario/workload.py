@@ -33,6 +33,7 @@ from pydantic import (
 from sixnines.formats.fill import RANDOM
 from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
+from sixnines.orchestrator.scenario.backlog import BACKLOG_KEYS, BacklogField
 from sixnines.orchestrator.scenario.fields import (
     MAX_RUN_TIME_NS,
     MAX_WAIT_NS,
@@ -58,6 +59,7 @@ from sixnines.orchestrator.scenario.shapes import (
     shape_label,
     shape_problems,
 )
+from sixnines.orchestrator.scenario.units import format_duration
 from sixnines.orchestrator.scenario.yaml_source import YamlPath
 
 #: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
@@ -76,6 +78,7 @@ WORKLOAD_FIELDS: dict[str, str] = {
     "receive": "receive",
     "drain": "drain_ns",
     "seed": "seed",
+    "backlog": "backlog",
 }
 
 
@@ -108,6 +111,7 @@ class WorkloadPoint(BaseModel):
     receive: Receive = Receive.BLOCKING
     drain_ns: Annotated[int, Field(strict=True, ge=0, le=MAX_WAIT_NS)] = 5 * SECOND_NS
     seed: Seed = None
+    backlog: BacklogField | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -127,18 +131,45 @@ class WorkloadPoint(BaseModel):
 
     @model_serializer(mode="wrap")
     def _content_when_given(self, handler: Any) -> Any:
-        """`content` only when it is not the default: a run's params (manifest, summary,
-        compare, history) stay those of runs recorded before it existed, whose messages
-        carried random fill too."""
+        """`content` only when it is not the default, `backlog` only when there is one: a
+        run's params (manifest, summary, compare, history) stay those of runs recorded
+        before they existed, whose messages carried random fill and had no backlog."""
         data = handler(self)
         if isinstance(data, dict) and data.get("content") == DEFAULT_CONTENT:
             del data["content"]
+        if isinstance(data, dict) and data.get("backlog", 0) is None:
+            del data["backlog"]
         return data
 
     @property
     def saturation(self) -> bool:
         """Throughput mode (`rate: max`): its latency is saturation latency."""
         return self.rate == MAX_RATE
+
+    @property
+    def release_ns(self) -> int | None:
+        """With a backlog, when consumers start reading, from the start instant (None:
+        they read from the start)."""
+        if self.backlog is None:
+            return None
+        if self.shape is not None:
+            return self.backlog.release_ns(self.shape, self.message_size)
+        if isinstance(self.rate, float | int):
+            return self.backlog.release_ns(float(self.rate), self.message_size)
+        return None
+
+    @property
+    def backlog_messages(self) -> int:
+        """The messages the schedule intends before the release: the backlog a system must
+        keep for consumers not reading (0: no backlog)."""
+        release = self.release_ns
+        if release is None:
+            return 0
+        shape = self.shape
+        if shape is not None:
+            return math.ceil(float(shape.cumulative().at(release)))
+        assert isinstance(self.rate, float | int)  # a release needs a number or a shape
+        return math.ceil(float(self.rate) * release / SECOND_NS)
 
     @property
     def shape(self) -> RateShape | None:
@@ -157,6 +188,10 @@ class WorkloadPoint(BaseModel):
         if shape is not None:
             params["rate"] = shape.mean(self.warmup_ns, self.warmup_ns + self.duration_ns)
             params["shape"] = shape.as_json()
+        if self.backlog is not None:
+            params["backlog"] = {"build": self.backlog.build_text,
+                                 "release_ns": self.release_ns,
+                                 "drain_within_ns": self.backlog.drain_within_ns}
         return params
 
 
@@ -179,6 +214,7 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
                           "when the reply arrives, at whatever rate that gives)"))
         found += [("rate", problem) for problem in search_problems(workload.rate,
                                                                    workload.duration_ns)]
+    found += [("backlog", problem) for problem in backlog_problems(workload)]
     if not workload.saturation:
         if workload.messages is not None:
             found.append(("messages", "only with rate: max (at a fixed rate, rate × duration "
@@ -196,6 +232,31 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
         found.append(("rate", "rate: max needs mode 'one-way' (a requester sending as fast as "
                       "it can would block on replies it has no time to read)"))
     return found
+
+
+def backlog_problems(workload: WorkloadPoint) -> list[str]:
+    """What keeps a point from building and draining its backlog: a schedule to keep
+    while consumers hold off, and room in the run for the build and the drain's bound."""
+    if workload.backlog is None:
+        return []
+    if not isinstance(workload.rate, (float, int, *SHAPES)) or workload.rate == MAX_RATE:
+        return ["needs a scheduled rate (a number or a shape): producers keep it while the "
+                "backlog builds and drains"]
+    if workload.mode is not Mode.ONE_WAY or workload.schedule is Schedule.CLOSED:
+        return ["needs mode one-way with an open-loop schedule (fixed or poisson): "
+                "consumers hold off while producers send"]
+    if workload.duration_ns is None or not isinstance(workload.message_size, int):
+        return []  # reported on their own fields
+    release = workload.release_ns
+    assert release is not None
+    run_ns = workload.warmup_ns + workload.duration_ns
+    bound = workload.backlog.drain_within_ns
+    if release + bound > run_ns:
+        return [f"built at {format_duration(release)} from the start, then drain_within "
+                f"{format_duration(bound)}, ends after the warm-up and duration "
+                f"({format_duration(run_ns)}): producers must keep the rate the whole time "
+                "the drain is watched; lengthen duration or shorten the build or the bound"]
+    return []
 
 
 class WorkloadSpec(BaseModel):
@@ -244,6 +305,12 @@ class WorkloadSpec(BaseModel):
     """How long consumers wait for messages in flight after the last send."""
     seed: Sweep[Seed] = (None,)
     """Seed of the payloads and of Poisson arrivals (default: the run number)."""
+    backlog: Sweep[BacklogField | None] = (None,)
+    """Build a backlog, then drain it: `{build: 20k messages | 5MB | 10s, drain_within:
+    60s}`. Consumers, subscribed, read nothing from the start until the build's amount is
+    due on the schedule; then they go while producers keep the rate, and the results say
+    whether they caught up within `drain_within` (docs/writing.md, "Backlog build and
+    drain"). Only for systems that store messages."""
 
     _labels: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _lists: frozenset[str] = PrivateAttr(default_factory=frozenset)
@@ -365,14 +432,16 @@ class Case(WorkloadBase):
 
 
 def _label_of(written: Any) -> str:
-    """A value as written, in words (run ids are made of them): a shape by its label, any
-    other one-key mapping as key=value (`content: {file: PATH}`), anything else as it
-    reads."""
+    """A value as written, in words (run ids are made of them): a shape by its label, a
+    backlog by its build and bound, any other one-key mapping as key=value (`content:
+    {file: PATH}`), anything else as it reads."""
     if isinstance(written, dict) and SHAPE_KEYS & set(written):
         try:
             return shape_label(TypeAdapter(Shape).validate_python(written))
         except (ValueError, ValidationError):
             return "shape"  # invalid: its problems are reported, not its label
+    if isinstance(written, dict) and set(written) == BACKLOG_KEYS:
+        return f"{written['build']}-within-{written['drain_within']}"
     if isinstance(written, dict) and len(written) == 1:
         ((key, value),) = written.items()
         return f"{key}={value}"
