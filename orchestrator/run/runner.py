@@ -185,8 +185,9 @@ class Run:
 
     def _record_durability(self, broker: RunningBroker) -> None:
         """The durability the run is measured with, its broker asked once the agents have
-        set up the topics, streams and queues they use (drivers.base.Driver.durability)."""
-        driver = self.point.system.driver_at(broker.address, broker.credential)
+        set up the topics, streams and queues they use (drivers.base.Driver.durability):
+        the run's own, as its agents were given them."""
+        driver = self.resources.point.system.driver_at(broker.address, broker.credential)
         self.manifest.durability = driver.durability()
         logger.info("%s: durability %s", self.point.run_id, self.manifest.durability.label)
 

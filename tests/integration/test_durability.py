@@ -40,10 +40,11 @@ NO_RABBITMQ = pytest.mark.skipif(_missing("rabbitmqctl", "/usr/lib/rabbitmq/bin/
 
 
 @pytest.mark.parametrize("driver, recipe, options, label, actual", [
-    pytest.param("kafka", "kafka-noida", "{acks: all, topic: durable}",
+    # no topic or stream named: the run's own are read back (orchestrator.run.resources)
+    pytest.param("kafka", "kafka-noida", "{acks: all}",
                  "acks=all, rf=1, min.isr=", {"replication.factor": 1}, marks=NO_KAFKA,
                  id="kafka"),
-    pytest.param("nats", "nats", "{mode: jetstream, storage: file, stream: durable}",
+    pytest.param("nats", "nats", "{mode: jetstream, storage: file}",
                  "jetstream, file, R1",
                  {"mode": "jetstream", "storage": "file", "replicas": 1, "publish_acks": True},
                  marks=NO_NATS, id="nats-jetstream"),
