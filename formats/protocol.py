@@ -90,6 +90,9 @@ class Prepare(Message):
     #: What messages carry after their header (formats.fill.Fill.to_message); a sample
     #: file's bytes travel in it, so it is kept out of `repr` (logs) too.
     content: dict = field(default_factory=lambda: {"kind": "random"}, repr=False)
+    #: The message keys (formats.keys: "none" or a key space's text): senders write each
+    #: message's key into their rings, drivers that route by key read it there.
+    keys: str = "none"
 
 
 @dataclass(frozen=True)

@@ -266,7 +266,7 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat", "durability", "steps", "fill")
+_SOMETIMES = ("repeat", "durability", "steps", "fill", "keys")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -299,6 +299,26 @@ class StepFigures(Document):
     """recv − intended of the messages intended within the step, µs."""
     send_lag_us: Figures = Field(default_factory=Figures)
     """sent − intended of the messages intended within the step, µs."""
+
+
+class KeysSummary(Document):
+    """The run's message keys (workload `keys`, since schema 7)."""
+
+    count: int
+    """How many keys the workload draws from."""
+    distribution: str
+    """uniform, or zipf(S)."""
+    hottest_share: float
+    """The most drawn key's share of the keys the senders drew (a fraction)."""
+    reordered: int
+    """Deliveries received after a later message of the same producer and key: the order
+    a keyed system promises (Kafka: per partition, so per key). `reordered` counts per
+    producer, which a key spread over partitions does not promise."""
+
+    def line(self) -> str:
+        """One line for the console and the report."""
+        return (f"keys {self.count:,} {self.distribution}: hottest {self.hottest_share:.1%} "
+                f"of messages; reordered within a key {self.reordered:,}")
 
 
 class RunSummary(Versioned):
@@ -343,6 +363,9 @@ class RunSummary(Versioned):
     fill: FillRecord | None = None
     """What messages carried after their header (workload `content`) and its measured
     compressed/original ratio by codec, as the manifest records it (since schema 7)."""
+    keys: KeysSummary | None = None
+    """The message keys and the per-key order (since schema 7; absent: messages carried no
+    key)."""
     status: str | None = None
     """ok (every agent finished, every message accounted for), partial (figures exist;
     something is missing or doubtful: an agent died, deliveries of unknown fate, hlogs

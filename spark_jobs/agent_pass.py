@@ -156,6 +156,7 @@ class FirstFold:
         self.total = Tally()
         self.consumers: set[int] = set()
         self.highest: dict[int, int] = {}
+        self.key_highest: dict[int, int] = {}  # keyed runs: per (stream, key)
         self.parts: dict[str, list] = {name: [] for name in self.PARTS}
 
     def add(self, rows: Rows) -> None:
@@ -163,6 +164,8 @@ class FirstFold:
         measured = rows.measured
         self.total += tally(rows, agent.role)
         self.total.reordered += reordered(rows, self.highest)
+        if run.key_draws is not None:
+            self.total.key_reordered += reordered(rows, self.key_highest, run.key_draws)
         if agent.role == Role.CONSUMER:
             self.consumers.update(np.unique(rows.consumer[rows.consumer >= 0]).tolist())
         parts["sent_span"].append(_span(rows.sent[rows.sender & measured]))

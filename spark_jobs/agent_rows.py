@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.layout import MESSAGES_FILE
-from sixnines.formats.manifest import Manifest
+from sixnines.formats.manifest import KeyDraws, Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Load, Role
 
@@ -87,6 +87,8 @@ class RunContext:
     per_connection: bool = False
     #: a shape of steps: each step's (start, end) in ns from the start instant
     steps: tuple[tuple[int, int], ...] = ()
+    #: how the run's keys were drawn (None: messages carried none)
+    key_draws: KeyDraws | None = None
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,8 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       producer_clocks(manifest), sole_domain(manifest),
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
-                      manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest))
+                      manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
+                      manifest.workload.key_draws)
 
 
 def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:

@@ -83,6 +83,7 @@ from sixnines.spark_jobs import (
     series,
     summarize,
 )
+from sixnines.spark_jobs.key_figures import keys_summary
 from sixnines.spark_jobs.load import saturation_warnings
 
 #: The analysis' log, whatever schedules its tasks (the Spark command line's stderr).
@@ -364,6 +365,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
         run_id=manifest.run_id, system=manifest.system, params=manifest.params,
         repeat=manifest.repeat, load=load, broker=_broker(manifest),
         durability=manifest.durability, fill=manifest.fill,
+        keys=keys_summary(manifest, int(counts.get("key_reordered", 0))),
         status=_status(manifest, counts, agrees, figured.drained_out, absent),
         problems=[*manifest.problems, *problems], notes=facts,
         **{key: int(counts[key]) for key in

@@ -161,11 +161,11 @@ class Agents:
             messages=plan.sends if w.saturation else 0,
             duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=plan.connections,
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
-            drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
+            drain_ns=w.drain_ns, seed=self.point.seed,
             expected=plan.expected, out_dir=remote_dir, cpu_sample_ns=self.cpu_sample_ns,
             target_pid=target_pid, credential=None if beside else broker.credential_message(),
             shape=None if shape is None else shape.as_json(),
-            lanes=w.producers * plan.connections,
+            lanes=w.producers * plan.connections, keys=w.keys,
             **({"content": self.fill.to_message()} if plan.sends_messages else {}),
         ))
         return agent

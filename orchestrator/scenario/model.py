@@ -523,7 +523,8 @@ def _driver_workload_problems(
         line = doc.line_of(("systems", index))
         for where, workload in points:
             case = "" if where == ("workload",) else f" (in {format_path(where)})"
-            for message in driver.workload_problems(system.options, workload):
+            for message in [*driver.workload_problems(system.options, workload),
+                            *driver.key_problems(system.options, workload)]:
                 text = f"{message}{case}"
                 problems[Problem(f"systems[{index}]", line, text)] = None
     return list(problems)
