@@ -1,0 +1,126 @@
+"""`sixnines run` with message keys, as a user runs it: Kafka with Zipf keys over several
+partitions (every message of one key in one partition, their order held, the run's own
+per-producer reorders counted apart), and the tcp relay carrying keys in the message
+(the summary's hottest share is the draws')."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sixnines.formats.keys import KEY_OFFSET, KeySpace, keys_of, message_keys, period
+from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE
+from sixnines.formats.payload import HEADER_STRUCT
+from sixnines.orchestrator.results.store import find_run_dirs
+from tests.faults.support import sixnines
+from tests.integration.support import external, recipe_server
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+PARTITIONS, PRODUCERS, SIZE = 4, 2, 64
+ZIPF = KeySpace(20, 1.2)
+SCENARIO = """\
+name: keyed
+systems:
+  - {{name: s, driver: {driver}, broker: {broker}, options: {options}}}
+workload:
+  message_size: {size}
+  keys: {{count: {count}, zipf: {zipf}}}
+  rate: 400
+  duration: 1s
+  warmup: 200ms
+  drain: 5s
+  producers: {producers}
+  seed: 11
+"""
+
+
+def keyed_run(folder: Path, driver: str, broker: str, options: str = "{}") -> Path:
+    """The run directory of a keyed run of one system, which went well."""
+    (folder / "s.yaml").write_text(SCENARIO.format(
+        driver=driver, broker=broker, options=options, size=SIZE, count=ZIPF.count,
+        zipf=ZIPF.zipf, producers=PRODUCERS))
+    done = sixnines("run", "s.yaml", "--output", "runs", cwd=folder)
+    assert done.returncode == 0, done.stderr
+    assert f"keys {ZIPF.count} zipf(1.2): hottest" in done.stderr  # the console line
+    (run_dir,) = find_run_dirs(folder / done.stdout.strip().splitlines()[-1])
+    return run_dir
+
+
+def summary_of(run_dir: Path) -> dict:
+    summary = json.loads((run_dir / REPORT_DIR / SUMMARY_FILE).read_text())
+    assert summary["status"] == "ok", summary["problems"]
+    assert summary["lost"] == 0 and summary["delivered"] == summary["sent"] > 0
+    return summary
+
+
+@pytest.fixture(scope="module")
+def kafka(tmp_path_factory):
+    if shutil.which("noida-db", path=f"{Path(sys.executable).parent}:") is None \
+            and shutil.which("noida-db") is None:
+        pytest.skip("noida-db not installed")
+    with recipe_server("kafka-noida", tmp_path_factory.mktemp("kafka")) as broker:
+        yield broker
+
+
+def partitions_of_keys(address: str, topic: str, expected: int) -> tuple[dict, list]:
+    """Every record of `topic` read back: each key's partitions, and (producer, seq, key)
+    as each frame carries them."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": address, "group.id": uuid.uuid4().hex,
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    partitions: dict[bytes, set[int]] = {}
+    frames = []
+    deadline = time.monotonic() + 30
+    try:
+        while len(frames) < expected and time.monotonic() < deadline:
+            for record in consumer.consume(500, 1.0):
+                if record.error() is not None:
+                    continue
+                value = record.value()
+                assert record.key() == value[KEY_OFFSET : KEY_OFFSET + 4]
+                partitions.setdefault(record.key(), set()).add(record.partition())
+                producer, seq, _, _ = HEADER_STRUCT.unpack_from(value)
+                frames.append((producer, seq, int.from_bytes(record.key(), "little")))
+    finally:
+        consumer.close()
+    return partitions, frames
+
+
+def test_kafka_keys_pick_partitions_and_each_key_keeps_its_order(kafka, tmp_path):
+    topic = f"keys-{uuid.uuid4().hex[:8]}"  # named: the user's topic, kept to read back
+    run_dir = keyed_run(tmp_path, "kafka", external(kafka.address),
+                        f"{{topic: {topic}, partitions: {PARTITIONS}}}")
+    summary = summary_of(run_dir)
+    keys = summary["keys"]
+    assert keys["count"] == ZIPF.count and keys["distribution"] == "zipf(1.2)"
+    assert keys["reordered"] == 0
+    partitions, frames = partitions_of_keys(kafka.address, topic,
+                                            summary["sent"] + summary["warmup"]["sent"])
+    assert len(frames) == summary["sent"] + summary["warmup"]["sent"]
+    assert all(len(found) == 1 for found in partitions.values()), partitions
+    assert len(set().union(*partitions.values())) > 1  # the keys spread over partitions
+    producer, seq, key = (np.array(column) for column in zip(*frames, strict=True))
+    manifest = json.loads((run_dir / MANIFEST_FILE).read_text())
+    draws = manifest["workload"]["key_draws"]
+    assert draws == {"space": ZIPF.text(), "seed": 11, "period": period(SIZE)}
+    assert np.array_equal(key, message_keys(ZIPF, 11, draws["period"], producer, seq))
+
+
+def test_tcp_carries_keys_and_the_summary_says_how_hot_the_hottest_was(tmp_path):
+    run_dir = keyed_run(tmp_path, "tcp", "builtin")
+    keys = summary_of(run_dir)["keys"]
+    drawn = np.concatenate([keys_of(ZIPF, 11, producer, period(SIZE))
+                            for producer in range(PRODUCERS)])
+    assert keys["hottest_share"] == pytest.approx(np.bincount(drawn).max() / len(drawn))
+    assert keys["hottest_share"] == pytest.approx(ZIPF.probabilities()[0], abs=0.01)
+    assert keys["reordered"] == 0
