@@ -79,7 +79,7 @@ class OutStream:
         self.frames = build_frames(framing.prefix, message_size, self.slots, seed,
                                    framing.suffix, fill)
         if keys is not None:
-            write_keys(self.frames, self.slots, prefix_len, keys)
+            write_keys(self.frames, self.slots, prefix_len, keys, framing.key_prefixes)
         self.message_size = message_size
         ring = self.frames.view(frame_dtype(prefix_len, message_size, len(framing.suffix)))
         ring["producer_id"] = producer_id

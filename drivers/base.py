@@ -101,6 +101,9 @@ class Framing:
 
     prefix: bytes = b""
     suffix: bytes = b""
+    #: With keys (formats.keys), where the prefix names the key (a subject per key): the
+    #: prefix of each key index, every one as long as `prefix`, which is key 0's.
+    key_prefixes: tuple[bytes, ...] = ()
 
     def stride(self, message_size: int) -> int:
         return len(self.prefix) + message_size + len(self.suffix)
@@ -385,7 +388,7 @@ class Driver(ABC):
             return []
         return [f"{cls.name}: cannot carry message keys (workload keys {workload.keys}); "
                 "leave keys out for this system, or use one that carries them (kafka, "
-                "tcp, zmq)"]
+                "nats, tcp, zmq)"]
 
     @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:

@@ -100,13 +100,18 @@ def ring_slots(slots: int, count: int, key_period: int) -> int:
     return max(key_period, slots - slots % key_period)
 
 
-def write_keys(frames: np.ndarray, slots: int, prefix_len: int, drawn: np.ndarray) -> None:
+def write_keys(frames: np.ndarray, slots: int, prefix_len: int, drawn: np.ndarray,
+               key_prefixes: tuple[bytes, ...] = ()) -> None:
     """Write key `drawn[k % len(drawn)]` into slot k of a ring of `slots` frames laid end
-    to end (formats.payload.build_frames), at KEY_OFFSET after the driver's prefix."""
+    to end (formats.payload.build_frames), at KEY_OFFSET after the driver's prefix, and
+    with `key_prefixes` (one per key index, each `prefix_len` long) that key's prefix."""
     at = prefix_len + KEY_OFFSET
     slot_keys = drawn[np.arange(slots) % len(drawn)].astype("<u4")
-    frames.reshape(slots, -1)[:, at : at + KEY_STRUCT.size] = \
-        slot_keys.view(np.uint8).reshape(slots, KEY_STRUCT.size)
+    rows = frames.reshape(slots, -1)
+    rows[:, at : at + KEY_STRUCT.size] = slot_keys.view(np.uint8).reshape(slots, KEY_STRUCT.size)
+    if key_prefixes:
+        table = np.frombuffer(b"".join(key_prefixes), np.uint8).reshape(-1, prefix_len)
+        rows[:, :prefix_len] = table[slot_keys]
 
 
 def message_keys(space: KeySpace, seed: int, key_period: int, producer_id: np.ndarray,

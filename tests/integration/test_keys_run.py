@@ -1,7 +1,7 @@
 """`sixnines run` with message keys, as a user runs it: Kafka with Zipf keys over several
 partitions (every message of one key in one partition, their order held, the run's own
-per-producer reorders counted apart), and the tcp relay carrying keys in the message
-(the summary's hottest share is the draws')."""
+per-producer reorders counted apart), NATS with a subject per key, and the tcp relay
+carrying keys in the message (the summary's hottest share is the draws')."""
 
 from __future__ import annotations
 
@@ -15,9 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sixnines.formats.keys import KEY_OFFSET, KeySpace, keys_of, message_keys, period
+from sixnines.drivers.nats import NatsDriver, NatsOptions
+from sixnines.formats.keys import (
+    KEY_OFFSET,
+    KeySpace,
+    keys_of,
+    message_keys,
+    period,
+    write_keys,
+)
 from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE
-from sixnines.formats.payload import HEADER_STRUCT
+from sixnines.formats.payload import HEADER_STRUCT, build_frames, frame_dtype
 from sixnines.orchestrator.results.store import find_run_dirs
 from tests.faults.support import sixnines
 from tests.integration.support import external, recipe_server
@@ -124,3 +132,52 @@ def test_tcp_carries_keys_and_the_summary_says_how_hot_the_hottest_was(tmp_path)
     assert keys["hottest_share"] == pytest.approx(np.bincount(drawn).max() / len(drawn))
     assert keys["hottest_share"] == pytest.approx(ZIPF.probabilities()[0], abs=0.01)
     assert keys["reordered"] == 0
+
+
+def test_nats_sends_each_key_to_its_own_subject(tmp_path):
+    """A keyed ring's frames through the nats driver: a subscriber of one key's subject
+    alone gets exactly the messages of that key; the driver's own receiver gets all."""
+    with recipe_server("nats", tmp_path / "nats") as server:
+        subject = f"keys{uuid.uuid4().hex[:8]}"
+        keyed = NatsDriver(server.address, NatsOptions(subject=subject))
+        keyed.keys = ZIPF
+        hot = NatsDriver(server.address, NatsOptions(subject=f"{subject}.{ZIPF.name(0)}"))
+        every, only_hot = keyed.receiver(SIZE, 0), hot.receiver(SIZE, 1)
+        sender = keyed.sender(SIZE, 0)
+        framing = keyed.framing(SIZE)
+        slots, drawn = 64, keys_of(ZIPF, 3, 0, 16)
+        frames = build_frames(framing.prefix, SIZE, slots, 3, framing.suffix)
+        write_keys(frames, slots, len(framing.prefix), drawn, framing.key_prefixes)
+        header = frames.view(frame_dtype(len(framing.prefix), SIZE, len(framing.suffix)))
+        header["seq"] = np.arange(slots)
+        try:
+            sender.send(memoryview(frames), slots)
+            hot_seqs = sorted(seq for seq, _ in received(only_hot, int(np.sum(
+                drawn[np.arange(slots) % 16] == 0))))
+            assert hot_seqs == [s for s in range(slots) if drawn[s % 16] == 0]
+            assert sorted(received(every, slots)) == [(s, int(drawn[s % 16]))
+                                                      for s in range(slots)]
+        finally:
+            for connection in (sender, every, only_hot):
+                connection.close()
+
+
+def received(receiver, count: int) -> list[tuple[int, int]]:
+    """(seq, key index) of `count` messages, and nothing beyond them."""
+    out = memoryview(bytearray(count * SIZE + SIZE))
+    got: list[tuple[int, int]] = []
+    deadline = time.monotonic() + 10
+    while len(got) < count and time.monotonic() < deadline:
+        n = receiver.receive(out[: (count - len(got)) * SIZE], SIZE, 100)
+        for k in range(n):
+            message = bytes(out[k * SIZE : (k + 1) * SIZE])
+            _, seq, _, _ = HEADER_STRUCT.unpack_from(message)
+            got.append((seq, int.from_bytes(message[KEY_OFFSET : KEY_OFFSET + 4], "little")))
+    assert len(got) == count and receiver.receive(out, SIZE, 200) == 0
+    return got
+
+
+def test_a_nats_run_with_keys_accounts_for_every_message(tmp_path):
+    run_dir = keyed_run(tmp_path, "nats", "{recipe: nats}")
+    keys = summary_of(run_dir)["keys"]
+    assert keys["count"] == ZIPF.count and keys["reordered"] == 0
