@@ -59,14 +59,14 @@ def test_a_workload_keys_cannot_ride_on_is_refused(tmp_path, mode, size, says):
     assert f"s.yaml:{KEYS_LINE}: workload.keys: {says}" in done.stderr
 
 
-@pytest.mark.parametrize("driver", ["redis", "rabbitmq"])
+@pytest.mark.parametrize("driver", ["redis"])
 def test_a_system_that_cannot_carry_keys_is_refused_at_its_line(tmp_path, driver):
     done = validate(tmp_path, "{count: 10}", driver=driver)
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert line == (f"s.yaml:{SYSTEM_LINE}: systems[0]: {driver}: cannot carry message "
                     "keys (workload keys count=10); leave keys out for this system, or use "
-                    "one that carries them (kafka, nats, tcp, zmq)")
+                    "one that carries them (kafka, nats, rabbitmq, tcp, zmq)")
 
 
 def test_kafka_refuses_keys_with_a_client_that_does_not_carry_them(tmp_path):
@@ -86,3 +86,13 @@ def test_nats_refuses_keys_in_jetstream_mode(tmp_path):
     assert done.returncode == 2
     assert f"s.yaml:{SYSTEM_LINE}: systems[0]: nats: keys are carried by core NATS only" \
         in done.stderr
+
+
+def test_rabbitmq_refuses_keys_on_the_default_exchange(tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO.format(
+        keys="{count: 10}", driver="rabbitmq", mode="one-way", size=64).replace(
+        "driver: rabbitmq,", "driver: rabbitmq, options: {exchange: ''},"))
+    done = sixnines("validate", "s.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: rabbitmq: keys are routing keys on a named " \
+        "exchange" in done.stderr

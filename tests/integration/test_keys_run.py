@@ -1,7 +1,8 @@
 """`sixnines run` with message keys, as a user runs it: Kafka with Zipf keys over several
 partitions (every message of one key in one partition, their order held, the run's own
-per-producer reorders counted apart), NATS with a subject per key, and the tcp relay
-carrying keys in the message (the summary's hottest share is the draws')."""
+per-producer reorders counted apart), NATS with a subject per key, RabbitMQ with routing
+keys, and the tcp relay carrying keys in the message (the summary's hottest share is the
+draws')."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from sixnines.drivers.nats import NatsDriver, NatsOptions
+from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
 from sixnines.formats.keys import (
     KEY_OFFSET,
     KeySpace,
@@ -52,6 +54,7 @@ workload:
 
 def keyed_run(folder: Path, driver: str, broker: str, options: str = "{}") -> Path:
     """The run directory of a keyed run of one system, which went well."""
+    folder.mkdir(exist_ok=True)
     (folder / "s.yaml").write_text(SCENARIO.format(
         driver=driver, broker=broker, options=options, size=SIZE, count=ZIPF.count,
         zipf=ZIPF.zipf, producers=PRODUCERS))
@@ -181,3 +184,50 @@ def test_a_nats_run_with_keys_accounts_for_every_message(tmp_path):
     run_dir = keyed_run(tmp_path, "nats", "{recipe: nats}")
     keys = summary_of(run_dir)["keys"]
     assert keys["count"] == ZIPF.count and keys["reordered"] == 0
+
+
+def test_rabbitmq_publishes_each_key_as_its_routing_key(tmp_path):
+    """A keyed ring's frames through the rabbitmq driver: every delivery to a queue bound
+    to the exchange carries, as its routing key, the name of the key in its body; then a
+    keyed run through the recipe's broker accounts for every message."""
+    import pika
+
+    with recipe_server("rabbitmq", tmp_path / "rabbitmq") as server:
+        exchange = f"keys{uuid.uuid4().hex[:8]}"
+        driver = RabbitmqDriver(server.address, RabbitmqOptions(exchange=exchange),
+                                credential=server.credential)
+        driver.keys = ZIPF
+        sender = driver.sender(SIZE, 0)  # declares the exchange
+        host, port = server.address.rsplit(":", 1)
+        credential = server.credential_message() or {}
+        login = pika.PlainCredentials(credential.get("username", "guest"),
+                                      credential.get("password", "guest"))
+        connection = pika.BlockingConnection(pika.ConnectionParameters(
+            host, int(port), credentials=login))
+        channel = connection.channel()
+        queue = channel.queue_declare("", exclusive=True).method.queue
+        channel.queue_bind(queue, exchange)
+        framing = driver.framing(SIZE)
+        slots, drawn = 32, keys_of(ZIPF, 5, 0, 16)
+        frames = build_frames(framing.prefix, SIZE, slots, 5, framing.suffix)
+        write_keys(frames, slots, len(framing.prefix), drawn, framing.key_prefixes)
+        try:
+            sender.send(memoryview(frames), slots)
+            routed = []
+            deadline = time.monotonic() + 10
+            while len(routed) < slots and time.monotonic() < deadline:
+                method, _, body = channel.basic_get(queue, auto_ack=True)
+                if method is None:
+                    time.sleep(0.05)
+                    continue
+                key = int.from_bytes(body[KEY_OFFSET : KEY_OFFSET + 4], "little")
+                routed.append((method.routing_key, ZIPF.name(key)))
+            assert len(routed) == slots
+            assert all(routing == name for routing, name in routed), routed
+            assert [name for _, name in routed] == [ZIPF.name(int(drawn[s % 16]))
+                                                    for s in range(slots)]
+        finally:
+            sender.close()
+            connection.close()
+    run_dir = keyed_run(tmp_path / "run", "rabbitmq", "{recipe: rabbitmq}")
+    assert summary_of(run_dir)["keys"]["reordered"] == 0
