@@ -18,6 +18,7 @@ within 1/period, not within a sampling error.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,6 +113,16 @@ def write_keys(frames: np.ndarray, slots: int, prefix_len: int, drawn: np.ndarra
     if key_prefixes:
         table = np.frombuffer(b"".join(key_prefixes), np.uint8).reshape(-1, prefix_len)
         rows[:, :prefix_len] = table[slot_keys]
+
+
+def drawn_counts(space: KeySpace, seed: int, key_period: int, producer_ids: Iterable[int]
+                 ) -> np.ndarray:
+    """How often each key was drawn over the connections `producer_ids` (one period each):
+    the hottest key is its argmax."""
+    counts = np.zeros(space.count, dtype=np.int64)
+    for producer in producer_ids:
+        counts += np.bincount(keys_of(space, seed, producer, key_period), minlength=space.count)
+    return counts
 
 
 def message_keys(space: KeySpace, seed: int, key_period: int, producer_id: np.ndarray,

@@ -314,11 +314,17 @@ class KeysSummary(Document):
     """Deliveries received after a later message of the same producer and key: the order
     a keyed system promises (Kafka: per partition, so per key). `reordered` counts per
     producer, which a key spread over partitions does not promise."""
+    hottest_us: Figures | None = None
+    """The headline latency (µs) of the hottest key's deliveries (null: none measured)."""
+    others_us: Figures | None = None
+    """The same of every other key's deliveries: against `hottest_us`, the hot key's cost."""
 
     def line(self) -> str:
         """One line for the console and the report."""
+        skew = "" if self.hottest_us is None or self.others_us is None else (
+            f"; p99 hottest {self.hottest_us.p99:,.1f} µs, others {self.others_us.p99:,.1f} µs")
         return (f"keys {self.count:,} {self.distribution}: hottest {self.hottest_share:.1%} "
-                f"of messages; reordered within a key {self.reordered:,}")
+                f"of messages; reordered within a key {self.reordered:,}{skew}")
 
 
 class RunSummary(Versioned):

@@ -27,6 +27,9 @@ from typing import Any
 
 import numpy as np
 
+from sixnines.formats.keys import KeySpace, message_keys
+from sixnines.formats.load import HEADLINE
+from sixnines.formats.manifest import KeyDraws
 from sixnines.formats.vocabulary import Role
 from sixnines.spark_jobs.agent_rows import CROSS_CLOCK, PAIRS, AgentFiles, Rows, batches, read_rows
 from sixnines.spark_jobs.delivery import Matched, Tally
@@ -132,6 +135,8 @@ class FirstPass:
     started_ns: int | None  # its start instant if it died (AgentFiles.started_ns)
     last_receipt: int | None = None  # its clock: when its latest receipt came (warm-up too)
     steps: list[StepPart] | None = None  # a shape of steps: its part of each step
+    #: keyed runs: the headline metric's buckets of the hottest key's receipts and others'
+    by_key: dict[str, Buckets] | None = None
 
 
 def _logged_until(agent: AgentFiles, log: LogRead | None) -> int | None:
@@ -149,7 +154,7 @@ class FirstFold:
     part, merged as it comes so the state stays small."""
 
     PARTS = ("sent_span", "recv_span", "last_recv", "pairs", "metrics", "logged", "extents",
-             "sent", "by_dead", "seen", "steps")
+             "sent", "by_dead", "seen", "steps", "by_key")
 
     def __init__(self, agent: AgentFiles, logged_until: int | None = None) -> None:
         self.agent, self.logged_until = agent, logged_until
@@ -179,6 +184,9 @@ class FirstFold:
         parts["extents"].append(stream_extents(rows, agent.agent_index))
         parts["sent"].append(sends(rows, measured))
         parts["steps"].append(step_parts(rows, run))
+        if run.key_draws is not None and run.hottest_key is not None:
+            parts["by_key"].append(hot_and_others(rows, run.load, run.key_draws,
+                                                  run.hottest_key))
         if run.dead_producer_ids:
             parts["by_dead"].append(
                 sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids))))
@@ -191,7 +199,7 @@ class FirstFold:
             "sent_span": _joined, "recv_span": _joined, "last_recv": _joined,
             "pairs": merged_pairs, "metrics": merged_buckets, "logged": merged_buckets,
             "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends,
-            "steps": merged_steps}
+            "steps": merged_steps, "by_key": merged_buckets}
         for name, merge in merges.items():  # the dead senders' messages seen: at the end
             if len(parts[name]) > 1:
                 parts[name] = [merge(parts[name])]
@@ -212,7 +220,24 @@ class FirstFold:
             one("logged", {}) if self.logged_until is not None else None,
             one("extents", []), one("sent", {}), one("by_dead", {}), merged_seen(parts["seen"]),
             log, agent.started_ns, last[2] if (last := one("last_recv", None)) else None,
-            one("steps", None))
+            one("steps", None), one("by_key", None))
+
+
+def hot_and_others(rows: Rows, load: str, draws: KeyDraws, hottest: int
+                   ) -> dict[str, Buckets]:
+    """The headline metric's buckets of the measured receipts of the hottest key ("hot")
+    and of every other key ("others")."""
+    mine = rows.receipt & rows.measured
+    keys = np.full(len(rows.seq), -1, dtype=np.int64)
+    keys[mine] = message_keys(KeySpace.parse(draws.space), draws.seed, draws.period,
+                              rows.producer_id[mine], rows.seq[mine])
+    headline = HEADLINE[load]
+    found = {}
+    for name, select in (("hot", mine & (keys == hottest)), ("others", mine & (keys != hottest))):
+        buckets = metric_buckets(rows, load, select).get(headline)
+        if buckets is not None:
+            found[name] = buckets
+    return found
 
 
 def first_pass(agent: AgentFiles) -> FirstPass:

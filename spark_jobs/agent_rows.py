@@ -89,6 +89,7 @@ class RunContext:
     steps: tuple[tuple[int, int], ...] = ()
     #: how the run's keys were drawn (None: messages carried none)
     key_draws: KeyDraws | None = None
+    hottest_key: int | None = None  # the key drawn most: its latency apart
 
 
 @dataclass(frozen=True)

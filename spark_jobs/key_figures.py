@@ -1,32 +1,43 @@
 """The keys record of a run's summary: the key space, the hottest key's share of the keys
-the senders drew, and the deliveries out of order within their key."""
+the senders drew, the deliveries out of order within their key, and the headline latency
+of the hottest key's messages beside the others'."""
 
 from __future__ import annotations
 
-import numpy as np
-
-from sixnines.formats.keys import KeySpace, keys_of
+from sixnines.formats.keys import KeySpace, drawn_counts
 from sixnines.formats.manifest import Manifest
-from sixnines.formats.summary import KeysSummary
+from sixnines.formats.summary import Figures, KeysSummary
 from sixnines.formats.vocabulary import SENDERS
 
 
-def keys_summary(manifest: Manifest, key_reordered: int) -> KeysSummary | None:
-    """None when the run's messages carried no key."""
+def producer_ids(manifest: Manifest) -> list[int]:
+    """Every sending connection's producer id."""
+    return [producer for agent in manifest.agents
+            if agent.role in SENDERS and agent.first_id is not None
+            for producer in range(agent.first_id, agent.first_id
+                                  + (agent.connections or manifest.workload.connections))]
+
+
+def hottest_key(manifest: Manifest) -> int | None:
+    """The key the senders drew most (None: the run's messages carried no key)."""
     draws = manifest.workload.key_draws
     if draws is None:
         return None
     space = KeySpace.parse(draws.space)
     assert space is not None  # key_draws is recorded only for a key space
-    counts = np.zeros(space.count, dtype=np.int64)
-    for agent in manifest.agents:
-        if agent.role in SENDERS and agent.first_id is not None:
-            for producer in range(agent.first_id,
-                                  agent.first_id + (agent.connections
-                                                    or manifest.workload.connections)):
-                counts += np.bincount(keys_of(space, draws.seed, producer, draws.period),
-                                      minlength=space.count)
+    return int(drawn_counts(space, draws.seed, draws.period, producer_ids(manifest)).argmax())
+
+
+def keys_summary(manifest: Manifest, key_reordered: int,
+                 hot: Figures | None = None, rest: Figures | None = None) -> KeysSummary | None:
+    """None when the run's messages carried no key."""
+    draws = manifest.workload.key_draws
+    if draws is None:
+        return None
+    space = KeySpace.parse(draws.space)
+    assert space is not None
+    counts = drawn_counts(space, draws.seed, draws.period, producer_ids(manifest))
     total = int(counts.sum())
     return KeysSummary(count=space.count, distribution=space.distribution,
                        hottest_share=counts.max() / total if total else 0.0,
-                       reordered=key_reordered)
+                       reordered=key_reordered, hottest_us=hot, others_us=rest)

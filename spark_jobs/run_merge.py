@@ -45,6 +45,7 @@ from sixnines.spark_jobs.agent_rows import DEFAULT_DOMAIN, AgentFiles, Clock, Ru
 from sixnines.spark_jobs.delivery_pass import Intervals, Messages, WatchedReceiver
 from sixnines.spark_jobs.distribution import Detail, bucket_range, median_bucket
 from sixnines.spark_jobs.histograms import Buckets
+from sixnines.spark_jobs.key_figures import hottest_key
 from sixnines.spark_jobs.series import RECEIVER, SCHEDULE, SENDER
 from sixnines.spark_jobs.summarize import METRICS, ClockPairs, MetricCounts, clock_pairs
 
@@ -84,6 +85,7 @@ class RunFigures:
     drained_out: list[str] = field(default_factory=list)  # problem lines (`drained_out`)
     steadiness: Steadiness | None = None  # how far p99 moved within the run
     steps: list[StepCounts] | None = None  # a shape of steps: each step's
+    by_key: dict[str, MetricCounts] | None = None  # keyed runs: the hottest key, the others
 
 
 @dataclass(frozen=True)
@@ -169,7 +171,7 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
                       manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
-                      manifest.workload.key_draws)
+                      manifest.workload.key_draws, hottest_key(manifest))
 
 
 def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:
@@ -217,6 +219,7 @@ class Merged:
     sent: dict[int, Intervals]
     extra: Messages | None
     steps: list[StepCounts] | None = None
+    by_key: dict[str, MetricCounts] | None = None  # keyed runs: "hot", "others"
 
 
 @dataclass
@@ -286,7 +289,16 @@ def merge_first(found: list[FirstPass]) -> Merged:
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
                   _sum_rates([r.receive_rate for r in found]), pairs, metrics, per_agent,
-                  _extents(found), sent, extra, _steps(found))
+                  _extents(found), sent, extra, _steps(found), _by_key(found))
+
+
+def _by_key(found: list[FirstPass]) -> dict[str, MetricCounts] | None:
+    """A keyed run's headline metric of the hottest key and of the others."""
+    parts = [result.by_key for result in found if result.by_key is not None]
+    if not parts:
+        return None
+    return {name: buckets.metric()
+            for name, buckets in histograms.merged_buckets(parts).items()}
 
 
 def _counts(metrics: dict[str, Buckets]) -> dict[str, np.ndarray]:
@@ -502,7 +514,7 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
     return RunFigures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
-                      _steadiness(run, first, merged.pairs), merged.steps)
+                      _steadiness(run, first, merged.pairs), merged.steps, merged.by_key)
 
 
 def _steadiness(run: AnalysedRun, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:

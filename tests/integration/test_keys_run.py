@@ -135,6 +135,9 @@ def test_tcp_carries_keys_and_the_summary_says_how_hot_the_hottest_was(tmp_path)
     assert keys["hottest_share"] == pytest.approx(np.bincount(drawn).max() / len(drawn))
     assert keys["hottest_share"] == pytest.approx(ZIPF.probabilities()[0], abs=0.01)
     assert keys["reordered"] == 0
+    hot, others = keys["hottest_us"]["count"], keys["others_us"]["count"]
+    assert hot + others == summary_of(run_dir)["received"]
+    assert hot / (hot + others) == pytest.approx(keys["hottest_share"], abs=0.05)
 
 
 def test_nats_sends_each_key_to_its_own_subject(tmp_path):
