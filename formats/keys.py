@@ -30,6 +30,8 @@ NONE = "none"
 KEY_OFFSET = HEADER_SIZE
 KEY_STRUCT = struct.Struct("<I")
 MIN_KEYED_SIZE = HEADER_SIZE + KEY_STRUCT.size
+#: Largest keyed message: a ring holds at least MIN_PERIOD frames (16 MiB at this size).
+MAX_KEYED_SIZE = 1 << 20
 MAX_KEYS = 1 << 16
 #: Keys pre-drawn per connection: at most MAX_PERIOD, fewer for large messages so that a
 #: ring of a multiple of them stays within about RING_BUDGET bytes.

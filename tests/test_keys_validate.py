@@ -52,6 +52,7 @@ def test_a_malformed_value_is_one_line_at_its_line(tmp_path, keys, says):
 @pytest.mark.parametrize(("mode", "size", "says"), [
     ("round-trip", 64, "keys need mode 'one-way'"),
     ("one-way", 30, "keyed messages need message_size of at least 32 bytes"),
+    ("one-way", 2 << 20, "keyed messages may be at most 1 MiB"),
 ])
 def test_a_workload_keys_cannot_ride_on_is_refused(tmp_path, mode, size, says):
     done = validate(tmp_path, "{count: 10}", mode=mode, size=size)

@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from sixnines.formats.fill import RANDOM
-from sixnines.formats.keys import MIN_KEYED_SIZE, NONE
+from sixnines.formats.keys import MAX_KEYED_SIZE, MIN_KEYED_SIZE, MIN_PERIOD, NONE
 from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
 from sixnines.orchestrator.scenario.fields import (
@@ -220,6 +220,9 @@ def _key_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
         found.append(("keys", f"keyed messages need message_size of at least "
                       f"{MIN_KEYED_SIZE} bytes (the key index follows the "
                       f"{MIN_KEYED_SIZE - 4}-byte header; got {size})"))
+    if isinstance(size, int) and size > MAX_KEYED_SIZE:
+        found.append(("keys", f"keyed messages may be at most {MAX_KEYED_SIZE >> 20} MiB "
+                      f"(a sender's ring holds {MIN_PERIOD} keyed frames; got {size})"))
     return found
 
 
