@@ -66,6 +66,14 @@ class KeySpace:
         zipf = fields.get("zipf")
         return cls(int(fields["count"]), None if zipf is None else float(zipf))
 
+    @classmethod
+    def of(cls, text: str) -> KeySpace:
+        """The key space `text` names, which is not `none` (a record of drawn keys)."""
+        space = cls.parse(text)
+        if space is None:
+            raise ValueError("no key space: messages carried no key")
+        return space
+
     def probabilities(self) -> np.ndarray:
         ranks = np.arange(1, self.count + 1, dtype=np.float64)
         weights = np.ones_like(ranks) if self.zipf is None else ranks ** -self.zipf

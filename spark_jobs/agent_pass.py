@@ -30,7 +30,7 @@ import numpy as np
 from sixnines.formats.keys import KeySpace, message_keys
 from sixnines.formats.load import HEADLINE
 from sixnines.formats.manifest import KeyDraws
-from sixnines.formats.vocabulary import Role
+from sixnines.formats.vocabulary import Load, Role
 from sixnines.spark_jobs.agent_rows import CROSS_CLOCK, PAIRS, AgentFiles, Rows, batches, read_rows
 from sixnines.spark_jobs.delivery import Matched, Tally
 from sixnines.spark_jobs.delivery_pass import (
@@ -223,13 +223,13 @@ class FirstFold:
             one("steps", None), one("by_key", None))
 
 
-def hot_and_others(rows: Rows, load: str, draws: KeyDraws, hottest: int
+def hot_and_others(rows: Rows, load: Load, draws: KeyDraws, hottest: int
                    ) -> dict[str, Buckets]:
     """The headline metric's buckets of the measured receipts of the hottest key ("hot")
     and of every other key ("others")."""
     mine = rows.receipt & rows.measured
     keys = np.full(len(rows.seq), -1, dtype=np.int64)
-    keys[mine] = message_keys(KeySpace.parse(draws.space), draws.seed, draws.period,
+    keys[mine] = message_keys(KeySpace.of(draws.space), draws.seed, draws.period,
                               rows.producer_id[mine], rows.seq[mine])
     headline = HEADLINE[load]
     found = {}

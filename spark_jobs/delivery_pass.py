@@ -59,9 +59,9 @@ def reordered(rows: Rows, highest: dict[int, int] | None = None,
         return 0
     streams = ((rows.consumer[mine] + 1) << 32) + rows.producer_id[mine]
     if draws is not None:  # key < 2**16, producer id < 2**24: the triple in one int64
-        keys = message_keys(KeySpace.parse(draws.space), draws.seed, draws.period,
-                            rows.producer_id[mine], rows.seq[mine])
-        streams = (((rows.consumer[mine] + 1) << 40) + (keys << 24)
+        key = message_keys(KeySpace.of(draws.space), draws.seed, draws.period,
+                           rows.producer_id[mine], rows.seq[mine])
+        streams = (((rows.consumer[mine] + 1) << 40) + (key << 24)
                    + rows.producer_id[mine])
     order = stream_order(streams, rows.rx_index[mine])
     seq, keys = rows.seq[mine][order], streams[order]

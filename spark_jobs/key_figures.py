@@ -23,8 +23,7 @@ def hottest_key(manifest: Manifest) -> int | None:
     draws = manifest.workload.key_draws
     if draws is None:
         return None
-    space = KeySpace.parse(draws.space)
-    assert space is not None  # key_draws is recorded only for a key space
+    space = KeySpace.of(draws.space)
     return int(drawn_counts(space, draws.seed, draws.period, producer_ids(manifest)).argmax())
 
 
@@ -34,8 +33,7 @@ def keys_summary(manifest: Manifest, key_reordered: int,
     draws = manifest.workload.key_draws
     if draws is None:
         return None
-    space = KeySpace.parse(draws.space)
-    assert space is not None
+    space = KeySpace.of(draws.space)
     counts = drawn_counts(space, draws.seed, draws.period, producer_ids(manifest))
     total = int(counts.sum())
     return KeysSummary(count=space.count, distribution=space.distribution,
