@@ -142,7 +142,7 @@ class Expected:
 
 
 COUNTS = ("sent", "requests", "received", "delivered", "lost", "unknown", "duplicated",
-          "reordered", "unexpected", "warmup_sent", "warmup_received")
+          "reordered", "key_reordered", "unexpected", "warmup_sent", "warmup_received")
 
 
 @dataclass
