@@ -1,7 +1,7 @@
 """`sixnines run` with message keys, as a user runs it: Kafka with Zipf keys over several
 partitions (every message of one key in one partition, their order held, the run's own
 per-producer reorders counted apart), NATS with a subject per key, RabbitMQ with routing
-keys, and the tcp relay carrying keys in the message (the summary's hottest share is the
+keys, and the tcp relay and zmq carrying keys in the message (the summary's hottest share is the
 draws')."""
 
 from __future__ import annotations
@@ -127,8 +127,9 @@ def test_kafka_keys_pick_partitions_and_each_key_keeps_its_order(kafka, tmp_path
     assert np.array_equal(key, message_keys(ZIPF, 11, draws["period"], producer, seq))
 
 
-def test_tcp_carries_keys_and_the_summary_says_how_hot_the_hottest_was(tmp_path):
-    run_dir = keyed_run(tmp_path, "tcp", "builtin")
+@pytest.mark.parametrize("driver", ["tcp", "zmq"])
+def test_keys_in_the_message_and_the_summary_says_how_hot_the_hottest_was(tmp_path, driver):
+    run_dir = keyed_run(tmp_path, driver, "builtin")
     keys = summary_of(run_dir)["keys"]
     drawn = np.concatenate([keys_of(ZIPF, 11, producer, period(SIZE))
                             for producer in range(PRODUCERS)])
