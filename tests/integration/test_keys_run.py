@@ -1,8 +1,8 @@
 """`sixnines run` with message keys, as a user runs it: Kafka with Zipf keys over several
 partitions (every message of one key in one partition, their order held, the run's own
 per-producer reorders counted apart), NATS with a subject per key, RabbitMQ with routing
-keys, and the tcp relay and zmq carrying keys in the message (the summary's hottest share is the
-draws')."""
+keys, and the tcp relay and zmq carrying keys in the message (the summary's hottest
+share is the draws')."""
 
 from __future__ import annotations
 
