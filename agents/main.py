@@ -42,6 +42,7 @@ from sixnines.agents.streams import clock
 from sixnines.drivers import registry
 from sixnines.drivers.base import Credential, DriverError
 from sixnines.formats import protocol as p
+from sixnines.formats.keys import KeySpace
 from sixnines.formats.layout import CPU_FILE
 from sixnines.formats.vocabulary import SENDERS, Role
 
@@ -58,6 +59,7 @@ def build_role(spec: p.Prepare) -> AgentRole:
     credential = Credential(**spec.credential) if spec.credential else None
     driver = driver_cls(spec.address, driver_cls.Options(**spec.driver_options),
                         credential=credential)
+    driver.keys = KeySpace.parse(spec.keys)
     return ROLES[spec.role](spec, driver)
 
 

@@ -48,6 +48,7 @@ from sixnines.agents.streams import Inbox, OutStream, clock
 from sixnines.drivers.base import SOLE_LANE, Driver, DriverError, Lane, Receiver, Sender, Waiter
 from sixnines.formats import vocabulary
 from sixnines.formats.fill import Fill, measured_ratios
+from sixnines.formats.keys import keys_of, period
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.shape import RateShape
@@ -357,12 +358,15 @@ def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
     if spec.shape is not None:  # pieces sized for the peak, not the mean
         rate = RateShape.model_validate(spec.shape).peak / spec.lanes
     fill = Fill.from_message(spec.content)
+    space = role.driver.keys
     streams = [
         OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
                   spec.message_size,
                   PiecePool(schedule, producer_rows(schedule.count, rate),
                             spec.first_id + c, role.recorder),
-                  spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c, fill=fill)
+                  spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c, fill=fill,
+                  keys=None if space is None else keys_of(
+                      space, spec.seed, spec.first_id + c, period(spec.message_size)))
         for c, (sender, schedule) in enumerate(zip(senders, _schedules(spec), strict=True))
     ]
     role.fill_ratios = measured_ratios(streams[0].fills())

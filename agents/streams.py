@@ -3,11 +3,12 @@
 Nothing here allocates per message, logs, or computes statistics (docs/design.md rule 4). An
 `OutStream` owns a ring of pre-built frames (header + random fill) and writes only the
 header fields into it; every message already due goes out in one `send` (coalescing), or,
-in throughput mode (`rate: max`), the next batch goes out at once (`blast`). An
-`Inbox` copies the headers of whatever arrived together into preallocated columns with a
-handful of numpy slice copies, stamped with one receive time. Both record into buffers
-from a pool (agents.recording): once a chunk, a buffer is handed over and the next taken,
-an attribute swap, never a wait.
+in throughput mode (`rate: max`), the next batch goes out at once (`blast`). Keys, when
+the workload has them, are written into the ring's slots once, before the start
+(formats.keys). An `Inbox` copies the headers of whatever arrived together into
+preallocated columns with a handful of numpy slice copies, stamped with one receive
+time. Both record into buffers from a pool (agents.recording): once a chunk, a buffer is
+handed over and the next taken, an attribute swap, never a wait.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sixnines.agents.recording import (
 )
 from sixnines.drivers.base import Framing, Receiver, Sender
 from sixnines.formats.fill import RANDOM_FILL, Fill
+from sixnines.formats.keys import ring_slots, write_keys
 from sixnines.formats.payload import (
     HEADER_STRUCT,
     STAMP_OFFSET,
@@ -64,6 +66,7 @@ class OutStream:
         producer_id: int,
         seed: int,
         fill: Fill = RANDOM_FILL,
+        keys: np.ndarray | None = None,
     ) -> None:
         self.sender = sender
         self.producer_id = producer_id
@@ -71,8 +74,12 @@ class OutStream:
         self.stride = framing.stride(message_size)
         self.count = pool.count
         self.slots = max(1, min(self.count, RING_BYTES // self.stride))
+        if keys is not None:  # a slot keeps one key: slots a multiple of the keys drawn
+            self.slots = ring_slots(self.slots, self.count, len(keys))
         self.frames = build_frames(framing.prefix, message_size, self.slots, seed,
                                    framing.suffix, fill)
+        if keys is not None:
+            write_keys(self.frames, self.slots, prefix_len, keys, framing.key_prefixes)
         self.message_size = message_size
         ring = self.frames.view(frame_dtype(prefix_len, message_size, len(framing.suffix)))
         ring["producer_id"] = producer_id

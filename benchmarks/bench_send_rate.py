@@ -74,6 +74,7 @@ class Variant:
     extra: str = ""
     env: dict[str, str] = field(default_factory=dict)
     analysis: bool = True  # analysed as users run it: the sidecar folds chunks as they close
+    workload: str = ""  # more workload fields
 
 
 AS_USERS_RUN_IT = "as users run it"
@@ -88,6 +89,9 @@ RECORDING = {"streaming": Variant(env={"SIXNINES_CHUNK_ROWS": "524288"}),
 #: --analysis-ab: the analysis sidecar folding closed chunks while the run goes, against the
 #: whole analysis after the run (orchestrator.run.sidecar)
 ANALYSIS = {"sidecar": Variant(), "analysis after the run": Variant(env={"SIXNINES_FOLLOW": "0"})}
+#: --keys-ab: messages without keys, against Zipf keys (written into the ring before the
+#: start: the loop is the same)
+KEYS = {"no keys": Variant(), "zipf keys": Variant(workload="keys: {count: 1000, zipf: 1.1}")}
 
 
 def step(rate: float, seconds: int, work: Path, variant: Variant, address: str) -> dict:
@@ -95,7 +99,7 @@ def step(rate: float, seconds: int, work: Path, variant: Variant, address: str) 
               else common.external_system("tcp", "tcp", address))
     return common.measure_step("rate", system, SIZE, rate, seconds, work, tty=variant.tty,
                                extra=variant.extra, env=variant.env,
-                               analysis=variant.analysis)
+                               analysis=variant.analysis, workload=variant.workload)
 
 
 def main() -> None:
@@ -112,11 +116,13 @@ def main() -> None:
     parser.add_argument("--analysis-ab", action="store_true",
                         help="each rate with the analysis sidecar and with the analysis "
                         "after the run")
+    parser.add_argument("--keys-ab", action="store_true",
+                        help="each rate without keys and with Zipf keys over 1,000")
     args = common.arguments(parser, smoke={"rates": "10k", "seconds": 1,
                                            "baseline_seconds": 0.2})
     rates = common.parse_rates(args.rates)
     variants = (SIDECARS if args.ab else RECORDING if args.recording_ab
-                else ANALYSIS if args.analysis_ab
+                else ANALYSIS if args.analysis_ab else KEYS if args.keys_ab
                 else {AS_USERS_RUN_IT: SIDECARS[AS_USERS_RUN_IT]})
     relay, address = start_relay()
     try:

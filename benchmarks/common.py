@@ -144,13 +144,15 @@ def external_system(name: str, driver: str, address: str, options: str = "{}") -
 
 
 def step_scenario(name: str, system: str, size: int, rate: float, seconds: int,
-                  extra: str = "") -> str:
+                  extra: str = "", workload: str = "") -> str:
     """Scenario text for one step: one system (a YAML flow mapping) at one open-loop rate,
-    a second of warm-up, `seconds` measured, 5 s to drain; `extra`: more top-level YAML."""
+    a second of warm-up, `seconds` measured, 5 s to drain; `extra`: more top-level YAML;
+    `workload`: more workload fields (`keys: {count: 1000}`)."""
+    more = f", {workload}" if workload else ""
     return f"""
 name: {name}
 systems: [{system}]
-workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s, drain: 5s}}
+workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s, drain: 5s{more}}}
 {extra}
 """
 
@@ -158,13 +160,13 @@ workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s
 def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
                  run_dir: Path, stop_on_failure: bool = False, tty: bool = True,
                  extra: str = "", env: dict[str, str] | None = None,
-                 analysis: bool = False) -> dict:
+                 analysis: bool = False, workload: str = "") -> dict:
     """One step run (see step_scenario) in `run_dir` and measured: rate, run status and
     send_figures. `stop_on_failure`: end the script, naming the run's problems, when the
     run failed outright (it leaves no figures to read). `env`: set for the run;
     `analysis`: the run analysed as users run it (its sidecar going while it runs)."""
-    run = sixnines_run(step_scenario(name, system, size, rate, seconds, extra), run_dir, tty,
-                       env, analysis)
+    run = sixnines_run(step_scenario(name, system, size, rate, seconds, extra, workload),
+                       run_dir, tty, env, analysis)
     manifest = json.loads((run / MANIFEST_FILE).read_text())
     if stop_on_failure and manifest["status"] == "failed":
         raise SystemExit(f"the run at {rate:,.0f} msg/s failed: {manifest['problems']}")

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from sixnines.formats.durability import Durability, Setting
 from sixnines.formats.errors import SixninesError
+from sixnines.formats.keys import NONE, KeySpace
 from sixnines.formats.vocabulary import Mode
 
 
@@ -100,6 +101,9 @@ class Framing:
 
     prefix: bytes = b""
     suffix: bytes = b""
+    #: With keys (formats.keys), where the prefix names the key (a subject per key): the
+    #: prefix of each key index, every one as long as `prefix`, which is key 0's.
+    key_prefixes: tuple[bytes, ...] = ()
 
     def stride(self, message_size: int) -> int:
         return len(self.prefix) + message_size + len(self.suffix)
@@ -149,6 +153,8 @@ class WorkloadShape(Protocol):
     def connections(self) -> int: ...  # per agent: one `Lane` each
     @property
     def backlog_messages(self) -> int: ...  # due before consumers read (0: no backlog)
+    @property
+    def keys(self) -> str: ...  # formats.keys: "none" or a key space's text
 
 
 #: The durability of a system that stores and acknowledges nothing.
@@ -290,12 +296,19 @@ class Driver(ABC):
     #: True when round trip needs a responder agent to send requests back (brokered
     #: systems); False when the broker itself echoes (the tcp relay, the zmq echo).
     needs_responder: ClassVar[bool] = False
+    #: How the system carries a message's key (formats.keys: its index is in the frame at
+    #: KEY_OFFSET after the prefix), in words for docs and refusals; None: it cannot, and
+    #: `validate` refuses a keyed workload (`key_problems`).
+    carries_keys: ClassVar[str | None] = None
 
     def __init__(self, address: str, options: DriverOptions,
                  credential: Credential | None = None) -> None:
         self.address = address
         self.options = options
         self.credential = credential
+        #: The run's key space (set by the agent before it makes connections): a driver
+        #: that routes by key reads each message's key index from its frame.
+        self.keys: KeySpace | None = None
 
     def login(self) -> tuple[str | None, str | None]:
         """(user, password) to connect with, looked up now and never kept: the run's
@@ -376,6 +389,15 @@ class Driver(ABC):
         consumer that is not reading (so a backlog can build): a broker's queue, log or
         stream, not a relay or pub/sub that drops or blocks."""
         return False
+
+    @classmethod
+    def key_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
+        """Why this driver cannot carry the workload's keys (none when it has none)."""
+        if workload.keys == NONE or cls.carries_keys is not None:
+            return []
+        return [f"{cls.name}: cannot carry message keys (workload keys {workload.keys}); "
+                "leave keys out for this system, or use one that carries them (kafka, "
+                "nats, rabbitmq, tcp, zmq)"]
 
     @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:

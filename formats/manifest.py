@@ -312,6 +312,19 @@ class BrokerRecord(Open):
     note: str | None = None
 
 
+class KeyDraws(Open):
+    """The run's message keys as the senders drew them (formats.keys): the key of the
+    message (producer id, seq) is `keys_of(space, seed, producer id, period)[seq %
+    period]`, which the analysis derives again."""
+
+    space: str
+    """The key space: count=N (uniform) or count=N,zipf=S."""
+    seed: int
+    """The seed the keys were drawn from (the run's)."""
+    period: int
+    """Keys each sending connection drew and cycles through."""
+
+
 class Workload(Open):
     """The workload point (the scenario's Workload fields; sizes in bytes, times in ns)."""
 
@@ -333,6 +346,9 @@ class Workload(Open):
     the rate was one number (since schema_version 9)."""
     backlog: BacklogPlan | None = None
     """The backlog the run builds and drains; absent: none (since schema_version 9)."""
+    key_draws: KeyDraws | None = None
+    """How the message keys were drawn (absent: messages carried none; since
+    schema_version 9)."""
 
 
 #: What `driver_options` says for an option named for each run (`Resources.named` gives

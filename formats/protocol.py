@@ -96,6 +96,9 @@ class Prepare(Message):
     #: A consumer of a backlog run reads nothing until `hold_ns` after the start instant
     #: (subscribed all along, so the system keeps what arrives); 0: it reads from the start.
     hold_ns: int = 0
+    #: The message keys (formats.keys: "none" or a key space's text): senders write each
+    #: message's key into their rings, drivers that route by key read it there.
+    keys: str = "none"
 
 
 @dataclass(frozen=True)

@@ -355,7 +355,7 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults", "backlog")
+_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults", "backlog", "keys")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -426,6 +426,32 @@ class BacklogFigures(Document):
     time), µs; none when it never was."""
 
 
+class KeysSummary(Document):
+    """The run's message keys (workload `keys`, since schema 7)."""
+
+    count: int
+    """How many keys the workload draws from."""
+    distribution: str
+    """uniform, or zipf(S)."""
+    hottest_share: float
+    """The most drawn key's share of the keys the senders drew (a fraction)."""
+    reordered: int
+    """Deliveries received after a later message of the same producer and key: the order
+    a keyed system promises (Kafka: per partition, so per key). `reordered` counts per
+    producer, which a key spread over partitions does not promise."""
+    hottest_us: Figures | None = None
+    """The headline latency (µs) of the hottest key's deliveries (null: none measured)."""
+    others_us: Figures | None = None
+    """The same of every other key's deliveries: against `hottest_us`, the hot key's cost."""
+
+    def line(self) -> str:
+        """One line for the console and the report."""
+        skew = "" if self.hottest_us is None or self.others_us is None else (
+            f"; p99 hottest {self.hottest_us.p99:,.1f} µs, others {self.others_us.p99:,.1f} µs")
+        return (f"keys {self.count:,} {self.distribution}: hottest {self.hottest_share:.1%} "
+                f"of messages; reordered within a key {self.reordered:,}{skew}")
+
+
 class RunSummary(Versioned):
     """One run's figures. The analysis writes every field; a run it never analysed
     (failed: nothing recorded; its manifest unreadable: corrupt) has only schema_version,
@@ -468,6 +494,9 @@ class RunSummary(Versioned):
     fill: FillRecord | None = None
     """What messages carried after their header (workload `content`) and its measured
     compressed/original ratio by codec, as the manifest records it (since schema 7)."""
+    keys: KeysSummary | None = None
+    """The message keys and the per-key order (since schema 7; absent: messages carried no
+    key)."""
     status: str | None = None
     """ok (every agent finished, every message accounted for), partial (figures exist;
     something is missing or doubtful: an agent died, deliveries of unknown fate, hlogs

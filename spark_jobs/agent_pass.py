@@ -29,7 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from sixnines.formats.vocabulary import Role
+from sixnines.formats.keys import KeySpace, message_keys
+from sixnines.formats.load import HEADLINE
+from sixnines.formats.manifest import KeyDraws
+from sixnines.formats.vocabulary import Load, Role
 from sixnines.spark_jobs.agent_rows import CROSS_CLOCK, PAIRS, AgentFiles, Rows, batches, read_rows
 from sixnines.spark_jobs.backlog_pass import BacklogPart, backlog_part, merged_backlog
 from sixnines.spark_jobs.delivery import Matched, Tally
@@ -42,6 +45,7 @@ from sixnines.spark_jobs.delivery_pass import (
     merged_seen,
     merged_sends,
     missed,
+    reordered,
     reordered_mask,
     seen_from_dead,
     sends,
@@ -144,6 +148,8 @@ class FirstPass:
     steps: list[StepPart] | None = None  # a shape of steps: its part of each step
     intervals: IntervalCounts | None = None  # per interval of a run with faults
     backlog: BacklogPart | None = None  # a backlog run: its part of the build and drain
+    #: keyed runs: the headline metric's buckets of the hottest key's receipts and others'
+    by_key: dict[str, Buckets] | None = None
 
 
 def _logged_until(agent: AgentFiles, log: LogRead | None) -> int | None:
@@ -161,13 +167,14 @@ class FirstFold:
     part, merged as it comes so the state stays small."""
 
     PARTS = ("sent_span", "recv_span", "last_recv", "pairs", "metrics", "logged", "extents",
-             "sent", "by_dead", "seen", "steps", "intervals", "backlog")
+             "sent", "by_dead", "seen", "steps", "intervals", "backlog", "by_key")
 
     def __init__(self, agent: AgentFiles, logged_until: int | None = None) -> None:
         self.agent, self.logged_until = agent, logged_until
         self.total = Tally()
         self.consumers: set[int] = set()
         self.highest: dict[int, int] = {}
+        self.key_highest: dict[int, int] = {}  # keyed runs: per (stream, key)
         self.parts: dict[str, list] = {name: [] for name in self.PARTS}
 
     def add(self, rows: Rows) -> None:
@@ -176,6 +183,8 @@ class FirstFold:
         self.total += tally(rows, agent.role)
         late = reordered_mask(rows, self.highest)
         self.total.reordered += int(np.count_nonzero(late))
+        if run.key_draws is not None:
+            self.total.key_reordered += reordered(rows, self.key_highest, run.key_draws)
         if agent.role == Role.CONSUMER:
             self.consumers.update(np.unique(rows.consumer[rows.consumer >= 0]).tolist())
         parts["sent_span"].append(_span(rows.sent[rows.sender & measured]))
@@ -190,6 +199,9 @@ class FirstFold:
         parts["sent"].append(sends(rows, measured))
         parts["steps"].append(step_parts(rows, run))
         parts["backlog"].append(backlog_part(rows, run))
+        if run.key_draws is not None and run.hottest_key is not None:
+            parts["by_key"].append(hot_and_others(rows, run.load, run.key_draws,
+                                                  run.hottest_key))
         if run.dead_producer_ids:
             parts["by_dead"].append(
                 sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids))))
@@ -205,7 +217,8 @@ class FirstFold:
             "sent_span": _joined, "recv_span": _joined, "last_recv": _joined,
             "pairs": merged_pairs, "metrics": merged_buckets, "logged": merged_buckets,
             "extents": merged_extents, "sent": merged_sends, "by_dead": merged_sends,
-            "steps": merged_steps, "intervals": merged, "backlog": merged_backlog}
+            "steps": merged_steps, "intervals": merged, "backlog": merged_backlog,
+            "by_key": merged_buckets}
         for name, merge in merges.items():  # the dead senders' messages seen: at the end
             if len(parts[name]) > 1:
                 parts[name] = [merge(parts[name])]
@@ -226,7 +239,25 @@ class FirstFold:
             one("logged", {}) if self.logged_until is not None else None,
             one("extents", []), one("sent", {}), one("by_dead", {}), merged_seen(parts["seen"]),
             log, agent.started_ns, last[2] if (last := one("last_recv", None)) else None,
-            one("steps", None), one("intervals", None), one("backlog", None))
+            one("steps", None), one("intervals", None), one("backlog", None),
+            one("by_key", None))
+
+
+def hot_and_others(rows: Rows, load: Load, draws: KeyDraws, hottest: int
+                   ) -> dict[str, Buckets]:
+    """The headline metric's buckets of the measured receipts of the hottest key ("hot")
+    and of every other key ("others")."""
+    mine = rows.receipt & rows.measured
+    keys = np.full(len(rows.seq), -1, dtype=np.int64)
+    keys[mine] = message_keys(KeySpace.of(draws.space), draws.seed, draws.period,
+                              rows.producer_id[mine], rows.seq[mine])
+    headline = HEADLINE[load]
+    found = {}
+    for name, select in (("hot", mine & (keys == hottest)), ("others", mine & (keys != hottest))):
+        buckets = metric_buckets(rows, load, select).get(headline)
+        if buckets is not None:
+            found[name] = buckets
+    return found
 
 
 def first_pass(agent: AgentFiles) -> FirstPass:

@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from sixnines.formats.backlog import BacklogPlan
 from sixnines.formats.chunks import recorded_chunks
 from sixnines.formats.layout import MESSAGES_FILE
-from sixnines.formats.manifest import Manifest
+from sixnines.formats.manifest import KeyDraws, Manifest
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.vocabulary import RECORDING, SENDERS, Load, Role
 from sixnines.spark_jobs.grid import Grid
@@ -93,6 +93,9 @@ class RunContext:
     grid: Grid | None = None
     #: a backlog run: its plan (release and bound, from the start instant)
     backlog: BacklogPlan | None = None
+    #: how the run's keys were drawn (None: messages carried none)
+    key_draws: KeyDraws | None = None
+    hottest_key: int | None = None  # the key drawn most: its latency apart
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ class Expected:
 
 
 COUNTS = ("sent", "requests", "received", "delivered", "lost", "unknown", "duplicated",
-          "reordered", "unexpected", "warmup_sent", "warmup_received")
+          "reordered", "key_reordered", "unexpected", "warmup_sent", "warmup_received")
 
 
 @dataclass
@@ -159,6 +159,7 @@ class Tally:
     warmup_received: int = 0
     consumers: int = 0
     reordered: int = 0
+    key_reordered: int = 0  # in their (stream, key): keyed runs only
 
     def __add__(self, other: Tally) -> Tally:
         return _added(self, other)
@@ -202,5 +203,6 @@ def counts(expected: Expected, tally: Tally, matched: Matched) -> dict[str, int]
             "lost": consumers * by_producers + tally.requests - matched.unique - matched.late,
             "unknown": expected.absent * by_producers + matched.late,
             "duplicated": matched.duplicated, "reordered": tally.reordered,
+            "key_reordered": tally.key_reordered,
             "unexpected": matched.unexpected, "warmup_sent": tally.warmup_sent,
             "warmup_received": tally.warmup_received}

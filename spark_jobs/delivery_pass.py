@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sixnines.formats.keys import KeySpace, message_keys
+from sixnines.formats.manifest import KeyDraws
 from sixnines.formats.vocabulary import Role
 from sixnines.spark_jobs.agent_rows import (
     AgentFiles,
@@ -44,21 +46,30 @@ def tally(rows: Rows, role: str) -> Tally:
                  warmup_received=int(np.count_nonzero(rows.receipt & warm)))
 
 
-def reordered(rows: Rows, highest: dict[int, int] | None = None) -> int:
+def reordered(rows: Rows, highest: dict[int, int] | None = None,
+              draws: KeyDraws | None = None) -> int:
     """How many measured receipts are reordered (`reordered_mask`)."""
-    return int(np.count_nonzero(reordered_mask(rows, highest)))
+    return int(np.count_nonzero(reordered_mask(rows, highest, draws)))
 
 
-def reordered_mask(rows: Rows, highest: dict[int, int] | None = None) -> np.ndarray:
+def reordered_mask(rows: Rows, highest: dict[int, int] | None = None,
+                   draws: KeyDraws | None = None) -> np.ndarray:
     """The measured receipts whose seq is below the highest seq received before them in
-    their stream: one (connection, producer) pair in receive order. `highest`: each
-    stream's highest seq in the batches before this one, updated."""
+    their stream: one (connection, producer) pair in receive order, or with `draws` one
+    (connection, producer, key) triple (a key's messages from one producer: the order a
+    keyed system keeps). `highest`: each stream's highest seq in the batches before this
+    one, updated."""
     highest = {} if highest is None else highest
     found = np.zeros(len(rows), bool)
     mine = rows.receipt & rows.measured
     if not mine.any():
         return found
     streams = ((rows.consumer[mine] + 1) << 32) + rows.producer_id[mine]
+    if draws is not None:  # key < 2**16, producer id < 2**24: the triple in one int64
+        key = message_keys(KeySpace.of(draws.space), draws.seed, draws.period,
+                           rows.producer_id[mine], rows.seq[mine])
+        streams = (((rows.consumer[mine] + 1) << 40) + (key << 24)
+                   + rows.producer_id[mine])
     order = stream_order(streams, rows.rx_index[mine])
     seq, keys = rows.seq[mine][order], streams[order]
     late = np.zeros(len(seq), bool)

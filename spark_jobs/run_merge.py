@@ -48,6 +48,7 @@ from sixnines.spark_jobs.delivery_pass import Intervals, Messages, WatchedReceiv
 from sixnines.spark_jobs.distribution import Detail, bucket_range, median_bucket
 from sixnines.spark_jobs.grid import Grid
 from sixnines.spark_jobs.histograms import Buckets
+from sixnines.spark_jobs.key_figures import hottest_key
 from sixnines.spark_jobs.series import RECEIVER, SCHEDULE, SENDER
 from sixnines.spark_jobs.summarize import METRICS, ClockPairs, MetricCounts, clock_pairs
 
@@ -89,6 +90,7 @@ class RunFigures:
     steps: list[StepCounts] | None = None  # a shape of steps: each step's
     intervals: intervals.IntervalCounts | None = None  # per interval, a run with faults
     backlog: BacklogPart | None = None  # a backlog run: the build and drain's counts
+    by_key: dict[str, MetricCounts] | None = None  # keyed runs: the hottest key, the others
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,8 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
                       manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
-                      fault_grid(manifest), manifest.workload.backlog)
+                      fault_grid(manifest), manifest.workload.backlog,
+                      manifest.workload.key_draws, hottest_key(manifest))
 
 
 def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:
@@ -232,6 +235,7 @@ class Merged:
     extra: Messages | None
     steps: list[StepCounts] | None = None
     backlog: BacklogPart | None = None
+    by_key: dict[str, MetricCounts] | None = None  # keyed runs: "hot", "others"
 
 
 @dataclass
@@ -302,7 +306,16 @@ def merge_first(found: list[FirstPass]) -> Merged:
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
                   _sum_rates([r.receive_rate for r in found]), pairs, metrics, per_agent,
                   _extents(found), sent, extra, _steps(found),
-                  merged_backlog([result.backlog for result in found]))
+                  merged_backlog([result.backlog for result in found]), _by_key(found))
+
+
+def _by_key(found: list[FirstPass]) -> dict[str, MetricCounts] | None:
+    """A keyed run's headline metric of the hottest key and of the others."""
+    parts = [result.by_key for result in found if result.by_key is not None]
+    if not parts:
+        return None
+    return {name: buckets.metric()
+            for name, buckets in histograms.merged_buckets(parts).items()}
 
 
 def _counts(metrics: dict[str, Buckets]) -> dict[str, np.ndarray]:
@@ -519,7 +532,8 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
                       _steadiness(run, first, merged.pairs), merged.steps,
-                      _intervals(first, second), merged.backlog)
+                      _intervals(first, second), merged.backlog,
+                      merged.by_key)
 
 
 def _intervals(first: list[FirstPass], second: list[SecondPass]

@@ -76,7 +76,14 @@ from sixnines.formats.manifest import AgentEntry, Manifest, Workload
 from sixnines.formats.run_files import agent_file, report_folder
 from sixnines.formats.run_histograms import histograms_text
 from sixnines.formats.status import CORRUPT, OK, PARTIAL, worst
-from sixnines.formats.summary import Broker, LatencyPairs, RunSummary, StepFigures, Warmup
+from sixnines.formats.summary import (
+    Broker,
+    Figures,
+    LatencyPairs,
+    RunSummary,
+    StepFigures,
+    Warmup,
+)
 from sixnines.formats.vocabulary import RECORDING, Metric, Role
 from sixnines.spark_jobs import (
     agent_rows,
@@ -91,6 +98,7 @@ from sixnines.spark_jobs import (
     timeline,
 )
 from sixnines.spark_jobs.backlog_pass import BacklogPart, backlog_figures
+from sixnines.spark_jobs.key_figures import keys_summary
 from sixnines.spark_jobs.load import saturation_warnings
 
 #: The analysis' log, whatever schedules its tasks (the Spark command line's stderr).
@@ -374,6 +382,8 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
         run_id=manifest.run_id, system=manifest.system, params=manifest.params,
         repeat=manifest.repeat, load=load, broker=_broker(manifest),
         durability=manifest.durability, fill=manifest.fill,
+        keys=keys_summary(manifest, int(counts["key_reordered"]),
+                          *_hot_and_others(figured.by_key)),
         status=_status(manifest, counts, agrees, figured.drained_out, absent),
         problems=[*manifest.problems, *problems], notes=facts,
         **{key: int(counts[key]) for key in
@@ -403,6 +413,14 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
                                           for name in METRICS[load]}),
         SERIES_FILE: _json(document), SUMMARY_FILE: summary.text()})
     return summary
+
+
+def _hot_and_others(by_key: dict[str, summarize.MetricCounts] | None
+                    ) -> tuple[Figures | None, Figures | None]:
+    """The hottest key's headline figures and the other keys' (None where none came)."""
+    by_key = by_key or {}
+    return tuple(summarize.metric_summary(by_key[name]) if name in by_key else None
+                 for name in ("hot", "others"))  # type: ignore[return-value]
 
 
 def step_figures(manifest: Manifest, steps: list[run_merge.StepCounts] | None

@@ -31,6 +31,7 @@ def test_accounting_fan_out(tmp_path):
         "unknown": 0,
         "duplicated": 2,  # a: 2; b: 2
         "reordered": 2,  # a: 2 after 3, twice
+        "key_reordered": 0,  # messages without keys
         "unexpected": 1,
         "warmup_sent": 1,
         "warmup_received": 1,
@@ -162,8 +163,8 @@ def test_accounting_round_trip(tmp_path):
         ("r", "requester", 5, 9, 90, 91, 97, 6, False)]  # to no request sent
     got = _counts(tmp_path, rows, agents=_requesters(rows))
     assert got == {"sent": 5, "requests": 5, "received": 6, "delivered": 4, "lost": 1,
-                   "unknown": 0, "duplicated": 1, "reordered": 1, "unexpected": 1,
-                   "warmup_sent": 1, "warmup_received": 1}
+                   "unknown": 0, "duplicated": 1, "reordered": 1, "key_reordered": 0,
+                   "unexpected": 1, "warmup_sent": 1, "warmup_received": 1}
 
 
 def test_a_dead_requester_is_a_dead_consumer_of_its_own_requests(tmp_path):

@@ -516,7 +516,7 @@ def test_unknown_key_in_a_case(tmp_path: Path) -> None:
     problem = only(tmp_path, text)
     assert (problem.path, problem.line) == ("cases[1].colour", 9)
     assert problem.message.startswith(
-        "unknown field (expected one of: mode, message_size, content, rate")
+        "unknown field (expected one of: mode, message_size, content, keys, rate")
     assert problem.message.endswith("backlog, name)")
     text = CASES.replace("    rate: 100\n", "    rate: 100\n    conections: 25\n")
     assert only(tmp_path, text) == Problem(

@@ -34,6 +34,10 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, Resourc
 from sixnines.drivers.base import DriverError, Receiver, Responder, Sender
 from sixnines.drivers.kafka.durability import TOPIC_CONFIGS
 from sixnines.drivers.kafka.wire import producer_id
+from sixnines.formats.keys import KEY_OFFSET, KEY_STRUCT
+
+KEY_END = KEY_OFFSET + KEY_STRUCT.size
+BY_KEY = -1  # librdkafka's "unassigned" partition: its partitioner hashes the key
 
 LIVENESS_TIMEOUT_S = 2.0  # a metadata request that cannot be answered in this: broker gone
 OUTAGE_GRACE_S = 1.0  # how long a possible outage is ridden out before it is checked
@@ -255,10 +259,14 @@ class _Alarms:
 
 
 class ConfluentSender(_Alarms, Sender):
+    """Produces to `partition`, or (BY_KEY) where each message's key sends it."""
+
     def __init__(self, backend: ConfluentBackend, topic: str, partition: int) -> None:
         super().__init__(backend)
         self.topic = topic
         self.partition = partition
+        if partition == BY_KEY:
+            self.send = self.send_keyed  # type: ignore[method-assign]
         self.producer = backend.producer(self)
         self._produce = self.producer.produce
         self._poll = self.producer.poll
@@ -276,6 +284,22 @@ class ConfluentSender(_Alarms, Sender):
                 self._produce_blocking(value)
         self._poll(0)
 
+    def send_keyed(self, frames: memoryview, count: int) -> None:
+        """`send` with each message's key (formats.keys, in its frame): the client's
+        partitioner picks the partition from it, as it does in production."""
+        if self.trouble:
+            self.check(self.producer)
+        produce, topic, partition = self._produce, self.topic, self.partition
+        stride = len(frames) // count
+        for at in range(0, len(frames), stride):
+            value = bytes(frames[at : at + stride])
+            key = value[KEY_OFFSET:KEY_END]
+            try:
+                produce(topic, value, key, partition)
+            except BufferError:
+                self._produce_blocking(value, key)
+        self._poll(0)
+
     def settle(self) -> None:
         """Wait for the delivery report of everything produced: the broker's ack under
         `acks` 1 or all; with acks 0, librdkafka reports a message once it is written."""
@@ -285,14 +309,14 @@ class ConfluentSender(_Alarms, Sender):
         if self.trouble:
             self.check(self.producer)
 
-    def _produce_blocking(self, value: bytes) -> None:
+    def _produce_blocking(self, value: bytes, key: bytes | None = None) -> None:
         """Backpressure: the send waits (and shows as send lag) until the queue has room."""
         while True:
             self._poll(0.01)
             if self.trouble:
                 self.check(self.producer)
             try:
-                return self._produce(self.topic, value, None, self.partition)
+                return self._produce(self.topic, value, key, self.partition)
             except BufferError:
                 pass
 

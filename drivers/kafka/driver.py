@@ -50,6 +50,7 @@ from sixnines.drivers.kafka.wire import (
     run_topic,
 )
 from sixnines.formats.durability import Setting
+from sixnines.formats.keys import NONE
 from sixnines.formats.vocabulary import Mode
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
@@ -60,6 +61,7 @@ class KafkaDriver(Driver):
     Options: ClassVar[type[KafkaOptions]] = KafkaOptions
     options: KafkaOptions  # what Options validated
     needs_responder = True
+    carries_keys = "the record key: the client's partitioner picks the partition from it"
 
     def __init__(self, address: str, options: KafkaOptions,
                  credential: Credential | None = None) -> None:
@@ -88,6 +90,14 @@ class KafkaDriver(Driver):
                 f"nothing; set option partitions to at least {connections}, or leave it "
                 "out (one per connection)")
         return problems
+
+    @classmethod
+    def key_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
+        if (workload.keys != NONE and isinstance(options, KafkaOptions)
+                and options.client != "confluent"):
+            return [f"kafka: keys need option client 'confluent' (the {options.client} "
+                    "client does not carry them here)"]
+        return []
 
     def _size_for(self, message_size: int) -> None:
         """Records above Kafka's default 1 MB limit need it raised on the topics the driver
@@ -165,8 +175,9 @@ class KafkaDriver(Driver):
         produce requests itself): `sent_ns` is when a message was handed to the client.
         Whichever receiver lane reads the partition gets them: senders need no lane."""
         self._size_for(message_size)
-        return self.backend.sender(self.options.topic,
-                                   connection_id % self._one_way_topic(lane))
+        partitions = self._one_way_topic(lane)
+        return self.backend.sender(self.options.topic, confluent.BY_KEY if self.keys
+                                   else connection_id % partitions)
 
     def receiver(self, message_size: int, connection_id: int, lane: Lane = SOLE_LANE):
         self._size_for(message_size)

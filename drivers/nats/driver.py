@@ -29,6 +29,9 @@ the message header; requester connection N subscribes to `S.reply.N`.
   A stream the driver creates takes S and `S.*` (every lane, not the replies
   `S.reply.<id>`); an existing one must take the subjects the agent publishes to. One
   connection: the same subject, the same bytes as before.
+- Keys (formats.keys, core only): each message goes to `<lane subject>.<key>`, the PUB
+  line of its ring slot's key written before the start (`Framing.key_prefixes`), and
+  receivers subscribe to `<lane subject>.*`, parsing MSG lines without the fast path.
 - The server's PINGs are answered on every connection (a sender looks about once a
   millisecond, without blocking); -ERR is a DriverError.
 """
@@ -69,6 +72,7 @@ from sixnines.drivers.nats.connection import (
 from sixnines.drivers.nats.options import NatsOptions
 from sixnines.drivers.nats.wire import msg_line, pub_line, pull_request
 from sixnines.formats.durability import Setting
+from sixnines.formats.keys import NONE
 
 SERVICE_NS = 1_000_000  # how often a sender looks for PING, -ERR and acks (it never blocks)
 PULL_EXPIRES_NS = 30_000_000_000  # a pull request's lifetime; renewed when it ends
@@ -185,6 +189,9 @@ def _close(link: NatsLink, release: Release) -> None:
 
 
 class NatsDriver(Driver):
+    #: keys: core NATS publishes each to `<lane subject>.<key>` (the key's name, one width
+    #: for all: frames of one stride) and receivers subscribe to `<lane subject>.*`
+    carries_keys = "a subject per key: <subject>.<key> (core NATS)"
     name = "nats"
     Options = NatsOptions
     options: NatsOptions  # what Options validated
@@ -205,11 +212,23 @@ class NatsDriver(Driver):
         """A PUB to `lane`'s subject, in JetStream mode asking for the ack on the agent's
         inbox."""
         reply = self._acks if self._js else ""
-        return Framing(prefix=pub_line(self.lane_subject(lane), message_size, reply),
-                       suffix=CRLF)
+        subject = self.lane_subject(lane)
+        if self.keys is None:
+            return Framing(prefix=pub_line(subject, message_size, reply), suffix=CRLF)
+        prefixes = tuple(pub_line(f"{subject}.{self.keys.name(index)}", message_size, reply)
+                         for index in range(self.keys.count))
+        return Framing(prefix=prefixes[0], suffix=CRLF, key_prefixes=prefixes)
 
     def receive_framing(self, message_size: int) -> Framing:
         return Framing()  # payloads are copied out end to end
+
+    @classmethod
+    def key_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
+        if workload.keys != NONE and isinstance(options, NatsOptions) \
+                and options.mode == "jetstream":
+            return ["nats: keys are carried by core NATS only (a subject per key); "
+                    "JetStream's streams do not take them yet: use mode core"]
+        return []
 
     @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
@@ -328,8 +347,11 @@ class NatsDriver(Driver):
             subject = self.lane_subject(lane)
             link = self._open(size)
             link.data_sid = DATA_SID
-            link.subscribe(subject, DATA_SID, queue)
-            link.fast = msg_line(subject, DATA_SID, size)
+            if self.keys is None:
+                link.subscribe(subject, DATA_SID, queue)
+                link.fast = msg_line(subject, DATA_SID, size)
+            else:  # a subject per key: no one MSG line to match fast
+                link.subscribe(f"{subject}.*", DATA_SID, queue)
             return link, None
         consumer = f"sixnines-{self._token}-{name}"
         link = self._open(size, "" if consumer in self._consumers else consumer, lane)

@@ -28,6 +28,10 @@ goes through one named queue, `lane.name(queue)`, which its consumers would shar
 consumer at most). `framing` is asked per connection, so each lane's pre-encoded publish
 names its own route.
 
+Keys (formats.keys): each message's routing key is its key's name, in the pre-encoded
+Basic.Publish of its ring slot (`Framing.key_prefixes`; names of one width, one stride),
+on the lane's named exchange; bodies larger than a frame are refused with keys.
+
 Round trip always uses the default exchange: requests to "<queue>.requests", each carrying
 reply_to = the requester's exclusive server-named queue; the responder publishes each body
 back to its reply_to.
@@ -65,6 +69,7 @@ from sixnines.drivers.rabbitmq.wire import (
     publish_head,
 )
 from sixnines.formats.durability import Setting
+from sixnines.formats.keys import NONE
 from sixnines.formats.vocabulary import Mode, Role
 
 MAX_MESSAGE = 128 << 20  # RabbitMQ's default max_message_size
@@ -255,6 +260,9 @@ class RabbitmqResponder(Responder):
 
 
 class RabbitmqDriver(Driver):
+    #: keys: the routing key of each Basic.Publish on the lane's exchange (a fanout
+    #: exchange delivers every key to every queue: sixnines measures fan-out)
+    carries_keys = "the routing key (on the fanout exchange: every queue gets every key)"
     name = "rabbitmq"
     Options = RabbitmqOptions
     options: RabbitmqOptions  # what Options validated
@@ -276,8 +284,15 @@ class RabbitmqDriver(Driver):
         if not fits_one_frame(message_size):
             return Framing()
         options = self.options
-        head = publish_head(1, *lane_route(options, lane), message_size, options.persistent)
-        return Framing(prefix=head + FRAME.pack(BODY_FRAME, 1, message_size), suffix=END)
+        exchange, routing_key = lane_route(options, lane)
+        body = FRAME.pack(BODY_FRAME, 1, message_size)
+        if self.keys is None:
+            head = publish_head(1, exchange, routing_key, message_size, options.persistent)
+            return Framing(prefix=head + body, suffix=END)
+        prefixes = tuple(publish_head(1, exchange, self.keys.name(index), message_size,
+                                      options.persistent) + body
+                         for index in range(self.keys.count))
+        return Framing(prefix=prefixes[0], suffix=END, key_prefixes=prefixes)
 
     def receive_framing(self, message_size: int) -> Framing:
         return Framing()  # bare bodies, end to end
@@ -300,6 +315,18 @@ class RabbitmqDriver(Driver):
             problems.append(f"message_size {workload.message_size} is above RabbitMQ's "
                             f"default max_message_size ({MAX_MESSAGE} bytes)")
         return problems
+
+    @classmethod
+    def key_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
+        if workload.keys == NONE or not isinstance(options, RabbitmqOptions):
+            return []
+        if not options.exchange:
+            return ["rabbitmq: keys are routing keys on a named exchange; with exchange "
+                    "\"\" the routing key names the queue: set option exchange"]
+        if not fits_one_frame(workload.message_size):
+            return [f"rabbitmq: keys need messages that fit one frame (message_size "
+                    f"{workload.message_size} does not)"]
+        return []
 
     # --- durability (drivers/rabbitmq/durability.py) ---------------------------------
 

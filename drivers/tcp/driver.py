@@ -61,6 +61,9 @@ class TcpDriver(Driver):
     Options = TcpOptions
     options: TcpOptions  # what Options validated
     has_builtin_broker = True
+    #: No routing: the key rides in the message (formats.keys.KEY_OFFSET) and the order of
+    #: each key's messages is checked like any other.
+    carries_keys = "in the message, after the header (nothing routes by it)"
 
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
         return Framing(prefix=frame_prefix(message_size))  # the lane is the hello's

@@ -161,6 +161,9 @@ class ZmqDriver(Driver):
     Options = ZmqOptions
     options: ZmqOptions  # what Options validated
     has_builtin_broker = True
+    #: No routing: the key rides in the message (formats.keys.KEY_OFFSET) and the order of
+    #: each key's messages is checked like any other.
+    carries_keys = "in the message, after the header (nothing routes by it)"
 
     def __init__(self, address: str, options: ZmqOptions,
                  credential: Credential | None = None) -> None:

@@ -136,7 +136,9 @@ def run_table(summary: RunSummary, case: RepeatedCase | None = None) -> Table:
         f"  {markup(labelled(summary.system, summary.durability))}"
     table = Table(title=f"{markup(summary.run_id)}{system}  {_status_text(summary)}{merged}\n"
                         f"[dim]{markup(params_text(summary.params))}[/]\n"
-                        f"{_counts(summary)}\n{line}", title_justify="left")
+                        f"{_counts(summary)}\n{line}"
+                        + ("" if summary.keys is None else f"\n{markup(summary.keys.line())}"),
+                  title_justify="left")
     table.add_column("µs", justify="left")
     bound = _clock_bound_us(summary)
     for key in (*FIGURE_KEYS, *(["± clock"] if bound is not None else []), "count"):

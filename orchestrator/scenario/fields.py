@@ -17,10 +17,12 @@ from typing import Annotated, Literal, TypeVar
 
 from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
 
+from sixnines.formats.keys import MAX_KEYS
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.vocabulary import MAX_RATE
 from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.content import parse_content
+from sixnines.orchestrator.scenario.keys import parse_keys
 from sixnines.orchestrator.scenario.problems import shown
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -208,6 +210,8 @@ Host = Annotated[str, Field(strict=True, min_length=1), AfterValidator(check_tex
 Size = Annotated[int, BeforeValidator(_size), written.size(HEADER_SIZE, MAX_MESSAGE_SIZE)]
 #: What a message carries after its header (orchestrator.scenario.content), canonical text.
 Content = Annotated[str, BeforeValidator(parse_content), written.content()]
+#: The keys messages carry (orchestrator.scenario.keys), canonical text.
+Keys = Annotated[str, BeforeValidator(parse_keys), written.keys(MAX_KEYS)]
 Rate = Annotated[float | Literal["max"], BeforeValidator(_rate),
                  written.rate(MIN_RATE_PER_S, MAX_RATE_PER_S, or_max=True)]
 NumericRate = Annotated[float, BeforeValidator(_numeric_rate),

@@ -58,6 +58,12 @@ class RunPoint:
     swept: dict[str, str]
     repeat: Repeat | None = None
 
+    @property
+    def seed(self) -> int:
+        """The seed agents draw from (schedules, fills, keys): the workload's, else the
+        run's number."""
+        return self.workload.seed if self.workload.seed is not None else self.index
+
 
 def safe_label(text: str) -> str:
     """`text` reduced to [A-Za-z0-9._=-] ("500 µs" -> "500us", "20k/s" -> "20k_s")."""

@@ -531,7 +531,8 @@ def _driver_workload_problems(
         for where, workload in points:
             case = "" if where == ("workload",) else f" (in {format_path(where)})"
             for message in [*driver.workload_problems(system.options, workload),
-                            *_backlog_problems(driver, system.options, workload)]:
+                            *_backlog_problems(driver, system.options, workload),
+                            *driver.key_problems(system.options, workload)]:
                 text = f"{message}{case}"
                 problems[Problem(f"systems[{index}]", line, text)] = None
     return list(problems)

@@ -31,6 +31,7 @@ from pydantic import (
 )
 
 from sixnines.formats.fill import RANDOM
+from sixnines.formats.keys import MAX_KEYED_SIZE, MIN_KEYED_SIZE, MIN_PERIOD, NONE
 from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
 from sixnines.orchestrator.scenario.backlog import BACKLOG_KEYS, BacklogField
@@ -39,6 +40,7 @@ from sixnines.orchestrator.scenario.fields import (
     MAX_WAIT_NS,
     SECOND_NS,
     Content,
+    Keys,
     Messages,
     Name,
     Parallel,
@@ -49,6 +51,7 @@ from sixnines.orchestrator.scenario.fields import (
     Wait,
     as_list,
 )
+from sixnines.orchestrator.scenario.keys import parse_keys
 from sixnines.orchestrator.scenario.problems import shown
 from sixnines.orchestrator.scenario.search_spec import RateOrSearch, RateSearch, search_problems
 from sixnines.orchestrator.scenario.shapes import (
@@ -67,6 +70,7 @@ WORKLOAD_FIELDS: dict[str, str] = {
     "mode": "mode",
     "message_size": "message_size",
     "content": "content",
+    "keys": "keys",
     "rate": "rate",
     "messages": "messages",
     "schedule": "schedule",
@@ -84,6 +88,8 @@ WORKLOAD_FIELDS: dict[str, str] = {
 
 #: What messages carry unless `content` says otherwise (formats.fill).
 DEFAULT_CONTENT = RANDOM
+#: Messages carry no key unless `keys` says so (formats.keys).
+DEFAULT_KEYS = NONE
 
 #: With `rate: max`, how long senders may take for their `messages` when `duration` is not
 #: given: a cap that ends a run the system cannot finish, not a target.
@@ -100,6 +106,7 @@ class WorkloadPoint(BaseModel):
     mode: Mode = Mode.ONE_WAY
     message_size: Size
     content: Content = DEFAULT_CONTENT
+    keys: Keys = DEFAULT_KEYS
     rate: RateOrSearch
     messages: Messages | None = None
     schedule: Schedule = Schedule.FIXED
@@ -131,14 +138,17 @@ class WorkloadPoint(BaseModel):
 
     @model_serializer(mode="wrap")
     def _content_when_given(self, handler: Any) -> Any:
-        """`content` only when it is not the default, `backlog` only when there is one: a
-        run's params (manifest, summary, compare, history) stay those of runs recorded
-        before they existed, whose messages carried random fill and had no backlog."""
+        """`content` and `keys` only when not the default, `backlog` only when there is one:
+        a run's params (manifest, summary, compare, history) stay those of runs recorded
+        before they existed, whose messages carried random fill and no key, and had no
+        backlog."""
         data = handler(self)
-        if isinstance(data, dict) and data.get("content") == DEFAULT_CONTENT:
-            del data["content"]
-        if isinstance(data, dict) and data.get("backlog", 0) is None:
-            del data["backlog"]
+        if isinstance(data, dict):
+            for name, default in (("content", DEFAULT_CONTENT), ("keys", DEFAULT_KEYS)):
+                if data.get(name) == default:
+                    del data[name]
+            if data.get("backlog", 0) is None:
+                del data["backlog"]
         return data
 
     @property
@@ -215,6 +225,8 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
         found += [("rate", problem) for problem in search_problems(workload.rate,
                                                                    workload.duration_ns)]
     found += [("backlog", problem) for problem in backlog_problems(workload)]
+    if workload.keys != NONE:
+        found += _key_problems(workload)
     if not workload.saturation:
         if workload.messages is not None:
             found.append(("messages", "only with rate: max (at a fixed rate, rate × duration "
@@ -259,6 +271,23 @@ def backlog_problems(workload: WorkloadPoint) -> list[str]:
     return []
 
 
+def _key_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
+    """Keys ride in the 4 bytes after the header, on one-way messages."""
+    found = []
+    if workload.mode is not Mode.ONE_WAY:
+        found.append(("keys", "keys need mode 'one-way' (a round trip's requests go to "
+                      "their requester's own reply route, whatever their key)"))
+    size = workload.message_size
+    if isinstance(size, int) and size < MIN_KEYED_SIZE:
+        found.append(("keys", f"keyed messages need message_size of at least "
+                      f"{MIN_KEYED_SIZE} bytes (the key index follows the "
+                      f"{MIN_KEYED_SIZE - 4}-byte header; got {size})"))
+    if isinstance(size, int) and size > MAX_KEYED_SIZE:
+        found.append(("keys", f"keyed messages may be at most {MAX_KEYED_SIZE >> 20} MiB "
+                      f"(a sender's ring holds {MIN_PERIOD} keyed frames; got {size})"))
+    return found
+
+
 class WorkloadSpec(BaseModel):
     """The workload as written: every field a tuple of values. A field given as a list in
     the file is *swept* (see `swept`), and the matrix is the product of all fields."""
@@ -275,6 +304,12 @@ class WorkloadSpec(BaseModel):
     zeros, text (English-like words), {file: PATH} (a sample file cut into messages,
     relative to the scenario, at most 4 MiB), or {compressibility: RATIO} (compressed /
     original size for gzip, zstd and lz4 within ±0.02)."""
+    keys: Sweep[Keys] = (DEFAULT_KEYS,)
+    """The key each message carries: none; {count: N}, N keys drawn uniformly; or
+    {count: N, zipf: S}, Zipf with exponent S over N keys (key k+1 is drawn in proportion
+    to 1/(k+1)^S). Drawn from the seed before the start, carried as each system carries
+    keys (Kafka: the record key picks the partition); per-key order is checked
+    (docs/writing.md, "Message keys")."""
     rate: Sweep[RateOrSearch]
     """Messages per second in total, split across producers; `max` (throughput mode:
     `messages` sent as fast as the system takes); `{search: max, …}`, the highest rate
@@ -442,6 +477,11 @@ def _label_of(written: Any) -> str:
             return "shape"  # invalid: its problems are reported, not its label
     if isinstance(written, dict) and set(written) == BACKLOG_KEYS:
         return f"{written['build']}-within-{written['drain_within']}"
+    if isinstance(written, dict) and "count" in written:
+        try:
+            return parse_keys(written)
+        except ValueError:
+            return "keys"  # invalid: its problems are reported, not its label
     if isinstance(written, dict) and len(written) == 1:
         ((key, value),) = written.items()
         return f"{key}={value}"

@@ -84,6 +84,19 @@ def content() -> WithJsonSchema:
                                {"file": "samples/orders.json"}]})
 
 
+def keys(max_keys: int) -> WithJsonSchema:
+    """Message keys: none, or a count with an optional Zipf exponent
+    (orchestrator.scenario.keys)."""
+    none = {"type": "string", "pattern": r"^\s*none\s*$"}
+    texts = {"type": "string", "pattern": r"^\s*count\s*=.+$"}
+    space = {"type": "object",
+             "properties": {"count": {"type": "integer", "minimum": 1, "maximum": max_keys},
+                            "zipf": {"type": "number", "exclusiveMinimum": 0}},
+             "required": ["count"], "additionalProperties": False}
+    return _json({"anyOf": [none, texts, space],
+                  "examples": ["none", {"count": 100}, {"count": 1000, "zipf": 1.1}]})
+
+
 def name(pattern: str, max_length: int) -> WithJsonSchema:
     return _json({"type": "string", "pattern": pattern, "maxLength": max_length})
 

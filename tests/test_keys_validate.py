@@ -1,0 +1,99 @@
+"""`keys:` as `sixnines validate` reads it, through the real CLI: one FILE:LINE line (exit
+2) for a malformed value, a workload keys cannot ride on, and a system that cannot carry
+them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.faults.support import sixnines
+
+SCENARIO = """\
+name: keyed
+systems: [{{name: s, driver: {driver}, broker: {{external: "127.0.0.1:9"}}}}]
+workload:
+  mode: {mode}
+  message_size: {size}
+  rate: 100
+  duration: 1s
+  keys: {keys}
+"""
+SYSTEM_LINE, KEYS_LINE = 2, 8
+
+
+def validate(folder: Path, keys: str, driver: str = "tcp", mode: str = "one-way",
+             size: int = 64):
+    (folder / "s.yaml").write_text(SCENARIO.format(keys=keys, driver=driver, mode=mode,
+                                                   size=size))
+    return sixnines("validate", "s.yaml", cwd=folder)
+
+
+def test_a_key_space_validates(tmp_path):
+    done = validate(tmp_path, "{count: 1000, zipf: 1.1}")
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("keys", "says"), [
+    ("{count: 0}", "count: must be a whole number of keys, 1 to 65536 (got 0)"),
+    ("{count: 10, zipf: -1}", "zipf: must be an exponent above 0"),
+    ("{count: 10, skew: 2}", "must be none, {count: N} (uniform) or {count: N, zipf: S}"),
+    ("lots", "must be none, {count: N}"),
+])
+def test_a_malformed_value_is_one_line_at_its_line(tmp_path, keys, says):
+    done = validate(tmp_path, keys)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"s.yaml:{KEYS_LINE}: workload.keys: ")
+    assert says in line and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(("mode", "size", "says"), [
+    ("round-trip", 64, "keys need mode 'one-way'"),
+    ("one-way", 30, "keyed messages need message_size of at least 32 bytes"),
+    ("one-way", 2 << 20, "keyed messages may be at most 1 MiB"),
+])
+def test_a_workload_keys_cannot_ride_on_is_refused(tmp_path, mode, size, says):
+    done = validate(tmp_path, "{count: 10}", mode=mode, size=size)
+    assert done.returncode == 2
+    assert f"s.yaml:{KEYS_LINE}: workload.keys: {says}" in done.stderr
+
+
+@pytest.mark.parametrize("driver", ["redis"])
+def test_a_system_that_cannot_carry_keys_is_refused_at_its_line(tmp_path, driver):
+    done = validate(tmp_path, "{count: 10}", driver=driver)
+    assert done.returncode == 2
+    (line,) = done.stderr.strip().splitlines()
+    assert line == (f"s.yaml:{SYSTEM_LINE}: systems[0]: {driver}: cannot carry message "
+                    "keys (workload keys count=10); leave keys out for this system, or use "
+                    "one that carries them (kafka, nats, rabbitmq, tcp, zmq)")
+
+
+def test_kafka_refuses_keys_with_a_client_that_does_not_carry_them(tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO.format(
+        keys="{count: 10}", driver="kafka", mode="one-way", size=64).replace(
+        "driver: kafka,", "driver: kafka, options: {client: kafka-python},"))
+    done = sixnines("validate", "s.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "kafka: keys need option client 'confluent'" in done.stderr
+
+
+def test_nats_refuses_keys_in_jetstream_mode(tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO.format(
+        keys="{count: 10}", driver="nats", mode="one-way", size=64).replace(
+        "driver: nats,", "driver: nats, options: {mode: jetstream},"))
+    done = sixnines("validate", "s.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: nats: keys are carried by core NATS only" \
+        in done.stderr
+
+
+def test_rabbitmq_refuses_keys_on_the_default_exchange(tmp_path):
+    (tmp_path / "s.yaml").write_text(SCENARIO.format(
+        keys="{count: 10}", driver="rabbitmq", mode="one-way", size=64).replace(
+        "driver: rabbitmq,", "driver: rabbitmq, options: {exchange: ''},"))
+    done = sixnines("validate", "s.yaml", cwd=tmp_path)
+    assert done.returncode == 2
+    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: rabbitmq: keys are routing keys on a named " \
+        "exchange" in done.stderr
