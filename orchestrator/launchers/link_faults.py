@@ -66,6 +66,7 @@ class HeldLinkFault:
         self.process = launcher.start(
             [launcher.python, "-m", MODULE, "--deadline", f"{deadline_s:.3f}",
              json.dumps(apply), json.dumps(undo)], name, log_path)
+        self.held = False
         self._expect(READY)
 
     def apply(self) -> None:
@@ -73,22 +74,23 @@ class HeldLinkFault:
         if not self.process.write_line("go"):
             raise LaunchError(f"{self.label}: its holder is gone")
         self._expect(HELD)
+        self.held = True
 
     def undo(self) -> None:
-        """Take the fault away; returns once it is gone (LaunchError: removal failed)."""
-        try:
-            if not self.process.write_line("undo"):
-                raise LaunchError(f"{self.label}: its holder is gone")
-            self._expect(UNDONE)
-        finally:
-            self.process.shutdown()
+        """Take the fault away; returns once it is gone (LaunchError: removal failed). The
+        holder exits then; `close` waits for that."""
+        if not self.process.write_line("undo"):
+            raise LaunchError(f"{self.label}: its holder is gone")
+        self._expect(UNDONE)
+        self.held = False
 
     def close(self) -> None:
-        """Undone if still held (the holder exits, undoing, on its own otherwise)."""
-        if self.process.poll() is None:
-            # should this fail, the holder undoes on its input's end or the guard's signal
+        """The holder stopped, undoing what it still holds (it also undoes on its input's
+        end or the guard's signal, should the answer not come)."""
+        if self.held:
             with contextlib.suppress(LaunchError):
                 self.undo()
+        self.process.shutdown()
 
     def _expect(self, answer: str) -> None:
         deadline = time.monotonic() + ANSWER_TIMEOUT_S

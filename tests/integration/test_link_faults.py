@@ -116,7 +116,8 @@ def test_a_slow_link_lowers_the_receive_rate_and_loses_nothing(faulted_run):
         return sum(start <= t < end for t in recv) / ((end - start) / NS)
 
     before = rate(measured_start, slow["issued_ns"])
-    during = rate(slow["effective_ns"] + NS // 4, slow["undone_ns"])  # its queue filled
+    # from its queue filled to the qdisc's removal
+    during = rate(slow["effective_ns"] + NS // 4, slow["undone_ns"] - int(ANSWER_S * NS))
     print(f"\nreceive rate before {before:.0f} msg/s, in the slow link {during:.0f} msg/s")
     assert before == pytest.approx(RATE, rel=0.15)
     assert during < 0.4 * RATE  # 1 Mbit/s carries ~120 of these a second
