@@ -33,6 +33,7 @@ MODULE = "sixnines.orchestrator.launchers.link_hold"
 #: The holder undoes at the latest this long after the fault's planned end.
 DEADLINE_MARGIN_S = 10.0
 ANSWER_TIMEOUT_S = 30.0
+DRAIN_TIMEOUT_S = 5.0  # a stopped holder's output ends in milliseconds
 
 Commands = list[list[str]]
 
@@ -91,6 +92,16 @@ class HeldLinkFault:
             with contextlib.suppress(LaunchError):
                 self.undo()
         self.process.shutdown()
+        self._drain()
+
+    def _drain(self) -> None:
+        """Its output read to the end: a line left queued holds the process (a cycle),
+        and paramiko's files complain when the garbage collector meets them late."""
+        deadline = time.monotonic() + DRAIN_TIMEOUT_S
+        with contextlib.suppress(queue.Empty):
+            while self.process.lines.get(timeout=max(0.0, deadline - time.monotonic())
+                                         )[1] is not EOF_LINE:
+                pass
 
     def _expect(self, answer: str) -> None:
         deadline = time.monotonic() + ANSWER_TIMEOUT_S

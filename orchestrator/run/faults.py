@@ -219,8 +219,7 @@ class FaultTimeline:
             record.note = note
 
     def _close_links(self) -> None:
-        """Every holder stopped: a fault still in place is taken away on the way. They
-        stay referenced: paramiko's files of a channel complain when collected early."""
+        """Every holder stopped: a fault still in place is taken away on the way."""
         for holder in self.links.values():
             holder.close()
 
