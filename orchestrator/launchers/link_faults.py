@@ -68,7 +68,12 @@ class HeldLinkFault:
             [launcher.python, "-m", MODULE, "--deadline", f"{deadline_s:.3f}",
              json.dumps(apply), json.dumps(undo)], name, log_path)
         self.held = False
-        self._expect(READY)
+        self._output_ended = False
+        try:
+            self._expect(READY)
+        except LaunchError:
+            self.close()
+            raise
 
     def apply(self) -> None:
         """Put the fault in place; returns once it is (LaunchError: it is not)."""
@@ -99,15 +104,14 @@ class HeldLinkFault:
         and paramiko's files complain when the garbage collector meets them late."""
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
         with contextlib.suppress(queue.Empty):
-            while self.process.lines.get(timeout=max(0.0, deadline - time.monotonic())
-                                         )[1] is not EOF_LINE:
-                pass
+            while not self._output_ended:
+                self._next_line(deadline)
 
     def _expect(self, answer: str) -> None:
         deadline = time.monotonic() + ANSWER_TIMEOUT_S
         while True:
             try:
-                _, line = self.process.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+                line = self._next_line(deadline)
             except queue.Empty:
                 raise LaunchError(f"{self.label}: no {answer!r} from its holder within "
                                   f"{ANSWER_TIMEOUT_S:.0f} s") from None
@@ -116,6 +120,13 @@ class HeldLinkFault:
             if line is EOF_LINE or line.startswith("failed"):
                 why = "its holder ended" if line is EOF_LINE else line.removeprefix("failed ")
                 raise LaunchError(f"{self.label}: {why}")
+
+    def _next_line(self, deadline: float) -> str | None:
+        """The holder's next line (EOF_LINE at the end of its output); queue.Empty when
+        none came by `deadline`."""
+        _, line = self.process.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        self._output_ended = self._output_ended or line is EOF_LINE
+        return line
 
 
 def arm(launcher: Launcher, name: str, action: str, for_s: float, log_path: Path,

@@ -80,7 +80,6 @@ class FaultTimeline:
                         for index, fault in enumerate(faults)]
         self.steps: list[FaultStep] = []
         self.links: dict[int, HeldLinkFault] = {}  # fault index -> the holder on its host
-        self.held: set[int] = set()  # link faults in place now
         self.changed = threading.Event()
         self.paused: dict[int, Process] = {}  # fault index -> the process it holds stopped
         self.broker_down = False  # killed on purpose, not yet back: not the run's failure
@@ -119,7 +118,7 @@ class FaultTimeline:
             self._thread.join()
         for index in list(self.paused):
             self._resume(index, "resumed as the run ended")
-        for index in list(self.held):
+        for index in [index for index, holder in self.links.items() if holder.held]:
             try:
                 self._take_away(index, "undone as the run ended")
             except SixninesError as exc:  # its holder's deadline or the guard is left
@@ -151,7 +150,6 @@ class FaultTimeline:
             record.issued_ns = now_ns()
             self.links[index].apply()
             record.effective_ns = now_ns()
-            self.held.add(index)
             record.outcome = "done"
             return
         if fault.target_name == BROKER:
@@ -211,7 +209,6 @@ class FaultTimeline:
 
     def _take_away(self, index: int, note: str | None = None) -> None:
         """A partition or slow link undone (recorded once it is gone)."""
-        self.held.discard(index)
         self.links[index].undo()
         record = self.records[index]
         record.undone_ns = now_ns()
