@@ -32,12 +32,16 @@ SEARCH_PATH = os.pathsep.join([os.environ.get("PATH", ""), "/usr/sbin", "/sbin"]
 READY, HELD, UNDONE = "ready", "held", "undone"
 
 
+def _program(argv: list[str]) -> str:
+    """The command's program as found (its bare name when it is not)."""
+    return shutil.which(argv[0], path=SEARCH_PATH) or argv[0]
+
+
 def _run(commands: list[list[str]]) -> str | None:
     """Each command in turn; the first failure, in words (None: all succeeded)."""
     for argv in commands:
         try:
-            program = shutil.which(argv[0], path=SEARCH_PATH) or argv[0]
-            done = subprocess.run([program, *argv[1:]], capture_output=True, text=True,
+            done = subprocess.run([_program(argv), *argv[1:]], capture_output=True, text=True,
                                   timeout=COMMAND_TIMEOUT_S, check=False)
         except (OSError, subprocess.SubprocessError) as exc:
             return f"{argv[0]}: {exc}"
@@ -67,6 +71,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             events.put(line.strip())
         events.put("undo")  # the controller's end
 
+    missing = sorted({argv[0] for argv in apply + undo
+                      if shutil.which(argv[0], path=SEARCH_PATH) is None})
+    if missing:  # said before the run starts, not at the fault's time
+        _say(f"failed {', '.join(missing)} not found on this host (nft: Debian package "
+             "nftables; tc, ip: iproute2)")
+        return 1
     threading.Thread(target=read, daemon=True).start()
     _say(READY)
     held, deadline_at = False, None

@@ -84,3 +84,14 @@ def test_a_holder_stopped_before_its_fault_undoes_nothing(tmp_path):
     assert process.stdout.readline().strip() == UNDONE
     assert process.wait(10) == 0
     assert fault.exists()
+
+
+def test_a_command_missing_on_the_host_is_said_before_anything_is_done(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sixnines.orchestrator.launchers.link_hold", "--deadline",
+         "30", json.dumps([["sixnines-no-such-nft", "x"]]), json.dumps([["true"]])],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == (
+        "failed sixnines-no-such-nft not found on this host (nft: Debian package nftables; "
+        "tc, ip: iproute2)")
+    assert process.wait(10) == 1
