@@ -14,6 +14,7 @@
     sidecar.log                 SIDECAR_LOG: the analysis sidecar's output
     broker/, broker.log         BROKER_DIR, BROKER_LOG: a broker sixnines started: its
                                 data, its output
+    faults.log                  FAULTS_LOG: what the hosts' network faults said
     report/                     REPORT_DIR: the run's analysis
       summary.json              SUMMARY_FILE
       series.json               SERIES_FILE: the per-message curves
@@ -65,6 +66,7 @@ PRUNED_FILE = "pruned.json"
 SIDECAR_LOG = "sidecar.log"
 BROKER_DIR = "broker"
 BROKER_LOG = "broker.log"
+FAULTS_LOG = "faults.log"
 AGENTS_DIR = "agents"
 
 # a run's report folder

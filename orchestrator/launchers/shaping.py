@@ -18,17 +18,34 @@ def burst_bytes(rate: str) -> int:
 
 def shape_commands(interface: str, link: LinkShaping) -> list[list[str]]:
     """Commands that replace the interface's root qdisc with the shaping `link` asks for."""
-    tbf = ["tbf", "rate", link.rate, "burst", str(burst_bytes(link.rate)),
-           "latency", TBF_LATENCY]
-    if link.delay is None and link.loss is None:
+    return qdisc_commands(interface, link.rate, link.delay, link.loss)
+
+
+def qdisc_commands(interface: str, rate: str | None, delay: str | None = None,
+                   loss: str | None = None) -> list[list[str]]:
+    """Commands that replace the interface's root qdisc: tbf for `rate`, netem for `delay`
+    and `loss` (with the tbf under it when both are asked)."""
+    tbf = None if rate is None else ["tbf", "rate", rate, "burst", str(burst_bytes(rate)),
+                                     "latency", TBF_LATENCY]
+    if delay is None and loss is None:
+        assert tbf is not None, "a qdisc needs a rate, a delay or a loss"
         return [["tc", "qdisc", "replace", "dev", interface, "root", *tbf]]
     netem = ["netem"]
-    if link.delay is not None:
-        netem += ["delay", link.delay]
-    if link.loss is not None:
-        netem += ["loss", link.loss]
-    return [["tc", "qdisc", "replace", "dev", interface, "root", "handle", "1:", *netem],
-            ["tc", "qdisc", "add", "dev", interface, "parent", "1:", "handle", "2:", *tbf]]
+    if delay is not None:
+        netem += ["delay", delay]
+    if loss is not None:
+        netem += ["loss", loss]
+    root = ["tc", "qdisc", "replace", "dev", interface, "root", "handle", "1:", *netem]
+    if tbf is None:
+        return [root]
+    return [root, ["tc", "qdisc", "add", "dev", interface, "parent", "1:", "handle", "2:", *tbf]]
+
+
+#: Exit 0 where the kernel has netem: tried on a throwaway veth pair of its own, so no
+#: interface in use is touched.
+NETEM_PROBE = ("ip link add sxnp$$ type veth peer name sxnq$$ || exit 3; "
+               "tc qdisc add dev sxnp$$ root netem delay 1ms; found=$?; "
+               "ip link del sxnp$$; exit $found")
 
 
 def clear_command(interface: str) -> list[str]:

@@ -5,6 +5,11 @@ coarser than the times asked for, so it only writes down what the thread did.
 
 A run without faults has no `FaultTimeline` at all: no thread, nothing on any path.
 
+A partition or a slow link is held by a process on its host (launchers.link_faults),
+started and ready before the measured run (`arm`), so that at the fault's time only a line
+goes to it; a host where it cannot be done (no netem for a delay) fails the run before it
+starts.
+
 Every fault is recorded as it goes (formats.manifest.FaultRecord): when it was issued, when
 it was seen to take effect (the process stopped, or dead and reaped), when it was undone
 and, for a broker, when it took connections again. `close` undoes whatever is still done
@@ -20,12 +25,21 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.manifest import FaultRecord
-from sixnines.orchestrator.launchers.base import Process
+from sixnines.orchestrator.launchers import link_faults
+from sixnines.orchestrator.launchers.base import Launcher, Process
+from sixnines.orchestrator.launchers.link_faults import HeldLinkFault
 from sixnines.orchestrator.run.brokers import RunningBroker
-from sixnines.orchestrator.scenario.faults import BROKER, Fault, FaultAction
+from sixnines.orchestrator.scenario.faults import (
+    BROKER,
+    ON_LINKS,
+    Fault,
+    FaultAction,
+    HostTarget,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -49,12 +63,12 @@ class FaultStep:
 
 
 class FaultTimeline:
-    """The faults of one run, done in time by a thread of their own (`start`), undone by
-    `close`. `records` are the manifest's; `changed` is set whenever one of them is."""
+    """The faults of one run, made ready by `arm`, done in time by a thread of their own
+    (`start`), undone by `close`. `records` are the manifest's; `changed` is set whenever
+    one of them is."""
 
-    def __init__(self, faults: tuple[Fault, ...], measured_start_ns: int,
-                 broker: RunningBroker | None, agents: Mapping[str, Process],
-                 problems: list[str]) -> None:
+    def __init__(self, faults: tuple[Fault, ...], broker: RunningBroker | None,
+                 agents: Mapping[str, Process], problems: list[str]) -> None:
         self.faults = faults
         self.broker = broker
         self.agents = agents
@@ -64,19 +78,36 @@ class FaultTimeline:
                                     for_ns=None if fault.end_ns is None
                                     else fault.end_ns - fault.at)
                         for index, fault in enumerate(faults)]
-        self.steps = sorted(
-            [FaultStep(measured_start_ns + fault.at, index, False)
-             for index, fault in enumerate(faults)]
-            + [FaultStep(measured_start_ns + fault.end_ns, index, True)
-               for index, fault in enumerate(faults) if fault.end_ns is not None],
-            key=lambda step: (step.due_ns, step.undo is False))  # an end before a start
+        self.steps: list[FaultStep] = []
+        self.links: dict[int, HeldLinkFault] = {}  # fault index -> the holder on its host
         self.changed = threading.Event()
         self.paused: dict[int, Process] = {}  # fault index -> the process it holds stopped
         self.broker_down = False  # killed on purpose, not yet back: not the run's failure
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._keep_time, name="faults", daemon=True)
 
-    def start(self) -> None:
+    def arm(self, launchers: Mapping[str, Launcher], log_path: Path) -> None:
+        """A holder ready on each host a link fault targets (LaunchError: one cannot be,
+        and none is left)."""
+        try:
+            for index, fault in enumerate(self.faults):
+                if isinstance(fault.target, HostTarget):
+                    assert fault.for_ is not None  # a link fault has its window
+                    self.links[index] = link_faults.arm(
+                        launchers[fault.target.host], f"fault-{index}", fault.action.value,
+                        fault.for_ / 1e9, log_path, fault.rate, fault.delay, fault.loss)
+        except BaseException:
+            self._close_links()
+            raise
+
+    def start(self, measured_start_ns: int) -> None:
+        """Each fault at `measured_start_ns` + its `at`, and undone at its end."""
+        self.steps = sorted(
+            [FaultStep(measured_start_ns + fault.at, index, False)
+             for index, fault in enumerate(self.faults)]
+            + [FaultStep(measured_start_ns + fault.end_ns, index, True)
+               for index, fault in enumerate(self.faults) if fault.end_ns is not None],
+            key=lambda step: (step.due_ns, step.undo is False))  # an end before a start
         self._thread.start()
 
     def close(self) -> None:
@@ -87,6 +118,12 @@ class FaultTimeline:
             self._thread.join()
         for index in list(self.paused):
             self._resume(index, "resumed as the run ended")
+        for index in [index for index, holder in self.links.items() if holder.held]:
+            try:
+                self._take_away(index, "undone as the run ended")
+            except SixninesError as exc:  # its holder's deadline or the guard is left
+                self.problems.append(f"faults[{index}] was not undone: {exc}")
+        self._close_links()
         for index, fault in enumerate(self.faults):
             record = self.records[index]
             if fault.restart_after is not None and record.issued_ns is not None \
@@ -108,6 +145,13 @@ class FaultTimeline:
 
     def _issue(self, index: int) -> None:
         fault, record = self.faults[index], self.records[index]
+        if fault.action in ON_LINKS:
+            logger.info("fault %d: %s %s", index, fault.action, fault.target_name)
+            record.issued_ns = now_ns()
+            self.links[index].apply()
+            record.effective_ns = now_ns()
+            record.outcome = "done"
+            return
         if fault.target_name == BROKER:
             process = self.broker.process if self.broker is not None else None
         else:
@@ -140,6 +184,9 @@ class FaultTimeline:
         if fault.action == FaultAction.PAUSE:
             self._resume(index)
             return
+        if fault.action in ON_LINKS:
+            self._take_away(index)
+            return
         assert self.broker is not None and fault.restart_after is not None
         record.undone_ns = now_ns()
         try:
@@ -159,6 +206,19 @@ class FaultTimeline:
         record.undone_ns = now_ns()
         if note is not None:
             record.note = note
+
+    def _take_away(self, index: int, note: str | None = None) -> None:
+        """A partition or slow link undone (recorded once it is gone)."""
+        self.links[index].undo()
+        record = self.records[index]
+        record.undone_ns = now_ns()
+        if note is not None:
+            record.note = note
+
+    def _close_links(self) -> None:
+        """Every holder stopped: a fault still in place is taken away on the way."""
+        for holder in self.links.values():
+            holder.close()
 
     def _failed(self, index: int, why: str) -> None:
         record = self.records[index]

@@ -28,6 +28,7 @@ from sixnines.agents.affinity import restore
 from sixnines.agents.schedule import NS
 from sixnines.formats import protocol as p
 from sixnines.formats.controller_lock import holding
+from sixnines.formats.layout import FAULTS_LOG
 from sixnines.formats.manifest import PER_RUN, BrokerRecord, RunStatus
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus
@@ -178,6 +179,7 @@ class Run:
         self._record_durability(self.broker)
         sync_clocks(self.agents)
         self._start_sidecar()
+        self._arm_faults()
         self._start()
         self._start_faults()
         self._record()
@@ -244,18 +246,24 @@ class Run:
         logger.info("%s: agents start in %.1f s", self.point.run_id, START_DELAY_S)
         self.view.started(at, w.warmup_ns + w.duration_ns)
 
-    def _start_faults(self) -> None:
-        """The faults' own thread, when the scenario has faults (none otherwise)."""
+    def _arm_faults(self) -> None:
+        """The faults made ready, when the scenario has faults (none otherwise): a host's
+        link fault that cannot be done fails the run before it starts."""
         if not self.planned_faults:
+            return
+        agents = {agent.plan.agent_id: agent.process for agent in self.agents.measuring()}
+        self.faults = FaultTimeline(self.planned_faults, self.broker, agents, self.problems)
+        self.faults.arm(self.fleet.launchers, self.run_dir / FAULTS_LOG)
+
+    def _start_faults(self) -> None:
+        """The faults' own thread, on the measured run's clock."""
+        if self.faults is None:
             return
         assert self.manifest.started_at_ns is not None  # set by `_start`
         measured_start = self.manifest.started_at_ns + self.point.workload.warmup_ns
-        agents = {agent.plan.agent_id: agent.process for agent in self.agents.measuring()}
-        self.faults = FaultTimeline(self.planned_faults, measured_start, self.broker, agents,
-                                    self.problems)
         self.monitored_pid = getattr(self.broker.process, "pid", None) if self.broker else None
         self.manifest.faults = self.faults.records
-        self.faults.start()
+        self.faults.start(measured_start)
 
     def _follow_broker(self) -> None:
         """Point the broker monitor at a broker started again on purpose (agents.monitor)."""

@@ -27,7 +27,7 @@ from pydantic import (
 from sixnines.formats.vocabulary import Mode
 from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.fields import MAX_RUN_TIME_NS, Name
-from sixnines.orchestrator.scenario.hosts import LOCAL
+from sixnines.orchestrator.scenario.hosts import LOCAL, LinkDelay, LinkLoss, LinkRate
 
 BROKER = "broker"
 #: An agent as the plan names it (orchestrator.plan.agents): role and number.
@@ -45,7 +45,9 @@ class FaultAction(StrEnum):
 
 
 #: Actions the run cannot do yet: refused by validate, with this said.
-NOT_YET = {FaultAction.PARTITION, FaultAction.SLOW_LINK, FaultAction.DISK_STALL}
+NOT_YET = {FaultAction.DISK_STALL}
+#: Actions on a host's link, for a window (launchers.link_faults).
+ON_LINKS = {FaultAction.PARTITION, FaultAction.SLOW_LINK}
 
 
 def _fault_time(value: object) -> int:
@@ -88,29 +90,42 @@ class Fault(BaseModel):
     """When, from the start of the measured run (after the warm-up)."""
     action: FaultAction
     """pause (SIGSTOP, SIGCONT after `for`), kill (SIGKILL; the broker is started again
-    after `restart_after`), partition, slow-link, disk-stall (not yet)."""
+    after `restart_after`), partition (a host's traffic dropped, SSH excepted), slow-link
+    (a host's outgoing traffic slowed: `rate`, `delay`, `loss`), disk-stall (not yet)."""
     target: Annotated[str | HostTarget, BeforeValidator(_target)]
     """broker, an agent id (producer-0, consumer-1, ...) or {host: NAME}."""
     for_: FaultTime | None = Field(default=None, alias="for")
-    """How long a pause lasts (required for pause)."""
+    """How long a pause, a partition or a slow link lasts (required for them)."""
     restart_after: FaultTime | None = None
     """A killed broker is started again this long after the kill (required to kill the
     broker), at the same address, through its recipe or as the builtin broker."""
     data: Literal["keep", "wipe"] = "keep"
     """What a restarted broker finds of its data: kept, or wiped before it starts."""
+    rate: LinkRate | None = None
+    """A slow link's bandwidth, as tc writes it (tbf; k, m, g: powers of 1000)."""
+    delay: LinkDelay | None = None
+    """Delay a slow link adds to every packet the host sends (netem: the host's kernel
+    must have it)."""
+    loss: LinkLoss | None = None
+    """Share of the packets the host sends that a slow link drops (netem, as `delay`)."""
 
     @model_validator(mode="before")
     @classmethod
     def _known_action_first(cls, data: Any) -> Any:
         """Say "not yet" of an action the run cannot do before anything else of it."""
         if isinstance(data, dict) and data.get("action") in {a.value for a in NOT_YET}:
-            raise ValueError(f"action {data['action']!r} is not available yet (pause and "
-                             "kill are)")
+            raise ValueError(f"action {data['action']!r} is not available yet (pause, "
+                             "kill, partition and slow-link are)")
         return data
 
     @model_validator(mode="after")
     def _fields_fit_the_action(self) -> Fault:
         target = self.target_name
+        if self.action in ON_LINKS:
+            self._fits_a_link()
+            return self
+        if self.rate is not None or self.delay is not None or self.loss is not None:
+            raise ValueError("`rate`, `delay` and `loss` go with slow-link")
         if self.action == FaultAction.PAUSE and self.for_ is None:
             raise ValueError("a pause needs `for` (how long it lasts)")
         if self.action == FaultAction.PAUSE and self.restart_after is not None:
@@ -127,9 +142,23 @@ class Fault(BaseModel):
         if self.data == "wipe" and self.restart_after is None:
             raise ValueError("`data: wipe` goes with a broker kill and `restart_after`")
         if isinstance(self.target, HostTarget):
-            raise ValueError(f"{self.action} of a host is not available yet: target the "
-                             "broker or an agent")
+            raise ValueError(f"{self.action} targets the broker or an agent; a host's link "
+                             "is cut by partition, slowed by slow-link")
         return self
+
+    def _fits_a_link(self) -> None:
+        if not isinstance(self.target, HostTarget):
+            raise ValueError(f"{self.action} targets a host's link: target: {{host: NAME}}")
+        if self.for_ is None:
+            raise ValueError(f"a {self.action} needs `for` (how long it lasts)")
+        if self.restart_after is not None or self.data != "keep":
+            raise ValueError("`restart_after` and `data` go with a broker kill")
+        slows = self.rate is not None or self.delay is not None or self.loss is not None
+        if self.action == FaultAction.PARTITION and slows:
+            raise ValueError("a partition drops everything: `rate`, `delay` and `loss` go "
+                             "with slow-link")
+        if self.action == FaultAction.SLOW_LINK and not slows:
+            raise ValueError("a slow-link needs `rate`, `delay` or `loss`")
 
     @property
     def target_name(self) -> str:
@@ -177,12 +206,16 @@ def agent_ids(producers: int, consumers: int, mode: Mode, needs_responder: bool)
 
 
 def fault_problems(faults: Sequence[Fault], runs: Iterable[RunShape],
-                   host_kinds: dict[str, str]) -> list[tuple[int, str, str]]:
+                   host_kinds: dict[str, str], shaped_hosts: frozenset[str] = frozenset()
+                   ) -> list[tuple[int, str, str]]:
     """Each fault's problems with the runs it would be issued in: (index, field, message),
-    each once. `host_kinds`: host name -> local | ssh | container."""
+    each once. `host_kinds`: host name -> local | ssh | container; `shaped_hosts`: those
+    whose link the scenario shapes (`link:`) for the whole run."""
     found: dict[tuple[int, str, str], None] = {}
     shapes = list(runs)
     for index, fault in enumerate(faults):
+        for field, message in _link_problems(fault, host_kinds, shaped_hosts):
+            found[(index, field, message)] = None
         for shape in shapes:
             for field, message in _against_run(fault, shape, host_kinds):
                 found[(index, field, message)] = None
@@ -200,6 +233,8 @@ def _against_run(fault: Fault, shape: RunShape, host_kinds: dict[str, str]
         problems.append(("at", f"{what} ({units.format_duration(end)}) falls after the "
                          f"measured run ({units.format_duration(shape.duration_ns)})"))
     target = fault.target_name
+    if isinstance(fault.target, HostTarget):
+        return problems
     if target == BROKER:
         if shape.broker_kind == "external":
             return [*problems, ("target", f"system {shape.system!r} has an external broker: "
@@ -219,6 +254,26 @@ def _against_run(fault: Fault, shape: RunShape, host_kinds: dict[str, str]
         problems.append(("restart_after", f"cannot start the broker again on host {host!r} "
                          f"({kind}): a restart is possible on local and SSH hosts"))
     return problems
+
+
+def _link_problems(fault: Fault, host_kinds: dict[str, str], shaped_hosts: frozenset[str]
+                   ) -> list[tuple[str, str]]:
+    """A host's link is cut or slowed only on an SSH host: the controller's own machine
+    would cut itself off, a container's network is the engine's."""
+    if not isinstance(fault.target, HostTarget):
+        return []
+    host = fault.target.host
+    kind = host_kinds.get(host, LOCAL if host == LOCAL else None)
+    if kind is None:
+        return [("target", f"no host {host!r} in `hosts` (they are "
+                 f"{', '.join(host_kinds) or 'none'})")]
+    if kind != "ssh":
+        return [("target", f"cannot {fault.action} host {host!r} ({kind}): a host's link is "
+                 "cut or slowed on SSH hosts only")]
+    if fault.action == FaultAction.SLOW_LINK and host in shaped_hosts:
+        return [("target", f"host {host!r} has its link shaped for the whole run (`link:`); "
+                 "a slow-link there would replace that shaping")]
+    return []
 
 
 def _overlaps(faults: Sequence[Fault]) -> list[tuple[int, str]]:

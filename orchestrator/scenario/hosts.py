@@ -64,6 +64,11 @@ def _link_loss(loss: str) -> str:
     return loss
 
 
+#: A link's rate, delay and loss as tc writes them (link shaping, slow-link faults).
+LinkRate = Annotated[str, Field(strict=True, examples=["100mbit"]), AfterValidator(_link_rate)]
+LinkDelay = Annotated[str, Field(strict=True, examples=["2ms"]), AfterValidator(_link_delay)]
+LinkLoss = Annotated[str, Field(strict=True, examples=["0.1%"]), AfterValidator(_link_loss)]
+
 
 def is_loopback(address: str) -> bool:
     """Whether only the host itself can reach `address` (any other name may resolve to a
@@ -82,13 +87,11 @@ class LinkShaping(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
-    rate: Annotated[str, Field(strict=True, examples=["100mbit"]), AfterValidator(_link_rate)]
+    rate: LinkRate
     """Bandwidth cap as tc writes it (k, m, g: powers of 1000)."""
-    delay: Annotated[str, Field(strict=True, examples=["2ms"]),
-                     AfterValidator(_link_delay)] | None = None
+    delay: LinkDelay | None = None
     """Delay added to every packet."""
-    loss: Annotated[str, Field(strict=True, examples=["0.1%"]),
-                    AfterValidator(_link_loss)] | None = None
+    loss: LinkLoss | None = None
     """Share of packets dropped."""
     interface: Text | None = None
     """Default: the interface holding the host's address."""

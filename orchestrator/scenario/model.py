@@ -580,7 +580,9 @@ def _fault_problems(scenario: Scenario, specs: list[SpecAt], doc: YamlDocument
                 broker_host=scenario.placement.broker, broker_kind=system.broker.kind,
                 system=system.name))
     problems = []
-    for index, field, message in fault_problems(scenario.faults, shapes, kinds):
+    shaped = frozenset(host.name for host in scenario.hosts
+                       if getattr(host, "link", None) is not None)
+    for index, field, message in fault_problems(scenario.faults, shapes, kinds, shaped):
         path = ("faults", index, field)
         problems.append(Problem(format_path(path), doc.line_of(path), message))
     return problems

@@ -56,9 +56,17 @@ def test_faults_every_run_can_do_pass(tmp_path):
     ("{at: 1s, action: kill, target: consumer-0, restart_after: 1s}",
      "faults[0]: only the broker is started again"),
     ("{at: 1s, action: partition, target: {host: h2}, for: 1s}",
-     "faults[0]: action 'partition' is not available yet (pause and kill are)"),
+     "faults[0].target: no host 'h2' in `hosts` (they are none)"),
+    ("{at: 1s, action: partition, target: {host: local}, for: 1s}",
+     "faults[0].target: cannot partition host 'local' (local): a host's link is cut or "
+     "slowed on SSH hosts only"),
+    ("{at: 1s, action: partition, target: broker, for: 1s}",
+     "faults[0]: partition targets a host's link: target: {host: NAME}"),
+    ("{at: 1s, action: pause, target: {host: local}, for: 1s}",
+     "faults[0]: pause targets the broker or an agent; a host's link is cut by partition"),
     ("{at: 1s, action: disk-stall, target: broker, for: 1s}",
-     "faults[0]: action 'disk-stall' is not available yet"),
+     "faults[0]: action 'disk-stall' is not available yet (pause, kill, partition and "
+     "slow-link are)"),
     ("{at: 1s, action: pause, target: the-broker, for: 1s}",
      "faults[0].target: 'the-broker' is no target"),
     ("{at: -1s, action: pause, target: broker, for: 1s}", "faults[0].at: "),
@@ -111,6 +119,49 @@ faults:
         "is possible on local and SSH hosts",
         f"{line + 1}: faults[1].restart_after: cannot start the broker again on host 'box' "
         "(container): a restart is possible on local and SSH hosts"]
+
+
+SSH_HOSTS = """\
+hosts:
+  - {name: h1, address: 10.0.0.1}
+  - {name: h2, address: 10.0.0.2, link: {rate: 100mbit}}
+placement: {broker: h1, agents: [h2]}
+faults:
+"""
+
+
+def test_link_faults_on_ssh_hosts_pass(tmp_path):
+    code, lines = validated(tmp_path, """\
+  - {at: 0s, action: partition, target: {host: h2}, for: 2s}
+  - {at: 1s, action: slow-link, target: {host: h1}, rate: 10mbit, for: 1s}
+  - {at: 2500ms, action: slow-link, target: {host: h1}, delay: 20ms, loss: 1%, for: 1s}
+""", HEAD.replace("faults:\n", SSH_HOSTS))
+    assert code == 0, lines
+
+
+@pytest.mark.parametrize(("fault", "expected"), [
+    ("{at: 1s, action: partition, target: {host: h1}}",
+     "faults[0]: a partition needs `for` (how long it lasts)"),
+    ("{at: 1s, action: slow-link, target: {host: h1}, for: 1s}",
+     "faults[0]: a slow-link needs `rate`, `delay` or `loss`"),
+    ("{at: 1s, action: partition, target: {host: h1}, rate: 1mbit, for: 1s}",
+     "faults[0]: a partition drops everything: `rate`, `delay` and `loss` go with slow-link"),
+    ("{at: 1s, action: pause, target: broker, for: 1s, delay: 5ms}",
+     "faults[0]: `rate`, `delay` and `loss` go with slow-link"),
+    ("{at: 1s, action: slow-link, target: {host: h1}, rate: fast, for: 1s}",
+     "faults[0].rate: 'fast' is not a link rate"),
+    ("{at: 1s, action: slow-link, target: {host: h2}, rate: 1mbit, for: 1s}",
+     "faults[0].target: host 'h2' has its link shaped for the whole run (`link:`)"),
+    ("{at: 1s, action: partition, target: {host: h3}, for: 1s}",
+     "faults[0].target: no host 'h3' in `hosts` (they are h1, h2)"),
+    ("{at: 3s, action: partition, target: {host: h1}, for: 2s}",
+     "faults[0].at: its end (5s) falls after the measured run (4s)"),
+])
+def test_a_link_fault_no_run_can_do_is_refused_at_its_line(tmp_path, fault, expected):
+    code, lines = validated(tmp_path, f"  - {fault}\n", HEAD.replace("faults:\n", SSH_HOSTS))
+    assert code == 2
+    line = FAULTS_LINE + SSH_HOSTS.count("\n") - 1
+    assert any(entry.startswith(f"{line}: {expected}") for entry in lines), lines
 
 
 @pytest.mark.parametrize(("mode", "responder"), [("one-way", False), ("round-trip", False),
