@@ -70,30 +70,16 @@ def test_a_system_that_cannot_carry_keys_is_refused_at_its_line(tmp_path, driver
                     "one that carries them (kafka, nats, rabbitmq, tcp, zmq)")
 
 
-def test_kafka_refuses_keys_with_a_client_that_does_not_carry_them(tmp_path):
+@pytest.mark.parametrize(("driver", "options", "says"), [
+    ("kafka", "{client: kafka-python}", "kafka: keys need option client 'confluent'"),
+    ("nats", "{mode: jetstream}", "nats: keys are carried by core NATS only"),
+    ("rabbitmq", "{exchange: ''}", "rabbitmq: keys are routing keys on a named exchange"),
+], ids=["kafka-python", "nats-jetstream", "rabbitmq-default-exchange"])
+def test_options_under_which_a_system_cannot_carry_keys_are_refused(tmp_path, driver,
+                                                                    options, says):
     (tmp_path / "s.yaml").write_text(SCENARIO.format(
-        keys="{count: 10}", driver="kafka", mode="one-way", size=64).replace(
-        "driver: kafka,", "driver: kafka, options: {client: kafka-python},"))
+        keys="{count: 10}", driver=driver, mode="one-way", size=64).replace(
+        f"driver: {driver},", f"driver: {driver}, options: {options},"))
     done = sixnines("validate", "s.yaml", cwd=tmp_path)
     assert done.returncode == 2
-    assert "kafka: keys need option client 'confluent'" in done.stderr
-
-
-def test_nats_refuses_keys_in_jetstream_mode(tmp_path):
-    (tmp_path / "s.yaml").write_text(SCENARIO.format(
-        keys="{count: 10}", driver="nats", mode="one-way", size=64).replace(
-        "driver: nats,", "driver: nats, options: {mode: jetstream},"))
-    done = sixnines("validate", "s.yaml", cwd=tmp_path)
-    assert done.returncode == 2
-    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: nats: keys are carried by core NATS only" \
-        in done.stderr
-
-
-def test_rabbitmq_refuses_keys_on_the_default_exchange(tmp_path):
-    (tmp_path / "s.yaml").write_text(SCENARIO.format(
-        keys="{count: 10}", driver="rabbitmq", mode="one-way", size=64).replace(
-        "driver: rabbitmq,", "driver: rabbitmq, options: {exchange: ''},"))
-    done = sixnines("validate", "s.yaml", cwd=tmp_path)
-    assert done.returncode == 2
-    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: rabbitmq: keys are routing keys on a named " \
-        "exchange" in done.stderr
+    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: {says}" in done.stderr
