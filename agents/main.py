@@ -58,6 +58,7 @@ def build_role(spec: p.Prepare) -> AgentRole:
     credential = Credential(**spec.credential) if spec.credential else None
     driver = driver_cls(spec.address, driver_cls.Options(**spec.driver_options),
                         credential=credential)
+    driver.sizes_vary = spec.sizes is not None
     return ROLES[spec.role](spec, driver)
 
 

@@ -13,6 +13,7 @@ an attribute swap, never a wait.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -29,10 +30,12 @@ from sixnines.agents.recording import (
 from sixnines.drivers.base import Framing, Receiver, Sender
 from sixnines.formats.fill import RANDOM_FILL, Fill
 from sixnines.formats.payload import (
+    HEADER_SIZE,
     HEADER_STRUCT,
     STAMP_OFFSET,
     STAMP_STRUCT,
     build_frames,
+    build_sized_frames,
     fills_of,
     frame_dtype,
 )
@@ -189,6 +192,93 @@ class OutStream:
     def due(self) -> int:
         """The next message's intended time."""
         return self.intended_at[self.next - self.base]
+
+
+class SizedOutStream(OutStream):
+    """An `OutStream` whose messages vary in size (formats.sizes): its ring's frames are
+    laid end to end at their own lengths, each with the framing of its size, so a batch
+    is still one contiguous slice of the ring (`offsets`), and a header is stamped where
+    its frame puts it (`stamps`). Kept apart so the one-size stream runs exactly as it
+    did: stamping here is one `pack_into` per message, the cost the sizes add."""
+
+    def __init__(
+        self,
+        sender: Sender,
+        framing_of: Callable[[int], Framing],
+        sizes: np.ndarray,
+        pool: PiecePool,
+        producer_id: int,
+        seed: int,
+        fill: Fill = RANDOM_FILL,
+    ) -> None:
+        self.sender = sender
+        self.producer_id = producer_id
+        self.count = pool.count
+        self.sizes = sizes
+        self.slots = len(sizes)
+        framings = {int(size): framing_of(int(size)) for size in np.unique(sizes)}
+        per_slot = [framings[int(size)] for size in sizes]
+        frames, offsets = build_sized_frames(
+            [(framing.prefix, framing.suffix) for framing in per_slot], sizes, seed, fill)
+        self.frames = frames
+        self.offsets = offsets.tolist()  # ints: slicing with numpy scalars is slower
+        prefixes = np.array([len(framing.prefix) for framing in per_slot], dtype=np.int64)
+        self.bodies = offsets[:-1] + prefixes  # where each slot's message starts
+        for at in self.bodies.tolist():
+            HEADER_STRUCT.pack_into(frames, at, producer_id, 0, 0, 0)
+        self.stamps = (self.bodies + STAMP_OFFSET).tolist()
+        self.wire = memoryview(frames).cast("B")
+        self.pool = pool
+        self._use(pool.first())
+        self.next = 0
+        self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // int(sizes.max())))
+        self.settle = sender.settle
+
+    def fills(self) -> bytes:
+        return b"".join(bytes(self.wire[body + HEADER_SIZE : body + int(size)])
+                        for body, size in zip(self.bodies.tolist(), self.sizes, strict=True))
+
+    def _stamp_send(self, i: int, r: int, s: int, k0: int, intended: np.ndarray | None
+                    ) -> None:
+        """Stamp rows r..s (messages i.., slots k0..) and send them in one write; without
+        `intended` (throughput mode), a message's intended time is its send time."""
+        wire, stamps, sent_at = self.wire, self.stamps, self.sent_at
+        sent_ns = clock()
+        for row, k in zip(range(r, s), range(k0, k0 + s - r), strict=True):
+            pack_stamp(wire, stamps[k], i, sent_ns if intended is None else intended[row],
+                       sent_ns)
+            sent_at[row] = sent_ns
+            i += 1
+        if intended is None:
+            self.intended[r:s] = sent_ns
+        self.sender.send(wire[self.offsets[k0] : self.offsets[k0 + s - r]], s - r)
+        self.next = self.base + s
+        if s == self.length:
+            self._turn()
+
+    def pump(self, now: int) -> None:
+        i = self.next
+        r = i - self.base
+        intended = self.intended_at
+        if r >= self.length or intended[r] > now:
+            return
+        limit = min(self.length, r + self.slots - i % self.slots)
+        s = r + 1
+        while s < limit and intended[s] <= now:
+            s += 1
+        self._stamp_send(i, r, s, i % self.slots, intended)
+
+    def blast(self) -> None:
+        i = self.next
+        r = i - self.base
+        k0 = i % self.slots
+        self._stamp_send(i, r, min(self.length, r + self.batch, r + self.slots - k0), k0, None)
+        self.settle()
+
+    def send_next_now(self) -> None:
+        i = self.next
+        r = i - self.base
+        self._stamp_send(i, r, r + 1, i % self.slots, None)
 
 
 class Inbox:

@@ -285,6 +285,13 @@ class Driver(ABC):
     Options: ClassVar[type[DriverOptions]] = DriverOptions
     #: True when the driver has a broker sixnines can run itself (`sixnines broker NAME`).
     has_builtin_broker: ClassVar[bool] = False
+    #: True when its senders and receivers carry messages of varying sizes (a workload's
+    #: `message_size` as a distribution: `Sender.send` then gets frames of several lengths
+    #: end to end, and `Receiver.receive` lays each message at `stride`, the largest).
+    #: A driver without it is refused such a workload by name (`fixed_size_problem`).
+    variable_sizes: ClassVar[bool] = False
+    #: Set by the agent before any connection is made when this run's sizes vary.
+    sizes_vary: bool = False
     #: True when round trip needs a responder agent to send requests back (brokered
     #: systems); False when the broker itself echoes (the tcp relay, the zmq echo).
     needs_responder: ClassVar[bool] = False
@@ -409,6 +416,13 @@ class Driver(ABC):
         """Run the builtin broker in this process until SIGTERM; call `announce(address)`
         once it accepts connections. Only for drivers with `has_builtin_broker`."""
         raise NotImplementedError(f"driver {cls.name!r} has no builtin broker")
+
+
+def fixed_size_problem(driver: str) -> str:
+    """Why a driver without `variable_sizes` refuses a distribution of sizes."""
+    return (f"driver {driver!r} sends every message at one size: message_size as a "
+            "distribution is not supported by it yet (the tcp relay and nats carry varying "
+            "sizes)")
 
 
 def split_address(address: str, system: str) -> tuple[str, int]:

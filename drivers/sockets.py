@@ -13,9 +13,13 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+import struct
 
 from sixnines.drivers.base import DriverError
 
+#: A varying frame's length word, and what a `VaryingFrames` reads at once at least.
+WORD = struct.Struct("<I")
+RAW_BYTES = 1 << 18
 TAIL_CHECKED = 8  # bytes of a frame's head compared in every frame (the length ends it)
 WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
@@ -157,3 +161,61 @@ class FrameStream(SocketIO):
 
     def _refused(self) -> DriverError:
         return DriverError(f"{self.label}: {self._refusal}")
+
+
+class VaryingFrames(SocketIO):
+    """Frames of varying length, each a u32 LE length word then the message, read into a
+    buffer of this stream's own and copied out one to a `stride`-byte slot of the caller's
+    buffer (the slot of the largest: the frame at its start, the rest untouched). A frame
+    whose length is outside [`smallest`, the slot] is refused when its word arrives.
+
+    It may read more whole frames than one call's `out` takes (`held`)."""
+
+    def __init__(self, sock: socket.socket, label: str, closed: str, stride: int,
+                 smallest: int, refusal: str) -> None:
+        super().__init__(sock, label, closed)
+        self.stride = stride
+        self._smallest = smallest
+        self._refusal = refusal
+        self._raw = bytearray(max(RAW_BYTES, 2 * stride))
+        self._view = memoryview(self._raw)
+        self._start = self._end = 0
+
+    def held(self) -> bool:
+        """A whole frame is buffered."""
+        start, end = self._start, self._end
+        return (end - start >= WORD.size
+                and end - start >= WORD.size + WORD.unpack_from(self._raw, start)[0])
+
+    def frames(self, out: memoryview, timeout_ms: int) -> int:
+        """Whole frames now in `out`, one a `stride` slot."""
+        room = len(out) // self.stride
+        count = self._cut(out, room)
+        if count or not self.readable(timeout_ms):
+            return count
+        if self._start:  # the partial frame to the front: room for at least one frame
+            kept = self._end - self._start
+            self._view[:kept] = self._view[self._start : self._end]
+            self._start, self._end = 0, kept
+        got = self.read(self._view[self._end :])
+        self._end += got
+        return self._cut(out, room)
+
+    def _cut(self, out: memoryview, room: int) -> int:
+        raw, view, stride = self._raw, self._view, self.stride
+        at, end, count = self._start, self._end, 0
+        while count < room and end - at >= WORD.size:
+            length = WORD.unpack_from(raw, at)[0]
+            frame = WORD.size + length
+            if not self._smallest <= length <= stride - WORD.size:
+                raise DriverError(f"{self.label}: {self._refusal} (a {length}-byte message)")
+            if end - at < frame:
+                break
+            slot = count * stride
+            out[slot : slot + frame] = view[at : at + frame]
+            at += frame
+            count += 1
+        self._start = at
+        if at == end:
+            self._start = self._end = 0
+        return count

@@ -90,6 +90,9 @@ class Prepare(Message):
     #: What messages carry after their header (formats.fill.Fill.to_message); a sample
     #: file's bytes travel in it, so it is kept out of `repr` (logs) too.
     content: dict = field(default_factory=lambda: {"kind": "random"}, repr=False)
+    #: Message sizes drawn from a distribution (formats.sizes.Sizes as JSON; None: every
+    #: message is `message_size`, which is then the distribution's largest).
+    sizes: dict | None = None
 
 
 @dataclass(frozen=True)

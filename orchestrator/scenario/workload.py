@@ -39,11 +39,11 @@ from sixnines.orchestrator.scenario.fields import (
     SECOND_NS,
     Content,
     Messages,
+    MessageSize,
     Name,
     Parallel,
     RunTime,
     Seed,
-    Size,
     Sweep,
     Wait,
     as_list,
@@ -58,6 +58,7 @@ from sixnines.orchestrator.scenario.shapes import (
     shape_label,
     shape_problems,
 )
+from sixnines.orchestrator.scenario.sizes import SizeDistribution
 from sixnines.orchestrator.scenario.yaml_source import YamlPath
 
 #: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
@@ -95,7 +96,7 @@ class WorkloadPoint(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     mode: Mode = Mode.ONE_WAY
-    message_size: Size
+    message_size: MessageSize
     content: Content = DEFAULT_CONTENT
     rate: RateOrSearch
     messages: Messages | None = None
@@ -167,6 +168,9 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
     if workload.schedule is Schedule.CLOSED and workload.mode is not Mode.ROUND_TRIP:
         found.append(("schedule", "'closed' needs mode 'round-trip' (a closed loop sends the "
                       "next request when the reply arrives)"))
+    if isinstance(workload.message_size, SizeDistribution) and workload.mode is not Mode.ONE_WAY:
+        found.append(("message_size", "a distribution of sizes needs mode 'one-way' (round "
+                      "trips send every request at one size)"))
     if isinstance(workload.rate, SHAPES):
         if workload.schedule is Schedule.CLOSED:
             found.append(("schedule", "'closed' cannot follow a rate shape (a closed loop "
@@ -207,7 +211,7 @@ class WorkloadSpec(BaseModel):
     mode: Sweep[Mode] = (Mode.ONE_WAY,)
     """one-way: producers send, consumers receive; round-trip: requesters send and each
     message comes back to them (request/reply, timed on one clock)."""
-    message_size: Sweep[Size]
+    message_size: Sweep[MessageSize]
     """Bytes per message on the wire, sixnines' message header included."""
     content: Sweep[Content] = (DEFAULT_CONTENT,)
     """What each message carries after its 28-byte header: random (incompressible),
@@ -334,7 +338,7 @@ class WorkloadBase(WorkloadSpec):
     here, as long as each case ends up complete (message_size and rate are `()` until
     given; `given` says which fields the file set)."""
 
-    message_size: Sweep[Size] = ()
+    message_size: Sweep[MessageSize] = ()
     rate: Sweep[RateOrSearch] = ()
 
     @model_serializer

@@ -38,6 +38,27 @@ def size(minimum: int, maximum: int) -> WithJsonSchema:
                   "examples": [64, "1KB", "4MiB"]})
 
 
+def message_size(minimum: int, maximum: int) -> WithJsonSchema:
+    """A size, or a distribution of sizes (orchestrator.scenario.sizes)."""
+    one = size(minimum, maximum).json_schema
+    a_size = {"anyOf": one["anyOf"]}
+    distribution = {
+        "type": "object", "minProperties": 1,
+        "description": "a distribution: {uniform: [LOW, HIGH]}, {lognormal: {median, p99}}, "
+                       "weighted choices {SIZE: WEIGHT, ...} (or under weighted:), {file: PATH}",
+        "properties": {
+            "uniform": {"type": "array", "items": a_size, "minItems": 2, "maxItems": 2},
+            "lognormal": {"type": "object", "required": ["median", "p99"],
+                          "properties": {"median": a_size, "p99": a_size},
+                          "additionalProperties": False},
+            "weighted": {"type": "object", "additionalProperties": {"type": "number"}},
+            "file": {"type": "string", "minLength": 1}},
+        "additionalProperties": {"type": "number", "exclusiveMinimum": 0}}
+    return _json({"anyOf": [*one["anyOf"], distribution],
+                  "examples": [64, "1KB", {"uniform": [64, "4KB"]},
+                               {"64": 0.7, "1KB": 0.25, "64KB": 0.05}]})
+
+
 def duration(maximum_ns: int, *, minimum_ns: int = 0, above: bool = False,
              examples: tuple[Any, ...] = ("10s", "500ms", "2m")) -> WithJsonSchema:
     """A duration from `minimum_ns` (excluded when `above`) to `maximum_ns`; a plain number
