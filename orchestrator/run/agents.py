@@ -98,6 +98,13 @@ class Agents:
             raise RunFailure(f"message_size: {exc}") from None
 
     @property
+    def run_seed(self) -> int:
+        """The seed agents draw fills, sizes and Poisson gaps from: the workload's, else
+        the point's index (the same on every run of the scenario)."""
+        seed = self.point.workload.seed
+        return seed if seed is not None else self.point.index
+
+    @property
     def largest_size(self) -> int:
         """Every message's size, or the largest a distribution draws."""
         sizes = self.sizes
@@ -185,7 +192,7 @@ class Agents:
             messages=plan.sends if w.saturation else 0,
             duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=plan.connections,
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
-            drain_ns=w.drain_ns, seed=w.seed if w.seed is not None else self.point.index,
+            drain_ns=w.drain_ns, seed=self.run_seed,
             expected=plan.expected, out_dir=remote_dir, cpu_sample_ns=self.cpu_sample_ns,
             target_pid=target_pid, credential=None if beside else broker.credential_message(),
             shape=None if shape is None else shape.as_json(),
