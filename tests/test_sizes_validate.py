@@ -1,0 +1,67 @@
+"""`message_size` as a distribution, as `sixnines validate` reads it through the real CLI:
+a sweep of every form is accepted on a driver that carries varying sizes, and each
+malformed or unsupported one is one FILE:LINE line (exit 2, never a traceback)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sixnines.drivers.base import fixed_size_problem
+from tests.faults.support import sixnines
+
+SCENARIO = """\
+name: sizes
+systems:
+  - {{name: {driver}, driver: {driver}, broker: builtin}}
+workload:
+  mode: {mode}
+  message_size: {sizes}
+  rate: 100
+  duration: 1s
+"""
+SYSTEM_LINE, SIZE_LINE = 3, 6
+
+
+def validate(folder: Path, sizes: str, driver: str = "tcp", mode: str = "one-way"):
+    (folder / "s.yaml").write_text(SCENARIO.format(sizes=sizes, driver=driver, mode=mode))
+    return sixnines("validate", "s.yaml", cwd=folder)
+
+
+def test_every_form_of_distribution_is_a_run_of_its_own(tmp_path):
+    (tmp_path / "sizes.txt").write_text("64\n1KB\n300\n")
+    done = validate(tmp_path, "[{uniform: [64, 4KB]}, {lognormal: {median: 512, p99: 16KB}}, "
+                              "{64: 0.7, 1KB: 0.25, 64KB: 0.05}, {file: sizes.txt}, 256]")
+    assert done.returncode == 0, done.stderr
+    assert "s.yaml: ok, 5 run(s)" in done.stderr
+    assert "02-tcp-message_size=lognormal=_median_512_p99_16KB_" in done.stderr
+    assert "04-tcp-message_size=file=sizes.txt" in done.stderr
+
+
+@pytest.mark.parametrize(("sizes", "says"), [
+    ("{uniform: [10, 100]}", "its smallest size, 10 B, is below the 28-byte message header"),
+    ("{20: 0.5, 1KB: 0.5}", "its smallest size, 20 B, is below the 28-byte message header"),
+    ("{lognormal: {median: 20, p99: 1KB}}", "the lognormal's median 20 B is below the 28-byte"),
+    ("{uniform: [64, 2GB]}", "its largest size, 2GiB, is above the largest message (1GiB)"),
+    ("{file: missing.txt}", "file: cannot read"),
+    ("{uniform: [64, 1KB], file: x}", "a distribution is one of"),
+])
+def test_a_distribution_that_cannot_be_sent_is_refused_at_its_line(tmp_path, sizes, says):
+    done = validate(tmp_path, sizes)
+    assert done.returncode == 2
+    assert f"s.yaml:{SIZE_LINE}: workload.message_size" in done.stderr
+    assert says in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_driver_that_sends_one_size_is_refused_by_name(tmp_path):
+    done = validate(tmp_path, "{64: 0.5, 1KB: 0.5}", driver="zmq")
+    assert done.returncode == 2
+    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: {fixed_size_problem('zmq')}" in done.stderr
+
+
+def test_a_distribution_needs_one_way_mode(tmp_path):
+    done = validate(tmp_path, "{64: 0.5, 1KB: 0.5}", mode="round-trip")
+    assert done.returncode == 2
+    assert "a distribution of sizes needs mode 'one-way'" in done.stderr
