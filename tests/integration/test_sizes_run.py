@@ -35,6 +35,9 @@ workload:
 """
 SYSTEMS = {
     "tcp": "{name: tcp, driver: tcp, broker: builtin}",
+    "nats": "{name: nats, driver: nats, broker: {recipe: nats}}",
+    "nats-jetstream": "{name: nats, driver: nats, broker: {recipe: nats}, "
+                      "options: {mode: jetstream}}",
 }
 
 
