@@ -74,6 +74,7 @@ class Variant:
     extra: str = ""
     env: dict[str, str] = field(default_factory=dict)
     analysis: bool = True  # analysed as users run it: the sidecar folds chunks as they close
+    size: int | str = SIZE  # message_size as the scenario writes it (a distribution too)
 
 
 AS_USERS_RUN_IT = "as users run it"
@@ -88,12 +89,16 @@ RECORDING = {"streaming": Variant(env={"SIXNINES_CHUNK_ROWS": "524288"}),
 #: --analysis-ab: the analysis sidecar folding closed chunks while the run goes, against the
 #: whole analysis after the run (orchestrator.run.sidecar)
 ANALYSIS = {"sidecar": Variant(), "analysis after the run": Variant(env={"SIXNINES_FOLLOW": "0"})}
+#: --sizes-ab: one size against sizes drawn from a distribution of the same mean (each
+#: message's header stamped on its own, frames of varying lengths through the relay)
+SIZES = {f"{SIZE} B": Variant(), "32 B or 96 B (mean 64 B)": Variant(size="{32: 1, 96: 1}")}
 
 
 def step(rate: float, seconds: int, work: Path, variant: Variant, address: str) -> dict:
     system = ("{name: tcp, driver: tcp, broker: builtin}" if variant.builtin
               else common.external_system("tcp", "tcp", address))
-    return common.measure_step("rate", system, SIZE, rate, seconds, work, tty=variant.tty,
+    return common.measure_step("rate", system, variant.size, rate, seconds, work,
+                               tty=variant.tty,
                                extra=variant.extra, env=variant.env,
                                analysis=variant.analysis)
 
@@ -112,11 +117,14 @@ def main() -> None:
     parser.add_argument("--analysis-ab", action="store_true",
                         help="each rate with the analysis sidecar and with the analysis "
                         "after the run")
+    parser.add_argument("--sizes-ab", action="store_true",
+                        help="each rate with 64 B messages and with sizes drawn from a "
+                        "distribution of mean 64 B")
     args = common.arguments(parser, smoke={"rates": "10k", "seconds": 1,
                                            "baseline_seconds": 0.2})
     rates = common.parse_rates(args.rates)
     variants = (SIDECARS if args.ab else RECORDING if args.recording_ab
-                else ANALYSIS if args.analysis_ab
+                else ANALYSIS if args.analysis_ab else SIZES if args.sizes_ab
                 else {AS_USERS_RUN_IT: SIDECARS[AS_USERS_RUN_IT]})
     relay, address = start_relay()
     try:
