@@ -285,12 +285,8 @@ class Driver(ABC):
     Options: ClassVar[type[DriverOptions]] = DriverOptions
     #: True when the driver has a broker sixnines can run itself (`sixnines broker NAME`).
     has_builtin_broker: ClassVar[bool] = False
-    #: True when its senders and receivers carry messages of varying sizes (a workload's
-    #: `message_size` as a distribution: `Sender.send` then gets frames of several lengths
-    #: end to end, and `Receiver.receive` lays each message at `stride`, the largest).
-    #: A driver without it is refused such a workload by name (`fixed_size_problem`).
-    variable_sizes: ClassVar[bool] = False
-    #: Set by the agent before any connection is made when this run's sizes vary.
+    #: Set by the agent before any connection is made when this run's sizes vary (see
+    #: `carries_varying_sizes`).
     sizes_vary: bool = False
     #: True when round trip needs a responder agent to send requests back (brokered
     #: systems); False when the broker itself echoes (the tcp relay, the zmq echo).
@@ -370,6 +366,17 @@ class Driver(ABC):
         return self.framing(message_size)
 
     @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+        """True when, with these options, its senders and receivers carry messages of
+        varying sizes (a workload's `message_size` as a distribution): `Sender.send` then
+        gets frames of several lengths end to end, each framed for its own size, and
+        `Receiver.receive` lays each message at the start of a `stride` slot (the
+        largest's). A driver that does not is refused such a workload by name
+        (`fixed_size_problem`); the conformance suite's `test_varying_sizes` is what one
+        passes to say it does."""
+        return False
+
+    @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         """What this driver cannot do with this workload (checked before anything starts),
         e.g. a delivery mode that cannot fan out to several consumers."""
@@ -419,10 +426,10 @@ class Driver(ABC):
 
 
 def fixed_size_problem(driver: str) -> str:
-    """Why a driver without `variable_sizes` refuses a distribution of sizes."""
+    """Why a driver without `carries_varying_sizes` refuses a distribution of sizes."""
     return (f"driver {driver!r} sends every message at one size: message_size as a "
-            "distribution is not supported by it yet (the tcp relay and nats carry varying "
-            "sizes)")
+            "distribution is not supported by it yet (the tcp relay, nats and redis streams "
+            "carry varying sizes)")
 
 
 def split_address(address: str, system: str) -> tuple[str, int]:

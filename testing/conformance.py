@@ -456,11 +456,11 @@ class DriverConformance:
         wait_readable(driver, [receiver, replies], 0)  # the pollables can be waited on
 
     def test_varying_sizes(self, target: Target, closing) -> None:
-        """A driver that carries varying sizes (`Driver.variable_sizes`) delivers each
+        """A driver that carries varying sizes (`Driver.carries_varying_sizes`) delivers each
         message whole at its own size, in batches mixing sizes, and refuses one above the
         largest its receiver was made for."""
         driver = target.make()
-        if not driver.variable_sizes:
+        if not driver.carries_varying_sizes(driver.options):
             pytest.skip(f"driver {driver.name!r} sends one size (validate refuses sizes "
                         "that vary)")
         driver.sizes_vary = True

@@ -190,7 +190,6 @@ class NatsDriver(Driver):
     Options = NatsOptions
     options: NatsOptions  # what Options validated
     needs_responder = True
-    variable_sizes = True  # PUB lines carry each message's size; MSG lines say it back
 
     def __init__(self, address: str, options: NatsOptions,
                  credential: Credential | None = None) -> None:
@@ -212,6 +211,10 @@ class NatsDriver(Driver):
 
     def receive_framing(self, message_size: int) -> Framing:
         return Framing()  # payloads are copied out end to end
+
+    @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+        return True  # PUB lines carry each message's size and MSG lines say it back
 
     @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:

@@ -83,7 +83,7 @@ from sixnines.drivers.redis.wire import (
 )
 from sixnines.drivers.sockets import FrameStream, SocketIO
 from sixnines.formats.durability import Setting
-from sixnines.formats.payload import HEADER_STRUCT
+from sixnines.formats.payload import HEADER_SIZE, HEADER_STRUCT
 
 REPLY_SCRATCH = 1 << 16  # bytes of replies discarded per recv on a writer
 DISCARD_EVERY = 64  # messages sent between two looks at the replies (a recv costs ~1.5 µs)
@@ -242,7 +242,8 @@ class StreamReceiver(Receiver):
     holds = True
 
     def __init__(self, conn: Connection, label: str, key: bytes, size: int,
-                 last_id: bytes, group: bytes | None, cleanup) -> None:
+                 last_id: bytes, group: bytes | None, cleanup,
+                 smallest: int | None = None) -> None:
         self._conn = conn
         sock = socket_of(conn)
         self._io = SocketIO(sock, label)
@@ -251,7 +252,7 @@ class StreamReceiver(Receiver):
         self._cleanup = cleanup
         self._count = max(1, min(1024, READ_BYTES // (size + ENTRY_OVERHEAD)))
         self._replies = StreamReplies(key, size, self._count, ENTRY_OVERHEAD, label, last_id,
-                                      group is not None)
+                                      group is not None, smallest)
         if group is not None:
             self._read_group = b"".join(conn.pack_command(
                 "XREADGROUP", "GROUP", group, "c", "COUNT", self._count, "BLOCK", 0,
@@ -375,6 +376,12 @@ class RedisDriver(Driver):
         return Framing(push_head(self._channel, message_size), CRLF)
 
     @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+        """Streams: each XADD says its field's size and XREAD replies say it back.
+        Pub/sub receivers check one push head per message, so they take one size."""
+        return isinstance(options, RedisOptions) and options.mode == "streams"
+
+    @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if workload.message_size > MAX_BULK:
             return [f"message_size {workload.message_size} is above Redis' largest string "
@@ -462,7 +469,8 @@ class RedisDriver(Driver):
         if delete:
             forget.append(("DEL", key))
         return StreamReceiver(conn, self._label, key, size, last_id, group,
-                              lambda: run_quietly(self._connect, forget))
+                              lambda: run_quietly(self._connect, forget),
+                              HEADER_SIZE if self.sizes_vary else None)
 
     # --- roles --------------------------------------------------------------------------
 

@@ -85,11 +85,14 @@ class StreamReplies:
     one goes out with `last_id`, and in a group the ids in `acks` are acknowledged)."""
 
     def __init__(self, key: bytes, size: int, count: int, overhead: int, label: str,
-                 last_id: bytes, group: bool) -> None:
+                 last_id: bytes, group: bool, smallest: int | None = None) -> None:
         self.label = label
         self.size = size
         self.header = b"*1\r\n*2\r\n" + bulk(key) + b"*"
         self.middle = CRLF + b"*2\r\n" + bulk(FIELD) + b"$%d\r\n" % size
+        self.any_middle = self.middle[: -len(b"%d\r\n" % size)]  # before any size
+        # the smallest payload accepted (below `size`: sizes vary, `size` the largest)
+        self.smallest = size if smallest is None else smallest
         self.buf = bytearray(count * (size + overhead) + 1024 + 2 * len(key))
         self.view = memoryview(self.buf)
         self.pos = 0
@@ -162,14 +165,19 @@ class StreamReplies:
                 data_at = id_end + len(middle)
                 if data_at > end:
                     break
+                length = size
                 if not buf.startswith(middle, id_end):  # another size: refused on arrival
-                    raise self._unexpected()
-                if data_at + size + 2 > end:
+                    if self.smallest == size:
+                        raise self._unexpected()
+                    data_at, length = self._varying(id_end, end)  # unless sizes vary
+                    if data_at < 0:
+                        break
+                if data_at + length + 2 > end:
                     break
                 o = n * stride
-                out[o : o + size] = view[data_at : data_at + size]
+                out[o : o + length] = view[data_at : data_at + length]
                 n += 1
-                pos = data_at + size + 2
+                pos = data_at + length + 2
                 self.left -= 1
                 if self.group:
                     self.acks.append(bytes(buf[id_at:id_end]))
@@ -181,9 +189,25 @@ class StreamReplies:
             self.held = n == room and pos < end
         return n
 
+    def _varying(self, id_end: int, end: int) -> tuple[int, int]:
+        """(where the payload starts, its length) of an entry whose field's length is its
+        own, from `smallest` to `size`; (-1, 0) when its length has not all arrived."""
+        buf, at = self.buf, id_end + len(self.any_middle)
+        stop = buf.find(CRLF, at, end)
+        if stop < 0:
+            return -1, 0
+        if not buf.startswith(self.any_middle, id_end) or not buf[at:stop].isdigit():
+            raise self._unexpected()
+        length = int(buf[at:stop])
+        if not self.smallest <= length <= self.size:
+            raise self._unexpected()
+        return stop + 2, length
+
     def _unexpected(self) -> DriverError:
+        sizes = (f"{self.size}-byte" if self.smallest == self.size
+                 else f"{self.smallest}- to {self.size}-byte")
         return DriverError(f"{self.label}: unexpected entry in the stream (not one "
-                          f"{self.size}-byte field {FIELD.decode()!r}: another writer?)")
+                          f"{sizes} field {FIELD.decode()!r}: another writer?)")
 
 
 def glob_literal(text: str) -> str:

@@ -15,6 +15,7 @@ from sixnines.drivers.base import (
     SOLE_LANE,
     Announce,
     Driver,
+    DriverOptions,
     Framing,
     Lane,
     Receiver,
@@ -84,7 +85,10 @@ class TcpDriver(Driver):
     Options = TcpOptions
     options: TcpOptions  # what Options validated
     has_builtin_broker = True
-    variable_sizes = True
+
+    @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+        return True  # each frame's length word is its own; the hello says they vary
 
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
         return Framing(prefix=frame_prefix(message_size))  # the lane is the hello's

@@ -569,7 +569,7 @@ def _driver_workload_problems(
         for where, workload, varies in points:
             case = "" if where == ("workload",) else f" (in {format_path(where)})"
             messages = driver.workload_problems(system.options, workload)
-            if varies and not driver.variable_sizes:
+            if varies and not driver.carries_varying_sizes(system.options):
                 messages = [*messages, fixed_size_problem(driver.name)]
             for message in messages:
                 text = f"{message}{case}"
