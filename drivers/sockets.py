@@ -14,6 +14,7 @@ import select
 import socket
 import ssl
 import struct
+from collections.abc import Callable
 
 from sixnines.drivers.base import DriverError
 
@@ -163,29 +164,31 @@ class FrameStream(SocketIO):
         return DriverError(f"{self.label}: {self._refusal}")
 
 
+#: Where a frame of varying length is in a buffer read off the socket, from `at` up to
+#: `end`: (first byte to hand over, the byte after the last, where the next frame starts),
+#: None while it has not all arrived; raises `DriverError` for one that is not a frame.
+FrameAt = Callable[[bytearray, int, int], tuple[int, int, int] | None]
+
+
 class VaryingFrames(SocketIO):
-    """Frames of varying length, each a u32 LE length word then the message, read into a
-    buffer of this stream's own and copied out one to a `stride`-byte slot of the caller's
-    buffer (the slot of the largest: the frame at its start, the rest untouched). A frame
-    whose length is outside [`smallest`, the slot] is refused when its word arrives.
+    """Frames of varying length (where each is, `frame_at` says), read into a buffer of
+    this stream's own and handed over one to a `stride`-byte slot of the caller's buffer
+    (the largest's slot: what the frame hands over at its start, the rest untouched).
 
     It may read more whole frames than one call's `out` takes (`held`)."""
 
     def __init__(self, sock: socket.socket, label: str, closed: str, stride: int,
-                 smallest: int, refusal: str) -> None:
+                 frame_at: FrameAt) -> None:
         super().__init__(sock, label, closed)
         self.stride = stride
-        self._smallest = smallest
-        self._refusal = refusal
+        self._frame_at = frame_at
         self._raw = bytearray(max(RAW_BYTES, 2 * stride))
         self._view = memoryview(self._raw)
         self._start = self._end = 0
 
     def held(self) -> bool:
         """A whole frame is buffered."""
-        start, end = self._start, self._end
-        return (end - start >= WORD.size
-                and end - start >= WORD.size + WORD.unpack_from(self._raw, start)[0])
+        return self._frame_at(self._raw, self._start, self._end) is not None
 
     def frames(self, out: memoryview, timeout_ms: int) -> int:
         """Whole frames now in `out`, one a `stride` slot."""
@@ -202,20 +205,30 @@ class VaryingFrames(SocketIO):
         return self._cut(out, room)
 
     def _cut(self, out: memoryview, room: int) -> int:
-        raw, view, stride = self._raw, self._view, self.stride
+        raw, view, stride, frame_at = self._raw, self._view, self.stride, self._frame_at
         at, end, count = self._start, self._end, 0
-        while count < room and end - at >= WORD.size:
-            length = WORD.unpack_from(raw, at)[0]
-            frame = WORD.size + length
-            if not self._smallest <= length <= stride - WORD.size:
-                raise DriverError(f"{self.label}: {self._refusal} (a {length}-byte message)")
-            if end - at < frame:
-                break
+        while count < room and (found := frame_at(raw, at, end)) is not None:
+            first, last, at = found
             slot = count * stride
-            out[slot : slot + frame] = view[at : at + frame]
-            at += frame
+            out[slot : slot + last - first] = view[first:last]
             count += 1
         self._start = at
         if at == end:
             self._start = self._end = 0
         return count
+
+
+def length_words(label: str, smallest: int, largest: int, refusal: str) -> FrameAt:
+    """Frames of a u32 LE length word then the message (handed over whole, word first),
+    refusing a length outside [smallest, largest] as soon as its word arrives."""
+    unpack = WORD.unpack_from
+
+    def frame_at(raw: bytearray, at: int, end: int) -> tuple[int, int, int] | None:
+        if end - at < WORD.size:
+            return None
+        length = unpack(raw, at)[0]
+        if not smallest <= length <= largest:
+            raise DriverError(f"{label}: {refusal} (a {length}-byte message)")
+        following = at + WORD.size + length
+        return None if following > end else (at, following, following)
+    return frame_at

@@ -61,19 +61,6 @@ def test_a_driver_that_sends_one_size_is_refused_by_name(tmp_path):
     assert f"s.yaml:{SYSTEM_LINE}: systems[0]: {fixed_size_problem('zmq')}" in done.stderr
 
 
-def test_redis_carries_varying_sizes_in_streams_only(tmp_path):
-    (tmp_path / "s.yaml").write_text(SCENARIO.format(
-        sizes="{64: 0.5, 1KB: 0.5}", mode="one-way", driver="redis").replace(
-        "broker: builtin}", "broker: {recipe: redis}, options: {mode: pubsub}}"))
-    done = sixnines("validate", "s.yaml", cwd=tmp_path)
-    assert done.returncode == 2
-    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: {fixed_size_problem('redis')}" in done.stderr
-    (tmp_path / "s.yaml").write_text(
-        (tmp_path / "s.yaml").read_text().replace("mode: pubsub", "mode: streams"))
-    done = sixnines("validate", "s.yaml", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-
-
 def test_a_distribution_needs_one_way_mode(tmp_path):
     done = validate(tmp_path, "{64: 0.5, 1KB: 0.5}", mode="round-trip")
     assert done.returncode == 2

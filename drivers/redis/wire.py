@@ -6,6 +6,7 @@ buffer. Pure functions and a parser over bytes; the sockets are drivers/redis/dr
 from __future__ import annotations
 
 from sixnines.drivers.base import DriverError
+from sixnines.drivers.sockets import FrameAt
 
 CRLF = b"\r\n"
 DASH, NEWLINE, COLON = ord("-"), ord("\n"), ord(":")
@@ -33,6 +34,42 @@ def publish_head(channel: bytes, size: int) -> bytes:
 def push_head(channel: bytes, size: int) -> bytes:
     """What precedes a message the server pushes to a subscriber of `channel`."""
     return head(b"message", channel, size=size)
+
+
+#: Most digits a RESP bulk length has here (a payload is at most MAX_BULK bytes).
+LENGTH_DIGITS = 10
+
+
+def varying_pushes(label: str, channel: bytes, smallest: int, largest: int) -> FrameAt:
+    """Where each pub/sub push of `channel` is, its payload of its own size from `smallest`
+    to `largest` (sockets.VaryingFrames hands the payloads over); anything else is refused
+    as soon as it differs."""
+    head = push_head(channel, 0)[: -len(b"0" + CRLF)]  # up to the payload's length
+
+    def refused() -> DriverError:
+        return DriverError(f"{label}: unexpected data on the subscription (a message "
+                           f"outside {smallest} to {largest} bytes on the channel?)")
+
+    def frame_at(raw: bytearray, at: int, end: int) -> tuple[int, int, int] | None:
+        digits_at = at + len(head)
+        if end < digits_at:
+            if raw[at:end] != head[: end - at]:
+                raise refused()
+            return None
+        if not raw.startswith(head, at):
+            raise refused()
+        stop = raw.find(CRLF, digits_at, min(end, digits_at + LENGTH_DIGITS + 1))
+        if stop < 0:
+            if end - digits_at > LENGTH_DIGITS:
+                raise refused()
+            return None
+        digits = raw[digits_at:stop]
+        if not digits.isdigit() or not smallest <= int(digits) <= largest:
+            raise refused()
+        payload = stop + len(CRLF)
+        following = payload + int(digits) + len(CRLF)
+        return None if following > end else (payload, following - len(CRLF), following)
+    return frame_at
 
 
 def xadd_head(key: bytes, maxlen: int, size: int) -> bytes:

@@ -22,7 +22,7 @@ from sixnines.drivers.base import (
     Sender,
     split_address,
 )
-from sixnines.drivers.sockets import FrameStream, SocketIO, VaryingFrames
+from sixnines.drivers.sockets import FrameStream, SocketIO, VaryingFrames, length_words
 from sixnines.drivers.tcp.connection import connect
 from sixnines.drivers.tcp.options import TcpOptions
 from sixnines.drivers.tcp.wire import ECHO, LENGTH, PUBLISH, SUBSCRIBE, VARIABLE, frame_prefix
@@ -67,7 +67,8 @@ class TcpVaryingReceiver(Receiver):
     def __init__(self, sock: socket.socket, label: str, message_size: int) -> None:
         self._stream = VaryingFrames(
             sock, label, "connection closed by the relay", LENGTH.size + message_size,
-            HEADER_SIZE, f"a message outside {HEADER_SIZE}..{message_size} bytes")
+            length_words(label, HEADER_SIZE, message_size,
+                         f"a message outside {HEADER_SIZE}..{message_size} bytes"))
         self.pollable = sock
 
     def held(self) -> bool:

@@ -1,5 +1,5 @@
 """`sixnines run` with message sizes drawn from a weighted distribution, as a user runs it,
-on the builtin tcp relay, NATS and Redis streams: every message arrives, each one's recorded size is
+on the builtin tcp relay, NATS and Redis: every message arrives, each one's recorded size is
 the size its sender's ring drew for it (formats.sizes, recomputed here from the seed), the
 manifest records the distribution and the drawn histogram, and bytes/s is reported."""
 
@@ -40,6 +40,7 @@ SYSTEMS = {
                       "options: {mode: jetstream}}",
     "redis-streams": "{name: redis, driver: redis, broker: {recipe: redis}, "
                      "options: {mode: streams}}",
+    "redis-pubsub": "{name: redis, driver: redis, broker: {recipe: redis}}",
 }
 
 
