@@ -428,8 +428,8 @@ class Driver(ABC):
 def fixed_size_problem(driver: str) -> str:
     """Why a driver without `carries_varying_sizes` refuses a distribution of sizes."""
     return (f"driver {driver!r} sends every message at one size: message_size as a "
-            "distribution is not supported by it yet (the tcp relay, nats and redis carry "
-            "varying sizes)")
+            "distribution is not supported by it yet (the tcp relay, zmq, nats and redis "
+            "carry varying sizes)")
 
 
 def split_address(address: str, system: str) -> tuple[str, int]:

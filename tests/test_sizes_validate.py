@@ -56,9 +56,9 @@ def test_a_distribution_that_cannot_be_sent_is_refused_at_its_line(tmp_path, siz
 
 
 def test_a_driver_that_sends_one_size_is_refused_by_name(tmp_path):
-    done = validate(tmp_path, "{64: 0.5, 1KB: 0.5}", driver="zmq")
+    done = validate(tmp_path, "{64: 0.5, 1KB: 0.5}", driver="rabbitmq")
     assert done.returncode == 2
-    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: {fixed_size_problem('zmq')}" in done.stderr
+    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: {fixed_size_problem('rabbitmq')}" in done.stderr
 
 
 def test_a_distribution_needs_one_way_mode(tmp_path):

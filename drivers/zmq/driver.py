@@ -24,12 +24,15 @@ from sixnines.drivers.base import (
     Credential,
     Driver,
     DriverError,
+    DriverOptions,
+    Framing,
     Lane,
     Receiver,
     Sender,
     Waiter,
     split_address,
 )
+from sixnines.drivers.sockets import WORD as LENGTH
 from sixnines.drivers.zmq.connection import (
     await_connected,
     await_first,
@@ -48,6 +51,7 @@ from sixnines.drivers.zmq.wire import (
     broker_address,
     topic,
 )
+from sixnines.formats.payload import HEADER_SIZE
 
 CHECK_EVERY = 64  # sends between two looks at the connection's monitor (a look: ~1 µs)
 
@@ -101,14 +105,39 @@ class ZmqLaneSender(ZmqSender):
             self.settle()
 
 
+class ZmqVaryingSender(ZmqSender):
+    """Sends messages of varying sizes: each frame is its length word (`LENGTH`, read
+    here, never sent) then the message, sent as one message (after the lane's topic, with
+    one)."""
+
+    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes) -> None:
+        super().__init__(sock, label)
+        self._topic = lane_topic
+
+    def send(self, frames: memoryview, count: int) -> None:
+        send, lane_topic, unpack = self._sock.send, self._topic, LENGTH.unpack_from
+        at = 0
+        for _ in range(count):
+            start = at + LENGTH.size
+            at = start + unpack(frames, at)[0]
+            if lane_topic:
+                send(lane_topic, zmq.SNDMORE)
+            send(frames[start:at])
+        self._unchecked += 1
+        if self._unchecked >= CHECK_EVERY:
+            self.settle()
+
+
 class ZmqReceiver(Receiver):
     """Receives single-frame messages, or with a `lane_topic` two-frame ones
     (`ZmqLaneSender`): the topic into a scratch buffer, the message into the caller's.
     ZeroMQ delivers a message's frames together, so the second is there once the first is."""
 
-    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes = b"") -> None:
+    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes = b"",
+                 smallest: int | None = None) -> None:
         self._sock = sock
         self._label = label
+        self._smallest = smallest  # None: every message is `stride` bytes; else from this up
         self._scratch = bytearray(len(lane_topic)) if lane_topic else None
         self.pollable = sock  # a zmq socket's FD is edge-triggered: ZmqWaiter polls it
 
@@ -129,8 +158,11 @@ class ZmqReceiver(Receiver):
                 break
             except zmq.ZMQError as exc:
                 raise DriverError(f"{self._label}: receive failed ({exc})") from exc
-            if got != stride:
-                raise DriverError(f"{self._label}: got a {got}-byte message, expected {stride}")
+            if got != stride and (self._smallest is None
+                                  or not self._smallest <= got <= stride):
+                expected = stride if self._smallest is None else f"{self._smallest} to {stride}"
+                raise DriverError(f"{self._label}: got a {got}-byte message, "
+                                  f"expected {expected}")
             count += 1
             offset += stride
         return count
@@ -176,6 +208,18 @@ class ZmqDriver(Driver):
     def waiter(self, receivers: Sequence[Receiver]) -> ZmqWaiter:
         return ZmqWaiter(receivers)
 
+    @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+        return True  # one zmq message per message; its length is ZeroMQ's to carry
+
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        """Nothing around a message; when sizes vary, its length word before it, which
+        the sender reads to cut the batch (`ZmqVaryingSender`) and never sends."""
+        return Framing(prefix=LENGTH.pack(message_size)) if self.sizes_vary else Framing()
+
+    def receive_framing(self, message_size: int) -> Framing:
+        return Framing()
+
     def sender(self, message_size: int, connection_id: int,
                lane: Lane = SOLE_LANE) -> ZmqSender:
         lane_topic = topic(lane)
@@ -183,6 +227,8 @@ class ZmqDriver(Driver):
         sock.setsockopt(zmq.XPUB_NODROP, 1)  # block at the high-water mark, never drop
         label = f"zmq broker at {self.address}"
         await_subscription(sock, lane_topic, label)
+        if self.sizes_vary:
+            return ZmqVaryingSender(sock, label, lane_topic)
         if lane_topic:
             return ZmqLaneSender(sock, label, lane_topic)
         return ZmqSender(sock, label)
@@ -197,10 +243,11 @@ class ZmqDriver(Driver):
         if await_first(sock, "welcome message", label) != WELCOME:
             close(sock)
             raise DriverError(f"{label}: unexpected first message")
+        smallest = HEADER_SIZE if self.sizes_vary else None
         if lane_topic:
             sock.setsockopt(zmq.UNSUBSCRIBE, WELCOME)
-            return ZmqReceiver(sock, label, lane_topic)
-        return ZmqReceiver(sock, label)
+            return ZmqReceiver(sock, label, lane_topic, smallest)
+        return ZmqReceiver(sock, label, smallest=smallest)
 
     def requester(self, message_size: int, connection_id: int) -> tuple[ZmqSender, ZmqReceiver]:
         sock = self._socket(zmq.DEALER, ECHO)

@@ -1,5 +1,5 @@
 """`sixnines run` with message sizes drawn from a weighted distribution, as a user runs it,
-on the builtin tcp relay, NATS and Redis: every message arrives, each one's recorded size is
+on the builtin tcp relay and zmq proxy, NATS and Redis: every message arrives, each one's recorded size is
 the size its sender's ring drew for it (formats.sizes, recomputed here from the seed), the
 manifest records the distribution and the drawn histogram, and bytes/s is reported."""
 
@@ -35,6 +35,7 @@ workload:
 """
 SYSTEMS = {
     "tcp": "{name: tcp, driver: tcp, broker: builtin}",
+    "zmq": "{name: zmq, driver: zmq, broker: builtin}",
     "nats": "{name: nats, driver: nats, broker: {recipe: nats}}",
     "nats-jetstream": "{name: nats, driver: nats, broker: {recipe: nats}, "
                       "options: {mode: jetstream}}",
