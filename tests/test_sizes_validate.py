@@ -14,7 +14,7 @@ from tests.faults.support import sixnines
 SCENARIO = """\
 name: sizes
 systems:
-  - {{name: {driver}, driver: {driver}, broker: builtin}}
+  - {{name: {driver}, driver: {driver}, broker: {broker}}}
 workload:
   mode: {mode}
   message_size: {sizes}
@@ -24,8 +24,10 @@ workload:
 SYSTEM_LINE, SIZE_LINE = 3, 6
 
 
-def validate(folder: Path, sizes: str, driver: str = "tcp", mode: str = "one-way"):
-    (folder / "s.yaml").write_text(SCENARIO.format(sizes=sizes, driver=driver, mode=mode))
+def validate(folder: Path, sizes: str, driver: str = "tcp", mode: str = "one-way",
+             broker: str = "builtin"):
+    (folder / "s.yaml").write_text(SCENARIO.format(sizes=sizes, driver=driver, mode=mode,
+                                                   broker=broker))
     return sixnines("validate", "s.yaml", cwd=folder)
 
 
@@ -56,7 +58,8 @@ def test_a_distribution_that_cannot_be_sent_is_refused_at_its_line(tmp_path, siz
 
 
 def test_a_driver_that_sends_one_size_is_refused_by_name(tmp_path):
-    done = validate(tmp_path, "{64: 0.5, 1KB: 0.5}", driver="rabbitmq")
+    done = validate(tmp_path, "{64: 0.5, 1KB: 0.5}", driver="rabbitmq",
+                    broker="{recipe: rabbitmq}")
     assert done.returncode == 2
     assert f"s.yaml:{SYSTEM_LINE}: systems[0]: {fixed_size_problem('rabbitmq')}" in done.stderr
 
