@@ -366,9 +366,10 @@ class Driver(ABC):
         return self.framing(message_size)
 
     @classmethod
-    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
-        """True when, with these options, its senders and receivers carry messages of
-        varying sizes (a workload's `message_size` as a distribution): `Sender.send` then
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
+        """True when, with these options and sizes up to `largest`, its senders and
+        receivers carry messages of varying sizes (a workload's `message_size` as a
+        distribution): `Sender.send` then
         gets frames of several lengths end to end, each framed for its own size, and
         `Receiver.receive` lays each message at the start of a `stride` slot (the
         largest's). A driver that does not is refused such a workload by name
@@ -427,9 +428,9 @@ class Driver(ABC):
 
 def fixed_size_problem(driver: str) -> str:
     """Why a driver without `carries_varying_sizes` refuses a distribution of sizes."""
-    return (f"driver {driver!r} sends every message at one size: message_size as a "
-            "distribution is not supported by it yet (the tcp relay, zmq, nats and redis "
-            "carry varying sizes)")
+    return (f"driver {driver!r} sends every message at one size here: message_size as a "
+            "distribution is not supported by it yet (the tcp relay, zmq, nats, redis, and "
+            "rabbitmq up to 128 KiB carry varying sizes)")
 
 
 def split_address(address: str, system: str) -> tuple[str, int]:

@@ -213,7 +213,7 @@ class NatsDriver(Driver):
         return Framing()  # payloads are copied out end to end
 
     @classmethod
-    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
         return True  # PUB lines carry each message's size and MSG lines say it back
 
     @classmethod

@@ -402,7 +402,7 @@ class RedisDriver(Driver):
         return Framing(push_head(self._channel, message_size), CRLF)
 
     @classmethod
-    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
         """Each PUBLISH (XADD) says its payload's size, and pushes (XREAD replies) say it
         back."""
         return True

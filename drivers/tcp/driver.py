@@ -88,7 +88,7 @@ class TcpDriver(Driver):
     has_builtin_broker = True
 
     @classmethod
-    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
         return True  # each frame's length word is its own; the hello says they vary
 
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:

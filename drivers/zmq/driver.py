@@ -209,7 +209,7 @@ class ZmqDriver(Driver):
         return ZmqWaiter(receivers)
 
     @classmethod
-    def carries_varying_sizes(cls, options: DriverOptions) -> bool:
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
         return True  # one zmq message per message; its length is ZeroMQ's to carry
 
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:

@@ -569,7 +569,8 @@ def _driver_workload_problems(
         for where, workload, varies in points:
             case = "" if where == ("workload",) else f" (in {format_path(where)})"
             messages = driver.workload_problems(system.options, workload)
-            if varies and not driver.carries_varying_sizes(system.options):
+            if varies and not driver.carries_varying_sizes(system.options,
+                                                           workload.message_size):
                 messages = [*messages, fixed_size_problem(driver.name)]
             for message in messages:
                 text = f"{message}{case}"

@@ -1,7 +1,8 @@
 """`sixnines run` with message sizes drawn from a weighted distribution, as a user runs it,
-on the builtin tcp relay and zmq proxy, NATS and Redis: every message arrives, each one's recorded size is
-the size its sender's ring drew for it (formats.sizes, recomputed here from the seed), the
-manifest records the distribution and the drawn histogram, and bytes/s is reported."""
+on the builtin tcp relay and zmq proxy, NATS, Redis and RabbitMQ: every message arrives,
+each one's recorded size is the size its sender's ring drew for it (formats.sizes,
+recomputed here from the seed), the manifest records the distribution and the drawn
+histogram, and bytes/s is reported."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ SYSTEMS = {
     "redis-streams": "{name: redis, driver: redis, broker: {recipe: redis}, "
                      "options: {mode: streams}}",
     "redis-pubsub": "{name: redis, driver: redis, broker: {recipe: redis}}",
+    "rabbitmq": "{name: rabbitmq, driver: rabbitmq, broker: {recipe: rabbitmq}}",
 }
 
 
