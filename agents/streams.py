@@ -199,7 +199,8 @@ class SizedOutStream(OutStream):
     laid end to end at their own lengths, each with the framing of its size, so a batch
     is still one contiguous slice of the ring (`offsets`), and a header is stamped where
     its frame puts it (`stamps`). Kept apart so the one-size stream runs exactly as it
-    did: stamping here is one `pack_into` per message, the cost the sizes add."""
+    did: stamping here cannot be a strided slice, so a few messages are packed one by one
+    and a larger batch is scattered byte by byte (`stamp_bytes`), the cost the sizes add."""
 
     def __init__(
         self,
@@ -226,7 +227,12 @@ class SizedOutStream(OutStream):
         self.bodies = offsets[:-1] + prefixes  # where each slot's message starts
         for at in self.bodies.tolist():
             HEADER_STRUCT.pack_into(frames, at, producer_id, 0, 0, 0)
-        self.stamps = (self.bodies + STAMP_OFFSET).tolist()
+        stamps = self.bodies + STAMP_OFFSET
+        self.stamps = stamps.tolist()
+        # each slot's stamp bytes (seq, intended, sent), for a batch's one scatter
+        self.stamp_bytes = stamps[:, None] + np.arange(STAMP_STRUCT.size, dtype=np.int64)
+        self.stamp_values = np.empty((self.slots, 3), dtype="<i8")
+        self.slot_numbers = np.arange(self.slots, dtype="<i8")
         self.wire = memoryview(frames).cast("B")
         self.pool = pool
         self._use(pool.first())
@@ -238,20 +244,30 @@ class SizedOutStream(OutStream):
         return b"".join(bytes(self.wire[body + HEADER_SIZE : body + int(size)])
                         for body, size in zip(self.bodies.tolist(), self.sizes, strict=True))
 
-    def _stamp_send(self, i: int, r: int, s: int, k0: int, intended: np.ndarray | None
-                    ) -> None:
-        """Stamp rows r..s (messages i.., slots k0..) and send them in one write; without
-        `intended` (throughput mode), a message's intended time is its send time."""
-        wire, stamps, sent_at = self.wire, self.stamps, self.sent_at
+    def _stamp_send(self, i: int, r: int, s: int, k0: int, scheduled: bool) -> None:
+        """Stamp rows r..s (messages i.., slots k0..) and send them in one write; unless
+        `scheduled` (throughput mode, closed loop), a message's intended time is its send
+        time. A few messages are packed one by one; more are scattered into their slots'
+        stamp bytes with one numpy assignment (`stamp_bytes`)."""
+        n, k1 = s - r, k0 + s - r
         sent_ns = clock()
-        for row, k in zip(range(r, s), range(k0, k0 + s - r), strict=True):
-            pack_stamp(wire, stamps[k], i, sent_ns if intended is None else intended[row],
-                       sent_ns)
-            sent_at[row] = sent_ns
-            i += 1
-        if intended is None:
+        if not scheduled:
             self.intended[r:s] = sent_ns
-        self.sender.send(wire[self.offsets[k0] : self.offsets[k0 + s - r]], s - r)
+        if n <= SCALAR_BATCH:
+            wire, stamps, sent_at, intended = self.wire, self.stamps, self.sent_at, \
+                self.intended_at
+            for row, k in zip(range(r, s), range(k0, k1), strict=True):
+                pack_stamp(wire, stamps[k], i, intended[row], sent_ns)
+                sent_at[row] = sent_ns
+                i += 1
+        else:
+            values = self.stamp_values[:n]
+            np.add(self.slot_numbers[:n], i, out=values[:, 0])
+            values[:, 1] = self.intended[r:s]
+            values[:, 2] = sent_ns
+            self.frames[self.stamp_bytes[k0:k1]] = values.view(np.uint8)
+            self.sent[r:s] = sent_ns
+        self.sender.send(self.wire[self.offsets[k0] : self.offsets[k1]], n)
         self.next = self.base + s
         if s == self.length:
             self._turn()
@@ -266,19 +282,20 @@ class SizedOutStream(OutStream):
         s = r + 1
         while s < limit and intended[s] <= now:
             s += 1
-        self._stamp_send(i, r, s, i % self.slots, intended)
+        self._stamp_send(i, r, s, i % self.slots, scheduled=True)
 
     def blast(self) -> None:
         i = self.next
         r = i - self.base
         k0 = i % self.slots
-        self._stamp_send(i, r, min(self.length, r + self.batch, r + self.slots - k0), k0, None)
+        self._stamp_send(i, r, min(self.length, r + self.batch, r + self.slots - k0), k0,
+                         scheduled=False)
         self.settle()
 
     def send_next_now(self) -> None:
         i = self.next
         r = i - self.base
-        self._stamp_send(i, r, r + 1, i % self.slots, None)
+        self._stamp_send(i, r, r + 1, i % self.slots, scheduled=False)
 
 
 class Inbox:
