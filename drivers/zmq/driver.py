@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import zmq
 
 from sixnines.drivers.base import (
+    LENGTH_WORD,
     SOLE_LANE,
     Announce,
     Credential,
@@ -27,12 +28,12 @@ from sixnines.drivers.base import (
     DriverOptions,
     Framing,
     Lane,
+    LengthCutSender,
     Receiver,
     Sender,
     Waiter,
     split_address,
 )
-from sixnines.drivers.sockets import WORD as LENGTH
 from sixnines.drivers.zmq.connection import (
     await_connected,
     await_first,
@@ -100,29 +101,6 @@ class ZmqLaneSender(ZmqSender):
         for offset in range(0, len(frames), stride):
             send(lane_topic, zmq.SNDMORE)
             send(frames[offset : offset + stride])
-        self._unchecked += 1
-        if self._unchecked >= CHECK_EVERY:
-            self.settle()
-
-
-class ZmqVaryingSender(ZmqSender):
-    """Sends messages of varying sizes: each frame is its length word (`LENGTH`, read
-    here, never sent) then the message, sent as one message (after the lane's topic, with
-    one)."""
-
-    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes) -> None:
-        super().__init__(sock, label)
-        self._topic = lane_topic
-
-    def send(self, frames: memoryview, count: int) -> None:
-        send, lane_topic, unpack = self._sock.send, self._topic, LENGTH.unpack_from
-        at = 0
-        for _ in range(count):
-            start = at + LENGTH.size
-            at = start + unpack(frames, at)[0]
-            if lane_topic:
-                send(lane_topic, zmq.SNDMORE)
-            send(frames[start:at])
         self._unchecked += 1
         if self._unchecked >= CHECK_EVERY:
             self.settle()
@@ -214,24 +192,21 @@ class ZmqDriver(Driver):
 
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
         """Nothing around a message; when sizes vary, its length word before it, which
-        the sender reads to cut the batch (`ZmqVaryingSender`) and never sends."""
-        return Framing(prefix=LENGTH.pack(message_size)) if self.sizes_vary else Framing()
+        `LengthCutSender` reads to send one message at a time."""
+        return Framing(prefix=LENGTH_WORD.pack(message_size)) if self.sizes_vary else Framing()
 
     def receive_framing(self, message_size: int) -> Framing:
         return Framing()
 
     def sender(self, message_size: int, connection_id: int,
-               lane: Lane = SOLE_LANE) -> ZmqSender:
+               lane: Lane = SOLE_LANE) -> Sender:
         lane_topic = topic(lane)
         sock = self._socket(zmq.XPUB, PUBLISHERS)
         sock.setsockopt(zmq.XPUB_NODROP, 1)  # block at the high-water mark, never drop
         label = f"zmq broker at {self.address}"
         await_subscription(sock, lane_topic, label)
-        if self.sizes_vary:
-            return ZmqVaryingSender(sock, label, lane_topic)
-        if lane_topic:
-            return ZmqLaneSender(sock, label, lane_topic)
-        return ZmqSender(sock, label)
+        sender = ZmqLaneSender(sock, label, lane_topic) if lane_topic else ZmqSender(sock, label)
+        return LengthCutSender(sender) if self.sizes_vary else sender
 
     def receiver(self, message_size: int, connection_id: int,
                  lane: Lane = SOLE_LANE) -> ZmqReceiver:

@@ -1,5 +1,6 @@
 """`sixnines run` with message sizes drawn from a weighted distribution, as a user runs it,
-on the builtin tcp relay and zmq proxy, NATS, Redis and RabbitMQ: every message arrives,
+on the builtin tcp relay and zmq proxy, NATS, Redis, RabbitMQ and a Kafka-protocol broker:
+every message arrives,
 each one's recorded size is the size its sender's ring drew for it (formats.sizes,
 recomputed here from the seed), the manifest records the distribution and the drawn
 histogram, and bytes/s is reported."""
@@ -44,6 +45,7 @@ SYSTEMS = {
                      "options: {mode: streams}}",
     "redis-pubsub": "{name: redis, driver: redis, broker: {recipe: redis}}",
     "rabbitmq": "{name: rabbitmq, driver: rabbitmq, broker: {recipe: rabbitmq}}",
+    "kafka": "{name: kafka, driver: kafka, broker: {recipe: kafka-noida}}",
 }
 
 
