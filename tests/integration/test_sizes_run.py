@@ -1,9 +1,8 @@
 """`sixnines run` with message sizes drawn from a weighted distribution, as a user runs it,
 on the builtin tcp relay and zmq proxy, NATS, Redis, RabbitMQ and a Kafka-protocol broker:
-every message arrives,
-each one's recorded size is the size its sender's ring drew for it (formats.sizes,
-recomputed here from the seed), the manifest records the distribution and the drawn
-histogram, and bytes/s is reported."""
+every message arrives, each one's recorded size is the size its sender's ring drew for it
+(formats.sizes, recomputed here from the seed), the manifest records the distribution and
+the drawn histogram, and bytes/s is reported."""
 
 from __future__ import annotations
 
