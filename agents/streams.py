@@ -225,15 +225,15 @@ class SizedOutStream(OutStream):
         self.offsets = offsets.tolist()  # ints: slicing with numpy scalars is slower
         prefixes = np.array([len(framing.prefix) for framing in per_slot], dtype=np.int64)
         self.bodies = offsets[:-1] + prefixes  # where each slot's message starts
+        self.wire = frames.data
         for at in self.bodies.tolist():
-            HEADER_STRUCT.pack_into(frames, at, producer_id, 0, 0, 0)
+            HEADER_STRUCT.pack_into(self.wire, at, producer_id, 0, 0, 0)
         stamps = self.bodies + STAMP_OFFSET
         self.stamps = stamps.tolist()
         # each slot's stamp bytes (seq, intended, sent), for a batch's one scatter
         self.stamp_bytes = stamps[:, None] + np.arange(STAMP_STRUCT.size, dtype=np.int64)
         self.stamp_values = np.empty((self.slots, 3), dtype="<i8")
         self.slot_numbers = np.arange(self.slots, dtype="<i8")
-        self.wire = memoryview(frames).cast("B")
         self.pool = pool
         self._use(pool.first())
         self.next = 0

@@ -145,7 +145,7 @@ def varying_outgoing(driver: Driver, producer_id: int, sizes: Sequence[int],
     messages = []
     for k, (framing, size) in enumerate(zip(framings, sizes, strict=True)):
         at = int(offsets[k]) + len(framing.prefix)
-        HEADER_STRUCT.pack_into(buf, at, producer_id, k, k * 1000, 0)
+        HEADER_STRUCT.pack_into(buf.data, at, producer_id, k, k * 1000, 0)
         messages.append(buf[at : at + size].tobytes())
     return Outgoing(producer_id, buf, max(f.stride(s) for f, s in zip(framings, sizes,
                                                                          strict=True)),

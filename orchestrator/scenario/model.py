@@ -61,6 +61,7 @@ from sixnines.orchestrator.scenario.units import format_size
 from sixnines.orchestrator.scenario.workload import (
     REQUIRED_FIELDS,
     Case,
+    DriverView,
     WorkloadBase,
     WorkloadPoint,
     WorkloadSpec,
@@ -463,17 +464,16 @@ def _specs_in_file(data: dict[Any, Any]) -> list[SpecAt]:
     return found
 
 
-def _as_driver_sees(point: WorkloadPoint, folder: Path) -> WorkloadPoint | None:
+def _as_driver_sees(point: WorkloadPoint, folder: Path) -> DriverView | None:
     """The point with a distribution's largest size as its `message_size` (None: its file
     of sizes cannot be read, which `_size_problems` reports)."""
     written = point.message_size
     if not isinstance(written, SizeDistribution):
-        return point
+        return point.driver_view()
     try:
-        largest = written.sizes(folder).largest
+        return point.driver_view(written.sizes(folder).largest)
     except ValueError:
         return None
-    return point.model_copy(update={"message_size": largest})
 
 
 def _size_problems(specs: list[SpecAt], doc: YamlDocument, folder: Path) -> list[Problem]:

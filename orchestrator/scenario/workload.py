@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -149,6 +150,13 @@ class WorkloadPoint(BaseModel):
             return None
         return resolve(self.rate, self.warmup_ns, self.duration_ns)
 
+    def driver_view(self, largest: int | None = None) -> DriverView:
+        """The point as a driver sees it (drivers.base.WorkloadShape): one message size,
+        a distribution's `largest` (its file read by the caller)."""
+        size = largest if isinstance(self.message_size, SizeDistribution) else self.message_size
+        assert size is not None  # a distribution's largest is given
+        return DriverView(self.mode, size, self.producers, self.consumers, self.connections)
+
     def params(self) -> dict[str, Any]:
         """The point as JSON, as the manifest's `params` keep it: a shaped rate as its mean
         over the measured time (msg/s, what figures of the scheduled rate compare with)
@@ -159,6 +167,17 @@ class WorkloadPoint(BaseModel):
             params["rate"] = shape.mean(self.warmup_ns, self.warmup_ns + self.duration_ns)
             params["shape"] = shape.as_json()
         return params
+
+
+@dataclass(frozen=True)
+class DriverView:
+    """What a driver reads of a point (drivers.base.WorkloadShape)."""
+
+    mode: Mode
+    message_size: int  # the largest, when sizes vary
+    producers: int
+    consumers: int
+    connections: int
 
 
 def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
