@@ -31,14 +31,18 @@ def validate(folder: Path, sizes: str, driver: str = "tcp", mode: str = "one-way
     return sixnines("validate", "s.yaml", cwd=folder)
 
 
-def test_every_form_of_distribution_is_a_run_of_its_own(tmp_path):
+def test_every_form_of_distribution_is_a_run_of_its_own_named_as_written(tmp_path):
     (tmp_path / "sizes.txt").write_text("64\n1KB\n300\n")
     done = validate(tmp_path, "[{uniform: [64, 4KB]}, {lognormal: {median: 512, p99: 16KB}}, "
-                              "{64: 0.7, 1KB: 0.25, 64KB: 0.05}, {file: sizes.txt}, 256]")
+                              "{64: 0.7, 1KB: 0.25, 64KB: 0.05}, {file: sizes.txt}, 256, "
+                              "{64: 1}]")
     assert done.returncode == 0, done.stderr
-    assert "s.yaml: ok, 5 run(s)" in done.stderr
-    assert "02-tcp-message_size=lognormal=_median_512_p99_16KB_" in done.stderr
-    assert "04-tcp-message_size=file=sizes.txt" in done.stderr
+    assert "s.yaml: ok, 6 run(s)" in done.stderr
+    for run_id in ("01-tcp-message_size=uniform-64-4KB", "02-tcp-message_size=lognormal-512-16KB",
+                   "03-tcp-message_size=weighted-64-0.7-1KB-0.25-64KB-0.05",
+                   "04-tcp-message_size=file=sizes.txt", "05-tcp-message_size=256",
+                   "06-tcp-message_size=weighted-64-1"):
+        assert f"  {run_id}\n" in done.stderr
 
 
 @pytest.mark.parametrize(("sizes", "says"), [

@@ -88,6 +88,30 @@ class SizeDistribution(BaseModel):
         return Sizes(CHOICES, values=values, weights=(1.0,) * len(values))
 
 
+def size_label(written: object) -> str | None:
+    """A distribution as run ids name it, sizes as written: `uniform-64-4KB`,
+    `lognormal-512-16KB`, `weighted-64-0.7-1KB-0.3`, `file=PATH`; None when `written` is
+    not one."""
+    if not isinstance(written, dict):
+        return None
+    try:
+        SizeDistribution.model_validate(written)
+    except ValueError:
+        return None
+    key, given = next(iter(written.items()))
+    if len(written) > 1 or key not in (UNIFORM, LOGNORMAL, WEIGHTED, FILE):
+        key, given = WEIGHTED, written  # bare weighted choices
+    if key == FILE:
+        return f"{FILE}={str(given).strip()}"
+    if key == UNIFORM:
+        parts = list(given)
+    elif key == LOGNORMAL:
+        parts = [given["median"], given["p99"]]
+    else:
+        parts = [part for size, weight in given.items() for part in (size, weight)]
+    return "-".join([key, *(str(part).strip() for part in parts)])
+
+
 def _size(value: object) -> int:
     size = units.parse_size(value)
     if size <= 0:

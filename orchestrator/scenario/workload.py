@@ -59,7 +59,7 @@ from sixnines.orchestrator.scenario.shapes import (
     shape_label,
     shape_problems,
 )
-from sixnines.orchestrator.scenario.sizes import SizeDistribution
+from sixnines.orchestrator.scenario.sizes import SizeDistribution, size_label
 from sixnines.orchestrator.scenario.yaml_source import YamlPath
 
 #: YAML workload field -> `Workload` field (durations are resolved to nanoseconds).
@@ -396,6 +396,9 @@ def _label_of(written: Any) -> str:
             return shape_label(TypeAdapter(Shape).validate_python(written))
         except (ValueError, ValidationError):
             return "shape"  # invalid: its problems are reported, not its label
+    sizes = size_label(written)
+    if sizes is not None:
+        return sizes
     if isinstance(written, dict) and len(written) == 1:
         ((key, value),) = written.items()
         return f"{key}={value}"
