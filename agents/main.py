@@ -60,6 +60,7 @@ def build_role(spec: p.Prepare) -> AgentRole:
     driver = driver_cls(spec.address, driver_cls.Options(**spec.driver_options),
                         credential=credential)
     driver.keys = KeySpace.parse(spec.keys)
+    driver.sizes_vary = spec.sizes is not None
     return ROLES[spec.role](spec, driver)
 
 

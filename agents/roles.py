@@ -18,6 +18,7 @@ formats.load.TAGS_BY_ROLE.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -44,7 +45,7 @@ from sixnines.agents.schedule import (
     shaped_count,
     split,
 )
-from sixnines.agents.streams import Inbox, OutStream, clock
+from sixnines.agents.streams import Inbox, OutStream, SizedOutStream, clock
 from sixnines.drivers.base import SOLE_LANE, Driver, DriverError, Lane, Receiver, Sender, Waiter
 from sixnines.formats import vocabulary
 from sixnines.formats.fill import Fill, measured_ratios
@@ -52,6 +53,7 @@ from sixnines.formats.keys import keys_of, period
 from sixnines.formats.protocol import Prepare
 from sixnines.formats.records import MESSAGES
 from sixnines.formats.shape import RateShape
+from sixnines.formats.sizes import DrawnSizes, Sizes, sender_seed
 from sixnines.formats.vocabulary import MAX_RATE, Metric, Receive, Schedule
 
 WAIT_MS = 20  # blocking receive timeout: how often a blocked loop looks at its flags
@@ -86,6 +88,15 @@ class AgentRole(ABC):
         self.driver = driver
         self.t0 = 0
         self.reconnects = Reconnects(spec.reconnect_ns, spec.connections)
+        #: Message sizes drawn from a distribution (None: every message is message_size).
+        self.drawn = None if spec.sizes is None else DrawnSizes(Sizes.from_message(spec.sizes),
+                                                                spec.seed)
+
+    def size_column(self, producer_id: np.ndarray, seq: np.ndarray) -> np.ndarray:
+        """The size of each message recorded (the records' `size` column)."""
+        if self.drawn is None:
+            return np.full(len(seq), self.spec.message_size, np.int32)
+        return self.drawn.column(producer_id, seq)
 
     def arm(self, t0: int) -> None:
         self.t0 = t0
@@ -211,7 +222,7 @@ def _schedules(spec: Prepare) -> list[Pieces]:
     interval_ns = NS / spec.rate
     return [
         Pieces(spec.schedule, per_connection, count, spec.phase_ns + int(c * interval_ns),
-               seed=spec.seed * 1000 + spec.first_id + c)
+               seed=sender_seed(spec.seed, spec.first_id + c))
         for c in range(spec.connections)
     ]
 
@@ -224,7 +235,7 @@ def _shaped_schedules(spec: Prepare, shape: RateShape) -> list[Pieces]:
     count = shaped_count(shape, spec.warmup_ns + spec.duration_ns, spec.lanes)
     return [
         ShapedPieces(spec.schedule, shape, count, agent + c * senders, spec.lanes,
-                     seed=spec.seed * 1000 + spec.first_id + c)
+                     seed=sender_seed(spec.seed, spec.first_id + c))
         for c in range(spec.connections)
     ]
 
@@ -234,10 +245,12 @@ def sent_rows(role: AgentRole, chunk: Piece) -> tuple[dict, dict]:
     throughput mode: no schedule to lag)."""
     n = chunk.rows
     intended, sent = chunk.intended[:n], chunk.sent[:n]
+    producer_id = np.full(n, chunk.pool.producer_id, np.int32)
+    seq = np.arange(chunk.start, chunk.start + n, dtype=np.int64)
     columns = {
-        "producer_id": np.full(n, chunk.pool.producer_id, np.int32),
-        "seq": np.arange(chunk.start, chunk.start + n, dtype=np.int64),
-        "size": np.full(n, role.spec.message_size, np.int32),
+        "producer_id": producer_id,
+        "seq": seq,
+        "size": role.size_column(producer_id, seq),
         "intended_ns": intended, "sent_ns": sent, "warmup": role.warmup(intended),
         "recv_ns": None, "consumer_id": None, "rx_index": None,
     }
@@ -254,7 +267,7 @@ def received_rows(role: AgentRole, chunk: Receipts) -> tuple[dict, dict]:
     columns = {
         "producer_id": chunk.producer_id[:n],
         "seq": chunk.seq[:n],
-        "size": np.full(n, role.spec.message_size, np.int32),
+        "size": role.size_column(chunk.producer_id[:n], chunk.seq[:n]),
         "intended_ns": intended,
         "sent_ns": sent,
         "recv_ns": recv,
@@ -352,23 +365,30 @@ def lane(spec: Prepare, connection: int) -> Lane:
 def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
     """One stream per connection, its schedule in pieces its role's recorder writes; the
     first one's fills measured (compressed / original, `done` reports it), before the
-    start."""
+    start. Sizes drawn from a distribution take a `SizedOutStream` (one size takes the
+    plain one, unchanged)."""
     spec = role.spec
     rate = None if spec.schedule == MAX_RATE else spec.rate / spec.connections
     if spec.shape is not None:  # pieces sized for the peak, not the mean
         rate = RateShape.model_validate(spec.shape).peak / spec.lanes
     fill = Fill.from_message(spec.content)
     space = role.driver.keys
-    streams = [
-        OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
-                  spec.message_size,
-                  PiecePool(schedule, producer_rows(schedule.count, rate),
-                            spec.first_id + c, role.recorder),
-                  spec.first_id + c, seed=spec.seed * 1000 + spec.first_id + c, fill=fill,
-                  keys=None if space is None else keys_of(
-                      space, spec.seed, spec.first_id + c, period(spec.message_size)))
-        for c, (sender, schedule) in enumerate(zip(senders, _schedules(spec), strict=True))
-    ]
+    streams: list[OutStream] = []
+    for c, (sender, schedule) in enumerate(zip(senders, _schedules(spec), strict=True)):
+        producer_id = spec.first_id + c
+        pool = PiecePool(schedule, producer_rows(schedule.count, rate), producer_id,
+                         role.recorder)
+        seed = sender_seed(spec.seed, producer_id)
+        if role.drawn is None:
+            keys = None if space is None else keys_of(space, spec.seed, producer_id,
+                                                      period(spec.message_size))
+            streams.append(OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
+                                     spec.message_size, pool, producer_id, seed=seed, fill=fill,
+                                     keys=keys))
+        else:  # sizes that vary carry no keys (validate refuses both at once)
+            framing_of = functools.partial(role.driver.framing, lane=lane(spec, c))
+            streams.append(SizedOutStream(sender, framing_of, role.drawn.ring(producer_id),
+                                          pool, producer_id, seed=seed, fill=fill))
     role.fill_ratios = measured_ratios(streams[0].fills())
     return streams
 

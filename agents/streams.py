@@ -14,6 +14,7 @@ handed over and the next taken, an attribute swap, never a wait.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,10 +32,12 @@ from sixnines.drivers.base import Framing, Receiver, Sender
 from sixnines.formats.fill import RANDOM_FILL, Fill
 from sixnines.formats.keys import ring_slots, write_keys
 from sixnines.formats.payload import (
+    HEADER_SIZE,
     HEADER_STRUCT,
     STAMP_OFFSET,
     STAMP_STRUCT,
     build_frames,
+    build_sized_frames,
     fills_of,
     frame_dtype,
 )
@@ -196,6 +199,110 @@ class OutStream:
     def due(self) -> int:
         """The next message's intended time."""
         return self.intended_at[self.next - self.base]
+
+
+class SizedOutStream(OutStream):
+    """An `OutStream` whose messages vary in size (formats.sizes): its ring's frames are
+    laid end to end at their own lengths, each with the framing of its size, so a batch
+    is still one contiguous slice of the ring (`offsets`), and a header is stamped where
+    its frame puts it (`stamps`). Kept apart so the one-size stream runs exactly as it
+    did: stamping here cannot be a strided slice, so a few messages are packed one by one
+    and a larger batch is scattered byte by byte (`stamp_bytes`), the cost the sizes add."""
+
+    def __init__(
+        self,
+        sender: Sender,
+        framing_of: Callable[[int], Framing],
+        sizes: np.ndarray,
+        pool: PiecePool,
+        producer_id: int,
+        seed: int,
+        fill: Fill = RANDOM_FILL,
+    ) -> None:
+        self.sender = sender
+        self.producer_id = producer_id
+        self.count = pool.count
+        self.sizes = sizes
+        self.slots = len(sizes)
+        framings = {int(size): framing_of(int(size)) for size in np.unique(sizes)}
+        per_slot = [framings[int(size)] for size in sizes]
+        frames, offsets = build_sized_frames(
+            [(framing.prefix, framing.suffix) for framing in per_slot], sizes, seed, fill)
+        self.frames = frames
+        self.offsets = offsets.tolist()  # ints: slicing with numpy scalars is slower
+        prefixes = np.array([len(framing.prefix) for framing in per_slot], dtype=np.int64)
+        self.bodies = offsets[:-1] + prefixes  # where each slot's message starts
+        self.wire = frames.data
+        for at in self.bodies.tolist():
+            HEADER_STRUCT.pack_into(self.wire, at, producer_id, 0, 0, 0)
+        stamps = self.bodies + STAMP_OFFSET
+        self.stamps = stamps.tolist()
+        # each slot's stamp bytes (seq, intended, sent), for a batch's one scatter
+        self.stamp_bytes = stamps[:, None] + np.arange(STAMP_STRUCT.size, dtype=np.int64)
+        self.stamp_values = np.empty((self.slots, 3), dtype="<i8")
+        self.slot_numbers = np.arange(self.slots, dtype="<i8")
+        self.pool = pool
+        self._use(pool.first())
+        self.next = 0
+        self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // int(sizes.max())))
+        self.settle = sender.settle
+
+    def fills(self) -> bytes:
+        return b"".join(bytes(self.wire[body + HEADER_SIZE : body + int(size)])
+                        for body, size in zip(self.bodies.tolist(), self.sizes, strict=True))
+
+    def _stamp_send(self, i: int, r: int, s: int, k0: int, scheduled: bool) -> None:
+        """Stamp rows r..s (messages i.., slots k0..) and send them in one write; unless
+        `scheduled` (throughput mode, closed loop), a message's intended time is its send
+        time. A few messages are packed one by one; more are scattered into their slots'
+        stamp bytes with one numpy assignment (`stamp_bytes`)."""
+        n, k1 = s - r, k0 + s - r
+        sent_ns = clock()
+        if not scheduled:
+            self.intended[r:s] = sent_ns
+        if n <= SCALAR_BATCH:
+            wire, stamps, sent_at, intended = self.wire, self.stamps, self.sent_at, \
+                self.intended_at
+            for row, k in zip(range(r, s), range(k0, k1), strict=True):
+                pack_stamp(wire, stamps[k], i, intended[row], sent_ns)
+                sent_at[row] = sent_ns
+                i += 1
+        else:
+            values = self.stamp_values[:n]
+            np.add(self.slot_numbers[:n], i, out=values[:, 0])
+            values[:, 1] = self.intended[r:s]
+            values[:, 2] = sent_ns
+            self.frames[self.stamp_bytes[k0:k1]] = values.view(np.uint8)
+            self.sent[r:s] = sent_ns
+        self.sender.send(self.wire[self.offsets[k0] : self.offsets[k1]], n)
+        self.next = self.base + s
+        if s == self.length:
+            self._turn()
+
+    def pump(self, now: int) -> None:
+        i = self.next
+        r = i - self.base
+        intended = self.intended_at
+        if r >= self.length or intended[r] > now:
+            return
+        limit = min(self.length, r + self.slots - i % self.slots)
+        s = r + 1
+        while s < limit and intended[s] <= now:
+            s += 1
+        self._stamp_send(i, r, s, i % self.slots, scheduled=True)
+
+    def blast(self) -> None:
+        i = self.next
+        r = i - self.base
+        k0 = i % self.slots
+        self._stamp_send(i, r, min(self.length, r + self.batch, r + self.slots - k0), k0,
+                         scheduled=False)
+        self.settle()
+
+    def send_next_now(self) -> None:
+        i = self.next
+        r = i - self.base
+        self._stamp_send(i, r, r + 1, i % self.slots, scheduled=False)
 
 
 class Inbox:

@@ -19,9 +19,10 @@ import numpy as np
 
 from sixnines.agents.recording import PiecePool
 from sixnines.agents.schedule import Pieces
-from sixnines.agents.streams import Inbox, OutStream
+from sixnines.agents.streams import Inbox, OutStream, SizedOutStream
 from sixnines.drivers.base import Framing, Sender
-from sixnines.formats.payload import build_frames, frame_dtype
+from sixnines.formats.payload import HEADER_SIZE, build_frames, frame_dtype
+from sixnines.formats.sizes import CHOICES, Sizes, ring_sizes
 
 TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 
@@ -55,14 +56,21 @@ def clock_cost(n: int = 1_000_000) -> float:
     return (clock() - started) / n
 
 
-def send_cost(batch: int, messages: int, size: int) -> float:
+def send_cost(batch: int, messages: int, size: int, varying: bool = False) -> float:
     """ns per message for pump() when `batch` messages are due at each call: a fixed
     schedule of `batch` messages a nanosecond, pumped once a nanosecond of its clock, held
-    whole in one piece (nothing records it)."""
+    whole in one piece (nothing records it). `varying`: sizes drawn half `size` / 2, half
+    `size` × 1.5 (the same mean), through a `SizedOutStream`."""
     count = messages // batch * batch
     schedule = Pieces("fixed", batch * 1e9, count)
-    stream = OutStream(DiscardingSender(), TCP_FRAMING, size,
-                       PiecePool(schedule, count, 1, None), 1, seed=1)
+    pool = PiecePool(schedule, count, 1, None)
+    stream: OutStream
+    if varying:
+        mix = Sizes(CHOICES, values=(size // 2, size * 3 // 2), weights=(1.0, 1.0))
+        stream = SizedOutStream(DiscardingSender(), lambda _: TCP_FRAMING,
+                                ring_sizes(mix, 1, HEADER_SIZE), pool, 1, seed=1)
+    else:
+        stream = OutStream(DiscardingSender(), TCP_FRAMING, size, pool, 1, seed=1)
     stream.arm(0)
     pump = stream.pump
     started = time.perf_counter_ns()
@@ -91,13 +99,15 @@ def main() -> None:
     args = common.arguments(parser, smoke={"messages": 20_000})
     baseline = min(clock_cost() for _ in range(3))
     print(f"baseline: perf_counter_ns() call = {baseline:.0f} ns")
-    print(f"{'batch':>6} {'send ns/msg':>12} {'x clock':>8} {'receive ns/msg':>15} {'x clock':>8}")
+    print(f"{'batch':>6} {'send ns/msg':>12} {'x clock':>8} {'receive ns/msg':>15} {'x clock':>8}"
+          f" {'varying sizes send ns/msg':>26}")
     for batch in (1, 4, 16, 64, 256, 1024):
         n = min(args.messages, batch * 200_000)
         send = min(send_cost(batch, n, args.size) for _ in range(3))
         receive = min(receive_cost(batch, n, args.size) for _ in range(3))
+        varying = min(send_cost(batch, n, args.size, varying=True) for _ in range(3))
         print(f"{batch:>6} {send:>12.0f} {send / baseline:>8.1f} {receive:>15.0f} "
-              f"{receive / baseline:>8.1f}")
+              f"{receive / baseline:>8.1f} {varying:>26.0f}")
 
 
 if __name__ == "__main__":

@@ -75,6 +75,7 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)
     analysis: bool = True  # analysed as users run it: the sidecar folds chunks as they close
     workload: str = ""  # more workload fields
+    size: int | str = SIZE  # message_size as the scenario writes it (a distribution too)
 
 
 AS_USERS_RUN_IT = "as users run it"
@@ -92,12 +93,16 @@ ANALYSIS = {"sidecar": Variant(), "analysis after the run": Variant(env={"SIXNIN
 #: --keys-ab: messages without keys, against Zipf keys (written into the ring before the
 #: start: the loop is the same)
 KEYS = {"no keys": Variant(), "zipf keys": Variant(workload="keys: {count: 1000, zipf: 1.1}")}
+#: --sizes-ab: one size against sizes drawn from a distribution of the same mean (each
+#: message's header stamped on its own, frames of varying lengths through the relay)
+SIZES = {f"{SIZE} B": Variant(), "32 B or 96 B (mean 64 B)": Variant(size="{32: 1, 96: 1}")}
 
 
 def step(rate: float, seconds: int, work: Path, variant: Variant, address: str) -> dict:
     system = ("{name: tcp, driver: tcp, broker: builtin}" if variant.builtin
               else common.external_system("tcp", "tcp", address))
-    return common.measure_step("rate", system, SIZE, rate, seconds, work, tty=variant.tty,
+    return common.measure_step("rate", system, variant.size, rate, seconds, work,
+                               tty=variant.tty,
                                extra=variant.extra, env=variant.env,
                                analysis=variant.analysis, workload=variant.workload)
 
@@ -118,11 +123,15 @@ def main() -> None:
                         "after the run")
     parser.add_argument("--keys-ab", action="store_true",
                         help="each rate without keys and with Zipf keys over 1,000")
+    parser.add_argument("--sizes-ab", action="store_true",
+                        help="each rate with 64 B messages and with sizes drawn from a "
+                        "distribution of mean 64 B")
     args = common.arguments(parser, smoke={"rates": "10k", "seconds": 1,
                                            "baseline_seconds": 0.2})
     rates = common.parse_rates(args.rates)
     variants = (SIDECARS if args.ab else RECORDING if args.recording_ab
                 else ANALYSIS if args.analysis_ab else KEYS if args.keys_ab
+                else SIZES if args.sizes_ab
                 else {AS_USERS_RUN_IT: SIDECARS[AS_USERS_RUN_IT]})
     relay, address = start_relay()
     try:

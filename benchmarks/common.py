@@ -143,7 +143,7 @@ def external_system(name: str, driver: str, address: str, options: str = "{}") -
             f"options: {options}}}")
 
 
-def step_scenario(name: str, system: str, size: int, rate: float, seconds: int,
+def step_scenario(name: str, system: str, size: int | str, rate: float, seconds: int,
                   extra: str = "", workload: str = "") -> str:
     """Scenario text for one step: one system (a YAML flow mapping) at one open-loop rate,
     a second of warm-up, `seconds` measured, 5 s to drain; `extra`: more top-level YAML;
@@ -157,7 +157,7 @@ workload: {{message_size: {size}, rate: {rate}, duration: {seconds}s, warmup: 1s
 """
 
 
-def measure_step(name: str, system: str, size: int, rate: float, seconds: int,
+def measure_step(name: str, system: str, size: int | str, rate: float, seconds: int,
                  run_dir: Path, stop_on_failure: bool = False, tty: bool = True,
                  extra: str = "", env: dict[str, str] | None = None,
                  analysis: bool = False, workload: str = "") -> dict:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import select
+import struct
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -144,7 +145,7 @@ class WorkloadShape(Protocol):
     @property
     def mode(self) -> Mode: ...
     @property
-    def message_size(self) -> int: ...
+    def message_size(self) -> int: ...  # the largest, when sizes vary (a distribution)
     @property
     def producers(self) -> int: ...
     @property
@@ -185,6 +186,31 @@ class Sender(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+
+#: The length word before each message of a batch of varying sizes that a driver cuts
+#: itself (`LengthCutSender`): read by the sender, never sent.
+LENGTH_WORD = struct.Struct("<I")
+
+
+class LengthCutSender(Sender):
+    """A sender of varying sizes for a driver whose `send` takes messages of one stride:
+    each frame of a batch is a `LENGTH_WORD` then the message, and each message goes to
+    the driver's sender alone."""
+
+    def __init__(self, inner: Sender) -> None:
+        self.inner = inner
+        self.settle = inner.settle  # type: ignore[method-assign]
+
+    def send(self, frames: memoryview, count: int) -> None:
+        send, unpack, at = self.inner.send, LENGTH_WORD.unpack_from, 0
+        for _ in range(count):
+            start = at + LENGTH_WORD.size
+            at = start + unpack(frames, at)[0]
+            send(frames[start:at], 1)
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class HasFileno(Protocol):
@@ -293,6 +319,9 @@ class Driver(ABC):
     Options: ClassVar[type[DriverOptions]] = DriverOptions
     #: True when the driver has a broker sixnines can run itself (`sixnines broker NAME`).
     has_builtin_broker: ClassVar[bool] = False
+    #: Set by the agent before any connection is made when this run's sizes vary (see
+    #: `carries_varying_sizes`).
+    sizes_vary: bool = False
     #: True when round trip needs a responder agent to send requests back (brokered
     #: systems); False when the broker itself echoes (the tcp relay, the zmq echo).
     needs_responder: ClassVar[bool] = False
@@ -378,6 +407,18 @@ class Driver(ABC):
         return self.framing(message_size)
 
     @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
+        """True when, with these options and sizes up to `largest`, its senders and
+        receivers carry messages of varying sizes (a workload's `message_size` as a
+        distribution): `Sender.send` then
+        gets frames of several lengths end to end, each framed for its own size, and
+        `Receiver.receive` lays each message at the start of a `stride` slot (the
+        largest's). A driver that does not is refused such a workload by name
+        (`fixed_size_problem`); the conformance suite's `test_varying_sizes` is what one
+        passes to say it does."""
+        return False
+
+    @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         """What this driver cannot do with this workload (checked before anything starts),
         e.g. a delivery mode that cannot fan out to several consumers."""
@@ -440,6 +481,13 @@ class Driver(ABC):
         """Run the builtin broker in this process until SIGTERM; call `announce(address)`
         once it accepts connections. Only for drivers with `has_builtin_broker`."""
         raise NotImplementedError(f"driver {cls.name!r} has no builtin broker")
+
+
+def fixed_size_problem(driver: str) -> str:
+    """Why a driver without `carries_varying_sizes` refuses a distribution of sizes."""
+    return (f"driver {driver!r} sends every message at one size here: message_size as a "
+            "distribution is not supported by it yet (every driver sixnines ships carries "
+            "varying sizes, rabbitmq up to 128 KiB)")
 
 
 def split_address(address: str, system: str) -> tuple[str, int]:

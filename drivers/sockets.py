@@ -13,9 +13,14 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+import struct
+from collections.abc import Callable
 
 from sixnines.drivers.base import DriverError
 
+#: A varying frame's length word, and what a `VaryingFrames` reads at once at least.
+WORD = struct.Struct("<I")
+RAW_BYTES = 1 << 18
 TAIL_CHECKED = 8  # bytes of a frame's head compared in every frame (the length ends it)
 WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
 
@@ -157,3 +162,73 @@ class FrameStream(SocketIO):
 
     def _refused(self) -> DriverError:
         return DriverError(f"{self.label}: {self._refusal}")
+
+
+#: Where a frame of varying length is in a buffer read off the socket, from `at` up to
+#: `end`: (first byte to hand over, the byte after the last, where the next frame starts),
+#: None while it has not all arrived; raises `DriverError` for one that is not a frame.
+FrameAt = Callable[[bytearray, int, int], tuple[int, int, int] | None]
+
+
+class VaryingFrames(SocketIO):
+    """Frames of varying length (where each is, `frame_at` says), read into a buffer of
+    this stream's own and handed over one to a `stride`-byte slot of the caller's buffer
+    (the largest's slot: what the frame hands over at its start, the rest untouched).
+
+    It may read more whole frames than one call's `out` takes (`held`)."""
+
+    def __init__(self, sock: socket.socket, label: str, closed: str, stride: int,
+                 frame_at: FrameAt) -> None:
+        super().__init__(sock, label, closed)
+        self.stride = stride
+        self._frame_at = frame_at
+        self._raw = bytearray(max(RAW_BYTES, 2 * stride))
+        self._view = memoryview(self._raw)
+        self._start = self._end = 0
+
+    def held(self) -> bool:
+        """A whole frame is buffered."""
+        return self._frame_at(self._raw, self._start, self._end) is not None
+
+    def frames(self, out: memoryview, timeout_ms: int) -> int:
+        """Whole frames now in `out`, one a `stride` slot."""
+        room = len(out) // self.stride
+        count = self._cut(out, room)
+        if count or not self.readable(timeout_ms):
+            return count
+        if self._start:  # the partial frame to the front: room for at least one frame
+            kept = self._end - self._start
+            self._view[:kept] = self._view[self._start : self._end]
+            self._start, self._end = 0, kept
+        got = self.read(self._view[self._end :])
+        self._end += got
+        return self._cut(out, room)
+
+    def _cut(self, out: memoryview, room: int) -> int:
+        raw, view, stride, frame_at = self._raw, self._view, self.stride, self._frame_at
+        at, end, count = self._start, self._end, 0
+        while count < room and (found := frame_at(raw, at, end)) is not None:
+            first, last, at = found
+            slot = count * stride
+            out[slot : slot + last - first] = view[first:last]
+            count += 1
+        self._start = at
+        if at == end:
+            self._start = self._end = 0
+        return count
+
+
+def length_words(label: str, smallest: int, largest: int, refusal: str) -> FrameAt:
+    """Frames of a u32 LE length word then the message (handed over whole, word first),
+    refusing a length outside [smallest, largest] as soon as its word arrives."""
+    unpack = WORD.unpack_from
+
+    def frame_at(raw: bytearray, at: int, end: int) -> tuple[int, int, int] | None:
+        if end - at < WORD.size:
+            return None
+        length = unpack(raw, at)[0]
+        if not smallest <= length <= largest:
+            raise DriverError(f"{label}: {refusal} (a {length}-byte message)")
+        following = at + WORD.size + length
+        return None if following > end else (at, following, following)
+    return frame_at

@@ -256,6 +256,26 @@ class AgentEntry(Open):
         return self.died or self.cut_short is not None
 
 
+class SizesRecord(Open):
+    """The distribution the run's message sizes were drawn from (workload `message_size`
+    as one) and what was drawn: each sending connection draws a ring of sizes from its
+    seed before the run and its messages cycle through it (formats.sizes)."""
+
+    distribution: dict[str, Any]
+    """The distribution in numbers (formats.sizes.Sizes: uniform low/high, lognormal
+    median/p99, or choices values/weights; a file's sizes are choices of equal weight)."""
+    histogram: dict[str, int]
+    """How many of the drawn sizes fall in each power-of-two bin: "2^k" counts sizes in
+    [2^k, 2^(k+1)) bytes, over every sending connection's ring."""
+    drawn: int
+    """Sizes drawn in all (rings × slots)."""
+    mean: float
+    """The mean drawn size, bytes."""
+    smallest: int
+    largest: int
+    """The smallest and largest size drawn."""
+
+
 class FillRecord(Open):
     """What the run's messages carried after their header (workload `content`) and how
     well it compressed, as the first sender measured it on its ring (formats.fill)."""
@@ -502,6 +522,9 @@ class Manifest(Open):
     fill: FillRecord | None = None
     """What messages carried after their header and how it compressed (since schema 9;
     absent: not measured, or an older manifest)."""
+    sizes: SizesRecord | None = None
+    """Message sizes drawn from a distribution (since schema 9; absent: every message had
+    `params.message_size` bytes)."""
     cpu_placement: list[str] = Field(default_factory=list)
     """What the CPU placement did on each host with a busy loop (docs/design.md, "CPU
     placement"); empty: none was asked for, or no loop spins."""

@@ -77,3 +77,27 @@ def fills_of(frames: np.ndarray, prefix_len: int, message_size: int, count: int)
     of a batch of them sees, headers aside)."""
     body = prefix_len + HEADER_SIZE
     return frames.reshape(count, -1)[:, body : prefix_len + message_size].tobytes()
+
+
+def build_sized_frames(framings: list[tuple[bytes, bytes]], sizes: np.ndarray, seed: int,
+                       fill: Fill = RANDOM_FILL) -> tuple[np.ndarray, np.ndarray]:
+    """Frames of varying sizes laid end to end, frame k being `framings[k]` (its driver
+    prefix and suffix) around a message of `sizes[k]` bytes (zeroed header, fill): the
+    buffer, and each frame's offset in it (k + 1 entries: the last is the end). The fills
+    are consecutive cuts of one stream, as `build_frames` cuts them."""
+    frame_dtype(0, int(sizes.min()))  # refuses sizes below the header
+    lengths = np.array([len(prefix) + int(size) + len(suffix)
+                        for (prefix, suffix), size in zip(framings, sizes, strict=True)])
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    buf = np.empty(int(offsets[-1]), dtype=np.uint8)
+    stream = fill.stream(int((sizes - HEADER_SIZE).sum()), seed)
+    taken = 0
+    for k, ((prefix, suffix), size) in enumerate(zip(framings, sizes, strict=True)):
+        at, body = int(offsets[k]), int(offsets[k]) + len(prefix) + HEADER_SIZE
+        length = int(size) - HEADER_SIZE
+        buf[at : at + len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+        buf[at + len(prefix) : body] = 0
+        buf[body : body + length] = stream[taken : taken + length]
+        buf[body + length : int(offsets[k + 1])] = np.frombuffer(suffix, dtype=np.uint8)
+        taken += length
+    return buf, offsets

@@ -99,6 +99,9 @@ class Prepare(Message):
     #: The message keys (formats.keys: "none" or a key space's text): senders write each
     #: message's key into their rings, drivers that route by key read it there.
     keys: str = "none"
+    #: Message sizes drawn from a distribution (formats.sizes.Sizes as JSON; None: every
+    #: message is `message_size`, which is then the distribution's largest).
+    sizes: dict | None = None
 
 
 @dataclass(frozen=True)

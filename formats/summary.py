@@ -30,7 +30,7 @@ from pydantic import ConfigDict, Field
 
 from sixnines.formats.document import Document
 from sixnines.formats.durability import Durability
-from sixnines.formats.manifest import FillRecord, Repeat
+from sixnines.formats.manifest import FillRecord, Repeat, SizesRecord
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import Load
 
@@ -355,7 +355,8 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults", "backlog", "keys")
+_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults", "backlog", "keys",
+              "sizes")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -497,6 +498,9 @@ class RunSummary(Versioned):
     keys: KeysSummary | None = None
     """The message keys and the per-key order (since schema 7; absent: messages carried no
     key)."""
+    sizes: SizesRecord | None = None
+    """The distribution message sizes were drawn from and the sizes drawn, as the
+    manifest records them (since schema 7; null: every message had one size)."""
     status: str | None = None
     """ok (every agent finished, every message accounted for), partial (figures exist;
     something is missing or doubtful: an agent died, deliveries of unknown fate, hlogs
@@ -618,8 +622,15 @@ class RunSummary(Versioned):
 
     def bytes_per_s(self, rate_field: str) -> float | None:
         """A rate (send_rate or receive_rate) in bytes a second: the messages times their
-        size (params message_size); None without either. What the outputs show beside
-        msg/s; not a field of the file, so readers compute it the same way."""
+        size (params message_size); None without either. Sizes drawn from a distribution
+        take the analysis' own figure, each stream's rate times its messages' mean size
+        (`throughput.bytes_per_s`). What the outputs show beside msg/s; not a field of
+        the file, so readers compute it the same way."""
+        if self.sizes is not None:
+            if self.throughput is None:
+                return None
+            side = "sender" if rate_field == "send_rate" else "receiver"
+            return getattr(self.throughput.bytes_per_s, side)
         rate, size = getattr(self, rate_field), self.params.get("message_size")
         if rate is None or isinstance(size, bool) or not isinstance(size, int | float):
             return None

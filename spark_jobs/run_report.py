@@ -381,7 +381,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params,
         repeat=manifest.repeat, load=load, broker=_broker(manifest),
-        durability=manifest.durability, fill=manifest.fill,
+        durability=manifest.durability, fill=manifest.fill, sizes=manifest.sizes,
         keys=keys_summary(manifest, int(counts["key_reordered"]),
                           *_hot_and_others(figured.by_key)),
         status=_status(manifest, counts, agrees, figured.drained_out, absent),

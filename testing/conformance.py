@@ -35,7 +35,13 @@ from sixnines.drivers.base import (
     Responder,
     Sender,
 )
-from sixnines.formats.payload import build_frames, frame_dtype
+from sixnines.formats.payload import (
+    HEADER_SIZE,
+    HEADER_STRUCT,
+    build_frames,
+    build_sized_frames,
+    frame_dtype,
+)
 
 SIZE = 64  # the message size of the cases that do not choose another
 DELIVERY_S = 20.0  # how long a case waits for the messages it expects
@@ -108,8 +114,9 @@ class Outgoing:
 
     producer_id: int
     buf: np.ndarray
-    stride: int
+    stride: int  # the largest frame's, when they vary
     messages: list[bytes]
+    offsets: list[int] | None = None  # where each frame starts, and the end (None: k × stride)
 
 
 def outgoing(driver: Driver, producer_id: int, count: int, size: int = SIZE,
@@ -128,15 +135,33 @@ def outgoing(driver: Driver, producer_id: int, count: int, size: int = SIZE,
                     [raw[k + prefix : k + prefix + size] for k in range(0, len(raw), stride)])
 
 
+def varying_outgoing(driver: Driver, producer_id: int, sizes: Sequence[int],
+                     lane: Lane = SOLE_LANE) -> Outgoing:
+    """Messages of producer `producer_id` of the given sizes, each framed for its size on
+    `lane` and laid end to end, as a sender of varying sizes lays them out."""
+    framings = [driver.framing(size, lane) for size in sizes]
+    buf, offsets = build_sized_frames([(f.prefix, f.suffix) for f in framings],
+                                      np.array(sizes, dtype=np.int64), seed=producer_id)
+    messages = []
+    for k, (framing, size) in enumerate(zip(framings, sizes, strict=True)):
+        at = int(offsets[k]) + len(framing.prefix)
+        HEADER_STRUCT.pack_into(buf.data, at, producer_id, k, k * 1000, 0)
+        messages.append(buf[at : at + size].tobytes())
+    return Outgoing(producer_id, buf, max(f.stride(s) for f, s in zip(framings, sizes,
+                                                                         strict=True)),
+                    messages, offsets.tolist())
+
+
 def send_all(sender: Sender, out: Outgoing, batches: Sequence[int] = (1, 7, 50, 13)) -> None:
     """Every frame of `out` in calls of changing size (as a sender's batches vary), then
     the sender's `settle`."""
     wire = out.buf.data
     count = len(out.messages)
+    offsets = out.offsets or [k * out.stride for k in range(count + 1)]
     i = k = 0
     while i < count:
         n = min(batches[k % len(batches)], count - i)
-        sender.send(wire[i * out.stride : (i + n) * out.stride], n)
+        sender.send(wire[offsets[i] : offsets[i + n]], n)
         i += n
         k += 1
     sender.settle()
@@ -213,8 +238,10 @@ def accounting_problems(got: list[bytes], sent: Sequence[Outgoing]) -> list[str]
         lost = sorted(set(range(len(messages))) - unique)
         duplicated = len(seqs) - len(unique)
         unknown = sorted(unique - set(range(len(messages))))
+        # a message shorter than the receiver's slot (sizes vary) fills its start
         damaged = sum(1 for seq, message in arrived.get(producer_id, [])
-                      if seq < len(messages) and message != messages[seq])
+                      if seq < len(messages)
+                      and message[: len(messages[seq])] != messages[seq])
         reordered = sum(1 for a, b in pairwise(seqs) if b < a)
         for what, n, sample in (("lost", len(lost), lost[:5]), ("duplicated", duplicated, []),
                                 ("reordered", reordered, []), ("damaged", damaged, []),
@@ -427,6 +454,32 @@ class DriverConformance:
         took = time.monotonic() - started
         assert 0.02 < took < 1.0, f"a 50 ms receive returned after {took:.3f} s"
         wait_readable(driver, [receiver, replies], 0)  # the pollables can be waited on
+
+    def test_varying_sizes(self, target: Target, closing) -> None:
+        """A driver that carries varying sizes (`Driver.carries_varying_sizes`) delivers each
+        message whole at its own size, in batches mixing sizes, and refuses one above the
+        largest its receiver was made for."""
+        driver = target.make()
+        largest = 4096
+        if not driver.carries_varying_sizes(driver.options, largest):
+            pytest.skip(f"driver {driver.name!r} sends one size (validate refuses sizes "
+                        "that vary)")
+        driver.sizes_vary = True
+        receiver = driver.receiver(largest, 10)
+        sender = driver.sender(largest, 1)
+        closing(receiver, sender)
+        sizes = np.random.default_rng(5).choice([HEADER_SIZE, 64, 700, largest], size=400)
+        out = varying_outgoing(driver, 1, sizes.tolist())
+        send_all(sender, out)
+        assert_exactly_once(collect(driver, [receiver], 400, size=largest), [out])
+        send_all(sender, varying_outgoing(driver, 2, [largest + 8]))
+        stride = driver.receive_framing(largest).stride(largest)
+        buffer = memoryview(bytearray(4 * stride))
+        deadline = time.monotonic() + 10
+        with pytest.raises(DriverError) as error:
+            while time.monotonic() < deadline:
+                assert receiver.receive(buffer, stride, 100) == 0, "handed over a wrong size"
+        assert driver.address in str(error.value), error.value
 
     def test_message_of_another_size(self, target: Target, closing) -> None:
         """A message of another size than the receiver's is an error, not garbage."""

@@ -23,7 +23,7 @@ from sixnines.drivers.tcp import TcpDriver, TcpOptions
 from sixnines.formats.chunks import message_files, read_index
 from sixnines.formats.integrity import sha256_of
 from sixnines.formats.layout import chunk_name
-from sixnines.formats.payload import HEADER_SIZE
+from sixnines.formats.payload import HEADER_SIZE, HEADER_STRUCT
 from sixnines.formats.protocol import PROTOCOL_VERSION, Prepare
 from sixnines.formats.vocabulary import MAX_RATE
 
@@ -506,3 +506,45 @@ def test_shared_columns_take_scalar_writes_whatever_their_length(capacity):
         view[capacity - 1] = 7
         assert array[capacity - 1] == 7
     os.close(columns.fd)
+
+
+def test_a_sized_stream_sends_its_ring_of_varying_frames_through_the_relay(relay):
+    """Frames of the ring's own sizes go out contiguous (one send per due batch, cut at the
+    ring's end), each stamped where its frame puts the header; the relay forwards them by
+    their length words and the receiver hands each over at the start of a largest-size
+    slot, with its length word first."""
+    driver = TcpDriver(relay, TcpOptions())
+    driver.sizes_vary = True
+    largest = 700
+    receiver = driver.receiver(largest, 0)
+    spy = RecordingSender(driver.sender(largest, 0))
+    ring = np.array([HEADER_SIZE, 64, largest, 100, 64], np.int64)
+    count = 12
+    offsets = intended_offsets("fixed", 10_000.0, count)
+    stream = streams.SizedOutStream(spy, driver.framing, ring, whole(offsets, 5), 5, seed=2)
+    stream.arm(clock() - 10 * NS)  # all due: the ring's end cuts the batches
+    while stream.next < count:
+        stream.pump(clock())
+    sizes = [int(ring[seq % len(ring)]) for seq in range(count)]
+    assert [c for _, c in spy.calls] == [5, 5, 2]
+    assert [b for b, _ in spy.calls] == [4 * 5 + int(ring.sum())] * 2 + [4 * 2 + 28 + 64]
+
+    stride = driver.receive_framing(largest).stride(largest)
+    out = memoryview(bytearray(count * stride))
+    got, deadline = 0, time.monotonic() + 15
+    while got < count:
+        assert time.monotonic() < deadline, f"only {got} of {count} arrived"
+        got += receiver.receive(out[got * stride :], stride, 200)
+    ring_bytes = stream.wire
+    for slot in range(count):
+        at = slot * stride
+        length = int.from_bytes(out[at : at + 4], "little")
+        producer_id, seq, intended, _ = HEADER_STRUCT.unpack_from(out, at + 4)
+        assert (producer_id, seq, length) == (5, slot, sizes[slot])
+        assert intended == stream.intended[slot]
+        k = slot % len(ring)  # the fill after the header, as the ring holds it
+        body = stream.offsets[k] + 4 + HEADER_SIZE
+        assert bytes(out[at + 4 + HEADER_SIZE : at + 4 + length]) == bytes(
+            ring_bytes[body : body + length - HEADER_SIZE])
+    spy.close()
+    receiver.close()

@@ -29,12 +29,15 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from sixnines.drivers.base import (
+    LENGTH_WORD,
     SOLE_LANE,
     Credential,
     Driver,
     DriverError,
     DriverOptions,
+    Framing,
     Lane,
+    LengthCutSender,
     WorkloadShape,
     split_address,
 )
@@ -51,6 +54,7 @@ from sixnines.drivers.kafka.wire import (
 )
 from sixnines.formats.durability import Setting
 from sixnines.formats.keys import NONE
+from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.vocabulary import Mode
 
 CONNECT_TIMEOUT_S = 5.0  # both clients retry forever by default: a run fails within this
@@ -176,8 +180,9 @@ class KafkaDriver(Driver):
         Whichever receiver lane reads the partition gets them: senders need no lane."""
         self._size_for(message_size)
         partitions = self._one_way_topic(lane)
-        return self.backend.sender(self.options.topic, confluent.BY_KEY if self.keys
-                                   else connection_id % partitions)
+        sender = self.backend.sender(self.options.topic, confluent.BY_KEY if self.keys
+                                     else connection_id % partitions)
+        return LengthCutSender(sender) if self.sizes_vary else sender
 
     def receiver(self, message_size: int, connection_id: int, lane: Lane = SOLE_LANE):
         self._size_for(message_size)
@@ -191,7 +196,22 @@ class KafkaDriver(Driver):
                 f"{lane.count} connections dividing it: connection {lane.index} would read "
                 f"none (give the topic at least {lane.count} partitions, or use fewer "
                 "connections)")
-        return self.backend.receiver(topic, mine, message_size)
+        receiver = self.backend.receiver(topic, mine, message_size)
+        if self.sizes_vary:
+            receiver.smallest = HEADER_SIZE
+        return receiver
+
+    @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
+        return True  # a record's value has its own length
+
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        """Nothing around a message; when sizes vary, its length word before it, which
+        `LengthCutSender` reads to hand the client one message at a time."""
+        return Framing(prefix=LENGTH_WORD.pack(message_size)) if self.sizes_vary else Framing()
+
+    def receive_framing(self, message_size: int) -> Framing:
+        return Framing()
 
     def requester(self, message_size: int, connection_id: int):
         self._size_for(message_size)

@@ -73,6 +73,7 @@ from sixnines.drivers.nats.options import NatsOptions
 from sixnines.drivers.nats.wire import msg_line, pub_line, pull_request
 from sixnines.formats.durability import Setting
 from sixnines.formats.keys import NONE
+from sixnines.formats.payload import HEADER_SIZE
 
 SERVICE_NS = 1_000_000  # how often a sender looks for PING, -ERR and acks (it never blocks)
 PULL_EXPIRES_NS = 30_000_000_000  # a pull request's lifetime; renewed when it ends
@@ -125,7 +126,7 @@ class NatsReceiver(Receiver):
         self.link = link
         self.pollable = link.sock
         self._release = release
-        self._wire_min = link.size + len(b"MSG a 1 \r\n\r\n") + len(str(link.size))
+        self._wire_min = link.smallest + len(b"MSG a 1 \r\n\r\n") + len(str(link.smallest))
 
     def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
         link = self.link
@@ -231,6 +232,10 @@ class NatsDriver(Driver):
         return []
 
     @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
+        return True  # PUB lines carry each message's size and MSG lines say it back
+
+    @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
         if workload.message_size > MAX_PAYLOAD_LIMIT:
             return [f"message_size {workload.message_size} is above 64 MiB, the largest "
@@ -316,6 +321,8 @@ class NatsDriver(Driver):
         sock, leftover, info = handshake(self._host, self._port, self._arguments(),
                                           self._label)
         link = NatsLink(sock, leftover, info, size, self._label)
+        if self.sizes_vary:  # `size` is the largest: every size from the header's up
+            link.smallest = HEADER_SIZE
         if size > link.max_payload:
             link.close()
             raise DriverError(f"{self._label}: {size}-byte messages exceed the server's "

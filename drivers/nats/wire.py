@@ -72,6 +72,7 @@ class Parser:
     def __init__(self, size: int, label: str, leftover: bytes = b"") -> None:
         self.label = label
         self.size = size
+        self.smallest = size  # the smallest data message accepted (below `size`: sizes vary)
         self.buf = bytearray(max(BUFFER_BYTES, 4 * (size + MAX_LINE)))
         self.view = memoryview(self.buf)
         self.buf[: len(leftover)] = leftover
@@ -147,13 +148,14 @@ class Parser:
                         if n >= room:
                             self.more = True
                             break
-                        if total != size:
+                        if not self.smallest <= total <= size:
                             raise DriverError(f"{self.label}: got a {total}-byte message on "
-                                              f"{parts[1].decode()}, expected {size}")
+                                              f"{parts[1].decode()}, expected "
+                                              f"{self._expected()}")
                         if relay:
                             self._relay(body, stop)
                         else:
-                            out[at : at + size] = view[body:stop]
+                            out[at : at + total] = view[body:stop]
                             at += stride
                         n += 1
                         self.outstanding -= 1
@@ -185,6 +187,11 @@ class Parser:
         if self.batch:
             self.request_more()
         return n
+
+    def _expected(self) -> str:
+        if self.smallest == self.size:
+            return f"{self.size}"
+        return f"{self.smallest} to {self.size}"
 
     def _garbage(self, start: int, stop: int):
         text = bytes(self.view[start : min(stop, start + 60)])

@@ -70,6 +70,7 @@ from sixnines.drivers.rabbitmq.wire import (
 )
 from sixnines.formats.durability import Setting
 from sixnines.formats.keys import NONE
+from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.vocabulary import Mode, Role
 
 MAX_MESSAGE = 128 << 20  # RabbitMQ's default max_message_size
@@ -165,23 +166,27 @@ class TemplateSender(_Publisher):
 class RabbitmqReceiver(Receiver):
     """Copies delivered bodies into the caller's buffer and acks them in one frame."""
 
-    def __init__(self, link: RabbitmqLink, message_size: int, auto_ack: bool) -> None:
+    def __init__(self, link: RabbitmqLink, message_size: int, auto_ack: bool,
+                 smallest: int | None = None) -> None:
         self._link = link
         self._size = message_size
+        self._smallest = message_size if smallest is None else smallest  # below: sizes vary
         self._ack = not auto_ack
         self.pollable = link.sock
 
     def _take(self, out: memoryview, stride: int, room: int) -> int:
-        next_delivery, size = self._link.next_delivery, self._size
+        next_delivery, size, smallest = self._link.next_delivery, self._size, self._smallest
         n = at = 0
         while n < room:
             body = next_delivery()
             if body is None:
                 break
-            if len(body) != size:
-                raise DriverError(f"{self._link.label}: got a {len(body)}-byte message, "
-                                  f"expected {size}")
-            out[at : at + size] = body
+            length = len(body)
+            if length != size and not smallest <= length <= size:
+                expected = size if smallest == size else f"{smallest} to {size}"
+                raise DriverError(f"{self._link.label}: got a {length}-byte message, "
+                                  f"expected {expected}")
+            out[at : at + length] = body
             n += 1
             at += stride
         return n
@@ -296,6 +301,13 @@ class RabbitmqDriver(Driver):
 
     def receive_framing(self, message_size: int) -> Framing:
         return Framing()  # bare bodies, end to end
+
+    @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
+        """When every body fits one frame: publishes are pre-encoded per size
+        (`DirectSender` writes them end to end); larger ones are copied into a template of
+        one size."""
+        return fits_one_frame(largest)
 
     @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
@@ -462,7 +474,8 @@ class RabbitmqDriver(Driver):
         except DriverError:
             link.close()
             raise
-        return RabbitmqReceiver(link, message_size, self.options.auto_ack), queue
+        return RabbitmqReceiver(link, message_size, self.options.auto_ack,
+                                HEADER_SIZE if self.sizes_vary else None), queue
 
     def requester(self, message_size: int, connection_id: int):
         options = self.options

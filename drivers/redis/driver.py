@@ -79,11 +79,12 @@ from sixnines.drivers.redis.wire import (
     publish_head,
     push_head,
     reply_key,
+    varying_pushes,
     xadd_head,
 )
-from sixnines.drivers.sockets import FrameStream, SocketIO
+from sixnines.drivers.sockets import FrameStream, SocketIO, VaryingFrames
 from sixnines.formats.durability import Setting
-from sixnines.formats.payload import HEADER_STRUCT
+from sixnines.formats.payload import HEADER_SIZE, HEADER_STRUCT
 
 REPLY_SCRATCH = 1 << 16  # bytes of replies discarded per recv on a writer
 DISCARD_EVERY = 64  # messages sent between two looks at the replies (a recv costs ~1.5 µs)
@@ -232,6 +233,31 @@ class PushReceiver(Receiver):
         self._conn.disconnect()
 
 
+class VaryingPushReceiver(Receiver):
+    """Pub/sub pushes whose payloads vary in size (up to `size`), each copied to the start
+    of a slot of the largest's size (sockets.VaryingFrames, wire.varying_pushes)."""
+
+    holds = True
+
+    def __init__(self, conn: Connection, label: str, channel: bytes, size: int) -> None:
+        self._conn = conn
+        sock = socket_of(conn)
+        self._stream = VaryingFrames(
+            sock, label, "connection closed by the server (it stopped, or dropped a "
+            "subscriber too far behind: client-output-buffer-limit pubsub)", size,
+            varying_pushes(label, channel, HEADER_SIZE, size))
+        self.pollable = sock
+
+    def held(self) -> bool:
+        return self._stream.held()
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        return self._stream.frames(out, timeout_ms)
+
+    def close(self) -> None:
+        self._conn.disconnect()
+
+
 class StreamReceiver(Receiver):
     """Reads a stream with one blocking XREAD (XREADGROUP) always outstanding: the server
     answers as soon as entries arrive, and the socket is what a poller waits on. The reply
@@ -242,7 +268,8 @@ class StreamReceiver(Receiver):
     holds = True
 
     def __init__(self, conn: Connection, label: str, key: bytes, size: int,
-                 last_id: bytes, group: bytes | None, cleanup) -> None:
+                 last_id: bytes, group: bytes | None, cleanup,
+                 smallest: int | None = None) -> None:
         self._conn = conn
         sock = socket_of(conn)
         self._io = SocketIO(sock, label)
@@ -251,7 +278,7 @@ class StreamReceiver(Receiver):
         self._cleanup = cleanup
         self._count = max(1, min(1024, READ_BYTES // (size + ENTRY_OVERHEAD)))
         self._replies = StreamReplies(key, size, self._count, ENTRY_OVERHEAD, label, last_id,
-                                      group is not None)
+                                      group is not None, smallest)
         if group is not None:
             self._read_group = b"".join(conn.pack_command(
                 "XREADGROUP", "GROUP", group, "c", "COUNT", self._count, "BLOCK", 0,
@@ -370,9 +397,15 @@ class RedisDriver(Driver):
         return Framing(publish_head(channel, message_size), CRLF)
 
     def receive_framing(self, message_size: int) -> Framing:
-        if self.options.mode == "streams":
-            return Framing()  # payloads are copied out of XREAD replies
+        if self.options.mode == "streams" or self.sizes_vary:
+            return Framing()  # payloads are copied out of XREAD replies (or of pushes)
         return Framing(push_head(self._channel, message_size), CRLF)
+
+    @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
+        """Each PUBLISH (XADD) says its payload's size, and pushes (XREAD replies) say it
+        back."""
+        return True
 
     @classmethod
     def workload_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
@@ -474,7 +507,8 @@ class RedisDriver(Driver):
         if delete:
             forget.append(("DEL", key))
         return StreamReceiver(conn, self._label, key, size, last_id, group,
-                              lambda: run_quietly(self._connect, forget))
+                              lambda: run_quietly(self._connect, forget),
+                              HEADER_SIZE if self.sizes_vary else None)
 
     # --- roles --------------------------------------------------------------------------
 
@@ -487,6 +521,10 @@ class RedisDriver(Driver):
         channel = self.lane_channel(lane)
         if self.options.mode == "streams":
             return self._stream_reader(channel, message_size, connection_id)
+        if self.sizes_vary:
+            conn = self._connect()
+            subscribe(conn, channel, self._label)
+            return VaryingPushReceiver(conn, self._label, channel, message_size)
         prefix = len(self.receive_framing(message_size).prefix)
         return self._subscriber(channel, message_size, prefix)
 

@@ -6,6 +6,7 @@ buffer. Pure functions and a parser over bytes; the sockets are drivers/redis/dr
 from __future__ import annotations
 
 from sixnines.drivers.base import DriverError
+from sixnines.drivers.sockets import FrameAt
 
 CRLF = b"\r\n"
 DASH, NEWLINE, COLON = ord("-"), ord("\n"), ord(":")
@@ -33,6 +34,42 @@ def publish_head(channel: bytes, size: int) -> bytes:
 def push_head(channel: bytes, size: int) -> bytes:
     """What precedes a message the server pushes to a subscriber of `channel`."""
     return head(b"message", channel, size=size)
+
+
+#: Most digits a RESP bulk length has here (a payload is at most MAX_BULK bytes).
+LENGTH_DIGITS = 10
+
+
+def varying_pushes(label: str, channel: bytes, smallest: int, largest: int) -> FrameAt:
+    """Where each pub/sub push of `channel` is, its payload of its own size from `smallest`
+    to `largest` (sockets.VaryingFrames hands the payloads over); anything else is refused
+    as soon as it differs."""
+    head = push_head(channel, 0)[: -len(b"0" + CRLF)]  # up to the payload's length
+
+    def refused() -> DriverError:
+        return DriverError(f"{label}: unexpected data on the subscription (a message "
+                           f"outside {smallest} to {largest} bytes on the channel?)")
+
+    def frame_at(raw: bytearray, at: int, end: int) -> tuple[int, int, int] | None:
+        digits_at = at + len(head)
+        if end < digits_at:
+            if raw[at:end] != head[: end - at]:
+                raise refused()
+            return None
+        if not raw.startswith(head, at):
+            raise refused()
+        stop = raw.find(CRLF, digits_at, min(end, digits_at + LENGTH_DIGITS + 1))
+        if stop < 0:
+            if end - digits_at > LENGTH_DIGITS:
+                raise refused()
+            return None
+        digits = raw[digits_at:stop]
+        if not digits.isdigit() or not smallest <= int(digits) <= largest:
+            raise refused()
+        payload = stop + len(CRLF)
+        following = payload + int(digits) + len(CRLF)
+        return None if following > end else (payload, following - len(CRLF), following)
+    return frame_at
 
 
 def xadd_head(key: bytes, maxlen: int, size: int) -> bytes:
@@ -85,11 +122,14 @@ class StreamReplies:
     one goes out with `last_id`, and in a group the ids in `acks` are acknowledged)."""
 
     def __init__(self, key: bytes, size: int, count: int, overhead: int, label: str,
-                 last_id: bytes, group: bool) -> None:
+                 last_id: bytes, group: bool, smallest: int | None = None) -> None:
         self.label = label
         self.size = size
         self.header = b"*1\r\n*2\r\n" + bulk(key) + b"*"
         self.middle = CRLF + b"*2\r\n" + bulk(FIELD) + b"$%d\r\n" % size
+        self.any_middle = self.middle[: -len(b"%d\r\n" % size)]  # before any size
+        # the smallest payload accepted (below `size`: sizes vary, `size` the largest)
+        self.smallest = size if smallest is None else smallest
         self.buf = bytearray(count * (size + overhead) + 1024 + 2 * len(key))
         self.view = memoryview(self.buf)
         self.pos = 0
@@ -162,14 +202,19 @@ class StreamReplies:
                 data_at = id_end + len(middle)
                 if data_at > end:
                     break
+                length = size
                 if not buf.startswith(middle, id_end):  # another size: refused on arrival
-                    raise self._unexpected()
-                if data_at + size + 2 > end:
+                    if self.smallest == size:
+                        raise self._unexpected()
+                    data_at, length = self._varying(id_end, end)  # unless sizes vary
+                    if data_at < 0:
+                        break
+                if data_at + length + 2 > end:
                     break
                 o = n * stride
-                out[o : o + size] = view[data_at : data_at + size]
+                out[o : o + length] = view[data_at : data_at + length]
                 n += 1
-                pos = data_at + size + 2
+                pos = data_at + length + 2
                 self.left -= 1
                 if self.group:
                     self.acks.append(bytes(buf[id_at:id_end]))
@@ -181,9 +226,25 @@ class StreamReplies:
             self.held = n == room and pos < end
         return n
 
+    def _varying(self, id_end: int, end: int) -> tuple[int, int]:
+        """(where the payload starts, its length) of an entry whose field's length is its
+        own, from `smallest` to `size`; (-1, 0) when its length has not all arrived."""
+        buf, at = self.buf, id_end + len(self.any_middle)
+        stop = buf.find(CRLF, at, end)
+        if stop < 0:
+            return -1, 0
+        if not buf.startswith(self.any_middle, id_end) or not buf[at:stop].isdigit():
+            raise self._unexpected()
+        length = int(buf[at:stop])
+        if not self.smallest <= length <= self.size:
+            raise self._unexpected()
+        return stop + 2, length
+
     def _unexpected(self) -> DriverError:
+        sizes = (f"{self.size}-byte" if self.smallest == self.size
+                 else f"{self.smallest}- to {self.size}-byte")
         return DriverError(f"{self.label}: unexpected entry in the stream (not one "
-                          f"{self.size}-byte field {FIELD.decode()!r}: another writer?)")
+                          f"{sizes} field {FIELD.decode()!r}: another writer?)")
 
 
 def glob_literal(text: str) -> str:

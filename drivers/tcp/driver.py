@@ -15,16 +15,18 @@ from sixnines.drivers.base import (
     SOLE_LANE,
     Announce,
     Driver,
+    DriverOptions,
     Framing,
     Lane,
     Receiver,
     Sender,
     split_address,
 )
-from sixnines.drivers.sockets import FrameStream, SocketIO
+from sixnines.drivers.sockets import FrameStream, SocketIO, VaryingFrames, length_words
 from sixnines.drivers.tcp.connection import connect
 from sixnines.drivers.tcp.options import TcpOptions
-from sixnines.drivers.tcp.wire import ECHO, LENGTH, PUBLISH, SUBSCRIBE, frame_prefix
+from sixnines.drivers.tcp.wire import ECHO, LENGTH, PUBLISH, SUBSCRIBE, VARIABLE, frame_prefix
+from sixnines.formats.payload import HEADER_SIZE
 
 
 class TcpSender(Sender):
@@ -56,6 +58,29 @@ class TcpReceiver(Receiver):
         self._stream.close()
 
 
+class TcpVaryingReceiver(Receiver):
+    """Frames of varying sizes up to `message_size` (the largest), each copied to a slot
+    of the largest frame's length, its length word at the slot's start."""
+
+    holds = True
+
+    def __init__(self, sock: socket.socket, label: str, message_size: int) -> None:
+        self._stream = VaryingFrames(
+            sock, label, "connection closed by the relay", LENGTH.size + message_size,
+            length_words(label, HEADER_SIZE, message_size,
+                         f"a message outside {HEADER_SIZE}..{message_size} bytes"))
+        self.pollable = sock
+
+    def held(self) -> bool:
+        return self._stream.held()
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        return self._stream.frames(out, timeout_ms)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
 class TcpDriver(Driver):
     name = "tcp"
     Options = TcpOptions
@@ -65,14 +90,19 @@ class TcpDriver(Driver):
     #: each key's messages is checked like any other.
     carries_keys = "in the message, after the header (nothing routes by it)"
 
+    @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
+        return True  # each frame's length word is its own; the hello says they vary
+
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
         return Framing(prefix=frame_prefix(message_size))  # the lane is the hello's
 
     def _connect(self, role: bytes, message_size: int, lane: Lane = SOLE_LANE
                  ) -> socket.socket:
         host, port = split_address(self.address, self.name)
-        return connect(host, port, role, LENGTH.size + message_size, self.options.nodelay,
-                       self._label, lane)
+        stride = LENGTH.size + message_size
+        return connect(host, port, role, stride | VARIABLE if self.sizes_vary else stride,
+                       self.options.nodelay, self._label, lane)
 
     @property
     def _label(self) -> str:
@@ -83,9 +113,10 @@ class TcpDriver(Driver):
         return TcpSender(self._connect(PUBLISH, message_size, lane), self._label)
 
     def receiver(self, message_size: int, connection_id: int,
-                 lane: Lane = SOLE_LANE) -> TcpReceiver:
-        return TcpReceiver(self._connect(SUBSCRIBE, message_size, lane), self._label,
-                           message_size)
+                 lane: Lane = SOLE_LANE) -> Receiver:
+        """Frames of `message_size`, or of varying sizes up to it when sizes vary."""
+        kind = TcpVaryingReceiver if self.sizes_vary else TcpReceiver
+        return kind(self._connect(SUBSCRIBE, message_size, lane), self._label, message_size)
 
     def requester(self, message_size: int, connection_id: int) -> tuple[TcpSender, TcpReceiver]:
         sock = self._connect(ECHO, message_size)

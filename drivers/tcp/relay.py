@@ -1,7 +1,8 @@
 """The sixnines TCP relay: a minimal fan-out broker and echo peer.
 
 Publishers' frames go to every subscriber on the publisher's lane (the one its hello
-named), cut at frame boundaries so that frames of several publishers never interleave
+named), cut at frame boundaries (at a fixed stride, or by each frame's length word when
+the hello says frames vary) so that frames of several publishers never interleave
 mid-frame; one epoll thread serves them. Each lane is a `Route`, found once at the hello,
 so forwarding never looks a lane up. The relay buffers per subscriber and stops reading a
 lane's publishers while any of that lane's subscribers is more than HIGH_WATER bytes
@@ -30,8 +31,10 @@ from sixnines.drivers.tcp.wire import (
     HELLO,
     PUBLISH,
     SUBSCRIBE,
+    VARIABLE,
     parse_hello,
     whole_frames,
+    whole_varying_frames,
 )
 
 RECV_BYTES = 1 << 18
@@ -157,7 +160,10 @@ class Relay:
             peer.inbox += data
             data = bytes(peer.inbox)
             peer.inbox.clear()
-        whole = whole_frames(len(data), peer.stride)
+        if peer.stride & VARIABLE:
+            whole = whole_varying_frames(data)
+        else:
+            whole = whole_frames(len(data), peer.stride)
         if whole < len(data):
             peer.inbox += data[whole:]
             data = data[:whole]

@@ -26,6 +26,9 @@ ROLES = (PUBLISH, SUBSCRIBE, ECHO)
 LENGTH = struct.Struct("<I")
 #: Most lanes a hello can carry (its count is a u16).
 MAX_LANES = 0xFFFF
+#: Set in a hello's frame length when frames vary in length (up to the rest of it): the
+#: relay then cuts a publisher's bytes at each frame's own length word.
+VARIABLE = 1 << 31
 
 
 def hello(role: bytes, stride: int, lane: Lane = SOLE_LANE) -> bytes:
@@ -35,9 +38,10 @@ def hello(role: bytes, stride: int, lane: Lane = SOLE_LANE) -> bytes:
 
 def parse_hello(data: bytes | bytearray) -> tuple[bytes, int, Lane] | None:
     """(role, frame length, lane) of a hello at the start of `data`; None when it is not
-    one (a lane outside its count included)."""
+    one (a lane outside its count included). The length keeps its `VARIABLE` bit."""
     magic, role, stride, index, count = HELLO.unpack_from(data)
-    if magic != MAGIC or role not in ROLES or stride == 0 or not 0 <= index < count:
+    if magic != MAGIC or role not in ROLES or stride & ~VARIABLE == 0 \
+            or not 0 <= index < count:
         return None
     return role, stride, Lane(index, count)
 
@@ -50,3 +54,16 @@ def frame_prefix(message_size: int) -> bytes:
 def whole_frames(length: int, stride: int) -> int:
     """How many of `length` bytes are whole frames (the rest waits for more)."""
     return length - length % stride
+
+
+def whole_varying_frames(data: bytes) -> int:
+    """How many bytes at the start of `data` are whole frames, each as long as its
+    length word says (the rest waits for more)."""
+    at, end = 0, len(data)
+    unpack = LENGTH.unpack_from
+    while at + LENGTH.size <= end:
+        following = at + LENGTH.size + unpack(data, at)[0]
+        if following > end:
+            break
+        at = following
+    return at

@@ -19,12 +19,16 @@ from collections.abc import Sequence
 import zmq
 
 from sixnines.drivers.base import (
+    LENGTH_WORD,
     SOLE_LANE,
     Announce,
     Credential,
     Driver,
     DriverError,
+    DriverOptions,
+    Framing,
     Lane,
+    LengthCutSender,
     Receiver,
     Sender,
     Waiter,
@@ -48,6 +52,7 @@ from sixnines.drivers.zmq.wire import (
     broker_address,
     topic,
 )
+from sixnines.formats.payload import HEADER_SIZE
 
 CHECK_EVERY = 64  # sends between two looks at the connection's monitor (a look: ~1 µs)
 
@@ -106,9 +111,11 @@ class ZmqReceiver(Receiver):
     (`ZmqLaneSender`): the topic into a scratch buffer, the message into the caller's.
     ZeroMQ delivers a message's frames together, so the second is there once the first is."""
 
-    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes = b"") -> None:
+    def __init__(self, sock: zmq.Socket, label: str, lane_topic: bytes = b"",
+                 smallest: int | None = None) -> None:
         self._sock = sock
         self._label = label
+        self._smallest = smallest  # None: every message is `stride` bytes; else from this up
         self._scratch = bytearray(len(lane_topic)) if lane_topic else None
         self.pollable = sock  # a zmq socket's FD is edge-triggered: ZmqWaiter polls it
 
@@ -129,8 +136,11 @@ class ZmqReceiver(Receiver):
                 break
             except zmq.ZMQError as exc:
                 raise DriverError(f"{self._label}: receive failed ({exc})") from exc
-            if got != stride:
-                raise DriverError(f"{self._label}: got a {got}-byte message, expected {stride}")
+            if got != stride and (self._smallest is None
+                                  or not self._smallest <= got <= stride):
+                expected = stride if self._smallest is None else f"{self._smallest} to {stride}"
+                raise DriverError(f"{self._label}: got a {got}-byte message, "
+                                  f"expected {expected}")
             count += 1
             offset += stride
         return count
@@ -179,16 +189,27 @@ class ZmqDriver(Driver):
     def waiter(self, receivers: Sequence[Receiver]) -> ZmqWaiter:
         return ZmqWaiter(receivers)
 
+    @classmethod
+    def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
+        return True  # one zmq message per message; its length is ZeroMQ's to carry
+
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        """Nothing around a message; when sizes vary, its length word before it, which
+        `LengthCutSender` reads to send one message at a time."""
+        return Framing(prefix=LENGTH_WORD.pack(message_size)) if self.sizes_vary else Framing()
+
+    def receive_framing(self, message_size: int) -> Framing:
+        return Framing()
+
     def sender(self, message_size: int, connection_id: int,
-               lane: Lane = SOLE_LANE) -> ZmqSender:
+               lane: Lane = SOLE_LANE) -> Sender:
         lane_topic = topic(lane)
         sock = self._socket(zmq.XPUB, PUBLISHERS)
         sock.setsockopt(zmq.XPUB_NODROP, 1)  # block at the high-water mark, never drop
         label = f"zmq broker at {self.address}"
         await_subscription(sock, lane_topic, label)
-        if lane_topic:
-            return ZmqLaneSender(sock, label, lane_topic)
-        return ZmqSender(sock, label)
+        sender = ZmqLaneSender(sock, label, lane_topic) if lane_topic else ZmqSender(sock, label)
+        return LengthCutSender(sender) if self.sizes_vary else sender
 
     def receiver(self, message_size: int, connection_id: int,
                  lane: Lane = SOLE_LANE) -> ZmqReceiver:
@@ -200,10 +221,11 @@ class ZmqDriver(Driver):
         if await_first(sock, "welcome message", label) != WELCOME:
             close(sock)
             raise DriverError(f"{label}: unexpected first message")
+        smallest = HEADER_SIZE if self.sizes_vary else None
         if lane_topic:
             sock.setsockopt(zmq.UNSUBSCRIBE, WELCOME)
-            return ZmqReceiver(sock, label, lane_topic)
-        return ZmqReceiver(sock, label)
+            return ZmqReceiver(sock, label, lane_topic, smallest)
+        return ZmqReceiver(sock, label, smallest=smallest)
 
     def requester(self, message_size: int, connection_id: int) -> tuple[ZmqSender, ZmqReceiver]:
         sock = self._socket(zmq.DEALER, ECHO)

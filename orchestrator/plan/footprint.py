@@ -29,6 +29,7 @@ from sixnines.agents.recording import (
 )
 from sixnines.agents.schedule import NS
 from sixnines.agents.streams import INBOX_BYTES, RING_BYTES
+from sixnines.formats import sizes
 from sixnines.formats.atomic import human_bytes as human
 from sixnines.formats.lag import FEWER_LOOPS, crowded, crowded_note
 from sixnines.formats.vocabulary import Role
@@ -36,6 +37,7 @@ from sixnines.orchestrator.capacity.probes import heaviest
 from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
 from sixnines.orchestrator.scenario.hosts import LOCAL
 from sixnines.orchestrator.scenario.matrix import RunPoint
+from sixnines.orchestrator.scenario.sizes import SizeDistribution
 
 MiB = 1 << 20
 AGENT_BASE_BYTES = 256 * MiB  # an agent's interpreter, libraries and driver, idle
@@ -114,9 +116,16 @@ def _receiving(plan: AgentPlan, span_ns: int, held_ns: int) -> tuple[int, int]:
             max(-(-plan.expected // rows), span_ns // CHUNK_NS))
 
 
-def _buffers(plan: AgentPlan, size: int) -> int:
-    """A sender's ring of frames per connection, a receiver's one inbox (agents.streams)."""
-    sends = plan.connections * (RING_BYTES + size) if plan.sends_messages else 0
+def _buffers(plan: AgentPlan, written: int | SizeDistribution) -> int:
+    """A sender's ring of frames per connection, a receiver's one inbox (agents.streams);
+    a ring of varying sizes (formats.sizes) holds at most its slots of the largest size
+    (a file's largest taken as the largest a ring of the fewest slots holds)."""
+    if isinstance(written, int):
+        size, ring = written, RING_BYTES
+    else:
+        size = written.largest_without_file() or sizes.RING_BYTES // sizes.MIN_RING_SLOTS
+        ring = sizes.ring_slots(size) * size
+    sends = plan.connections * (ring + size) if plan.sends_messages else 0
     receives = INBOX_BYTES + 4 * size if plan.role != Role.PRODUCER else 0
     return sends + receives
 

@@ -196,6 +196,7 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
             f'<p class="caption">{CAPTIONS[label]} Dimmed: too few '
             "samples for that percentile (fewer than 1/(1−p)). Rates are measured at the "
             "senders and at the receivers separately; MB/s is msg/s times the message size "
+            "(sizes that vary: each stream's msg/s times its messages' mean size) "
             "(1 MB = 1,048,576 bytes). Each run's section has p99.999 and "
             "beyond, and every count."
             + (" ± clock: the bound of figures timed across hosts (µs)." if bounds else "")

@@ -19,6 +19,7 @@ from sixnines.formats import protocol as p
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.fill import Fill
 from sixnines.formats.layout import AGENT_LOG, AGENTS_DIR
+from sixnines.formats.sizes import Sizes
 from sixnines.formats.vocabulary import MAX_RATE, Role
 from sixnines.orchestrator.launchers.base import LaunchError, Process, shutdown_all
 from sixnines.orchestrator.plan.agents import AgentPlan, plan_agents
@@ -30,6 +31,7 @@ from sixnines.orchestrator.run.progress import ProgressView
 from sixnines.orchestrator.scenario.content import fill_of
 from sixnines.orchestrator.scenario.hosts import Placement
 from sixnines.orchestrator.scenario.matrix import RunPoint
+from sixnines.orchestrator.scenario.sizes import SizeDistribution
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +84,35 @@ class Agents:
             return fill_of(self.point.workload.content, self.scenario_dir)
         except ValueError as exc:
             raise RunFailure(f"content: {exc}") from None
+
+    @functools.cached_property
+    def sizes(self) -> Sizes | None:
+        """The distribution message sizes are drawn from (None: one size), a file of sizes
+        read once, for every agent."""
+        written = self.point.workload.message_size
+        if not isinstance(written, SizeDistribution):
+            return None
+        try:
+            return written.sizes(self.scenario_dir)
+        except ValueError as exc:
+            raise RunFailure(f"message_size: {exc}") from None
+
+    @property
+    def run_seed(self) -> int:
+        """The seed agents draw fills, sizes and Poisson gaps from: the workload's, else
+        the point's index (the same on every run of the scenario)."""
+        seed = self.point.workload.seed
+        return seed if seed is not None else self.point.index
+
+    @property
+    def largest_size(self) -> int:
+        """Every message's size, or the largest a distribution draws."""
+        sizes = self.sizes
+        if sizes is not None:
+            return sizes.largest
+        written = self.point.workload.message_size
+        assert isinstance(written, int)  # one size when not a distribution
+        return written
 
     @property
     def run_id(self) -> str:
@@ -156,12 +187,12 @@ class Agents:
             protocol=p.PROTOCOL_VERSION, run_id=self.run_id, agent_id=plan.agent_id,
             role=plan.role, driver=self.point.system.driver, address=broker.address,
             driver_options=options.model_dump(mode="json"),
-            message_size=w.message_size, rate=plan.rate,
+            message_size=self.largest_size, rate=plan.rate,
             schedule=MAX_RATE if w.saturation else str(w.schedule),
             messages=plan.sends if w.saturation else 0,
             duration_ns=w.duration_ns, warmup_ns=w.warmup_ns, connections=plan.connections,
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
-            drain_ns=w.drain_ns, seed=self.point.seed,
+            drain_ns=w.drain_ns, seed=self.run_seed,
             expected=plan.expected, out_dir=remote_dir, cpu_sample_ns=self.cpu_sample_ns,
             target_pid=target_pid, credential=None if beside else broker.credential_message(),
             shape=None if shape is None else shape.as_json(),
@@ -169,6 +200,7 @@ class Agents:
             hold_ns=(w.release_ns or 0) if plan.role == Role.CONSUMER else 0,
             **({"content": self.fill.to_message()} if plan.sends_messages else {}),
             reconnect_ns=self.point.system.reconnect,
+            sizes=None if self.sizes is None else self.sizes.to_message(),
         ))
         return agent
 

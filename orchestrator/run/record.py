@@ -11,9 +11,20 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sixnines.formats.chunks import kept_chunks
 from sixnines.formats.fill import RATIO_TOLERANCE
-from sixnines.formats.manifest import AgentEntry, Clock, FillRecord, Manifest, MonitorEntry
+from sixnines.formats.manifest import (
+    AgentEntry,
+    Clock,
+    FillRecord,
+    Manifest,
+    MonitorEntry,
+    SizesRecord,
+)
+from sixnines.formats.sizes import DrawnSizes, histogram
+from sixnines.formats.vocabulary import SENDERS
 from sixnines.orchestrator.plan.cpus import CpuPlacement
 from sixnines.orchestrator.run.agents import Agents
 from sixnines.orchestrator.run.channel import AgentHandle
@@ -41,6 +52,7 @@ class RunRecord:
         self.manifest.monitor = (MonitorEntry(**monitor, notes=agents.monitor_notes)
                                  if agents.monitor or agents.monitor_notes else None)
         self.manifest.fill = self._fill(agents)
+        self.manifest.sizes = self._sizes(agents)
         write_manifest(self.run_dir, self.manifest)
 
     def _fill(self, agents: Agents) -> FillRecord | None:
@@ -53,6 +65,22 @@ class RunRecord:
                           ratios=measured.fill_ratios, target=target,
                           tolerance=None if target is None else RATIO_TOLERANCE,
                           measured_by=measured.id)
+
+    def _sizes(self, agents: Agents) -> SizesRecord | None:
+        """The size distribution and the sizes its sending connections drew."""
+        sizes = agents.sizes
+        if sizes is None:
+            return None
+        drawn_sizes = DrawnSizes(sizes, agents.run_seed)
+        rings = [drawn_sizes.ring(entry.first_id + c) for entry in self.manifest.agents
+                 if entry.first_id is not None and entry.role in SENDERS
+                 for c in range(entry.connections or 1)]
+        if not rings:
+            return None
+        drawn = np.concatenate(rings)
+        return SizesRecord(distribution=sizes.to_message(), histogram=histogram(drawn),
+                           drawn=len(drawn), mean=float(drawn.mean()),
+                           smallest=int(drawn.min()), largest=int(drawn.max()))
 
     def conclude(self, agents: Agents, cpus: CpuPlacement) -> None:
         """The agents' troubles gathered, the run's status decided and its end stamped."""

@@ -66,16 +66,17 @@ class RunResources:
         return cls(replace(point, system=system.model_copy(update={"options": own})),
                    Resources(named=named, kept=system.keep_resources))
 
-    def remove(self, address: str, credential: Credential | None) -> None:
+    def remove(self, address: str, credential: Credential | None, largest_size: int) -> None:
         """Delete the run's resources from the broker at `address`, recording what was
-        deleted, or why not, in `record`: a failure is a note, never silent."""
+        deleted, or why not, in `record`: a failure is a note, never silent.
+        `largest_size`: the run's message size (a distribution's largest)."""
         record = self.record
         assert record is not None
         system = self.point.system
         try:
             driver = system.driver_at(address, credential)
-            record.removed = driver.remove_resources(set(record.named),
-                                                     self.point.workload)
+            record.removed = driver.remove_resources(
+                set(record.named), self.point.workload.driver_view(largest_size))
         except Exception as exc:  # a third-party driver's too: the run is recorded still
             self.leave(str(exc) if isinstance(exc, DriverError)
                        else f"{type(exc).__name__}: {exc}")

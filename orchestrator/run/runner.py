@@ -219,7 +219,8 @@ class Run:
         if self.stopping.hurried:  # an interrupt repeated: no waiting on a broker's answer
             self.resources.leave("the end was hurried by a repeated interrupt")
         else:
-            self.resources.remove(self.broker.address, self.broker.credential)
+            self.resources.remove(self.broker.address, self.broker.credential,
+                                  self.agents.largest_size)
         self.manifest.resources = record
 
     def _start_sidecar(self) -> None:

@@ -24,6 +24,7 @@ from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.content import parse_content
 from sixnines.orchestrator.scenario.keys import parse_keys
 from sixnines.orchestrator.scenario.problems import shown
+from sixnines.orchestrator.scenario.sizes import SizeDistribution
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SECOND_NS = 1_000_000_000
@@ -151,6 +152,13 @@ def _size(value: object) -> int:
     return size
 
 
+def _size_or_distribution(value: object) -> int | SizeDistribution:
+    """One size, or a distribution of sizes (orchestrator.scenario.sizes) when a mapping."""
+    if isinstance(value, dict | SizeDistribution):
+        return SizeDistribution.model_validate(value)
+    return _size(value)
+
+
 def _rate(value: object) -> float | str:
     if isinstance(value, str) and value.strip().lower() == MAX_RATE:
         return MAX_RATE
@@ -208,6 +216,9 @@ Text = Annotated[str, Field(strict=True, min_length=1), AfterValidator(check_tex
 Host = Annotated[str, Field(strict=True, min_length=1), AfterValidator(check_text),
                  AfterValidator(_host)]
 Size = Annotated[int, BeforeValidator(_size), written.size(HEADER_SIZE, MAX_MESSAGE_SIZE)]
+#: `message_size`: one size, or a distribution (orchestrator.scenario.sizes).
+MessageSize = Annotated[int | SizeDistribution, BeforeValidator(_size_or_distribution),
+                        written.message_size(HEADER_SIZE, MAX_MESSAGE_SIZE)]
 #: What a message carries after its header (orchestrator.scenario.content), canonical text.
 Content = Annotated[str, BeforeValidator(parse_content), written.content()]
 #: The keys messages carry (orchestrator.scenario.keys), canonical text.

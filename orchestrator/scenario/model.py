@@ -19,13 +19,14 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from sixnines.drivers.base import Driver, DriverOptions
+from sixnines.drivers.base import Driver, DriverOptions, fixed_size_problem
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
 from sixnines.orchestrator.scenario.content import read_sample, sample_path
 from sixnines.orchestrator.scenario.faults import Faults, RunShape, agent_ids, fault_problems
 from sixnines.orchestrator.scenario.fields import (
+    MAX_MESSAGE_SIZE,
     MAX_REPEATS,
     Messages,
     Name,
@@ -55,11 +56,14 @@ from sixnines.orchestrator.scenario.problems import (
 )
 from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
 from sixnines.orchestrator.scenario.shapes import traces_beside
+from sixnines.orchestrator.scenario.sizes import SizeDistribution, header_problem
 from sixnines.orchestrator.scenario.systems import DEFER_OPTIONS, System, driver_or_none
+from sixnines.orchestrator.scenario.units import format_size
 from sixnines.orchestrator.scenario.workload import (
     MAX_RATE_CAP_NS,
     REQUIRED_FIELDS,
     Case,
+    DriverView,
     WorkloadBase,
     WorkloadPoint,
     WorkloadSpec,
@@ -264,8 +268,9 @@ def _validated_beside(text: str, file: str, overrides: Sequence[Override]
     if not too_many:  # the checks below go through every point
         problems += _point_problems(specs, doc)
         problems += _sample_problems(specs, doc, Path(file).parent)
+        problems += _size_problems(specs, doc, Path(file).parent)
         if scenario is not None:
-            problems += _driver_workload_problems(scenario, specs, doc)
+            problems += _driver_workload_problems(scenario, specs, doc, Path(file).parent)
             problems += _fault_problems(scenario, specs, doc)
     problems = [*refused, *duplicates, *told_against_flags(problems, doc)]
     if problems:
@@ -465,6 +470,42 @@ def _specs_in_file(data: dict[Any, Any]) -> list[SpecAt]:
     return found
 
 
+def _as_driver_sees(point: WorkloadPoint, folder: Path) -> DriverView | None:
+    """The point with a distribution's largest size as its `message_size` (None: its file
+    of sizes cannot be read, which `_size_problems` reports)."""
+    written = point.message_size
+    if not isinstance(written, SizeDistribution):
+        return point.driver_view()
+    try:
+        return point.driver_view(written.sizes(folder).largest)
+    except ValueError:
+        return None
+
+
+def _size_problems(specs: list[SpecAt], doc: YamlDocument, folder: Path) -> list[Problem]:
+    """A distribution of sizes whose file cannot be read, whose smallest size does not
+    hold the header or whose largest exceeds the largest message, once per spec, where
+    the spec writes its message_size."""
+    found: dict[Problem, None] = {}
+    for where, spec in specs:
+        for written in spec.message_size:
+            if not isinstance(written, SizeDistribution):
+                continue
+            at = (*where, "message_size")
+            try:
+                sizes = written.sizes(folder)
+            except ValueError as exc:
+                found[Problem(format_path(at), doc.line_of(at), f"file: {exc}")] = None
+                continue
+            problem = header_problem(sizes)
+            if problem is None and sizes.largest > MAX_MESSAGE_SIZE:
+                problem = (f"its largest size, {format_size(sizes.largest)}, is above the "
+                           f"largest message ({format_size(MAX_MESSAGE_SIZE)})")
+            if problem is not None:
+                found[Problem(format_path(at), doc.line_of(at), problem)] = None
+    return list(found)
+
+
 def _sample_problems(specs: list[SpecAt], doc: YamlDocument, folder: Path) -> list[Problem]:
     """`content: {file: PATH}` naming a file that cannot be a sample (missing, empty, too
     large), once per spec, where the spec writes its content."""
@@ -516,32 +557,39 @@ def _points(specs: list[SpecAt]) -> list[tuple[YamlPath, WorkloadPoint]]:
 
 
 def _driver_workload_problems(
-    scenario: Scenario, specs: list[SpecAt], doc: YamlDocument
+    scenario: Scenario, specs: list[SpecAt], doc: YamlDocument, folder: Path
 ) -> list[Problem]:
     """What each system's driver says it cannot do with the workload, each message once
     (per case: "... (in cases[2])"). Systems whose options are invalid are skipped: those
-    errors are reported on the options themselves."""
+    errors are reported on the options themselves. A driver sees a distribution of sizes
+    as its largest size; one that sends every message at one size refuses it by name."""
     problems: dict[Problem, None] = {}
-    points = _points(specs)
+    points = [(where, shape, isinstance(point.message_size, SizeDistribution))
+              for where, point in _points(specs)
+              if (shape := _as_driver_sees(point, folder)) is not None]
     for index, system in enumerate(scenario.systems):
         driver = system.driver_class()
         if not isinstance(system.options, driver.Options):
             continue
         line = doc.line_of(("systems", index))
-        for where, workload in points:
+        for where, workload, varies in points:
             case = "" if where == ("workload",) else f" (in {format_path(where)})"
-            for message in [*driver.workload_problems(system.options, workload),
-                            *_backlog_problems(driver, system.options, workload),
-                            *driver.key_problems(system.options, workload)]:
+            messages = [*driver.workload_problems(system.options, workload),
+                        *_backlog_problems(driver, system.options, workload),
+                        *driver.key_problems(system.options, workload)]
+            if varies and not driver.carries_varying_sizes(system.options,
+                                                           workload.message_size):
+                messages = [*messages, fixed_size_problem(driver.name)]
+            for message in messages:
                 text = f"{message}{case}"
                 problems[Problem(f"systems[{index}]", line, text)] = None
     return list(problems)
 
 
 def _backlog_problems(driver: type[Driver], options: DriverOptions,
-                      workload: WorkloadPoint) -> list[str]:
+                      workload: DriverView) -> list[str]:
     """A backlog on a system that keeps no messages for a consumer not reading."""
-    if workload.backlog is None or driver.stores_messages(options):
+    if not workload.backlog_messages or driver.stores_messages(options):
         return []
     return [f"driver {driver.name!r} with these options keeps no messages for a consumer "
             "that is not reading, so no backlog can build: use a system that stores them "

@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -42,11 +43,11 @@ from sixnines.orchestrator.scenario.fields import (
     Content,
     Keys,
     Messages,
+    MessageSize,
     Name,
     Parallel,
     RunTime,
     Seed,
-    Size,
     Sweep,
     Wait,
     as_list,
@@ -62,6 +63,7 @@ from sixnines.orchestrator.scenario.shapes import (
     shape_label,
     shape_problems,
 )
+from sixnines.orchestrator.scenario.sizes import SizeDistribution, size_label
 from sixnines.orchestrator.scenario.units import format_duration
 from sixnines.orchestrator.scenario.yaml_source import YamlPath
 
@@ -104,7 +106,7 @@ class WorkloadPoint(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
     mode: Mode = Mode.ONE_WAY
-    message_size: Size
+    message_size: MessageSize
     content: Content = DEFAULT_CONTENT
     keys: Keys = DEFAULT_KEYS
     rate: RateOrSearch
@@ -160,12 +162,13 @@ class WorkloadPoint(BaseModel):
     def release_ns(self) -> int | None:
         """With a backlog, when consumers start reading, from the start instant (None:
         they read from the start)."""
-        if self.backlog is None:
+        size = self.message_size
+        if self.backlog is None or not isinstance(size, int):  # sizes that vary: refused
             return None
         if self.shape is not None:
-            return self.backlog.release_ns(self.shape, self.message_size)
+            return self.backlog.release_ns(self.shape, size)
         if isinstance(self.rate, float | int):
-            return self.backlog.release_ns(float(self.rate), self.message_size)
+            return self.backlog.release_ns(float(self.rate), size)
         return None
 
     @property
@@ -189,6 +192,14 @@ class WorkloadPoint(BaseModel):
             return None
         return resolve(self.rate, self.warmup_ns, self.duration_ns)
 
+    def driver_view(self, largest: int | None = None) -> DriverView:
+        """The point as a driver sees it (drivers.base.WorkloadShape): one message size,
+        a distribution's `largest` (its file read by the caller)."""
+        size = largest if isinstance(self.message_size, SizeDistribution) else self.message_size
+        assert size is not None  # a distribution's largest is given
+        return DriverView(self.mode, size, self.producers, self.consumers, self.connections,
+                          self.backlog_messages, self.keys)
+
     def params(self) -> dict[str, Any]:
         """The point as JSON, as the manifest's `params` keep it: a shaped rate as its mean
         over the measured time (msg/s, what figures of the scheduled rate compare with)
@@ -205,6 +216,19 @@ class WorkloadPoint(BaseModel):
         return params
 
 
+@dataclass(frozen=True)
+class DriverView:
+    """What a driver reads of a point (drivers.base.WorkloadShape)."""
+
+    mode: Mode
+    message_size: int  # the largest, when sizes vary
+    producers: int
+    consumers: int
+    connections: int
+    backlog_messages: int = 0  # due before consumers read (0: no backlog)
+    keys: str = NONE
+
+
 def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
     """Rules spanning several fields, as (YAML field to blame, message). `workload` may be
     unvalidated (`model_construct`), so a missing duration shows as None."""
@@ -212,6 +236,15 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
     if workload.schedule is Schedule.CLOSED and workload.mode is not Mode.ROUND_TRIP:
         found.append(("schedule", "'closed' needs mode 'round-trip' (a closed loop sends the "
                       "next request when the reply arrives)"))
+    if isinstance(workload.message_size, SizeDistribution) and workload.mode is not Mode.ONE_WAY:
+        found.append(("message_size", "a distribution of sizes needs mode 'one-way' (round "
+                      "trips send every request at one size)"))
+    if isinstance(workload.message_size, SizeDistribution):
+        found += [(name, f"{name} with sizes that vary: not yet (a {what} needs one message "
+                   "size for now)") for name, what, given in (
+                       ("keys", "key rides in a ring of one-size frames", workload.keys != NONE),
+                       ("backlog", "backlog is counted in messages of one size",
+                        workload.backlog is not None)) if given]
     if isinstance(workload.rate, SHAPES):
         if workload.schedule is Schedule.CLOSED:
             found.append(("schedule", "'closed' cannot follow a rate shape (a closed loop "
@@ -297,7 +330,7 @@ class WorkloadSpec(BaseModel):
     mode: Sweep[Mode] = (Mode.ONE_WAY,)
     """one-way: producers send, consumers receive; round-trip: requesters send and each
     message comes back to them (request/reply, timed on one clock)."""
-    message_size: Sweep[Size]
+    message_size: Sweep[MessageSize]
     """Bytes per message on the wire, sixnines' message header included."""
     content: Sweep[Content] = (DEFAULT_CONTENT,)
     """What each message carries after its 28-byte header: random (incompressible),
@@ -436,7 +469,7 @@ class WorkloadBase(WorkloadSpec):
     here, as long as each case ends up complete (message_size and rate are `()` until
     given; `given` says which fields the file set)."""
 
-    message_size: Sweep[Size] = ()
+    message_size: Sweep[MessageSize] = ()
     rate: Sweep[RateOrSearch] = ()
 
     @model_serializer
@@ -475,6 +508,9 @@ def _label_of(written: Any) -> str:
             return shape_label(TypeAdapter(Shape).validate_python(written))
         except (ValueError, ValidationError):
             return "shape"  # invalid: its problems are reported, not its label
+    sizes = size_label(written)
+    if sizes is not None:
+        return sizes
     if isinstance(written, dict) and set(written) == BACKLOG_KEYS:
         return f"{written['build']}-within-{written['drain_within']}"
     if isinstance(written, dict) and "count" in written:

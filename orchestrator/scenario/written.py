@@ -32,10 +32,34 @@ def _json(schema: dict[str, Any]) -> WithJsonSchema:
 
 
 def size(minimum: int, maximum: int) -> WithJsonSchema:
+    return _json({"anyOf": _size_forms(minimum, maximum), "examples": [64, "1KB", "4MiB"]})
+
+
+def _size_forms(minimum: int, maximum: int) -> list[dict[str, Any]]:
     number = {"type": "integer", "minimum": minimum, "maximum": maximum,
               "description": "bytes"}
-    return _json({"anyOf": [number, _text(units.SIZE_PATTERN, SIZE_TEXT)],
-                  "examples": [64, "1KB", "4MiB"]})
+    return [number, _text(units.SIZE_PATTERN, SIZE_TEXT)]
+
+
+def message_size(minimum: int, maximum: int) -> WithJsonSchema:
+    """A size, or a distribution of sizes (orchestrator.scenario.sizes)."""
+    forms = _size_forms(minimum, maximum)
+    a_size = {"anyOf": forms}
+    distribution = {
+        "type": "object", "minProperties": 1,
+        "description": "a distribution: {uniform: [LOW, HIGH]}, {lognormal: {median, p99}}, "
+                       "weighted choices {SIZE: WEIGHT, ...} (or under weighted:), {file: PATH}",
+        "properties": {
+            "uniform": {"type": "array", "items": a_size, "minItems": 2, "maxItems": 2},
+            "lognormal": {"type": "object", "required": ["median", "p99"],
+                          "properties": {"median": a_size, "p99": a_size},
+                          "additionalProperties": False},
+            "weighted": {"type": "object", "additionalProperties": {"type": "number"}},
+            "file": {"type": "string", "minLength": 1}},
+        "additionalProperties": {"type": "number", "exclusiveMinimum": 0}}
+    return _json({"anyOf": [*forms, distribution],
+                  "examples": [64, "1KB", {"uniform": [64, "4KB"]},
+                               {"64": 0.7, "1KB": 0.25, "64KB": 0.05}]})
 
 
 def duration(maximum_ns: int, *, minimum_ns: int = 0, above: bool = False,
