@@ -919,6 +919,7 @@ def _log_to(console: Console, verbosity: int) -> None:
     -vv everything (DEBUG); third-party libraries stay at warnings."""
     handler = logging.StreamHandler(console.file)
     handler.set_name("sixnines")
+    handler.addFilter(_without_foreign_tracebacks)
     handler.setFormatter(logging.Formatter("%(asctime)s %(name)s: %(message)s", "%H:%M:%S"))
     root = logging.getLogger()
     for old in [h for h in root.handlers if h.get_name() == "sixnines"]:
@@ -927,6 +928,14 @@ def _log_to(console: Console, verbosity: int) -> None:
     root.setLevel(logging.WARNING)
     logging.getLogger("sixnines").setLevel(
         (logging.WARNING, logging.INFO, logging.DEBUG)[min(verbosity, 2)])
+
+
+def _without_foreign_tracebacks(record: logging.LogRecord) -> bool:
+    """A third-party library's record is one line: its traceback is not ours to show (what
+    failed reaches the user in sixnines' words)."""
+    if not record.name.startswith("sixnines"):
+        record.exc_info, record.exc_text, record.stack_info = None, None, None
+    return True
 
 
 def entry() -> NoReturn:

@@ -9,6 +9,7 @@ Taking the socket over reaches into pika's private members (`_impl.params.frame_
 
 from __future__ import annotations
 
+import logging
 import socket
 import time
 
@@ -22,6 +23,9 @@ from sixnines.drivers.rabbitmq.wire import FRAME_MAX, Reader, connection_close_f
 from sixnines.drivers.sockets import SocketIO
 
 CONNECT_TIMEOUT_S = 10.0
+# pika logs every failed connection attempt as errors with tracebacks; the driver says what
+# failed in its own words (DriverError), so pika's own records are noise on a console
+logging.getLogger("pika").setLevel(logging.CRITICAL)
 CONFIRM_WAIT_S = 5.0  # how long close() waits for outstanding publisher confirms
 CLOSE_WAIT_S = 2.0
 
