@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from sixnines.formats.lag import LagCause
 from sixnines.orchestrator.results.console_tables import FAULT_COLUMNS
 from tests.faults.processes import Sixnines, still_alive_after
 from tests.faults.support import edit_manifest, sixnines
@@ -90,12 +91,15 @@ def test_a_paused_relay_costs_its_pause_in_latency_and_nothing_lost(paused_run):
     assert delivery["sent"] == pytest.approx(RATE * PAUSE_S, rel=0.05)
     assert (delivery["lost"], delivery["unknown"]) == (0, 0)
     assert delivery["delivered"] == delivery["sent"]
-    assert fault["during"]["count"] >= delivery["sent"]  # the window's intervals hold it
+    # the window's intervals hold it, and the accounting the interval in flight before it
+    assert fault["during"]["count"] + fault["interval_ms"] * RATE / 1000 >= delivery["sent"]
     # the open-loop model: the window's latencies spread evenly from the pause down to 0
     assert fault["during"]["p50_us"] == pytest.approx(PAUSE_S * 1e6 / 2, rel=0.2)
+    lagged = any(warning.startswith(tuple(LagCause)) for warning in summary["warnings"])
     for calm in ("before", "after"):
         assert fault[calm]["count"] > 500
-        assert fault[calm]["p99_us"] < PAUSE_S * 1e6 / 10, calm  # a busy 2-core machine
+        if not lagged:  # a sender behind its schedule: the machine's latency, not the relay's
+            assert fault[calm]["p99_us"] < PAUSE_S * 1e6 / 10, calm
     assert fault["recovered"] is True
     assert fault["recovered_s"] <= 0.2  # a few 10 ms intervals
     assert fault["backlog"] == pytest.approx(RATE * PAUSE_S, rel=0.2)
@@ -133,7 +137,7 @@ def test_the_console_and_the_report_page_show_the_fault(paused_run):
     report = run_dir.parent / "report"
     page = (report / "index.html").read_text()
     assert "fault 0: pause broker" in page  # the window's shade, labelled
-    assert "fault 0 recovered" in page  # its recovery marked
+    assert "0: recovered +" in page  # its recovery marked
     assert '<td class="label">pause</td>' in page  # the fault table
     scripts = sorted(path.name for path in report.glob("*-timeline-*.gp"))
     assert scripts == ["run-01-sut-timeline-latency.gp", "run-01-sut-timeline-rate.gp"]
