@@ -529,6 +529,12 @@ class RunSummary(Versioned):
     though sent so long before its last kept receipt that arriving after it would have
     taken longer than any delivery from that producer did. A dead consumer is not broker
     loss: its other misses are unknown."""
+    lost_acknowledged: int | None = None
+    """Of `lost`: expected deliveries of messages the system had acknowledged to their
+    producer (RabbitMQ publisher confirms, NATS JetStream publish acks) that a consumer
+    whose records are whole never got — the system broke its promise (docs/faults.md).
+    Absent: no producer recorded acknowledgements (the system gives none, or not per
+    connection)."""
     unknown: int | None = None
     """Expected deliveries of unknown fate: at consumers that died, the misses that may
     have arrived after their last closed chunk (schema_version 1: every delivery expected

@@ -42,6 +42,7 @@ from sixnines.spark_jobs.delivery_pass import (
     Messages,
     Seen,
     WatchedReceiver,
+    lost_acknowledged,
     merged_seen,
     merged_sends,
     missed,
@@ -361,6 +362,11 @@ class SecondFold:
         """Its figures; at a watched receiver (one that died) with its unknown deliveries,
         from its kept chunks read whole."""
         found, at = self.matching.result(), self.matching.at
+        run = self.agent.run
+        if watched is None and run.acknowledged and not run.per_connection \
+                and self.agent.role == Role.CONSUMER:
+            found.lost_acknowledged = lost_acknowledged(self.matching, self.plan.sent,
+                                                        run.acknowledged)
         if watched is not None:
             producer, intended, missing = missed(read_rows(self.agent), watched,
                                                  self.plan.extra)

@@ -96,6 +96,8 @@ class RunContext:
     #: how the run's keys were drawn (None: messages carried none)
     key_draws: KeyDraws | None = None
     hottest_key: int | None = None  # the key drawn most: its latency apart
+    #: producer id → the runs of seqs (first, count) the system acknowledged to it
+    acknowledged: dict[int, tuple[tuple[int, int], ...]] | None = None
 
 
 @dataclass(frozen=True)

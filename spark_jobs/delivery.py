@@ -142,7 +142,8 @@ class Expected:
 
 
 COUNTS = ("sent", "requests", "received", "delivered", "lost", "unknown", "duplicated",
-          "reordered", "key_reordered", "unexpected", "warmup_sent", "warmup_received")
+          "reordered", "key_reordered", "unexpected", "lost_acknowledged", "warmup_sent",
+          "warmup_received")
 
 
 @dataclass
@@ -176,6 +177,7 @@ class Matched:
     duplicated: int = 0
     unexpected: int = 0
     late: int = 0
+    lost_acknowledged: int = 0  # acknowledged to their producer, missing (delivery_pass)
 
     def __add__(self, other: Matched) -> Matched:
         return _added(self, other)
@@ -204,5 +206,6 @@ def counts(expected: Expected, tally: Tally, matched: Matched) -> dict[str, int]
             "unknown": expected.absent * by_producers + matched.late,
             "duplicated": matched.duplicated, "reordered": tally.reordered,
             "key_reordered": tally.key_reordered,
-            "unexpected": matched.unexpected, "warmup_sent": tally.warmup_sent,
+            "unexpected": matched.unexpected,
+            "lost_acknowledged": matched.lost_acknowledged, "warmup_sent": tally.warmup_sent,
             "warmup_received": tally.warmup_received}

@@ -320,6 +320,26 @@ class Matching:
         return replace(self.found)
 
 
+def lost_acknowledged(matching: Matching, sent: dict[int, Intervals],
+                      acknowledged: dict[int, tuple[tuple[int, int], ...]]) -> int:
+    """The measured messages the system acknowledged to their producer (runs of seqs
+    (first, count) per producer id) that this receiver never got, once its matching is
+    final. Only where every miss is lost: not at a watched receiver (late misses are
+    unknown), nor matched per connection."""
+    lost = 0
+    for producer_id, runs in acknowledged.items():
+        producer_sent = sent.get(producer_id)
+        if producer_sent is None or not runs:
+            continue
+        stream = matching.streams.setdefault(producer_id, _Stream())
+        stream.place(producer_sent)
+        seqs = np.unique(np.concatenate([np.arange(first, first + count, dtype=np.int64)
+                                         for first, count in runs]))
+        inside, position = _positions(seqs, producer_sent)
+        lost += int(np.count_nonzero(~stream.flags[position[inside]]))
+    return lost
+
+
 @dataclass(frozen=True)
 class WatchedReceiver:
     """A receiving agent whose misses may be of unknown fate (spark_jobs.delivery
