@@ -388,6 +388,7 @@ class Producer(Chunked):
                                                         lane(spec, c))
                                           for c in range(spec.connections)])
         self.acknowledged: list[dict[str, int]] = []  # `_note_acknowledged`
+        self._noted: list[Sender] = []  # the senders noted there
 
     def _arm_buffers(self, t0: int) -> None:
         for stream in self.streams:
@@ -421,10 +422,12 @@ class Producer(Chunked):
 
     def _note_acknowledged(self) -> None:
         """Each sender's acknowledged messages (`Sender.acknowledged`), the first it sent:
-        seqs [first_on_sender, first_on_sender + count) of its producer id."""
+        seqs [first_on_sender, first_on_sender + count) of its producer id; once per
+        sender (reconnecting may take several attempts)."""
         for c, stream in enumerate(self.streams):
             count = stream.sender.acknowledged
-            if count is not None:
+            if stream.sender not in self._noted and count is not None:
+                self._noted.append(stream.sender)
                 self.acknowledged.append({"producer_id": self.spec.first_id + c,
                                           "first_seq": stream.first_on_sender,
                                           "count": count})

@@ -276,6 +276,10 @@ class FaultDelivery(Document):
     unknown: int
     duplicated: int
     reordered: int
+    lost_acknowledged: int | None = None
+    """Of `lost`: deliveries of messages the system had acknowledged to their producer
+    (the run's `lost_acknowledged`), at least this many where receivers' misses in the
+    window may be unknown. Absent: no producer recorded acknowledgements."""
 
 
 class FaultFigures(Document):

@@ -93,6 +93,20 @@ class Dead:
         return cls(tuple(receivers), tuple(producer_ids))
 
 
+#: Producer id → the runs of seqs (first, count) the system acknowledged to it.
+Acknowledged = dict[int, tuple[tuple[int, int], ...]]
+
+
+def acknowledged(manifest: Manifest) -> Acknowledged | None:
+    """The run's acknowledged messages, from its senders' entries; None when no sender
+    recorded any (the system acknowledges nothing, or not per connection)."""
+    runs: dict[int, list[tuple[int, int]]] = {}
+    for agent in manifest.agents:
+        for run in agent.acknowledged or ():
+            runs.setdefault(run.producer_id, []).append((run.first_seq, run.count))
+    return {producer_id: tuple(found) for producer_id, found in runs.items()} or None
+
+
 def receives(agent: AgentEntry) -> bool:
     """Whether messages are expected at the agent: a consumer, or a requester placing
     producer ids (the replies to its requests)."""

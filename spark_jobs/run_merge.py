@@ -187,18 +187,7 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
                       fault_grid(manifest), manifest.workload.backlog,
                       manifest.workload.key_draws, hottest_key(manifest),
-                      acknowledged(manifest))
-
-
-def acknowledged(manifest: Manifest) -> dict[int, tuple[tuple[int, int], ...]] | None:
-    """Producer id → the runs of seqs (first, count) the system acknowledged to it, from
-    its agent's entry; None when no sender recorded any (the system acknowledges nothing,
-    or not per connection)."""
-    runs: dict[int, list[tuple[int, int]]] = {}
-    for agent in manifest.agents:
-        for run in agent.acknowledged or ():
-            runs.setdefault(run.producer_id, []).append((run.first_seq, run.count))
-    return {producer_id: tuple(found) for producer_id, found in runs.items()} or None
+                      delivery.acknowledged(manifest))
 
 
 def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:

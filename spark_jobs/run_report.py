@@ -376,7 +376,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
     if counts["unexpected"]:
         problems.append(f"{counts['unexpected']} received messages match no sent message")
     lost_acknowledged = int(counts["lost_acknowledged"]) \
-        if run_merge.acknowledged(manifest) is not None else None
+        if delivery.acknowledged(manifest) is not None else None
     if lost_acknowledged:
         problems.append(acknowledged_lost_line(lost_acknowledged))
     facts = [*(f"agent {agent_id}: its start instant is unknown; hlog check skipped"
