@@ -359,7 +359,8 @@ class Versioned(Document):
 #: The fields every run summary holds, analysed or not.
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
-_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults", "backlog", "keys")
+_SOMETIMES = ("repeat", "durability", "steps", "fill", "faults", "backlog", "keys",
+              "lost_acknowledged")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
