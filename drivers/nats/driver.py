@@ -102,8 +102,8 @@ class NatsSender(Sender):
 
     @property
     def acked(self) -> int:
-        """JetStream publish acks this connection took (its agent's acks are spread over
-        its connections: the sum over them is what counts)."""
+        """JetStream publish acks this connection took (a requester agent's are spread
+        over its connections, which share one inbox: the sum over them is what counts)."""
         return self.link.acked
 
     @property
