@@ -407,6 +407,8 @@ class Producer(Chunked):
         self.streams = out_streams(self, [driver.sender(spec.message_size, spec.first_id + c,
                                                         lane(spec, c))
                                           for c in range(spec.connections)])
+        self.acknowledged: list[dict[str, int]] = []  # `_note_acknowledged`
+        self._noted: list[Sender] = []  # the senders noted there
 
     def _arm_buffers(self, t0: int) -> None:
         for stream in self.streams:
@@ -431,10 +433,31 @@ class Producer(Chunked):
         for stream in self.streams:
             with contextlib.suppress(DriverError, OSError):
                 stream.sender.close()
+        self._note_acknowledged()
         for c, stream in enumerate(self.streams):
             stream.sender = self.driver.sender(spec.message_size, spec.first_id + c,
                                                lane(spec, c))
             stream.settle = stream.sender.settle
+            stream.first_on_sender = stream.next
+
+    def _note_acknowledged(self) -> None:
+        """Each sender's acknowledged messages (`Sender.acknowledged`), the first it sent:
+        seqs [first_on_sender, first_on_sender + count) of its producer id; once per
+        sender (reconnecting may take several attempts)."""
+        for c, stream in enumerate(self.streams):
+            count = stream.sender.acknowledged
+            if stream.sender not in self._noted and count is not None:
+                self._noted.append(stream.sender)
+                self.acknowledged.append({"producer_id": self.spec.first_id + c,
+                                          "first_seq": stream.first_on_sender,
+                                          "count": count})
+
+    def extra(self) -> dict[str, object]:
+        """Besides the chunked role's: the acknowledged runs of seqs, where the system
+        says (after `close`, so the last acks are in)."""
+        self._note_acknowledged()
+        acknowledged = {"acknowledged": self.acknowledged} if self.acknowledged else {}
+        return {**super().extra(), **acknowledged}
 
     @property
     def sent(self) -> int:

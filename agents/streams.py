@@ -95,6 +95,7 @@ class OutStream:
         self.pool = pool
         self._use(pool.first())
         self.next = 0  # index of the next message to send
+        self.first_on_sender = 0  # the first message sent on the current sender
         self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // self.stride))
         self.settle = sender.settle  # bound once: called after every batch in throughput mode
 

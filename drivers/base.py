@@ -184,6 +184,14 @@ class Sender(ABC):
         its rates count what the system accepted, not what sat in a client buffer. The
         default is for systems that acknowledge nothing: there is nothing to wait for."""
 
+    @property
+    def acknowledged(self) -> int | None:
+        """How many messages sent on this connection the system has acknowledged so far,
+        where it acknowledges them in the order they were sent, each ack to the connection
+        that sent it: they are then the first that many sent on it. None where the system
+        acknowledges nothing, or not so (what the analysis' `lost_acknowledged` rests on)."""
+        return None
+
     @abstractmethod
     def close(self) -> None: ...
 

@@ -159,6 +159,16 @@ class Clock(Open):
                 else self.uncertainty_ns)
 
 
+class AcknowledgedRun(Open):
+    """Messages one sending connection sent that the system acknowledged: seqs
+    [first_seq, first_seq + count) of `producer_id` (acks come in the order sent, so they
+    are the first `count` it sent). One per connection, again after each reconnect."""
+
+    producer_id: int
+    first_seq: Count
+    count: Count
+
+
 class AgentEntry(Open):
     """One agent of the run as the controller saw it: its plan, its process, its clock,
     and, once it reported (`done`), its status, start instant and files."""
@@ -216,6 +226,10 @@ class AgentEntry(Open):
     """A sender's: its first connection's ring of messages, the fills after the headers
     compressed as one batch, compressed / original size by codec (gzip; zstd and lz4 where
     installed). Absent: it sends nothing, or a manifest before schema 9."""
+    acknowledged: list[AcknowledgedRun] | None = None
+    """A producer's messages the system acknowledged (RabbitMQ publisher confirms, NATS
+    JetStream publish acks), as its connections counted them: the analysis'
+    `lost_acknowledged`. Absent: the system acknowledges nothing or not per connection."""
     files_at: dict[str, str] | None = None
     """Where its files are on another host while they are there (the controller died
     before it fetched them, or they failed their check): `dir`, and `container` (its id)

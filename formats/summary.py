@@ -276,6 +276,10 @@ class FaultDelivery(Document):
     unknown: int
     duplicated: int
     reordered: int
+    lost_acknowledged: int | None = None
+    """Of `lost`: deliveries of messages the system had acknowledged to their producer
+    (the run's `lost_acknowledged`), at least this many where receivers' misses in the
+    window may be unknown. Absent: no producer recorded acknowledgements."""
 
 
 class FaultFigures(Document):
@@ -356,7 +360,7 @@ class Versioned(Document):
 _ALWAYS = ("schema_version", "run_id", "system", "params", "status", "problems")
 #: Not in summaries written before the field was (the analysis writes it, null or not).
 _SOMETIMES = ("repeat", "durability", "steps", "fill", "faults", "backlog", "keys",
-              "sizes")
+              "sizes", "lost_acknowledged")
 
 
 def _run_schema(schema: dict[str, Any], model: type[RunSummary]) -> None:
@@ -533,6 +537,12 @@ class RunSummary(Versioned):
     though sent so long before its last kept receipt that arriving after it would have
     taken longer than any delivery from that producer did. A dead consumer is not broker
     loss: its other misses are unknown."""
+    lost_acknowledged: int | None = None
+    """Of `lost`: expected deliveries of messages the system had acknowledged to their
+    producer (RabbitMQ publisher confirms, NATS JetStream publish acks) that a consumer
+    whose records are whole never got — the system broke its promise (docs/faults.md).
+    Absent: no producer recorded acknowledgements (the system gives none, or not per
+    connection)."""
     unknown: int | None = None
     """Expected deliveries of unknown fate: at consumers that died, the misses that may
     have arrived after their last closed chunk (schema_version 1: every delivery expected

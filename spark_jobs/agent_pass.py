@@ -42,6 +42,7 @@ from sixnines.spark_jobs.delivery_pass import (
     Messages,
     Seen,
     WatchedReceiver,
+    lost_acknowledged,
     merged_seen,
     merged_sends,
     missed,
@@ -207,8 +208,8 @@ class FirstFold:
                 sends(rows, np.isin(rows.producer_id, list(run.dead_producer_ids))))
             parts["seen"].append(seen_from_dead(rows, agent.role, run.dead_producer_ids))
         if run.grid is not None:
-            parts["intervals"].append(first_counts(rows, run.grid, run.warmup_ends,
-                                                   agent.role == Role.REQUESTER, late))
+            parts["intervals"].append(first_counts(rows, run, agent.role == Role.REQUESTER,
+                                                   late))
         self._merge()
 
     def _merge(self) -> None:
@@ -325,7 +326,8 @@ class SecondFold:
     def __init__(self, agent: AgentFiles, plan: RunPlan) -> None:
         self.agent, self.plan = agent, plan
         grid = agent.run.grid
-        self.matching = Matching(agent.run.per_connection, grid.bins if grid else 0)
+        self.matching = Matching(agent.run.per_connection, grid.bins if grid else 0,
+                                 agent.run.acknowledged)
         self.counted = [Counted(dict(plan.medians))]
         self.curve: list[Curve | None] = []
         self.flows = {side: WindowPass(side, agent.agent_index, agent.run.window,
@@ -361,6 +363,11 @@ class SecondFold:
         """Its figures; at a watched receiver (one that died) with its unknown deliveries,
         from its kept chunks read whole."""
         found, at = self.matching.result(), self.matching.at
+        run = self.agent.run
+        if watched is None and run.acknowledged and not run.per_connection \
+                and self.agent.role == Role.CONSUMER:
+            found.lost_acknowledged = lost_acknowledged(self.matching, self.plan.sent,
+                                                        run.acknowledged)
         if watched is not None:
             producer, intended, missing = missed(read_rows(self.agent), watched,
                                                  self.plan.extra)

@@ -96,6 +96,9 @@ class RunContext:
     #: how the run's keys were drawn (None: messages carried none)
     key_draws: KeyDraws | None = None
     hottest_key: int | None = None  # the key drawn most: its latency apart
+    #: producer id → the runs of seqs (first, count) the system acknowledged to it
+    #: (spark_jobs.delivery.acknowledged)
+    acknowledged: dict[int, tuple[tuple[int, int], ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -273,6 +276,21 @@ def per_producer(producer_id: np.ndarray, values: Mapping[int, int]
     placed = np.array([value is not None for value in found], bool)[inverse]
     value = np.array([0 if value is None else value for value in found], np.int64)[inverse]
     return value, placed
+
+
+def acknowledged_rows(producer_id: np.ndarray, seq: np.ndarray,
+                      acknowledged: Mapping[int, tuple[tuple[int, int], ...]]) -> np.ndarray:
+    """Whether each message (its producer id and seq) is among those the system
+    acknowledged (RunContext.acknowledged: a few runs of seqs per producer)."""
+    found = np.zeros(len(seq), bool)
+    for producer, runs in acknowledged.items():
+        mine = producer_id == producer
+        if runs and mine.any():
+            first = np.array([start for start, _ in runs], np.int64)
+            end = first + np.array([count for _, count in runs], np.int64)
+            seqs = seq[mine][:, None]
+            found[mine] = ((seqs >= first) & (seqs < end)).any(axis=1)
+    return found
 
 
 def _warmup_by_schedule(rows: Rows, run: RunContext) -> None:

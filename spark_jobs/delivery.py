@@ -93,6 +93,20 @@ class Dead:
         return cls(tuple(receivers), tuple(producer_ids))
 
 
+#: Producer id → the runs of seqs (first, count) the system acknowledged to it.
+Acknowledged = dict[int, tuple[tuple[int, int], ...]]
+
+
+def acknowledged(manifest: Manifest) -> Acknowledged | None:
+    """The run's acknowledged messages, from its senders' entries; None when no sender
+    recorded any (the system acknowledges nothing, or not per connection)."""
+    runs: dict[int, list[tuple[int, int]]] = {}
+    for agent in manifest.agents:
+        for run in agent.acknowledged or ():
+            runs.setdefault(run.producer_id, []).append((run.first_seq, run.count))
+    return {producer_id: tuple(found) for producer_id, found in runs.items()} or None
+
+
 def receives(agent: AgentEntry) -> bool:
     """Whether messages are expected at the agent: a consumer, or a requester placing
     producer ids (the replies to its requests)."""
@@ -142,7 +156,8 @@ class Expected:
 
 
 COUNTS = ("sent", "requests", "received", "delivered", "lost", "unknown", "duplicated",
-          "reordered", "key_reordered", "unexpected", "warmup_sent", "warmup_received")
+          "reordered", "key_reordered", "unexpected", "lost_acknowledged", "warmup_sent",
+          "warmup_received")
 
 
 @dataclass
@@ -176,6 +191,7 @@ class Matched:
     duplicated: int = 0
     unexpected: int = 0
     late: int = 0
+    lost_acknowledged: int = 0  # acknowledged to their producer, missing (delivery_pass)
 
     def __add__(self, other: Matched) -> Matched:
         return _added(self, other)
@@ -204,5 +220,6 @@ def counts(expected: Expected, tally: Tally, matched: Matched) -> dict[str, int]
             "unknown": expected.absent * by_producers + matched.late,
             "duplicated": matched.duplicated, "reordered": tally.reordered,
             "key_reordered": tally.key_reordered,
-            "unexpected": matched.unexpected, "warmup_sent": tally.warmup_sent,
+            "unexpected": matched.unexpected,
+            "lost_acknowledged": matched.lost_acknowledged, "warmup_sent": tally.warmup_sent,
             "warmup_received": tally.warmup_received}

@@ -21,12 +21,13 @@ from sixnines.formats.vocabulary import Role
 from sixnines.spark_jobs.agent_rows import (
     AgentFiles,
     Rows,
+    acknowledged_rows,
     batches,
     groups,
     segments,
     stream_order,
 )
-from sixnines.spark_jobs.delivery import Matched, Tally
+from sixnines.spark_jobs.delivery import Acknowledged, Matched, Tally
 
 PACKED_LOW_BITS = 40  # a producer id and a seq below 2**40 share one int64
 
@@ -261,14 +262,17 @@ class Matching:
     final it is unexpected.
     Counts are of the multiset of receipts, so the order receipts are settled in does not
     change them. Given `bins`, the first deliveries and duplicates are also counted per
-    interval of the receipts' intended times (spark_jobs.intervals; `where` of `add`)."""
+    interval of the receipts' intended times (spark_jobs.intervals; `where` of `add`),
+    and given `acknowledged` the first deliveries of acknowledged messages."""
 
-    def __init__(self, per_connection: bool = False, bins: int = 0) -> None:
+    def __init__(self, per_connection: bool = False, bins: int = 0,
+                 acknowledged: Acknowledged | None = None) -> None:
         self.per_connection = per_connection
         self.found = Matched()
         self.streams: dict[int, _Stream] = {}
-        self.at = ({name: np.zeros(bins, np.int64) for name in ("unique", "duplicated")}
-                   if bins else None)
+        self.acknowledged = acknowledged or {}
+        names = ("unique", "duplicated", *(("acknowledged_delivered",) if acknowledged else ()))
+        self.at = {name: np.zeros(bins, np.int64) for name in names} if bins else None
 
     def add(self, rows: Rows, sent: dict[int, Intervals], final: bool = True,
             where: np.ndarray | None = None) -> None:
@@ -306,7 +310,12 @@ class Matching:
             self.found.duplicated += int(np.count_nonzero(~fresh))
             if self.at is not None:
                 where = at[inside]
-                for name, chosen in (("unique", fresh), ("duplicated", ~fresh)):
+                counted = [("unique", fresh), ("duplicated", ~fresh)]
+                if (producer := key & 0xFFFFFFFF) in self.acknowledged:
+                    known = seqs[inside]
+                    counted.append(("acknowledged_delivered", fresh & acknowledged_rows(
+                        np.full(len(known), producer), known, self.acknowledged)))
+                for name, chosen in counted:
                     counted = where[chosen]
                     counted = counted[counted >= 0]
                     self.at[name] += np.bincount(counted, minlength=len(self.at[name]))
@@ -318,6 +327,24 @@ class Matching:
     def result(self) -> Matched:
         """The matching so far, pending receipts left out."""
         return replace(self.found)
+
+
+def lost_acknowledged(matching: Matching, sent: dict[int, Intervals],
+                      acknowledged: Acknowledged) -> int:
+    """The measured messages the system acknowledged to their producer that this receiver
+    never got, once its matching is final. Only where every miss is lost: not at a
+    watched receiver (late misses are unknown), nor matched per connection."""
+    lost = 0
+    for producer_id in acknowledged:
+        producer_sent = sent.get(producer_id)
+        if producer_sent is None:
+            continue
+        stream = matching.streams.setdefault(producer_id, _Stream())
+        stream.place(producer_sent)
+        missing = _seqs_at(producer_sent, np.flatnonzero(~stream.flags))
+        lost += int(np.count_nonzero(acknowledged_rows(
+            np.full(len(missing), producer_id), missing, acknowledged)))
+    return lost
 
 
 @dataclass(frozen=True)

@@ -159,16 +159,24 @@ def recovered_at(counts: IntervalCounts, since: int, until: int, band: float) ->
 
 
 def window_delivery(counts: IntervalCounts, span: tuple[int, int],
-                    expected: delivery.Expected) -> FaultDelivery:
+                    expected: delivery.Expected, acknowledged: bool = False
+                    ) -> FaultDelivery:
     """The run's accounting (spark_jobs.delivery.counts) of the messages intended in
-    intervals [first, end)."""
+    intervals [first, end); with `acknowledged` (producers recorded what the system
+    acknowledged), the acknowledged ones lost: each consumer's copy of an acknowledged
+    send not first-delivered, less every miss that may be unknown (`late`)."""
     part = {name: int(values[span[0]:span[1]].sum()) for name, values in counts.counts.items()}
+    consumers = expected.consumers or 0
+    broken = consumers * part["acknowledged"] - part["acknowledged_delivered"] - part["late"]
     found = delivery.counts(
         expected, delivery.Tally(sent=part["sent"], requests=part["requests"],
                        reordered=part["reordered"]),
         delivery.Matched(unique=part["unique"], duplicated=part["duplicated"],
-                         late=part["late"]))
-    return FaultDelivery(**{name: found[name] for name in FaultDelivery.model_fields})
+                         late=part["late"], lost_acknowledged=max(broken, 0)))
+    figures: dict[str, int | None] = {name: found[name] for name in FaultDelivery.model_fields}
+    if not acknowledged:
+        figures["lost_acknowledged"] = None
+    return FaultDelivery.model_validate(figures)
 
 
 def _backlog(counts: IntervalCounts, timeline_of: Timeline, end_ns: int, width: int
@@ -222,12 +230,13 @@ def fault_figures(manifest: Manifest, counts: IntervalCounts | None, width: int,
             {**_identity(record), "note": "no figures: the run has no measured timeline"})
             for record in records]
     origin = manifest.started_at_ns + manifest.workload.warmup_ns
-    return [_one(records, index, origin, counts, width, duration, expected)
+    acknowledged = delivery.acknowledged(manifest) is not None
+    return [_one(records, index, origin, counts, width, duration, expected, acknowledged)
             for index in range(len(records))]
 
 
 def _one(records: list[FaultRecord], index: int, origin: int, counts: IntervalCounts,
-         width: int, duration: int, expected: delivery.Expected
+         width: int, duration: int, expected: delivery.Expected, acknowledged: bool
          ) -> FaultFigures:
     record = records[index]
     if record.effective_ns is None:
@@ -238,7 +247,8 @@ def _one(records: list[FaultRecord], index: int, origin: int, counts: IntervalCo
     end_ns = (end if end is not None else _struck(record)) - origin
     during = window_figures(counts, stretches.during, width)
     in_flight = min(stretches.before[1], stretches.during[0])
-    accounted = window_delivery(counts, (in_flight, stretches.during[1]), expected)
+    accounted = window_delivery(counts, (in_flight, stretches.during[1]), expected,
+                                acknowledged)
     band = band_ns(counts, stretches.before)
     back = (recovered_at(counts, stretches.since, max(stretches.after[1],
                                                        stretches.during[1]), band)

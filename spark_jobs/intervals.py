@@ -15,7 +15,9 @@ Per interval, by intended time: messages sent and requests (the schedule), recei
 (count, exact max latency, and a coarse histogram of latency: LOG_BINS_PER_DOUBLING bins
 per doubling, kept sparse), reordered receipts, receipts matched as first deliveries or
 duplicates (delivery_pass.Matching), and the deliveries of unknown fate a watched
-receiver misses (`late`, delivery_pass.missed); by receive time: receipts (the receive
+receiver misses (`late`, delivery_pass.missed); where producers recorded what the
+system acknowledged (RunContext.acknowledged), the sends acknowledged and their first
+deliveries; by receive time: receipts (the receive
 rate). Every count adds and every
 maximum takes the larger, so batches, agents and closed chunks merge in any order.
 """
@@ -26,13 +28,20 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sixnines.spark_jobs.agent_rows import EXCLUDED, Rows, RunContext, per_producer
+from sixnines.spark_jobs.agent_rows import (
+    EXCLUDED,
+    Rows,
+    RunContext,
+    acknowledged_rows,
+    per_producer,
+)
 from sixnines.spark_jobs.grid import Grid
 
 LOG_BINS_PER_DOUBLING = 32
 KEY_SHIFT = 16  # a histogram key's interval · 2^16 + bin: bins (< 2^12) fit below
 #: counted by intended time (the schedule's order), and by receive time
-BY_INTENDED = ("sent", "requests", "timed", "reordered", "unique", "duplicated", "late")
+BY_INTENDED = ("sent", "requests", "timed", "reordered", "unique", "duplicated", "late",
+               "acknowledged", "acknowledged_delivered")
 BY_RECEIPT = ("received",)
 NO_LATENCY = np.iinfo(np.int64).min
 
@@ -124,15 +133,21 @@ def planned_interval(rows: Rows, grid: Grid, warmup_ends: dict[int, int] | None
     return planned, start
 
 
-def first_counts(rows: Rows, grid: Grid, warmup_ends: dict[int, int] | None,
-                 requester: bool, reordered: np.ndarray) -> IntervalCounts:
-    """What an agent's batch counts per interval alone: its sends (and requests), its
-    timed receipts' latency by intended time and count by receive time, its reordered
-    receipts (`reordered`: their mask, delivery_pass.reordered_mask)."""
+def first_counts(rows: Rows, run: RunContext, requester: bool, reordered: np.ndarray
+                 ) -> IntervalCounts:
+    """What an agent's batch counts per interval alone: its sends (and requests), those
+    the system acknowledged, its timed receipts' latency by intended time and count by
+    receive time, its reordered receipts (`reordered`: their mask,
+    delivery_pass.reordered_mask)."""
+    grid = run.grid
+    assert grid is not None  # a run with faults
     counts = IntervalCounts.empty(grid)
-    planned, start = planned_interval(rows, grid, warmup_ends)
+    planned, start = planned_interval(rows, grid, run.warmup_ends)
     sending = rows.sender & rows.measured
     counts.add("sent", planned[sending])
+    if run.acknowledged:
+        acked = acknowledged_rows(rows.producer_id, rows.seq, run.acknowledged)
+        counts.add("acknowledged", planned[sending & acked])
     if requester:
         counts.add("requests", planned[sending])
     counts.add("reordered", planned[reordered])

@@ -186,7 +186,8 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
                       manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
                       fault_grid(manifest), manifest.workload.backlog,
-                      manifest.workload.key_draws, hottest_key(manifest))
+                      manifest.workload.key_draws, hottest_key(manifest),
+                      delivery.acknowledged(manifest))
 
 
 def step_windows(manifest: Manifest) -> tuple[tuple[int, int], ...]:

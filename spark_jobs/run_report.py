@@ -263,6 +263,11 @@ def _absent_notes(absent: list[AgentEntry], workload: Workload, sent: int) -> li
     return notes
 
 
+def acknowledged_lost_line(count: int) -> str:
+    """What a run says when the system lost messages it had acknowledged."""
+    return f"the broker acknowledged {count} messages it never delivered"
+
+
 def _status(manifest: Manifest, counts: dict[str, Any], agrees: bool | None,
             drained_out: list[str], absent: list[AgentEntry]) -> str | None:
     """The manifest's status, made partial when the data show more than the run knew:
@@ -370,6 +375,10 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
     problems += summarize.out_of_range_notes(metrics)
     if counts["unexpected"]:
         problems.append(f"{counts['unexpected']} received messages match no sent message")
+    lost_acknowledged = int(counts["lost_acknowledged"]) \
+        if delivery.acknowledged(manifest) is not None else None
+    if lost_acknowledged:
+        problems.append(acknowledged_lost_line(lost_acknowledged))
     facts = [*(f"agent {agent_id}: its start instant is unknown; hlog check skipped"
                for agent_id in figured.unplaced),
              *skipped, *series.notes(per_message),
@@ -389,6 +398,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
         **{key: int(counts[key]) for key in
            ("sent", "received", "delivered", "lost", "unknown", "duplicated", "reordered",
             "unexpected")},
+        lost_acknowledged=lost_acknowledged,
         warmup=Warmup(sent=int(counts["warmup_sent"]),
                       received=int(counts["warmup_received"])),
         send_rate=rate["send_rate"], receive_rate=rate["receive_rate"],

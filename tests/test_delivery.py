@@ -33,6 +33,7 @@ def test_accounting_fan_out(tmp_path):
         "reordered": 2,  # a: 2 after 3, twice
         "key_reordered": 0,  # messages without keys
         "unexpected": 1,
+        "lost_acknowledged": 0,  # no producer recorded acknowledgements
         "warmup_sent": 1,
         "warmup_received": 1,
     }
@@ -155,6 +156,21 @@ def _requesters(rows: list[tuple]) -> list[dict[str, Any]]:
             for agent in sorted(first_ids)]
 
 
+def test_lost_acknowledged_counts_acknowledged_messages_a_consumer_never_got(tmp_path):
+    """b misses seq 3: lost, and lost after acknowledgement only when seq 3 is among the
+    runs the producer recorded (two connections: seqs 0-1, then 2-4 after a reconnect);
+    the warm-up's seq 0 and the runs' overlap count nothing."""
+    def lost_acknowledged(runs: list[tuple[int, int]]) -> int:
+        agents = tiny_agents()
+        agents[2]["acknowledged"] = [{"producer_id": 1, "first_seq": first, "count": count}
+                                     for first, count in runs]
+        return _counts(tmp_path, tiny_rows(), agents=agents)["lost_acknowledged"]
+
+    assert lost_acknowledged([(0, 2), (2, 3)]) == 1
+    assert lost_acknowledged([(0, 3), (1, 2)]) == 0  # seq 3 never acknowledged
+    assert lost_acknowledged([(0, 5), (3, 1)]) == 1  # counted once
+
+
 def test_accounting_round_trip(tmp_path):
     """Requests and replies are rows of their own: matched as a sender's and a receiver's,
     so a reply twice is duplicated, one to no request unexpected, one overtaken
@@ -164,7 +180,8 @@ def test_accounting_round_trip(tmp_path):
     got = _counts(tmp_path, rows, agents=_requesters(rows))
     assert got == {"sent": 5, "requests": 5, "received": 6, "delivered": 4, "lost": 1,
                    "unknown": 0, "duplicated": 1, "reordered": 1, "key_reordered": 0,
-                   "unexpected": 1, "warmup_sent": 1, "warmup_received": 1}
+                   "unexpected": 1, "lost_acknowledged": 0, "warmup_sent": 1,
+                   "warmup_received": 1}
 
 
 def test_a_dead_requester_is_a_dead_consumer_of_its_own_requests(tmp_path):

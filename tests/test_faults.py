@@ -94,7 +94,8 @@ def test_a_paused_server_with_spare_capacity_recovers_when_its_backlog_is_gone()
     assert fault.dip_msg_s == 0 and 1.0 <= fault.dip_at_s < 1.5
     # the window's messages and the in-flight interval's before it (10 ms at 1k msg/s)
     assert fault.delivery.model_dump() == {"sent": 520, "delivered": 520, "lost": 0,
-                                           "unknown": 0, "duplicated": 0, "reordered": 0}
+                                           "unknown": 0, "duplicated": 0, "reordered": 0,
+                                           "lost_acknowledged": None}
 
 
 def test_a_server_too_slow_to_catch_up_never_recovers():
@@ -118,7 +119,8 @@ def test_what_a_receiver_that_stops_for_good_misses_in_the_window_is_lost():
     assert (fault.during.from_s, fault.during.to_s) == (2.0, 3.0)
     # and the in-flight interval's, which arrived
     assert fault.delivery.model_dump() == {"sent": 1010, "delivered": 10, "lost": 1000,
-                                           "unknown": 0, "duplicated": 0, "reordered": 0}
+                                           "unknown": 0, "duplicated": 0, "reordered": 0,
+                                           "lost_acknowledged": None}
     assert fault.max_in_window_us is None
     assert (fault.recovered, fault.recovered_s) == (False, None)
     assert fault.backlog == 0 and fault.drained_s == 0.0  # lost, not waited for

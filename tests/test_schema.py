@@ -18,10 +18,10 @@ from tests.test_summary import analysed
 SHAPES = {
     SUMMARY: {1: "87d47d8c6e5f5765", 2: "64fdf974a8fc97d5", 3: "64fdf974a8fc97d5",
               4: "fe5e4adce5b81996", 5: "e17d1e64662aa302",
-              6: "7637f1fb865ff15a", 7: "7aff1f4cb636fd5f"},
+              6: "7637f1fb865ff15a", 7: "bb87a3f19885cff0"},
     MANIFEST: {1: "63fd376dff80d39a", 2: "6a1c32a770d4c7f4", 3: "d94aee0e3204e6c7",
                4: "830b66f822739f8b", 5: "9ecebca4e558eeaf", 6: "164eb10a76095fd0",
-               7: "efea11bc7ba4b9cb", 8: "aeea73a69855ffbc", 9: "2e5bbe32f1b2c317"},
+               7: "efea11bc7ba4b9cb", 8: "aeea73a69855ffbc", 9: "d086cd340da37c26"},
 }
 MODULES = {SUMMARY: summary, MANIFEST: manifest}
 

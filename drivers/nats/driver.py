@@ -15,9 +15,11 @@ the message header; requester connection N subscribes to `S.reply.N`.
 - core one-way: `PUB S`, every receiver subscribes to S (fan-out).
 - core round trip: the responder subscribes to S in the queue group `sixnines` (responders
   could be scaled) and publishes each request to `S.reply.<id>`.
-- JetStream: publishes carry the agent's ack inbox as reply subject (`PUB S <inbox>`); the
-  agent's connections subscribe to it in one queue group, so each ack reaches exactly one
-  of them; acks are counted without blocking the send loop, an error ack is a DriverError.
+- JetStream: publishes carry their lane's ack inbox as reply subject (`PUB S <inbox>`,
+  the agent's inbox, `.<i>` on lane i of several); the connections that publish to a lane
+  subscribe to its inbox in one queue group, so each ack reaches exactly one of them (a
+  producer's: the connection that sent the message, its acks in the order it sent);
+  acks are counted without blocking the send loop, an error ack is a DriverError.
   Receivers each own a pull consumer (filter S, deliver new, no acks), so every receiver
   sees every message published after it was created. A responder agent's connections
   share one such consumer (as core responders share a queue group) and answer over core
@@ -92,17 +94,24 @@ class NatsSender(Sender):
     is dropped), -ERR raises, JetStream acks are counted. A requester's sender leaves the
     reading to its receiver, which the send loop polls anyway."""
 
-    def __init__(self, link: NatsLink, reads: bool) -> None:
+    def __init__(self, link: NatsLink, reads: bool, own_acks: bool = False) -> None:
         self.link = link
         self._write = link.io.write
         self._reads = reads
+        self._own_acks = own_acks
         self._next_read = clock() + SERVICE_NS
 
     @property
     def acked(self) -> int:
-        """JetStream publish acks this connection took (its agent's acks are spread over
-        its connections: the sum over them is what counts)."""
+        """JetStream publish acks this connection took (a requester agent's are spread
+        over its connections, which share one inbox: the sum over them is what counts)."""
         return self.link.acked
+
+    @property
+    def acknowledged(self) -> int | None:
+        """JetStream: the acks taken where every one is for this connection's own
+        publishes (a producer's lane inbox), which the server acks in the order sent."""
+        return self.link.acked if self._own_acks and self.link.ack_sid else None
 
     def send(self, frames: memoryview, count: int) -> None:
         # before the write: a DriverError must mean these frames were not sent
@@ -118,6 +127,9 @@ class NatsSender(Sender):
             link.parse(None, 0, 0)
 
     def close(self) -> None:
+        if self._reads and self.link.ack_sid and not self.link.closed:
+            with contextlib.suppress(DriverError, OSError):
+                self.service()  # the acks that came since the last look are counted
         self.link.close()
 
 
@@ -212,7 +224,7 @@ class NatsDriver(Driver):
     def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
         """A PUB to `lane`'s subject, in JetStream mode asking for the ack on the agent's
         inbox."""
-        reply = self._acks if self._js else ""
+        reply = lane.name(self._acks) if self._js else ""
         subject = self.lane_subject(lane)
         if self.keys is None:
             return Framing(prefix=pub_line(subject, message_size, reply), suffix=CRLF)
@@ -339,11 +351,14 @@ class NatsDriver(Driver):
                 ack_policy=api.AckPolicy.NONE, filter_subject=filter_subject,
                 inactive_threshold=CONSUMER_INACTIVE_S))
 
-    def _publisher(self, link: NatsLink, reads: bool) -> NatsSender:
+    def _publisher(self, link: NatsLink, reads: bool, lane: Lane = SOLE_LANE) -> NatsSender:
+        """A sending connection, in JetStream mode subscribed to its lane's ack inbox. A
+        producer's (it reads its acks) is alone on its lane, so those acks are its own;
+        requesters share the sole lane's."""
         if self._js:
             link.ack_sid = ACK_SID
-            link.subscribe(self._acks, ACK_SID, b"acks")
-        return NatsSender(link, reads)
+            link.subscribe(lane.name(self._acks), ACK_SID, b"acks")
+        return NatsSender(link, reads, own_acks=reads)
 
     def _subscriber(self, size: int, name: str, queue: bytes = b"",
                     lane: Lane = SOLE_LANE) -> tuple[NatsLink, Release]:
@@ -393,7 +408,7 @@ class NatsDriver(Driver):
     def sender(self, message_size: int, connection_id: int,
                lane: Lane = SOLE_LANE) -> NatsSender:
         link = self._open(message_size, lane=lane)
-        sender = self._publisher(link, reads=True)  # the lane is in the framing
+        sender = self._publisher(link, reads=True, lane=lane)  # the lane is in the framing
         self._ready(link)
         return sender
 

@@ -96,6 +96,12 @@ class _Publisher(Sender):
         """Publishes the broker has not confirmed yet (0 without confirms)."""
         return self._link.published - self._link.confirmed if self._confirms else 0
 
+    @property
+    def acknowledged(self) -> int | None:
+        """With `confirms`: the publishes confirmed, every one up to that delivery tag (a
+        channel numbers its publishes 1, 2, … in the order sent)."""
+        return self._link.confirmed if self._confirms else None
+
     def settle(self) -> None:
         """With `confirms`: wait until the broker has confirmed every publish so far."""
         if self._confirms and not self._link.await_confirms(CONFIRM_WAIT_S):

@@ -103,8 +103,11 @@ def _counts(summary: RunSummary) -> str:
     """The accounting line: every expected delivery is delivered, lost or unknown (the
     last only when receivers died: it is not loss)."""
     unknown = summary.unknown or 0
+    broken = summary.lost_acknowledged or 0  # the system's promise broken: said in red
     return (f"sent {summary.sent or 0:,}  received {summary.received or 0:,}  "
             f"delivered {summary.delivered or 0:,}  lost {summary.lost or 0:,}  "
+            + (f"[red]the broker acknowledged {broken:,} messages it never delivered[/]  "
+               if broken else "")
             + (f"[yellow]unknown {unknown:,}[/]  " if unknown else "")
             + f"duplicated {summary.duplicated or 0:,}  "
             f"reordered {summary.reordered or 0:,}")

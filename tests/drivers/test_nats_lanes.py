@@ -51,7 +51,9 @@ def test_a_lane_is_framed_with_its_own_pub_line():
     assert core.framing(5, Lane(1, 2)) == Framing(b"PUB a.b.1 5\r\n", CRLF)
     assert core.framing(70000, Lane(11, 12)).prefix == b"PUB a.b.11 70000\r\n"
     js = NatsDriver("127.0.0.1:4222", NatsOptions(subject="a.b", mode="jetstream"))
-    assert js.framing(5, Lane(0, 3)) == Framing(f"PUB a.b.0 {js._acks} 5\r\n".encode(), CRLF)
+    # JetStream: the lane's own ack inbox, so a producer's connection reads its own acks
+    assert js.framing(5, Lane(0, 3)) == Framing(f"PUB a.b.0 {js._acks}.0 5\r\n".encode(), CRLF)
+    assert js.framing(5).prefix == f"PUB a.b {js._acks} 5\r\n".encode()
 
 
 def test_the_receive_framing_is_one_for_all_lanes():
