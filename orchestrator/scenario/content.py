@@ -15,6 +15,7 @@ from pathlib import Path
 
 from sixnines.formats.fill import COMPRESSIBLE, FILE, MAX_SAMPLE_BYTES, RANDOM, TEXT, ZEROS, Fill
 from sixnines.orchestrator.scenario.problems import shown
+from sixnines.orchestrator.scenario.side_files import read_side_file
 
 SIMPLE = (RANDOM, ZEROS, TEXT)
 RATIO_KEY = "compressibility"
@@ -61,14 +62,8 @@ def sample_path(content: str, scenario_dir: Path) -> Path | None:
 
 def read_sample(path: Path) -> bytes:
     """The sample's bytes; ValueError saying why it cannot be a fill."""
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_SAMPLE_BYTES + 1)
-    except OSError as exc:
-        raise ValueError(f"cannot read {shown(str(path))}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SAMPLE_BYTES:
-        raise ValueError(f"{shown(str(path))} is larger than {MAX_SAMPLE_BYTES >> 20} MiB (a "
-                         "sender's ring holds no more; cut a smaller sample)")
+    data = read_side_file(path, MAX_SAMPLE_BYTES,
+                          advice=" (a sender's ring holds no more; cut a smaller sample)")
     if not data:
         raise ValueError(f"{shown(str(path))} is empty")
     return data

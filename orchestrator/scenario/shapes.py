@@ -40,6 +40,7 @@ from sixnines.formats.shape import RateShape, Segment
 from sixnines.orchestrator.scenario import units
 from sixnines.orchestrator.scenario.fields import NumericRate, RunTime, check_text
 from sixnines.orchestrator.scenario.problems import shown
+from sixnines.orchestrator.scenario.side_files import read_side_file
 
 #: Most rows of a trace (each becomes a segment every agent holds).
 MAX_TRACE_ROWS = 100_000
@@ -179,13 +180,17 @@ SHAPE_KEYS = frozenset({"steps", "ramp", "base", "bursts", "trace"})
 SHAPES = (Steps, Ramp, Bursts, Trace)
 
 
+#: A trace's rows are held in the manifest and sent to every sender: a bound, not a limit
+#: any real trace meets (a day at one row a second is about 2 MiB).
+MAX_TRACE_BYTES = 16 << 20
+
+
 def read_trace(path: Path, named: str) -> tuple[tuple[int, float], ...]:
     """A trace file's rows; ValueError naming the file and line of the first bad one."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not UTF-8 text"
-        raise ValueError(f"cannot read trace {shown(named)}: {reason}") from None
+        text = read_side_file(path, MAX_TRACE_BYTES, named, "trace ").decode("utf-8")
+    except UnicodeError:
+        raise ValueError(f"cannot read trace {shown(named)}: not UTF-8 text") from None
     rows: list[tuple[int, float]] = []
     for line, fields in enumerate(csv.reader(io.StringIO(text)), start=1):
         if not fields or not "".join(fields).strip() or fields[0].lstrip().startswith("#"):

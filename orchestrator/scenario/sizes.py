@@ -17,6 +17,7 @@ from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.sizes import CHOICES, LOGNORMAL, UNIFORM, Sizes
 from sixnines.orchestrator.scenario import units
 from sixnines.orchestrator.scenario.problems import shown
+from sixnines.orchestrator.scenario.side_files import read_side_file
 
 WEIGHTED, FILE = "weighted", "file"
 FORMS = ("{uniform: [LOW, HIGH]}, {lognormal: {median: SIZE, p99: SIZE}}, weighted "
@@ -152,13 +153,7 @@ def _weighted(given: object) -> tuple[tuple[int, float], ...]:
 def read_sizes(path: Path) -> tuple[int, ...]:
     """The sizes of a file, one a line (blank lines and `#` comments skipped); ValueError
     saying which line is not a size."""
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_SIZES_FILE + 1)
-    except OSError as exc:
-        raise ValueError(f"cannot read {shown(str(path))}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SIZES_FILE:
-        raise ValueError(f"{shown(str(path))} is larger than {MAX_SIZES_FILE >> 20} MiB")
+    data = read_side_file(path, MAX_SIZES_FILE)
     values = []
     for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
         text = line.split("#", 1)[0].strip()
