@@ -234,7 +234,8 @@ def send_figures(run_dir: Path) -> dict:
     """What one producer achieved over the measured window: its send rate, send lag
     (sent - intended) p50/p99/p99.9 in µs, and the messages the consumer never got."""
     sent: pd.DataFrame = agent_messages(run_dir, "producer")
-    got = len(agent_messages(run_dir, "consumer", columns=["seq"]))
+    received = agent_messages(run_dir, "consumer", columns=["seq"])
+    got = 0 if received is None else len(received)  # a consumer that recorded nothing
     measured = sent[~sent.warmup]
     lag_us = (measured.sent_ns - measured.intended_ns).to_numpy() / 1000
     span_s = (measured.sent_ns.max() - measured.sent_ns.min()) / 1e9
