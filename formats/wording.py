@@ -74,9 +74,27 @@ def value_text(name: str, value: object) -> str:
         return str(value.get("label"))
     if name == "backlog" and isinstance(value, dict):  # formats.backlog.BacklogPlan
         return backlog_text(value)
+    if name in SIZE_PARAMS and isinstance(value, dict) and len(value) == 1:
+        return distribution_text(value)
     if numeric and name in COUNT_PARAMS:
         return f"{value:,}"
     return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def distribution_text(written: Mapping[str, object]) -> str:
+    """A size distribution as params keep it (orchestrator.scenario.sizes, one key) in
+    words: "64 B 0.7, 1 KB 0.25, 64 KB 0.05", "uniform 64 B…4 KB", "lognormal median
+    512 B, p99 16 KB", "sizes of FILE"."""
+    ((kind, given),) = written.items()
+    if kind == "weighted" and isinstance(given, Mapping):
+        return ", ".join(f"{size_text(int(size))} {weight:g}" for size, weight in given.items())
+    if kind == "uniform" and isinstance(given, list | tuple) and len(given) == 2:
+        return f"uniform {size_text(given[0])}…{size_text(given[1])}"
+    if kind == "lognormal" and isinstance(given, list | tuple) and len(given) == 2:
+        return f"lognormal median {size_text(given[0])}, p99 {size_text(given[1])}"
+    if kind == "file":
+        return f"sizes of {given}"
+    return json.dumps(dict(written), default=str)
 
 
 def backlog_text(plan: Mapping[str, object]) -> str:

@@ -24,6 +24,11 @@ def test_a_run_s_parameters_read_as_a_scenario_writes_them():
     ("message_size", 4 * 1024**2, "4 MB"), ("duration_ns", 250_000, "250 µs"),
     ("drain_ns", 0, "0 s"), ("rate", "max", "max"), ("rate", 2500.5, "2,500.5 msg/s"),
     ("messages", 1_000_000, "1,000,000"), ("cross_host_latency", True, "true"),
+    ("message_size", {"weighted": {"64": 0.7, "1024": 0.25, "65536": 0.05}},
+     "64 B 0.7, 1 KB 0.25, 64 KB 0.05"),
+    ("message_size", {"uniform": [64, 4096]}, "uniform 64 B…4 KB"),
+    ("message_size", {"lognormal": [512, 16384]}, "lognormal median 512 B, p99 16 KB"),
+    ("message_size", {"file": "sizes.txt"}, "sizes of sizes.txt"),
 ])
 def test_each_kind_of_value(name, value, words):
     assert value_text(name, value) == words
