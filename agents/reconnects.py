@@ -67,6 +67,9 @@ class Reconnects:
             self.outages.append((broke, clock() - broke))
             self.gave_up = False
             return
+        if control.stopping:  # the stop ended the records, not the system: what is still
+            self.gave_up = False  # missing then is of unknown fate, as at any stop
+            raise error
         if clock() < deadline:
             raise error
         raise DriverError(f"{error} (not back within {self.limit_ns / 1e9:g} s of trying "
