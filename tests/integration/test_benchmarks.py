@@ -82,7 +82,8 @@ FIGURES: dict[str, list[str]] = {
         rf"^{mode} sixnines at 1,000 msg/s: achieved {N} msg/s, .* run ok, (not )?held$",
         rf"^{mode} sixnines highest held .*: {N} msg/s = {N}x pika$")],
     "bench_recording": [rf"^baseline: perf_counter_ns\(\) call = {N} ns$",
-                        *(rf"^ +{batch}( +{N}){{4}}$" for batch in (1, 4, 16, 64, 256, 1024))],
+                        # send, x clock, receive, x clock, varying sizes' send
+                        *(rf"^ +{batch}( +{N}){{5}}$" for batch in (1, 4, 16, 64, 256, 1024))],
     "bench_redis": [rf"^redis-benchmark -c 1 -P 16 PUBLISH \(256 B\): {N} msg/s$",
                     rf"^sixnines at 10,000 msg/s: achieved {N} msg/s, .* run ok$",
                     rf"^sixnines \(.*\): {N} msg/s = {N}x redis-benchmark -P 16$"],
