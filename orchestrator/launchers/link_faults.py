@@ -63,14 +63,21 @@ class HeldLinkFault:
     def __init__(self, launcher: Launcher, name: str, commands: tuple[Commands, Commands],
                  deadline_s: float, log_path: Path) -> None:
         apply, undo = commands
+        self.launcher = launcher
         self.label = f"{name} on host {launcher.host}"
         self.process = launcher.start(
             [launcher.python, "-m", MODULE, "--deadline", f"{deadline_s:.3f}",
              json.dumps(apply), json.dumps(undo)], name, log_path)
         self.held = False
         self._output_ended = False
+        self._guarded: list[int] = []
         try:
             self._expect(READY)
+            # the host's guard undoes it too, after stopping what the controller left: a
+            # holder killed before it could undo (its SIGKILL after the grace) leaves no
+            # rule or qdisc behind (removing what is gone already fails harmlessly)
+            self._guarded = [token for command in undo
+                             if (token := launcher.on_controller_exit(command)) is not None]
         except LaunchError:
             self.close()
             raise
@@ -98,6 +105,9 @@ class HeldLinkFault:
                 self.undo()
         self.process.shutdown()
         self._drain()
+        for token in self._guarded:
+            self.launcher.cancel_on_exit(token)
+        self._guarded = []
 
     def _drain(self) -> None:
         """Its output read to the end: a line left queued holds the process (a cycle),

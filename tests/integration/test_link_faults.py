@@ -149,6 +149,14 @@ def test_a_cut_holds_every_message_of_its_window_until_it_ends(faulted_run):
     assert figures["dip_msg_s"] == 0  # nothing arrives through a cut
 
 
+def _command_line(pid: int) -> bytes:
+    """A process' command line (empty once it has exited)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def held(bed: Testbed) -> list[str]:
     """The faults' tables and qdiscs in h2's namespace, and the processes holding them."""
     namespace = bed.namespace(bed.hosts[1])
@@ -157,7 +165,7 @@ def held(bed: Testbed) -> list[str]:
     qdiscs = subprocess.run(["tc", "-n", namespace, "qdisc", "show"], capture_output=True,
                             text=True, check=True).stdout
     holders = [pid for pid in pids_in_namespaces(bed.netns_inodes)
-               if b"link_hold" in Path(f"/proc/{pid}/cmdline").read_bytes()]
+               if b"link_hold" in _command_line(pid)]
     return ([line for line in tables.splitlines() if "sixnines" in line]
             + [line for line in qdiscs.splitlines() if " tbf " in line or " netem " in line]
             + [f"holder {pid}" for pid in holders])
@@ -167,7 +175,11 @@ def held(bed: Testbed) -> list[str]:
     "{at: 0s, action: partition, target: {host: h2}, for: 20s}",
     "{at: 0s, action: slow-link, target: {host: h2}, rate: 1mbit, for: 20s}"],
     ids=["partition", "slow-link"])
-def test_a_controller_killed_mid_fault_leaves_nothing_on_the_host(bed, tmp_path, fault):
+@pytest.mark.parametrize("holder", ["holder alive", "holder killed first"])
+def test_a_controller_killed_mid_fault_leaves_nothing_on_the_host(bed, tmp_path, fault,
+                                                                 holder):
+    """The holder undoes on the guard's signal; a holder SIGKILLed before it could undo
+    leaves it to the host's guard, which runs the undoing as its clean-up."""
     controller = Sixnines("run", str(scenario(tmp_path, bed, f"- {fault}\n", "30s")),
                           "--output", "out", "--no-analysis", cwd=tmp_path)
     started(tmp_path, controller, timeout_s=300)
@@ -175,6 +187,10 @@ def test_a_controller_killed_mid_fault_leaves_nothing_on_the_host(bed, tmp_path,
     while len(held(bed)) < 2:  # the fault in place, and its holder
         assert time.monotonic() < deadline, controller.stderr
         time.sleep(0.05)
+    if holder == "holder killed first":
+        for line in held(bed):
+            if line.startswith("holder "):
+                os.kill(int(line.removeprefix("holder ")), signal.SIGKILL)
     controller.process.send_signal(signal.SIGKILL)
     killed = time.monotonic()
     while held(bed) and time.monotonic() - killed < 15:
