@@ -245,6 +245,7 @@ class SizedOutStream(OutStream):
         self.pool = pool
         self._use(pool.first())
         self.next = 0
+        self.first_on_sender = 0  # the first message sent on the current sender
         self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // int(sizes.max())))
         self.settle = sender.settle
 
