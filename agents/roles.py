@@ -435,10 +435,8 @@ class Producer(Chunked):
                 stream.sender.close()
         self._note_acknowledged()
         for c, stream in enumerate(self.streams):
-            stream.sender = self.driver.sender(spec.message_size, spec.first_id + c,
-                                               lane(spec, c))
-            stream.settle = stream.sender.settle
-            stream.first_on_sender = stream.next
+            stream.use_sender(self.driver.sender(spec.message_size, spec.first_id + c,
+                                                 lane(spec, c)))
 
     def _note_acknowledged(self) -> None:
         """Each sender's acknowledged messages (`Sender.acknowledged`), the first it sent:
@@ -584,7 +582,7 @@ class Requester(Chunked):
         pairs = [self.driver.requester(self.spec.message_size, self.spec.first_id + c)
                  for c in range(self.spec.connections)]
         for stream, (sender, _) in zip(self.streams, pairs, strict=True):
-            stream.sender, stream.settle = sender, sender.settle
+            stream.use_sender(sender)
         self.receivers = [receiver for _, receiver in pairs]
         self.waiter = self.driver.waiter(self.receivers)
 
