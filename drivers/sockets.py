@@ -16,7 +16,7 @@ import ssl
 import struct
 from collections.abc import Callable
 
-from sixnines.drivers.base import DriverError
+from sixnines.drivers.base import DriverError, Receiver
 
 #: A varying frame's length word, and what a `VaryingFrames` reads at once at least.
 WORD = struct.Struct("<I")
@@ -216,6 +216,26 @@ class VaryingFrames(SocketIO):
         if at == end:
             self._start = self._end = 0
         return count
+
+
+class VaryingReceiver(Receiver):
+    """A receiver of frames of varying sizes (`VaryingFrames`): it may hold whole frames
+    the socket no longer shows, so waiters ask `held()`."""
+
+    holds = True
+
+    def __init__(self, stream: VaryingFrames) -> None:
+        self._stream = stream
+        self.pollable = stream.sock
+
+    def held(self) -> bool:
+        return self._stream.held()
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        return self._stream.frames(out, timeout_ms)
+
+    def close(self) -> None:
+        self._stream.close()
 
 
 def length_words(label: str, smallest: int, largest: int, refusal: str) -> FrameAt:
