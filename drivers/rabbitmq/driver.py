@@ -357,6 +357,7 @@ class RabbitmqDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+
     @classmethod
     def stores_messages(cls, options: DriverOptions) -> bool:
         return True  # every receiver has its queue (beyond what prefetch hands it)
