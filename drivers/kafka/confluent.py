@@ -152,6 +152,7 @@ class ConfluentBackend:
             entry = configs.get(key)
             settings[key] = entry.value if entry is not None else None
         return settings
+
     def delete_topics(self, chosen: Callable[[str], bool]) -> list[str]:
         """Delete the topics `chosen` picks; their names (raises DriverError naming the
         first that could not be deleted)."""
