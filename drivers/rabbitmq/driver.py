@@ -57,6 +57,7 @@ from sixnines.drivers.base import (
     Sender,
     WorkloadShape,
     split_address,
+    wrong_size,
 )
 from sixnines.drivers.rabbitmq import durability
 from sixnines.drivers.rabbitmq.connection import CONFIRM_WAIT_S, RabbitmqLink, connect, reason
@@ -189,9 +190,7 @@ class RabbitmqReceiver(Receiver):
                 break
             length = len(body)
             if length != size and not smallest <= length <= size:
-                expected = size if smallest == size else f"{smallest} to {size}"
-                raise DriverError(f"{self._link.label}: got a {length}-byte message, "
-                                  f"expected {expected}")
+                raise wrong_size(self._link.label, length, smallest, size)
             out[at : at + length] = body
             n += 1
             at += stride
