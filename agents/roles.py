@@ -416,12 +416,11 @@ class Producer(Chunked):
 
     def run(self, control: Control) -> None:
         end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns  # of the schedule
-        self.reconnects.run(lambda: self._send(control), control, self._connect_again,
+        self.reconnects.run(lambda: self._send(control, end_ns), control, self._connect_again,
                             lambda: clock() >= end_ns)
 
-    def _send(self, control: Control) -> None:
+    def _send(self, control: Control, end_ns: int) -> None:
         if self.spec.schedule == MAX_RATE:
-            end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns
             run_flat_out(self.streams, control, self.t0, end_ns)
         else:
             run_senders(self.streams, control)
