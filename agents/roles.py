@@ -416,12 +416,11 @@ class Producer(Chunked):
 
     def run(self, control: Control) -> None:
         end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns  # of the schedule
-        self.reconnects.run(lambda: self._send(control), control, self._connect_again,
+        self.reconnects.run(lambda: self._send(control, end_ns), control, self._connect_again,
                             lambda: clock() >= end_ns)
 
-    def _send(self, control: Control) -> None:
+    def _send(self, control: Control, end_ns: int) -> None:
         if self.spec.schedule == MAX_RATE:
-            end_ns = self.t0 + self.spec.warmup_ns + self.spec.duration_ns
             run_flat_out(self.streams, control, self.t0, end_ns)
         else:
             run_senders(self.streams, control)
@@ -435,10 +434,8 @@ class Producer(Chunked):
                 stream.sender.close()
         self._note_acknowledged()
         for c, stream in enumerate(self.streams):
-            stream.sender = self.driver.sender(spec.message_size, spec.first_id + c,
-                                               lane(spec, c))
-            stream.settle = stream.sender.settle
-            stream.first_on_sender = stream.next
+            stream.use_sender(self.driver.sender(spec.message_size, spec.first_id + c,
+                                                 lane(spec, c)))
 
     def _note_acknowledged(self) -> None:
         """Each sender's acknowledged messages (`Sender.acknowledged`), the first it sent:
@@ -584,7 +581,7 @@ class Requester(Chunked):
         pairs = [self.driver.requester(self.spec.message_size, self.spec.first_id + c)
                  for c in range(self.spec.connections)]
         for stream, (sender, _) in zip(self.streams, pairs, strict=True):
-            stream.sender, stream.settle = sender, sender.settle
+            stream.use_sender(sender)
         self.receivers = [receiver for _, receiver in pairs]
         self.waiter = self.driver.waiter(self.receivers)
 

@@ -71,11 +71,9 @@ class OutStream:
         fill: Fill = RANDOM_FILL,
         keys: np.ndarray | None = None,
     ) -> None:
-        self.sender = sender
-        self.producer_id = producer_id
         prefix_len = len(framing.prefix)
         self.stride = framing.stride(message_size)
-        self.count = pool.count
+        self._begin(sender, pool, producer_id, self.stride)
         self.slots = max(1, min(self.count, RING_BYTES // self.stride))
         if keys is not None:  # a slot keeps one key: slots a multiple of the keys drawn
             self.slots = ring_slots(self.slots, self.count, len(keys))
@@ -92,12 +90,24 @@ class OutStream:
         self.slot_numbers = np.arange(self.slots, dtype=np.uint64)
         self.wire = self.frames.data
         self.stamp_at = prefix_len + STAMP_OFFSET  # seq/intended/sent within a frame
+
+    def _begin(self, sender: Sender, pool: PiecePool, producer_id: int, largest: int) -> None:
+        """What every stream keeps besides its ring (one place, so a kind of stream cannot
+        miss one): its sender, the schedule's first piece, where sending stands, and the
+        throughput batch, sized by the `largest` frame's bytes."""
+        self.producer_id = producer_id
+        self.count = pool.count
         self.pool = pool
         self._use(pool.first())
         self.next = 0  # index of the next message to send
-        self.first_on_sender = 0  # the first message sent on the current sender
-        self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // self.stride))
+        self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // largest))
+        self.use_sender(sender)
+
+    def use_sender(self, sender: Sender) -> None:
+        """Send on `sender` from the next message on (at the start, and after reconnecting)."""
+        self.sender = sender
         self.settle = sender.settle  # bound once: called after every batch in throughput mode
+        self.first_on_sender = self.next  # the first message sent on the current sender
 
     def fills(self) -> bytes:
         """The ring's fills end to end, headers and framing aside (to measure them)."""
@@ -220,9 +230,7 @@ class SizedOutStream(OutStream):
         seed: int,
         fill: Fill = RANDOM_FILL,
     ) -> None:
-        self.sender = sender
-        self.producer_id = producer_id
-        self.count = pool.count
+        self._begin(sender, pool, producer_id, int(sizes.max()))
         self.sizes = sizes
         self.slots = len(sizes)
         framings = {int(size): framing_of(int(size)) for size in np.unique(sizes)}
@@ -242,12 +250,6 @@ class SizedOutStream(OutStream):
         self.stamp_bytes = stamps[:, None] + np.arange(STAMP_STRUCT.size, dtype=np.int64)
         self.stamp_values = np.empty((self.slots, 3), dtype="<i8")
         self.slot_numbers = np.arange(self.slots, dtype="<i8")
-        self.pool = pool
-        self._use(pool.first())
-        self.next = 0
-        self.first_on_sender = 0  # the first message sent on the current sender
-        self.batch = max(1, min(BLAST_MESSAGES, BLAST_BYTES // int(sizes.max())))
-        self.settle = sender.settle
 
     def fills(self) -> bytes:
         return b"".join(bytes(self.wire[body + HEADER_SIZE : body + int(size)])

@@ -171,6 +171,18 @@ class DriverError(SixninesError):
     for the user: it names the system and the address."""
 
 
+#: A receiver's smallest message when it takes none smaller than its stride (one size).
+NONE_SMALLER = 1 << 62
+
+
+def wrong_size(label: str, length: int, smallest: int, largest: int) -> DriverError:
+    """A receiver's refusal of a `length`-byte message: it takes `largest` bytes, or
+    (sizes that vary) any from `smallest` up to it; a `smallest` not below `largest`
+    means one size."""
+    expected = largest if smallest >= largest else f"{smallest} to {largest}"
+    return DriverError(f"{label}: got a {length}-byte message, expected {expected}")
+
+
 class Sender(ABC):
     """One publishing connection."""
 

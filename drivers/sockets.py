@@ -13,13 +13,11 @@ from __future__ import annotations
 import select
 import socket
 import ssl
-import struct
 from collections.abc import Callable
 
-from sixnines.drivers.base import DriverError
+from sixnines.drivers.base import LENGTH_WORD, DriverError, Receiver
 
-#: A varying frame's length word, and what a `VaryingFrames` reads at once at least.
-WORD = struct.Struct("<I")
+#: What a `VaryingFrames` reads at once at least.
 RAW_BYTES = 1 << 18
 TAIL_CHECKED = 8  # bytes of a frame's head compared in every frame (the length ends it)
 WOULD_BLOCK = (BlockingIOError, InterruptedError, ssl.SSLWantReadError, ssl.SSLWantWriteError)
@@ -218,17 +216,37 @@ class VaryingFrames(SocketIO):
         return count
 
 
+class VaryingReceiver(Receiver):
+    """A receiver of frames of varying sizes (`VaryingFrames`): it may hold whole frames
+    the socket no longer shows, so waiters ask `held()`."""
+
+    holds = True
+
+    def __init__(self, stream: VaryingFrames) -> None:
+        self._stream = stream
+        self.pollable = stream.sock
+
+    def held(self) -> bool:
+        return self._stream.held()
+
+    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
+        return self._stream.frames(out, timeout_ms)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
 def length_words(label: str, smallest: int, largest: int, refusal: str) -> FrameAt:
     """Frames of a u32 LE length word then the message (handed over whole, word first),
     refusing a length outside [smallest, largest] as soon as its word arrives."""
-    unpack = WORD.unpack_from
+    unpack = LENGTH_WORD.unpack_from
 
     def frame_at(raw: bytearray, at: int, end: int) -> tuple[int, int, int] | None:
-        if end - at < WORD.size:
+        if end - at < LENGTH_WORD.size:
             return None
         length = unpack(raw, at)[0]
         if not smallest <= length <= largest:
             raise DriverError(f"{label}: {refusal} (a {length}-byte message)")
-        following = at + WORD.size + length
+        following = at + LENGTH_WORD.size + length
         return None if following > end else (at, following, following)
     return frame_at

@@ -258,6 +258,19 @@ def assert_exactly_once(got: list[list[bytes]], sent: Sequence[Outgoing]) -> Non
     assert not problems, "; ".join(problems)
 
 
+def assert_refused(driver: Driver, receiver: Receiver, size: int) -> None:
+    """`receiver` (of messages up to `size` bytes) hands over nothing and raises a
+    `DriverError` naming the address within 10 s: a message of a size it cannot take
+    came, an error rather than garbage."""
+    stride = driver.receive_framing(size).stride(size)
+    out = memoryview(bytearray(4 * stride))
+    deadline = time.monotonic() + 10
+    with pytest.raises(DriverError) as error:
+        while time.monotonic() < deadline:
+            assert receiver.receive(out, stride, 100) == 0, "handed over a wrong message"
+    assert driver.address in str(error.value), error.value
+
+
 def _attempt(call: Callable[[], object]) -> DriverError | None:
     """The DriverError `call` raises (None if it returns), checking it returns in CALL_S."""
     started = time.monotonic()
@@ -473,13 +486,7 @@ class DriverConformance:
         send_all(sender, out)
         assert_exactly_once(collect(driver, [receiver], 400, size=largest), [out])
         send_all(sender, varying_outgoing(driver, 2, [largest + 8]))
-        stride = driver.receive_framing(largest).stride(largest)
-        buffer = memoryview(bytearray(4 * stride))
-        deadline = time.monotonic() + 10
-        with pytest.raises(DriverError) as error:
-            while time.monotonic() < deadline:
-                assert receiver.receive(buffer, stride, 100) == 0, "handed over a wrong size"
-        assert driver.address in str(error.value), error.value
+        assert_refused(driver, receiver, largest)
 
     def test_message_of_another_size(self, target: Target, closing) -> None:
         """A message of another size than the receiver's is an error, not garbage."""
@@ -488,13 +495,7 @@ class DriverConformance:
         sender = driver.sender(SIZE, 1)
         closing(receiver, sender)
         send_all(sender, outgoing(driver, 1, 1))
-        stride = driver.receive_framing(SIZE + 8).stride(SIZE + 8)
-        out = memoryview(bytearray(4 * stride))
-        deadline = time.monotonic() + 10
-        with pytest.raises(DriverError) as error:
-            while time.monotonic() < deadline:
-                assert receiver.receive(out, stride, 100) == 0, "handed over a wrong message"
-        assert driver.address in str(error.value), error.value
+        assert_refused(driver, receiver, SIZE + 8)
 
     # -- faults --------------------------------------------------------------------------
 

@@ -31,7 +31,14 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 
-from sixnines.drivers.base import DriverError, Receiver, Responder, Sender
+from sixnines.drivers.base import (
+    NONE_SMALLER,
+    DriverError,
+    Receiver,
+    Responder,
+    Sender,
+    wrong_size,
+)
 from sixnines.drivers.kafka.durability import TOPIC_CONFIGS
 from sixnines.drivers.kafka.wire import producer_id
 from sixnines.formats.keys import KEY_OFFSET, KEY_STRUCT
@@ -152,6 +159,7 @@ class ConfluentBackend:
             entry = configs.get(key)
             settings[key] = entry.value if entry is not None else None
         return settings
+
     def delete_topics(self, chosen: Callable[[str], bool]) -> list[str]:
         """Delete the topics `chosen` picks; their names (raises DriverError naming the
         first that could not be deleted)."""
@@ -335,7 +343,7 @@ class ConfluentReceiver(_Alarms, Receiver):
     one per receiver) becomes readable when librdkafka queues something for it (see
     Doorbell)."""
 
-    smallest = 1 << 62  # the smallest message taken below `stride` (none; sizes vary: set)
+    smallest = NONE_SMALLER  # the smallest message taken below `stride` (sizes vary: set)
 
     def __init__(self, backend: ConfluentBackend, topic: str, partitions: list[int]) -> None:
         super().__init__(backend)
@@ -451,8 +459,7 @@ class ConfluentReceiver(_Alarms, Receiver):
             value = message.value()
             length = len(value)
             if length != stride and not self.smallest <= length <= stride:
-                raise DriverError(f"{self.label}: got a {length}-byte message, "
-                                  f"expected {stride}")
+                raise wrong_size(self.label, length, self.smallest, stride)
             out[at : at + length] = value
             at += stride
         return at // stride

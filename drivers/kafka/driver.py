@@ -155,6 +155,7 @@ class KafkaDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+
     @classmethod
     def stores_messages(cls, options: DriverOptions) -> bool:
         return True  # the log: a consumer reads from its offsets whenever it reads

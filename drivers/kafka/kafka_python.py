@@ -22,7 +22,14 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, KafkaProducer, Topic
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import KafkaError, TopicAlreadyExistsError
 
-from sixnines.drivers.base import DriverError, Receiver, Responder, Sender
+from sixnines.drivers.base import (
+    NONE_SMALLER,
+    DriverError,
+    Receiver,
+    Responder,
+    Sender,
+    wrong_size,
+)
 from sixnines.drivers.kafka.wire import producer_id
 
 FETCH_BYTES = 52_428_800  # kafka-python's default fetch_max_bytes
@@ -232,7 +239,7 @@ class PythonReceiver(Receiver):
     """A consumer of `partitions` of a topic (a lane's share)."""
 
     pollable: int  # the read end of a pipe (the module doc)
-    smallest = 1 << 62  # the smallest message taken below `stride` (none; sizes vary: set)
+    smallest = NONE_SMALLER  # the smallest message taken below `stride` (sizes vary: set)
 
     def __init__(self, backend: PythonBackend, topic: str, partitions: list[int]) -> None:
         self.label = backend.label
@@ -325,8 +332,7 @@ class PythonReceiver(Receiver):
                 value = record.value
                 length = len(value)
                 if length != stride and not self.smallest <= length <= stride:
-                    raise DriverError(f"{self.label}: got a {length}-byte message, "
-                                      f"expected {stride}")
+                    raise wrong_size(self.label, length, self.smallest, stride)
                 out[at : at + length] = value
                 at += stride
         return at // stride

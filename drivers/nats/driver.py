@@ -277,6 +277,7 @@ class NatsDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+
     @classmethod
     def stores_messages(cls, options: DriverOptions) -> bool:
         """JetStream keeps a stream; core NATS drops what a slow subscriber cannot take."""

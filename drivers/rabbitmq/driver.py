@@ -57,6 +57,7 @@ from sixnines.drivers.base import (
     Sender,
     WorkloadShape,
     split_address,
+    wrong_size,
 )
 from sixnines.drivers.rabbitmq import durability
 from sixnines.drivers.rabbitmq.connection import CONFIRM_WAIT_S, RabbitmqLink, connect, reason
@@ -189,9 +190,7 @@ class RabbitmqReceiver(Receiver):
                 break
             length = len(body)
             if length != size and not smallest <= length <= size:
-                expected = size if smallest == size else f"{smallest} to {size}"
-                raise DriverError(f"{self._link.label}: got a {length}-byte message, "
-                                  f"expected {expected}")
+                raise wrong_size(self._link.label, length, smallest, size)
             out[at : at + length] = body
             n += 1
             at += stride
@@ -357,6 +356,7 @@ class RabbitmqDriver(Driver):
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
         return durability.label(settings)
+
     @classmethod
     def stores_messages(cls, options: DriverOptions) -> bool:
         return True  # every receiver has its queue (beyond what prefetch hands it)

@@ -82,7 +82,7 @@ from sixnines.drivers.redis.wire import (
     varying_pushes,
     xadd_head,
 )
-from sixnines.drivers.sockets import FrameStream, SocketIO, VaryingFrames
+from sixnines.drivers.sockets import FrameStream, SocketIO, VaryingFrames, VaryingReceiver
 from sixnines.formats.durability import Setting
 from sixnines.formats.payload import HEADER_SIZE, HEADER_STRUCT
 
@@ -233,26 +233,16 @@ class PushReceiver(Receiver):
         self._conn.disconnect()
 
 
-class VaryingPushReceiver(Receiver):
+class VaryingPushReceiver(VaryingReceiver):
     """Pub/sub pushes whose payloads vary in size (up to `size`), each copied to the start
     of a slot of the largest's size (sockets.VaryingFrames, wire.varying_pushes)."""
 
-    holds = True
-
     def __init__(self, conn: Connection, label: str, channel: bytes, size: int) -> None:
-        self._conn = conn
-        sock = socket_of(conn)
-        self._stream = VaryingFrames(
-            sock, label, "connection closed by the server (it stopped, or dropped a "
-            "subscriber too far behind: client-output-buffer-limit pubsub)", size,
-            varying_pushes(label, channel, HEADER_SIZE, size))
-        self.pollable = sock
-
-    def held(self) -> bool:
-        return self._stream.held()
-
-    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        return self._stream.frames(out, timeout_ms)
+        self._conn = conn  # owns the socket: disconnected on close
+        super().__init__(VaryingFrames(
+            socket_of(conn), label, "connection closed by the server (it stopped, or "
+            "dropped a subscriber too far behind: client-output-buffer-limit pubsub)", size,
+            varying_pushes(label, channel, HEADER_SIZE, size)))
 
     def close(self) -> None:
         self._conn.disconnect()

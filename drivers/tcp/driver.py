@@ -22,7 +22,13 @@ from sixnines.drivers.base import (
     Sender,
     split_address,
 )
-from sixnines.drivers.sockets import FrameStream, SocketIO, VaryingFrames, length_words
+from sixnines.drivers.sockets import (
+    FrameStream,
+    SocketIO,
+    VaryingFrames,
+    VaryingReceiver,
+    length_words,
+)
 from sixnines.drivers.tcp.connection import connect
 from sixnines.drivers.tcp.options import TcpOptions
 from sixnines.drivers.tcp.wire import ECHO, LENGTH, PUBLISH, SUBSCRIBE, VARIABLE, frame_prefix
@@ -58,27 +64,15 @@ class TcpReceiver(Receiver):
         self._stream.close()
 
 
-class TcpVaryingReceiver(Receiver):
+class TcpVaryingReceiver(VaryingReceiver):
     """Frames of varying sizes up to `message_size` (the largest), each copied to a slot
     of the largest frame's length, its length word at the slot's start."""
 
-    holds = True
-
     def __init__(self, sock: socket.socket, label: str, message_size: int) -> None:
-        self._stream = VaryingFrames(
+        super().__init__(VaryingFrames(
             sock, label, "connection closed by the relay", LENGTH.size + message_size,
             length_words(label, HEADER_SIZE, message_size,
-                         f"a message outside {HEADER_SIZE}..{message_size} bytes"))
-        self.pollable = sock
-
-    def held(self) -> bool:
-        return self._stream.held()
-
-    def receive(self, out: memoryview, stride: int, timeout_ms: int) -> int:
-        return self._stream.frames(out, timeout_ms)
-
-    def close(self) -> None:
-        self._stream.close()
+                         f"a message outside {HEADER_SIZE}..{message_size} bytes")))
 
 
 class TcpDriver(Driver):

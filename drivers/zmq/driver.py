@@ -20,6 +20,7 @@ import zmq
 
 from sixnines.drivers.base import (
     LENGTH_WORD,
+    NONE_SMALLER,
     SOLE_LANE,
     Announce,
     Credential,
@@ -33,6 +34,7 @@ from sixnines.drivers.base import (
     Sender,
     Waiter,
     split_address,
+    wrong_size,
 )
 from sixnines.drivers.zmq.connection import (
     await_connected,
@@ -115,7 +117,8 @@ class ZmqReceiver(Receiver):
                  smallest: int | None = None) -> None:
         self._sock = sock
         self._label = label
-        self._smallest = smallest  # None: every message is `stride` bytes; else from this up
+        # the smallest message taken below `stride` (none: every message is `stride` bytes)
+        self._smallest = NONE_SMALLER if smallest is None else smallest
         self._scratch = bytearray(len(lane_topic)) if lane_topic else None
         self.pollable = sock  # a zmq socket's FD is edge-triggered: ZmqWaiter polls it
 
@@ -136,11 +139,8 @@ class ZmqReceiver(Receiver):
                 break
             except zmq.ZMQError as exc:
                 raise DriverError(f"{self._label}: receive failed ({exc})") from exc
-            if got != stride and (self._smallest is None
-                                  or not self._smallest <= got <= stride):
-                expected = stride if self._smallest is None else f"{self._smallest} to {stride}"
-                raise DriverError(f"{self._label}: got a {got}-byte message, "
-                                  f"expected {expected}")
+            if got != stride and not self._smallest <= got <= stride:
+                raise wrong_size(self._label, got, self._smallest, stride)
             count += 1
             offset += stride
         return count
