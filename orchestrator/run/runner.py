@@ -221,7 +221,7 @@ class Run:
             self.resources.leave("the end was hurried by a repeated interrupt")
         else:
             self.resources.remove(self.broker.address, self.broker.credential,
-                                  self.agents.largest_size)
+                                  lambda: self.agents.largest_size)
         self.manifest.resources = record
 
     def _start_sidecar(self) -> None:
