@@ -67,17 +67,17 @@ class RunRecord:
                           measured_by=measured.id)
 
     def _sizes(self, agents: Agents) -> SizesRecord | None:
-        """The size distribution and the sizes its sending connections drew."""
-        sizes = agents.sizes
+        """The size distribution and the sizes its sending connections drew (asked of
+        `agents` only once some sender runs: a file of sizes that cannot be read fails
+        the run at its launch, not at the first manifest)."""
+        connections = [entry.first_id + c for entry in self.manifest.agents
+                       if entry.first_id is not None and entry.role in SENDERS
+                       for c in range(entry.connections or 1)]
+        sizes = agents.sizes if connections else None
         if sizes is None:
             return None
         drawn_sizes = DrawnSizes(sizes, agents.run_seed)
-        rings = [drawn_sizes.ring(entry.first_id + c) for entry in self.manifest.agents
-                 if entry.first_id is not None and entry.role in SENDERS
-                 for c in range(entry.connections or 1)]
-        if not rings:
-            return None
-        drawn = np.concatenate(rings)
+        drawn = np.concatenate([drawn_sizes.ring(connection) for connection in connections])
         return SizesRecord(distribution=sizes.to_message(), histogram=histogram(drawn),
                            drawn=len(drawn), mean=float(drawn.mean()),
                            smallest=int(drawn.min()), largest=int(drawn.max()))

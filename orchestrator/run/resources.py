@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sixnines.drivers.base import Credential, DriverError
@@ -66,17 +67,19 @@ class RunResources:
         return cls(replace(point, system=system.model_copy(update={"options": own})),
                    Resources(named=named, kept=system.keep_resources))
 
-    def remove(self, address: str, credential: Credential | None, largest_size: int) -> None:
+    def remove(self, address: str, credential: Credential | None,
+               largest_size: Callable[[], int]) -> None:
         """Delete the run's resources from the broker at `address`, recording what was
         deleted, or why not, in `record`: a failure is a note, never silent.
-        `largest_size`: the run's message size (a distribution's largest)."""
+        `largest_size`: the run's message size (a distribution's largest), asked here, as
+        its file of sizes may be the very thing that failed the run."""
         record = self.record
         assert record is not None
         system = self.point.system
         try:
             driver = system.driver_at(address, credential)
             record.removed = driver.remove_resources(
-                set(record.named), self.point.workload.driver_view(largest_size))
+                set(record.named), self.point.workload.driver_view(largest_size()))
         except Exception as exc:  # a third-party driver's too: the run is recorded still
             self.leave(str(exc) if isinstance(exc, DriverError)
                        else f"{type(exc).__name__}: {exc}")

@@ -41,13 +41,13 @@ from sixnines.orchestrator.run.channel import SUPERVISE_TICK_S
 from sixnines.orchestrator.run.clocks import sync_clocks
 from sixnines.orchestrator.run.collection import collect
 from sixnines.orchestrator.run.cpus import announce_placement, keep_controller_off, loop_placement
-from sixnines.orchestrator.run.faults import FaultTimeline
 from sixnines.orchestrator.run.fleet import Fleet
 from sixnines.orchestrator.run.interrupts import describe, held
 from sixnines.orchestrator.run.manifest import new_manifest
 from sixnines.orchestrator.run.progress import ProgressView
 from sixnines.orchestrator.run.record import RunRecord
 from sixnines.orchestrator.run.resources import RunResources
+from sixnines.orchestrator.run.run_faults import RunFaults
 from sixnines.orchestrator.run.stop_order import StopOrder
 from sixnines.orchestrator.scenario.faults import Fault
 from sixnines.orchestrator.scenario.hosts import Placement
@@ -88,7 +88,7 @@ class Run:
     supervise, wind down (stop, collect, record). Its collaborators: the agents
     (orchestrator.run.agents) and their control channel (channel), their clocks (clocks),
     CPU placement (cpus), stop order (stop_order), the collection of their files
-    (collection) and the manifest (record)."""
+    (collection), its faults on purpose (run_faults) and the manifest (record)."""
 
     def __init__(self, point: RunPoint, run_dir: Path, fleet: Fleet, view: ProgressView,
                  settings: RunSettings) -> None:
@@ -124,8 +124,7 @@ class Run:
         self.sidecar: sidecar.AnalysisSidecar | None = None
         self.analysed: Path | None = None  # its summary.json, when its sidecar wrote it
         self.planned_faults = settings.faults
-        self.faults: FaultTimeline | None = None  # only when the scenario has faults
-        self.monitored_pid: int | None = None  # the broker process its monitor samples
+        self.faults: RunFaults | None = None  # only when the scenario has faults
 
     def execute(self) -> dict:
         """Run and return the manifest as written, its JSON object (`self.manifest` is the
@@ -179,7 +178,8 @@ class Run:
         self._record_durability(self.broker)
         sync_clocks(self.agents)
         self._start_sidecar()
-        self._arm_faults()
+        self.faults = RunFaults.arm(self.planned_faults, self.agents, self.broker,
+                                    self.fleet, self.problems, self.run_dir / FAULTS_LOG)
         self._start()
         self._start_faults()
         self._record()
@@ -197,7 +197,8 @@ class Run:
         """Stop, collect and record whatever happened; the broker is stopped last, and
         also when recording fails (a full disk)."""
         try:
-            self._undo_faults()
+            if self.faults is not None:
+                self.faults.close()
             self.stopping.stop(self.stop_reason or "the run ended")
             self.agents.shut_down()
             self._remove_resources()
@@ -220,7 +221,7 @@ class Run:
             self.resources.leave("the end was hurried by a repeated interrupt")
         else:
             self.resources.remove(self.broker.address, self.broker.credential,
-                                  self.agents.largest_size)
+                                  lambda: self.agents.largest_size)
         self.manifest.resources = record
 
     def _start_sidecar(self) -> None:
@@ -247,40 +248,13 @@ class Run:
         logger.info("%s: agents start in %.1f s", self.point.run_id, START_DELAY_S)
         self.view.started(at, w.warmup_ns + w.duration_ns)
 
-    def _arm_faults(self) -> None:
-        """The faults made ready, when the scenario has faults (none otherwise): a host's
-        link fault that cannot be done fails the run before it starts."""
-        if not self.planned_faults:
-            return
-        agents = {agent.plan.agent_id: agent.process for agent in self.agents.measuring()}
-        self.faults = FaultTimeline(self.planned_faults, self.broker, agents, self.problems)
-        self.faults.arm(self.fleet.launchers, self.run_dir / FAULTS_LOG)
-
     def _start_faults(self) -> None:
         """The faults' own thread, on the measured run's clock."""
         if self.faults is None:
             return
         assert self.manifest.started_at_ns is not None  # set by `_start`
-        measured_start = self.manifest.started_at_ns + self.point.workload.warmup_ns
-        self.monitored_pid = getattr(self.broker.process, "pid", None) if self.broker else None
-        self.manifest.faults = self.faults.records
-        self.faults.start(measured_start)
-
-    def _follow_broker(self) -> None:
-        """Point the broker monitor at a broker started again on purpose (agents.monitor)."""
-        monitor, broker = self.agents.monitor, self.broker
-        pid = getattr(broker.process, "pid", None) if broker is not None else None
-        if monitor is None or pid is None or pid == self.monitored_pid or \
-                (self.faults is not None and self.faults.broker_down):
-            return
-        self.monitored_pid = pid
-        monitor.send(p.Follow(target_pid=pid))
-
-    def _undo_faults(self) -> None:
-        """Whatever a fault still holds undone (a paused process resumed) before the run
-        stops its processes."""
-        if self.faults is not None:
-            self.faults.close()
+        self.manifest.faults = self.faults.start(
+            self.manifest.started_at_ns + self.point.workload.warmup_ns)
 
     def _place_cpus(self) -> None:
         """The CPU placement, when each busy loop gets a CPU of its own (orchestrator.run
@@ -304,9 +278,7 @@ class Run:
                 self.view.progress(agent.plan.agent_id, message.sent, message.received,
                                    message.disk_written, message.disk_free)
             self._check_broker()
-            if self.faults is not None and self.faults.changed.is_set():
-                self.faults.changed.clear()
-                self._follow_broker()
+            if self.faults is not None and self.faults.changed():
                 self._record()
             if not self.stopping.finish_sent and all(a.finished
                                                      for a in self.agents.senders()):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated, Any
@@ -229,6 +229,17 @@ class DriverView:
     keys: str = NONE
 
 
+#: Rates that change during the run (a shape, a search): what a closed loop, which sends
+#: when the reply arrives, says to each, and what of each does not fit the measured time.
+_CHANGING_RATES: tuple[tuple[tuple[type, ...], str,
+                             Callable[[Any, int | None], list[str]]], ...] = (
+    (SHAPES, "'closed' cannot follow a rate shape (a closed loop sends when the reply "
+     "arrives); use fixed or poisson", shape_problems),
+    ((RateSearch,), "'closed' cannot search for a rate (a closed loop sends when the reply "
+     "arrives, at whatever rate that gives)", search_problems),
+)
+
+
 def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
     """Rules spanning several fields, as (YAML field to blame, message). `workload` may be
     unvalidated (`model_construct`), so a missing duration shows as None."""
@@ -245,18 +256,12 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
                        ("keys", "key rides in a ring of one-size frames", workload.keys != NONE),
                        ("backlog", "backlog is counted in messages of one size",
                         workload.backlog is not None)) if given]
-    if isinstance(workload.rate, SHAPES):
-        if workload.schedule is Schedule.CLOSED:
-            found.append(("schedule", "'closed' cannot follow a rate shape (a closed loop "
-                          "sends when the reply arrives); use fixed or poisson"))
-        found += [("rate", problem) for problem in shape_problems(workload.rate,
-                                                                  workload.duration_ns)]
-    if isinstance(workload.rate, RateSearch):
-        if workload.schedule is Schedule.CLOSED:
-            found.append(("schedule", "'closed' cannot search for a rate (a closed loop sends "
-                          "when the reply arrives, at whatever rate that gives)"))
-        found += [("rate", problem) for problem in search_problems(workload.rate,
-                                                                   workload.duration_ns)]
+    for kinds, closed_problem, timing_problems in _CHANGING_RATES:
+        if isinstance(workload.rate, kinds):
+            if workload.schedule is Schedule.CLOSED:
+                found.append(("schedule", closed_problem))
+            found += [("rate", problem)
+                      for problem in timing_problems(workload.rate, workload.duration_ns)]
     found += [("backlog", problem) for problem in backlog_problems(workload)]
     if workload.keys != NONE:
         found += _key_problems(workload)
