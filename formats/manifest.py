@@ -42,6 +42,7 @@ from typing_extensions import TypedDict
 from sixnines.formats.backlog import BacklogPlan
 from sixnines.formats.document import Document
 from sixnines.formats.durability import Durability
+from sixnines.formats.keys import MAX_KEYS, MAX_PERIOD, KeySpace
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
@@ -355,8 +356,23 @@ class KeyDraws(Open):
     """The key space: count=N (uniform) or count=N,zipf=S."""
     seed: int
     """The seed the keys were drawn from (the run's)."""
-    period: int
+    period: Annotated[int, Field(ge=1, le=MAX_PERIOD)]
     """Keys each sending connection drew and cycles through."""
+
+    @field_validator("space")
+    @classmethod
+    def _space(cls, text: str) -> str:
+        """A key space the analysis can draw again: N keys (1 to MAX_KEYS; the analysis
+        holds N probabilities) and a finite exponent."""
+        try:
+            space = KeySpace.of(text)
+        except (ValueError, KeyError):
+            space = None
+        if space is None or not 1 <= space.count <= MAX_KEYS or \
+                (space.zipf is not None and not math.isfinite(space.zipf)):
+            raise ValueError(f"{shown(text)} is not a key space: count=N (1 to {MAX_KEYS}), "
+                             "with ,zipf=S or not")
+        return text
 
 
 class Workload(Open):

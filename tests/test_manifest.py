@@ -49,6 +49,28 @@ def test_a_manifest_that_breaks_the_model_is_one_line_refusal(tmp_path):
         "should be a valid integer, unable to parse string as an integer): edited or damaged"]
 
 
+@pytest.mark.parametrize(("key_draws", "said"), [
+    ({"space": "count=10", "seed": 1, "period": 1 << 40},
+     "`workload.key_draws.period`: Input should be less than or equal to 4096"),
+    ({"space": "count=99999999999", "seed": 1, "period": 16},
+     "`workload.key_draws.space`: 'count=99999999999' is not a key space"),
+    ({"space": "count=10,zipf=nan", "seed": 1, "period": 16},
+     "`workload.key_draws.space`: 'count=10,zipf=nan' is not a key space"),
+    ({"space": "lots", "seed": 1, "period": 16},
+     "`workload.key_draws.space`: 'lots' is not a key space"),
+])
+def test_key_draws_the_analysis_would_allocate_without_bound_are_refused(tmp_path, key_draws,
+                                                                         said):
+    """The analysis draws every sender's `period` keys over `count` probabilities again:
+    a hostile manifest must not make it allocate terabytes or fail with a traceback."""
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"run_id": "01", "status": "ok", "agents": [], "workload": {"key_draws": key_draws}}))
+    with pytest.raises(Damaged) as caught:
+        read_manifest(tmp_path)
+    [line] = caught.value.problems
+    assert said in line and "\n" not in line, line
+
+
 def test_a_manifest_as_the_controller_first_writes_it_validates():
     point = expand(parse_scenario(SCENARIO))[0]
     written = new_manifest(point, "s").model_copy(update=dict(
