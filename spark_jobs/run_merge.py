@@ -306,8 +306,9 @@ def merge_first(found: list[FirstPass]) -> Merged:
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
                   _sum_rates([r.receive_rate for r in found]), pairs, metrics, per_agent,
-                  _extents(found), sent, extra, _steps(found),
-                  merged_backlog([result.backlog for result in found]), _by_key(found))
+                  _extents(found), sent, extra, steps=_steps(found),
+                  backlog=merged_backlog([result.backlog for result in found]),
+                  by_key=_by_key(found))
 
 
 def _by_key(found: list[FirstPass]) -> dict[str, MetricCounts] | None:
@@ -532,9 +533,9 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
     return RunFigures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
-                      _steadiness(run, first, merged.pairs), merged.steps,
-                      _intervals(run, first, merged.extra, second), merged.backlog,
-                      merged.by_key)
+                      _steadiness(run, first, merged.pairs), steps=merged.steps,
+                      intervals=_intervals(run, first, merged.extra, second),
+                      backlog=merged.backlog, by_key=merged.by_key)
 
 
 def _intervals(run: AnalysedRun, first: list[FirstPass], extra: Messages | None,
