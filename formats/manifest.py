@@ -401,6 +401,11 @@ class Workload(Open):
     schema_version 9)."""
 
 
+#: Most faults in one scenario, and in a manifest: each is a thread wake-up and a record
+#: while the run goes, and the analysis looks at every other fault for each.
+MAX_FAULTS = 100
+
+
 #: What `driver_options` says for an option named for each run (`Resources.named` gives
 #: the name): the same in every run of a system, so their setups read alike.
 PER_RUN = "(per run)"
@@ -562,7 +567,7 @@ class Manifest(Open):
     """The start instant on the controller's clock."""
     broker_exit: int | None = None
     """The broker's exit code when it exited during the run."""
-    faults: list[FaultRecord] | None = None
+    faults: Annotated[list[FaultRecord], Field(max_length=MAX_FAULTS)] | None = None
     """The faults on purpose, one per scenario entry in order, written as the run does
     them; None: the scenario has none (since schema_version 9)."""
     ended_at: float | None = None

@@ -71,6 +71,19 @@ def test_key_draws_the_analysis_would_allocate_without_bound_are_refused(tmp_pat
     assert said in line and "\n" not in line, line
 
 
+def test_more_faults_than_a_scenario_may_hold_are_refused(tmp_path):
+    """The analysis compares every fault with every other: a manifest of 4 MB of faults
+    would keep it busy for hours."""
+    fault = {"index": 0, "action": "pause", "target": "broker", "at_ns": 0}
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"run_id": "01", "status": "ok", "agents": [],
+         "faults": [fault] * (manifest.MAX_FAULTS + 1)}))
+    with pytest.raises(Damaged) as caught:
+        read_manifest(tmp_path)
+    [line] = caught.value.problems
+    assert f"`faults`: List should have at most {manifest.MAX_FAULTS} items" in line, line
+
+
 def test_a_manifest_as_the_controller_first_writes_it_validates():
     point = expand(parse_scenario(SCENARIO))[0]
     written = new_manifest(point, "s").model_copy(update=dict(
