@@ -93,3 +93,20 @@ def test_a_manifest_as_the_controller_first_writes_it_validates():
     assert violations(json.loads(written.text()), MANIFEST) == []
     bare = json.loads(Manifest(run_id="01", agents=[{"id": "p"}]).text())
     assert "(top): 'sixnines' is a required property" in violations(bare, MANIFEST)
+
+
+@pytest.mark.parametrize(("steps", "said"), [
+    (list(range(1001)), "`workload.shape.steps`: List should have at most 1000 items"),
+    ([0, 0], "`workload.shape`: Value error, steps must name their segments in order"),
+])
+def test_steps_the_analysis_would_take_without_bound_are_refused(tmp_path, steps, said):
+    """Each step's figures are taken from every batch of records: a manifest repeating
+    its steps a million times would keep the analysis busy for hours."""
+    segments = [{"start_ns": i, "end_ns": i + 1, "rate": 1.0, "to": 1.0} for i in range(1001)]
+    shape = {"kind": "steps", "label": "x", "segments": segments, "steps": steps}
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"run_id": "01", "status": "ok", "agents": [], "workload": {"shape": shape}}))
+    with pytest.raises(Damaged) as caught:
+        read_manifest(tmp_path)
+    [line] = caught.value.problems
+    assert said.replace("Value error, ", "") in line, line
