@@ -42,6 +42,7 @@ from typing_extensions import TypedDict
 from sixnines.formats.backlog import BacklogPlan
 from sixnines.formats.document import Document
 from sixnines.formats.durability import Durability
+from sixnines.formats.keys import MAX_KEYS, MAX_PERIOD, KeySpace
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
@@ -355,8 +356,23 @@ class KeyDraws(Open):
     """The key space: count=N (uniform) or count=N,zipf=S."""
     seed: int
     """The seed the keys were drawn from (the run's)."""
-    period: int
+    period: Annotated[int, Field(ge=1, le=MAX_PERIOD)]
     """Keys each sending connection drew and cycles through."""
+
+    @field_validator("space")
+    @classmethod
+    def _space(cls, text: str) -> str:
+        """A key space the analysis can draw again: N keys (1 to MAX_KEYS; the analysis
+        holds N probabilities) and a finite exponent."""
+        try:
+            space = KeySpace.of(text)
+        except (ValueError, KeyError):
+            space = None
+        if space is None or not 1 <= space.count <= MAX_KEYS or \
+                (space.zipf is not None and not math.isfinite(space.zipf)):
+            raise ValueError(f"{shown(text)} is not a key space: count=N (1 to {MAX_KEYS}), "
+                             "with ,zipf=S or not")
+        return text
 
 
 class Workload(Open):
@@ -383,6 +399,11 @@ class Workload(Open):
     key_draws: KeyDraws | None = None
     """How the message keys were drawn (absent: messages carried none; since
     schema_version 9)."""
+
+
+#: Most faults in one scenario, and in a manifest: each is a thread wake-up and a record
+#: while the run goes, and the analysis looks at every other fault for each.
+MAX_FAULTS = 100
 
 
 #: What `driver_options` says for an option named for each run (`Resources.named` gives
@@ -546,7 +567,7 @@ class Manifest(Open):
     """The start instant on the controller's clock."""
     broker_exit: int | None = None
     """The broker's exit code when it exited during the run."""
-    faults: list[FaultRecord] | None = None
+    faults: Annotated[list[FaultRecord], Field(max_length=MAX_FAULTS)] | None = None
     """The faults on purpose, one per scenario entry in order, written as the run does
     them; None: the scenario has none (since schema_version 9)."""
     ended_at: float | None = None

@@ -23,6 +23,9 @@ NS = 1_000_000_000
 
 ShapeKind = Literal["steps", "ramp", "bursts", "trace"]
 PositiveRate = Annotated[float, Field(gt=0)]
+#: Most steps in a shape: the analysis takes each step's figures from every batch of
+#: records, so a manifest's steps bound its work.
+MAX_STEPS = 1000
 
 
 class Segment(Document):
@@ -54,7 +57,7 @@ class RateShape(Document):
     """The shape in a few words ("steps 500 → 2k msg/s")."""
     segments: Annotated[list[Segment], Field(min_length=1)]
     """Back to back from 0, the first covering the warm-up (when there is one)."""
-    steps: list[int] = Field(default_factory=list)
+    steps: list[int] = Field(default_factory=list, max_length=MAX_STEPS)
     """With kind steps: the indexes in `segments` of the scenario's steps, in order (the
     figures per step are taken over these, within the measured time)."""
     source: str | None = None
@@ -67,6 +70,8 @@ class RateShape(Document):
             raise ValueError("segments must follow each other from 0 without gaps")
         if any(not 0 <= i < len(self.segments) for i in self.steps):
             raise ValueError("a step names no segment")
+        if any(later <= i for i, later in zip(self.steps, self.steps[1:], strict=False)):
+            raise ValueError("steps must name their segments in order, each once")
         return self
 
     @property

@@ -240,8 +240,8 @@ class FirstFold:
             one("logged", {}) if self.logged_until is not None else None,
             one("extents", []), one("sent", {}), one("by_dead", {}), merged_seen(parts["seen"]),
             log, agent.started_ns, last[2] if (last := one("last_recv", None)) else None,
-            one("steps", None), one("intervals", None), one("backlog", None),
-            one("by_key", None))
+            steps=one("steps", None), intervals=one("intervals", None),
+            backlog=one("backlog", None), by_key=one("by_key", None))
 
 
 def hot_and_others(rows: Rows, load: Load, draws: KeyDraws, hottest: int

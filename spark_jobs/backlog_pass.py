@@ -4,10 +4,12 @@ run's figures from the merged parts.
 
 Times are taken from each message's producer's start instant, receipts on the sender's
 clock, as steps_pass takes them. A part counts sends and receipts per millisecond from the
-start to the end of the drain's bound: what a consumer still has to receive at any
-millisecond is the sends so far less its receipts so far, so the backlog built (the sends
-before the release, none of them received) and the instant it is gone come out exact to
-the millisecond, whatever the agents' own progress reports said. The latency of the
+start to the end of the drain's bound (per tick: a ms, doubled while more than MAX_TICKS
+would be needed, so a long bound, or a manifest's hostile one, keeps the counts small):
+what a consumer still has to receive at any tick is the sends so far less its receipts so
+far, so the backlog built (the sends before the release, none of them received) and the
+instant it is gone come out exact to the tick, whatever the agents' own progress reports
+said. The latency of the
 backlog's messages (intended before the release) is kept apart from the live ones'
 (intended once it was gone): those are kept per window of the watched stretch, as the
 instant the backlog was gone is known only once every part is merged.
@@ -29,6 +31,9 @@ from sixnines.spark_jobs.steps_pass import start_instants
 from sixnines.spark_jobs.summarize import MetricCounts, metric_summary
 
 MS = 1_000_000
+#: The most ticks a part counts over (8 MiB per count): a bound of over ~17 minutes is
+#: counted in ticks of 2, 4, … ms.
+MAX_TICKS = 1 << 20
 #: Windows of the watched stretch (release to bound) whose live latency is kept apart:
 #: the live messages are those of the windows that begin once the backlog is gone.
 LIVE_WINDOWS = 50
@@ -36,7 +41,7 @@ LIVE_WINDOWS = 50
 
 @dataclass
 class BacklogPart:
-    """Some records' part of a backlog: sends and receipts per ms from the start instant
+    """Some records' part of a backlog: sends and receipts per tick from the start instant
     (to the end of the bound), the sends before the release (and their bytes), the
     latency of the backlog's messages and, per window of the watched stretch, of the
     messages intended in it."""
@@ -54,10 +59,19 @@ def _window_edges(plan: BacklogPlan) -> np.ndarray:
                        LIVE_WINDOWS + 1).astype(np.int64)
 
 
-def _per_ms(times: np.ndarray, length: int) -> np.ndarray:
-    """How many of `times` (ns from the start) fall in each ms up to `length` ms."""
-    kept = times[(times >= 0) & (times < length * MS)]
-    return np.bincount(kept // MS, minlength=length).astype(np.int64)
+def tick_ns(plan: BacklogPlan) -> int:
+    """The width the plan's sends and receipts are counted in: a ms, doubled until
+    MAX_TICKS cover the start to the end of the bound."""
+    tick = MS
+    while -(-(plan.release_ns + plan.drain_within_ns) // tick) > MAX_TICKS:
+        tick *= 2
+    return tick
+
+
+def _per_tick(times: np.ndarray, tick: int, length: int) -> np.ndarray:
+    """How many of `times` (ns from the start) fall in each tick up to `length` ticks."""
+    kept = times[(times >= 0) & (times < length * tick)]
+    return np.bincount(kept // tick, minlength=length).astype(np.int64)
 
 
 def _latency(rows: Rows, run: RunContext, mask: np.ndarray) -> Buckets | None:
@@ -69,7 +83,8 @@ def backlog_part(rows: Rows, run: RunContext) -> BacklogPart | None:
     plan = run.backlog
     if plan is None:
         return None
-    length = -(-(plan.release_ns + plan.drain_within_ns) // MS)
+    tick = tick_ns(plan)
+    length = -(-(plan.release_ns + plan.drain_within_ns) // tick)
     start, known = start_instants(rows, run)
     intended, sent = rows.intended - start, rows.sent - start
     senders = rows.sender & known
@@ -79,7 +94,7 @@ def backlog_part(rows: Rows, run: RunContext) -> BacklogPart | None:
     measured = rows.measured & known
     edges = _window_edges(plan)
     return BacklogPart(
-        _per_ms(sent[senders], length), _per_ms(received, length),
+        _per_tick(sent[senders], tick, length), _per_tick(received, tick, length),
         int(np.count_nonzero(before)), int(rows.size[before].sum(dtype=np.int64)),
         _latency(rows, run, measured & (intended < plan.release_ns)),
         [_latency(rows, run, measured & (intended >= low) & (intended < high))
@@ -112,12 +127,14 @@ def backlog_figures(plan: BacklogPlan, part: BacklogPart, consumers: int,
                     warmup_ns: int) -> BacklogFigures:
     """The run's figures from its merged part; every consumer receives every message."""
     copies = max(consumers, 1)
-    owed = np.cumsum(part.sent) - np.cumsum(part.received) / copies  # at each ms's end
-    first = plan.release_ns // MS
+    tick = tick_ns(plan)
+    owed = np.cumsum(part.sent) - np.cumsum(part.received) / copies  # at each tick's end
+    first = plan.release_ns // tick
     threshold = max(1.0, DRAINED_SHARE * part.built)
     gone = np.flatnonzero(owed[first:] <= threshold)
-    end_ns = (first + gone[0] + 1) * MS if len(gone) else plan.release_ns + plan.drain_within_ns
-    watched = slice(first, -(-end_ns // MS))
+    end_ns = (first + gone[0] + 1) * tick if len(gone) else \
+        plan.release_ns + plan.drain_within_ns
+    watched = slice(first, -(-end_ns // tick))
     span_s = (end_ns - plan.release_ns) / 1e9
     drain_rate = float(part.received[watched].sum()) / copies / span_s
     send_rate = float(part.sent[watched].sum()) / span_s

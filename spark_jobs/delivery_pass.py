@@ -316,9 +316,9 @@ class Matching:
                     counted.append(("acknowledged_delivered", fresh & acknowledged_rows(
                         np.full(len(known), producer), known, self.acknowledged)))
                 for name, chosen in counted:
-                    counted = where[chosen]
-                    counted = counted[counted >= 0]
-                    self.at[name] += np.bincount(counted, minlength=len(self.at[name]))
+                    placed = where[chosen]
+                    self.at[name] += np.bincount(placed[placed >= 0],
+                                                 minlength=len(self.at[name]))
         if final:
             self.found.unexpected += int(np.count_nonzero(~inside))
         elif not inside.all():

@@ -158,13 +158,20 @@ def first_counts(rows: Rows, run: RunContext, requester: bool, reordered: np.nda
     return counts
 
 
+def counted_at(grid: Grid, warmup_ends: dict[int, int] | None, producer: np.ndarray,
+               times: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """Per interval of `times` (each on its producer's clock), how many fall in it (or the
+    sum of their `weights`)."""
+    start, placed = per_producer(producer, warmup_ends or {})
+    where = grid.index(times - start)
+    keep = placed & (where >= 0)
+    return np.bincount(where[keep], weights=None if weights is None else weights[keep],
+                       minlength=grid.bins).astype(np.int64)
+
+
 def late_at(run: RunContext, producer: np.ndarray, intended: np.ndarray,
             missing: np.ndarray) -> np.ndarray:
     """Per interval of their intended times, the deliveries a watched receiver misses
     that may have come after its records end (delivery_pass.missed: unknown, not lost)."""
     assert run.grid is not None
-    start, placed = per_producer(producer, run.warmup_ends or {})
-    where = run.grid.index(intended - start)
-    keep = placed & (where >= 0)
-    return np.bincount(where[keep], weights=missing[keep], minlength=run.grid.bins
-                       ).astype(np.int64)
+    return counted_at(run.grid, run.warmup_ends, producer, intended, missing)

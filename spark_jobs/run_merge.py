@@ -306,8 +306,9 @@ def merge_first(found: list[FirstPass]) -> Merged:
     pairs = clock_pairs([result.pairs for result in found if result.pairs is not None])
     return Merged(tally, _sum_rates([r.send_rate for r in found]),
                   _sum_rates([r.receive_rate for r in found]), pairs, metrics, per_agent,
-                  _extents(found), sent, extra, _steps(found),
-                  merged_backlog([result.backlog for result in found]), _by_key(found))
+                  _extents(found), sent, extra, steps=_steps(found),
+                  backlog=merged_backlog([result.backlog for result in found]),
+                  by_key=_by_key(found))
 
 
 def _by_key(found: list[FirstPass]) -> dict[str, MetricCounts] | None:
@@ -532,20 +533,37 @@ def assembled(run: AnalysedRun, first: list[FirstPass], merged: Merged, found_ax
     return RunFigures(counts, rate, merged.pairs, metrics, merged.per_agent | _logged(first),
                       _per_message(run, found_axes, second), *_logs(first),
                       list(drained_out(run, first).values()),
-                      _steadiness(run, first, merged.pairs), merged.steps,
-                      _intervals(first, second), merged.backlog,
-                      merged.by_key)
+                      _steadiness(run, first, merged.pairs), steps=merged.steps,
+                      intervals=_intervals(run, first, merged.extra, second),
+                      backlog=merged.backlog, by_key=merged.by_key)
 
 
-def _intervals(first: list[FirstPass], second: list[SecondPass]
-               ) -> intervals.IntervalCounts | None:
-    """The run's counts per interval: its agents' first passes', with the matching's."""
+def _intervals(run: AnalysedRun, first: list[FirstPass], extra: Messages | None,
+               second: list[SecondPass]) -> intervals.IntervalCounts | None:
+    """The run's counts per interval: its agents' first passes', with the matching's, and
+    the sends only receivers recorded (a dead sender's, which the run's tally counts too:
+    spark_jobs.delivery), by their send time, all that is known of when they were due."""
     found = intervals.merged([result.intervals for result in first])
-    if found is not None:
-        for result in second:
-            for name, values in (result.matched_at or {}).items():
-                found.counts[name] += values
+    if found is None:
+        return None
+    for result in second:
+        for name, values in (result.matched_at or {}).items():
+            found.counts[name] += values
+    grid = fault_grid(run.manifest)
+    if extra is not None and grid is not None:
+        producer, _, sent = extra
+        ends = warmup_ends(run.manifest)
+        request = np.isin(producer, _requester_ids(run.manifest))
+        found.counts["sent"] += intervals.counted_at(grid, ends, producer, sent)
+        found.counts["requests"] += intervals.counted_at(grid, ends, producer[request],
+                                                         sent[request])
     return found
+
+
+def _requester_ids(manifest: Manifest) -> list[int]:
+    """The producer ids of requesters' connections (their sends are requests)."""
+    return [producer_id for producer_id, index in producer_agents(manifest).items()
+            if manifest.agents[index].role == Role.REQUESTER]
 
 
 def _steadiness(run: AnalysedRun, found: list[FirstPass], pairs: ClockPairs) -> Steadiness | None:

@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from sixnines.formats.backlog import BacklogPlan
-from sixnines.spark_jobs.backlog_pass import LIVE_WINDOWS, BacklogPart, backlog_figures
+from sixnines.spark_jobs.backlog_pass import (
+    LIVE_WINDOWS,
+    MAX_TICKS,
+    MS,
+    BacklogPart,
+    backlog_figures,
+    tick_ns,
+)
 
 PLAN = BacklogPlan(build="1000 messages", release_ns=1_000_000_000,
                    drain_within_ns=1_000_000_000)
@@ -53,3 +60,33 @@ def test_every_consumer_must_drain_its_copy():
     """Two consumers, each receiving every message: their receipts count once each."""
     figures = backlog_figures(PLAN, part(1, 22), consumers=2, warmup_ns=0)
     assert figures.drained and figures.drain_rate == pytest.approx(11_000)
+
+
+@pytest.mark.parametrize(("release_ns", "within_ns"), [
+    (1_000_000_000, 1_000_000_000), (3_600_000_000_000, 7 * 86_400_000_000_000),
+    (1 << 62, 1 << 62)])
+def test_the_counts_stay_bounded_however_long_the_plan(release_ns, within_ns):
+    """A ms while that fits MAX_TICKS; a long bound (or a manifest's hostile one) counts in
+    wider ticks, never more than MAX_TICKS of them."""
+    plan = BacklogPlan(build="1 messages", release_ns=release_ns, drain_within_ns=within_ns)
+    tick = tick_ns(plan)
+    assert -(-(release_ns + within_ns) // tick) <= MAX_TICKS
+    assert tick == MS or -(-(release_ns + within_ns) // (tick // 2)) > MAX_TICKS
+
+
+def test_a_drain_counted_in_wider_ticks_is_found_in_them():
+    """A 20-minute bound is counted in 2 ms ticks: the drain's end falls on one."""
+    plan = BacklogPlan(build="1000 messages", release_ns=1_000_000_000,
+                       drain_within_ns=1_200_000_000_000)
+    tick = tick_ns(plan)
+    assert tick == 2 * MS
+    length = -(-(plan.release_ns + plan.drain_within_ns) // tick)
+    first = plan.release_ns // tick
+    sent = np.zeros(length, np.int64)
+    sent[:first] = 2  # 1000 before the release, none after
+    received = np.zeros(length, np.int64)
+    received[first:first + 100] = 10  # all of it in the 100 ticks after the release
+    figures = backlog_figures(plan, BacklogPart(sent, received, 1000, 64_000, None,
+                                                [None] * LIVE_WINDOWS),
+                              consumers=1, warmup_ns=0)
+    assert figures.drained and figures.drained_in_s == pytest.approx(0.198)

@@ -50,3 +50,14 @@ def test_a_run_without_a_shape_has_no_such_plot():
     assert against_shape(run(None), "run-01") is None
     assert not [f for f in figures(run(None), "run-01") if f.slug.endswith("-shape")]
     assert figures(run(SHAPE), "run-01")[0].slug == "run-01-shape"
+
+
+def test_a_shape_that_is_no_shape_draws_no_plot_and_allocates_nothing():
+    """summary.json is untrusted: a segment running 30 years before a last one of 1 ns
+    would ask for ~10^20 points of the line; unordered or unfinished segments are no
+    shape either."""
+    far = {**SHAPE, "segments": [{"start_ns": 0, "end_ns": 10**18, "rate": 1.0, "to": 1.0},
+                                 {"start_ns": 0, "end_ns": 1, "rate": 1.0, "to": 1.0}]}
+    missing = {**SHAPE, "segments": [{"start_ns": 0, "end_ns": S}]}
+    for shape in (far, missing, {"segments": "many"}, ["no"]):
+        assert against_shape(run(shape), "run-01") is None  # type: ignore[arg-type]

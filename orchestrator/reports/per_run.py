@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from pydantic import ValidationError
 
+from sixnines.formats.shape import RateShape
 from sixnines.formats.summary import FaultFigures
 from sixnines.formats.vocabulary import Load, Metric
 from sixnines.orchestrator.reports.inputs import RunInputs
@@ -189,26 +191,25 @@ INTENDED = "#222222"
 INTENDED_POINTS = 400
 
 
-def _intended(shape: object) -> tuple[list[float], list[float]] | None:
-    """A shape's intended rate (params.shape, formats.shape.RateShape as JSON) as a line:
-    seconds since the start instant, msg/s, each segment from its start to its end."""
-    segments = shape.get("segments") if isinstance(shape, dict) else None
+def _intended(given: object) -> tuple[RateShape, list[float], list[float]] | None:
+    """A shape (params.shape, as summary.json holds it: checked as a RateShape, so its
+    segments follow each other from 0 and the line has at most INTENDED_POINTS points
+    more than segments) and its intended rate as a line: seconds since the start instant,
+    msg/s, each segment from its start to its end."""
     try:
-        spans = [(s["start_ns"] / 1e9, s["end_ns"] / 1e9, float(s["rate"]), float(s["to"]))
-                 for s in segments]  # type: ignore[union-attr]
-    except (KeyError, TypeError, ValueError):
+        shape = RateShape.model_validate(given)
+    except ValidationError:
         return None
-    if not spans or spans[-1][1] <= 0:
-        return None
+    spans = [(s.start_ns / 1e9, s.end_ns / 1e9, s.rate, s.to) for s in shape.segments]
     step = spans[-1][1] / INTENDED_POINTS
     xs: list[float] = []
     ys: list[float] = []
     for start, end, rate, to in spans:
-        points = max(1, math.ceil((end - start) / step))
+        points = math.ceil((end - start) / step)
         shares = np.linspace(0.0, 1.0, points + 1)
         xs += (start + shares * (end - start)).tolist()
         ys += (rate + shares * (to - rate)).tolist()
-    return xs, ys
+    return shape, xs, ys
 
 
 def against_shape(run: RunInputs, slug: str) -> Figure | None:
@@ -218,7 +219,8 @@ def against_shape(run: RunInputs, slug: str) -> Figure | None:
     series = run.series or {}
     if intended is None:
         return None
-    lines = [Line("intended rate", intended[0], intended[1], INTENDED)]
+    shape, xs, ys = intended
+    lines = [Line("intended rate", xs, ys, INTENDED)]
     for key, name, shade in (("sender_throughput", "sent", SENDER),
                              ("receiver_throughput", "received", RECEIVER)):
         found = _numbers(series.get(key), "t_s", "msg_s")
@@ -227,7 +229,7 @@ def against_shape(run: RunInputs, slug: str) -> Figure | None:
     latency = _numbers(series.get(Metric.LATENCY), "t_s", "mean_us")
     if latency is not None and latency[0]:
         lines.append(Line("latency mean (µs)", latency[0], latency[1], MEAN, right=True))
-    return Figure(f"{slug}-shape", f"{run.run_id}: {run.summary.params['shape'].get('label')}",
+    return Figure(f"{slug}-shape", f"{run.run_id}: {shape.label}",
                   Axis("time since the start (s; the measured time follows the warm-up)"),
                   Axis("messages/s"), lines=tuple(lines), y2=Axis("latency (µs)", "log"),
                   caption="The rate the shape intends against the rates sent and received "

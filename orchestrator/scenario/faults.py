@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from sixnines.formats.manifest import MAX_FAULTS
 from sixnines.formats.vocabulary import Mode
 from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.fields import MAX_RUN_TIME_NS, Name
@@ -32,8 +33,6 @@ from sixnines.orchestrator.scenario.hosts import LOCAL, LinkDelay, LinkLoss, Lin
 BROKER = "broker"
 #: An agent as the plan names it (orchestrator.plan.agents): role and number.
 AGENT_ID = re.compile(r"(producer|consumer|requester|responder)-(\d{1,4})")
-#: Most faults in one scenario: each is a thread wake-up and a manifest record.
-MAX_FAULTS = 100
 
 
 class FaultAction(StrEnum):

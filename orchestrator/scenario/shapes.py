@@ -36,7 +36,7 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from sixnines.formats.shape import RateShape, Segment
+from sixnines.formats.shape import MAX_STEPS, RateShape, Segment
 from sixnines.orchestrator.scenario import units
 from sixnines.orchestrator.scenario.fields import NumericRate, RunTime, check_text
 from sixnines.orchestrator.scenario.problems import shown
@@ -76,7 +76,7 @@ class RateStep(_Shape):
 class Steps(_Shape):
     """Rates one after the other, each for its `for`."""
 
-    steps: Annotated[tuple[RateStep, ...], Field(min_length=1)]
+    steps: Annotated[tuple[RateStep, ...], Field(min_length=1, max_length=MAX_STEPS)]
     """The steps in order, e.g. [{rate: 10k, for: 30s}, {rate: 50k}]."""
 
 

@@ -119,6 +119,20 @@ def test_a_consumer_killed_leaves_the_run_partial_with_its_data(tmp_path):
     assert summary["lost"] == 0 and summary["unknown"] > 0  # the dead consumer's: unknown
 
 
+def test_a_producer_killed_has_its_window_accounted_once(tmp_path):
+    """What the consumer got of the killed producer's last messages, which its closed
+    chunks do not hold, counts as sent in the run (spark_jobs.delivery) and in the fault's
+    window alike: no window delivers more than was sent."""
+    path = scenario(tmp_path, "  - {at: 1s, action: kill, target: producer-0}")
+    code, manifest, summary = ran(tmp_path, path)
+    assert code == 1 and manifest["status"] == "partial"
+    assert summary["delivered"] + summary["lost"] + summary["unknown"] == summary["sent"] > 0
+    [figures] = summary["faults"]
+    window = figures["delivery"]
+    assert window["lost"] >= 0 and window["unknown"] >= 0, window
+    assert window["delivered"] + window["lost"] + window["unknown"] == window["sent"] > 0
+
+
 def paused(tmp_path: Path, controller: Sixnines) -> Path:
     """The run directory, once its first fault (a pause) has taken effect."""
     deadline = time.monotonic() + 90
