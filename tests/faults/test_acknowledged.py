@@ -8,26 +8,20 @@ says "the broker acknowledged N messages it never delivered"."""
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.faults.support import sixnines
+from tests.integration.support import missing
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
-def _missing(*programs: str) -> bool:
-    return all(shutil.which(program, path=f"{Path(sys.executable).parent}:") is None
-               and shutil.which(program) is None for program in programs)
-
-
-NO_NATS = pytest.mark.skipif(_missing("nats-server"), reason="nats-server not installed "
+NO_NATS = pytest.mark.skipif(missing("nats-server"), reason="nats-server not installed "
                              "(deploy/setup.sh --test installs it)")
 NO_RABBITMQ = pytest.mark.skipif(
-    _missing("rabbitmqctl", "/usr/lib/rabbitmq/bin/rabbitmq-server"),
+    missing("rabbitmqctl", "/usr/lib/rabbitmq/bin/rabbitmq-server"),
     reason="rabbitmq-server not installed (deploy/setup.sh --test installs it)")
 KILL = "  - {at: 1s, action: kill, target: broker, restart_after: 0.5s, data: keep}"
 

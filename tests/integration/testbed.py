@@ -62,11 +62,22 @@ class Testbed:
                               check=check)
 
 
+def bed_marks(*tools: str) -> list[pytest.MarkDecorator]:
+    """Skip marks for a test of the test bed: it needs root, and `tools` (sshd and what the
+    test drives: ip, tc, nft, ...) in the system's sbin."""
+    return [
+        pytest.mark.skipif(os.geteuid() != 0, reason="the test bed needs root"),
+        pytest.mark.skipif(any(shutil.which(tool, path="/usr/sbin:/sbin:/usr/bin") is None
+                               for tool in tools),
+                           reason=f"needs {', '.join(tools)} (deploy/setup.sh --test)"),
+    ]
+
+
 def needs_bed(test):
     """Skip `test` where the test bed cannot come up: it needs root and openssh-server."""
-    test = pytest.mark.skipif(os.geteuid() != 0, reason="the test bed needs root")(test)
-    return pytest.mark.skipif(shutil.which("sshd", path="/usr/sbin:/sbin:/usr/bin") is None,
-                              reason="needs openssh-server (deploy/setup.sh --test)")(test)
+    for mark in bed_marks("sshd"):
+        test = mark(test)
+    return test
 
 
 def testbed_script(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
