@@ -41,6 +41,9 @@ class RunRecord:
         self.run_dir = run_dir
         self.manifest = manifest
         self.problems: list[str] = manifest.problems
+        #: the sizes record and the sending connections it was drawn for: the manifest is
+        #: rewritten at every change, the rings are drawn once
+        self._drawn: tuple[tuple[int, ...], SizesRecord | None] = ((), None)
 
     def write(self, agents: Agents, cpus: CpuPlacement, final: bool = False) -> None:
         """Write the manifest as things stand: agents not yet finished are `running` (or,
@@ -73,14 +76,18 @@ class RunRecord:
         connections = [entry.first_id + c for entry in self.manifest.agents
                        if entry.first_id is not None and entry.role in SENDERS
                        for c in range(entry.connections or 1)]
+        if tuple(connections) == self._drawn[0]:
+            return self._drawn[1]
         sizes = agents.sizes if connections else None
         if sizes is None:
             return None
         drawn_sizes = DrawnSizes(sizes, agents.run_seed)
         drawn = np.concatenate([drawn_sizes.ring(connection) for connection in connections])
-        return SizesRecord(distribution=sizes.to_message(), histogram=histogram(drawn),
-                           drawn=len(drawn), mean=float(drawn.mean()),
-                           smallest=int(drawn.min()), largest=int(drawn.max()))
+        record = SizesRecord(distribution=sizes.to_message(), histogram=histogram(drawn),
+                             drawn=len(drawn), mean=float(drawn.mean()),
+                             smallest=int(drawn.min()), largest=int(drawn.max()))
+        self._drawn = (tuple(connections), record)
+        return record
 
     def conclude(self, agents: Agents, cpus: CpuPlacement) -> None:
         """The agents' troubles gathered, the run's status decided and its end stamped."""
