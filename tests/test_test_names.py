@@ -22,6 +22,9 @@ ELSEWHERE = {
     "agents/__main__.py": "an entry point (`python -m sixnines.agents`): every run starts it",
     "sixnines/__main__.py": "an entry point (`python -m sixnines`): tests/test_cli.py",
     "testing/__main__.py": "an entry point: tests/conformance/test_third_party.py runs it",
+    "orchestrator/run/run_faults.py": "a run's faults, only inside a run: "
+                                      "tests/faults/test_faults_on_purpose.py, "
+                                      "tests/integration/test_link_faults.py",
     "agents/roles.py": "the roles' loops, only in a running agent: tests/test_streams.py",
     "agents/recording.py": "the recorder beside the loops: tests/test_streams.py, "
                            "tests/test_disk.py, tests/faults/test_dead_agents.py",

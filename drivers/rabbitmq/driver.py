@@ -283,6 +283,7 @@ class RabbitmqDriver(Driver):
         super().__init__(address, options, credential)
         self._host, self._port = split_address(address, self.name)
         self._label = f"rabbitmq at {address}"
+        self._emptied: set[str] = set()  # named queues this driver has declared afresh
 
     @property
     def _requests(self) -> str:
@@ -416,14 +417,18 @@ class RabbitmqDriver(Driver):
 
     def _consumer(self, channel, queue: str = "") -> str:
         """The queue a consumer reads, with its prefetch: a named queue is deleted and
-        declared afresh (nothing stale from an earlier run is counted, and a sweep of
-        `persistent` may change its durability); "" declares an exclusive server-named one.
+        declared afresh the first time (nothing stale from an earlier run is counted, and
+        a sweep of `persistent` may change its durability), and only declared when the
+        consumer connects again (what the queue kept through a broker restart is this
+        run's, still to be delivered); "" declares an exclusive server-named one.
         Publishers never declare queues: the consumer side owns them."""
         options = self.options
         if not options.auto_ack:
             channel.basic_qos(prefetch_count=options.prefetch)
         if queue:
-            channel.queue_delete(queue)
+            if queue not in self._emptied:
+                channel.queue_delete(queue)
+                self._emptied.add(queue)
             channel.queue_declare(queue, durable=options.persistent)
             return queue
         return channel.queue_declare("", durable=options.persistent, exclusive=True,

@@ -129,6 +129,26 @@ def test_the_default_exchange_gives_each_lane_a_queue_of_its_own(server, closing
         assert queues.queue_declare(f"{options.queue}.{lane}", passive=True)
 
 
+def test_a_consumer_connecting_again_keeps_what_its_queue_holds(server, closing):
+    """A reconnect (after a broker restart, say) declares the named queue without emptying
+    it: the messages it kept are delivered. A driver of a later run empties it first."""
+    driver = RabbitmqDriver(server.address, fresh(exchange=""))
+    driver.receiver(SIZE, 0).close()
+    sender = driver.sender(SIZE, 1)
+    closing(sender)
+    buf, stride = frames_of(driver, 1, 100)
+    send_in_batches(sender, buf, stride)
+    sender.settle()
+    again = driver.receiver(SIZE, 0)
+    closing(again)
+    assert seqs_by_producer(collect(driver, again, 100)) == {1: list(range(100))}
+    send_in_batches(sender, buf, stride)
+    again.close()
+    later = RabbitmqDriver(server.address, driver.options).receiver(SIZE, 0)
+    closing(later)
+    assert later.receive(memoryview(bytearray(4 * SIZE)), SIZE, 200) == 0
+
+
 def test_a_deleted_queue_is_a_driver_error(server, closing):
     options = fresh(exchange="")
     driver = RabbitmqDriver(server.address, options)
