@@ -47,7 +47,7 @@ from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
 from sixnines.formats.shape import RateShape
-from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
+from sixnines.formats.vocabulary import MAX_PARALLEL, MAX_RATE, FanOut, Role
 
 SCHEMA_VERSION = 9
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
@@ -181,7 +181,7 @@ class AgentEntry(Open):
     """The placement's name of the host it ran on."""
     first_id: int | None = None
     """A sender's first producer id: its connections are first_id, first_id + 1, …"""
-    connections: int | None = None
+    connections: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] | None = None
     """Its connections (absent: the workload's)."""
     rate: float | None = None
     """Its share of the scheduled rate, msg/s."""
@@ -386,7 +386,7 @@ class Workload(Open):
     drain_ns: int | None = None
     rate: Rate = None
     """Messages per second over all senders, or "max" (formats.vocabulary.MAX_RATE)."""
-    connections: int = 1
+    connections: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = 1
     """Connections per agent."""
     fan_out: FanOut = FanOut.CONSUMER
     """Who receives every one-way message: each consumer once, over one of its

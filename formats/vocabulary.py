@@ -28,6 +28,10 @@ class Schedule(StrEnum):
 #: the schedule an agent is given then.
 MAX_RATE = "max"
 
+#: Most producers, consumers, and connections of each, in one run: the scenario's bound,
+#: and a manifest's (the analysis goes over each agent's connections).
+MAX_PARALLEL = 1000
+
 
 class FanOut(StrEnum):
     """Who receives every one-way message (docs/design.md, "Connections divide the load")."""

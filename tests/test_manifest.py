@@ -10,6 +10,7 @@ import pytest
 from sixnines.formats import manifest
 from sixnines.formats.integrity import Damaged, read_manifest
 from sixnines.formats.manifest import AgentEntry, Clock, Manifest
+from sixnines.formats.vocabulary import MAX_PARALLEL
 from sixnines.orchestrator.run.manifest import new_manifest
 from sixnines.orchestrator.scenario.matrix import expand
 from sixnines.orchestrator.scenario.model import parse_scenario
@@ -69,6 +70,21 @@ def test_key_draws_the_analysis_would_allocate_without_bound_are_refused(tmp_pat
         read_manifest(tmp_path)
     [line] = caught.value.problems
     assert said in line and "\n" not in line, line
+
+
+@pytest.mark.parametrize("where", ["workload", "agent"])
+def test_more_connections_than_a_scenario_may_have_are_refused(tmp_path, where):
+    """The analysis goes over each sender's connections: a manifest saying 10^12 of them
+    is corrupt in one line, not a loop that never ends."""
+    agent: dict = {"id": "producer-0", "role": "producer"}
+    workload: dict = {}
+    (agent if where == "agent" else workload)["connections"] = 10**12
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"run_id": "01", "status": "ok", "agents": [agent], "workload": workload}))
+    with pytest.raises(Damaged) as caught:
+        read_manifest(tmp_path)
+    [line] = caught.value.problems
+    assert f"less than or equal to {MAX_PARALLEL}" in line and "\n" not in line, line
 
 
 def test_more_faults_than_a_scenario_may_hold_are_refused(tmp_path):

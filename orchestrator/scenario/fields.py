@@ -19,7 +19,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, PlainSerializer
 
 from sixnines.formats.keys import MAX_KEYS
 from sixnines.formats.payload import HEADER_SIZE
-from sixnines.formats.vocabulary import MAX_RATE
+from sixnines.formats.vocabulary import MAX_PARALLEL, MAX_RATE
 from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.content import parse_content
 from sixnines.orchestrator.scenario.keys import parse_keys
@@ -54,8 +54,6 @@ MAX_WAIT_NS = HOUR_NS
 #: Most messages of a `rate: max` run, and of a `throughput_window`: each message sent is
 #: kept (24 bytes of timestamps and more) until the run ends.
 MAX_MESSAGES = 10_000_000_000
-#: Most producers, consumers, and connections of each, in one run.
-MAX_PARALLEL = 1000
 #: Seeds are fed to numpy's generators (non-negative integers), here 32-bit ones.
 MAX_SEED = 2**32 - 1
 #: Most runs of each case in one scenario (`repeat`): beyond a few dozen, more repeats
