@@ -123,3 +123,22 @@ def test_a_ramp_under_poisson_arrivals_sends_the_area_under_it(shaped):
     halves = np.histogram(offsets, bins=[500 * MS, 1500 * MS, 2500 * MS])[0]
     # ∫ over each second: 650 then 1,550, Poisson around it
     assert abs(halves[0] - 650) < 5 * 650 ** 0.5 and abs(halves[1] - 1550) < 5 * 1550 ** 0.5
+
+
+def test_a_shaped_run_is_counted_per_interval(shaped):
+    """Every shape gets series.json's timeline: each step's and the ramp's receive rate per
+    10 ms interval, and the latency of the messages intended in each."""
+    results, _, runs = shaped
+    for run_id in ("01-tcp-steps", "02-tcp-ramp"):
+        series = json.loads((results / run_id / "report" / "series.json").read_text())
+        timeline = series["timeline"]
+        seconds = np.array(timeline["t_s"])
+        received = np.array(timeline["received_msg_s"])
+        assert seconds[1] - seconds[0] == pytest.approx(0.01)
+        # every receipt is in one interval: the rates add up to the messages received
+        assert received.sum() * 0.01 == pytest.approx(runs[run_id]["received"], abs=2)
+    steps = json.loads((results / "01-tcp-steps" / "report" / "series.json").read_text())
+    seconds = np.array(steps["timeline"]["t_s"])
+    received = np.array(steps["timeline"]["received_msg_s"])
+    first, second = received[seconds < 1.0].mean(), received[(seconds >= 1) & (seconds < 2)]
+    assert first == pytest.approx(500, rel=0.1) and second.mean() == pytest.approx(2000, rel=0.1)
