@@ -33,7 +33,8 @@ def _figures(backlog: BacklogFigures) -> str:
 
 
 def _latency(backlog: BacklogFigures) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in ("latency µs", *LATENCY_KEYS, "count"))
+    head = '<th class="text">latency µs</th>' + "".join(
+        f"<th>{escape(h)}</th>" for h in (*LATENCY_KEYS, "count"))
     rows = "".join(f'<tr><td class="text">{name}</td>{percentile_cells(figures, LATENCY_KEYS)}'
                    f"<td>{count(figures.count)}</td></tr>"
                    for name, figures in (("backlog messages", backlog.backlog_latency_us),
