@@ -162,8 +162,8 @@ def figure(run: RunInputs, slug: str) -> Figure | None:
                               "backlog" if summary.backlog is not None else None) if text]
     per = _width(seconds)
     caption = " ".join(part for part in (
-        f"Left: latency of the messages intended in each interval ({per}, by intended send "
-        "time, from the intended send time). Right: receipts per second in each interval "
+        f"Left: latency of the messages intended in each interval ({per}), from their "
+        "intended send time. Right: receipts per second in each interval "
         "(by receive time)" + (" against the rate the schedule intended" if scheduled else "")
         + ".", fault_caption, backlog_caption) if part)
     return Figure(f"{slug}-timeline",

@@ -149,6 +149,8 @@ def test_the_report_shows_each_backlog_and_marks_its_instants(backlog_runs):
         # the timeline: the receive rate against the intended 1,000 msg/s, and the hold,
         # the release and the drained instant (or the bound's end) marked where they were
         script = (results / "report" / f"run-{run_id}-timeline.gp").read_text()
+        said = " ".join(line[2:] for line in script.splitlines() if line.startswith("# "))
+        assert backlog["verdict"] in said  # the caption, in the script's opening comment
         marked = {label: float(x) for label, x in re.findall(
             r"set label \d+ '([^']*)' at ([-\d.e]+), graph", script)}
         assert marked["consumers held"] == 0  # no warm-up: held from the measured start
