@@ -10,15 +10,17 @@ First pass: what an agent's files tell alone: the delivery tallies, the reordere
 receipts, the rates, the clock pairing counts, the HDR buckets of every metric (and of
 the part of a dead agent's records its hlog holds), the stream extents, each producer's
 measured sends as seq intervals, the messages of dead senders it received, its hlog, and
-with a shape of steps its part of each step (steps_pass), and in a run with faults its
-counts per interval (spark_jobs.intervals).
+with a shape of steps its part of each step (steps_pass), and in a run counted per
+interval (faults, a rate shape, a backlog: run_merge.interval_grid) its counts per interval
+(spark_jobs.intervals).
 
 Second pass: what needs the first's merged results: the (producer, seq) matching of its
 receipts against the measured sends of every producer (unique, duplicated, unexpected),
 the deliveries of unknown fate at a watched receiver (spark_jobs.delivery), the value
 counts inside each metric's median bucket, the latency curve on the run's schedule axis,
 the throughput windows of its streams on the run's axes (spark_jobs.series), and in a
-run with faults its first deliveries, duplicates and unknown deliveries per interval.
+run counted per interval its first deliveries, duplicates and unknown deliveries per
+interval.
 """
 
 from __future__ import annotations
@@ -147,7 +149,7 @@ class FirstPass:
     started_ns: int | None  # its start instant if it died (AgentFiles.started_ns)
     last_receipt: int | None = None  # its clock: when its latest receipt came (warm-up too)
     steps: list[StepPart] | None = None  # a shape of steps: its part of each step
-    intervals: IntervalCounts | None = None  # per interval of a run with faults
+    intervals: IntervalCounts | None = None  # per interval (run_merge.interval_grid)
     backlog: BacklogPart | None = None  # a backlog run: its part of the build and drain
     #: keyed runs: the headline metric's buckets of the hottest key's receipts and others'
     by_key: dict[str, Buckets] | None = None
@@ -297,7 +299,7 @@ class SecondPass:
     detail: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     curve: Curve | None = None
     windows: dict[int, Windows] = field(default_factory=dict)
-    matched_at: dict[str, np.ndarray] | None = None  # per interval of a run with faults
+    matched_at: dict[str, np.ndarray] | None = None  # per interval (interval_grid)
 
 
 @dataclass

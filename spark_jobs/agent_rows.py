@@ -75,8 +75,9 @@ class RunContext:
     no known clock); dead_producer_ids: the ids of senders that died (what receivers got
     from them after their last chunk counts as sent, spark_jobs.delivery); per_connection:
     each consumer connection expects every message (runs before schema 5), so receipts
-    are matched per connection, not per agent; grid: the intervals a run with faults is
-    counted in (spark_jobs.intervals), None without faults."""
+    are matched per connection, not per agent; grid: the intervals a run is counted in
+    (spark_jobs.intervals; run_merge.interval_grid: faults, a rate shape or a backlog),
+    None otherwise."""
 
     run_index: int
     load: Load = Load.OPEN_LOOP

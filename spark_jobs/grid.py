@@ -1,6 +1,7 @@
-"""The intervals a run with faults is counted in (spark_jobs.intervals): RESOLUTION_NS
-each from the measured start over the measured time and the drain, widened by doubling
-when a run would need more than MAX_INTERVALS of them (a run of over ~11 minutes)."""
+"""The intervals a run is counted in (spark_jobs.intervals; which runs:
+run_merge.interval_grid): RESOLUTION_NS each from the measured start over the measured
+time and the drain, widened by doubling when a run would need more than MAX_INTERVALS of
+them (a run of over ~11 minutes)."""
 
 from __future__ import annotations
 

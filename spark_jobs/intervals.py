@@ -140,7 +140,7 @@ def first_counts(rows: Rows, run: RunContext, requester: bool, reordered: np.nda
     receive time, its reordered receipts (`reordered`: their mask,
     delivery_pass.reordered_mask)."""
     grid = run.grid
-    assert grid is not None  # a run with faults
+    assert grid is not None  # a run counted per interval (run_merge.interval_grid)
     counts = IntervalCounts.empty(grid)
     planned, start = planned_interval(rows, grid, run.warmup_ends)
     sending = rows.sender & rows.measured

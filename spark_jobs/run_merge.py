@@ -88,7 +88,7 @@ class RunFigures:
     drained_out: list[str] = field(default_factory=list)  # problem lines (`drained_out`)
     steadiness: Steadiness | None = None  # how far p99 moved within the run
     steps: list[StepCounts] | None = None  # a shape of steps: each step's
-    intervals: intervals.IntervalCounts | None = None  # per interval, a run with faults
+    intervals: intervals.IntervalCounts | None = None  # per interval (interval_grid)
     backlog: BacklogPart | None = None  # a backlog run: the build and drain's counts
     by_key: dict[str, MetricCounts] | None = None  # keyed runs: the hottest key, the others
 
@@ -169,11 +169,15 @@ def sole_domain(manifest: Manifest) -> str | None:
     return domains.pop() if len(domains) == 1 else None
 
 
-def fault_grid(manifest: Manifest) -> Grid | None:
-    """The intervals a run with faults is counted in: its measured time and drain (None:
-    no faults, or no planned duration to lay them over)."""
+def interval_grid(manifest: Manifest) -> Grid | None:
+    """The intervals a run is counted in when its timeline tells something a whole-run
+    figure cannot: one with faults (their figures come from it), a rate shape or a backlog
+    (the report's timeline against the intended rate and the backlog's instants). Its
+    measured time and drain; None otherwise, or without a planned duration to lay them
+    over."""
     workload = manifest.workload
-    if not manifest.faults or not workload.duration_ns:
+    timed = manifest.faults or workload.shape is not None or workload.backlog is not None
+    if not timed or not workload.duration_ns:
         return None
     return Grid.over(workload.duration_ns + (workload.drain_ns or 0))
 
@@ -185,7 +189,7 @@ def context(run_index: int, run: AnalysedRun) -> RunContext:
                       manifest.cross_host_latency,
                       frozenset(run.expected.dead.producer_ids), manifest.workload.warmup_ns,
                       manifest.workload.fan_out == FanOut.CONNECTION, step_windows(manifest),
-                      fault_grid(manifest), manifest.workload.backlog,
+                      interval_grid(manifest), manifest.workload.backlog,
                       manifest.workload.key_draws, hottest_key(manifest),
                       delivery.acknowledged(manifest))
 
@@ -549,7 +553,7 @@ def _intervals(run: AnalysedRun, first: list[FirstPass], extra: Messages | None,
     for result in second:
         for name, values in (result.matched_at or {}).items():
             found.counts[name] += values
-    grid = fault_grid(run.manifest)
+    grid = interval_grid(run.manifest)
     if extra is not None and grid is not None:
         producer, _, sent = extra
         ends = warmup_ends(run.manifest)

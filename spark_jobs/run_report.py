@@ -43,8 +43,8 @@ report/series.json, every list at most 2,000 long:
   the other load's metrics).
 - `cpu`: {side: {"t_s", "us_per_message"}} for each side with samples: CPU µs per message
   over the run (bins of the sample interval, after the warm-up).
-- `timeline` (a run with faults only): {"t_s", "p50_us", "p99_us", "max_us",
-  "received_msg_s"}: per interval of the measured time and the drain
+- `timeline` (a run with faults, a rate shape or a backlog only): {"t_s", "p50_us",
+  "p99_us", "max_us", "received_msg_s"}: per interval of the measured time and the drain
   (spark_jobs.intervals; consecutive ones pooled past 2,000), its start in seconds from
   the measured start, the latency of the messages intended in it (nulls where none was
   timed) and the receipts per second in it (spark_jobs.timeline).
@@ -385,7 +385,7 @@ def report(checked: Checked, figured: run_merge.RunFigures) -> RunSummary:
              *([manifest.fill.describe()] if manifest.fill is not None else [])]
 
     figures = summarize.summary_figures(metrics)
-    grid = run_merge.fault_grid(manifest)
+    grid = run_merge.interval_grid(manifest)
     width = grid.width_ns if grid is not None else 0
     summary = RunSummary(
         run_id=manifest.run_id, system=manifest.system, params=manifest.params,

@@ -1,6 +1,8 @@
-"""report/series.json `timeline` of a run with faults: latency percentiles and the receive
-rate per interval over the run (spark_jobs.intervals), consecutive intervals pooled when
-there are more than series.MAX_POINTS of them, so the plot shows what each fault did."""
+"""report/series.json `timeline` of a run counted per interval (faults, a rate shape, a
+backlog: run_merge.interval_grid): latency percentiles and the receive rate per interval
+over the run (spark_jobs.intervals), consecutive intervals pooled when there are more than
+series.MAX_POINTS of them, so the plot shows what each fault, step, ramp, burst or drain
+did."""
 
 from __future__ import annotations
 
@@ -65,6 +67,6 @@ def timeline_json(counts: IntervalCounts | None, width_ns: int) -> dict[str, lis
 
 
 def document(counts: IntervalCounts | None, width_ns: int) -> dict[str, Any]:
-    """series.json's `timeline` key, present only for a run with faults."""
+    """series.json's `timeline` key, present only for a run counted per interval."""
     found = timeline_json(counts, width_ns)
     return {} if found is None else {"timeline": found}

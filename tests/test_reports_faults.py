@@ -1,11 +1,11 @@
-"""A run with faults in the report: its timeline plots with each fault's window shaded
+"""A run with faults in the report: its timeline plot with each fault's window shaded
 and labelled and its recovery marked, on the page and in the gnuplot files, and its fault
 table."""
 
 from __future__ import annotations
 
 from sixnines.formats.summary import RunSummary
-from sixnines.orchestrator.reports import gnuplot, per_run, svg
+from sixnines.orchestrator.reports import gnuplot, per_run, svg, timeline
 from sixnines.orchestrator.reports.faults import fault_table
 from sixnines.orchestrator.reports.inputs import RunInputs
 
@@ -35,27 +35,29 @@ def test_the_timeline_shades_each_fault_and_marks_its_recovery(tmp_path):
                                              "target": "consumer-0", "outcome": "failed",
                                              "at_s": 0.03, "note": "no such process"}),
                     {"timeline": TIMELINE})
-    latency, rate = per_run.fault_timeline(run.series, run.summary.faults, "run-01", "01-tcp")
-    assert [shade.label for shade in latency.shades] == ["fault 0: pause broker"]
-    assert (latency.shades[0].x0, latency.shades[0].x1) == (0.01, 0.02)
-    assert [marker.x for marker in rate.markers] == [0.03]
-    page = svg.render(latency)
+    figure = timeline.figure(run, "run-01")
+    assert figure is not None and figure.slug == "run-01-timeline"
+    assert [shade.label for shade in figure.shades] == ["fault 0: pause broker"]
+    assert (figure.shades[0].x0, figure.shades[0].x1) == (0.01, 0.02)
+    assert [marker.x for marker in figure.markers] == [0.03]
+    assert [line.name for line in figure.lines if line.right] == ["received msg/s"]
+    page = svg.render(figure)
     assert 'class="shade"' in page and "fault 0: pause broker</text>" in page
-    script = gnuplot.script(rate)
+    script = gnuplot.script(figure)
     assert "rect from 0.01, graph 0 to 0.02, graph 1" in script
     assert "'0: recovered +10 ms'" in script
     assert per_run.lacking(run, "run-01") == len(per_run.BUILDERS)  # its own plots: none
-    assert per_run.figures(run, "run-01") == [latency, rate]
+    assert per_run.figures(run, "run-01") == [figure]
 
 
 def test_a_fault_that_never_recovered_has_no_marker_and_says_so():
     run = summary(pause(0, None))
-    latency, _ = per_run.fault_timeline({"timeline": TIMELINE}, run.faults, "r", "01-tcp")
-    assert latency.markers == () and "never recovered: fault 0" in latency.caption
+    figure = timeline.figure(RunInputs(run, {"timeline": TIMELINE}), "r")
+    assert figure is not None
+    assert figure.markers == () and "never recovered: fault 0" in figure.caption
     table = fault_table(run)
     assert '<span class="bad">never</span>' in table and "<td>1</td>" in table  # 1 lost
 
 
-def test_a_run_without_faults_has_neither_timeline_nor_table():
+def test_a_run_without_faults_has_no_fault_table():
     assert fault_table(summary()) == ""
-    assert per_run.figures(RunInputs(summary(), {"timeline": TIMELINE}), "r") == []

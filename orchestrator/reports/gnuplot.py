@@ -1,7 +1,8 @@
 """A `Figure` as a gnuplot data file and script, for users who redraw or restyle plots.
 
 `<slug>.dat` holds every point (the page decimates long series, these files do not), one
-block per series; `<slug>.gp` plots it on the page's axes and ranges. `gnuplot <slug>.gp`
+block per series; `<slug>.gp` plots it on the page's axes and ranges, the page's caption
+in its opening comment (what the plot shows; a backlog's verdict in words). `gnuplot <slug>.gp`
 writes `<slug>.png` beside the script from any working directory (the script finds its
 own directory through ARG0).
 """
@@ -9,6 +10,7 @@ own directory through ARG0).
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -101,6 +103,8 @@ def script(figure: Figure) -> str:
     lines = [
         f"# sixnines: {_comment(figure.title)}",
         f"# gnuplot {name}   writes {figure.slug}.png beside this script",
+        *(f"# {line}" for line in textwrap.wrap(_comment(figure.caption), 88,
+                                                 break_on_hyphens=False)),
         "reset  # scripts may run one after another in one gnuplot: gnuplot *.gp",
         f"here = ARG0[1:strlen(ARG0) - strlen('{name}')]",
         "set encoding utf8",

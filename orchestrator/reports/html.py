@@ -21,10 +21,12 @@ from sixnines.formats.status import CORRUPT
 from sixnines.formats.summary import CapacityResult, RepeatedCase
 from sixnines.formats.wording import params_text
 from sixnines.orchestrator.reports import capacity, per_run, repeats, setups, svg
+from sixnines.orchestrator.reports.backlog import backlog_section
 from sixnines.orchestrator.reports.cpu import cpu_table
 from sixnines.orchestrator.reports.faults import fault_table
 from sixnines.orchestrator.reports.inputs import RunInputs
 from sixnines.orchestrator.reports.model import Figure, slugify
+from sixnines.orchestrator.reports.steps import steps_table
 from sixnines.orchestrator.reports.table import (
     counts_line,
     details,
@@ -86,7 +88,7 @@ def _run_section(section: RunSection, hgrm_metrics: tuple[str, ...]) -> str:
     return (f'<article id="{section.anchor}"><h3>{escape(run.run_id)}</h3>'
             f'<p class="note">system {escape(labelled(s.system, s.durability))} · '
             f'{escape(params)}</p>{notes_list(run)}{counts_line(s)}{metrics_table(s)}'
-            f"{cpu_table(s)}{fault_table(s)}{details(s)}"
+            f"{steps_table(s)}{backlog_section(s)}{cpu_table(s)}{fault_table(s)}{details(s)}"
             + (f'<p class="note">HdrHistogram plotter files: {links}</p>' if links else "")
             + f"{plots}</article>")
 

@@ -53,7 +53,7 @@ def rate(value: object) -> str:
     return f"{value:,.0f}" if isinstance(value, int | float) else "–"
 
 
-def _percentile_cells(figures: Figures, keys: tuple[str, ...] = FIGURE_KEYS) -> str:
+def percentile_cells(figures: Figures, keys: tuple[str, ...] = FIGURE_KEYS) -> str:
     cells = []
     for key in keys:
         value = micro(figures.figure(key))
@@ -180,7 +180,7 @@ def _load_table(members: list[tuple[RunInputs, str]], field: str, label: str,
                  f'<td class="text">{escape(labelled(s.system, s.durability))}</td>',
                  *([_params(s, swept)] if swept else []),
                  f'<td class="text">{_status(s)}</td>',
-                 _percentile_cells(figures, SUMMARY_KEYS),
+                 percentile_cells(figures, SUMMARY_KEYS),
                  *([f"<td>{'' if bound is None else micro(bound)}</td>"] if bounds else []),
                  f"<td>{_count(s, field)}</td>",
                  *(f"<td>{rate(getattr(s, field))}</td>"
@@ -229,7 +229,7 @@ def metrics_table(summary: RunSummary) -> str:
         figures = summary.figures(key)
         clock = [] if bound is None else \
             [micro(bound) if key != Metric.SEND_LAG.summary_field else ""]
-        rows.append(f'<tr><td class="text">{label}</td>{_percentile_cells(figures)}'
+        rows.append(f'<tr><td class="text">{label}</td>{percentile_cells(figures)}'
                     f"<td>{micro(figures.mean)}</td>"
                     + "".join(f"<td>{c}</td>" for c in clock)
                     + f"<td>{_count(summary, key)}</td></tr>")

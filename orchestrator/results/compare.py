@@ -463,9 +463,11 @@ def rate_figure(a: RunSummary, b: RunSummary, key: str, threshold_pct: float,
 
 
 def rate_change(value_a: float | None, value_b: float | None, key: str, threshold_pct: float,
-                spreads: tuple[Spread | None, Spread | None] = (None, None)) -> ComparedFigure:
+                spreads: tuple[Spread | None, Spread | None] = (None, None), *,
+                higher_is_better: bool = True) -> ComparedFigure:
     """A throughput figure from A to B: a drop beyond the relative floor (the repeats' band
-    of the rate when measured) is a regression."""
+    of the rate when measured) is a regression; for a time (`higher_is_better` false), a
+    rise beyond it."""
     floor_pct, source = run_to_run_floor(threshold_pct, spreads)
     change = _change(value_a, value_b)
     if change is None:
@@ -473,7 +475,7 @@ def rate_change(value_a: float | None, value_b: float | None, key: str, threshol
                       source)
     verdict = "same"
     if abs(change) > floor_pct:
-        verdict = "regression" if change < 0 else "improved"
+        verdict = "regression" if (change < 0) == higher_is_better else "improved"
     return ComparedFigure(key, key, value_a, value_b, change, floor_pct, verdict, floor_pct, source)
 
 
@@ -499,10 +501,12 @@ def compare_pair(a: RunSummary, b: RunSummary, swept: list[str], threshold_pct: 
     pair.figures += [rate_figure(a, b, key, threshold_pct, spread(RATES_SPREAD, key))
                      for key in RATES]
     pair.figures += step_figures(a, b, threshold_pct)
+    pair.figures += backlog_figures(a, b, threshold_pct)
     pair.differs = _differences(a, b)
     if pair.differs:  # rule 5: shown, not judged
         pair.figures = [replace(figure, verdict=NOT_SAME) for figure in pair.figures]
     pair.findings = [*_status_findings(pair), *_accounting_findings(a, b),
+                     *([] if pair.differs else _backlog_findings(a, b)),
                      *(_figure_finding(f) for f in pair.figures if f.verdict == "regression")]
     pair.notes = _notes(a, b, pair)
     return pair
@@ -536,6 +540,35 @@ def step_figures(a: RunSummary, b: RunSummary, threshold_pct: float) -> list[Com
     return found
 
 
+#: A backlog's figures as compared (their names in the table, the JSON and JUnit).
+DRAIN_RATE, DRAIN_TIME = "backlog drain rate", "backlog time to drain"
+#: The finding of a backlog that drained in A and not in B (its first words).
+NOT_DRAINED = "backlog drained"
+
+
+def backlog_figures(a: RunSummary, b: RunSummary, threshold_pct: float
+                    ) -> list[ComparedFigure]:
+    """Runs that both built a backlog: the rate its consumers drained it at (a drop beyond
+    the relative floor is a regression) and the time it took them (a rise beyond it is);
+    a side that never drained has no time, so that figure is not comparable and
+    `_backlog_findings` judges it. None for other runs; runs of other backlogs are not the
+    same experiment (their params differ), so these are shown, not judged."""
+    if a.backlog is None or b.backlog is None:
+        return []
+    return [rate_change(a.backlog.drain_rate, b.backlog.drain_rate, DRAIN_RATE, threshold_pct),
+            rate_change(a.backlog.drained_in_s, b.backlog.drained_in_s, DRAIN_TIME,
+                        threshold_pct, higher_is_better=False)]
+
+
+def _backlog_findings(a: RunSummary, b: RunSummary) -> list[str]:
+    """A backlog A drained within its bound and B did not: the verdict itself got worse,
+    whatever the rates say."""
+    if a.backlog is None or b.backlog is None or not a.backlog.drained or b.backlog.drained:
+        return []
+    return [f"{NOT_DRAINED} in {_seconds(a.backlog.drained_in_s)} s → not within "
+            f"{b.backlog.drain_within_s:g} s ({b.backlog.verdict})"]
+
+
 def _status_findings(pair: Pair) -> list[str]:
     if rank(pair.status_b) > rank(pair.status_a):
         return [f"status {pair.status_a} → {pair.status_b}"]
@@ -556,20 +589,22 @@ def label(figure: ComparedFigure) -> str:
 
 
 def unit(figure: ComparedFigure) -> str:
-    return "µs" if figure.metric in LATENCY_FIELDS else "msg/s"
+    if figure.metric in LATENCY_FIELDS:
+        return "µs"
+    return "s" if figure.metric == DRAIN_TIME else "msg/s"
 
 
 def finding_of(pair: Pair, check: str) -> str | None:
-    """The pair's finding about `check` ("status", "lost", "unknown", "duplicated": the
-    words each finding starts with), None when that check passed."""
+    """The pair's finding about `check` ("status", "lost", "unknown", "duplicated",
+    NOT_DRAINED: the words each finding starts with), None when that check passed."""
     return next((finding for finding in pair.findings if finding.startswith(f"{check} ")),
                 None)
 
 
 def _figure_finding(figure: ComparedFigure) -> str:
     name = label(figure)
-    return (f"{name} {_number(figure.a)} → {_number(figure.b)} ({figure.change_pct:+.1f}%, "
-            f"tolerance {figure.tolerance_pct:.0f}%)")
+    return (f"{name} {_figure_value(figure, figure.a)} → {_figure_value(figure, figure.b)} "
+            f"({figure.change_pct:+.1f}%, tolerance {figure.tolerance_pct:.0f}%)")
 
 
 def _changes(a: RunSummary, b: RunSummary, *, experiment: bool) -> list[str]:
@@ -623,6 +658,10 @@ def _notes(a: RunSummary, b: RunSummary, pair: Pair) -> list[str]:
     notes += _unknown_durability(pair)
     if (a.steps or b.steps) and not same_steps(a, b):
         notes.append("per-step figures not compared: the runs did not follow the same steps")
+    if a.backlog is not None and b.backlog is not None and not a.backlog.drained \
+            and b.backlog.drained:
+        notes.append(f"{NOT_DRAINED} in B ({_seconds(b.backlog.drained_in_s)} s), not in A "
+                     f"within {a.backlog.drain_within_s:g} s")
     known = {_kind(warning) for warning in a.warnings}
     notes += [f"new warning: {warning}" for warning in b.warnings
               if _kind(warning) not in known]
@@ -695,6 +734,15 @@ def _identity(run: RunSummary) -> dict[str, Any]:
             "status": run.status}
 
 
+def _seconds(value: float | None) -> str:
+    """A time in seconds to 3 significant digits (a drain of 0.0123 s is not 0.0)."""
+    return "-" if value is None else f"{value:.3g}"
+
+
+def _figure_value(figure: ComparedFigure, value: float | None) -> str:
+    return _seconds(value) if unit(figure) == "s" else _number(value)
+
+
 def _number(value: float | None) -> str:
     if value is None:
         return "-"
@@ -722,7 +770,8 @@ def pair_table(pair: Pair) -> Table:
         tolerance = "-" if figure.tolerance_pct is None else f"{figure.tolerance_pct:.0f}%"
         style = VERDICT_STYLE.get(figure.verdict, "")
         verdict = "" if figure.verdict == "same" else f"[{style}]{figure.verdict}[/]"
-        table.add_row(name, _number(figure.a), _number(figure.b), change, tolerance, verdict)
+        table.add_row(name, _figure_value(figure, figure.a), _figure_value(figure, figure.b),
+                      change, tolerance, verdict)
     captions = []
     if any(figure.verdict == "not comparable" for figure in pair.figures):
         captions.append(f"not comparable: fewer than {MIN_TAIL_SAMPLES}/(1-p) samples behind "

@@ -2,8 +2,10 @@
 
 One test suite per matched case (system × swept parameters), one test case per thing
 checked: every latency percentile and the max, send and receive rate, the status, and
-lost, unknown and duplicated messages. A regression fails its case with the evidence (A,
-B, the change, the tolerance and why); a figure not comparable, or of runs that are not
+lost, unknown and duplicated messages; with the same steps, each step's latency and
+receive rate; with a backlog, its drain rate, its time to drain and whether it drained. A
+regression fails its case with the evidence (A, B, the change, the tolerance and why); a
+figure not comparable, or of runs that are not
 the same experiment, is skipped, saying why; the rest pass (an improvement too). A run of
 A that B lacks fails a case of its own, and so do judged results that cannot be judged
 (compare.judged_run_broken).
@@ -17,7 +19,9 @@ from __future__ import annotations
 from sixnines.orchestrator.results.compare import (
     ABSOLUTE_FLOOR_US,
     ACCOUNTING,
+    DRAIN_RATE,
     MIN_TAIL_SAMPLES,
+    NOT_DRAINED,
     NOT_SAME,
     ComparedFigure,
     Comparison,
@@ -61,7 +65,8 @@ def _pair_checks(comparison: Comparison, pair: Pair) -> list[Check]:
              f"run {pair.run_b} ({pair.status_b}) of {comparison.b}")
     checks = [_figure_check(suite, classname, figure, _rule(comparison), sides, pair.differs)
               for figure in pair.figures]
-    for name in ("status", *ACCOUNTING):
+    backlog = any(figure.metric == DRAIN_RATE for figure in pair.figures)
+    for name in ("status", *ACCOUNTING, *([NOT_DRAINED] if backlog else [])):
         finding = finding_of(pair, name)
         checks.append(Check(suite, name, classname,
                             CaseOutcome.FAILED if finding else CaseOutcome.PASSED, finding or "",
@@ -71,6 +76,7 @@ def _pair_checks(comparison: Comparison, pair: Pair) -> list[Check]:
 
 
 _WHY = {"status": "a worse status (ok, partial, failed, corrupt) is a regression",
+        NOT_DRAINED: "a backlog drained within its bound in A and not in B is a regression",
         **{name: "every message must be accounted for: any increase is a regression"
            for name in ACCOUNTING}}
 

@@ -139,10 +139,11 @@ def test_the_console_and_the_report_page_show_the_fault(paused_run):
     assert "fault 0: pause broker" in page  # the window's shade, labelled
     assert "0: recovered +" in page  # its recovery marked
     assert '<td class="label">pause</td>' in page  # the fault table
-    scripts = sorted(path.name for path in report.glob("*-timeline-*.gp"))
-    assert scripts == ["run-01-sut-timeline-latency.gp", "run-01-sut-timeline-rate.gp"]
+    scripts = sorted(path.name for path in report.glob("*-timeline*.gp"))
+    assert scripts == ["run-01-sut-timeline.gp"]  # latency and receive rate on one plot
     script = (report / scripts[0]).read_text()
     assert " rect from " in script and "'fault 0: pause broker'" in script
+    assert "'received msg/s'" in script and "'intended msg/s'" in script
     if shutil.which("gnuplot"):
         drawn = subprocess.run(["gnuplot", scripts[0]], cwd=report, capture_output=True,
                                text=True, timeout=60)

@@ -2,11 +2,14 @@
 RabbitMQ started from their recipes, consumers held while producers keep 1,000 msg/s
 until 1,000 messages are queued, then released; and a bound too short for any drain,
 which gets its verdict (draining 1,024 messages within 1 ms would take a consumer
-receiving a million a second)."""
+receiving a million a second). The report shows each backlog and marks its instants on
+the run's timeline; `compare` judges a drain against another of the same backlog."""
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +20,15 @@ import pytest
 
 from sixnines.formats.chunks import message_files
 from sixnines.formats.manifest import Manifest
+from tests.integration.report_pages import (
+    compare,
+    compared_rows,
+    edited_copy,
+    number,
+    plot_data,
+    run_section,
+    table_rows,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -104,3 +116,112 @@ def test_a_drain_longer_than_its_bound_gets_a_verdict(backlog_runs, system):
     assert backlog["live_latency_us"]["count"] == 0
     # it did drain once the bound was past: every message arrived
     assert run["lost"] == 0 and run["received"] == run["sent"]
+
+
+RUN_IDS = ("01-kafka-drains", "02-kafka-bound", "03-rabbitmq-drains", "04-rabbitmq-bound")
+
+
+def test_the_report_shows_each_backlog_and_marks_its_instants(backlog_runs):
+    results, _, runs = backlog_runs
+    page = (results / "report" / "index.html").read_text()
+    for run_id in RUN_IDS:
+        backlog = runs[run_id]["backlog"]
+        section = run_section(page, run_id)
+        assert html.escape(backlog["verdict"]) in section
+        ((built, size, released, bound, drained_at, drained_in, drain_rate, send_rate,
+          left),) = table_rows(section, "backlog")
+        assert (number(built), number(size)) == (backlog["built_messages"],
+                                                 backlog["built_bytes"])
+        assert number(released) == pytest.approx(backlog["released_at_s"], abs=5e-4)
+        assert number(bound) == backlog["drain_within_s"]
+        for cell, rate in ((drain_rate, backlog["drain_rate"]),
+                           (send_rate, backlog["send_rate"])):
+            assert cell == "–" if rate is None else number(cell) == pytest.approx(rate, abs=0.5)
+        if backlog["drained"]:
+            assert number(drained_at) == pytest.approx(backlog["drained_at_s"], abs=5e-4)
+            assert number(drained_in) == pytest.approx(backlog["drained_in_s"], abs=5e-4)
+            assert left == "–"
+        else:
+            assert (drained_at, drained_in) == ("–", "–")
+            assert number(left) == backlog["left_messages"]
+        held = backlog["backlog_latency_us"]
+        assert f"<td>{held['count']:,}</td>" in section.split("backlog messages", 1)[1]
+        # the timeline: the receive rate against the intended 1,000 msg/s, and the hold,
+        # the release and the drained instant (or the bound's end) marked where they were
+        script = (results / "report" / f"run-{run_id}-timeline.gp").read_text()
+        said = " ".join(line[2:] for line in script.splitlines() if line.startswith("# "))
+        assert backlog["verdict"] in said  # the caption, in the script's opening comment
+        marked = {label: float(x) for label, x in re.findall(
+            r"set label \d+ '([^']*)' at ([-\d.e]+), graph", script)}
+        assert marked["consumers held"] == 0  # no warm-up: held from the measured start
+        assert marked[f"released {backlog['released_at_s']:g} s"] == pytest.approx(
+            backlog["released_at_s"])
+        if backlog["drained"]:
+            (drained,) = [x for label, x in marked.items() if label.startswith("drained +")]
+            assert drained == pytest.approx(backlog["drained_at_s"])
+        else:
+            assert marked[f"bound {backlog['drain_within_s']:g} s: not drained"] == \
+                pytest.approx(backlog["released_at_s"] + backlog["drain_within_s"])
+        data = plot_data(results / "report" / f"run-{run_id}-timeline.dat")
+        assert set(data["intended msg/s"][:, 1]) == {1000.0}
+        received = data["received msg/s"]
+        # nothing received while the consumers were held
+        assert received[received[:, 0] < backlog["released_at_s"] - 0.01, 1].sum() == 0
+
+
+def test_compare_judges_a_drain_against_another_of_the_same_backlog(backlog_runs,
+                                                                    tmp_path):
+    results, _, runs = backlog_runs
+    original = results / "01-kafka-drains"
+    backlog = runs["01-kafka-drains"]["backlog"]
+
+    def slower(summary: dict) -> None:
+        drain = summary["backlog"]
+        drain["drain_rate"] /= 3
+        drain["drained_in_s"] *= 3
+        drain["drained_at_s"] = drain["released_at_s"] + drain["drained_in_s"]
+
+    code, lines = compare(original, edited_copy(original, tmp_path / "slower", slower))
+    assert code == 1, "\n".join(lines)
+    rows = compared_rows(lines)
+    rate, time = rows["backlog drain rate msg/s"], rows["backlog time to drain s"]
+    assert number(rate[0]) == pytest.approx(backlog["drain_rate"], rel=1e-3)
+    assert rate[2] == "-66.7%" and rate[-1] == "regression"
+    assert time[2] == "+200.0%" and time[-1] == "regression"
+    same, lines = compare(original, original)
+    assert same == 0 and compared_rows(lines)["backlog time to drain s"][-1] == ""
+
+
+def test_compare_fails_a_backlog_that_no_longer_drains(backlog_runs, tmp_path):
+    results, _, runs = backlog_runs
+    original = results / "03-rabbitmq-drains"
+
+    def never(summary: dict) -> None:
+        drain = summary["backlog"]
+        drain.update(drained=False, drained_at_s=None, drained_in_s=None, left_messages=500,
+                     verdict="not drained within 1 s: consumers at 500 msg/s cannot catch "
+                             "up with 1,000 msg/s (500 messages still queued)")
+
+    junit = tmp_path / "compare.xml"
+    code, lines = compare(original, edited_copy(original, tmp_path / "never", never),
+                          "--junit", junit)
+    text = "\n".join(lines)
+    assert code == 1, text
+    drained_in = runs["03-rabbitmq-drains"]["backlog"]["drained_in_s"]
+    assert f"✗ backlog drained in {drained_in:.3g} s → not within 1 s (not drained" in text
+    assert compared_rows(lines)["backlog time to drain s"][-1] == "not comparable"
+    report = junit.read_text()
+    case = report[report.index('name="backlog drained"'):]
+    assert case.index("<failure") < case.index("</testcase>")
+
+
+def test_compare_calls_runs_of_other_backlogs_another_experiment(backlog_runs):
+    results, _, _ = backlog_runs
+    code, lines = compare(results / "01-kafka-drains", results / "02-kafka-bound")
+    text = "\n".join(lines)
+    assert code == 0, text  # shown, not judged: the drained one is no regression
+    assert ("not the same experiment: backlog 1000 messages, drained within 1 s → 100 KB, "
+            "drained within 1 ms") in text
+    rows = compared_rows(lines)
+    assert rows["backlog drain rate msg/s"][-1] == "not the same experiment"
+    assert "backlog drained in" not in text

@@ -125,19 +125,21 @@ def test_zoom_hover_and_legend_work(browser):
     assert devtools.errors() == []
 
 
-def test_a_shaped_run_reads_latency_off_its_right_hand_axis(browser):
-    """The shape's plot: rates on the left axis, latency on the right; hovering reads each
-    line off its own axis (the synthetic latency is 70-80 µs there, the rate 1,000)."""
+def test_a_shaped_run_reads_rates_off_its_timeline_s_right_hand_axis(browser):
+    """The timeline: latency on the left axis, the received and intended rates on the
+    right; hovering reads each line off its own axis (the synthetic p99 is 150 µs there,
+    the intended rate 1,000 msg/s and the received 2,000)."""
     devtools, _ = browser
-    chart = "#fig-run-03-zmq-message_size_64-shape svg.chart"
+    chart = "#fig-run-03-zmq-message_size_64-timeline svg.chart"
     box = _scroll_to(devtools, chart)
     devtools.mouse("mouseMoved", box["x"] + 0.25 * box["width"], box["y"] + box["height"] / 2)
     items = devtools.evaluate(f"""Array.from(document.querySelector({json.dumps(chart)})
         .closest('figure').querySelectorAll('.readout span'), s => s.textContent)""")
     read = dict(item.split(": ", 1) for item in items[1:])
     number = lambda text: float(text.replace(",", "").replace("k", "e3"))  # noqa: E731
-    assert number(read["intended rate"]) == pytest.approx(1000, rel=0.02), items
-    assert 65 <= number(read["latency mean (µs)"]) <= 85, items
+    assert number(read["intended msg/s"]) == pytest.approx(1000, rel=0.02), items
+    assert number(read["received msg/s"]) == pytest.approx(2000, rel=0.02), items
+    assert number(read["p99"]) == pytest.approx(150, rel=0.02), items
     assert devtools.errors() == []
 
 
@@ -162,7 +164,7 @@ def test_a_fault_s_label_shows_unzoomed_only(browser):
     """Text in the data area stretches with the x zoom: a fault's label is hidden while
     zoomed, its shade (and the label on hover) stays."""
     devtools, _ = browser
-    chart = "#fig-run-03-zmq-message_size_64-timeline-latency svg.chart"
+    chart = "#fig-run-03-zmq-message_size_64-timeline svg.chart"
     shown = f"""getComputedStyle(document.querySelector(
         {json.dumps(chart + " .shade-label")})).display"""
     box = _scroll_to(devtools, chart)

@@ -1,6 +1,7 @@
 """A shaped rate as a user runs it: the real CLI, the builtin tcp relay, agents following
 steps of 500 then 2,000 msg/s (and a ramp under Poisson arrivals beside it), the sidecar's
-analysis, the console's per-step table and the HTML report."""
+analysis, the console's per-step table, the HTML report's step table and timeline, and
+`compare` step by step."""
 
 from __future__ import annotations
 
@@ -15,6 +16,15 @@ import pytest
 
 from sixnines.formats.chunks import message_files
 from sixnines.formats.manifest import Manifest
+from tests.integration.report_pages import (
+    compare,
+    compared_rows,
+    edited_copy,
+    number,
+    plot_data,
+    run_section,
+    table_rows,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -123,3 +133,89 @@ def test_a_ramp_under_poisson_arrivals_sends_the_area_under_it(shaped):
     halves = np.histogram(offsets, bins=[500 * MS, 1500 * MS, 2500 * MS])[0]
     # ∫ over each second: 650 then 1,550, Poisson around it
     assert abs(halves[0] - 650) < 5 * 650 ** 0.5 and abs(halves[1] - 1550) < 5 * 1550 ** 0.5
+
+
+def test_a_shaped_run_is_counted_per_interval(shaped):
+    """Every shape gets series.json's timeline: each step's and the ramp's receive rate per
+    10 ms interval, and the latency of the messages intended in each."""
+    results, _, runs = shaped
+    for run_id in ("01-tcp-steps", "02-tcp-ramp"):
+        series = json.loads((results / run_id / "report" / "series.json").read_text())
+        timeline = series["timeline"]
+        seconds = np.array(timeline["t_s"])
+        received = np.array(timeline["received_msg_s"])
+        assert seconds[1] - seconds[0] == pytest.approx(0.01)
+        # every receipt is in one interval: the rates add up to the messages received
+        assert received.sum() * 0.01 == pytest.approx(runs[run_id]["received"], abs=2)
+    steps = json.loads((results / "01-tcp-steps" / "report" / "series.json").read_text())
+    seconds = np.array(steps["timeline"]["t_s"])
+    received = np.array(steps["timeline"]["received_msg_s"])
+    first, second = received[seconds < 1.0].mean(), received[(seconds >= 1) & (seconds < 2)]
+    assert first == pytest.approx(500, rel=0.1) and second.mean() == pytest.approx(2000, rel=0.1)
+
+
+def test_the_report_shows_each_step_and_each_shape_s_timeline(shaped):
+    results, _, runs = shaped
+    page = (results / "report" / "index.html").read_text()
+    steps = runs["01-tcp-steps"]["steps"]
+    rows = table_rows(run_section(page, "01-tcp-steps"), "steps")
+    assert [row[:4] for row in rows] == [["1", "0", "1", "500"], ["2", "1", "1", "2,000"]]
+    for row, step in zip(rows, steps, strict=True):
+        assert [number(cell) for cell in row[4:6]] == [step["sent"], step["received"]]
+        assert number(row[7]) == pytest.approx(step["receive_rate"], abs=0.5)
+        assert number(row[9]) == pytest.approx(step["latency_us"]["p99"], abs=0.5)
+        assert number(row[12]) == step["latency_us"]["count"]
+    assert "<table class=\"figures steps\">" not in run_section(page, "02-tcp-ramp")
+    for run_id, rates in (("01-tcp-steps", {500.0, 2000.0}), ("02-tcp-ramp", None)):
+        assert f'id="fig-run-{run_id}-timeline"' in page
+        data = plot_data(results / "report" / f"run-{run_id}-timeline.dat")
+        intended, received = data["intended msg/s"], data["received msg/s"]
+        assert intended[:, 0].min() == 0 and intended[:, 0].max() == pytest.approx(2.0)
+        if rates:  # the steps as the schedule intended them, from the measured start
+            assert set(intended[:, 1]) == rates
+            assert set(intended[intended[:, 0] < 1, 1]) == {500.0}
+        else:  # the ramp from 200 to 2,000 msg/s over the measured time
+            assert intended[0, 1] == pytest.approx(200) and intended[-1, 1] == pytest.approx(2000)
+        assert received[:, 1].sum() * 0.01 == pytest.approx(runs[run_id]["received"], abs=2)
+        assert {"p50", "p99", "max"} <= set(data)
+
+
+def test_compare_judges_runs_of_the_same_steps_step_by_step(shaped, tmp_path):
+    """The same run, and a copy whose second step is 10 times slower and received half as
+    fast: step 2 regressed, step 1 did not."""
+    results, _, _ = shaped
+    original = results / "01-tcp-steps"
+
+    def slower(summary: dict) -> None:
+        second = summary["steps"][1]
+        second["latency_us"] = {key: value * 10 if key != "count" and value is not None
+                                else value for key, value in second["latency_us"].items()}
+        second["receive_rate"] /= 2
+
+    code, lines = compare(original, edited_copy(original, tmp_path / "slower", slower))
+    assert code == 1, lines
+    row = compared_rows(lines)
+    assert row["latency p50 at step 1 µs"][-1] == ""
+    assert row["latency p99 at step 2 µs"][-1] == "regression"
+    assert row["receive_rate at step 2 msg/s"][-1] == "regression"
+    same, lines = compare(original, original)
+    assert same == 0 and compared_rows(lines)["latency p99 at step 2 µs"][-1] == ""
+
+
+def test_compare_says_when_the_steps_differ(shaped, tmp_path):
+    results, _, _ = shaped
+    original = results / "01-tcp-steps"
+
+    def faster_second_step(summary: dict) -> None:
+        shape = summary["params"]["shape"]
+        shape["label"] = "steps 500 → 4k msg/s"
+        shape["segments"][-1]["rate"] = shape["segments"][-1]["to"] = 4000.0
+        summary["steps"][1]["rate"] = 4000.0
+
+    code, lines = compare(original, edited_copy(original, tmp_path / "other",
+                                                 faster_second_step))
+    text = "\n".join(lines)
+    assert code == 0, text  # another experiment: shown, not judged
+    assert not any(" at step " in line for line in lines)
+    assert "per-step figures not compared: the runs did not follow the same steps" in text
+    assert "not the same experiment: shape steps 500 → 2k msg/s → steps 500 → 4k msg/s" in text
