@@ -19,7 +19,13 @@ from pika.adapters.utils import connection_workflow
 
 from sixnines.drivers.base import DriverError
 from sixnines.drivers.rabbitmq.options import GUEST, RabbitmqOptions
-from sixnines.drivers.rabbitmq.wire import FRAME_MAX, Reader, connection_close_frame, consume_frame
+from sixnines.drivers.rabbitmq.wire import (
+    FRAME_MAX,
+    Reader,
+    connection_close_frame,
+    consume_frame,
+    stream_offset_table,
+)
 from sixnines.drivers.sockets import SocketIO
 
 CONNECT_TIMEOUT_S = 10.0
@@ -98,6 +104,16 @@ class RabbitmqLink(Reader):
         self.frame_max = frame_max
         self.sock = sock
         self.io = SocketIO(sock, label, "connection closed by the broker")
+        self.positions: dict[str, int] | None = None  # a stream consumer's (`consume`)
+        self.queue = ""
+
+    def handed_over(self) -> None:
+        """After deliveries were handed over: a stream consumer notes the offset after the
+        last of them, where it goes on from when it connects again (a stream keeps no
+        position for an AMQP 0-9-1 consumer, and starting again from the first message or
+        the next one would deliver twice or lose what came meanwhile)."""
+        if self.positions is not None:
+            self.positions[self.queue] = self.stream_offset() + 1
 
     def write(self, data) -> None:
         self.io.write(data)
@@ -119,10 +135,17 @@ class RabbitmqLink(Reader):
         if room > 0:
             self.have += self.io.read(self.view[self.have : self.have + room])
 
-    def consume(self, queue: str, no_ack: bool) -> None:
+    def consume(self, queue: str, no_ack: bool, positions: dict[str, int] | None = None
+                ) -> None:
         """Basic.Consume, returning once the broker has confirmed it (deliveries may follow
-        at once: they stay buffered)."""
-        self.write(consume_frame(self.channel, queue, no_ack))
+        at once: they stay buffered). A stream's consumer passes the driver's `positions`
+        (queue -> the offset after the last delivery handed over): it reads from there, or
+        from the stream's first message, and `handed_over` keeps its entry current."""
+        arguments = bytes(4)
+        if positions is not None:
+            self.positions, self.queue = positions, queue
+            arguments = stream_offset_table(positions.get(queue, "first"))
+        self.write(consume_frame(self.channel, queue, no_ack, arguments))
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         while not self.consuming:
             if time.monotonic() > deadline:

@@ -22,19 +22,27 @@ wire.py; pika is not used on that connection again):
 Delivery is by lane (`Lane`: connection c of an agent is on lane c of the workload's
 connections). With a named exchange (fanout) each lane has an exchange of its own,
 `lane.name(exchange)` (the exchange itself with one connection), and every receiver
-connection gets its own exclusive auto-delete queue bound to its lane's exchange: consumers
-fan out, a consumer's connections divide the senders' lanes. With `exchange: ""` each lane
-goes through one named queue, `lane.name(queue)`, which its consumers would share (so one
-consumer at most). `framing` is asked per connection, so each lane's pre-encoded publish
-names its own route.
+connection gets its own queue bound to its lane's exchange: consumers fan out, a consumer's
+connections divide the senders' lanes. That queue is exclusive and server-named when
+classic; quorum and stream queues cannot be exclusive, so theirs is named after the
+connection (`own_queue`), emptied at its first declare and deleted with the run's other
+resources. With `exchange: ""` each lane goes through one named queue, `lane.name(queue)`,
+which its consumers would share (so one consumer at most). `framing` is asked per
+connection, so each lane's pre-encoded publish names its own route.
+
+Every queue is declared with the option `queue_type` as its x-queue-type. A stream keeps
+no position for an AMQP 0-9-1 consumer: its consumer reads from the stream's first message
+(the stream is the run's, emptied at its first declare), and after a reconnect from the
+offset after the last delivery it handed over (`RabbitmqLink.handed_over`), so every
+message published in the run is delivered once.
 
 Keys (formats.keys): each message's routing key is its key's name, in the pre-encoded
 Basic.Publish of its ring slot (`Framing.key_prefixes`; names of one width, one stride),
 on the lane's named exchange; bodies larger than a frame are refused with keys.
 
 Round trip always uses the default exchange: requests to "<queue>.requests", each carrying
-reply_to = the requester's exclusive server-named queue; the responder publishes each body
-back to its reply_to.
+reply_to = the requester's own queue (as a fanout consumer's); the responder publishes
+each body back to its reply_to.
 """
 
 from __future__ import annotations
@@ -61,7 +69,7 @@ from sixnines.drivers.base import (
 )
 from sixnines.drivers.rabbitmq import durability
 from sixnines.drivers.rabbitmq.connection import CONFIRM_WAIT_S, RabbitmqLink, connect, reason
-from sixnines.drivers.rabbitmq.options import RabbitmqOptions
+from sixnines.drivers.rabbitmq.options import CLASSIC, RabbitmqOptions
 from sixnines.drivers.rabbitmq.wire import (
     BODY_FRAME,
     END,
@@ -85,6 +93,12 @@ def lane_route(options: RabbitmqOptions, lane: Lane) -> tuple[str, str]:
     if options.exchange:
         return lane.name(options.exchange), ""
     return "", lane.name(options.queue)
+
+
+def own_queue(queue: str, role: Role, connection_id: int) -> str:
+    """The named queue of one receiver connection (a fanout consumer's, a requester's
+    replies) when its queue type cannot be exclusive: "<queue>.<role>-<id>"."""
+    return f"{queue}.{role}-{connection_id}"
 
 
 class _Publisher(Sender):
@@ -204,8 +218,10 @@ class RabbitmqReceiver(Receiver):
             # read no more than `room` messages could fill: each takes more wire than stride
             link.fill(timeout_ms, room * stride)
             n = self._take(out, stride, room)
-        if n and self._ack:
-            link.write(link.ack_frame(link.tag))
+        if n:
+            link.handed_over()
+            if self._ack:
+                link.write(link.ack_frame(link.tag))
         return n
 
     def close(self) -> None:
@@ -258,6 +274,7 @@ class RabbitmqResponder(Responder):
             link.fill(timeout_ms, len(link.buf))
             n = self._take()
         if n:
+            link.handed_over()
             if not self._options.auto_ack:
                 self._out += link.ack_frame(link.tag)
             link.write(self._out)
@@ -284,6 +301,7 @@ class RabbitmqDriver(Driver):
         self._host, self._port = split_address(address, self.name)
         self._label = f"rabbitmq at {address}"
         self._emptied: set[str] = set()  # named queues this driver has declared afresh
+        self._positions: dict[str, int] = {}  # a stream's offset to go on from, by queue
 
     @property
     def _requests(self) -> str:
@@ -352,7 +370,46 @@ class RabbitmqDriver(Driver):
         return durability.asked(self.options)
 
     def durability_unasked(self) -> str | None:
-        return durability.UNASKED
+        return None
+
+    def durability_actual(self) -> dict[str, Setting]:
+        """`durable` and x-queue-type of the first of the run's named queues found
+        (`_asked_queues`; its name as `queue`), as the broker's refusals of inequivalent
+        declares name them (drivers/rabbitmq/durability.py)."""
+        names = self._asked_queues()
+        connection, channel = connect(self._host, self._port, self.options, self.login(),
+                                      "sixnines durability", self._label)
+        try:
+            for queue in names:
+                try:
+                    channel.queue_declare(queue, passive=True)
+                except errors.ChannelClosedByBroker:  # not there (or another's exclusive)
+                    channel = connection.channel()
+                    continue
+                return {"queue": queue, **durability.read_back(connection, queue,
+                                                                self.options)}
+        except (errors.AMQPError, ValueError) as exc:
+            raise DriverError(f"{self._label}: asking the broker about the run's queues "
+                              f"failed ({reason(exc)})") from exc
+        finally:
+            if connection.is_open:
+                connection.close()
+        raise DriverError(f"{self._label}: no queue of the run's to ask ({', '.join(names)} "
+                          "not there; a classic queue bound to a fanout exchange is "
+                          "exclusive to its consumer's connection)")
+
+    def _asked_queues(self) -> list[str]:
+        """The named queues one of which the run declares, as far as its options tell: a
+        fanout consumer's own queue (not classic), or the default exchange's queue of one
+        lane or of the first of several; then a round trip's requests queue."""
+        options = self.options
+        if not options.exchange:
+            first = [options.queue, Lane(0, 2).name(options.queue)]
+        elif options.queue_type != CLASSIC:
+            first = [own_queue(options.queue, Role.CONSUMER, 0)]
+        else:
+            first = []
+        return [*first, self._requests]
 
     @classmethod
     def durability_label(cls, settings: Mapping[str, Setting]) -> str:
@@ -366,20 +423,32 @@ class RabbitmqDriver(Driver):
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:
         return ("exchange", "queue")
 
-    def remove_resources(self, per_run, workload) -> list[str]:
-        """The run's exchanges (one per lane) or lane queues, or its requests queue; the
-        consumers' own queues went with their connections (exclusive). Deleting what is
-        not there is no error in RabbitMQ."""
+    def _named_queues(self, workload: WorkloadShape) -> list[str]:
+        """Every named queue the run's agents declare: the lanes' queues of the default
+        exchange, or the requests queue, and each receiver connection's own queue where it
+        cannot be exclusive (classic ones are exclusive, gone with their connection)."""
         options = self.options
-        lanes = [Lane(index, workload.connections) for index in range(workload.connections)]
-        exchanges, queues = [], []
+        own = options.queue_type != CLASSIC
         if workload.mode != Mode.ONE_WAY:
-            queues = [self._requests] if "queue" in per_run else []
-        elif options.exchange:
-            exchanges = [lane.name(options.exchange) for lane in lanes
-                         ] if "exchange" in per_run else []
-        elif "queue" in per_run:
-            queues = [lane.name(options.queue) for lane in lanes]
+            requesters = workload.producers * workload.connections if own else 0
+            return [self._requests, *(own_queue(options.queue, Role.REQUESTER, connection)
+                                      for connection in range(requesters))]
+        if options.exchange:
+            consumers = workload.consumers * workload.connections if own else 0
+            return [own_queue(options.queue, Role.CONSUMER, connection)
+                    for connection in range(consumers)]
+        return [Lane(index, workload.connections).name(options.queue)
+                for index in range(workload.connections)]
+
+    def remove_resources(self, per_run, workload) -> list[str]:
+        """The run's exchanges (one per lane) and its named queues (`_named_queues`).
+        Deleting what is not there is no error in RabbitMQ."""
+        options = self.options
+        exchanges = []
+        if workload.mode == Mode.ONE_WAY and options.exchange and "exchange" in per_run:
+            exchanges = [Lane(index, workload.connections).name(options.exchange)
+                         for index in range(workload.connections)]
+        queues = self._named_queues(workload) if "queue" in per_run else []
         if not exchanges and not queues:
             return []
         connection, channel = connect(self._host, self._port, options, self.login(),
@@ -415,24 +484,48 @@ class RabbitmqDriver(Driver):
                               f"({reason(exc)})") from exc
         return RabbitmqLink(connection, channel, self._label, read_bytes), value
 
-    def _consumer(self, channel, queue: str = "") -> str:
-        """The queue a consumer reads, with its prefetch: a named queue is deleted and
-        declared afresh the first time (nothing stale from an earlier run is counted, and
-        a sweep of `persistent` may change its durability), and only declared when the
-        consumer connects again (what the queue kept through a broker restart is this
-        run's, still to be delivered); "" declares an exclusive server-named one.
-        Publishers never declare queues: the consumer side owns them."""
+    def _prefetch(self, channel) -> None:
+        """basic.qos for a consumer that acknowledges."""
+        if not self.options.auto_ack:
+            channel.basic_qos(prefetch_count=self.options.prefetch)
+
+    def _consumer(self, channel, queue: str) -> str:
+        """The named queue a consumer reads, with its prefetch: deleted and declared afresh
+        the first time (nothing stale from an earlier run is counted, and a sweep of
+        `persistent` or `queue_type` may change it), and only declared when the consumer
+        connects again (what the queue kept through a broker restart is this run's, still
+        to be delivered). Publishers never declare queues: the consumer side owns them."""
         options = self.options
-        if not options.auto_ack:
-            channel.basic_qos(prefetch_count=options.prefetch)
-        if queue:
-            if queue not in self._emptied:
-                channel.queue_delete(queue)
-                self._emptied.add(queue)
-            channel.queue_declare(queue, durable=options.persistent)
-            return queue
+        self._prefetch(channel)
+        if queue not in self._emptied:
+            channel.queue_delete(queue)
+            self._emptied.add(queue)
+        channel.queue_declare(queue, durable=options.persistent,
+                              arguments={"x-queue-type": options.queue_type})
+        return queue
+
+    def _own_consumer(self, channel, role: Role, connection_id: int) -> str:
+        """The queue of one receiver connection alone (a fanout consumer's, a requester's
+        replies): exclusive and server-named when classic, else named after the connection
+        (`own_queue`) and declared as `_consumer` declares."""
+        options = self.options
+        if options.queue_type != CLASSIC:
+            return self._consumer(channel, own_queue(options.queue, role, connection_id))
+        self._prefetch(channel)
         return channel.queue_declare("", durable=options.persistent, exclusive=True,
-                                     auto_delete=True).method.queue
+                                     auto_delete=True,
+                                     arguments={"x-queue-type": CLASSIC}).method.queue
+
+    def _consume(self, link: RabbitmqLink, queue: str) -> None:
+        """Basic.Consume on `queue` (a stream's from where this driver's consumer of it
+        stopped: `RabbitmqLink.consume`); the link is closed when that fails."""
+        options = self.options
+        positions = self._positions if options.queue_type == "stream" else None
+        try:
+            link.consume(queue, options.auto_ack, positions)
+        except DriverError:
+            link.close()
+            raise
 
     def _publisher(self, link: RabbitmqLink, message_size: int, head: bytes, framed: bool,
                    lane: Lane = SOLE_LANE):
@@ -470,7 +563,7 @@ class RabbitmqDriver(Driver):
             if not exchange:
                 return self._consumer(channel, routing_key)  # the default exchange's queue
             channel.exchange_declare(exchange, "fanout", durable=True)
-            own = self._consumer(channel)
+            own = self._own_consumer(channel, Role.CONSUMER, connection_id)
             channel.queue_bind(own, exchange)
             return own
 
@@ -480,11 +573,7 @@ class RabbitmqDriver(Driver):
                    message_size: int) -> tuple[RabbitmqReceiver, str]:
         read_bytes = max(READ_BYTES, 4 * (message_size + 512))
         link, queue = self._setup(role, connection_id, prepare, read_bytes)
-        try:
-            link.consume(queue, self.options.auto_ack)
-        except DriverError:
-            link.close()
-            raise
+        self._consume(link, queue)
         return RabbitmqReceiver(link, message_size, self.options.auto_ack,
                                 HEADER_SIZE if self.sizes_vary else None), queue
 
@@ -492,7 +581,8 @@ class RabbitmqDriver(Driver):
         options = self.options
         replies, reply_to = self._subscribe(
             Role.REQUESTER, connection_id,
-            self._consumer, message_size)
+            lambda channel: self._own_consumer(channel, Role.REQUESTER, connection_id),
+            message_size)
 
         try:
             link, _ = self._setup(Role.REQUESTER, connection_id, lambda channel: None)
@@ -508,9 +598,5 @@ class RabbitmqDriver(Driver):
         link, queue = self._setup(
             Role.RESPONDER, connection_id,
             lambda channel: self._consumer(channel, self._requests), read_bytes)
-        try:
-            link.consume(queue, self.options.auto_ack)
-        except DriverError:
-            link.close()
-            raise
+        self._consume(link, queue)
         return RabbitmqResponder(link, message_size, self.options)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Final, Literal
+
 from pydantic import Field, model_validator
 
 from sixnines.drivers.base import LoginOptions
 
 GUEST = "guest"  # RabbitMQ's default user, whose password is its name
+CLASSIC: Final = "classic"  # the one queue type that may be exclusive (a connection's own queue)
 
 
 class RabbitmqOptions(LoginOptions):
@@ -19,8 +22,17 @@ class RabbitmqOptions(LoginOptions):
     deleted."""
     queue: str = Field("sixnines", min_length=1, max_length=127)
     """The queue of the default-exchange form ("<queue>.<lane>" with several connections);
-    round trip uses "<queue>.requests". Left out, the run's own name, its queues deleted
-    at the end as its exchanges are."""
+    round trip uses "<queue>.requests". Quorum and stream queues cannot be exclusive, so
+    with them each receiver connection of the fanout form has a named queue,
+    "<queue>.consumer-<id>", and each requester its reply queue, "<queue>.requester-<id>".
+    Left out, the run's own name, its queues deleted at the end as its exchanges are;
+    named, they stay (a consumer's own one still bound to its exchange)."""
+    queue_type: Literal["classic", "quorum", "stream"] = CLASSIC
+    """The x-queue-type of every queue the driver declares. classic: a fanout exchange's
+    and a requester's queues are exclusive to their connection, gone with it. quorum
+    (replicated, always on disk) and stream (an append-only log: each consumer reads it
+    from the run's first message, and from where it stopped after a reconnect) need
+    `persistent: true`; a stream also a prefetch and acknowledgements."""
     persistent: bool = False
     """delivery_mode 2 on every message and durable queues (the broker writes to disk)."""
     confirms: bool = False
@@ -41,4 +53,18 @@ class RabbitmqOptions(LoginOptions):
         if self.username != GUEST and self.password_env is None and self.password_file is None:
             raise ValueError(f"username {self.username!r} needs password_env or password_file "
                              f"(only RabbitMQ's default user {GUEST!r} has a known password)")
+        return self
+
+    @model_validator(mode="after")
+    def _queue_type_possible(self) -> RabbitmqOptions:
+        if self.queue_type == CLASSIC:
+            return self
+        if not self.persistent:
+            raise ValueError(f"queue_type {self.queue_type} needs persistent: true (its "
+                             "queues are durable and keep every message on disk whatever "
+                             "a message's delivery mode: transient would be a wrong label)")
+        if self.queue_type == "stream" and (self.auto_ack or self.prefetch == 0):
+            raise ValueError("queue_type stream needs acknowledgements and a prefetch "
+                             "(RabbitMQ refuses a stream consumer with auto_ack: true or "
+                             "prefetch: 0)")
         return self

@@ -1,6 +1,7 @@
 """AMQP 0-9-1 frames as the rabbitmq driver writes and reads them on the hot path: the
 pre-encoded Basic.Publish (method, content header, body frames), Basic.Consume, Basic.Ack,
-Connection.Close, and a parser of what the broker sends. Pure functions and a parser over
+Connection.Close, and a parser of what the broker sends (with a stream's offset of each
+delivery). Pure functions and a parser over
 a buffer; the socket is drivers/rabbitmq/connection.py's.
 """
 
@@ -27,8 +28,13 @@ ACK, NACK = method_id(60, 80), method_id(60, 120)
 CONNECTION_CLOSE, CONNECTION_CLOSE_OK = method_id(10, 50), method_id(10, 51)
 CHANNEL_CLOSE = method_id(20, 40)
 DELIVERY_MODE_FLAG, REPLY_TO_FLAG = 1 << 12, 1 << 9
-
-
+HEADERS_FLAG = 1 << 13
+STREAM_OFFSET = b"x-stream-offset"  # a stream delivery's header, and a consume argument
+#: Sizes of the field-table values of fixed size (RabbitMQ's types); the others carry a
+#: length: 's' a u8 before a short string, 'S', 'x', 'A', 'F' a u32 before their bytes.
+FIXED_FIELD = {ord(c): n for c, n in (("t", 1), ("b", 1), ("B", 1), ("s", 2), ("u", 2),
+                                      ("I", 4), ("i", 4), ("f", 4), ("l", 8), ("d", 8),
+                                      ("T", 8), ("D", 5), ("V", 0))}
 
 
 def shortstr(text: str | bytes) -> bytes:
@@ -65,11 +71,44 @@ def fits_one_frame(size: int, frame_max: int = FRAME_MAX) -> bool:
     return size <= frame_max - 8
 
 
-def consume_frame(channel: int, queue: str, no_ack: bool) -> bytes:
-    """Basic.Consume of `queue` with a server-made consumer tag."""
+def stream_offset_table(offset: int | str) -> bytes:
+    """The arguments of a stream's Basic.Consume: x-stream-offset, a position (a long) or
+    "first", "last", "next" (a long string)."""
+    if isinstance(offset, str):
+        value = b"S" + U32.pack(len(offset)) + offset.encode()
+    else:
+        value = b"l" + struct.pack(">q", offset)
+    entry = shortstr(STREAM_OFFSET) + value
+    return U32.pack(len(entry)) + entry
+
+
+def consume_frame(channel: int, queue: str, no_ack: bool, arguments: bytes = bytes(4)) -> bytes:
+    """Basic.Consume of `queue` with a server-made consumer tag; `arguments` an encoded
+    field table (empty by default)."""
     payload = (U32.pack(method_id(60, 20)) + b"\0\0" + shortstr(queue) + shortstr(b"")
-               + bytes([2 if no_ack else 0]) + U32.pack(0))
+               + bytes([2 if no_ack else 0]) + arguments)
     return frame(METHOD_FRAME, channel, payload)
+
+
+def table_long(buf, at: int, key: bytes) -> int | None:
+    """The signed 64-bit value of `key` in the field table at `at` of `buf`; None when the
+    table has no such long."""
+    end = at + 4 + U32.unpack_from(buf, at)[0]
+    at += 4
+    while at < end:
+        name = bytes(buf[at + 1 : at + 1 + buf[at]])
+        at += 1 + buf[at]
+        kind = buf[at]
+        at += 1
+        if name == key and kind == ord("l"):
+            return int(struct.unpack_from(">q", buf, at)[0])
+        if kind in FIXED_FIELD:
+            at += FIXED_FIELD[kind]
+        elif kind == ord("s"):
+            at += 1 + buf[at]
+        else:  # S, x, A, F: a u32 length
+            at += 4 + U32.unpack_from(buf, at)[0]
+    return None
 
 
 def connection_close_frame() -> bytes:
@@ -227,20 +266,35 @@ class Reader:
             self.closed = True
         # Basic.Return (never mandatory here), Connection.Blocked/Unblocked: nothing to do
 
-    def reply_to(self) -> bytes:
-        """The reply_to property of the last delivery parsed."""
+    def _property(self, flag: int) -> tuple[int, int]:
+        """(the property flags of the last delivery parsed, where the property `flag`
+        starts or would start in its content header)."""
         buf, at = self.buf, self.header_at + 19
         flags = U16.unpack_from(buf, at)[0]
         at += 2
-        for bit in range(15, 9, -1):  # the properties before reply_to, in order
-            if not flags & (1 << bit):
-                continue
-            if bit == 13:  # headers: a field table
-                at += 4 + U32.unpack_from(buf, at)[0]
-            elif bit in (12, 11):  # delivery-mode, priority: octets
-                at += 1
-            else:
-                at += 1 + buf[at]
+        bit = 15
+        while 1 << bit > flag:  # the properties before it, in order
+            if flags & (1 << bit):
+                if bit == 13:  # headers: a field table
+                    at += 4 + U32.unpack_from(buf, at)[0]
+                elif bit in (12, 11):  # delivery-mode, priority: octets
+                    at += 1
+                else:
+                    at += 1 + buf[at]
+            bit -= 1
+        return flags, at
+
+    def reply_to(self) -> bytes:
+        """The reply_to property of the last delivery parsed."""
+        flags, at = self._property(REPLY_TO_FLAG)
         if not flags & REPLY_TO_FLAG:
             raise DriverError(f"{self.label}: a request without reply_to")
-        return bytes(buf[at + 1 : at + 1 + buf[at]])
+        return bytes(self.buf[at + 1 : at + 1 + self.buf[at]])
+
+    def stream_offset(self) -> int:
+        """The x-stream-offset header of the last delivery parsed (a stream's delivery)."""
+        flags, at = self._property(HEADERS_FLAG)
+        offset = table_long(self.buf, at, STREAM_OFFSET) if flags & HEADERS_FLAG else None
+        if offset is None:
+            raise DriverError(f"{self.label}: a stream's delivery without x-stream-offset")
+        return offset

@@ -89,6 +89,8 @@ VARIANTS = {
     "rabbitmq-fanout": _rabbitmq(),
     "rabbitmq-persistent-confirms": _rabbitmq(persistent=True, confirms=True),
     "rabbitmq-auto-ack": _rabbitmq(auto_ack=True, prefetch=0),
+    "rabbitmq-quorum": _rabbitmq(queue_type="quorum", persistent=True, confirms=True),
+    "rabbitmq-stream": _rabbitmq(queue_type="stream", persistent=True),
     "kafka-confluent": _kafka("confluent"),
     "kafka-python": _kafka("kafka-python"),
     "kafka-confluent-group": _kafka("confluent", group=True),

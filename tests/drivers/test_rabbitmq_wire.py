@@ -18,6 +18,7 @@ from sixnines.drivers.rabbitmq.wire import (
     frame,
     publish_head,
     shortstr,
+    stream_offset_table,
 )
 
 END = b"\xce"
@@ -107,6 +108,38 @@ def test_a_delivery_in_pieces_waits_for_the_rest_and_bodies_are_joined():
     assert reader.next_delivery() is None
     reader = Reader(1, "r", 4096, wire)
     assert bytes(reader.next_delivery()) == b"0123456789"
+
+
+def test_a_streams_consume_names_where_to_start():
+    """x-stream-offset in Basic.Consume's arguments: a long string or a signed long."""
+    assert stream_offset_table("first") == (
+        b"\x00\x00\x00\x1a"  # table of 26 bytes
+        b"\x0fx-stream-offset" b"S\x00\x00\x00\x05first")
+    assert stream_offset_table(300) == (
+        b"\x00\x00\x00\x19\x0fx-stream-offset" b"l\x00\x00\x00\x00\x00\x00\x01\x2c")
+    arguments = stream_offset_table(7)
+    frame_bytes = consume_frame(1, "q", no_ack=False, arguments=arguments)
+    assert frame_bytes.endswith(b"\x00" + arguments + END)  # no flags, then the table
+
+
+def test_a_streams_delivery_says_its_offset_among_its_headers():
+    """A stream's deliveries carry x-stream-offset (a long) in their headers table, here
+    after another header and before delivery mode; reply_to is still found after them."""
+    table = (b"\x01aS\x00\x00\x00\x02xy"  # "a": a long string
+             b"\x01bt\x01"  # "b": a boolean
+             b"\x0fx-stream-offset" b"l" + (2**40).to_bytes(8, "big"))
+    props = (b"\x32\x00"  # headers (bit 13), delivery mode (12), reply-to (9)
+             + len(table).to_bytes(4, "big") + table + b"\x02" + b"\x02rq")
+    payload = b"\x00\x3c\x00\x00" + (2).to_bytes(8, "big") + props
+    header = b"\x02\x00\x01" + len(payload).to_bytes(4, "big") + payload + END
+    reader = Reader(1, "r", 4096, deliver(1) + header + body(b"ok"))
+    assert bytes(reader.next_delivery()) == b"ok"
+    assert reader.stream_offset() == 2**40
+    assert reader.reply_to() == b"rq"
+    reader = Reader(1, "r", 4096, deliver(1) + content_header(2) + body(b"ok"))
+    reader.next_delivery()
+    with pytest.raises(DriverError, match="without x-stream-offset"):
+        reader.stream_offset()
 
 
 def test_confirms_are_counted_and_nacks_closes_and_cancels_raised():

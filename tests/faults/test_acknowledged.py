@@ -1,9 +1,9 @@
 """Messages the broker acknowledged through a broker kill, with real brokers started and
 killed by their recipes: NATS JetStream on file storage and RabbitMQ with publisher
-confirms and persistent messages on a durable queue lose none of them (if either did, the
-report would say so: these tests would then fail on that finding, naming it); a JetStream
-stream in memory, its consumer not reading yet, loses what it acknowledged, and the run
-says "the broker acknowledged N messages it never delivered"."""
+confirms and persistent messages on a durable classic or quorum queue lose none of them
+(if either did, the report would say so: these tests would then fail on that finding,
+naming it); a JetStream stream in memory, its consumer not reading yet, loses what it
+acknowledged, and the run says "the broker acknowledged N messages it never delivered"."""
 
 from __future__ import annotations
 
@@ -79,15 +79,23 @@ def test_jetstream_on_file_loses_no_acknowledged_message_through_a_kill(tmp_path
 
 
 @NO_RABBITMQ
-def test_rabbitmq_confirms_on_a_durable_queue_lose_no_acknowledged_message(tmp_path):
-    # the default exchange: one named durable queue, which outlives the broker (a fanout
-    # exchange's per-connection queues are exclusive, gone with their connection); the
-    # node takes seconds to start again, so the schedule outlasts it
+@pytest.mark.parametrize("options", [
+    # the default exchange: one named durable classic queue, which outlives the broker (a
+    # fanout exchange's classic queues are exclusive, gone with their connection)
+    pytest.param("{exchange: '', confirms: true, persistent: true}", id="classic"),
+    # the fanout exchange: a quorum queue cannot be exclusive, so the consumer's is named
+    # and outlives the broker too
+    pytest.param("{queue_type: quorum, confirms: true, persistent: true}", id="quorum"),
+])
+def test_rabbitmq_confirms_on_a_durable_queue_lose_no_acknowledged_message(tmp_path, options):
+    # the node takes seconds to start again, so the schedule outlasts it
     code, _, manifest, summary = ran(
         tmp_path, "{name: sut, driver: rabbitmq, broker: {recipe: rabbitmq}, "
-                  "options: {exchange: '', confirms: true, persistent: true}}",
+                  f"options: {options}}}",
         "{message_size: 64, rate: 200, duration: 20s, warmup: 0.5s, drain: 3s}")
     kept_every_acknowledged(code, manifest, summary)
+    assert manifest["durability"]["actual"]["x-queue-type"] == (
+        "quorum" if "quorum" in options else "classic")
 
 
 @NO_NATS

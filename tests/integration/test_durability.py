@@ -59,9 +59,10 @@ def test_the_manifest_records_what_was_asked_and_what_the_broker_runs_with(
 
 
 @pytest.mark.parametrize("driver, broker, options, label, note", [
+    # a classic queue bound to the fanout exchange is its consumer connection's alone
     pytest.param("rabbitmq", "{recipe: rabbitmq}", "{confirms: true, persistent: true}",
-                 "confirms, classic, persistent", "AMQP reports no queue", marks=NO_RABBITMQ,
-                 id="rabbitmq"),
+                 "confirms, classic, persistent", "exclusive to its consumer's connection",
+                 marks=NO_RABBITMQ, id="rabbitmq-fanout-classic"),
     pytest.param("nats", "{recipe: nats}", "{}", "core", "core NATS stores nothing",
                  marks=NO_NATS, id="nats-core"),
     pytest.param("tcp", "builtin", "{}", "none", "no durability", id="tcp"),

@@ -1,12 +1,14 @@
 """The rabbitmq driver against a real RabbitMQ node started once from
 deploy/recipes/rabbitmq.yaml (a second one for the node-dies test): fan-out through a fanout
 exchange, the default exchange's shared queue, persistence with publisher confirms, round
-trips through reply_to queues, at the driver level and end to end through runs and Spark.
+trips through reply_to queues, classic, quorum and stream queues and what the broker says
+of them, at the driver level and end to end through runs, `sixnines run` and Spark.
 What every driver must do is the conformance suite's (tests/conformance), for each form:
 fan-out, persistent with confirms, auto-ack."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 import uuid
@@ -14,12 +16,14 @@ from functools import partial
 
 import numpy as np
 import pika
+import pika.exceptions
 import pytest
 
 from sixnines.drivers.base import DriverError, Lane
 from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
 from sixnines.formats.payload import build_frames, frame_dtype
 from sixnines.orchestrator.scenario.model import ScenarioError, WorkloadPoint
+from tests.faults.support import sixnines
 from tests.integration.support import (
     SIZE,
     assert_every_message_accounted,
@@ -149,6 +153,43 @@ def test_a_consumer_connecting_again_keeps_what_its_queue_holds(server, closing)
     assert later.receive(memoryview(bytearray(4 * SIZE)), SIZE, 200) == 0
 
 
+@pytest.mark.parametrize("queue_type", ["quorum", "stream"])
+def test_a_fanout_consumer_of_a_durable_queue_type_has_a_named_queue_kept_when_it_reconnects(
+        server, closing, queue_type):
+    """Quorum and stream queues cannot be exclusive: each consumer connection's queue is
+    named after it, and one connecting again finds what its queue kept since (a stream's
+    consumer goes on after the last message it handed over: nothing twice)."""
+    options = fresh(queue_type=queue_type, persistent=True, confirms=True)
+    driver = RabbitmqDriver(server.address, options)
+    first = driver.receiver(SIZE, 3)
+    sender = driver.sender(SIZE, 1)
+    closing(sender)
+    buf, stride = frames_of(driver, 1, 100)
+    send_in_batches(sender, buf, stride)
+    sender.settle()
+    assert seqs_by_producer(collect(driver, first, 100)) == {1: list(range(100))}
+    first.close()
+    assert admin(server).queue_declare(f"{options.queue}.consumer-3", passive=True)
+    send_in_batches(sender, buf, stride)  # while no consumer is connected
+    sender.settle()
+    again = driver.receiver(SIZE, 3)
+    closing(again)
+    assert seqs_by_producer(collect(driver, again, 100)) == {1: list(range(100))}
+    assert again.receive(memoryview(bytearray(4 * SIZE)), SIZE, 300) == 0
+
+
+def test_the_broker_is_asked_what_the_queue_is_not_told(server, closing):
+    """The read-back comes from the broker's own refusals: a queue of the run's name that
+    is classic and not durable reads back as such, whatever the options asked."""
+    options = fresh(exchange="", queue_type="quorum", persistent=True, confirms=True)
+    admin(server).queue_declare(options.queue, durable=False)
+    durability = RabbitmqDriver(server.address, options).durability()
+    assert durability.asked["x-queue-type"] == "quorum"
+    assert durability.actual == {"queue": options.queue, "durable": False,
+                                 "x-queue-type": "none"}
+    assert durability.label == "confirms, none, transient"
+
+
 def test_a_deleted_queue_is_a_driver_error(server, closing):
     options = fresh(exchange="")
     driver = RabbitmqDriver(server.address, options)
@@ -220,6 +261,47 @@ def test_runs_account_for_every_message(server, tmp_path, spark, mode, options, 
     assert_every_message_accounted(spark, execute(point, run_dir), run_dir, sent, received)
 
 
+@pytest.mark.parametrize("queue_type", ["classic", "quorum", "stream"])
+def test_every_queue_type_delivers_every_message_once_through_sixnines_run(
+        server, tmp_path, queue_type):
+    """`sixnines run` through a fanout exchange per lane, two consumers of two connections
+    each: every message once to each consumer, the queue type in the label and in what
+    the broker said (a classic consumer's queue is exclusive: nobody else can ask it), and
+    the run's own queues gone at the end."""
+    sent = 300  # the workload's rate, shared by its producers, for 1 s
+    (tmp_path / "s.yaml").write_text(
+        one_system("rabbitmq", external(server.address),
+                   "{message_size: 64, rate: 300, duration: 1s, warmup: 0s, drain: 3s, "
+                   "producers: 2, consumers: 2, connections: 2}",
+                   f"{{queue_type: {queue_type}, persistent: true, confirms: true}}",
+                   name="queue-types", system="rmq"))
+    done = sixnines("run", "s.yaml", "--output", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    label = f"confirms, {queue_type}, persistent"
+    assert f"rmq ({label})" in done.stderr
+    results = tmp_path / done.stdout.strip().splitlines()[-1]
+    summary = json.loads((results / "summary.json").read_text())["runs"][0]
+    assert (summary["sent"], summary["received"]) == (sent, 2 * sent), summary["problems"]
+    assert summary["lost"] == summary["duplicated"] == 0
+    manifest = json.loads((next(results.glob("01-*")) / "manifest.json").read_text())
+    durability = manifest["durability"]
+    assert durability["label"] == label and summary["durability"]["label"] == label
+    assert durability["asked"]["x-queue-type"] == queue_type
+    name = manifest["resources"]["named"]["queue"]  # the exchanges' too
+    exchanges = [f"{name}.0", f"{name}.1"]
+    if queue_type == "classic":
+        assert durability["actual"] is None and "exclusive" in durability["note"]
+        assert manifest["resources"]["removed"] == exchanges
+        return
+    own = [f"{name}.consumer-{connection}" for connection in range(4)]
+    assert durability["actual"] == {"queue": own[0], "durable": True,
+                                    "x-queue-type": queue_type}
+    assert manifest["resources"]["removed"] == exchanges + own
+    for queue in own:
+        with pytest.raises(pika.exceptions.ChannelClosedByBroker, match="NOT_FOUND"):
+            admin(server).queue_declare(queue, passive=True)
+
+
 def test_an_unreachable_node_fails_the_run_naming_it(tmp_path):
     assert_unreachable_run_fails("rabbitmq", tmp_path)
 
@@ -243,8 +325,8 @@ def test_both_password_sources_are_refused():
 
 
 def test_the_documented_options_are_accepted():
-    parse("{exchange: '', queue: q, persistent: true, confirms: true, prefetch: 10, "
-          "auto_ack: false, username: u, password_env: P, vhost: /v}")
+    parse("{exchange: '', queue: q, queue_type: quorum, persistent: true, confirms: true, "
+          "prefetch: 10, auto_ack: false, username: u, password_env: P, vhost: /v}")
 
 
 def test_the_shared_queue_refuses_several_consumers_not_several_connections():
