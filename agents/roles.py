@@ -88,9 +88,12 @@ class AgentRole(ABC):
         self.driver = driver
         self.t0 = 0
         self.reconnects = Reconnects(spec.reconnect_ns, spec.connections)
+        #: Keys each sending connection draws and cycles through (formats.keys; None: the
+        #: messages carry none), for messages up to the largest size.
+        self.key_period = None if driver.keys is None else period(spec.message_size)
         #: Message sizes drawn from a distribution (None: every message is message_size).
-        self.drawn = None if spec.sizes is None else DrawnSizes(Sizes.from_message(spec.sizes),
-                                                                spec.seed)
+        self.drawn = None if spec.sizes is None else DrawnSizes(
+            Sizes.from_message(spec.sizes), spec.seed, self.key_period)
 
     def size_column(self, producer_id: np.ndarray, seq: np.ndarray) -> np.ndarray:
         """The size of each message recorded (the records' `size` column)."""
@@ -379,16 +382,16 @@ def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
         pool = PiecePool(schedule, producer_rows(schedule.count, rate), producer_id,
                          role.recorder)
         seed = sender_seed(spec.seed, producer_id)
+        keys = None if space is None or role.key_period is None else keys_of(
+            space, spec.seed, producer_id, role.key_period)
         if role.drawn is None:
-            keys = None if space is None else keys_of(space, spec.seed, producer_id,
-                                                      period(spec.message_size))
             streams.append(OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
                                      spec.message_size, pool, producer_id, seed=seed, fill=fill,
                                      keys=keys))
-        else:  # sizes that vary carry no keys (validate refuses both at once)
+        else:
             framing_of = functools.partial(role.driver.framing, lane=lane(spec, c))
             streams.append(SizedOutStream(sender, framing_of, role.drawn.ring(producer_id),
-                                          pool, producer_id, seed=seed, fill=fill))
+                                          pool, producer_id, seed=seed, fill=fill, keys=keys))
     role.fill_ratios = measured_ratios(streams[0].fills())
     return streams
 
