@@ -64,10 +64,11 @@ def varying_pushes(label: str, channels: list[bytes], smallest: int, largest: in
     one per message key) is, its payload of its own size from `smallest` to `largest`
     (sockets.VaryingFrames hands the payloads over); anything else is refused as soon as
     it differs."""
+    head = push_head(channels[0], 0)[: -len(b"0" + CRLF)]  # up to the payload's length
     width = len(channels[0])
-    head = push_head(b"\0" * width, 0)[: -len(b"0" + CRLF)]  # up to the payload's length
-    name_at = len(head) - width - len(CRLF + b"$")  # the channel's name in the head
-    names = frozenset(channels)
+    name_at = len(head) - width - len(CRLF + b"$")  # where the channel's name is in it
+    others = frozenset(channels[1:])
+    known = len(head) if not others else name_at  # what every push's head has of `head`
 
     def refused() -> DriverError:
         return DriverError(f"{label}: unexpected data on the subscription (a message "
@@ -76,15 +77,16 @@ def varying_pushes(label: str, channels: list[bytes], smallest: int, largest: in
     def frame_at(raw: bytearray, at: int, end: int) -> tuple[int, int, int] | None:
         digits_at = at + len(head)
         if end < digits_at:
-            arrived = min(end - at, name_at)
+            arrived = min(end - at, known)
             if raw[at : at + arrived] != head[:arrived]:
                 raise refused()
             return None
-        name = at + name_at
-        if not raw.startswith(head[:name_at], at) \
-                or not raw.startswith(head[name_at + width :], name + width) \
-                or bytes(raw[name : name + width]) not in names:
-            raise refused()
+        if not raw.startswith(head, at):  # another channel's head, or none
+            name = at + name_at
+            if not others or not raw.startswith(head[:name_at], at) \
+                    or not raw.startswith(head[name_at + width :], name + width) \
+                    or bytes(raw[name : name + width]) not in others:
+                raise refused()
         stop = raw.find(CRLF, digits_at, min(end, digits_at + LENGTH_DIGITS + 1))
         if stop < 0:
             if end - digits_at > LENGTH_DIGITS:
@@ -156,6 +158,8 @@ class StreamReplies:
         self.label = label
         self.size = size
         self.keys = {key: index for index, key in enumerate(keys)}
+        # a reply of the one stream, up to its number of entries: read at once
+        self.header = b"*1\r\n*2\r\n" + bulk(keys[0]) + b"*" if len(keys) == 1 else None
         self.middle = CRLF + b"*2\r\n" + bulk(FIELD) + b"$%d\r\n" % size
         self.any_middle = self.middle[: -len(b"%d\r\n" % size)]  # before any size
         # the smallest payload accepted (below `size`: sizes vary, `size` the largest)
@@ -201,6 +205,16 @@ class StreamReplies:
         try:
             while n < room and pos < end:
                 if not self.left:  # the start of a reply, or of a stream in it
+                    header = self.header
+                    if header is not None and buf.startswith(header, pos):
+                        stop = buf.find(CRLF, pos + len(header), end)
+                        if stop < 0:
+                            break
+                        self.left = int(buf[pos + len(header) : stop])
+                        if not self.left:
+                            self.ask = True
+                        pos = stop + 2
+                        continue
                     begun = self._begin(pos, end)
                     if begun < 0:
                         break
@@ -234,7 +248,8 @@ class StreamReplies:
                     self.acks.append(bytes(buf[id_at:id_end]))
                 if not self.left:
                     self.last_ids[self.stream] = bytes(buf[id_at:id_end])
-                    self.ask = not self.streams
+                    if not self.streams:
+                        self.ask = True
         finally:
             self.pos = pos
             self.held = n == room and pos < end
@@ -262,7 +277,8 @@ class StreamReplies:
             if first != ARRAY or not buf[pos + 1 : stop].isdigit():
                 raise self._unexpected()
             self.streams = int(buf[pos + 1 : stop])
-            self.ask = not self.streams
+            if not self.streams:
+                self.ask = True
             return stop + 2
         stop = buf.find(CRLF, pos + len(STREAM_START), end)  # *2 $<key length> <key> *<n>
         if stop < 0:
@@ -282,8 +298,8 @@ class StreamReplies:
         self.acks = self.pending[stream]
         self.streams -= 1
         self.left = int(buf[key_end + 3 : stop])
-        if not self.left:
-            self.ask = not self.streams
+        if not self.left and not self.streams:
+            self.ask = True
         return stop + 2
 
     def _varying(self, id_end: int, end: int) -> tuple[int, int]:

@@ -17,6 +17,7 @@ from sixnines.drivers.redis.wire import (
     push_head,
     reply_key,
     subscribed,
+    varying_pushes,
     xadd_head,
     xread_head,
 )
@@ -164,3 +165,20 @@ def test_a_stream_no_reader_asked_for_is_refused():
     feed(parser, b"*1\r\n*2\r\n$1\r\nz\r\n*1\r\n" + ENTRY_A)
     with pytest.raises(DriverError, match="unexpected entry"):
         parser.parse(memoryview(bytearray(8)), 4)
+
+
+def test_pushes_of_a_channel_per_key_are_found_and_a_stranger_refused():
+    """Pushes on any of a lane's keys' channels (names of one length), each its payload;
+    a channel of the same length that is none of them is refused as it arrives."""
+    channels = [b"ch.k0", b"ch.k1", b"ch.k2"]
+    frame_at = varying_pushes("redis at test", channels, 4, 8)
+    raw = bytearray(push_head(b"ch.k2", 4) + b"AAAA\r\n" + push_head(b"ch.k0", 6)
+                    + b"BBBBBB\r\n")
+    first = frame_at(raw, 0, len(raw))
+    assert first is not None and raw[first[0] : first[1]] == b"AAAA"
+    second = frame_at(raw, first[2], len(raw))
+    assert second is not None and raw[second[0] : second[1]] == b"BBBBBB"
+    assert second[2] == len(raw)
+    stranger = bytearray(push_head(b"ch.k9", 4) + b"CCCC\r\n")
+    with pytest.raises(DriverError, match="unexpected data on the subscription"):
+        frame_at(stranger, 0, len(stranger))
