@@ -82,7 +82,6 @@ from sixnines.drivers.redis.wire import (
     CRLF,
     NEWLINE,
     StreamReplies,
-    bulk,
     command,
     error_at,
     error_line,
@@ -301,7 +300,7 @@ class StreamReceiver(Receiver):
         replies = self._replies
         replies.ask = False
         if self._group is None:
-            request = self._read + b"".join(map(bulk, replies.last_ids))
+            request = self._read + b"".join(replies.after)
         else:
             acks = [command(b"XACK", key, self._group, *ids)
                     for key, ids in zip(self._keys, replies.pending, strict=True) if ids]

@@ -17,7 +17,7 @@ ARRAY = ord("*")
 NIL_ARRAY = b"*-1\r\n"  # a blocking read that timed out
 
 
-def bulk(value: bytes) -> bytes:
+def bulk(value: bytes | bytearray) -> bytes:
     """A RESP bulk string."""
     return b"$%d\r\n%s\r\n" % (len(value), value)
 
@@ -149,9 +149,9 @@ class StreamReplies:
     copying the payloads into the caller's buffer. Bytes arrive through
     `room()`/`filled()`; a reply not yet whole stays for the next `parse`, and `held` says
     when entries may be waiting in the buffer (the socket cannot signal them). `ask` turns
-    True when the outstanding read has been answered (the next one goes out with
-    `last_ids`, a stream's last entry read, and in a group the ids in `pending`, a list per
-    stream, are acknowledged)."""
+    True when the outstanding read has been answered (the next one goes out with `after`,
+    each stream's last entry read, and in a group the ids in `pending`, a list per stream,
+    are acknowledged)."""
 
     def __init__(self, keys: list[bytes], size: int, count: int, overhead: int, label: str,
                  last_ids: list[bytes], group: bool, smallest: int | None = None) -> None:
@@ -172,7 +172,8 @@ class StreamReplies:
         self.streams = 0  # streams of the current reply not begun yet
         self.left = 0  # entries of the current stream not parsed yet
         self.stream = 0  # the current stream's index in `keys`
-        self.last_ids = last_ids
+        #: each stream's last id read (first: `last_ids`), as XREAD names it: a bulk string
+        self.after = [bulk(last_id) for last_id in last_ids]
         self.group = group
         self.pending: list[list[bytes]] = [[] for _ in keys]
         self.acks = self.pending[0]  # the current stream's ids to acknowledge
@@ -247,7 +248,7 @@ class StreamReplies:
                 if self.group:
                     self.acks.append(bytes(buf[id_at:id_end]))
                 if not self.left:
-                    self.last_ids[self.stream] = bytes(buf[id_at:id_end])
+                    self.after[self.stream] = bulk(buf[id_at:id_end])
                     if not self.streams:
                         self.ask = True
         finally:

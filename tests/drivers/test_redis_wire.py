@@ -82,7 +82,7 @@ def test_an_xread_reply_lands_payloads_in_the_callers_buffer():
     out = bytearray(16)
     assert parser.parse(memoryview(out), 8) == 2
     assert out == b"AAAA\0\0\0\0BBBB\0\0\0\0"
-    assert parser.ask and parser.last_ids == [b"2-0"]
+    assert parser.ask and parser.after == [bulk(b"2-0")]
     assert parser.pending == [[]]
 
 
@@ -156,7 +156,7 @@ def test_a_read_of_several_streams_takes_each_one_s_entries_and_last_id():
             got.append(bytes(out))
             assert parser.ask == (len(got) == 3)
     assert got == [b"CCCC", b"AAAA", b"BBBB"]
-    assert parser.last_ids == [b"2-0", b"0-0", b"5-0"]
+    assert parser.after == [bulk(b"2-0"), bulk(b"0-0"), bulk(b"5-0")]
     assert parser.pending == [[b"1-0", b"2-0"], [], [b"5-0"]]
 
 
