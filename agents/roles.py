@@ -95,6 +95,13 @@ class AgentRole(ABC):
         self.drawn = None if spec.sizes is None else DrawnSizes(
             Sizes.from_message(spec.sizes), spec.seed, self.key_period)
 
+    def drawn_keys(self, producer_id: int) -> np.ndarray | None:
+        """The keys sending connection `producer_id` cycles through (None: none)."""
+        space = self.driver.keys
+        if space is None or self.key_period is None:
+            return None
+        return keys_of(space, self.spec.seed, producer_id, self.key_period)
+
     def size_column(self, producer_id: np.ndarray, seq: np.ndarray) -> np.ndarray:
         """The size of each message recorded (the records' `size` column)."""
         if self.drawn is None:
@@ -375,15 +382,13 @@ def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
     if spec.shape is not None:  # pieces sized for the peak, not the mean
         rate = RateShape.model_validate(spec.shape).peak / spec.lanes
     fill = Fill.from_message(spec.content)
-    space = role.driver.keys
     streams: list[OutStream] = []
     for c, (sender, schedule) in enumerate(zip(senders, _schedules(spec), strict=True)):
         producer_id = spec.first_id + c
         pool = PiecePool(schedule, producer_rows(schedule.count, rate), producer_id,
                          role.recorder)
         seed = sender_seed(spec.seed, producer_id)
-        keys = None if space is None or role.key_period is None else keys_of(
-            space, spec.seed, producer_id, role.key_period)
+        keys = role.drawn_keys(producer_id)
         if role.drawn is None:
             streams.append(OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
                                      spec.message_size, pool, producer_id, seed=seed, fill=fill,
