@@ -88,9 +88,19 @@ class AgentRole(ABC):
         self.driver = driver
         self.t0 = 0
         self.reconnects = Reconnects(spec.reconnect_ns, spec.connections)
+        #: Keys each sending connection draws and cycles through (formats.keys; None: the
+        #: messages carry none), for messages up to the largest size.
+        self.key_period = None if driver.keys is None else period(spec.message_size)
         #: Message sizes drawn from a distribution (None: every message is message_size).
-        self.drawn = None if spec.sizes is None else DrawnSizes(Sizes.from_message(spec.sizes),
-                                                                spec.seed)
+        self.drawn = None if spec.sizes is None else DrawnSizes(
+            Sizes.from_message(spec.sizes), spec.seed, self.key_period)
+
+    def drawn_keys(self, producer_id: int) -> np.ndarray | None:
+        """The keys sending connection `producer_id` cycles through (None: none)."""
+        space = self.driver.keys
+        if space is None or self.key_period is None:
+            return None
+        return keys_of(space, self.spec.seed, producer_id, self.key_period)
 
     def size_column(self, producer_id: np.ndarray, seq: np.ndarray) -> np.ndarray:
         """The size of each message recorded (the records' `size` column)."""
@@ -372,23 +382,21 @@ def out_streams(role: Chunked, senders: list[Sender]) -> list[OutStream]:
     if spec.shape is not None:  # pieces sized for the peak, not the mean
         rate = RateShape.model_validate(spec.shape).peak / spec.lanes
     fill = Fill.from_message(spec.content)
-    space = role.driver.keys
     streams: list[OutStream] = []
     for c, (sender, schedule) in enumerate(zip(senders, _schedules(spec), strict=True)):
         producer_id = spec.first_id + c
         pool = PiecePool(schedule, producer_rows(schedule.count, rate), producer_id,
                          role.recorder)
         seed = sender_seed(spec.seed, producer_id)
+        keys = role.drawn_keys(producer_id)
         if role.drawn is None:
-            keys = None if space is None else keys_of(space, spec.seed, producer_id,
-                                                      period(spec.message_size))
             streams.append(OutStream(sender, role.driver.framing(spec.message_size, lane(spec, c)),
                                      spec.message_size, pool, producer_id, seed=seed, fill=fill,
                                      keys=keys))
-        else:  # sizes that vary carry no keys (validate refuses both at once)
+        else:
             framing_of = functools.partial(role.driver.framing, lane=lane(spec, c))
             streams.append(SizedOutStream(sender, framing_of, role.drawn.ring(producer_id),
-                                          pool, producer_id, seed=seed, fill=fill))
+                                          pool, producer_id, seed=seed, fill=fill, keys=keys))
     role.fill_ratios = measured_ratios(streams[0].fills())
     return streams
 

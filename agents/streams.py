@@ -30,7 +30,7 @@ from sixnines.agents.recording import (
 )
 from sixnines.drivers.base import Framing, Receiver, Sender
 from sixnines.formats.fill import RANDOM_FILL, Fill
-from sixnines.formats.keys import ring_slots, write_keys
+from sixnines.formats.keys import keyed_slots, slot_keys, write_keys, write_keys_at
 from sixnines.formats.payload import (
     HEADER_SIZE,
     HEADER_STRUCT,
@@ -76,7 +76,7 @@ class OutStream:
         self._begin(sender, pool, producer_id, self.stride)
         self.slots = max(1, min(self.count, RING_BYTES // self.stride))
         if keys is not None:  # a slot keeps one key: slots a multiple of the keys drawn
-            self.slots = ring_slots(self.slots, self.count, len(keys))
+            self.slots = keyed_slots(self.slots, self.count, len(keys))
         self.frames = build_frames(framing.prefix, message_size, self.slots, seed,
                                    framing.suffix, fill)
         if keys is not None:
@@ -218,7 +218,9 @@ class SizedOutStream(OutStream):
     is still one contiguous slice of the ring (`offsets`), and a header is stamped where
     its frame puts it (`stamps`). Kept apart so the one-size stream runs exactly as it
     did: stamping here cannot be a strided slice, so a few messages are packed one by one
-    and a larger batch is scattered byte by byte (`stamp_bytes`), the cost the sizes add."""
+    and a larger batch is scattered byte by byte (`stamp_bytes`), the cost the sizes add.
+    Keys are written into the slots once, as `OutStream` writes them: the ring of `sizes`
+    holds whole periods of `keys` (formats.sizes.sized_slots)."""
 
     def __init__(
         self,
@@ -229,14 +231,17 @@ class SizedOutStream(OutStream):
         producer_id: int,
         seed: int,
         fill: Fill = RANDOM_FILL,
+        keys: np.ndarray | None = None,
     ) -> None:
         self._begin(sender, pool, producer_id, int(sizes.max()))
         self.sizes = sizes
-        self.slots = len(sizes)
+        self.slots = len(sizes)  # with keys, whole periods of them (formats.sizes)
         framings = {int(size): framing_of(int(size)) for size in np.unique(sizes)}
         per_slot = [framings[int(size)] for size in sizes]
         frames, offsets = build_sized_frames(
             [(framing.prefix, framing.suffix) for framing in per_slot], sizes, seed, fill)
+        if keys is not None:
+            _write_sized_keys(frames, offsets[:-1], sizes, framings, keys)
         self.frames = frames
         self.offsets = offsets.tolist()  # ints: slicing with numpy scalars is slower
         prefixes = np.array([len(framing.prefix) for framing in per_slot], dtype=np.int64)
@@ -307,6 +312,18 @@ class SizedOutStream(OutStream):
         i = self.next
         r = i - self.base
         self._stamp_send(i, r, r + 1, i % self.slots, scheduled=False)
+
+
+def _write_sized_keys(frames: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
+                      framings: dict[int, Framing], keys: np.ndarray) -> None:
+    """Key `keys[k % len(keys)]` into each slot k of a ring of sizes that vary (its frame
+    at `starts[k]`), with its size's framing's prefix of that key where the driver names
+    the key there: one size's slots at a time, each size's prefixes of one length."""
+    keyed = slot_keys(keys, len(sizes))
+    for size, framing in framings.items():
+        rows = sizes == size
+        write_keys_at(frames, starts[rows], len(framing.prefix), keyed[rows],
+                      framing.key_prefixes)
 
 
 class Inbox:

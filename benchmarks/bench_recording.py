@@ -21,8 +21,8 @@ from sixnines.agents.recording import PiecePool
 from sixnines.agents.schedule import Pieces
 from sixnines.agents.streams import Inbox, OutStream, SizedOutStream
 from sixnines.drivers.base import Framing, Sender
-from sixnines.formats.payload import HEADER_SIZE, build_frames, frame_dtype
-from sixnines.formats.sizes import CHOICES, Sizes, ring_sizes
+from sixnines.formats.payload import build_frames, frame_dtype
+from sixnines.formats.sizes import CHOICES, DrawnSizes, Sizes
 
 TCP_FRAMING = Framing(prefix=b"\0" * 4)  # the lengths of a tcp frame
 
@@ -68,7 +68,7 @@ def send_cost(batch: int, messages: int, size: int, varying: bool = False) -> fl
     if varying:
         mix = Sizes(CHOICES, values=(size // 2, size * 3 // 2), weights=(1.0, 1.0))
         stream = SizedOutStream(DiscardingSender(), lambda _: TCP_FRAMING,
-                                ring_sizes(mix, 1, HEADER_SIZE), pool, 1, seed=1)
+                                DrawnSizes(mix, 0).ring(1), pool, 1, seed=1)
     else:
         stream = OutStream(DiscardingSender(), TCP_FRAMING, size, pool, 1, seed=1)
     stream.arm(0)

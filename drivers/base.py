@@ -458,7 +458,7 @@ class Driver(ABC):
             return []
         return [f"{cls.name}: cannot carry message keys (workload keys {workload.keys}); "
                 "leave keys out for this system, or use one that carries them (kafka, "
-                "nats, rabbitmq, tcp, zmq)"]
+                "nats, rabbitmq, redis, tcp, zmq)"]
 
     @classmethod
     def resource_options(cls, options: DriverOptions) -> tuple[str, ...]:

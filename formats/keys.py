@@ -102,27 +102,48 @@ def keys_of(space: KeySpace, seed: int, producer_id: int, length: int) -> np.nda
     return rng.permutation(drawn).astype(np.uint32)
 
 
-def ring_slots(slots: int, count: int, key_period: int) -> int:
-    """A keyed ring's slots: `slots` (what the ring would hold) rounded down to a
-    multiple of `key_period` (at least one period), or the whole schedule of `count`
-    messages when that is no more (then no slot is reused)."""
+def whole_periods(slots: int, key_period: int) -> int:
+    """`slots` rounded down to a multiple of `key_period` (at least one period): a ring
+    of that many slots gives slot k the key `k % key_period` for the whole run (a ring of
+    one size here; a ring of sizes that vary, formats.sizes.sized_slots)."""
+    return max(key_period, slots - slots % key_period)
+
+
+def keyed_slots(slots: int, count: int, key_period: int) -> int:
+    """A keyed ring of one size: `slots` (what the ring would hold) in whole periods, or
+    the whole schedule of `count` messages when that is no more (then no slot is
+    reused)."""
     if count <= max(slots, key_period):
         return count
-    return max(key_period, slots - slots % key_period)
+    return whole_periods(slots, key_period)
+
+
+def slot_keys(drawn: np.ndarray, slots: int) -> np.ndarray:
+    """The key of each of a ring's `slots` (uint32 LE): slot k carries `drawn[k % period]`."""
+    return drawn[np.arange(slots) % len(drawn)].astype("<u4")
 
 
 def write_keys(frames: np.ndarray, slots: int, prefix_len: int, drawn: np.ndarray,
                key_prefixes: tuple[bytes, ...] = ()) -> None:
-    """Write key `drawn[k % len(drawn)]` into slot k of a ring of `slots` frames laid end
-    to end (formats.payload.build_frames), at KEY_OFFSET after the driver's prefix, and
-    with `key_prefixes` (one per key index, each `prefix_len` long) that key's prefix."""
-    at = prefix_len + KEY_OFFSET
-    slot_keys = drawn[np.arange(slots) % len(drawn)].astype("<u4")
-    rows = frames.reshape(slots, -1)
-    rows[:, at : at + KEY_STRUCT.size] = slot_keys.view(np.uint8).reshape(slots, KEY_STRUCT.size)
+    """Write key `drawn[k % len(drawn)]` into slot k of a ring of `slots` frames of one
+    size laid end to end (formats.payload.build_frames), at KEY_OFFSET after the driver's
+    prefix, and with `key_prefixes` (one per key index, each `prefix_len` long) that key's
+    prefix."""
+    stride = len(frames) // slots
+    write_keys_at(frames, np.arange(slots, dtype=np.int64) * stride, prefix_len,
+                  slot_keys(drawn, slots), key_prefixes)
+
+
+def write_keys_at(frames: np.ndarray, starts: np.ndarray, prefix_len: int, keys: np.ndarray,
+                  key_prefixes: tuple[bytes, ...] = ()) -> None:
+    """Write key index `keys[k]` (uint32 LE) into the frame at byte `starts[k]` of
+    `frames`, at KEY_OFFSET after its `prefix_len`-byte prefix, and with `key_prefixes`
+    (one per key index, each `prefix_len` long) that key's prefix as the frame's prefix."""
+    at = (starts + prefix_len + KEY_OFFSET)[:, None] + np.arange(KEY_STRUCT.size)
+    frames[at] = keys.view(np.uint8).reshape(len(keys), KEY_STRUCT.size)
     if key_prefixes:
         table = np.frombuffer(b"".join(key_prefixes), np.uint8).reshape(-1, prefix_len)
-        rows[:, :prefix_len] = table[slot_keys]
+        frames[starts[:, None] + np.arange(prefix_len)] = table[keys]
 
 
 def drawn_counts(space: KeySpace, seed: int, key_period: int, producer_ids: Iterable[int]

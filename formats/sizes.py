@@ -6,10 +6,12 @@ a largest size a ring and a system can hold), weighted choices, or the sizes of 
 file (each line one size, drawn with equal weight). The controller reads a file; what
 travels to agents (`to_message`) is already numbers.
 
-Sizes are drawn before the run, never per message: a sender's ring has `ring_slots`
+Sizes are drawn before the run, never per message: a sender's ring has `sized_slots`
 frames of its own sizes, drawn from its seed (`ring_sizes`), and message `seq` has the
 size of slot `seq % slots` — the same on every run with that seed, and computable by
-anyone who knows the distribution and the producer's seed (its receivers' records do).
+anyone who knows the distribution, the producer's seed and the run's key period (its
+receivers' records do). With keys (formats.keys) the ring holds whole periods of them, so
+each slot keeps one key as well as one size, and no size is below the keyed header.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sixnines.formats.keys import MIN_KEYED_SIZE, whole_periods
 from sixnines.formats.payload import HEADER_SIZE
 
 UNIFORM, LOGNORMAL, CHOICES = "uniform", "lognormal", "choices"
@@ -67,6 +70,19 @@ class Sizes:
             return math.floor(self.median * math.exp(Z_CUT * self.sigma))
         return max(self.values)
 
+    def mean(self, floor: int) -> float:
+        """The mean size drawn (`draw`'s, a lognormal's below `floor` raised to it): what
+        a count of bytes is in messages."""
+        if self.kind == UNIFORM:
+            return (self.low + self.high) / 2
+        if self.kind == LOGNORMAL:  # E[min(max(X, a), b)] of X = exp(mu + sigma Z)
+            mu, sigma = math.log(self.median), self.sigma
+            low, high = max(floor, self.smallest), self.largest
+            alpha, beta = ((math.log(x) - mu) / sigma for x in (low, high))
+            inside = math.exp(mu + sigma * sigma / 2) * (_cdf(beta - sigma) - _cdf(alpha - sigma))
+            return low * _cdf(alpha) + inside + high * (1 - _cdf(beta))
+        return float(np.average(self.values, weights=self.weights))
+
     def draw(self, n: int, rng: np.random.Generator, floor: int) -> np.ndarray:
         """`n` sizes (int64); a lognormal's below `floor` (the header) are raised to it."""
         if self.kind == UNIFORM:
@@ -93,16 +109,23 @@ class Sizes:
                    weights=tuple(message.get("weights", ())))
 
 
-def ring_slots(largest: int) -> int:
-    """How many frames a ring of sizes up to `largest` holds (the sizes' period)."""
-    return max(MIN_RING_SLOTS, min(MAX_RING_SLOTS, RING_BYTES // largest))
+def _cdf(z: float) -> float:
+    """The standard normal's CDF."""
+    return 0.5 * (1 + math.erf(z / math.sqrt(2)))
 
 
-def ring_sizes(sizes: Sizes, seed: int, floor: int) -> np.ndarray:
-    """The sizes of a sender's ring slots, drawn from its seed: message `seq` has size
-    `ring_sizes(...)[seq % len(...)]`."""
+def sized_slots(largest: int, key_period: int = 1) -> int:
+    """How many frames a ring of sizes up to `largest` holds (the sizes' period): with
+    keys, whole periods of `key_period` keys."""
+    return whole_periods(max(MIN_RING_SLOTS, min(MAX_RING_SLOTS, RING_BYTES // largest)),
+                         key_period)
+
+
+def ring_sizes(sizes: Sizes, seed: int, floor: int, slots: int) -> np.ndarray:
+    """The sizes of a sender's `slots` ring slots, drawn from its seed: message `seq` has
+    size `ring_sizes(...)[seq % slots]`."""
     rng = np.random.default_rng([seed, SIZES_STREAM])
-    return sizes.draw(ring_slots(sizes.largest), rng, floor)
+    return sizes.draw(slots, rng, floor)
 
 
 def sizes_of(ring: np.ndarray, seq: np.ndarray) -> np.ndarray:
@@ -117,18 +140,22 @@ def sender_seed(run_seed: int, producer_id: int) -> int:
 
 class DrawnSizes:
     """Every producer's ring of sizes in a run, each drawn once when first asked: the
-    size of any message, by its producer and number, on either side of the run."""
+    size of any message, by its producer and number, on either side of the run. A keyed
+    run's (`key_period`: the keys each connection drew) holds whole periods of keys, its
+    sizes none below the keyed header."""
 
-    def __init__(self, sizes: Sizes, run_seed: int) -> None:
+    def __init__(self, sizes: Sizes, run_seed: int, key_period: int | None = None) -> None:
         self.sizes = sizes
         self.run_seed = run_seed
+        self.slots = sized_slots(sizes.largest, key_period or 1)
+        self.floor = HEADER_SIZE if key_period is None else MIN_KEYED_SIZE
         self._rings: dict[int, np.ndarray] = {}
 
     def ring(self, producer_id: int) -> np.ndarray:
         ring = self._rings.get(producer_id)
         if ring is None:
             ring = self._rings[producer_id] = ring_sizes(
-                self.sizes, sender_seed(self.run_seed, producer_id), HEADER_SIZE)
+                self.sizes, sender_seed(self.run_seed, producer_id), self.floor, self.slots)
         return ring
 
     def column(self, producer_id: np.ndarray, seq: np.ndarray) -> np.ndarray:

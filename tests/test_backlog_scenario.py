@@ -88,6 +88,18 @@ def test_the_release_is_when_the_schedule_has_intended_the_build(build, release_
     assert params["backlog"]["drain_within_ns"] == 2_000_000_000
 
 
+@pytest.mark.parametrize(("sizes", "release_ns"), [
+    ("{64: 3, 256: 1}", 1_000_000_000),  # a mean of 112 B: 1,000 messages at 1k msg/s
+    ("{uniform: [100, 124]}", 1_000_000_000),
+])
+def test_a_build_in_bytes_of_sizes_that_vary_is_in_messages_of_their_mean(sizes, release_ns):
+    text = scenario("kafka", "1k", "{build: 112000B, drain_within: 2s}").replace(
+        "message_size: 100", f"message_size: {sizes}")
+    (point,) = expand(parse_scenario(text))
+    assert point.workload.release_ns == release_ns
+    assert point.workload.backlog_messages == 1000
+
+
 def test_the_release_follows_a_shape():
     """500 msg/s for 1 s, then 2k: 1,500 messages are due at 1.5 s."""
     text = scenario("kafka", "{steps: [{rate: 500, for: 1s}, {rate: 2k}]}",

@@ -1,6 +1,6 @@
 """`keys:` as `sixnines validate` reads it, through the real CLI: one FILE:LINE line (exit
-2) for a malformed value, a workload keys cannot ride on, and a system that cannot carry
-them."""
+2) for a malformed value, a workload keys cannot ride on, and options under which a system
+cannot carry them (a driver that carries none: tests/conformance/test_third_party.py)."""
 
 from __future__ import annotations
 
@@ -60,21 +60,29 @@ def test_a_workload_keys_cannot_ride_on_is_refused(tmp_path, mode, size, says):
     assert f"s.yaml:{KEYS_LINE}: workload.keys: {says}" in done.stderr
 
 
-@pytest.mark.parametrize("driver", ["redis"])
-def test_a_system_that_cannot_carry_keys_is_refused_at_its_line(tmp_path, driver):
-    done = validate(tmp_path, "{count: 10}", driver=driver)
+@pytest.mark.parametrize(("options", "count", "says"), [
+    ("{mode: streams}", 257, "redis: keys are a stream each in mode streams, at most 256 "
+     "(got 257): every receiver's XREAD names each key's stream"),
+    ("{mode: pubsub}", 4097, "redis: keys are a channel each in mode pubsub, at most 4,096 "
+     "(got 4,097): every receiver subscribes to each key's channel"),
+])
+def test_redis_bounds_its_keys_at_the_system_s_line(tmp_path, options, count, says):
+    """A stream (channel) per key: as many as a receiver can read (subscribe to) at once."""
+    scenario = SCENARIO.format(keys=f"{{count: {count}}}", driver="redis", mode="one-way",
+                               size=64).replace("driver: redis,", f"driver: redis, "
+                                                                  f"options: {options},")
+    (tmp_path / "s.yaml").write_text(scenario)
+    done = sixnines("validate", "s.yaml", cwd=tmp_path)
     assert done.returncode == 2
-    (line,) = done.stderr.strip().splitlines()
-    assert line == (f"s.yaml:{SYSTEM_LINE}: systems[0]: {driver}: cannot carry message "
-                    "keys (workload keys count=10); leave keys out for this system, or use "
-                    "one that carries them (kafka, nats, rabbitmq, tcp, zmq)")
+    assert f"s.yaml:{SYSTEM_LINE}: systems[0]: {says}" in done.stderr
+    (tmp_path / "s.yaml").write_text(scenario.replace(f"count: {count}", f"count: {count - 1}"))
+    assert sixnines("validate", "s.yaml", cwd=tmp_path).returncode == 0
 
 
 @pytest.mark.parametrize(("driver", "options", "says"), [
     ("kafka", "{client: kafka-python}", "kafka: keys need option client 'confluent'"),
-    ("nats", "{mode: jetstream}", "nats: keys are carried by core NATS only"),
     ("rabbitmq", "{exchange: ''}", "rabbitmq: keys are routing keys on a named exchange"),
-], ids=["kafka-python", "nats-jetstream", "rabbitmq-default-exchange"])
+], ids=["kafka-python", "rabbitmq-default-exchange"])
 def test_options_under_which_a_system_cannot_carry_keys_are_refused(tmp_path, driver,
                                                                     options, says):
     (tmp_path / "s.yaml").write_text(SCENARIO.format(

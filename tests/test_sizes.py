@@ -20,7 +20,7 @@ from sixnines.formats.sizes import (
     Sizes,
     histogram,
     ring_sizes,
-    ring_slots,
+    sized_slots,
 )
 from sixnines.orchestrator.scenario.sizes import SizeDistribution, header_problem
 
@@ -29,10 +29,11 @@ MANY = 200_000
 
 
 def test_a_seed_draws_the_same_ring_every_time_and_another_seed_another():
-    first = ring_sizes(WEIGHTED, 7, HEADER_SIZE)
-    assert np.array_equal(first, ring_sizes(WEIGHTED, 7, HEADER_SIZE))
-    assert not np.array_equal(first, ring_sizes(WEIGHTED, 8, HEADER_SIZE))
-    assert len(first) == ring_slots(65536) == 512
+    slots = sized_slots(65536)
+    first = ring_sizes(WEIGHTED, 7, HEADER_SIZE, slots)
+    assert np.array_equal(first, ring_sizes(WEIGHTED, 7, HEADER_SIZE, slots))
+    assert not np.array_equal(first, ring_sizes(WEIGHTED, 8, HEADER_SIZE, slots))
+    assert len(first) == slots == 512
 
 
 def test_a_message_has_its_producers_ring_slot_size_on_both_sides():
@@ -40,8 +41,7 @@ def test_a_message_has_its_producers_ring_slot_size_on_both_sides():
     producers = np.array([0, 1, 0, 1, 0], np.int32)
     seqs = np.array([0, 0, 1, 600, 512 + 5], np.int64)
     column = drawn.column(producers, seqs)
-    ring0, ring1 = ring_sizes(WEIGHTED, 3000, HEADER_SIZE), ring_sizes(WEIGHTED, 3001,
-                                                                      HEADER_SIZE)
+    ring0, ring1 = (ring_sizes(WEIGHTED, seed, HEADER_SIZE, 512) for seed in (3000, 3001))
     assert column.tolist() == [ring0[0], ring1[0], ring0[1], ring1[600 % 512], ring0[5]]
 
 

@@ -81,15 +81,47 @@ def test_a_distribution_needs_one_way_mode(tmp_path):
     assert "a distribution of sizes needs mode 'one-way'" in done.stderr
 
 
-@pytest.mark.parametrize(("field", "value", "says"), [
-    ("keys", "{count: 10}", "keys with sizes that vary: not yet"),
-    ("backlog", "{build: 1s, drain_within: 1s}", "backlog with sizes that vary: not yet"),
-])
-def test_keys_and_backlogs_need_one_size_for_now(tmp_path, field, value, says):
-    (tmp_path / "s.yaml").write_text(SCENARIO.format(
-        sizes="{64: 1, 128: 1}", driver="kafka", mode="one-way",
+def validate_with(folder: Path, sizes: str, field: str, value: str):
+    """`validate` of a kafka system (it carries keys and keeps a backlog) with `field`."""
+    (folder / "s.yaml").write_text(SCENARIO.format(
+        sizes=sizes, driver="kafka", mode="one-way",
         broker='{external: "127.0.0.1:9"}').replace("duration: 1s", "duration: 3s")
         + f"  {field}: {value}\n")
-    done = sixnines("validate", "s.yaml", cwd=tmp_path)
+    return sixnines("validate", "s.yaml", cwd=folder)
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("keys", "{count: 10, zipf: 1.1}"),
+    ("backlog", "{build: 1s, drain_within: 1s}"),
+    ("backlog", "{build: 50 messages, drain_within: 1s}"),
+    ("backlog", "{build: 5KB, drain_within: 1s}"),
+])
+def test_keys_and_backlogs_ride_on_sizes_that_vary(tmp_path, field, value):
+    done = validate_with(tmp_path, "{64: 1, 128: 1}", field, value)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("sizes", "says"), [
+    ("{30: 1, 128: 1}", "its smallest size, 30 B, is below the 32-byte keyed header (the key "
+                        "index follows the 28-byte message header)"),
+    ("{lognormal: {median: 30, p99: 1KB}}", "the lognormal's median 30 B is below the 32-byte "
+                                            "keyed header"),
+    ("{64: 1, 2MB: 1}", "its largest size, 2097152 B, is above the largest keyed message, "
+                        "1 MiB"),
+])
+def test_keyed_sizes_must_hold_the_key_and_fit_a_keyed_ring(tmp_path, sizes, says):
+    done = validate_with(tmp_path, sizes, "keys", "{count: 10}")
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert f"workload.{field}: {says}" in done.stderr
+    assert f"s.yaml:{SIZE_LINE}: workload.message_size: {says}" in done.stderr
+
+
+def test_a_backlog_in_bytes_of_sizes_from_a_file_is_refused_at_its_line(tmp_path):
+    """Bytes are counted in messages of the sizes' mean: a file's is known only when the
+    run reads it."""
+    (tmp_path / "sizes.txt").write_text("64\n1KB\n")
+    done = validate_with(tmp_path, "{file: sizes.txt}", "backlog",
+                         "{build: 5KB, drain_within: 1s}")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("s.yaml:9: workload.backlog: a build in bytes is counted in "
+                           "messages of the sizes' mean")

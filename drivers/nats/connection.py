@@ -27,7 +27,14 @@ from nats.js import api
 
 from sixnines.drivers.base import DriverError, secret
 from sixnines.drivers.nats.options import NatsOptions
-from sixnines.drivers.nats.wire import PING, Parser, covers, lanes_pattern, sub_line
+from sixnines.drivers.nats.wire import (
+    PING,
+    Parser,
+    covers,
+    keyed_lanes_pattern,
+    lanes_pattern,
+    sub_line,
+)
 from sixnines.drivers.sockets import SocketIO
 
 CONNECT_TIMEOUT_S = 5
@@ -240,13 +247,16 @@ def manage(host: str, port: int, arguments: dict, label: str, work) -> object:
         loop.close()
 
 
-async def ensure_stream(jsm, options: NatsOptions, label: str, subjects: list[str]) -> None:
+async def ensure_stream(jsm, options: NatsOptions, label: str, subjects: list[str],
+                        keyed: bool = False) -> None:
     """Create the stream, or accept an existing one that takes `subjects` (those this
-    agent publishes to) and has our storage and replicas (its other settings, e.g. limits,
-    are left as they are). A stream made here takes the subject and every lane's
-    (`lanes_pattern`), so runs with any number of connections share it."""
+    agent publishes to, `*` standing for any token) and has our storage and replicas (its
+    other settings, e.g. limits, are left as they are). A stream made here takes the
+    subject and every lane's (`lanes_pattern`), so runs with any number of connections
+    share it; a `keyed` run's takes every subject below it (`keyed_lanes_pattern`)."""
+    below = keyed_lanes_pattern(options.subject) if keyed else lanes_pattern(options.subject)
     config = api.StreamConfig(
-        name=options.stream, subjects=[options.subject, lanes_pattern(options.subject)],
+        name=options.stream, subjects=[options.subject, below],
         storage=api.StorageType.MEMORY if options.storage == "memory" else api.StorageType.FILE,
         num_replicas=options.replicas, max_bytes=options.max_bytes,
         discard=api.DiscardPolicy.OLD,
@@ -262,11 +272,11 @@ async def ensure_stream(jsm, options: NatsOptions, label: str, subjects: list[st
     missing = [subject for subject in subjects
                if not any(covers(pattern, subject) for pattern in have)]
     if missing:
-        lanes = (f" (several connections publish to {lanes_pattern(options.subject)!r})"
-                 if missing != [options.subject] else "")
+        who = "keyed messages go" if keyed else "several connections publish"
+        hint = f" ({who} to {below!r})" if missing != [options.subject] else ""
         raise DriverError(
             f"{label}: stream {options.stream!r} exists with subjects {sorted(have)}, "
-            f"without {missing[0]!r}{lanes}: use another stream name or subject")
+            f"without {missing[0]!r}{hint}: use another stream name or subject")
     for what, want, got in (("storage", config.storage, existing.storage),
                             ("replicas", config.num_replicas, existing.num_replicas)):
         if got is not None and _plain(got) != _plain(want):

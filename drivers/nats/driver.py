@@ -31,9 +31,12 @@ the message header; requester connection N subscribes to `S.reply.N`.
   A stream the driver creates takes S and `S.*` (every lane, not the replies
   `S.reply.<id>`); an existing one must take the subjects the agent publishes to. One
   connection: the same subject, the same bytes as before.
-- Keys (formats.keys, core only): each message goes to `<lane subject>.<key>`, the PUB
-  line of its ring slot's key written before the start (`Framing.key_prefixes`), and
-  receivers subscribe to `<lane subject>.*`, parsing MSG lines without the fast path.
+- Keys (formats.keys): each message goes to `<lane subject>.<key>`, the PUB line of its
+  ring slot's key written before the start (`Framing.key_prefixes`). Core receivers
+  subscribe to `<lane subject>.*`, parsing MSG lines without the fast path; in JetStream
+  the stream takes them (a stream the driver creates for a keyed run takes `S` and
+  `S.>`), and each receiver's pull consumer filters `<lane subject>.*`, so it gets every
+  key of its lane in the stream's order (one key's messages in the order published).
 - The server's PINGs are answered on every connection (a sender looks about once a
   millisecond, without blocking); -ERR is a DriverError.
 """
@@ -72,9 +75,8 @@ from sixnines.drivers.nats.connection import (
     manage,
 )
 from sixnines.drivers.nats.options import NatsOptions
-from sixnines.drivers.nats.wire import msg_line, pub_line, pull_request
+from sixnines.drivers.nats.wire import keys_pattern, msg_line, pub_line, pull_request
 from sixnines.formats.durability import Setting
-from sixnines.formats.keys import NONE
 from sixnines.formats.payload import HEADER_SIZE
 
 SERVICE_NS = 1_000_000  # how often a sender looks for PING, -ERR and acks (it never blocks)
@@ -202,9 +204,10 @@ def _close(link: NatsLink, release: Release) -> None:
 
 
 class NatsDriver(Driver):
-    #: keys: core NATS publishes each to `<lane subject>.<key>` (the key's name, one width
-    #: for all: frames of one stride) and receivers subscribe to `<lane subject>.*`
-    carries_keys = "a subject per key: <subject>.<key> (core NATS)"
+    #: keys: each is published to `<lane subject>.<key>` (the key's name, one width for
+    #: all: frames of one stride); receivers subscribe to (pull consumers filter)
+    #: `<lane subject>.*`
+    carries_keys = "a subject per key: <subject>.<key> (core NATS, or in the JetStream stream)"
     name = "nats"
     Options = NatsOptions
     options: NatsOptions  # what Options validated
@@ -234,14 +237,6 @@ class NatsDriver(Driver):
 
     def receive_framing(self, message_size: int) -> Framing:
         return Framing()  # payloads are copied out end to end
-
-    @classmethod
-    def key_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
-        if workload.keys != NONE and isinstance(options, NatsOptions) \
-                and options.mode == "jetstream":
-            return ["nats: keys are carried by core NATS only (a subject per key); "
-                    "JetStream's streams do not take them yet: use mode core"]
-        return []
 
     @classmethod
     def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
@@ -314,11 +309,18 @@ class NatsDriver(Driver):
         """The subject of one-way `lane`: `subject` itself with one lane."""
         return lane.name(self.options.subject)
 
+    def _lane_subjects(self, lane: Lane) -> str:
+        """What `lane` publishes to, as its receivers take it: its subject, or with keys
+        every key's below it (`keys_pattern`)."""
+        subject = self.lane_subject(lane)
+        return subject if self.keys is None else keys_pattern(subject)
+
     def _published(self, lane: Lane) -> list[str]:
         """The subjects the stream must take for an agent on `lane`'s count of lanes: the
-        subject (round trips) and every lane's, all checked on the first connection."""
-        return list(dict.fromkeys([self.options.subject] + [
-            self.lane_subject(Lane(index, lane.count)) for index in range(lane.count)]))
+        subject (round trips; keyed runs are one-way) and every lane's, all checked on the
+        first connection."""
+        lanes = [self._lane_subjects(Lane(index, lane.count)) for index in range(lane.count)]
+        return list(dict.fromkeys(lanes if self.keys else [self.options.subject, *lanes]))
 
     def _open(self, size: int, consumer: str = "", lane: Lane = SOLE_LANE) -> NatsLink:
         """A connection after the handshake; in JetStream mode the stream exists and takes
@@ -329,7 +331,7 @@ class NatsDriver(Driver):
             if consumer or not self._stream_ready.issuperset(subjects):
                 manage(self._host, self._port, self._arguments(), self._label,
                         lambda jsm: self._prepare(jsm, consumer, subjects,
-                                                  self.lane_subject(lane)))
+                                                  self._lane_subjects(lane)))
                 self._stream_ready.update(subjects)
         sock, leftover, info = handshake(self._host, self._port, self._arguments(),
                                           self._label)
@@ -345,7 +347,8 @@ class NatsDriver(Driver):
     async def _prepare(self, jsm, consumer: str, subjects: list[str], filter_subject: str
                        ) -> None:
         if not self._stream_ready.issuperset(subjects):
-            await ensure_stream(jsm, self.options, self._label, subjects)
+            await ensure_stream(jsm, self.options, self._label, subjects,
+                                keyed=self.keys is not None)
         if consumer:
             await jsm.add_consumer(self.options.stream, api.ConsumerConfig(
                 name=consumer, deliver_policy=api.DeliverPolicy.NEW,
@@ -374,7 +377,7 @@ class NatsDriver(Driver):
                 link.subscribe(subject, DATA_SID, queue)
                 link.fast = msg_line(subject, DATA_SID, size)
             else:  # a subject per key: no one MSG line to match fast
-                link.subscribe(f"{subject}.*", DATA_SID, queue)
+                link.subscribe(keys_pattern(subject), DATA_SID, queue)
             return link, None
         consumer = f"sixnines-{self._token}-{name}"
         link = self._open(size, "" if consumer in self._consumers else consumer, lane)

@@ -29,6 +29,19 @@ def lanes_pattern(subject: str) -> str:
     return f"{subject}.*"
 
 
+def keys_pattern(subject: str) -> str:
+    """The subjects of every key of `subject` (formats.keys: `<subject>.<key>`), as a
+    subscriber or a pull consumer of a keyed lane takes them."""
+    return f"{subject}.*"
+
+
+def keyed_lanes_pattern(subject: str) -> str:
+    """The subjects of every key of every lane of `subject` (`<subject>.<key>`,
+    `<subject>.<i>.<key>`), as a stream captures them: every subject below it (keys are
+    one-way: no round trip's replies to keep out)."""
+    return f"{subject}.>"
+
+
 def covers(pattern: str, subject: str) -> bool:
     """Whether a stream subject `pattern` (`*`: one token, `>`: one or more, last) takes
     messages published to the literal `subject`."""

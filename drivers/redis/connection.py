@@ -83,15 +83,15 @@ def call(conn: Connection, label: str, *args):
         raise DriverError(f"{label}: {args[0]} failed ({exc})") from None
 
 
-def subscribe(conn: Connection, channel: bytes, label: str) -> None:
-    """SUBSCRIBE, with the confirmation read here byte for byte: redis-py's parser never
-    reads from the socket after SUBSCRIBE, so no push can be left in its buffer when the
-    receiver takes over."""
-    confirmation = subscribed(channel)
+def subscribe(conn: Connection, channels: list[bytes], label: str) -> None:
+    """SUBSCRIBE to `channels`, with the confirmation read here byte for byte: redis-py's
+    parser never reads from the socket after SUBSCRIBE, so no push can be left in its
+    buffer when the receiver takes over."""
+    confirmation = subscribed(channels)
     sock = _private_socket(conn)
     got = b""
     try:
-        conn.send_command("SUBSCRIBE", channel, check_health=False)
+        conn.send_command("SUBSCRIBE", *channels, check_health=False)
         while len(got) < len(confirmation):
             chunk = sock.recv(len(confirmation) - len(got))
             if not chunk:

@@ -26,6 +26,16 @@ share of `stream_maxlen`) and go out as they are. Receive framing is one for all
 (it names `channel`), so a lane's pub/sub receiver copies payloads out of its pushes. With
 one connection the names, and so the bytes, are as they were.
 
+Keys (formats.keys): each message goes to its key's channel (stream) below its lane's,
+`<lane channel>.<key>` (names of one width, so every key's pre-encoded PUBLISH / XADD is as
+long: `Framing.key_prefixes`, written into each ring slot before the start). A pub/sub
+receiver subscribes to every key's channel of its lane and copies payloads out of the
+pushes (`VaryingPushReceiver`); a stream receiver names every key's stream in each XREAD
+(COUNT is per stream, so several share one stream's), and `StreamReplies` keeps each one's
+last id (a group: its ids to acknowledge). Each key's stream keeps its lane's share of
+`stream_maxlen`: a hot key is trimmed no sooner than one stream would be. The keys are
+bounded (`MAX_STREAM_KEYS`, `MAX_CHANNEL_KEYS`): a reader's every read names them all.
+
 Round trip: a RESP2 subscriber cannot publish, so a requester has two connections.
 Requesters are framed as the sole lane, so requests are published exactly like one-way
 messages of one connection (on `channel`, or XADDed to the `channel` stream); the
@@ -72,6 +82,7 @@ from sixnines.drivers.redis.wire import (
     CRLF,
     NEWLINE,
     StreamReplies,
+    command,
     error_at,
     error_line,
     glob_literal,
@@ -81,9 +92,11 @@ from sixnines.drivers.redis.wire import (
     reply_key,
     varying_pushes,
     xadd_head,
+    xread_head,
 )
 from sixnines.drivers.sockets import FrameStream, SocketIO, VaryingFrames, VaryingReceiver
 from sixnines.formats.durability import Setting
+from sixnines.formats.keys import KeySpace
 from sixnines.formats.payload import HEADER_SIZE, HEADER_STRUCT
 
 REPLY_SCRATCH = 1 << 16  # bytes of replies discarded per recv on a writer
@@ -94,6 +107,11 @@ MAX_BULK = 512 << 20  # Redis' proto-max-bulk-len default
 CLOSE_TIMEOUT_S = 5.0
 RELAY_BYTES = 1 << 20  # a responder's receive buffer
 SCALAR_COPY = 4  # up to this many frames, slice copies beat numpy's call overhead
+KEY_COUNT = 16  # a keyed read's COUNT per stream, at least (or the unkeyed COUNT if less)
+#: Keys at most: a stream each (every read names them all: ~0.1 ms of the server's time
+#: per XREAD at 256, ~0.5 ms at 1,024, measured), a channel each (subscribed to at once).
+MAX_STREAM_KEYS = 256
+MAX_CHANNEL_KEYS = 4096
 
 
 class RespWriter(Sender):
@@ -234,45 +252,46 @@ class PushReceiver(Receiver):
 
 
 class VaryingPushReceiver(VaryingReceiver):
-    """Pub/sub pushes whose payloads vary in size (up to `size`), each copied to the start
-    of a slot of the largest's size (sockets.VaryingFrames, wire.varying_pushes)."""
+    """Pub/sub pushes on any of `channels` (a channel per message key, names of one
+    length) or whose payloads vary in size (from `smallest` up to `size`), each copied to
+    the start of a slot of the largest's size (sockets.VaryingFrames,
+    wire.varying_pushes)."""
 
-    def __init__(self, conn: Connection, label: str, channel: bytes, size: int) -> None:
+    def __init__(self, conn: Connection, label: str, channels: list[bytes], size: int,
+                 smallest: int) -> None:
         self._conn = conn  # owns the socket: disconnected on close
         super().__init__(VaryingFrames(
             socket_of(conn), label, "connection closed by the server (it stopped, or "
             "dropped a subscriber too far behind: client-output-buffer-limit pubsub)", size,
-            varying_pushes(label, channel, HEADER_SIZE, size)))
+            varying_pushes(label, channels, smallest, size)))
 
     def close(self) -> None:
         self._conn.disconnect()
 
 
 class StreamReceiver(Receiver):
-    """Reads a stream with one blocking XREAD (XREADGROUP) always outstanding: the server
-    answers as soon as entries arrive, and the socket is what a poller waits on. The reply
-    is parsed by `wire.StreamReplies`; only the payloads are copied into the caller's
-    buffer. A reply that does not fit in the caller's buffer stays for the next call, and
-    `held()` tells waiters about it (the socket cannot)."""
+    """Reads streams (one, or one per message key) with one blocking XREAD (XREADGROUP)
+    always outstanding: the server answers as soon as entries arrive, and the socket is
+    what a poller waits on. The reply is parsed by `wire.StreamReplies`; only the payloads
+    are copied into the caller's buffer. A reply that does not fit in the caller's buffer
+    stays for the next call, and `held()` tells waiters about it (the socket cannot)."""
 
     holds = True
 
-    def __init__(self, conn: Connection, label: str, key: bytes, size: int,
-                 last_id: bytes, group: bytes | None, cleanup,
+    def __init__(self, conn: Connection, label: str, keys: list[bytes], size: int,
+                 last_ids: list[bytes], group: bytes | None, cleanup,
                  smallest: int | None = None) -> None:
         self._conn = conn
         sock = socket_of(conn)
         self._io = SocketIO(sock, label)
-        self._key = key
+        self._keys = keys
         self._group = group
         self._cleanup = cleanup
-        self._count = max(1, min(1024, READ_BYTES // (size + ENTRY_OVERHEAD)))
-        self._replies = StreamReplies(key, size, self._count, ENTRY_OVERHEAD, label, last_id,
+        count = max(1, min(1024, READ_BYTES // (size + ENTRY_OVERHEAD)))
+        self._replies = StreamReplies(keys, size, count, ENTRY_OVERHEAD, label, last_ids,
                                       group is not None, smallest)
-        if group is not None:
-            self._read_group = b"".join(conn.pack_command(
-                "XREADGROUP", "GROUP", group, "c", "COUNT", self._count, "BLOCK", 0,
-                "STREAMS", key, ">"))
+        # COUNT is per stream: several keys' streams share what one stream's read takes
+        self._read = xread_head(keys, max(min(count, KEY_COUNT), count // len(keys)), group)
         self.pollable = sock
         self._request()
 
@@ -281,16 +300,14 @@ class StreamReceiver(Receiver):
         replies = self._replies
         replies.ask = False
         if self._group is None:
-            command = b"".join(self._conn.pack_command(
-                "XREAD", "COUNT", self._count, "BLOCK", 0, "STREAMS", self._key,
-                replies.last_id))
-        elif replies.acks:
-            command = b"".join(self._conn.pack_command(
-                "XACK", self._key, self._group, *replies.acks)) + self._read_group
-            replies.acks.clear()
+            request = self._read + b"".join(replies.after)
         else:
-            command = self._read_group
-        self._io.write(command)
+            acks = [command(b"XACK", key, self._group, *ids)
+                    for key, ids in zip(self._keys, replies.pending, strict=True) if ids]
+            for ids in replies.pending:
+                ids.clear()
+            request = b"".join(acks) + self._read
+        self._io.write(request)
 
     def _parse(self, out: memoryview, stride: int) -> int:
         n = self._replies.parse(out, stride)
@@ -357,6 +374,10 @@ class RedisResponder(Responder):
 
 
 class RedisDriver(Driver):
+    #: keys: each message goes to its key's stream (channel) `<lane channel>.<key>` (the
+    #: key's name, one width for all: frames of one stride); receivers read every key's
+    #: stream of their lane in one XREAD (subscribe to every key's channel)
+    carries_keys = "a stream or channel per key: <channel>.<key>"
     name = "redis"
     Options = RedisOptions
     options: RedisOptions  # what Options validated
@@ -377,19 +398,49 @@ class RedisDriver(Driver):
         """The channel (stream key) of one-way `lane`: `channel` itself with one lane."""
         return lane.name(self.options.channel).encode()
 
-    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
-        """A PUBLISH (XADD) to `lane`'s channel (stream) around every message; a lane's
-        stream trims to its share of `stream_maxlen` (`lane_maxlen`)."""
+    def lane_names(self, lane: Lane) -> list[bytes]:
+        """The channels (stream keys) `lane`'s messages go to: its channel, or with keys
+        one per key below it (`<lane channel>.<key>`, names of one width)."""
         channel = self.lane_channel(lane)
+        if self.keys is None:
+            return [channel]
+        return [b"%s.%s" % (channel, self.keys.name(index).encode())
+                for index in range(self.keys.count)]
+
+    def framing(self, message_size: int, lane: Lane = SOLE_LANE) -> Framing:
+        """A PUBLISH (XADD) to `lane`'s channel (stream) around every message, with keys
+        the key's (`Framing.key_prefixes`); a lane's stream, and with keys each of its
+        keys' streams, trims to its share of `stream_maxlen` (`lane_maxlen`)."""
         if self.options.mode == "streams":
             maxlen = lane_maxlen(self.options.stream_maxlen, lane.count)
-            return Framing(xadd_head(channel, maxlen, message_size), CRLF)
-        return Framing(publish_head(channel, message_size), CRLF)
+            heads = [xadd_head(name, maxlen, message_size) for name in self.lane_names(lane)]
+        else:
+            heads = [publish_head(name, message_size) for name in self.lane_names(lane)]
+        if self.keys is None:
+            return Framing(heads[0], CRLF)
+        return Framing(heads[0], CRLF, key_prefixes=tuple(heads))
 
     def receive_framing(self, message_size: int) -> Framing:
-        if self.options.mode == "streams" or self.sizes_vary:
+        if self.options.mode == "streams" or self.sizes_vary or self.keys is not None:
             return Framing()  # payloads are copied out of XREAD replies (or of pushes)
         return Framing(push_head(self._channel, message_size), CRLF)
+
+    @classmethod
+    def key_problems(cls, options: DriverOptions, workload: WorkloadShape) -> list[str]:
+        """A stream (channel) per key: every receiver names each key's stream in every
+        XREAD (subscribes to each key's channel), so the keys are bounded."""
+        space = KeySpace.parse(workload.keys)
+        if space is None or not isinstance(options, RedisOptions):
+            return []
+        streams = options.mode == "streams"
+        bound = MAX_STREAM_KEYS if streams else MAX_CHANNEL_KEYS
+        if space.count <= bound:
+            return []
+        why = ("every receiver's XREAD names each key's stream, and the server's work per "
+               "read grows with them" if streams else "every receiver subscribes to each "
+               "key's channel")
+        return [f"redis: keys are a {'stream' if streams else 'channel'} each in mode "
+                f"{options.mode}, at most {bound:,} (got {space.count:,}): {why}"]
 
     @classmethod
     def carries_varying_sizes(cls, options: DriverOptions, largest: int) -> bool:
@@ -474,29 +525,33 @@ class RedisDriver(Driver):
 
     def _subscriber(self, channel: bytes, size: int, out_prefix: int) -> PushReceiver:
         conn = self._connect()
-        subscribe(conn, channel, self._label)
+        subscribe(conn, [channel], self._label)
         return PushReceiver(conn, self._label, push_head(channel, size), size, out_prefix)
 
-    def _stream_reader(self, key: bytes, size: int, connection_id: int,
+    def _stream_reader(self, keys: list[bytes], size: int, connection_id: int,
                        delete: bool = False) -> StreamReceiver:
-        """A reader of `key` from its current end; `delete`: drop the key at close (a
-        requester's reply stream: nothing reads it after its requester has gone)."""
+        """A reader of the streams `keys` from their current ends; `delete`: drop the keys
+        at close (a requester's reply stream: nothing reads it after its requester has
+        gone)."""
         conn = self._connect()
         group = None
         if self.options.group:
-            # a group of its own, at the stream's end: this receiver sees every new entry
+            # a group of its own, at the streams' ends: this receiver sees every new entry
             group = f"sixnines.{connection_id}.{os.getpid()}.{secrets.token_hex(4)}".encode()
-            call(conn, self._label, "XGROUP", "CREATE", key, group, "$", "MKSTREAM")
-            last_id = b">"
+            for key in keys:
+                call(conn, self._label, "XGROUP", "CREATE", key, group, "$", "MKSTREAM")
+            last_ids = [b">"] * len(keys)
         else:
-            last = call(conn, self._label, "XREVRANGE", key, "+", "-", "COUNT", 1)
-            last_id = last[0][0] if last else b"0-0"
-        # after the reader closes: drop its consumer group, and its key when asked to
+            last_ids = []
+            for key in keys:
+                last = call(conn, self._label, "XREVRANGE", key, "+", "-", "COUNT", 1)
+                last_ids.append(last[0][0] if last else b"0-0")
+        # after the reader closes: drop its consumer groups, and its keys when asked to
         forget: list[tuple[str | bytes, ...]] = (
-            [("XGROUP", "DESTROY", key, group)] if group is not None else [])
+            [("XGROUP", "DESTROY", key, group) for key in keys] if group is not None else [])
         if delete:
-            forget.append(("DEL", key))
-        return StreamReceiver(conn, self._label, key, size, last_id, group,
+            forget += [("DEL", key) for key in keys]
+        return StreamReceiver(conn, self._label, keys, size, last_ids, group,
                               lambda: run_quietly(self._connect, forget),
                               HEADER_SIZE if self.sizes_vary else None)
 
@@ -508,21 +563,22 @@ class RedisDriver(Driver):
         return self._writer()
 
     def receiver(self, message_size: int, connection_id: int, lane: Lane = SOLE_LANE):
-        channel = self.lane_channel(lane)
+        names = self.lane_names(lane)
         if self.options.mode == "streams":
-            return self._stream_reader(channel, message_size, connection_id)
-        if self.sizes_vary:
+            return self._stream_reader(names, message_size, connection_id)
+        if self.sizes_vary or self.keys is not None:
             conn = self._connect()
-            subscribe(conn, channel, self._label)
-            return VaryingPushReceiver(conn, self._label, channel, message_size)
+            subscribe(conn, names, self._label)
+            smallest = HEADER_SIZE if self.sizes_vary else message_size
+            return VaryingPushReceiver(conn, self._label, names, message_size, smallest)
         prefix = len(self.receive_framing(message_size).prefix)
-        return self._subscriber(channel, message_size, prefix)
+        return self._subscriber(names[0], message_size, prefix)
 
     def requester(self, message_size: int, connection_id: int):
         reply = reply_key(self.options.channel, connection_id)
         receiver: Receiver
         if self.options.mode == "streams":
-            receiver = self._stream_reader(reply, message_size, connection_id, delete=True)
+            receiver = self._stream_reader([reply], message_size, connection_id, delete=True)
         else:
             prefix = len(self.receive_framing(message_size).prefix)
             receiver = self._subscriber(reply, message_size, prefix)
@@ -536,7 +592,7 @@ class RedisDriver(Driver):
         channel = self.options.channel
         receiver: Receiver
         if self.options.mode == "streams":
-            receiver = self._stream_reader(self._channel, message_size, connection_id)
+            receiver = self._stream_reader([self._channel], message_size, connection_id)
 
             def reply_head(producer_id: int) -> bytes:
                 return self._xadd_head(reply_key(channel, producer_id), message_size)

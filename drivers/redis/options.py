@@ -17,8 +17,10 @@ class RedisOptions(LoginOptions):
     server's client-output-buffer-limit). streams: XADD to a stream, XREAD/XREADGROUP."""
     channel: str = Field("sixnines", min_length=1)
     """The pub/sub channel, or the stream key in streams mode. With several connections
-    per agent, one-way lane i uses `<channel>.<i>`; replies of round trips use
-    `<channel>.reply.<producer id>`. Left out, each run has a channel of its own
+    per agent, one-way lane i uses `<channel>.<i>`; with keys, each key has a channel
+    (stream) of its own below its lane's, `<channel>.<key>` (`<channel>.<i>.<key>`); replies
+    of round trips use `<channel>.reply.<producer id>`. Left out, each run has a channel of
+    its own
     (`<scenario>-<run id>-<suffix>`), whose stream keys are deleted at the end unless the
     system says `keep_resources: true`; a channel named here is used as it is and never
     deleted."""
@@ -26,8 +28,9 @@ class RedisOptions(LoginOptions):
     """Database for stream keys (pub/sub channels are global to the server)."""
     stream_maxlen: int = Field(1_000_000, ge=1)
     """streams: XADD trims to about this many entries (MAXLEN ~), so memory stays bounded;
-    with several connections, the lanes' streams share it (each keeps its share). A reader
-    more than this many entries behind loses messages (counted as lost)."""
+    with several connections, the lanes' streams share it (each keeps its share), and with
+    keys each key's stream keeps its lane's share. A reader more than this many entries
+    behind loses messages (counted as lost)."""
     group: bool = False
     """streams: read with XREADGROUP through a consumer group of its own per receiver
     connection and XACK each batch (the group is destroyed at close), instead of XREAD."""

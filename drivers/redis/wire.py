@@ -12,10 +12,12 @@ CRLF = b"\r\n"
 DASH, NEWLINE, COLON = ord("-"), ord("\n"), ord(":")
 FIELD = b"m"  # the one field of every stream entry
 ENTRY_START = b"*2\r\n$"  # a stream entry: [id, [field, value]]
+STREAM_START = ENTRY_START  # a stream in a reply: [key, [entry, ...]]
+ARRAY = ord("*")
 NIL_ARRAY = b"*-1\r\n"  # a blocking read that timed out
 
 
-def bulk(value: bytes) -> bytes:
+def bulk(value: bytes | bytearray) -> bytes:
     """A RESP bulk string."""
     return b"$%d\r\n%s\r\n" % (len(value), value)
 
@@ -25,6 +27,22 @@ def head(*args: bytes, size: int) -> bytes:
     content: the prefix of a pre-encoded command (or of a push) carrying a message; CRLF
     follows the message."""
     return b"*%d\r\n%s$%d\r\n" % (len(args) + 1, b"".join(map(bulk, args)), size)
+
+
+def command(*args: bytes) -> bytes:
+    """A whole RESP command (as redis-py packs one)."""
+    return b"*%d\r\n%s" % (len(args), b"".join(map(bulk, args)))
+
+
+def xread_head(keys: list[bytes], count: int, group: bytes | None) -> bytes:
+    """XREAD (XREADGROUP as consumer `c` of `group`) of up to `count` entries from each of
+    the streams `keys`, blocking until one has some, up to the streams' ids: XREAD's
+    follow, one bulk string each (XREADGROUP's, `>` each, are in)."""
+    ids = len(keys)
+    reader = (b"XREADGROUP", b"GROUP", group, b"c") if group is not None else (b"XREAD",)
+    args = (*reader, b"COUNT", b"%d" % count, b"BLOCK", b"0", b"STREAMS", *keys)
+    head = b"*%d\r\n%s" % (len(args) + ids, b"".join(map(bulk, args)))
+    return head if group is None else head + bulk(b">") * ids
 
 
 def publish_head(channel: bytes, size: int) -> bytes:
@@ -40,11 +58,17 @@ def push_head(channel: bytes, size: int) -> bytes:
 LENGTH_DIGITS = 10
 
 
-def varying_pushes(label: str, channel: bytes, smallest: int, largest: int) -> FrameAt:
-    """Where each pub/sub push of `channel` is, its payload of its own size from `smallest`
-    to `largest` (sockets.VaryingFrames hands the payloads over); anything else is refused
-    as soon as it differs."""
-    head = push_head(channel, 0)[: -len(b"0" + CRLF)]  # up to the payload's length
+def varying_pushes(label: str, channels: list[bytes], smallest: int, largest: int
+                   ) -> FrameAt:
+    """Where each pub/sub push of one of `channels` (names of one length: one channel, or
+    one per message key) is, its payload of its own size from `smallest` to `largest`
+    (sockets.VaryingFrames hands the payloads over); anything else is refused as soon as
+    it differs."""
+    head = push_head(channels[0], 0)[: -len(b"0" + CRLF)]  # up to the payload's length
+    width = len(channels[0])
+    name_at = len(head) - width - len(CRLF + b"$")  # where the channel's name is in it
+    others = frozenset(channels[1:])
+    known = len(head) if not others else name_at  # what every push's head has of `head`
 
     def refused() -> DriverError:
         return DriverError(f"{label}: unexpected data on the subscription (a message "
@@ -53,11 +77,16 @@ def varying_pushes(label: str, channel: bytes, smallest: int, largest: int) -> F
     def frame_at(raw: bytearray, at: int, end: int) -> tuple[int, int, int] | None:
         digits_at = at + len(head)
         if end < digits_at:
-            if raw[at:end] != head[: end - at]:
+            arrived = min(end - at, known)
+            if raw[at : at + arrived] != head[:arrived]:
                 raise refused()
             return None
-        if not raw.startswith(head, at):
-            raise refused()
+        if not raw.startswith(head, at):  # another channel's head, or none
+            name = at + name_at
+            if not others or not raw.startswith(head[:name_at], at) \
+                    or not raw.startswith(head[name_at + width :], name + width) \
+                    or bytes(raw[name : name + width]) not in others:
+                raise refused()
         stop = raw.find(CRLF, digits_at, min(end, digits_at + LENGTH_DIGITS + 1))
         if stop < 0:
             if end - digits_at > LENGTH_DIGITS:
@@ -77,9 +106,10 @@ def xadd_head(key: bytes, maxlen: int, size: int) -> bytes:
     return head(b"XADD", key, b"MAXLEN", b"~", b"%d" % maxlen, b"*", FIELD, size=size)
 
 
-def subscribed(channel: bytes) -> bytes:
-    """The server's confirmation of SUBSCRIBE to `channel` (the connection's first)."""
-    return b"*3\r\n" + bulk(b"subscribe") + bulk(channel) + b":1\r\n"
+def subscribed(channels: list[bytes]) -> bytes:
+    """The server's confirmation of SUBSCRIBE to `channels` (the connection's first)."""
+    return b"".join(b"*3\r\n" + bulk(b"subscribe") + bulk(channel) + b":%d\r\n" % number
+                    for number, channel in enumerate(channels, 1))
 
 
 def reply_key(channel: str, producer_id: int) -> bytes:
@@ -114,30 +144,39 @@ def error_at(data: bytes | bytearray, got: int, last: int) -> int:
 
 
 class StreamReplies:
-    """Parses replies to XREAD (XREADGROUP, and XACK's counts) on one stream `key` whose
-    entries hold one `size`-byte field FIELD, copying the payloads into the caller's
-    buffer. Bytes arrive through `room()`/`filled()`; a reply not yet whole stays for the
-    next `parse`, and `held` says when entries may be waiting in the buffer (the socket
-    cannot signal them). `ask` turns True when the outstanding read has been answered (the next
-    one goes out with `last_id`, and in a group the ids in `acks` are acknowledged)."""
+    """Parses replies to XREAD (XREADGROUP, and XACK's counts) on the streams `keys` (one
+    per message key, or the one stream) whose entries hold one `size`-byte field FIELD,
+    copying the payloads into the caller's buffer. Bytes arrive through
+    `room()`/`filled()`; a reply not yet whole stays for the next `parse`, and `held` says
+    when entries may be waiting in the buffer (the socket cannot signal them). `ask` turns
+    True when the outstanding read has been answered (the next one goes out with `after`,
+    each stream's last entry read, and in a group the ids in `pending`, a list per stream,
+    are acknowledged)."""
 
-    def __init__(self, key: bytes, size: int, count: int, overhead: int, label: str,
-                 last_id: bytes, group: bool, smallest: int | None = None) -> None:
+    def __init__(self, keys: list[bytes], size: int, count: int, overhead: int, label: str,
+                 last_ids: list[bytes], group: bool, smallest: int | None = None) -> None:
         self.label = label
         self.size = size
-        self.header = b"*1\r\n*2\r\n" + bulk(key) + b"*"
+        self.keys = {key: index for index, key in enumerate(keys)}
+        # a reply of the one stream, up to its number of entries: read at once
+        self.header = b"*1\r\n*2\r\n" + bulk(keys[0]) + b"*" if len(keys) == 1 else None
         self.middle = CRLF + b"*2\r\n" + bulk(FIELD) + b"$%d\r\n" % size
         self.any_middle = self.middle[: -len(b"%d\r\n" % size)]  # before any size
         # the smallest payload accepted (below `size`: sizes vary, `size` the largest)
         self.smallest = size if smallest is None else smallest
-        self.buf = bytearray(count * (size + overhead) + 1024 + 2 * len(key))
+        longest = max(map(len, keys))
+        self.buf = bytearray(count * (size + overhead) + 1024 + 2 * longest)
         self.view = memoryview(self.buf)
         self.pos = 0
         self.end = 0
-        self.left = 0  # entries of the current reply not parsed yet
-        self.last_id = last_id
+        self.streams = 0  # streams of the current reply not begun yet
+        self.left = 0  # entries of the current stream not parsed yet
+        self.stream = 0  # the current stream's index in `keys`
+        #: each stream's last id read (first: `last_ids`), as XREAD names it: a bulk string
+        self.after = [bulk(last_id) for last_id in last_ids]
         self.group = group
-        self.acks: list[bytes] = []
+        self.pending: list[list[bytes]] = [[] for _ in keys]
+        self.acks = self.pending[0]  # the current stream's ids to acknowledge
         self.ask = False
         self.held = False  # the last parse filled `out` with bytes left: entries may wait
 
@@ -166,31 +205,21 @@ class StreamReplies:
         n = 0
         try:
             while n < room and pos < end:
-                if not self.left:  # the start of a reply
-                    first = buf[pos]
-                    if first == DASH:
-                        raise DriverError(f"{self.label}: the server refused a read: "
-                                         f"{error_line(buf, pos, end)}")
-                    stop = buf.find(CRLF, pos, end)
-                    if stop < 0:
-                        break
-                    if first == COLON:  # XACK's count
-                        pos = stop + 2
-                        continue
-                    if buf.startswith(NIL_ARRAY, pos):  # nothing (a timed-out read)
-                        pos = stop + 2
-                        self.ask = True
-                        continue
+                if not self.left:  # the start of a reply, or of a stream in it
                     header = self.header
-                    stop = buf.find(CRLF, pos + len(header), end)
-                    if stop < 0:
+                    if header is not None and buf.startswith(header, pos):
+                        stop = buf.find(CRLF, pos + len(header), end)
+                        if stop < 0:
+                            break
+                        self.left = int(buf[pos + len(header) : stop])
+                        if not self.left:
+                            self.ask = True
+                        pos = stop + 2
+                        continue
+                    begun = self._begin(pos, end)
+                    if begun < 0:
                         break
-                    if not buf.startswith(header, pos):
-                        raise self._unexpected()
-                    self.left = int(buf[pos + len(header) : stop])
-                    pos = stop + 2
-                    if not self.left:
-                        self.ask = True
+                    pos = begun
                     continue
                 stop = buf.find(CRLF, pos + 5, end)  # an entry: *2 $<id length> <id> ...
                 if stop < 0:
@@ -219,12 +248,60 @@ class StreamReplies:
                 if self.group:
                     self.acks.append(bytes(buf[id_at:id_end]))
                 if not self.left:
-                    self.last_id = bytes(buf[id_at:id_end])
-                    self.ask = True
+                    self.after[self.stream] = bulk(buf[id_at:id_end])
+                    if not self.streams:
+                        self.ask = True
         finally:
             self.pos = pos
             self.held = n == room and pos < end
         return n
+
+    def _begin(self, pos: int, end: int) -> int:
+        """Read what starts at `pos` between entries: a reply's start (an error refused,
+        XACK's count and a timed-out read passed over, the number of streams) or a
+        stream's (its key and its number of entries); returns where the next element
+        starts, -1 while this one has not all arrived."""
+        buf = self.buf
+        if not self.streams:  # a reply
+            first = buf[pos]
+            if first == DASH:
+                raise DriverError(f"{self.label}: the server refused a read: "
+                                  f"{error_line(buf, pos, end)}")
+            stop = buf.find(CRLF, pos, end)
+            if stop < 0:
+                return -1
+            if first == COLON:  # XACK's count
+                return stop + 2
+            if buf.startswith(NIL_ARRAY, pos):  # nothing (a timed-out read)
+                self.ask = True
+                return stop + 2
+            if first != ARRAY or not buf[pos + 1 : stop].isdigit():
+                raise self._unexpected()
+            self.streams = int(buf[pos + 1 : stop])
+            if not self.streams:
+                self.ask = True
+            return stop + 2
+        stop = buf.find(CRLF, pos + len(STREAM_START), end)  # *2 $<key length> <key> *<n>
+        if stop < 0:
+            return -1
+        if not buf.startswith(STREAM_START, pos) or not buf[pos + 5 : stop].isdigit():
+            raise self._unexpected()
+        key_at = stop + 2
+        key_end = key_at + int(buf[pos + 5 : stop])
+        stop = buf.find(CRLF, key_end + 3, end)
+        if stop < 0:
+            return -1
+        stream = self.keys.get(bytes(buf[key_at:key_end]))
+        if stream is None or not buf.startswith(CRLF + b"*", key_end) \
+                or not buf[key_end + 3 : stop].isdigit():
+            raise self._unexpected()
+        self.stream = stream
+        self.acks = self.pending[stream]
+        self.streams -= 1
+        self.left = int(buf[key_end + 3 : stop])
+        if not self.left and not self.streams:
+            self.ask = True
+        return stop + 2
 
     def _varying(self, id_end: int, end: int) -> tuple[int, int]:
         """(where the payload starts, its length) of an entry whose field's length is its

@@ -31,6 +31,7 @@ from sixnines.agents.schedule import NS
 from sixnines.agents.streams import INBOX_BYTES, RING_BYTES
 from sixnines.formats import sizes
 from sixnines.formats.atomic import human_bytes as human
+from sixnines.formats.keys import NONE, period
 from sixnines.formats.lag import FEWER_LOOPS, crowded, crowded_note
 from sixnines.formats.vocabulary import Role
 from sixnines.orchestrator.capacity.probes import heaviest
@@ -82,7 +83,8 @@ def agent_needs(point: RunPoint, agent_hosts: tuple[str, ...] = (LOCAL,)
         held_ns = (workload.release_ns or 0) if plan.role == Role.CONSUMER else 0
         recording, chunks = _recording(plan, workload.warmup_ns + workload.duration_ns,
                                        held_ns)
-        memory = AGENT_BASE_BYTES + recording + _buffers(plan, workload.message_size)
+        memory = AGENT_BASE_BYTES + recording + _buffers(plan, workload.message_size,
+                                                         workload.keys != NONE)
         disk = (rows * ROW_DISK_BYTES + chunks * CHUNK_FILE_BYTES
                 + int(HLOG_BYTES_PER_S * span_s) + AGENT_FILES_BYTES)
         needs.append(AgentNeed(plan, memory, disk))
@@ -116,15 +118,16 @@ def _receiving(plan: AgentPlan, span_ns: int, held_ns: int) -> tuple[int, int]:
             max(-(-plan.expected // rows), span_ns // CHUNK_NS))
 
 
-def _buffers(plan: AgentPlan, written: int | SizeDistribution) -> int:
+def _buffers(plan: AgentPlan, written: int | SizeDistribution, keyed: bool) -> int:
     """A sender's ring of frames per connection, a receiver's one inbox (agents.streams);
     a ring of varying sizes (formats.sizes) holds at most its slots of the largest size
-    (a file's largest taken as the largest a ring of the fewest slots holds)."""
+    (a file's largest taken as the largest a ring of the fewest slots holds), in whole
+    periods of keys when `keyed`."""
     if isinstance(written, int):
         size, ring = written, RING_BYTES
     else:
         size = written.largest_without_file() or sizes.RING_BYTES // sizes.MIN_RING_SLOTS
-        ring = sizes.ring_slots(size) * size
+        ring = sizes.sized_slots(size, period(size) if keyed else 1) * size
     sends = plan.connections * (ring + size) if plan.sends_messages else 0
     receives = INBOX_BYTES + 4 * size if plan.role != Role.PRODUCER else 0
     return sends + receives

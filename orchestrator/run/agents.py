@@ -18,7 +18,9 @@ from pathlib import Path
 from sixnines.formats import protocol as p
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.fill import Fill
+from sixnines.formats.keys import NONE, period
 from sixnines.formats.layout import AGENT_LOG, AGENTS_DIR
+from sixnines.formats.manifest import KeyDraws
 from sixnines.formats.sizes import Sizes
 from sixnines.formats.vocabulary import MAX_RATE, Role
 from sixnines.orchestrator.launchers.base import LaunchError, Process, shutdown_all
@@ -113,6 +115,16 @@ class Agents:
         written = self.point.workload.message_size
         assert isinstance(written, int)  # one size when not a distribution
         return written
+
+    @property
+    def key_draws(self) -> KeyDraws | None:
+        """How the senders draw the run's keys (None: messages carry none): each connection
+        cycles through a period of keys that follows the largest size (formats.keys), as
+        every sender computes it from its `prepare`."""
+        keys = self.point.workload.keys
+        if keys == NONE:
+            return None
+        return KeyDraws(space=keys, seed=self.run_seed, period=period(self.largest_size))
 
     @property
     def run_id(self) -> str:

@@ -11,12 +11,10 @@ from pathlib import Path
 from sixnines.agents.facts import host_facts, versions
 from sixnines.formats.atomic import write_atomically
 from sixnines.formats.integrity import sha256_of
-from sixnines.formats.keys import NONE, period
 from sixnines.formats.layout import MANIFEST_FILE
 from sixnines.formats.manifest import (
     Artifact,
     BrokerRecord,
-    KeyDraws,
     Manifest,
     Sixnines,
     Workload,
@@ -38,19 +36,11 @@ def new_manifest(point, scenario: str, overrides: tuple[str, ...] = ()) -> Manif
         scenario=scenario, run_id=point.run_id, system=system.name, driver=system.driver,
         driver_options=system.options.model_dump(mode="json"),
         broker=BrokerRecord(kind=system.broker.kind), params=point.params,
-        swept=point.swept, workload=Workload.model_validate(
-            {**point.params, "key_draws": key_draws(point.workload, point.seed)}),
+        swept=point.swept, workload=Workload.model_validate(point.params),
         **({"repeat": point.repeat} if point.repeat is not None else {}),
         **({"overrides": list(overrides)} if overrides else {}),
         controller={"host": host_facts(), "versions": versions()}, status=RUNNING,
         problems=[], agents=[], created_at=time.time())
-
-
-def key_draws(workload, seed: int) -> KeyDraws | None:
-    """How the agents draw the run's keys (None: messages carry none)."""
-    if workload.keys == NONE:
-        return None
-    return KeyDraws(space=workload.keys, seed=seed, period=period(workload.message_size))
 
 
 def write_manifest(run_dir: Path, manifest: Manifest) -> Path:

@@ -55,7 +55,13 @@ class RunRecord:
         self.manifest.monitor = (MonitorEntry(**monitor, notes=agents.monitor_notes)
                                  if agents.monitor or agents.monitor_notes else None)
         self.manifest.fill = self._fill(agents)
-        self.manifest.sizes = self._sizes(agents)
+        connections = tuple(entry.first_id + c for entry in self.manifest.agents
+                            if entry.first_id is not None and entry.role in SENDERS
+                            for c in range(entry.connections or 1))
+        if connections:  # asked of `agents` only once some sender runs: a file of sizes
+            # that cannot be read fails the run at its launch, not at the first manifest
+            self.manifest.workload.key_draws = agents.key_draws
+        self.manifest.sizes = self._sizes(agents, connections)
         write_manifest(self.run_dir, self.manifest)
 
     def _fill(self, agents: Agents) -> FillRecord | None:
@@ -69,24 +75,20 @@ class RunRecord:
                           tolerance=None if target is None else RATIO_TOLERANCE,
                           measured_by=measured.id)
 
-    def _sizes(self, agents: Agents) -> SizesRecord | None:
-        """The size distribution and the sizes its sending connections drew (asked of
-        `agents` only once some sender runs: a file of sizes that cannot be read fails
-        the run at its launch, not at the first manifest)."""
-        connections = [entry.first_id + c for entry in self.manifest.agents
-                       if entry.first_id is not None and entry.role in SENDERS
-                       for c in range(entry.connections or 1)]
-        if tuple(connections) == self._drawn[0]:
+    def _sizes(self, agents: Agents, connections: tuple[int, ...]) -> SizesRecord | None:
+        """The size distribution and the sizes its sending `connections` drew."""
+        if connections == self._drawn[0]:
             return self._drawn[1]
         sizes = agents.sizes if connections else None
         if sizes is None:
             return None
-        drawn_sizes = DrawnSizes(sizes, agents.run_seed)
+        draws = self.manifest.workload.key_draws
+        drawn_sizes = DrawnSizes(sizes, agents.run_seed, None if draws is None else draws.period)
         drawn = np.concatenate([drawn_sizes.ring(connection) for connection in connections])
         record = SizesRecord(distribution=sizes.to_message(), histogram=histogram(drawn),
                              drawn=len(drawn), mean=float(drawn.mean()),
                              smallest=int(drawn.min()), largest=int(drawn.max()))
-        self._drawn = (tuple(connections), record)
+        self._drawn = (connections, record)
         return record
 
     def conclude(self, agents: Agents, cpus: CpuPlacement) -> None:

@@ -123,14 +123,18 @@ class Backlog(BaseModel):
             return f"{self.bytes}B"
         return f"{self.time_ns}ns"
 
-    def release_ns(self, rate: float | RateShape, message_size: int) -> int:
+    def release_ns(self, rate: float | RateShape, message_size: float | None) -> int:
         """When consumers start reading, from the start instant: the build's time, or when
         the schedule (`rate` msg/s, or a shape) has intended the build's messages (its
-        bytes in messages of `message_size`)."""
+        bytes in messages of `message_size`, the mean when sizes vary)."""
         if self.time_ns is not None:
             return self.time_ns
-        count = self.messages if self.messages is not None \
-            else math.ceil((self.bytes or 0) / message_size)
+        if self.messages is not None:
+            count = self.messages
+        elif message_size is None:
+            raise ValueError("a build in bytes needs the messages' mean size")
+        else:
+            count = math.ceil((self.bytes or 0) / message_size)
         if isinstance(rate, RateShape):
             return math.ceil(float(rate.cumulative().inverse(np.array([count]))[0]))
         return math.ceil(count * SECOND_NS / rate)

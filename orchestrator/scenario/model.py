@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from sixnines.drivers.base import Driver, DriverOptions, fixed_size_problem
+from sixnines.formats.keys import NONE
 from sixnines.formats.protocol import DEFAULT_CPU_SAMPLE_NS
 from sixnines.formats.records import DEFAULT_THROUGHPUT_WINDOW
 from sixnines.formats.vocabulary import LoopCpus, Mode, Receive, Schedule
@@ -484,8 +485,9 @@ def _as_driver_sees(point: WorkloadPoint, folder: Path) -> DriverView | None:
 
 def _size_problems(specs: list[SpecAt], doc: YamlDocument, folder: Path) -> list[Problem]:
     """A distribution of sizes whose file cannot be read, whose smallest size does not
-    hold the header or whose largest exceeds the largest message, once per spec, where
-    the spec writes its message_size."""
+    hold the header (with keys, the key index after it) or whose largest exceeds the
+    largest message (keyed message), once per spec, where the spec writes its
+    message_size."""
     found: dict[Problem, None] = {}
     for where, spec in specs:
         for written in spec.message_size:
@@ -497,7 +499,7 @@ def _size_problems(specs: list[SpecAt], doc: YamlDocument, folder: Path) -> list
             except ValueError as exc:
                 found[Problem(format_path(at), doc.line_of(at), f"file: {exc}")] = None
                 continue
-            problem = header_problem(sizes)
+            problem = header_problem(sizes, keyed=any(keys != NONE for keys in spec.keys))
             if problem is None and sizes.largest > MAX_MESSAGE_SIZE:
                 problem = (f"its largest size, {format_size(sizes.largest)}, is above the "
                            f"largest message ({format_size(MAX_MESSAGE_SIZE)})")

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 
+from sixnines.formats.keys import MAX_KEYED_SIZE, MIN_KEYED_SIZE, MIN_PERIOD
 from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.sizes import CHOICES, LOGNORMAL, UNIFORM, Sizes
 from sixnines.orchestrator.scenario import units
@@ -168,14 +169,20 @@ def read_sizes(path: Path) -> tuple[int, ...]:
     return tuple(values)
 
 
-def header_problem(sizes: Sizes) -> str | None:
-    """Why a distribution's sizes cannot all carry the header (None: they can)."""
+def header_problem(sizes: Sizes, keyed: bool = False) -> str | None:
+    """Why a distribution's sizes cannot all carry the header, and with keys the key index
+    after it (None: they can)."""
+    floor = MIN_KEYED_SIZE if keyed else HEADER_SIZE
+    carried = (f"{floor}-byte keyed header (the key index follows the {HEADER_SIZE}-byte "
+               "message header)" if keyed else f"{HEADER_SIZE}-byte message header")
     if sizes.kind == LOGNORMAL:  # truncated below at the header: its median must hold it
-        if sizes.median < HEADER_SIZE:
-            return (f"the lognormal's median {sizes.median:g} B is below the {HEADER_SIZE}-byte "
-                    "message header")
+        if sizes.median < floor:
+            return f"the lognormal's median {sizes.median:g} B is below the {carried}"
         return None
-    if sizes.smallest < HEADER_SIZE:
-        return (f"its smallest size, {sizes.smallest} B, is below the {HEADER_SIZE}-byte "
-                "message header")
+    if sizes.smallest < floor:
+        return f"its smallest size, {sizes.smallest} B, is below the {carried}"
+    if keyed and sizes.largest > MAX_KEYED_SIZE:
+        return (f"its largest size, {sizes.largest} B, is above the largest keyed message, "
+                f"{MAX_KEYED_SIZE >> 20} MiB (a sender's ring holds {MIN_PERIOD} keyed "
+                "frames)")
     return None

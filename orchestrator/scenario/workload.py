@@ -18,6 +18,7 @@ import math
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import (
@@ -33,6 +34,7 @@ from pydantic import (
 
 from sixnines.formats.fill import RANDOM
 from sixnines.formats.keys import MAX_KEYED_SIZE, MIN_KEYED_SIZE, MIN_PERIOD, NONE
+from sixnines.formats.payload import HEADER_SIZE
 from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, Mode, Receive, Schedule
 from sixnines.orchestrator.scenario.backlog import BACKLOG_KEYS, BacklogField
@@ -159,16 +161,29 @@ class WorkloadPoint(BaseModel):
         return self.rate == MAX_RATE
 
     @property
+    def mean_size(self) -> float | None:
+        """A message's mean size: its one size, or the mean a distribution draws (None: a
+        file of sizes, read only when the run starts)."""
+        size = self.message_size
+        if isinstance(size, int):
+            return size
+        if not isinstance(size, SizeDistribution) or size.file is not None:
+            return None
+        return size.sizes(Path()).mean(HEADER_SIZE if self.keys == NONE else MIN_KEYED_SIZE)
+
+    @property
     def release_ns(self) -> int | None:
         """With a backlog, when consumers start reading, from the start instant (None:
-        they read from the start)."""
-        size = self.message_size
-        if self.backlog is None or not isinstance(size, int):  # sizes that vary: refused
+        they read from the start). A build in bytes is in messages of the mean size."""
+        if self.backlog is None:
+            return None
+        mean = self.mean_size
+        if self.backlog.bytes is not None and mean is None:  # refused (backlog_problems)
             return None
         if self.shape is not None:
-            return self.backlog.release_ns(self.shape, size)
+            return self.backlog.release_ns(self.shape, mean)
         if isinstance(self.rate, float | int):
-            return self.backlog.release_ns(float(self.rate), size)
+            return self.backlog.release_ns(float(self.rate), mean)
         return None
 
     @property
@@ -250,12 +265,6 @@ def cross_field_problems(workload: WorkloadPoint) -> list[tuple[str, str]]:
     if isinstance(workload.message_size, SizeDistribution) and workload.mode is not Mode.ONE_WAY:
         found.append(("message_size", "a distribution of sizes needs mode 'one-way' (round "
                       "trips send every request at one size)"))
-    if isinstance(workload.message_size, SizeDistribution):
-        found += [(name, f"{name} with sizes that vary: not yet (a {what} needs one message "
-                   "size for now)") for name, what, given in (
-                       ("keys", "key rides in a ring of one-size frames", workload.keys != NONE),
-                       ("backlog", "backlog is counted in messages of one size",
-                        workload.backlog is not None)) if given]
     for kinds, closed_problem, timing_problems in _CHANGING_RATES:
         if isinstance(workload.rate, kinds):
             if workload.schedule is Schedule.CLOSED:
@@ -295,8 +304,12 @@ def backlog_problems(workload: WorkloadPoint) -> list[str]:
     if workload.mode is not Mode.ONE_WAY or workload.schedule is Schedule.CLOSED:
         return ["needs mode one-way with an open-loop schedule (fixed or poisson): "
                 "consumers hold off while producers send"]
-    if workload.duration_ns is None or not isinstance(workload.message_size, int):
-        return []  # reported on their own fields
+    if workload.backlog.bytes is not None and workload.mean_size is None:
+        return ["a build in bytes is counted in messages of the sizes' mean, and a file of "
+                "sizes is read only when the run starts: give the build in messages (20k "
+                "messages) or a time (10s)"]
+    if workload.duration_ns is None:
+        return []  # reported on its own field
     release = workload.release_ns
     assert release is not None
     run_ns = workload.warmup_ns + workload.duration_ns

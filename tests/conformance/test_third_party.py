@@ -76,3 +76,19 @@ def test_a_subclass_runs_the_suite_with_a_login(installed, tmp_path):
     assert cases["wrong_credentials[sender]"] == "passed"
     assert {name.split("[")[0] for name in cases} >= DELIVERY_CASES | {"unreachable"}
     assert not failed(cases), cases["output"]
+
+
+def test_validate_refuses_keys_for_a_driver_that_cannot_carry_them(installed, tmp_path):
+    """A driver that says nothing of keys (`Driver.carries_keys`) is refused a keyed
+    workload by name, at its system's line."""
+    (tmp_path / "s.yaml").write_text(
+        "name: keyed\nsystems: [{name: hub, driver: hub, broker: builtin}]\n"
+        "workload: {message_size: 64, rate: 100, duration: 1s, keys: {count: 10}}\n")
+    done = subprocess.run([sys.executable, "-m", "sixnines", "validate", "s.yaml"],
+                          env=installed, cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "s.yaml:2: systems[0]: hub: cannot carry message keys (workload keys count=10); "
+        "leave keys out for this system, or use one that carries them (kafka, nats, "
+        "rabbitmq, redis, tcp, zmq)")

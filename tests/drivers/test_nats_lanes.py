@@ -8,7 +8,8 @@ import pytest
 
 from sixnines.drivers.base import SOLE_LANE, Framing, Lane
 from sixnines.drivers.nats import NatsDriver, NatsOptions
-from sixnines.drivers.nats.wire import covers, lanes_pattern
+from sixnines.drivers.nats.wire import covers, keyed_lanes_pattern, lanes_pattern
+from sixnines.formats.keys import KeySpace
 
 CRLF = b"\r\n"
 
@@ -26,6 +27,23 @@ def test_the_stream_takes_every_lane_but_not_the_replies():
     assert all(covers(pattern, f"a.b.{i}") for i in range(30))
     assert not covers(pattern, "a.b")
     assert not covers(pattern, "a.b.reply.7")  # core replies of round trips
+
+
+def test_a_keyed_run_publishes_below_each_lane_and_its_stream_takes_every_key():
+    """With keys each lane's messages go to `<lane subject>.<key>`: a stream made for the
+    run takes every subject below the subject; one made without keys takes a keyed run of
+    one lane only (its keys are one token below the subject)."""
+    driver = NatsDriver("127.0.0.1:4222", NatsOptions(subject="a.b", mode="jetstream"))
+    driver.keys = KeySpace(3)
+    assert driver._published(SOLE_LANE) == ["a.b.*"]
+    assert driver._published(Lane(0, 2)) == ["a.b.0.*", "a.b.1.*"]
+    assert driver.framing(5, Lane(1, 2)).key_prefixes == tuple(
+        f"PUB a.b.1.k{key} {driver._acks}.1 5\r\n".encode() for key in range(3))
+    assert all(covers(keyed_lanes_pattern("a.b"), subject)
+               for subject in ["a.b.*", "a.b.0.*", "a.b.1.*"])
+    assert covers(lanes_pattern("a.b"), "a.b.*")
+    assert not covers(lanes_pattern("a.b"), "a.b.0.*")
+    assert not covers("a.b.k0", "a.b.*")  # a stream of one key does not take them all
 
 
 @pytest.mark.parametrize(("pattern", "subject", "expected"), [

@@ -13,6 +13,7 @@ from sixnines.drivers.redis.wire import (
     reply_key,
     xadd_head,
 )
+from sixnines.formats.keys import KeySpace
 
 
 def driver(**options) -> RedisDriver:
@@ -59,3 +60,21 @@ def test_no_lane_is_a_reply_channel():
     lanes = {driver().lane_channel(Lane(i, 100)) for i in range(100)}
     replies = {reply_key("ch", producer_id) for producer_id in range(1000)}
     assert not lanes & replies
+
+
+def test_with_keys_each_key_has_its_own_command_head_of_one_length():
+    """A stream (channel) per key below the lane's: `<lane channel>.<key>`, every key's
+    head as long as the first (frames of one stride), each key's stream keeping the lane's
+    share of stream_maxlen."""
+    keyed = driver(mode="streams", stream_maxlen=1000)
+    keyed.keys = KeySpace(12, 1.1)
+    framing = keyed.framing(5, Lane(1, 2))
+    assert framing.key_prefixes == tuple(xadd_head(b"ch.1.k%02d" % key, 500, 5)
+                                         for key in range(12))
+    assert framing.prefix == framing.key_prefixes[0]
+    assert len(set(map(len, framing.key_prefixes))) == 1
+    keyed = driver()
+    keyed.keys = KeySpace(3)
+    assert keyed.framing(5).key_prefixes == tuple(publish_head(b"ch.k%d" % key, 5)
+                                                  for key in range(3))
+    assert keyed.receive_framing(5) == Framing()  # pushes of several channels: copied out

@@ -52,14 +52,16 @@ def brokers(tmp_path_factory):
 
 
 def scenario(path: Path, system: str, address: str, connections: str,
-             options: str | None = None, extra: str = "") -> Path:
+             options: str | None = None, extra: str = "", workload: str = "") -> Path:
+    """A one-system scenario against `address`; `extra` adds to the system's mapping,
+    `workload` to the workload's."""
     options = options or SYSTEMS[system][1]
     path.write_text(f"""
 name: sweep-{system}
 systems:
   - {{name: {system}, driver: {system}, broker: {external(address)}, options: {options}{extra}}}
 workload: {{message_size: 64, rate: {RATE}, duration: 1s, warmup: 0s, drain: 2s,
-           connections: {connections}}}
+           connections: {connections}{workload}}}
 """)
     return path
 

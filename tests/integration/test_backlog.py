@@ -2,8 +2,9 @@
 RabbitMQ started from their recipes, consumers held while producers keep 1,000 msg/s
 until 1,000 messages are queued, then released; and a bound too short for any drain,
 which gets its verdict (draining 1,024 messages within 1 ms would take a consumer
-receiving a million a second). The report shows each backlog and marks its instants on
-the run's timeline; `compare` judges a drain against another of the same backlog."""
+receiving a million a second); and on Redis streams a backlog of sizes that vary, built
+in bytes. The report shows each backlog and marks its instants on the run's timeline;
+`compare` judges a drain against another of the same backlog."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import pytest
 
 from sixnines.formats.chunks import message_files
 from sixnines.formats.manifest import Manifest
+from sixnines.formats.sizes import CHOICES, DrawnSizes, Sizes
 from tests.integration.report_pages import (
     compare,
     compared_rows,
@@ -45,10 +47,10 @@ cases:
 """
 
 
-@pytest.fixture(scope="module")
-def backlog_runs(tmp_path_factory) -> tuple[Path, str, dict[str, dict]]:
-    work = tmp_path_factory.mktemp("backlog")
-    (work / "backlog.yaml").write_text(SCENARIO)
+def run_scenario(work: Path, scenario: str) -> tuple[Path, str, dict[str, dict]]:
+    """`sixnines run` of `scenario` in `work`, which went well: its results directory,
+    its console and its runs' summaries by run id."""
+    (work / "backlog.yaml").write_text(scenario)
     done = subprocess.run([sys.executable, "-m", "sixnines", "run", "backlog.yaml", "--output",
                            str(work / "out")], cwd=work, capture_output=True, text=True,
                           timeout=600)
@@ -56,6 +58,11 @@ def backlog_runs(tmp_path_factory) -> tuple[Path, str, dict[str, dict]]:
     results = Path(done.stdout.strip().splitlines()[-1])
     runs = json.loads((results / "summary.json").read_text())["runs"]
     return results, done.stdout + done.stderr, {run["run_id"]: run for run in runs}
+
+
+@pytest.fixture(scope="module")
+def backlog_runs(tmp_path_factory) -> tuple[Path, str, dict[str, dict]]:
+    return run_scenario(tmp_path_factory.mktemp("backlog"), SCENARIO)
 
 
 def first_receipt_s(run_dir: Path) -> float:
@@ -225,3 +232,27 @@ def test_compare_calls_runs_of_other_backlogs_another_experiment(backlog_runs):
     rows = compared_rows(lines)
     assert rows["backlog drain rate msg/s"][-1] == "not the same experiment"
     assert "backlog drained in" not in text
+def test_a_backlog_of_sizes_that_vary_is_built_in_bytes_of_their_mean(tmp_path):
+    """Redis streams, sizes of 64 and 256 B (3 to 1: a mean of 112 B): a build of 112,000
+    bytes is 1,000 messages, released at 1 s; the bytes built are the sizes the producer's
+    ring drew for the messages it sent before the release."""
+    sizes = Sizes(CHOICES, values=(64, 256), weights=(3.0, 1.0))
+    results, console, runs = run_scenario(tmp_path, """
+name: sized-backlog
+systems:
+  - {name: redis, driver: redis, broker: {recipe: redis}, options: {mode: streams}}
+workload: {message_size: {64: 3, 256: 1}, rate: 1k, warmup: 0, duration: 2s, drain: 2s,
+           seed: 5, backlog: {build: 112000B, drain_within: 1s}}
+""")
+    ((run_id, run),) = runs.items()
+    assert run["status"] == "ok", run["problems"]
+    assert run["lost"] == 0 and run["received"] == run["sent"] == 2000
+    backlog = run["backlog"]
+    assert backlog["released_at_s"] == RELEASE_S
+    assert 950 <= backlog["built_messages"] <= 1000
+    drawn = DrawnSizes(sizes, 5).column(np.zeros(backlog["built_messages"], np.int32),
+                                        np.arange(backlog["built_messages"]))
+    assert backlog["built_bytes"] == int(drawn.sum()) != 112 * backlog["built_messages"]
+    assert first_receipt_s(results / run_id) >= RELEASE_S - 0.001
+    assert backlog["drained"] is True, backlog["verdict"]
+    assert "backlog 109.4 KB, drained within 1 s" in console

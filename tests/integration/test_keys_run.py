@@ -1,8 +1,9 @@
 """`sixnines run` with message keys, as a user runs it: Kafka with Zipf keys over several
 partitions (every message of one key in one partition, their order held, the run's own
-per-producer reorders counted apart), NATS with a subject per key, RabbitMQ with routing
-keys, and the tcp relay and zmq carrying keys in the message (the summary's hottest
-share is the draws')."""
+per-producer reorders counted apart), with one size and with sizes that vary; NATS (core
+and JetStream) with a subject per key, Redis with a stream or channel per key, RabbitMQ
+with routing keys, and the tcp relay and zmq carrying keys in the message (the summary's
+hottest share is the draws'), the relay's also in a ring of sizes that vary."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 
 from sixnines.drivers.nats import NatsDriver, NatsOptions
 from sixnines.drivers.rabbitmq import RabbitmqDriver, RabbitmqOptions
+from sixnines.formats.chunks import message_files
 from sixnines.formats.keys import (
     KEY_OFFSET,
     KeySpace,
@@ -26,6 +29,7 @@ from sixnines.formats.keys import (
 )
 from sixnines.formats.layout import MANIFEST_FILE, REPORT_DIR, SUMMARY_FILE
 from sixnines.formats.payload import HEADER_STRUCT, build_frames, frame_dtype
+from sixnines.formats.sizes import CHOICES, DrawnSizes, Sizes
 from sixnines.orchestrator.results.store import find_run_dirs
 from tests.faults.support import sixnines
 from tests.integration.support import external, missing, recipe_server
@@ -34,6 +38,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 PARTITIONS, PRODUCERS, SIZE = 4, 2, 64
 ZIPF = KeySpace(20, 1.2)
+MIX = Sizes(CHOICES, values=(40, 1024, 16384), weights=(0.6, 0.3, 0.1))
+MIX_WRITTEN = "{40: 0.6, 1KB: 0.3, 16KB: 0.1}"
 SCENARIO = """\
 name: keyed
 systems:
@@ -50,11 +56,12 @@ workload:
 """
 
 
-def keyed_run(folder: Path, driver: str, broker: str, options: str = "{}") -> Path:
+def keyed_run(folder: Path, driver: str, broker: str, options: str = "{}",
+              size: str = str(SIZE)) -> Path:
     """The run directory of a keyed run of one system, which went well."""
     folder.mkdir(exist_ok=True)
     (folder / "s.yaml").write_text(SCENARIO.format(
-        driver=driver, broker=broker, options=options, size=SIZE, count=ZIPF.count,
+        driver=driver, broker=broker, options=options, size=size, count=ZIPF.count,
         zipf=ZIPF.zipf, producers=PRODUCERS))
     done = sixnines("run", "s.yaml", "--output", "runs", cwd=folder)
     assert done.returncode == 0, done.stderr
@@ -66,7 +73,8 @@ def keyed_run(folder: Path, driver: str, broker: str, options: str = "{}") -> Pa
 def summary_of(run_dir: Path) -> dict:
     summary = json.loads((run_dir / REPORT_DIR / SUMMARY_FILE).read_text())
     assert summary["status"] == "ok", summary["problems"]
-    assert summary["lost"] == 0 and summary["delivered"] == summary["sent"] > 0
+    assert summary["lost"] == summary["duplicated"] == 0
+    assert summary["delivered"] == summary["sent"] > 0
     return summary
 
 
@@ -79,8 +87,8 @@ def kafka(tmp_path_factory):
 
 
 def partitions_of_keys(address: str, topic: str, expected: int) -> tuple[dict, list]:
-    """Every record of `topic` read back: each key's partitions, and (producer, seq, key)
-    as each frame carries them."""
+    """Every record of `topic` read back: each key's partitions, and (producer, seq, key,
+    size) as each frame carries them."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": address, "group.id": uuid.uuid4().hex,
@@ -98,16 +106,21 @@ def partitions_of_keys(address: str, topic: str, expected: int) -> tuple[dict, l
                 assert record.key() == value[KEY_OFFSET : KEY_OFFSET + 4]
                 partitions.setdefault(record.key(), set()).add(record.partition())
                 producer, seq, _, _ = HEADER_STRUCT.unpack_from(value)
-                frames.append((producer, seq, int.from_bytes(record.key(), "little")))
+                frames.append((producer, seq, int.from_bytes(record.key(), "little"),
+                               len(value)))
     finally:
         consumer.close()
     return partitions, frames
 
 
-def test_kafka_keys_pick_partitions_and_each_key_keeps_its_order(kafka, tmp_path):
+@pytest.mark.parametrize("sizes", [None, MIX], ids=["one-size", "sizes-vary"])
+def test_kafka_keys_pick_partitions_and_each_key_keeps_its_order(kafka, tmp_path, sizes):
+    """Every record read back has the key its sender drew for it (and, with sizes that
+    vary, the size), every key in one partition."""
     topic = f"keys-{uuid.uuid4().hex[:8]}"  # named: the user's topic, kept to read back
     run_dir = keyed_run(tmp_path, "kafka", external(kafka.address),
-                        f"{{topic: {topic}, partitions: {PARTITIONS}}}")
+                        f"{{topic: {topic}, partitions: {PARTITIONS}}}",
+                        str(SIZE) if sizes is None else MIX_WRITTEN)
     summary = summary_of(run_dir)
     keys = summary["keys"]
     assert keys["count"] == ZIPF.count and keys["distribution"] == "zipf(1.2)"
@@ -117,11 +130,15 @@ def test_kafka_keys_pick_partitions_and_each_key_keeps_its_order(kafka, tmp_path
     assert len(frames) == summary["sent"] + summary["warmup"]["sent"]
     assert all(len(found) == 1 for found in partitions.values()), partitions
     assert len(set().union(*partitions.values())) > 1  # the keys spread over partitions
-    producer, seq, key = (np.array(column) for column in zip(*frames, strict=True))
+    producer, seq, key, size = (np.array(column) for column in zip(*frames, strict=True))
     manifest = json.loads((run_dir / MANIFEST_FILE).read_text())
     draws = manifest["workload"]["key_draws"]
-    assert draws == {"space": ZIPF.text(), "seed": 11, "period": period(SIZE)}
+    largest = SIZE if sizes is None else sizes.largest
+    assert draws == {"space": ZIPF.text(), "seed": 11, "period": period(largest)}
     assert np.array_equal(key, message_keys(ZIPF, 11, draws["period"], producer, seq))
+    expected = np.full(len(seq), SIZE) if sizes is None else DrawnSizes(
+        sizes, 11, draws["period"]).column(producer, seq)
+    assert np.array_equal(size, expected)
 
 
 @pytest.mark.parametrize("driver", ["tcp", "zmq"])
@@ -181,10 +198,39 @@ def received(receiver, count: int) -> list[tuple[int, int]]:
     return got
 
 
-def test_a_nats_run_with_keys_accounts_for_every_message(tmp_path):
-    run_dir = keyed_run(tmp_path, "nats", "{recipe: nats}")
+@pytest.mark.parametrize(("driver", "options"), [
+    ("nats", "{mode: core}"), ("nats", "{mode: jetstream}"), ("redis", "{mode: streams}"),
+    ("redis", "{mode: streams, group: true}"), ("redis", "{mode: pubsub}")],
+    ids=["nats-core", "nats-jetstream", "redis-streams", "redis-streams-group", "redis-pubsub"])
+def test_a_run_with_a_subject_stream_or_channel_per_key_delivers_each_once_in_key_order(
+        tmp_path, driver, options):
+    """Zipf keys, each its own subject (stream, channel): every message delivered once,
+    the order within each key kept (their streams are read in any order between keys)."""
+    run_dir = keyed_run(tmp_path, driver, f"{{recipe: {driver}}}", options)
     keys = summary_of(run_dir)["keys"]
     assert keys["count"] == ZIPF.count and keys["reordered"] == 0
+    assert keys["hottest_us"]["count"] + keys["others_us"]["count"] == \
+        summary_of(run_dir)["received"]
+
+
+def test_keys_ride_in_a_ring_of_sizes_that_vary(tmp_path):
+    """Through the tcp relay: every message arrives at the size its sender's keyed ring
+    drew for it, and the keys' figures are the draws'."""
+    run_dir = keyed_run(tmp_path, "tcp", "builtin", size=MIX_WRITTEN)
+    summary = summary_of(run_dir)
+    assert summary["keys"]["reordered"] == 0
+    draws = json.loads((run_dir / MANIFEST_FILE).read_text())["workload"]["key_draws"]
+    assert draws["period"] == period(MIX.largest)
+    drawn = np.concatenate([keys_of(ZIPF, 11, producer, draws["period"])
+                            for producer in range(PRODUCERS)])
+    assert summary["keys"]["hottest_share"] == pytest.approx(np.bincount(drawn).max()
+                                                             / len(drawn))
+    (consumer,) = (run_dir / "agents").glob("consumer-*")
+    table = pq.read_table(message_files(consumer))
+    producer, seq, size = (table[name].to_numpy() for name in ("producer_id", "seq", "size"))
+    assert len(seq) == summary["received"] + summary["warmup"]["received"]
+    assert np.array_equal(size, DrawnSizes(MIX, 11, draws["period"]).column(producer, seq))
+    assert set(size.tolist()) == set(MIX.values)
 
 
 def test_rabbitmq_publishes_each_key_as_its_routing_key(tmp_path):
