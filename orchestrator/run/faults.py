@@ -5,17 +5,17 @@ coarser than the times asked for, so it only writes down what the thread did.
 
 A run without faults has no `FaultTimeline` at all: no thread, nothing on any path.
 
-A partition or a slow link is held by a process on its host (launchers.link_faults),
+A partition or a slow link is held by a process on its host (launchers.held_faults),
 started and ready before the measured run (`arm`), so that at the fault's time only a line
-goes to it; a host where it cannot be done (no netem for a delay) fails the run before it
-starts.
+goes to it; a host where it cannot be done (no firewall, no netem for a delay) fails the
+run before it starts.
 
 Every fault is recorded as it goes (formats.manifest.FaultRecord): when it was issued, when
-it was seen to take effect (the process stopped, or dead and reaped), when it was undone
-and, for a broker, when it took connections again. `close` undoes whatever is still done
-(a paused process is resumed before the run stops it), whatever ends the run; a controller
-that dies outright leaves that to the guard (launchers.guard), which resumes the groups it
-stops.
+it was seen to take effect (the process stopped, or dead and reaped; the holder's answer),
+when it was undone and, for a broker, when it took connections again. `close` undoes
+whatever is still done (a paused process is resumed before the run stops it), whatever
+ends the run; a controller that dies outright leaves that to the guard (launchers.guard),
+which resumes the groups it stops and stops the holders, which undo.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from sixnines.formats.errors import SixninesError
 from sixnines.formats.manifest import FaultRecord
 from sixnines.orchestrator.launchers import link_faults
 from sixnines.orchestrator.launchers.base import Launcher, Process
-from sixnines.orchestrator.launchers.link_faults import HeldLinkFault
+from sixnines.orchestrator.launchers.held_faults import HeldFault
 from sixnines.orchestrator.run.brokers import RunningBroker
 from sixnines.orchestrator.scenario.faults import (
     BROKER,
@@ -79,7 +79,7 @@ class FaultTimeline:
                                     else fault.end_ns - fault.at)
                         for index, fault in enumerate(faults)]
         self.steps: list[FaultStep] = []
-        self.links: dict[int, HeldLinkFault] = {}  # fault index -> the holder on its host
+        self.holders: dict[int, HeldFault] = {}  # fault index -> the holder on its host
         self.changed = threading.Event()
         self.paused: dict[int, Process] = {}  # fault index -> the process it holds stopped
         self.broker_down = False  # killed on purpose, not yet back: not the run's failure
@@ -93,11 +93,11 @@ class FaultTimeline:
             for index, fault in enumerate(self.faults):
                 if isinstance(fault.target, HostTarget):
                     assert fault.for_ is not None  # a link fault has its window
-                    self.links[index] = link_faults.arm(
+                    self.holders[index] = link_faults.arm(
                         launchers[fault.target.host], f"fault-{index}", fault.action.value,
                         fault.for_ / 1e9, log_path, fault.rate, fault.delay, fault.loss)
         except BaseException:
-            self._close_links()
+            self._close_holders()
             raise
 
     def start(self, measured_start_ns: int) -> None:
@@ -118,12 +118,12 @@ class FaultTimeline:
             self._thread.join()
         for index in list(self.paused):
             self._resume(index, "resumed as the run ended")
-        for index in [index for index, holder in self.links.items() if holder.held]:
+        for index in [index for index, holder in self.holders.items() if holder.held]:
             try:
                 self._take_away(index, "undone as the run ended")
             except SixninesError as exc:  # its holder's deadline or the guard is left
                 self.problems.append(f"faults[{index}] was not undone: {exc}")
-        self._close_links()
+        self._close_holders()
         for index, fault in enumerate(self.faults):
             record = self.records[index]
             if fault.restart_after is not None and record.issued_ns is not None \
@@ -147,8 +147,10 @@ class FaultTimeline:
         fault, record = self.faults[index], self.records[index]
         if fault.action in ON_LINKS:
             logger.info("fault %d: %s %s", index, fault.action, fault.target_name)
+            holder = self.holders[index]
+            record.tool = holder.tool
             record.issued_ns = now_ns()
-            self.links[index].apply()
+            holder.apply()
             record.effective_ns = now_ns()
             record.outcome = "done"
             return
@@ -208,16 +210,16 @@ class FaultTimeline:
             record.note = note
 
     def _take_away(self, index: int, note: str | None = None) -> None:
-        """A partition or slow link undone (recorded once it is gone)."""
-        self.links[index].undo()
+        """A fault held on a host undone (recorded once it is gone)."""
+        self.holders[index].undo()
         record = self.records[index]
         record.undone_ns = now_ns()
         if note is not None:
             record.note = note
 
-    def _close_links(self) -> None:
+    def _close_holders(self) -> None:
         """Every holder stopped: a fault still in place is taken away on the way."""
-        for holder in self.links.values():
+        for holder in self.holders.values():
             holder.close()
 
     def _failed(self, index: int, why: str) -> None:
