@@ -9,13 +9,15 @@ JetStream on file storage. Answers known by construction:
   append-only file), the run is partial; JetStream refuses to store, its log says why,
   and what it did not store is counted as lost;
 - the disk is thawed, emptied, unmounted and removed after every end: the run's, a
-  SIGTERM, and a controller SIGKILLed mid-stall (its holder alive, or killed first)."""
+  SIGTERM, and a controller SIGKILLed mid-stall (its holder alive, or killed first);
+- a broker on an SSH host (the test bed) gets its disk, stalled and released, there."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from sixnines.formats.layout import BROKER_DIR, BROKER_DISK, BROKER_LOG
 from sixnines.orchestrator.launchers.data_disk import FILLER, lacking
 from tests.faults.processes import Sixnines, command_line, still_alive_after
 from tests.integration.support import missing
+from tests.integration.testbed import needs_bed, testbed
 
 pytestmark = [
     pytest.mark.integration,
@@ -48,7 +51,8 @@ JETSTREAM = ("{name: sut, driver: nats, broker: {recipe: nats, data_disk: 64MB},
              "options: {mode: jetstream, storage: file, max_bytes: 8388608}, reconnect: 1s}")
 
 
-def scenario(tmp_path: Path, system: str, fault: str, duration: str = "4s") -> Path:
+def scenario(tmp_path: Path, system: str, fault: str, duration: str = "4s",
+             more: str = "") -> Path:
     recipes = tmp_path / "recipes"
     recipes.mkdir(exist_ok=True)
     shipped = (RECIPES / "redis.yaml").read_text()
@@ -61,6 +65,7 @@ def scenario(tmp_path: Path, system: str, fault: str, duration: str = "4s") -> P
 name: disk
 systems: [{system}]
 workload: {{message_size: 64, rate: 500, duration: {duration}, warmup: 0.5s, drain: 3s}}
+{more}
 faults:
   - {fault}
 """)
@@ -72,9 +77,11 @@ def controller(tmp_path: Path, path: Path, *options: str) -> Sixnines:
                     env={"SIXNINES_RECIPE_PATH": str(tmp_path / "recipes")})
 
 
-def ran(tmp_path: Path, system: str, fault: str) -> tuple[int, str, Path, dict, dict]:
+def ran(tmp_path: Path, system: str, fault: str, more: str = ""
+        ) -> tuple[int, str, Path, dict, dict]:
     """`sixnines run` to its end: exit code, console, run directory, manifest, summary."""
-    code, out, err = controller(tmp_path, scenario(tmp_path, system, fault)).finish(600)
+    path = scenario(tmp_path, system, fault, more=more)
+    code, out, err = controller(tmp_path, path).finish(600)
     assert "Traceback" not in err, err
     results = tmp_path / out.strip().splitlines()[-1]
     run_dir = next(results.glob("01-*"))
@@ -231,3 +238,24 @@ def test_a_run_stopped_mid_stall_thaws_the_disk_before_it_stops_the_broker(tmp_p
     assert manifest["status"] == "partial"
     released(run_dir)
     assert (run_dir / BROKER_DIR / "appendonlydir").is_dir()  # kept, as a partial run's is
+
+
+@NO_REDIS
+@needs_bed
+def test_a_broker_on_an_ssh_host_has_its_disk_stalled_and_released_there(tmp_path):
+    """The same steps over SSH, in the mount namespace of the host's sshd (where the
+    broker runs): nothing mounted is left there, nor a loop device here."""
+    fault = f"{{at: {STALL_AT_S}s, action: disk-stall, target: broker, for: {STALL_S}s}}"
+    with testbed(2) as bed:
+        code, _, _, manifest, summary = ran(
+            tmp_path, REDIS, fault,
+            f"inventory: {bed.inventory}\nplacement: {{broker: h1, agents: [h2]}}")
+        sshd = (bed.dir / "h1" / "sshd.pid").read_text().strip()
+        mounts = subprocess.run(["nsenter", "-t", sshd, "-m", "cat", "/proc/self/mounts"],
+                                capture_output=True, text=True, check=True).stdout
+    assert code == 0 and manifest["status"] == "ok", manifest["problems"]
+    stalled_as_planned(manifest, summary)
+    image = Path(manifest["broker"]["data_disk"]["image"])
+    assert image.is_absolute() and not image.exists()  # on h1, which shares this filesystem
+    assert str(image.parent / BROKER_DIR) not in mounts
+    assert loop_devices_of(image) == []
