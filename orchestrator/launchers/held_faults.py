@@ -1,6 +1,6 @@
 """The controller's end of a fault held on a host by a process of its own
 (launchers.fault_hold): a partition or a slow link (launchers.link_faults), a broker's data
-disk frozen or full (launchers.disk_faults).
+disk frozen or full (launchers.data_disks).
 
 Why a process on the host rather than commands sent at the fault's time: it is started,
 checked and registered with the host's guard before the measured run, so at the fault's
