@@ -4,6 +4,11 @@ message), exit 2, nothing started; a list that can be done passes."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -185,6 +190,26 @@ faults:
         f"{FAULTS_LINE + 3 + offset}: faults[{offset}].action: cannot {action} the broker's "
         "disk on host 'box' (container): a data disk is made on local and SSH hosts"
         for offset, action in enumerate(("disk-stall", "disk-full"))]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="runs validate as another user, which needs root and setpriv")
+def test_validate_as_a_user_who_cannot_mount_names_what_a_data_disk_needs():
+    """The same scenario, validated by `nobody` (a directory of its own in /tmp: the
+    test's is root's alone): one line names the system and what is missing here."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as directory:
+        os.chmod(directory, 0o777)
+        path = Path(directory) / "s.yaml"
+        path.write_text(DISK_HEAD.replace("faults:\n", ""))
+        path.chmod(0o644)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+             "-m", "sixnines", "validate", str(path)],
+            capture_output=True, text=True, timeout=300, cwd=directory,
+            env={**os.environ, "HOME": directory})
+    assert done.returncode == 2, done.stderr
+    assert f"{path}: systems[0] (js): a data disk for the broker needs root (it mounts a " \
+        "filesystem) on this machine" in done.stderr.splitlines()
 
 
 def test_a_disk_fault_overlapping_a_pause_of_the_broker_is_refused(tmp_path):
