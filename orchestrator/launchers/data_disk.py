@@ -190,7 +190,7 @@ def release(image: str, mount: str, keep: bool) -> None:
         thaw(image, mount)
         unfill(image, mount)
         if keep:
-            shutil.copytree(mount, kept, symlinks=True,
+            shutil.copytree(mount, kept, symlinks=True, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("lost+found"))
         _unmount(mount)
     with contextlib.suppress(FileNotFoundError):

@@ -19,7 +19,7 @@ from sixnines.orchestrator.launchers.base import Launcher, LaunchError
 from sixnines.orchestrator.launchers.held_faults import HeldFault
 
 MODULE = "sixnines.orchestrator.launchers.data_disk"
-MAKE_TIMEOUT_S = 300.0  # mkfs writes every table of the filesystem
+STEP_TIMEOUT_S = 300.0  # mkfs writes every table of the filesystem; a release may copy
 #: What a disk fault does on the host: its steps there, and its tool for the record.
 FAULT_STEPS = {"disk-stall": ("freeze", "thaw", "FIFREEZE (fsfreeze)"),
                "disk-full": ("fill", "unfill", "fallocate")}
@@ -44,7 +44,7 @@ class DataDisk:
         disk = cls(launcher, image, mount, size)
         # held before it exists: a controller dying while it is made still releases it
         disk.guard_token = launcher.on_controller_exit(disk._step("release"))
-        done = launcher.run(disk._step("make", str(size)), timeout_s=MAKE_TIMEOUT_S)
+        done = launcher.run(disk._step("make", str(size)), timeout_s=STEP_TIMEOUT_S)
         if done.code != 0:
             disk._forget()
             raise LaunchError("no data disk for the broker: "
@@ -55,7 +55,7 @@ class DataDisk:
         """Thawed, emptied, unmounted and removed; with `keep`, its files stay at the data
         directory (copied out first)."""
         done = self.launcher.run(self._step("release", *(["--keep"] if keep else [])),
-                                 timeout_s=MAKE_TIMEOUT_S)
+                                 timeout_s=STEP_TIMEOUT_S)
         if done.code != 0:
             logger.warning("host %s: the broker's data disk was not released: %s",
                            self.launcher.host, done.output.strip()[-400:])
