@@ -14,6 +14,8 @@
     sidecar.log                 SIDECAR_LOG: the analysis sidecar's output
     broker/, broker.log         BROKER_DIR, BROKER_LOG: a broker sixnines started: its
                                 data, its output
+    broker.disk                 BROKER_DISK: while the run lasts, the file holding the
+                                filesystem of that data (a system's `data_disk`)
     faults.log                  FAULTS_LOG: what the hosts' network faults said
     report/                     REPORT_DIR: the run's analysis
       summary.json              SUMMARY_FILE
@@ -66,6 +68,7 @@ PRUNED_FILE = "pruned.json"
 SIDECAR_LOG = "sidecar.log"
 BROKER_DIR = "broker"
 BROKER_LOG = "broker.log"
+BROKER_DISK = "broker.disk"
 FAULTS_LOG = "faults.log"
 AGENTS_DIR = "agents"
 

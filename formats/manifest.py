@@ -440,25 +440,31 @@ class FaultRecord(Open):
     index: int
     """Its position in the scenario's `faults:`."""
     action: str
-    """pause or kill."""
+    """pause, kill, partition, slow-link, disk-stall or disk-full."""
     target: str
     """broker, an agent id (consumer-0) or host:NAME."""
     at_ns: int
     """When it was planned, from the start of the measured run."""
     for_ns: int | None = None
-    """How long it was planned to last (a pause's `for`, a kill's `restart_after`); None:
-    no end (a killed agent)."""
+    """How long it was planned to last (`for`, a kill's `restart_after`); None: no end (a
+    killed agent)."""
     issued_ns: int | None = None
-    """When the controller sent the signal (None: it was not)."""
+    """When the controller sent the signal, or the line to the fault's holder on its host
+    (None: it did not)."""
     effective_ns: int | None = None
-    """When it was seen to take effect: the process stopped, or dead and reaped."""
+    """When it was seen to take effect: the process stopped, or dead and reaped; the
+    holder's answer that the fault is in place (rules, qdisc, disk frozen or full)."""
     undone_ns: int | None = None
-    """When it was undone: resumed (SIGCONT sent), or the broker started again."""
+    """When it was undone: resumed (SIGCONT sent), the broker started again, or the
+    holder's answer that the fault is gone."""
     restarted_ns: int | None = None
     """When a broker killed on purpose accepted connections again."""
     outcome: Literal["done", "failed", "not reached"] = "not reached"
     """done; failed (the note says why); not reached (the run ended first)."""
     note: str | None = None
+    tool: str | None = None
+    """What did a fault held on a host: nftables, or iptables (with the reason: no nft
+    there), tc, FIFREEZE (fsfreeze), fallocate. Absent for signals."""
 
 
 class Sixnines(Open):

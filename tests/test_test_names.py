@@ -48,6 +48,10 @@ ELSEWHERE = {
     "orchestrator/launchers/bundle.py": "tests/integration/test_containers.py, "
                                         "tests/test_dependencies.py",
     "orchestrator/launchers/handoff.py": "tests/faults/test_security.py",
+    "orchestrator/launchers/held_faults.py": "the controller's end of a fault held on a "
+                                             "host, only inside a run: "
+                                             "tests/integration/test_link_faults.py, "
+                                             "tests/faults/test_data_disks.py",
     "orchestrator/launchers/local.py": "every run on this machine: tests/integration/",
     "orchestrator/launchers/ssh.py": "tests/integration/test_multihost.py",
     "orchestrator/launchers/ssh_guard.py": "tests/integration/test_controller_death.py",

@@ -1,7 +1,7 @@
 """What this machine must offer a scenario, checked before anything starts, besides the
 memory and disk its runs need (orchestrator.plan.footprint): a place the results can be
 written, the open files each process will hold, and for `validate`, every broker recipe's
-environment variables and programs.
+environment variables and programs, and what a broker's data disk needs.
 
 Each problem is one line saying what to change. A run that met them instead failed
 minutes in, or at once with a traceback: `output: /dev/null` in NotADirectoryError, a
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from sixnines.orchestrator.capacity.probes import heaviest
+from sixnines.orchestrator.launchers import data_disk
 from sixnines.orchestrator.launchers.local import environment
 from sixnines.orchestrator.plan.agents import plan_agents
 from sixnines.orchestrator.scenario.hosts import LOCAL
@@ -95,6 +96,21 @@ def recipe_problems(scenario) -> list[str]:
     return problems
 
 
+def data_disk_problems(scenario) -> list[str]:
+    """The systems asking for a data disk (`data_disk`) for a broker placed here, when this
+    machine cannot make one: not root, no mkfs.ext4, no loop devices."""
+    if scenario.placement.broker != LOCAL:
+        return []
+    asking = [f"systems[{index}] ({system.name})"
+              for index, system in enumerate(scenario.systems)
+              if system.broker.data_disk is not None]
+    missing = data_disk.lacking() if asking else []
+    if not missing:
+        return []
+    return [f"{', '.join(asking)}: a data disk for the broker needs {', '.join(missing)} on "
+            "this machine"]
+
+
 def _runnable(name: str, path: str) -> bool:
     if "/" in name:
         return os.access(name, os.X_OK)
@@ -153,7 +169,7 @@ def problems(scenario, points: list[RunPoint], output: Path, *, run: bool) -> li
     found += open_file_problems(points, scenario.placement,
                                 open_file_limit(raise_to_hard=run) if run else _hard_limit())
     if not run:
-        found += recipe_problems(scenario)
+        found += recipe_problems(scenario) + data_disk_problems(scenario)
     return found
 
 

@@ -25,8 +25,9 @@ from pathlib import Path
 
 from sixnines.drivers.base import Credential
 from sixnines.formats.errors import SixninesError
-from sixnines.formats.layout import BROKER_DIR, BROKER_LOG
-from sixnines.orchestrator.launchers.base import Completed, Launcher, Process
+from sixnines.formats.layout import BROKER_DIR, BROKER_DISK, BROKER_LOG
+from sixnines.orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
+from sixnines.orchestrator.launchers.data_disks import DataDisk
 from sixnines.orchestrator.launchers.handoff import handoff_argv, handoff_line
 from sixnines.orchestrator.scenario.hosts import is_loopback
 from sixnines.orchestrator.scenario.recipes import (
@@ -60,6 +61,7 @@ class RunningBroker:
     stop_commands: list[list[str]] = field(default_factory=list)
     stop_env: dict[str, str] = field(default_factory=dict)
     data: str | None = None  # its data directory on the broker host
+    disk: DataDisk | None = None  # that directory's own filesystem (`data_disk`)
     exit_tokens: list[int] = field(default_factory=list)  # stop commands the guard holds
     credential: Credential | None = field(default=None, repr=False)  # the run's login
     #: Starts it again where it was and waits until it is ready (True: its data wiped
@@ -104,6 +106,8 @@ class RunningBroker:
             launcher.run(command, self.stop_env, timeout_s=30)
         for token in self.exit_tokens:
             launcher.cancel_on_exit(token)
+        if self.disk is not None:
+            self.disk.release(keep=keep_data)
         if self.data is not None and not keep_data:
             launcher.run(["rm", "-rf", self.data], timeout_s=60)
 
@@ -127,7 +131,8 @@ def provide_broker(system, launcher: Launcher, run_dir: Path, key: str) -> Runni
         except RecipeError as exc:
             raise BrokerError(f"{system.name}: {exc}") from None
         return start_recipe(system.name, recipe, launcher, run_dir, key,
-                            allow_unauthenticated=system.broker.allow_unauthenticated)
+                            allow_unauthenticated=system.broker.allow_unauthenticated,
+                            data_disk=system.broker.data_disk)
     broker = _start_builtin(system, launcher, run_dir / BROKER_LOG, f"{launcher.address}:0")
 
     def bring_up(wipe: bool) -> None:  # in memory: nothing to keep or wipe
@@ -224,10 +229,12 @@ def _auth_facts(credential: Credential | None, host: str) -> dict:
 
 
 def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
-                 key: str | None = None, allow_unauthenticated: bool = False) -> RunningBroker:
+                 key: str | None = None, allow_unauthenticated: bool = False,
+                 data_disk: int | None = None) -> RunningBroker:
     """Start a broker from its recipe on the launcher's host and wait until it is ready; on
     any failure, whatever was started is stopped again and the error says what to look
-    at. Its data lives in the run's `broker` directory on that host. Off loopback it
+    at. Its data lives in the run's `broker` directory on that host, with `data_disk` on
+    a filesystem of that many bytes of its own (launchers.data_disks). Off loopback it
     requires the run's credential (`RunningBroker.credential`)."""
     host = launcher.address
     label = f"{system}: recipe {recipe.name} on {launcher.host}"
@@ -261,17 +268,24 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
                 raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
                                   f"{done.output.strip()[-500:]}")
 
-    lay_out()
+    disk = _data_disk(launcher, run_dir, key, data, data_disk, label)
+    try:
+        lay_out()
+    except BaseException:
+        if disk is not None:
+            disk.release(keep=True)
+        raise
     auth = native.auth if credential is not None else None
     login = {"user": credential.username or ""} if credential is not None else {}
     command = fill(native.command) + (fill(auth.args, **login) if auth else [])
     broker = RunningBroker(
-        system, "recipe", fill(recipe.address), launcher=launcher, data=data,
+        system, "recipe", fill(recipe.address), launcher=launcher, data=data, disk=disk,
         stop_commands=fill(native.stop), stop_env=env, credential=credential,
         facts={"recipe": recipe.name, "description": recipe.description, "note": recipe.note,
                "command": command, "env": _redacted(native.env, env), "ports": ports,
                "host": launcher.host, "auth": _auth_facts(credential, host),
-               "config_files": sorted(native.files)},
+               "config_files": sorted(native.files),
+               **(disk.describe() if disk is not None else {})},
     )
     # daemons the broker leaves (epmd) are cleaned up even if the controller is killed
     broker.exit_tokens = [token for stop in broker.stop_commands
@@ -302,6 +316,20 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         done = launcher.run(fill(native.version), env, timeout_s=60)
         broker.facts["version"] = done.output.strip().splitlines()[0] if done.output else None
     return broker
+
+
+def _data_disk(launcher: Launcher, run_dir: Path, key: str | None, data: str,
+               size: int | None, label: str) -> DataDisk | None:
+    """The data directory's own filesystem, made and mounted before anything is laid out
+    there (None: the system asks for none)."""
+    if size is None:
+        return None
+    image = launcher.workdir(f"{key}/{BROKER_DISK}" if key else BROKER_DISK,
+                             run_dir / BROKER_DISK)
+    try:
+        return DataDisk.make(launcher, image, data, size)
+    except LaunchError as exc:
+        raise BrokerError(f"{label}: {exc}") from None
 
 
 #: Prints those of its arguments that are not programs found on PATH (or, written as a

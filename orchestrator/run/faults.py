@@ -5,17 +5,17 @@ coarser than the times asked for, so it only writes down what the thread did.
 
 A run without faults has no `FaultTimeline` at all: no thread, nothing on any path.
 
-A partition or a slow link is held by a process on its host (launchers.link_faults),
-started and ready before the measured run (`arm`), so that at the fault's time only a line
-goes to it; a host where it cannot be done (no netem for a delay) fails the run before it
-starts.
+A partition, a slow link, a stalled or full data disk is held by a process on its host
+(launchers.held_faults), started and ready before the measured run (`arm`), so that at the
+fault's time only a line goes to it; a host where it cannot be done (no firewall, no netem
+for a delay) fails the run before it starts.
 
 Every fault is recorded as it goes (formats.manifest.FaultRecord): when it was issued, when
-it was seen to take effect (the process stopped, or dead and reaped), when it was undone
-and, for a broker, when it took connections again. `close` undoes whatever is still done
-(a paused process is resumed before the run stops it), whatever ends the run; a controller
-that dies outright leaves that to the guard (launchers.guard), which resumes the groups it
-stops.
+it was seen to take effect (the process stopped, or dead and reaped; the holder's answer),
+when it was undone and, for a broker, when it took connections again. `close` undoes
+whatever is still done (a paused process is resumed, a disk thawed, before the run stops
+them), whatever ends the run; a controller that dies outright leaves that to the guard
+(launchers.guard), which resumes the groups it stops and stops the holders, which undo.
 """
 
 from __future__ import annotations
@@ -30,12 +30,12 @@ from pathlib import Path
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.manifest import FaultRecord
 from sixnines.orchestrator.launchers import link_faults
-from sixnines.orchestrator.launchers.base import Launcher, Process
-from sixnines.orchestrator.launchers.link_faults import HeldLinkFault
+from sixnines.orchestrator.launchers.base import Launcher, LaunchError, Process
+from sixnines.orchestrator.launchers.held_faults import HeldFault
 from sixnines.orchestrator.run.brokers import RunningBroker
 from sixnines.orchestrator.scenario.faults import (
     BROKER,
-    ON_LINKS,
+    HELD,
     Fault,
     FaultAction,
     HostTarget,
@@ -79,7 +79,7 @@ class FaultTimeline:
                                     else fault.end_ns - fault.at)
                         for index, fault in enumerate(faults)]
         self.steps: list[FaultStep] = []
-        self.links: dict[int, HeldLinkFault] = {}  # fault index -> the holder on its host
+        self.holders: dict[int, HeldFault] = {}  # fault index -> the holder on its host
         self.changed = threading.Event()
         self.paused: dict[int, Process] = {}  # fault index -> the process it holds stopped
         self.broker_down = False  # killed on purpose, not yet back: not the run's failure
@@ -87,17 +87,26 @@ class FaultTimeline:
         self._thread = threading.Thread(target=self._keep_time, name="faults", daemon=True)
 
     def arm(self, launchers: Mapping[str, Launcher], log_path: Path) -> None:
-        """A holder ready on each host a link fault targets (LaunchError: one cannot be,
-        and none is left)."""
+        """A holder ready on each host a link fault targets, and beside the broker's data
+        disk for each disk fault (LaunchError: one cannot be, and none is left)."""
         try:
             for index, fault in enumerate(self.faults):
+                if fault.action not in HELD:
+                    continue
+                assert fault.for_ is not None  # a held fault has its window
+                name, for_s = f"fault-{index}", fault.for_ / 1e9
                 if isinstance(fault.target, HostTarget):
-                    assert fault.for_ is not None  # a link fault has its window
-                    self.links[index] = link_faults.arm(
-                        launchers[fault.target.host], f"fault-{index}", fault.action.value,
-                        fault.for_ / 1e9, log_path, fault.rate, fault.delay, fault.loss)
+                    self.holders[index] = link_faults.arm(
+                        launchers[fault.target.host], name, fault.action.value, for_s,
+                        log_path, fault.rate, fault.delay, fault.loss)
+                elif self.broker is None or self.broker.disk is None:
+                    raise LaunchError(f"faults[{index}]: {fault.action} needs the broker's "
+                                      "data disk, and this broker has none")
+                else:
+                    self.holders[index] = self.broker.disk.arm(fault.action.value, name,
+                                                               for_s, log_path)
         except BaseException:
-            self._close_links()
+            self._close_holders()
             raise
 
     def start(self, measured_start_ns: int) -> None:
@@ -118,12 +127,12 @@ class FaultTimeline:
             self._thread.join()
         for index in list(self.paused):
             self._resume(index, "resumed as the run ended")
-        for index in [index for index, holder in self.links.items() if holder.held]:
+        for index in [index for index, holder in self.holders.items() if holder.held]:
             try:
                 self._take_away(index, "undone as the run ended")
             except SixninesError as exc:  # its holder's deadline or the guard is left
                 self.problems.append(f"faults[{index}] was not undone: {exc}")
-        self._close_links()
+        self._close_holders()
         for index, fault in enumerate(self.faults):
             record = self.records[index]
             if fault.restart_after is not None and record.issued_ns is not None \
@@ -145,10 +154,12 @@ class FaultTimeline:
 
     def _issue(self, index: int) -> None:
         fault, record = self.faults[index], self.records[index]
-        if fault.action in ON_LINKS:
+        if fault.action in HELD:
             logger.info("fault %d: %s %s", index, fault.action, fault.target_name)
+            holder = self.holders[index]
+            record.tool = holder.tool
             record.issued_ns = now_ns()
-            self.links[index].apply()
+            holder.apply()
             record.effective_ns = now_ns()
             record.outcome = "done"
             return
@@ -184,7 +195,7 @@ class FaultTimeline:
         if fault.action == FaultAction.PAUSE:
             self._resume(index)
             return
-        if fault.action in ON_LINKS:
+        if fault.action in HELD:
             self._take_away(index)
             return
         assert self.broker is not None and fault.restart_after is not None
@@ -208,16 +219,16 @@ class FaultTimeline:
             record.note = note
 
     def _take_away(self, index: int, note: str | None = None) -> None:
-        """A partition or slow link undone (recorded once it is gone)."""
-        self.links[index].undo()
+        """A fault held on a host undone (recorded once it is gone)."""
+        self.holders[index].undo()
         record = self.records[index]
         record.undone_ns = now_ns()
         if note is not None:
             record.note = note
 
-    def _close_links(self) -> None:
+    def _close_holders(self) -> None:
         """Every holder stopped: a fault still in place is taken away on the way."""
-        for holder in self.links.values():
+        for holder in self.holders.values():
             holder.close()
 
     def _failed(self, index: int, why: str) -> None:

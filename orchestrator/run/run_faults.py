@@ -28,8 +28,9 @@ class RunFaults:
     @classmethod
     def arm(cls, faults: tuple[Fault, ...], agents: Agents, broker: RunningBroker,
             fleet: Fleet, problems: list[str], log_path: Path) -> RunFaults | None:
-        """The faults made ready (None: the scenario has none); a host's link fault that
-        cannot be done fails the run before it starts (LaunchError, nothing left held)."""
+        """The faults made ready (None: the scenario has none); a fault held on a host that
+        cannot be done there fails the run before it starts (LaunchError, nothing left
+        held)."""
         if not faults:
             return None
         measuring = {agent.plan.agent_id: agent.process for agent in agents.measuring()}
@@ -62,7 +63,7 @@ class RunFaults:
 
     def close(self) -> None:
         """Whatever a fault still holds undone (a paused process resumed, a link given
-        back) before the run stops its processes."""
+        back, a data disk thawed or emptied) before the run stops its processes."""
         self.timeline.close()
 
 

@@ -1,10 +1,11 @@
 """Faults on purpose: the scenario's `faults:` list, each a fault at a time of the measured
-run on one target (the broker, an agent, a host), and the checks that tie it to the run.
+run on one target (the broker, its data disk, an agent, a host's link), and the checks
+that tie it to the run.
 
 A fault is checked here on its own (its action, its fields); `fault_problems` checks the
 list against the scenario: the time inside every run's measured window, a target every run
-has, an action its launcher can do, no two faults on one target at once. The run issues
-them (orchestrator.run.faults).
+has, an action its launcher can do (a disk fault, a broker with a disk of its own), no two
+faults on one target at once. The run issues them (orchestrator.run.faults).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -29,6 +30,7 @@ from sixnines.formats.vocabulary import Mode
 from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.fields import MAX_RUN_TIME_NS, Name
 from sixnines.orchestrator.scenario.hosts import LOCAL, LinkDelay, LinkLoss, LinkRate
+from sixnines.orchestrator.scenario.systems import DATA_DISKS_ON
 
 BROKER = "broker"
 #: An agent as the plan names it (orchestrator.plan.agents): role and number.
@@ -41,12 +43,15 @@ class FaultAction(StrEnum):
     PARTITION = "partition"
     SLOW_LINK = "slow-link"
     DISK_STALL = "disk-stall"
+    DISK_FULL = "disk-full"
 
 
-#: Actions the run cannot do yet: refused by validate, with this said.
-NOT_YET = {FaultAction.DISK_STALL}
 #: Actions on a host's link, for a window (launchers.link_faults).
 ON_LINKS = {FaultAction.PARTITION, FaultAction.SLOW_LINK}
+#: Actions on the broker's data disk, for a window (launchers.data_disks).
+ON_DISK = {FaultAction.DISK_STALL, FaultAction.DISK_FULL}
+#: Actions held in place by a process on the host for their window (launchers.held_faults).
+HELD = ON_LINKS | ON_DISK
 
 
 def _fault_time(value: object) -> int:
@@ -90,11 +95,14 @@ class Fault(BaseModel):
     action: FaultAction
     """pause (SIGSTOP, SIGCONT after `for`), kill (SIGKILL; the broker is started again
     after `restart_after`), partition (a host's traffic dropped, SSH excepted), slow-link
-    (a host's outgoing traffic slowed: `rate`, `delay`, `loss`), disk-stall (not yet)."""
+    (a host's outgoing traffic slowed: `rate`, `delay`, `loss`), disk-stall (every write
+    to the broker's data disk blocks for `for`: fsfreeze), disk-full (that disk filled to
+    its last block for `for`); the disk faults need the broker's `data_disk`."""
     target: Annotated[str | HostTarget, BeforeValidator(_target)]
     """broker, an agent id (producer-0, consumer-1, ...) or {host: NAME}."""
     for_: FaultTime | None = Field(default=None, alias="for")
-    """How long a pause, a partition or a slow link lasts (required for them)."""
+    """How long a pause, a partition, a slow link or a disk fault lasts (required for
+    them)."""
     restart_after: FaultTime | None = None
     """A killed broker is started again this long after the kill (required to kill the
     broker), at the same address, through its recipe or as the builtin broker."""
@@ -108,15 +116,6 @@ class Fault(BaseModel):
     loss: LinkLoss | None = None
     """Share of the packets the host sends that a slow link drops (netem, as `delay`)."""
 
-    @model_validator(mode="before")
-    @classmethod
-    def _known_action_first(cls, data: Any) -> Any:
-        """Say "not yet" of an action the run cannot do before anything else of it."""
-        if isinstance(data, dict) and data.get("action") in {a.value for a in NOT_YET}:
-            raise ValueError(f"action {data['action']!r} is not available yet (pause, "
-                             "kill, partition and slow-link are)")
-        return data
-
     @model_validator(mode="after")
     def _fields_fit_the_action(self) -> Fault:
         target = self.target_name
@@ -125,10 +124,12 @@ class Fault(BaseModel):
             return self
         if self.rate is not None or self.delay is not None or self.loss is not None:
             raise ValueError("`rate`, `delay` and `loss` go with slow-link")
-        if self.action == FaultAction.PAUSE and self.for_ is None:
-            raise ValueError("a pause needs `for` (how long it lasts)")
-        if self.action == FaultAction.PAUSE and self.restart_after is not None:
-            raise ValueError("`restart_after` goes with kill, not pause")
+        if self.action in ON_DISK and target != BROKER:
+            raise ValueError(f"{self.action} targets the broker's data disk: target: broker")
+        if self.action != FaultAction.KILL and self.for_ is None:
+            raise ValueError(f"a {self.action} needs `for` (how long it lasts)")
+        if self.action != FaultAction.KILL and self.restart_after is not None:
+            raise ValueError(f"`restart_after` goes with kill, not {self.action}")
         if self.action == FaultAction.KILL and self.for_ is not None:
             raise ValueError("a kill has no `for`: the broker comes back after "
                              "`restart_after`, an agent not at all")
@@ -178,13 +179,15 @@ Faults = Annotated[tuple[Fault, ...], Field(max_length=MAX_FAULTS)]
 @dataclass(frozen=True)
 class RunShape:
     """What a fault is checked against in one run: its measured length, its agents, where
-    its broker is, and what that broker is."""
+    its broker is, and what that broker is (a recipe's, with a data disk or not)."""
 
     duration_ns: int
     agents: dict[str, str]  # agent id -> its host
     broker_host: str
     broker_kind: str  # builtin | recipe | external
     system: str
+    recipe: str | None = None
+    data_disk: bool = False
 
 
 #: Host kinds the run can pause a process on (a container's own init is signalled,
@@ -234,6 +237,8 @@ def _against_run(fault: Fault, shape: RunShape, host_kinds: dict[str, str]
     target = fault.target_name
     if isinstance(fault.target, HostTarget):
         return problems
+    if fault.action in ON_DISK:
+        return [*problems, *_disk_problems(fault.action, shape, host_kinds)]
     if target == BROKER:
         if shape.broker_kind == "external":
             return [*problems, ("target", f"system {shape.system!r} has an external broker: "
@@ -253,6 +258,27 @@ def _against_run(fault: Fault, shape: RunShape, host_kinds: dict[str, str]
         problems.append(("restart_after", f"cannot start the broker again on host {host!r} "
                          f"({kind}): a restart is possible on local and SSH hosts"))
     return problems
+
+
+def _disk_problems(action: FaultAction, shape: RunShape, host_kinds: dict[str, str]
+                   ) -> list[tuple[str, str]]:
+    """A disk fault freezes or fills a filesystem holding the broker's data and nothing
+    else: only a recipe's broker with a `data_disk` has one."""
+    if shape.broker_kind != "recipe":
+        return [("target", f"{action} needs the broker's data on a filesystem of its own, "
+                 f"which only a recipe's broker has (`data_disk`): system {shape.system!r} "
+                 f"has a{'n' if shape.broker_kind == 'external' else ''} "
+                 f"{shape.broker_kind} broker")]
+    if not shape.data_disk:
+        return [("target", f"{action} needs the broker's data on a filesystem of its own: "
+                 f"add `data_disk: SIZE` to system {shape.system!r}'s broker (e.g. broker: "
+                 f"{{recipe: {shape.recipe}, data_disk: 256MB}})")]
+    host = shape.broker_host
+    kind = host_kinds.get(host, LOCAL)
+    if kind not in DATA_DISKS_ON:
+        return [("action", f"cannot {action} the broker's disk on host {host!r} ({kind}): "
+                 "a data disk is made on local and SSH hosts")]
+    return []
 
 
 def _link_problems(fault: Fault, host_kinds: dict[str, str], shaped_hosts: frozenset[str]

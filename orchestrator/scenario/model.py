@@ -58,7 +58,12 @@ from sixnines.orchestrator.scenario.problems import (
 from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
 from sixnines.orchestrator.scenario.shapes import traces_beside
 from sixnines.orchestrator.scenario.sizes import SizeDistribution, header_problem
-from sixnines.orchestrator.scenario.systems import DEFER_OPTIONS, System, driver_or_none
+from sixnines.orchestrator.scenario.systems import (
+    DATA_DISKS_ON,
+    DEFER_OPTIONS,
+    System,
+    driver_or_none,
+)
 from sixnines.orchestrator.scenario.units import format_size
 from sixnines.orchestrator.scenario.workload import (
     MAX_RATE_CAP_NS,
@@ -263,6 +268,7 @@ def _validated_beside(text: str, file: str, overrides: Sequence[Override]
         scenario = scenario.model_copy(update={"hosts": (*scenario.hosts, *inventory)})
         problems += _host_problems(scenario, doc, len(inventory))
         problems += _open_broker_problems(scenario, doc)
+        problems += _data_disk_problems(scenario, doc)
     specs = _specs_in_file(doc.data)
     too_many = _run_count_problems(specs, doc)
     problems += too_many
@@ -434,6 +440,24 @@ def _open_broker_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem
             f"recipe {broker.recipe!r} cannot require a credential, and its broker would "
             f"listen on {host.name} ({address}), open to anyone who reaches it: place the "
             "broker on local, or write allow_unauthenticated: true to accept that")))
+    return problems
+
+
+def _data_disk_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem]:
+    """A data disk asked of a broker placed where none can be made (a container host)."""
+    host = scenario.host(scenario.placement.broker)
+    kind = host.kind if host is not None else LOCAL
+    if kind in DATA_DISKS_ON:
+        return []
+    problems = []
+    for index, system in enumerate(scenario.systems):
+        if system.broker.data_disk is None:
+            continue
+        path = ("systems", index, "broker", "data_disk")
+        problems.append(Problem(format_path(path), doc.line_of(path), (
+            f"a data disk is made on local and SSH hosts; the broker's host "
+            f"{scenario.placement.broker!r} is a {kind} host (a loop mount there needs a "
+            "privileged container)")))
     return problems
 
 
@@ -628,7 +652,8 @@ def _fault_problems(scenario: Scenario, specs: list[SpecAt], doc: YamlDocument
                 agents={agent: agent_hosts[int(agent.rsplit("-", 1)[1]) % len(agent_hosts)]
                         for agent in ids},
                 broker_host=scenario.placement.broker, broker_kind=system.broker.kind,
-                system=system.name))
+                system=system.name, recipe=system.broker.recipe,
+                data_disk=system.broker.data_disk is not None))
     problems = []
     shaped = frozenset(host.name for host in scenario.hosts
                        if getattr(host, "link", None) is not None)

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
@@ -23,6 +24,7 @@ from pydantic import (
 
 from sixnines.drivers import registry
 from sixnines.drivers.base import Credential, Driver, DriverOptions
+from sixnines.orchestrator.scenario import units, written
 from sixnines.orchestrator.scenario.fields import (
     ADDRESS_EXAMPLE,
     SECOND_NS,
@@ -39,6 +41,22 @@ _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
 DEFAULT_RECONNECT_NS = 30 * SECOND_NS
 #: Validation context key: keep invalid driver options as a dict (the loader reports them).
 DEFER_OPTIONS = "sixnines.defer_driver_options"
+#: A broker's data disk: room for ext4's journal and tables, and no more than a host
+#: gives a throwaway file without thought.
+MIN_DATA_DISK, MAX_DATA_DISK = 32 * 1024**2, 64 * 1024**3
+#: Host kinds a broker's data disk can be made on (a container's filesystem is the
+#: engine's: a loop mount there needs a privileged container).
+DATA_DISKS_ON = ("local", "ssh")
+
+
+def _data_disk_size(value: object) -> int | None:
+    if value is None:
+        return None
+    size = units.parse_size(value)
+    if not MIN_DATA_DISK <= size <= MAX_DATA_DISK:
+        raise ValueError(f"must be from {units.format_size(MIN_DATA_DISK)} to "
+                         f"{units.format_size(MAX_DATA_DISK)}")
+    return size
 
 
 def _or_builtin(schema: dict[str, Any]) -> None:
@@ -64,6 +82,14 @@ class BrokerSpec(BaseModel):
     """A recipe without an auth section starts a broker that takes anyone who reaches it:
     off loopback that is refused unless this accepts the risk (e.g. on an isolated
     network, or a recipe that sets up its own credentials)."""
+    data_disk: Annotated[int | None, BeforeValidator(_data_disk_size),
+                         written.size(MIN_DATA_DISK, MAX_DATA_DISK,
+                                      examples=("256MB", "2GiB"))] = None
+    """The broker's data directory on a filesystem of its own, this size, for each run
+    (ext4 in a file beside it, loop-mounted; root on the broker's host, a local or SSH
+    host): what the faults `disk-stall` and `disk-full` freeze or fill, touching nothing
+    else. Unmounted and removed when the broker stops (its files kept where a broker's
+    data is kept)."""
 
     @property
     def kind(self) -> Literal["builtin", "external", "recipe"]:
@@ -105,6 +131,9 @@ class BrokerSpec(BaseModel):
     def _one_kind(self) -> BrokerSpec:
         if self.external is not None and self.recipe is not None:
             raise ValueError("give either external or recipe, not both")
+        if self.data_disk is not None and self.recipe is None:
+            raise ValueError("data_disk goes with a recipe: a builtin broker keeps its "
+                             "messages in memory, an external one is not sixnines' to touch")
         if self.allow_unauthenticated:
             if self.recipe is None:
                 raise ValueError("allow_unauthenticated goes with a recipe")
@@ -115,14 +144,17 @@ class BrokerSpec(BaseModel):
         return self
 
     @model_serializer
-    def _as_yaml(self) -> str | dict[str, str | bool]:
+    def _as_yaml(self) -> str | dict[str, str | bool | int]:
         if self.external is not None:
             return {"external": self.external}
         if self.recipe is None:
             return "builtin"
+        fields: dict[str, str | bool | int] = {"recipe": self.recipe}
         if self.allow_unauthenticated:
-            return {"recipe": self.recipe, "allow_unauthenticated": True}
-        return {"recipe": self.recipe}
+            fields["allow_unauthenticated"] = True
+        if self.data_disk is not None:
+            fields["data_disk"] = self.data_disk
+        return fields
 
 
 def _load_driver(name: str) -> type[Driver]:

@@ -31,8 +31,9 @@ def _json(schema: dict[str, Any]) -> WithJsonSchema:
     return WithJsonSchema(schema, mode="validation")
 
 
-def size(minimum: int, maximum: int) -> WithJsonSchema:
-    return _json({"anyOf": _size_forms(minimum, maximum), "examples": [64, "1KB", "4MiB"]})
+def size(minimum: int, maximum: int,
+         examples: tuple[Any, ...] = (64, "1KB", "4MiB")) -> WithJsonSchema:
+    return _json({"anyOf": _size_forms(minimum, maximum), "examples": list(examples)})
 
 
 def _size_forms(minimum: int, maximum: int) -> list[dict[str, Any]]:

@@ -4,6 +4,11 @@ message), exit 2, nothing started; a list that can be done passes."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -65,8 +70,11 @@ def test_faults_every_run_can_do_pass(tmp_path):
     ("{at: 1s, action: pause, target: {host: local}, for: 1s}",
      "faults[0]: pause targets the broker or an agent; a host's link is cut by partition"),
     ("{at: 1s, action: disk-stall, target: broker, for: 1s}",
-     "faults[0]: action 'disk-stall' is not available yet (pause, kill, partition and "
-     "slow-link are)"),
+     "faults[0].target: disk-stall needs the broker's data on a filesystem of its own, "
+     "which only a recipe's broker has (`data_disk`): system 'relay' has a builtin broker"),
+    ("{at: 1s, action: disk-full, target: consumer-0, for: 1s}",
+     "faults[0]: disk-full targets the broker's data disk: target: broker"),
+    ("{at: 1s, action: disk-stall, target: broker}", "faults[0]: a disk-stall needs `for`"),
     ("{at: 1s, action: pause, target: the-broker, for: 1s}",
      "faults[0].target: 'the-broker' is no target"),
     ("{at: -1s, action: pause, target: broker, for: 1s}", "faults[0].at: "),
@@ -119,6 +127,99 @@ faults:
         "is possible on local and SSH hosts",
         f"{line + 1}: faults[1].restart_after: cannot start the broker again on host 'box' "
         "(container): a restart is possible on local and SSH hosts"]
+
+
+DISK_HEAD = HEAD.replace("  - {name: relay, driver: tcp}", """\
+  - {name: js, driver: nats, broker: {recipe: nats, data_disk: 256MB},
+     options: {mode: jetstream, storage: file}}""")
+DISK_FAULTS = """\
+  - {at: 1s, action: disk-stall, target: broker, for: 1s}
+  - {at: 2500ms, action: disk-full, target: broker, for: 1s}
+"""
+
+
+def test_disk_faults_on_a_broker_with_a_data_disk_pass(tmp_path):
+    code, lines = validated(tmp_path, DISK_FAULTS, DISK_HEAD)
+    assert code == 0, lines
+
+
+def test_a_disk_fault_without_a_data_disk_names_what_to_add(tmp_path):
+    code, lines = validated(tmp_path, DISK_FAULTS, DISK_HEAD.replace(", data_disk: 256MB", ""))
+    assert code == 2
+    assert lines == [
+        f"{FAULTS_LINE + 1 + offset}: faults[{offset}].target: {action} needs the broker's "
+        "data on a filesystem of its own: add `data_disk: SIZE` to system 'js''s broker "
+        "(e.g. broker: {recipe: nats, data_disk: 256MB})"
+        for offset, action in enumerate(("disk-stall", "disk-full"))]
+
+
+def test_a_disk_fault_on_an_external_broker_is_refused(tmp_path):
+    head = HEAD.replace("  - {name: relay, driver: tcp}",
+                        "  - {name: ext, driver: tcp, broker: {external: '127.0.0.1:9'}}")
+    code, lines = validated(tmp_path, DISK_FAULTS.splitlines()[0] + "\n", head)
+    assert code == 2
+    assert lines == [f"{FAULTS_LINE}: faults[0].target: disk-stall needs the broker's data on "
+                     "a filesystem of its own, which only a recipe's broker has (`data_disk`): "
+                     "system 'ext' has an external broker"]
+
+
+def test_a_data_disk_needs_a_recipe_and_a_size_it_can_be(tmp_path):
+    for broker, expected in (
+            ("{data_disk: 256MB}", "data_disk goes with a recipe"),
+            ("{external: '127.0.0.1:9', data_disk: 256MB}", "data_disk goes with a recipe"),
+            ("{recipe: nats, data_disk: 1MB}", "must be from 32MiB to 64GiB"),
+            ("{recipe: nats, data_disk: lots}", "'lots' is not a size")):
+        head = DISK_HEAD.replace("{recipe: nats, data_disk: 256MB}", broker)
+        code, lines = validated(tmp_path, "", head.replace("faults:\n", ""))
+        assert code == 2 and any(expected in line for line in lines), (broker, lines)
+
+
+def test_a_container_host_cannot_have_a_data_disk(tmp_path):
+    head = DISK_HEAD.replace("faults:\n", """\
+hosts: [{name: box, docker: "unix:///var/run/docker.sock"}]
+placement: {broker: box}
+faults:
+""")
+    code, lines = validated(tmp_path, DISK_FAULTS, head)
+    assert code == 2
+    assert lines[0] == (
+        "3: systems[0].broker.data_disk: a data disk is made on local and SSH hosts; the "
+        "broker's host 'box' is a container host (a loop mount there needs a privileged "
+        "container)")
+    assert lines[1:] == [
+        f"{FAULTS_LINE + 3 + offset}: faults[{offset}].action: cannot {action} the broker's "
+        "disk on host 'box' (container): a data disk is made on local and SSH hosts"
+        for offset, action in enumerate(("disk-stall", "disk-full"))]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
+                    reason="runs validate as another user, which needs root and setpriv")
+def test_validate_as_a_user_who_cannot_mount_names_what_a_data_disk_needs():
+    """The same scenario, validated by `nobody` (a directory of its own in /tmp: the
+    test's is root's alone): one line names the system and what is missing here."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as directory:
+        os.chmod(directory, 0o777)
+        path = Path(directory) / "s.yaml"
+        path.write_text(DISK_HEAD.replace("faults:\n", ""))
+        path.chmod(0o644)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable,
+             "-m", "sixnines", "validate", str(path)],
+            capture_output=True, text=True, timeout=300, cwd=directory,
+            env={**os.environ, "HOME": directory})
+    assert done.returncode == 2, done.stderr
+    assert f"{path}: systems[0] (js): a data disk for the broker needs root (it mounts a " \
+        "filesystem) on this machine" in done.stderr.splitlines()
+
+
+def test_a_disk_fault_overlapping_a_pause_of_the_broker_is_refused(tmp_path):
+    code, lines = validated(tmp_path, """\
+  - {at: 1s, action: disk-stall, target: broker, for: 2s}
+  - {at: 2s, action: pause, target: broker, for: 1s}
+""", DISK_HEAD)
+    assert code == 2
+    assert lines == [f"{FAULTS_LINE + 2}: faults[1].at: overlaps faults[0] on broker (one "
+                     "target, one fault at a time; a killed agent stays dead)"]
 
 
 SSH_HOSTS = """\

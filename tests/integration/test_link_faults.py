@@ -7,16 +7,20 @@ the load goes on. The answers are known by construction:
 - a message intended while h2 is cut waits at least until the cut ends, and arrives;
 - a controller SIGKILLed while a fault is held leaves no table or qdisc on the host: the
   host's guard stops the holder, which takes the fault away;
+- a host without `nft` (hidden in its mount namespace) is cut by iptables chains of our
+  own, removed as the table is; with neither, the run fails before it starts, saying so;
 - a delay where the kernel has no netem fails the run before it starts, saying so."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import textwrap
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,7 +34,7 @@ from tests.integration.testbed import Testbed, bed_marks, pids_in_namespaces, te
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.timeout(600),
-    *bed_marks("ip", "tc", "nft", "sshd"),
+    *bed_marks("ip", "tc", "nft", "iptables", "nsenter", "sshd"),
 ]
 
 NS = 1_000_000_000
@@ -153,17 +157,41 @@ def _command_line(pid: int) -> bytes:
 
 
 def held(bed: Testbed) -> list[str]:
-    """The faults' tables and qdiscs in h2's namespace, and the processes holding them."""
+    """The faults' tables, iptables chains and qdiscs in h2's namespace, and the processes
+    holding them."""
     namespace = bed.namespace(bed.hosts[1])
-    tables = subprocess.run(["ip", "netns", "exec", namespace, "nft", "list", "tables"],
-                            capture_output=True, text=True, check=True).stdout
+
+    def inside(*argv: str) -> list[str]:
+        return subprocess.run(["ip", "netns", "exec", namespace, *argv], capture_output=True,
+                              text=True, check=True).stdout.splitlines()
+
     qdiscs = subprocess.run(["tc", "-n", namespace, "qdisc", "show"], capture_output=True,
                             text=True, check=True).stdout
     holders = [pid for pid in pids_in_namespaces(bed.netns_inodes)
-               if b"link_hold" in _command_line(pid)]
-    return ([line for line in tables.splitlines() if "sixnines" in line]
+               if b"fault_hold" in _command_line(pid)]
+    return ([line for line in inside("nft", "list", "tables") if "sixnines" in line]
+            + [line for program in ("iptables", "ip6tables")
+               for line in inside(program, "-w", "5", "-S") if "sixnines" in line]
             + [line for line in qdiscs.splitlines() if " tbf " in line or " netem " in line]
             + [f"holder {pid}" for pid in holders])
+
+
+@contextlib.contextmanager
+def hidden(bed: Testbed, *programs: str) -> Iterator[None]:
+    """`programs` gone from h2 for the block: /dev/null (no program: not executable)
+    bind-mounted over each in the mount namespace of h2's sshd, which `ip netns exec` made
+    its own, so every command the controller runs there finds none of them, and nothing
+    else on this machine is touched."""
+    sshd = (bed.dir / "h2" / "sshd.pid").read_text().strip()
+    paths = [f"/usr/sbin/{program}" for program in programs]
+    for path in paths:
+        subprocess.run(["nsenter", "-t", sshd, "-m", "mount", "--bind", "/dev/null", path],
+                       check=True)
+    try:
+        yield
+    finally:
+        for path in paths:
+            subprocess.run(["nsenter", "-t", sshd, "-m", "umount", path], check=False)
 
 
 @pytest.mark.parametrize("fault", [
@@ -195,6 +223,72 @@ def test_a_controller_killed_mid_fault_leaves_nothing_on_the_host(bed, tmp_path,
     print(f"\nkill-to-undone: {elapsed:.2f} s")
     assert held(bed) == []
     assert elapsed < 5  # the guard's doing: the holder's own deadline is 30 s away
+
+
+def test_a_host_without_nft_is_cut_by_iptables_and_given_back(bed, tmp_path):
+    """The same cut, by the fallback: the record names the tool and why, every message of
+    the window waits for its end and arrives, and no chain is left on the host."""
+    path = scenario(tmp_path, bed, f"- {{at: 1s, action: partition, target: {{host: h2}}, "
+                                   f"for: {CUT_S}s}}\n", "4s")
+    with hidden(bed, "nft"):
+        controller = Sixnines("run", str(path), "--output", "out", "--no-analysis",
+                              cwd=tmp_path)
+        started(tmp_path, controller, timeout_s=300)
+        deadline = time.monotonic() + 10
+        while not any("-N sixnines_" in line for line in held(bed)):  # the cut, by iptables
+            assert time.monotonic() < deadline, controller.stderr
+            time.sleep(0.05)
+        code, _, err = controller.finish(timeout_s=600)
+    assert code == 0, err
+    assert held(bed) == []
+    (run_dir,) = (tmp_path / "out").glob("faults/*/01-sut")
+    manifest = manifest_of(run_dir)
+    [cut] = manifest["faults"]
+    assert (cut["outcome"], cut["tool"]) == ("done", "iptables (no nft on h2)"), cut
+    table = received(run_dir)
+    late = [recv - sent for sent, recv in zip(table.column("intended_ns").to_pylist(),
+                                              table.column("recv_ns").to_pylist(), strict=True)
+            if cut["effective_ns"] <= sent < cut["undone_ns"] - ANSWER_S * NS]
+    assert len(late) == pytest.approx(RATE * CUT_S, rel=0.15)
+    assert max(late) >= (CUT_S - 2 * ANSWER_S) * NS  # the first of them waited the cut out
+    producer = next(a for a in manifest["agents"] if a["id"] == "producer-0")
+    assert table.num_rows == producer["sent"]
+
+
+def test_a_controller_killed_mid_iptables_cut_leaves_no_chain(bed, tmp_path):
+    path = scenario(tmp_path, bed, "- {at: 0s, action: partition, target: {host: h2}, "
+                                   "for: 20s}\n", "30s")
+    with hidden(bed, "nft"):
+        controller = Sixnines("run", str(path), "--output", "out", "--no-analysis",
+                              cwd=tmp_path)
+        started(tmp_path, controller, timeout_s=300)
+        deadline = time.monotonic() + 10
+        while not any("-N sixnines_" in line for line in held(bed)):
+            assert time.monotonic() < deadline, controller.stderr
+            time.sleep(0.05)
+        controller.process.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        while held(bed) and time.monotonic() - killed < 15:
+            time.sleep(0.05)
+        elapsed = time.monotonic() - killed
+        controller.finish()
+    print(f"\nkill-to-undone: {elapsed:.2f} s")
+    assert held(bed) == []
+    assert elapsed < 5
+
+
+def test_a_host_with_neither_firewall_fails_the_run_before_it_starts(bed, tmp_path):
+    path = scenario(tmp_path, bed, "- {at: 1s, action: partition, target: {host: h2}, "
+                                   "for: 1s}\n", "2s")
+    with hidden(bed, "nft", "iptables", "ip6tables"):
+        code, _, err = Sixnines("run", str(path), "--output", "out", "--no-analysis",
+                                cwd=tmp_path).finish(timeout_s=300)
+    assert code == 1, err
+    assert "host h2 has neither nft (Debian package nftables) nor iptables (Debian package " \
+        "iptables): a partition needs one of them" in err
+    (run_dir,) = (tmp_path / "out").glob("faults/*/01-sut")
+    assert "started_at_ns" not in manifest_of(run_dir)
+    assert held(bed) == []
 
 
 def test_a_delay_without_netem_fails_the_run_before_it_starts(bed, tmp_path):
