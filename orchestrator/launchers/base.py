@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 from sixnines.formats.errors import SixninesError
 
@@ -26,6 +26,29 @@ if TYPE_CHECKING:  # bundle.py needs the `remote` extra, which local runs do wit
 
 EOF_LINE = None
 #: What a shell takes as a variable name: anything else on an `env` line is shell code.
+class LineLog(queue.Queue):
+    """An inbox whose lines go to a log file instead of memory: for a process whose
+    output nobody reads (a recipe's broker, Redis for one, logs on its stdout), so its
+    words are kept beside its stderr and a chatty one does not grow the controller."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._path = path
+        self._log: IO[str] | None = None
+
+    def put(self, item: tuple[Process, str | None], block: bool = True,
+            timeout: float | None = None) -> None:
+        line = item[1]
+        if line is EOF_LINE:
+            if self._log is not None:
+                self._log.close()
+            return
+        if self._log is None:
+            self._log = open(self._path, "a", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self._log.write(line + "\n")
+        self._log.flush()
+
+
 class Process(ABC):
     """A started process. Lines it prints arrive on `lines` (None once its output ends);
     `inbox` may be shared by several processes so one loop can wait on all of them."""

@@ -26,7 +26,13 @@ from pathlib import Path
 from sixnines.drivers.base import Credential
 from sixnines.formats.errors import SixninesError
 from sixnines.formats.layout import BROKER_DIR, BROKER_DISK, BROKER_LOG
-from sixnines.orchestrator.launchers.base import Completed, Launcher, LaunchError, Process
+from sixnines.orchestrator.launchers.base import (
+    Completed,
+    Launcher,
+    LaunchError,
+    LineLog,
+    Process,
+)
 from sixnines.orchestrator.launchers.data_disks import DataDisk
 from sixnines.orchestrator.launchers.handoff import handoff_argv, handoff_line
 from sixnines.orchestrator.scenario.hosts import is_loopback
@@ -298,7 +304,8 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         if wipe:
             launcher.run(["rm", "-rf", data], timeout_s=60)
             lay_out()
-        broker.process = _launch(launcher, command, stdin, f"broker-{system}", log_path, env)
+        broker.process = _launch(launcher, command, stdin, f"broker-{system}", log_path, env,
+                                 LineLog(log_path))
         logger.info("%s: waiting for it to be ready (%s)", label, shlex.join(command))
         _await_ready(broker, fill(native.ready.tcp), fill(native.ready.command), env,
                      native.ready.timeout / 1e9, label, log_path)

@@ -16,6 +16,7 @@ import redis
 
 from sixnines.drivers.base import DriverError, Lane
 from sixnines.drivers.redis import RedisDriver, RedisOptions
+from sixnines.formats.layout import BROKER_LOG
 from sixnines.orchestrator.scenario.model import ScenarioError
 from tests.integration.support import (
     SIZE,
@@ -48,6 +49,17 @@ closing = closing_fixture  # the shared fixture, under its name here
 def server(tmp_path_factory):
     with recipe_server("redis", tmp_path_factory.mktemp("redis")) as broker:
         yield broker
+
+
+def test_the_broker_s_own_words_go_to_its_log_not_to_memory(tmp_path):
+    """Redis logs on its stdout: a recipe's broker output is kept in broker.log (why a
+    broker failed is in its own words there), and none of it piles up in the controller."""
+    with recipe_server("redis", tmp_path) as broker:
+        deadline = time.monotonic() + 10
+        while "Ready to accept connections" not in (tmp_path / BROKER_LOG).read_text():
+            assert time.monotonic() < deadline, (tmp_path / BROKER_LOG).read_text()
+            time.sleep(0.05)
+        assert broker.process.lines.qsize() == 0
 
 
 def fresh_channel() -> str:
