@@ -169,7 +169,7 @@ def handshake(host: str, port: int, arguments: dict, label: str):
     transport = _LentTransport(CONNECT_TIMEOUT_S)
     client = Client()
     client._transport = transport  # nats-py keeps a transport that is already set up
-    url = f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
+    url = _url(host, port)
 
     async def quiet(exc: Exception) -> None:  # nats-py's default error callback logs
         return None
@@ -201,16 +201,28 @@ def handshake(host: str, port: int, arguments: dict, label: str):
 # --- JetStream management, through nats-py's JetStreamManager ----------------------------
 
 
-def manage(host: str, port: int, arguments: dict, label: str, work) -> object:
-    """Run `await work(jsm)` on a short-lived nats-py connection of its own."""
-    url = f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
+def _url(host: str, port: int) -> str:
+    return f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
+
+
+def manage(servers: list[tuple[str, int]], arguments: dict, label: str, work) -> object:
+    """Run `await work(jsm)` on a short-lived nats-py connection of its own, to the first of
+    `servers` (a cluster's nodes) that takes one."""
     failure: list[Exception] = []
 
     async def remember(exc: Exception) -> None:
         failure.append(exc)
 
+    async def connect() -> Client:
+        for host, port in servers[:-1]:
+            try:
+                return await nats.connect(_url(host, port), error_cb=remember, **arguments)
+            except Exception:  # the next node; the last one's failure is what is said
+                failure.clear()
+        return await nats.connect(_url(*servers[-1]), error_cb=remember, **arguments)
+
     async def run():
-        client = await nats.connect(url, error_cb=remember, **arguments)
+        client = await connect()
         try:
             return await work(client.jsm(timeout=CONNECT_TIMEOUT_S))
         finally:
