@@ -262,6 +262,7 @@ def _validated_beside(text: str, file: str, overrides: Sequence[Override]
         scenario = scenario.model_copy(update={"hosts": (*scenario.hosts, *inventory)})
         problems += _host_problems(scenario, doc, len(inventory))
         problems += _open_broker_problems(scenario, doc)
+        problems += _cluster_problems(scenario, doc)
     specs = _specs_in_file(doc.data)
     too_many = _run_count_problems(specs, doc)
     problems += too_many
@@ -434,6 +435,19 @@ def _open_broker_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem
             f"listen on {host.name} ({address}), open to anyone who reaches it: place the "
             "broker on local, or write allow_unauthenticated: true to accept that")))
     return problems
+
+
+def _cluster_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem]:
+    """A broker of several nodes on a container host: its nodes reach each other on the
+    host's loopback, which containers do not share."""
+    host = scenario.host(scenario.placement.broker)
+    if host is None or host.kind != "container":
+        return []
+    return [Problem(format_path(path), doc.line_of(path),
+                    f"a broker of several nodes is started on local and SSH hosts, not on "
+                    f"container host {host.name!r}")
+            for index, system in enumerate(scenario.systems) if system.broker.nodes > 1
+            for path in [("systems", index, "broker", "nodes")]]
 
 
 def _case_problems(doc: YamlDocument) -> list[Problem]:
@@ -626,7 +640,7 @@ def _fault_problems(scenario: Scenario, specs: list[SpecAt], doc: YamlDocument
                 agents={agent: agent_hosts[int(agent.rsplit("-", 1)[1]) % len(agent_hosts)]
                         for agent in ids},
                 broker_host=scenario.placement.broker, broker_kind=system.broker.kind,
-                system=system.name))
+                system=system.name, broker_nodes=system.broker.nodes))
     problems = []
     shaped = frozenset(host.name for host in scenario.hosts
                        if getattr(host, "link", None) is not None)

@@ -35,6 +35,8 @@ from sixnines.orchestrator.scenario.problems import problems_from
 from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
 
 _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
+#: Most nodes of a broker started as a cluster (`BrokerSpec.nodes`).
+MAX_NODES = 9
 #: How long clients try to connect again by default (`System.reconnect`).
 DEFAULT_RECONNECT_NS = 30 * SECOND_NS
 #: Validation context key: keep invalid driver options as a dict (the loader reports them).
@@ -60,6 +62,10 @@ class BrokerSpec(BaseModel):
     recipe: str | None = None
     """A broker recipe sixnines starts and stops for each run (deploy/recipes, or the
     directories of --recipes and $SIXNINES_RECIPE_PATH)."""
+    nodes: Annotated[int, Field(strict=True, ge=1, le=MAX_NODES)] = 1
+    """How many nodes of the recipe's broker make one cluster on the broker host, each with
+    its own ports and data directory (recipes with a cluster section: nats); clients are
+    given every node's address. Faults target one of them as broker-0, broker-1, ..."""
     allow_unauthenticated: StrictBool = False
     """A recipe without an auth section starts a broker that takes anyone who reaches it:
     off loopback that is refused unless this accepts the risk (e.g. on an isolated
@@ -105,6 +111,12 @@ class BrokerSpec(BaseModel):
     def _one_kind(self) -> BrokerSpec:
         if self.external is not None and self.recipe is not None:
             raise ValueError("give either external or recipe, not both")
+        if self.nodes > 1:
+            if self.recipe is None:
+                raise ValueError("nodes goes with a recipe: sixnines starts the cluster")
+            if load_recipe(self.recipe).cluster is None:
+                raise ValueError(f"recipe {self.recipe!r} starts a broker of one node (it has "
+                                 "no cluster section)")
         if self.allow_unauthenticated:
             if self.recipe is None:
                 raise ValueError("allow_unauthenticated goes with a recipe")
@@ -115,14 +127,13 @@ class BrokerSpec(BaseModel):
         return self
 
     @model_serializer
-    def _as_yaml(self) -> str | dict[str, str | bool]:
+    def _as_yaml(self) -> str | dict[str, str | bool | int]:
         if self.external is not None:
             return {"external": self.external}
         if self.recipe is None:
             return "builtin"
-        if self.allow_unauthenticated:
-            return {"recipe": self.recipe, "allow_unauthenticated": True}
-        return {"recipe": self.recipe}
+        return {"recipe": self.recipe, **({"nodes": self.nodes} if self.nodes > 1 else {}),
+                **({"allow_unauthenticated": True} if self.allow_unauthenticated else {})}
 
 
 def _load_driver(name: str) -> type[Driver]:
