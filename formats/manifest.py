@@ -49,7 +49,7 @@ from sixnines.formats.run_files import PATH_MAX, name_problem, plain_name, shown
 from sixnines.formats.shape import RateShape
 from sixnines.formats.vocabulary import MAX_RATE, FanOut, Role
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 #: The first schema whose one-way runs divide the load over connections (FanOut.CONSUMER).
 DIVIDING_SCHEMA = 5
 #: Statuses of an agent that sent no `done`: it died (or never started); what it left is
@@ -347,7 +347,8 @@ class BrokerRecord(Open):
     version: str | None = None
     note: str | None = None
     nodes: list[BrokerNodeRecord] | None = None
-    """A broker of several nodes: each node as it was first started (None: one node)."""
+    """A broker of several nodes: each node as it was first started (None: one node, or a
+    manifest before schema_version 10)."""
 
 
 class BrokerNodeRecord(Open):

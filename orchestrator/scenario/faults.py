@@ -118,8 +118,8 @@ class Fault(BaseModel):
     """How long a pause, a partition or a slow link lasts (required for them)."""
     restart_after: FaultTime | None = None
     """A killed broker (or node) is started again this long after the kill, at the same
-    address, with its data, through its recipe or as the builtin broker. Required to kill
-    the broker; a node killed without it stays down (the others go on)."""
+    address, through its recipe or as the builtin broker. Required to kill the broker; a
+    node killed without it stays down (the others go on)."""
     data: Literal["keep", "wipe"] = "keep"
     """What a restarted broker finds of its data: kept, or wiped before it starts."""
     rate: LinkRate | None = None
