@@ -31,6 +31,7 @@ from sixnines.drivers.nats.wire import PING, Parser, covers, lanes_pattern, sub_
 from sixnines.drivers.sockets import SocketIO
 
 CONNECT_TIMEOUT_S = 5
+REWIND_TIMEOUT_S = 2  # a consumer's leader answers a reset at once, when there is one
 PRIVATE_TASKS = ("_reading_task", "_ping_interval_task", "_flusher_task")
 
 
@@ -285,6 +286,20 @@ async def ensure_stream(jsm, options: NatsOptions, label: str, subjects: list[st
             raise DriverError(
                 f"{label}: stream {options.stream!r} exists with {what} {_plain(got)}, not "
                 f"{_plain(want)}: delete it or use another stream name")
+
+
+async def rewind(jsm, stream: str, consumer: str, seq: int) -> bool:
+    """Whether the consumer now delivers from stream seq `seq` on, reset in place (its
+    leader answers: nats-server 2.14 and later, `$JS.API.CONSUMER.RESET`); False where the
+    server or nats-py cannot, or no leader answers within REWIND_TIMEOUT_S."""
+    reset = getattr(jsm, "reset_consumer", None)  # nats-py 2.16 and later
+    if reset is None:
+        return False
+    try:
+        await reset(stream, consumer, seq, timeout=REWIND_TIMEOUT_S)
+    except (TimeoutError, nats.errors.Error):
+        return False
+    return True
 
 
 def _plain(value) -> str:

@@ -21,11 +21,12 @@ the message header; requester connection N subscribes to `S.reply.N`.
   producer's: the connection that sent the message, its acks in the order it sent;
   see NatsSender for where a producer's claim of them stops);
   acks are counted without blocking the send loop, an error ack is a DriverError.
-  Receivers each own a pull consumer (filter S, deliver new, no acks), so every receiver
-  sees every message published after it was created; one whose connection fails (a node
-  gone, its consumer's leader changed) makes it again from the stream seq after the last
-  it received, so what was on its way to the old connection comes again, as NATS'
-  ordered consumers resume. A responder agent's connections
+  Receivers each own a pull consumer (filter S, from the stream's next message, no acks),
+  so every receiver sees every message published after it was created; one whose
+  connection fails (a node gone, its consumer's leader changed) resets it to the stream
+  seq after the last it received (or makes it again from there), so what was on its way
+  to the old connection comes again, as NATS' ordered consumers resume. A responder
+  agent's connections
   share one such consumer (as core responders share a queue group) and answer over core
   NATS. Pull requests ask for `batch` messages; the next goes out when half have come.
 - Lanes (several connections per agent): lane i's senders publish to `S.<i>` and its
@@ -80,6 +81,7 @@ from sixnines.drivers.nats.connection import (
     ensure_stream,
     handshake,
     manage,
+    rewind,
 )
 from sixnines.drivers.nats.options import NatsOptions
 from sixnines.drivers.nats.wire import msg_line, pub_line, pull_request, stream_seq
@@ -120,10 +122,11 @@ class NatsSender(Sender):
         self._write = link.io.write
         self._reads = reads
         self._own_acks = own_acks
-        self._next_read = clock() + SERVICE_NS
+        now = clock()
+        self._next_read = now + SERVICE_NS
         self.sent = 0  # messages written on this connection
         self._acks_seen = 0  # acks at the last look (`_watch_acks`)
-        self._waiting_since = 0  # since when no ack came while messages waited for one
+        self._waiting_since = now  # since when no ack came while messages waited for one
         self._claim: int | None = None  # the acks claimed once they stopped (None: all)
 
     @property
@@ -436,23 +439,27 @@ class NatsDriver(Driver):
 
     async def _make_consumer(self, jsm, consumer: str, filter_subject: str,
                              start: int | None) -> None:
-        """The pull consumer `consumer`, delivering what is published from now on; or,
-        made again for a receiver whose connection failed, from stream seq `start` on, as
-        NATS' ordered consumers resume: what was on its way to the failed connection
-        (gone with a node, say) is delivered again, not skipped. Never from beyond the
-        stream's next message (a stream in memory started again begins anew)."""
+        """The pull consumer `consumer`, delivering from the stream's next message on; or,
+        for a receiver whose connection failed, from stream seq `start` on, as NATS'
+        ordered consumers resume: what was on its way to the failed connection (gone with
+        a node, say) is delivered again, not skipped. Reset in place where the server
+        can (`rewind`: its leader alone answers), else deleted and made again (which the
+        cluster's metadata leader must answer). Never from beyond the stream's next
+        message (a stream in memory started again begins anew)."""
         stream = self.options.stream
-        policy: dict = {"deliver_policy": api.DeliverPolicy.NEW}
+        following = (await jsm.stream_info(stream)).state.last_seq + 1
         if start is not None:
+            start = min(start, following)
+            if await rewind(jsm, stream, consumer, start):
+                self._next_seq[consumer] = start
+                return
             with contextlib.suppress(NotFoundError):
                 await jsm.delete_consumer(stream, consumer)
-            last = (await jsm.stream_info(stream)).state.last_seq
-            policy = {"deliver_policy": api.DeliverPolicy.BY_START_SEQUENCE,
-                      "opt_start_seq": min(start, last + 1)}
         info = await jsm.add_consumer(stream, api.ConsumerConfig(
-            name=consumer, ack_policy=api.AckPolicy.NONE, filter_subject=filter_subject,
-            inactive_threshold=CONSUMER_INACTIVE_S, num_replicas=self.options.replicas,
-            **policy))
+            name=consumer, deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+            opt_start_seq=following if start is None else start,
+            ack_policy=api.AckPolicy.NONE, filter_subject=filter_subject,
+            inactive_threshold=CONSUMER_INACTIVE_S, num_replicas=self.options.replicas))
         self._next_seq[consumer] = info.delivered.stream_seq + 1
 
     def _publisher(self, link: NatsLink, reads: bool, lane: Lane = SOLE_LANE) -> NatsSender:

@@ -29,8 +29,10 @@ class Clock:
 
 @pytest.fixture
 def wire(monkeypatch):
-    """(sender, server side of its socket, clock)."""
+    """(sender, server side of its socket, clock), made a while into the clock's time (as
+    a connection made again is)."""
     clock = Clock()
+    clock.now = 100 * ACK_WAIT_NS
     monkeypatch.setattr(nats_driver, "clock", clock)
     ours, server = socket.socketpair()
     link = NatsLink(ours, b"", {}, 1, "nats at test")
@@ -59,6 +61,18 @@ def test_every_ack_is_claimed_while_they_come(wire):
     send(sender, clock, SERVICE_NS)
     sender.service()
     assert sender.acknowledged == 4 and sender.acked == 4
+
+
+def test_a_connection_sending_at_once_is_not_held_for_the_time_before_it(wire):
+    # a connection made again sends within a millisecond of being made, its first look
+    # at acks comes after: the wait is counted from when it was made
+    sender, server, clock = wire
+    send(sender, clock, 0)
+    send(sender, clock, SERVICE_NS)
+    acks(server, 2)
+    send(sender, clock, SERVICE_NS)
+    sender.service()
+    assert sender.acknowledged == 2
 
 
 def test_acks_after_a_silence_are_not_claimed(wire):
