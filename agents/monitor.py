@@ -84,8 +84,11 @@ class FollowedNodes:
 
     @property
     def gone(self) -> str | None:
-        """Why a node is not sampled any more (the first of them)."""
-        return next((tree.gone for tree in self.trees if tree.gone), None)
+        """Why a node is not sampled any more (the first of them, named when there are
+        several)."""
+        several = len(self.trees) > 1
+        return next((f"node {index}: {tree.gone}" if several else tree.gone
+                     for index, tree in enumerate(self.trees) if tree.gone), None)
 
 
 def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:

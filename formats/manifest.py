@@ -358,8 +358,8 @@ class BrokerNodeRecord(Open):
     name: str
     """As faults target it: broker-0, broker-1, ..."""
     pid: int | None = None
-    ports: dict[str, int] = {}
-    command: list[str] = []
+    ports: dict[str, int] = Field(default_factory=dict)
+    command: list[str] = Field(default_factory=list)
 
 
 class KeyDraws(Open):

@@ -22,7 +22,7 @@ SHAPES = {
     MANIFEST: {1: "63fd376dff80d39a", 2: "6a1c32a770d4c7f4", 3: "d94aee0e3204e6c7",
                4: "830b66f822739f8b", 5: "9ecebca4e558eeaf", 6: "164eb10a76095fd0",
                7: "efea11bc7ba4b9cb", 8: "aeea73a69855ffbc", 9: "baadeb90bfcd859d",
-               10: "d03df53b5ad18aa5"},
+               10: "f20bdbeda5a0280c"},
 }
 MODULES = {SUMMARY: summary, MANIFEST: manifest}
 
