@@ -1,5 +1,6 @@
 """Broker recipes (orchestrator/scenario/recipes.py) and starting brokers from them
-(orchestrator/run/brokers.py), with throwaway recipes whose "server" is a few lines of Python."""
+(orchestrator/run/brokers.py, broker_nodes.py), with throwaway recipes whose "server" is a few
+lines of Python."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from sixnines.orchestrator.launchers.local import LocalLauncher
-from sixnines.orchestrator.run.brokers import BrokerError, start_recipe
+from sixnines.orchestrator.run.broker_nodes import BrokerError
+from sixnines.orchestrator.run.brokers import start_recipe
 from sixnines.orchestrator.scenario import recipes
 from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe, recipe_names, render
 

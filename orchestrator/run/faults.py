@@ -11,7 +11,7 @@ goes to it; a host where it cannot be done (no netem for a delay) fails the run 
 starts.
 
 A fault on the broker holds every node of it; one on `broker-<n>` that node alone (a
-broker of several: orchestrator.run.brokers.BrokerNode).
+broker of several: orchestrator.run.broker_nodes.BrokerNode).
 
 Every fault is recorded as it goes (formats.manifest.FaultRecord): when it was issued, when
 it was seen to take effect (the processes stopped, or dead and reaped), when it was undone

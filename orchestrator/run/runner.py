@@ -36,7 +36,8 @@ from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.plan.cpus import CpuPlacement
 from sixnines.orchestrator.run import sidecar
 from sixnines.orchestrator.run.agents import Agents, RunFailure
-from sixnines.orchestrator.run.brokers import BrokerError, RunningBroker, provide_broker
+from sixnines.orchestrator.run.broker_nodes import BrokerError
+from sixnines.orchestrator.run.brokers import RunningBroker, provide_broker
 from sixnines.orchestrator.run.channel import SUPERVISE_TICK_S
 from sixnines.orchestrator.run.clocks import sync_clocks
 from sixnines.orchestrator.run.collection import collect
