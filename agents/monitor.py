@@ -2,16 +2,17 @@
 
 Started by the controller like an agent (`python -m sixnines.agents`, role `monitor`, the same
 control channel and clock pings), beside a broker sixnines started; `target_pid` names the
-broker's process group there. It samples `cpu.ProcessTree` from `start` until `finish` or
+broker's process group there (and `node_pids` those of its other nodes, whose time adds
+up: a broker of several is one system). It samples `cpu.ProcessTree` from `start` until `finish` or
 `stop` and announces cpu.parquet in `done`; meanwhile it rewrites cpu.parquet whole
 (formats.atomic) about every half second (agents.cpu.CpuSampler `keep`), so a monitor
 killed mid-run leaves its samples up to about then (docs/design.md, "When an agent
 dies"). It has no loop to protect, so its main thread just answers the channel. A broker
 that dies ends neither the sampling nor the monitor: its CPU time stays where it was (a
 dead broker uses none) and the end is reported; a broker started again on purpose is
-followed (`follow`), its time counted on from the previous one's and kept off the
-loops' CPUs as the first was. A sample reads only the broker tree's stat files; every
-tenth rescans all of /proc for new members (see `ProcessTree`: scanning every time
+followed (`follow`, for the node it names), its time counted on from the previous one's
+and kept off the loops' CPUs as the first was. A sample reads only the broker tree's stat
+files; every tenth rescans all of /proc for new members (see `ProcessTree`: scanning every time
 disturbed the broker it measures).
 """
 
@@ -69,12 +70,35 @@ class FollowedTree:
             self._tree, self._before, self.gone = tree, self._last, None
 
 
+class FollowedNodes:
+    """The CPU time of every node of the broker (`FollowedTree` each), added up."""
+
+    def __init__(self, pids: list[int]) -> None:
+        self.trees = [FollowedTree(pid) for pid in pids]
+
+    def cpu_ns(self) -> int:
+        return sum(tree.cpu_ns() for tree in self.trees)
+
+    def follow(self, node: int, pid: int) -> None:
+        self.trees[node].follow(pid)
+
+    @property
+    def gone(self) -> str | None:
+        """Why a node is not sampled any more (the first of them, named when there are
+        several)."""
+        several = len(self.trees) > 1
+        return next((f"node {index}: {tree.gone}" if several else tree.gone
+                     for index, tree in enumerate(self.trees) if tree.gone), None)
+
+
 def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
+    pids = [spec.target_pid, *spec.node_pids]
     try:
-        tree = FollowedTree(spec.target_pid)
+        nodes = FollowedNodes(pids)
     except (OSError, ValueError) as exc:
+        groups = ", ".join(map(str, pids))
         channel.send(p.Failed(agent_id=spec.agent_id, error=f"cannot read the CPU time of "
-                              f"process group {spec.target_pid}: {exc}"))
+                              f"process group{'s' if len(pids) > 1 else ''} {groups}: {exc}"))
         return 1
     kept = Path(spec.out_dir) / CPU_FILE
     # the first parquet write in a process spends ~200 ms starting pyarrow: paid before
@@ -97,13 +121,15 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
             elif isinstance(message, p.Start) and sampler is None:
                 at_ns, keep_off_cpus = message.at_ns, message.keep_off
                 with contextlib.suppress(OSError):  # a broker gone: the sampler says so
-                    keep_off([os.getpid(), *tree_members(spec.target_pid)], message.keep_off)
-                sampler = CpuSampler(tree.cpu_ns, lambda: None, spec.cpu_sample_ns,
+                    keep_off([os.getpid(), *(member for pid in pids
+                                             for member in tree_members(pid))],
+                             message.keep_off)
+                sampler = CpuSampler(nodes.cpu_ns, lambda: None, spec.cpu_sample_ns,
                                      keep=functools.partial(_keep, kept))
                 sampler.start()
-            elif isinstance(message, p.Follow):
+            elif isinstance(message, p.Follow) and 0 <= message.node < len(nodes.trees):
                 with contextlib.suppress(OSError):  # gone again: said at the end
-                    tree.follow(message.target_pid)
+                    nodes.follow(message.node, message.target_pid)
                     keep_off(tree_members(message.target_pid), keep_off_cpus)
             elif message is None or isinstance(message, p.Finish | p.Stop):
                 break
@@ -115,8 +141,8 @@ def serve_monitor(channel: p.Channel, spec: p.Prepare) -> int:
     samples = sampler.finish()
     problems = [f"{spec.agent_id}: sampling ended early: {sampler.error}"] if sampler.error \
         else []
-    if tree.gone:
-        problems.append(f"{spec.agent_id}: the broker ended before the run did ({tree.gone}); "
+    if nodes.gone:
+        problems.append(f"{spec.agent_id}: the broker ended before the run did ({nodes.gone}); "
                         "its CPU time stays where it was from then on")
     if not isinstance(message, p.Finish):
         problems.append(f"{spec.agent_id}: stopped early ("

@@ -516,3 +516,8 @@ def split_address(address: str, system: str) -> tuple[str, int]:
     if not sep or not port.isdigit():
         raise DriverError(f"{system}: address {address!r} is not HOST:PORT")
     return host.strip("[]"), int(port)
+
+
+def split_addresses(address: str, system: str) -> list[tuple[str, int]]:
+    """Parse the servers of a cluster, "host:port,host:port,..." (one: a list of one)."""
+    return [split_address(part.strip(), system) for part in address.split(",")]

@@ -13,7 +13,8 @@
     pruned.json                 PRUNED_FILE: the raw chunks `sixnines prune` removed
     sidecar.log                 SIDECAR_LOG: the analysis sidecar's output
     broker/, broker.log         BROKER_DIR, BROKER_LOG: a broker sixnines started: its
-                                data, its output
+                                data, its output (a broker of several nodes: node n's
+                                data in broker/<n>/, its output in broker_log(n))
     broker.disk                 BROKER_DISK: while the run lasts, the file holding the
                                 filesystem of that data (a system's `data_disk`)
     faults.log                  FAULTS_LOG: what the hosts' network faults said
@@ -97,6 +98,11 @@ def hgrm_file(metric: str) -> str:
     """The percentile distribution of one metric (formats.vocabulary.Metric) in a run's
     report folder."""
     return f"{metric}{HGRM_SUFFIX}"
+
+
+def broker_log(node: int | None = None) -> str:
+    """The output of a broker sixnines started, or of node `node` of a broker of several."""
+    return BROKER_LOG if node is None else f"broker-{node}.log"
 
 
 def chunk_name(number: int) -> str:

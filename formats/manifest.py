@@ -341,10 +341,25 @@ class BrokerRecord(Open):
     kind: str | None = None
     """builtin, recipe or external (not started by sixnines: no CPU monitor)."""
     address: str | None = None
+    """What clients connected to (a broker of several nodes: each node's, comma separated)."""
     host: str | None = None
     recipe: str | None = None
     version: str | None = None
     note: str | None = None
+    nodes: list[BrokerNodeRecord] | None = None
+    """A broker of several nodes: each node as it was first started (None: one node, or a
+    manifest before schema_version 9)."""
+
+
+class BrokerNodeRecord(Open):
+    """One node of a broker of several, as it was first started (a node started again by
+    a fault has another pid: the fault's note gives it)."""
+
+    name: str
+    """As faults target it: broker-0, broker-1, ..."""
+    pid: int | None = None
+    ports: dict[str, int] = Field(default_factory=dict)
+    command: list[str] = Field(default_factory=list)
 
 
 class KeyDraws(Open):

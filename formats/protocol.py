@@ -37,7 +37,9 @@ PROTOCOL_VERSION = 7  # 3: heartbeats (`beat`); 4: progress carries disk written
 #: expects each message once, and the relay's hello carries the lane); 7: `prepare` carries
 #: a rate shape, the fill of messages (`content`, formats.fill.Fill.to_message), how long
 #: a broken connection is tried again (`reconnect_ns`) and a consumer's hold while a
-#: backlog builds (`hold_ns`); `follow` points the broker monitor at a broker started again
+#: backlog builds (`hold_ns`); `follow` points the broker monitor at a broker started again;
+#: the monitor samples every node of a broker of several (`prepare` carries `node_pids`,
+#: `follow` names the node)
 #: How often a controller says it is still there, where its silence is the only sign of
 #: its end; and how much silence, heartbeats included, ends the other side's input (three
 #: beats may be late, and what the controller started still notices within 5 s).
@@ -80,6 +82,9 @@ class Prepare(Message):
     out_dir: str
     cpu_sample_ns: int = DEFAULT_CPU_SAMPLE_NS  # how often CPU time is sampled (cpu.parquet)
     target_pid: int = 0  # monitor: the pid naming the broker's process group on its host
+    #: monitor: the pids naming the process groups of the broker's other nodes (a broker of
+    #: several: node 1, 2, ...; `target_pid` is node 0's)
+    node_pids: list = field(default_factory=list)
     messages: int = 0  # schedule max: this agent's messages, split over its connections
     #: A shaped rate (formats.shape.RateShape as JSON, the whole run's), which each sending
     #: connection follows as lane `first_id // connections + c * senders` of `lanes`
@@ -142,11 +147,13 @@ class Start(Message):
 
 @dataclass(frozen=True)
 class Follow(Message):
-    """To the broker monitor: the broker was started again (a fault on purpose), its
-    process group is now `target_pid`; its CPU time goes on from the previous one's."""
+    """To the broker monitor: the broker (its node `node`) was started again (a fault on
+    purpose), its process group is now `target_pid`; its CPU time goes on from the
+    previous one's."""
 
     TYPE: ClassVar[str] = "follow"
     target_pid: int
+    node: int = 0
 
 
 @dataclass(frozen=True)

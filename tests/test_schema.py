@@ -21,7 +21,7 @@ SHAPES = {
               6: "7637f1fb865ff15a", 7: "bb87a3f19885cff0"},
     MANIFEST: {1: "63fd376dff80d39a", 2: "6a1c32a770d4c7f4", 3: "d94aee0e3204e6c7",
                4: "830b66f822739f8b", 5: "9ecebca4e558eeaf", 6: "164eb10a76095fd0",
-               7: "efea11bc7ba4b9cb", 8: "aeea73a69855ffbc", 9: "8c1e091d0415850a"},
+               7: "efea11bc7ba4b9cb", 8: "aeea73a69855ffbc", 9: "822fb2def9abb257"},
 }
 MODULES = {SUMMARY: summary, MANIFEST: manifest}
 

@@ -70,6 +70,9 @@ ELSEWHERE = {
     "orchestrator/run/brokers.py": "brokers started for a run: tests/test_recipes.py "
                                    "(throwaway recipes), tests/integration/support.py's "
                                    "recipe_server for the real systems' tests",
+    "orchestrator/run/broker_nodes.py": "a started broker's nodes, through start_recipe: "
+                                        "tests/test_recipes.py (a throwaway cluster), "
+                                        "tests/faults/test_cluster_nodes.py (NATS)",
     "orchestrator/run/fleet.py": "the hosts of a run and their launchers: "
                                  "tests/integration/test_multihost.py, "
                                  "tests/integration/test_containers.py",

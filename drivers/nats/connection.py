@@ -38,6 +38,7 @@ from sixnines.drivers.nats.wire import (
 from sixnines.drivers.sockets import SocketIO
 
 CONNECT_TIMEOUT_S = 5
+REWIND_TIMEOUT_S = 2  # a consumer's leader answers a reset at once, when there is one
 PRIVATE_TASKS = ("_reading_task", "_ping_interval_task", "_flusher_task")
 
 
@@ -176,7 +177,7 @@ def handshake(host: str, port: int, arguments: dict, label: str):
     transport = _LentTransport(CONNECT_TIMEOUT_S)
     client = Client()
     client._transport = transport  # nats-py keeps a transport that is already set up
-    url = f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
+    url = _url(host, port)
 
     async def quiet(exc: Exception) -> None:  # nats-py's default error callback logs
         return None
@@ -208,16 +209,28 @@ def handshake(host: str, port: int, arguments: dict, label: str):
 # --- JetStream management, through nats-py's JetStreamManager ----------------------------
 
 
-def manage(host: str, port: int, arguments: dict, label: str, work) -> object:
-    """Run `await work(jsm)` on a short-lived nats-py connection of its own."""
-    url = f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
+def _url(host: str, port: int) -> str:
+    return f"nats://[{host}]:{port}" if ":" in host else f"nats://{host}:{port}"
+
+
+def manage(servers: list[tuple[str, int]], arguments: dict, label: str, work) -> object:
+    """Run `await work(jsm)` on a short-lived nats-py connection of its own, to the first of
+    `servers` (a cluster's nodes) that takes one."""
     failure: list[Exception] = []
 
     async def remember(exc: Exception) -> None:
         failure.append(exc)
 
+    async def connect() -> Client:
+        for host, port in servers[:-1]:
+            try:
+                return await nats.connect(_url(host, port), error_cb=remember, **arguments)
+            except Exception:  # the next node; the last one's failure is what is said
+                failure.clear()
+        return await nats.connect(_url(*servers[-1]), error_cb=remember, **arguments)
+
     async def run():
-        client = await nats.connect(url, error_cb=remember, **arguments)
+        client = await connect()
         try:
             return await work(client.jsm(timeout=CONNECT_TIMEOUT_S))
         finally:
@@ -283,6 +296,20 @@ async def ensure_stream(jsm, options: NatsOptions, label: str, subjects: list[st
             raise DriverError(
                 f"{label}: stream {options.stream!r} exists with {what} {_plain(got)}, not "
                 f"{_plain(want)}: delete it or use another stream name")
+
+
+async def rewind(jsm, stream: str, consumer: str, seq: int) -> bool:
+    """Whether the consumer now delivers from stream seq `seq` on, reset in place (its
+    leader answers: nats-server 2.14 and later, `$JS.API.CONSUMER.RESET`); False where the
+    server or nats-py cannot, or no leader answers within REWIND_TIMEOUT_S."""
+    reset = getattr(jsm, "reset_consumer", None)  # nats-py 2.16 and later
+    if reset is None:
+        return False
+    try:
+        await reset(stream, consumer, seq, timeout=REWIND_TIMEOUT_S)
+    except (TimeoutError, nats.errors.Error):
+        return False
+    return True
 
 
 def _plain(value) -> str:

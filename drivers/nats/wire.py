@@ -72,6 +72,18 @@ def pull_request(api_subject: str, inbox: str, batch: int, expires_ns: int) -> b
     return b"PUB %s %s %d\r\n%s\r\n" % (api_subject.encode(), inbox.encode(), len(ask), ask)
 
 
+def stream_seq(reply: bytes) -> int | None:
+    """The stream sequence of a JetStream delivery, from its reply subject:
+    `$JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>`,
+    or with `<domain>.<account hash>` after `$JS.ACK` (and a token at the end); None when
+    `reply` is neither."""
+    tokens = reply.split(b".")
+    if tokens[:2] != [b"$JS", b"ACK"] or len(tokens) not in (9, 11, 12):
+        return None
+    seq = tokens[5 if len(tokens) == 9 else 7]
+    return int(seq) if seq.isdigit() else None
+
+
 class Parser:
     """A connection's read buffer and the parser over it.
 
@@ -102,6 +114,7 @@ class Parser:
         self.pull: bytes = b""
         self.batch = 0
         self.outstanding = 0
+        self.last_reply = b""  # the reply subject of the last delivery (`stream_seq`)
         # a responder's outgoing replies, and their PUB lines by producer id
         self.replies: bytearray | None = None
         self.reply_lines: dict[int, bytes] = {}
@@ -170,11 +183,16 @@ class Parser:
                         else:
                             out[at : at + total] = view[body:stop]
                             at += stride
+                        if len(parts) == 5:  # a JetStream delivery: its place in the stream
+                            self.last_reply = parts[3]
                         n += 1
                         self.outstanding -= 1
                     elif sid == self.ack_sid:
                         self._ack(parts, body, stop)
                     elif sid == self.data_sid:
+                        if n:  # deliveries first: a status that fails is for the next call
+                            self.more = True
+                            break
                         self._status(parts, body, stop)
                     else:
                         raise DriverError(f"{self.label}: message for unknown subscription "
@@ -188,6 +206,10 @@ class Parser:
                 elif line == b"PONG":
                     self.pongs += 1
                 elif line.startswith(b"-ERR"):
+                    if n:  # the deliveries before it go out first
+                        pos = eol - len(line)
+                        self.more = True
+                        break
                     reason = line[4:].strip().strip(b"'").decode(errors="replace")
                     raise DriverError(f"{self.label}: the server reported an error: {reason}")
                 elif not (line.startswith(b"INFO") or line == b"+OK"):

@@ -45,12 +45,14 @@ class SystemSetup:
 
 
 def broker_text(manifest: Manifest) -> str:
-    """`rabbitmq 3.10.8 (recipe) on local`, `builtin on local`, `external at HOST:PORT`."""
+    """`rabbitmq 3.10.8 (recipe) on local`, `nats 2.15.1 (recipe, 3 nodes) on local`,
+    `builtin on local`, `external at HOST:PORT`."""
     broker = manifest.broker
     if broker.kind == "external":
         return f"external at {broker.address or UNKNOWN} (not started by sixnines)"
+    nodes = f", {len(broker.nodes)} nodes" if broker.nodes else ""
     what = (f"{broker.recipe or UNKNOWN} {_first_line(broker.version) or 'version unknown'} "
-            "(recipe)" if broker.kind == "recipe"
+            f"(recipe{nodes})" if broker.kind == "recipe"
             else f"builtin (sixnines' own, for {manifest.driver or UNKNOWN})")
     where = f" on {broker.host}" if broker.host else ""
     note = f"; note: {broker.note}" if broker.note else ""

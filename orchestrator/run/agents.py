@@ -182,12 +182,13 @@ class Agents:
         launcher = self.fleet[plan.host]
         remote_dir = launcher.workdir(f"{self.key}/{AGENTS_DIR}/{plan.agent_id}", out_dir)
         argv, log = agent_argv(launcher.python), out_dir / AGENT_LOG
-        target_pid = 0
+        target_pid, node_pids = 0, []
         inbox = self.channel.inbox
         if beside is None:
             process = launcher.start(argv, plan.agent_id, log, inbox, agent_environment())
         else:
             process, target_pid = launcher.start_beside(beside, argv, plan.agent_id, log, inbox)
+            node_pids = [node.pid for node in broker.nodes[1:]]
         agent = AgentHandle(plan, launcher, process, out_dir, remote_dir)
         self.by_id[plan.agent_id] = agent
         logger.info("%s: %s (%s) started on %s", self.run_id, plan.agent_id, plan.role,
@@ -206,7 +207,8 @@ class Agents:
             first_id=plan.first_id, phase_ns=plan.phase_ns, receive=str(w.receive),
             drain_ns=w.drain_ns, seed=self.run_seed,
             expected=plan.expected, out_dir=remote_dir, cpu_sample_ns=self.cpu_sample_ns,
-            target_pid=target_pid, credential=None if beside else broker.credential_message(),
+            target_pid=target_pid, node_pids=node_pids,
+            credential=None if beside else broker.credential_message(),
             shape=None if shape is None else shape.as_json(),
             lanes=w.producers * plan.connections, keys=w.keys,
             hold_ns=(w.release_ns or 0) if plan.role == Role.CONSUMER else 0,

@@ -7,104 +7,104 @@ A recipe broker that listens off loopback requires a credential made for the run
 secret from the controller reaches the broker host only through the launcher's stdin
 channel (orchestrator.launchers.handoff) and the agents only through their control channel
 (`Prepare.credential`); no file, argv, log or manifest holds it. On loopback nothing
-changes: the broker takes anyone on this host, as before."""
+changes: the broker takes anyone on this host, as before.
+
+What sixnines started is one or more nodes (orchestrator.run.broker_nodes): one server, or
+a cluster of the recipe's (`nodes: N`), each node its own process group, ports, data
+directory and log; the run's address then names every node, comma separated."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import queue
 import secrets
-import shlex
-import socket
 import time
-from collections.abc import Callable
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from sixnines.drivers.base import Credential
-from sixnines.formats.errors import SixninesError
-from sixnines.formats.layout import BROKER_DIR, BROKER_DISK, BROKER_LOG
-from sixnines.orchestrator.launchers.base import (
-    Completed,
-    Launcher,
-    LaunchError,
-    LineLog,
-    Process,
-)
+from sixnines.formats.layout import BROKER_DIR, BROKER_DISK, BROKER_LOG, broker_log
+from sixnines.orchestrator.launchers.base import Launcher, LaunchError, Process, shutdown_all
 from sixnines.orchestrator.launchers.data_disks import DataDisk
-from sixnines.orchestrator.launchers.handoff import handoff_argv, handoff_line
+from sixnines.orchestrator.run.broker_nodes import BrokerError, BrokerNode, recipe_node
+from sixnines.orchestrator.scenario.faults import node_name
 from sixnines.orchestrator.scenario.hosts import is_loopback
 from sixnines.orchestrator.scenario.recipes import (
-    Auth,
     Recipe,
     RecipeError,
     check_renders,
     load_recipe,
+    nodes_of,
     not_installed,
     programs,
-    render,
 )
 
-logger = logging.getLogger(__name__)
-
 READY_TIMEOUT_S = 15.0
-
-
-class BrokerError(SixninesError):
-    pass
 
 
 @dataclass
 class RunningBroker:
     system: str
     kind: str  # builtin | recipe | external
-    address: str
-    process: Process | None = None
+    address: str  # what drivers connect to; a cluster's nodes, comma separated
+    nodes: list[BrokerNode] = field(default_factory=list)  # what sixnines started (none: external)
     facts: dict = field(default_factory=dict)
     launcher: Launcher | None = None
     stop_commands: list[list[str]] = field(default_factory=list)
     stop_env: dict[str, str] = field(default_factory=dict)
-    data: str | None = None  # its data directory on the broker host
+    data: str | None = None  # its data directory on the broker host (its nodes' under it)
     disk: DataDisk | None = None  # that directory's own filesystem (`data_disk`)
     exit_tokens: list[int] = field(default_factory=list)  # stop commands the guard holds
     credential: Credential | None = field(default=None, repr=False)  # the run's login
-    #: Starts it again where it was and waits until it is ready (True: its data wiped
-    #: first): a broker killed on purpose comes back through this (`restart`).
-    bring_up: Callable[[bool], None] | None = field(default=None, repr=False)
+
+    @property
+    def process(self) -> Process | None:
+        """The first node's process (the broker's, for a broker of one node)."""
+        return self.nodes[0].process if self.nodes else None
 
     def credential_message(self) -> dict | None:
         """The credential as the agents' `Prepare` carries it (None: no login needed)."""
         return asdict(self.credential) if self.credential is not None else None
 
-    def exited(self) -> int | None:
-        """Exit code if a broker sixnines started has died, else None."""
-        return self.process.poll() if self.process is not None else None
+    def exited(self, skip: Collection[int] = ()) -> int | None:
+        """Exit code of a node sixnines started that has died (but those in `skip`: down
+        on purpose), else None."""
+        codes = (node.exited() for node in self.nodes if node.index not in skip)
+        return next((code for code in codes if code is not None), None)
 
     @property
     def restartable(self) -> bool:
-        return self.bring_up is not None
+        return bool(self.nodes) and all(node.launch is not None for node in self.nodes)
 
-    def kill(self) -> None:
-        """SIGKILL what we started (its whole process group) and reap it: a fault on
-        purpose, which `restart` undoes."""
-        if self.process is not None:
-            self.process.kill()
-            self.process.shutdown(grace_s=5.0)  # reaped; the guard forgets the group
+    def _chosen(self, indexes: Collection[int] | None) -> list[BrokerNode]:
+        return [node for node in self.nodes if indexes is None or node.index in indexes]
 
-    def restart(self, wipe: bool) -> None:
-        """Start it again at the same address, ready when this returns (BrokerError
-        otherwise); `stop` then stops this one."""
-        if self.bring_up is None:
+    def kill(self, nodes: Collection[int] | None = None) -> None:
+        """SIGKILL what we started (each node's whole process group; `nodes`: those only)
+        and reap it: a fault on purpose, which `restart` undoes."""
+        for node in self._chosen(nodes):
+            if node.process is not None:
+                node.process.kill()
+                node.process.shutdown(grace_s=5.0)  # reaped; the guard forgets the group
+
+    def restart(self, wipe: bool, nodes: Collection[int] | None = None) -> None:
+        """Start it (`nodes`: those nodes) again at the same address, ready when this
+        returns (BrokerError otherwise); `stop` then stops them. Every node is started
+        before any is waited for: a cluster's nodes may need each other to be ready."""
+        chosen = self._chosen(nodes)
+        if not self.restartable:
             raise BrokerError(f"{self.system}: its {self.kind} broker cannot be started again")
-        self.bring_up(wipe)
+        for node in chosen:
+            assert node.launch is not None  # restartable
+            node.launch(wipe)
+        for node in chosen:
+            node.await_ready()
 
     def stop(self, keep_data: bool) -> None:
-        """Stop what we started (process group first, then the recipe's own clean-up, for
+        """Stop what we started (process groups first, then the recipe's own clean-up, for
         daemons the server leaves behind) and drop its data unless asked to keep it."""
-        if self.process is not None:
-            self.process.shutdown()
+        shutdown_all([node.process for node in self.nodes if node.process is not None])
         launcher = self.launcher
         if launcher is None:  # not started by sixnines: nothing else of it is ours
             return
@@ -138,14 +138,15 @@ def provide_broker(system, launcher: Launcher, run_dir: Path, key: str) -> Runni
             raise BrokerError(f"{system.name}: {exc}") from None
         return start_recipe(system.name, recipe, launcher, run_dir, key,
                             allow_unauthenticated=system.broker.allow_unauthenticated,
-                            data_disk=system.broker.data_disk)
+                            data_disk=system.broker.data_disk, nodes=system.broker.nodes)
     broker = _start_builtin(system, launcher, run_dir / BROKER_LOG, f"{launcher.address}:0")
+    node = broker.nodes[0]
 
-    def bring_up(wipe: bool) -> None:  # in memory: nothing to keep or wipe
-        again = _start_builtin(system, launcher, run_dir / BROKER_LOG, broker.address)
-        broker.process = again.process
+    def launch(wipe: bool) -> None:  # in memory: nothing to keep or wipe; ready once up
+        node.process = _start_builtin(system, launcher, run_dir / BROKER_LOG,
+                                      broker.address).process
 
-    broker.bring_up = bring_up
+    node.launch = launch
     return broker
 
 
@@ -170,7 +171,8 @@ def _start_builtin(system, launcher: Launcher, log_path: Path, bind: str) -> Run
             continue
         facts = {"pid": getattr(process, "pid", None), "command": argv,
                  "host": launcher.host}
-        return RunningBroker(system.name, "builtin", address, process, facts, launcher)
+        return RunningBroker(system.name, "builtin", address, [BrokerNode(0, process)],
+                             facts, launcher)
     process.shutdown()
     raise BrokerError(f"{system.name}: the builtin {system.driver} broker was not ready within "
                       f"{READY_TIMEOUT_S:.0f} s; see {log_path}")
@@ -236,12 +238,14 @@ def _auth_facts(credential: Credential | None, host: str) -> dict:
 
 def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
                  key: str | None = None, allow_unauthenticated: bool = False,
-                 data_disk: int | None = None) -> RunningBroker:
-    """Start a broker from its recipe on the launcher's host and wait until it is ready; on
-    any failure, whatever was started is stopped again and the error says what to look
-    at. Its data lives in the run's `broker` directory on that host, with `data_disk` on
-    a filesystem of that many bytes of its own (launchers.data_disks). Off loopback it
-    requires the run's credential (`RunningBroker.credential`)."""
+                 data_disk: int | None = None, nodes: int = 1) -> RunningBroker:
+    """Start a broker from its recipe on the launcher's host (`nodes` > 1: a cluster of that
+    many, through the recipe's `cluster` section) and wait until it is ready; on any
+    failure, whatever was started is stopped again and the error says what to look at.
+    Its data lives in the run's `broker` directory on that host (a node's in `broker/<n>`),
+    with `data_disk` on a filesystem of that many bytes of its own (launchers.data_disks;
+    a broker of one node). Off loopback it requires the run's credential
+    (`RunningBroker.credential`)."""
     host = launcher.address
     label = f"{system}: recipe {recipe.name} on {launcher.host}"
     try:
@@ -250,77 +254,61 @@ def start_recipe(system: str, recipe: Recipe, launcher: Launcher, run_dir: Path,
         raise BrokerError(f"{label}: {exc}") from None
     credential = _credential(recipe, host, allow_unauthenticated, label)
     data = launcher.workdir(f"{key}/{BROKER_DIR}" if key else BROKER_DIR, run_dir / BROKER_DIR)
-    log_path = run_dir / BROKER_LOG
-    ports = dict(zip(recipe.ports, free_ports(launcher, host, len(recipe.ports)), strict=True))
-
-    def fill(value, **extra: str):
-        return render(value, host=host, ports=ports, data=data, **extra)
-
-    native = recipe.native
-    env = fill(native.env)
-    missing = missing_programs(launcher, programs(recipe, host=host, ports=ports, data=data),
-                               env)
+    ports = free_ports(launcher, host, len(recipe.all_ports if nodes > 1 else recipe.ports)
+                       * nodes)
+    try:
+        members = nodes_of(recipe, nodes, host, data, ports)
+    except RecipeError as exc:
+        raise BrokerError(f"{label}: {exc}") from None
+    native, first = recipe.native, members[0]
+    env = first.fill(native.env)
+    missing = missing_programs(launcher, programs(recipe, host=host, ports=first.ports,
+                                                  data=first.data), env)
     if missing:
         raise BrokerError(f"{label}: {not_installed(missing, native.install)}")
-
-    def lay_out() -> None:
-        """Its data directory with the recipe's files, prepared."""
-        launcher.run(["mkdir", "-p", data], timeout_s=60)
-        for name, content in fill(native.files).items():
-            launcher.write_file(f"{data}/{name}", content)
-        for command in fill(native.prepare):
-            done = launcher.run(command, env, timeout_s=120)
-            if done.code != 0:
-                raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
-                                  f"{done.output.strip()[-500:]}")
-
     disk = _data_disk(launcher, run_dir, key, data, data_disk, label)
-    try:
-        lay_out()
-    except BaseException:
-        if disk is not None:
-            disk.release(keep=True)
-        raise
     auth = native.auth if credential is not None else None
     login = {"user": credential.username or ""} if credential is not None else {}
-    command = fill(native.command) + (fill(auth.args, **login) if auth else [])
     broker = RunningBroker(
-        system, "recipe", fill(recipe.address), launcher=launcher, data=data, disk=disk,
-        stop_commands=fill(native.stop), stop_env=env, credential=credential,
+        system, "recipe", ",".join(member.fill(recipe.address) for member in members),
+        launcher=launcher, data=data, disk=disk, credential=credential,
+        stop_commands=[list(command) for command in dict.fromkeys(
+            tuple(command) for member in members for command in member.fill(native.stop))],
+        stop_env=env,
         facts={"recipe": recipe.name, "description": recipe.description, "note": recipe.note,
-               "command": command, "env": _redacted(native.env, env), "ports": ports,
-               "host": launcher.host, "auth": _auth_facts(credential, host),
-               "config_files": sorted(native.files),
+               "env": _redacted(native.env, env), "host": launcher.host,
+               "auth": _auth_facts(credential, host), "config_files": sorted(native.files),
                **(disk.describe() if disk is not None else {})},
     )
     # daemons the broker leaves (epmd) are cleaned up even if the controller is killed
     broker.exit_tokens = [token for stop in broker.stop_commands
                           if (token := launcher.on_controller_exit(stop, env)) is not None]
-    stdin = None
-    if auth is not None and auth.stdin is not None and credential is not None:
-        stdin = fill(auth.stdin, **login, secret=credential.password)
-
-    def bring_up(wipe: bool) -> None:
-        if wipe:
-            launcher.run(["rm", "-rf", data], timeout_s=60)
-            lay_out()
-        broker.process = _launch(launcher, command, stdin, f"broker-{system}", log_path, env,
-                                 LineLog(log_path))
-        logger.info("%s: waiting for it to be ready (%s)", label, shlex.join(command))
-        _await_ready(broker, fill(native.ready.tcp), fill(native.ready.command), env,
-                     native.ready.timeout / 1e9, label, log_path)
-        if auth is not None:
-            _set_up(broker, auth, fill, login, env, label, log_path)
-
+    commands = []
+    for member in members:
+        command = member.fill(native.command) + member.cluster_args(recipe) + \
+            (member.fill(auth.args, **login) if auth else [])
+        stdin = None
+        if auth is not None and auth.stdin is not None and credential is not None:
+            stdin = member.fill(auth.stdin, **login, secret=credential.password)
+        log_path = run_dir / broker_log(member.index if nodes > 1 else None)
+        name = f"broker-{system}" + (f"-{member.index}" if nodes > 1 else "")
+        broker.nodes.append(recipe_node(recipe, member, launcher, command, stdin, credential,
+                                        login, name, label, log_path))
+        commands.append(command)
     try:
-        bring_up(wipe=False)
+        broker.restart(wipe=True)  # laid out, started, ready
     except BrokerError:
         broker.stop(keep_data=True)
         raise
-    broker.facts["pid"] = getattr(broker.process, "pid", None)
-    broker.bring_up = bring_up
+    pids = [node.pid for node in broker.nodes]
+    if nodes == 1:
+        broker.facts |= {"command": commands[0], "ports": first.ports, "pid": pids[0]}
+    else:
+        broker.facts["nodes"] = [
+            {"name": node_name(member.index), "command": command, "ports": member.ports,
+             "pid": pid} for member, command, pid in zip(members, commands, pids, strict=True)]
     if native.version:
-        done = launcher.run(fill(native.version), env, timeout_s=60)
+        done = launcher.run(first.fill(native.version), env, timeout_s=60)
         broker.facts["version"] = done.output.strip().splitlines()[0] if done.output else None
     return broker
 
@@ -354,51 +342,6 @@ def missing_programs(launcher: Launcher, names: list[str], env: dict) -> list[st
     return done.output.split() if done.code == 0 else []
 
 
-def _set_up(broker: RunningBroker, auth: Auth, fill, login: dict, env: dict, label: str,
-            log_path: Path) -> None:
-    """The recipe's auth steps on a ready broker (e.g. add the run's user)."""
-    launcher, credential = broker.launcher, broker.credential
-    assert launcher is not None and credential is not None  # a recipe's, with its login
-    for step in auth.setup:
-        command = fill(step.command, **login)
-        if step.stdin is None:
-            done = launcher.run(command, env, timeout_s=120)
-        else:
-            text = fill(step.stdin, **login, secret=credential.password)
-            done = run_with_input(launcher, command, text, env, log_path, 120.0)
-        if done.code != 0:
-            raise BrokerError(f"{label}: {shlex.join(command)} failed (exit {done.code}): "
-                              f"{done.output.strip()[-500:]}; see {log_path}")
-
-
-def _launch(launcher: Launcher, argv: list[str], stdin: str | None, name: str,
-            log_path: Path, env: dict, inbox: queue.Queue | None = None) -> Process:
-    """`argv` started on the launcher's host; `stdin`, when given, handed over as its
-    standard input through the launcher's control channel (orchestrator.launchers.handoff)."""
-    if stdin is None:
-        return launcher.start(argv, name, log_path, inbox, env)
-    process = launcher.start(handoff_argv(launcher.python, argv), name, log_path, inbox, env)
-    process.write_line(handoff_line(stdin))
-    return process
-
-
-def run_with_input(launcher: Launcher, argv: list[str], text: str, env: dict,
-                   log_path: Path, timeout_s: float) -> Completed:
-    """`argv` run to completion on the launcher's host with `text` as its standard input,
-    handed over the launcher's control channel (`Launcher.run` gives no input); its stdout
-    is the output, its stderr goes to `log_path`."""
-    lines: queue.Queue = queue.Queue()
-    process = _launch(launcher, argv, text, "setup", log_path, env, lines)
-    code = process.wait(timeout_s)
-    if code is None:
-        process.shutdown()
-    output = []
-    with contextlib.suppress(queue.Empty):
-        while (line := lines.get(timeout=5.0)[1]) is not None:
-            output.append(line)
-    return Completed(argv, code, "\n".join(output))
-
-
 def _redacted(template: dict[str, str], rendered: dict[str, str]) -> dict[str, str]:
     """The environment for the manifest: values taken from the controller's environment
     (`{env.NAME}`) may be secrets, so only where they came from is recorded."""
@@ -406,27 +349,3 @@ def _redacted(template: dict[str, str], rendered: dict[str, str]) -> dict[str, s
             for name, value in rendered.items()}
 
 
-def _await_ready(broker: RunningBroker, tcp: str | None, command: list[str] | None,
-                 env: dict, timeout_s: float, label: str, log_path: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        code = broker.exited()
-        if code is not None:
-            raise BrokerError(f"{label}: the broker exited (code {code}) before it was ready; "
-                              f"see {log_path}")
-        if tcp is not None and _connects(tcp):
-            return
-        if (command is not None and broker.launcher is not None
-                and broker.launcher.run(command, env, timeout_s=30).code == 0):
-            return
-        time.sleep(0.1)
-    raise BrokerError(f"{label}: not ready within {timeout_s:.0f} s; see {log_path}")
-
-
-def _connects(address: str) -> bool:
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=1):
-            return True
-    except OSError:
-        return False

@@ -10,12 +10,16 @@ A partition, a slow link, a stalled or full data disk is held by a process on it
 fault's time only a line goes to it; a host where it cannot be done (no firewall, no netem
 for a delay) fails the run before it starts.
 
+A fault on the broker holds every node of it; one on `broker-<n>` that node alone (a
+broker of several: orchestrator.run.broker_nodes.BrokerNode).
+
 Every fault is recorded as it goes (formats.manifest.FaultRecord): when it was issued, when
-it was seen to take effect (the process stopped, or dead and reaped; the holder's answer),
-when it was undone and, for a broker, when it took connections again. `close` undoes
-whatever is still done (a paused process is resumed, a disk thawed, before the run stops
-them), whatever ends the run; a controller that dies outright leaves that to the guard
-(launchers.guard), which resumes the groups it stops and stops the holders, which undo.
+it was seen to take effect (the processes stopped, or dead and reaped; the holder's
+answer), when it was undone and, for a broker, when it took connections again. `close`
+undoes whatever is still done (a paused process is resumed, a disk thawed, before the run
+stops them), whatever ends the run; a controller that dies outright leaves that to the
+guard (launchers.guard), which resumes the groups it stops and stops the holders, which
+undo.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ from sixnines.orchestrator.scenario.faults import (
     Fault,
     FaultAction,
     HostTarget,
+    node_index,
+    on_broker,
 )
 
 logger = logging.getLogger(__name__)
@@ -81,8 +87,10 @@ class FaultTimeline:
         self.steps: list[FaultStep] = []
         self.holders: dict[int, HeldFault] = {}  # fault index -> the holder on its host
         self.changed = threading.Event()
-        self.paused: dict[int, Process] = {}  # fault index -> the process it holds stopped
-        self.broker_down = False  # killed on purpose, not yet back: not the run's failure
+        self.paused: dict[int, list[Process]] = {}  # fault index -> the processes it stopped
+        #: The broker's nodes killed on purpose and not yet back: their exit is not the
+        #: run's failure.
+        self.down: set[int] = set()
         self._closing = threading.Event()
         self._thread = threading.Thread(target=self._keep_time, name="faults", daemon=True)
 
@@ -163,30 +171,47 @@ class FaultTimeline:
             record.effective_ns = now_ns()
             record.outcome = "done"
             return
-        if fault.target_name == BROKER:
-            process = self.broker.process if self.broker is not None else None
-        else:
-            process = self.agents.get(fault.target_name)
-        if process is None or process.poll() is not None:
+        processes = self._processes(fault.target_name)
+        if not processes or any(process is None or process.poll() is not None
+                                for process in processes):
             self._failed(index, f"{fault.target_name} was not running")
             return
+        held = [process for process in processes if process is not None]
         logger.info("fault %d: %s %s", index, fault.action, fault.target_name)
         if fault.action == FaultAction.PAUSE:
             record.issued_ns = now_ns()
-            process.suspend()
-            self.paused[index] = process
-            record.effective_ns = _seen(lambda: process.suspended() is not False)
-        elif fault.target_name == BROKER:
+            for process in held:
+                process.suspend()
+            self.paused[index] = held
+            record.effective_ns = _seen(lambda: all(process.suspended() is not False
+                                                    for process in held))
+        elif on_broker(fault.target_name):
             assert self.broker is not None
-            self.broker_down = True
+            nodes = self._nodes(fault.target_name)
+            self.down.update(nodes)
             record.issued_ns = now_ns()
-            self.broker.kill()
-            record.effective_ns = now_ns()  # `kill` returns once it is reaped
+            self.broker.kill(nodes)
+            record.effective_ns = now_ns()  # `kill` returns once they are reaped
         else:
             record.issued_ns = now_ns()
-            process.kill()
-            record.effective_ns = _seen(lambda: process.poll() is not None)
+            held[0].kill()
+            record.effective_ns = _seen(lambda: held[0].poll() is not None)
         record.outcome = "done"
+
+    def _nodes(self, target: str) -> list[int]:
+        """The broker's nodes a target holds: every one (broker), or the one it names."""
+        index = node_index(target)
+        if target == BROKER:
+            return [node.index for node in self.broker.nodes] if self.broker else []
+        return [] if index is None else [index]
+
+    def _processes(self, target: str) -> list[Process | None]:
+        """The processes a target holds (none: it names nothing the run started)."""
+        if not on_broker(target):
+            return [self.agents.get(target)]
+        nodes = self.broker.nodes if self.broker is not None else []
+        chosen = self._nodes(target)
+        return [node.process for node in nodes if node.index in chosen]
 
     def _undo(self, index: int) -> None:
         fault, record = self.faults[index], self.records[index]
@@ -199,20 +224,23 @@ class FaultTimeline:
             self._take_away(index)
             return
         assert self.broker is not None and fault.restart_after is not None
+        nodes = self._nodes(fault.target_name)
         record.undone_ns = now_ns()
         try:
-            self.broker.restart(wipe=fault.data == "wipe")
+            self.broker.restart(wipe=fault.data == "wipe", nodes=nodes)
             record.restarted_ns = now_ns()
-            pid = getattr(self.broker.process, "pid", None)
-            record.note = f"started again as process {pid}" if pid is not None else None
+            pids = [str(node.pid) for node in self.broker.nodes
+                    if node.index in nodes and node.pid is not None]
+            record.note = (f"started again as process{'es' if len(pids) > 1 else ''} "
+                           f"{', '.join(pids)}") if pids else None
         except SixninesError as exc:
             self._failed(index, f"the broker did not come back: {exc}")
         finally:
-            self.broker_down = False  # back, or its exit is the run's failure now
+            self.down.difference_update(nodes)  # back, or its exit is the run's failure now
 
     def _resume(self, index: int, note: str | None = None) -> None:
-        process = self.paused.pop(index)
-        process.resume()
+        for process in self.paused.pop(index):
+            process.resume()
         record = self.records[index]
         record.undone_ns = now_ns()
         if note is not None:

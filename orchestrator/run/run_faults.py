@@ -1,6 +1,6 @@
 """A run's faults tied into the run (orchestrator.run.runner): armed once its agents are up,
 started on the measured run's clock, looked at on each supervision tick (the broker
-monitor follows a broker started again), undone as the run winds down. A run whose
+monitor follows a broker, or a node of it, started again), undone as the run winds down. A run whose
 scenario has no faults has none of this (`RunFaults.arm` gives None)."""
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from sixnines.orchestrator.scenario.faults import Fault
 
 
 class RunFaults:
-    """The run's fault timeline and the broker process its monitor samples."""
+    """The run's fault timeline and the broker processes its monitor samples."""
 
     def __init__(self, timeline: FaultTimeline, agents: Agents, broker: RunningBroker) -> None:
         self.timeline = timeline
         self.agents = agents
         self.broker = broker
-        self.monitored_pid = _pid(broker)
+        self.monitored = [node.pid for node in broker.nodes]  # by node
 
     @classmethod
     def arm(cls, faults: tuple[Fault, ...], agents: Agents, broker: RunningBroker,
@@ -44,28 +44,27 @@ class RunFaults:
         return self.timeline.records
 
     @property
-    def broker_down(self) -> bool:
-        """The broker is killed on purpose and not yet back: its exit is not the run's."""
-        return self.timeline.broker_down
+    def down(self) -> set[int]:
+        """The broker's nodes killed on purpose and not yet back: their exit is not the
+        run's."""
+        return self.timeline.down
 
     def changed(self) -> bool:
         """Whether a fault's record changed since the last call (the manifest is due); the
-        monitor pointed at a broker started again meanwhile (agents.monitor)."""
+        monitor pointed at each node started again meanwhile (agents.monitor)."""
         if not self.timeline.changed.is_set():
             return False
         self.timeline.changed.clear()
-        pid, monitor = _pid(self.broker), self.agents.monitor
-        if monitor is not None and pid is not None and pid != self.monitored_pid \
-                and not self.timeline.broker_down:
-            self.monitored_pid = pid
-            monitor.send(p.Follow(target_pid=pid))
+        monitor = self.agents.monitor
+        for node in self.broker.nodes:
+            pid = node.pid
+            if monitor is not None and pid is not None and pid != self.monitored[node.index] \
+                    and node.index not in self.timeline.down:
+                self.monitored[node.index] = pid
+                monitor.send(p.Follow(target_pid=pid, node=node.index))
         return True
 
     def close(self) -> None:
         """Whatever a fault still holds undone (a paused process resumed, a link given
         back, a data disk thawed or emptied) before the run stops its processes."""
         self.timeline.close()
-
-
-def _pid(broker: RunningBroker) -> int | None:
-    return getattr(broker.process, "pid", None)

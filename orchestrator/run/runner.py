@@ -36,7 +36,8 @@ from sixnines.orchestrator.launchers.base import LaunchError
 from sixnines.orchestrator.plan.cpus import CpuPlacement
 from sixnines.orchestrator.run import sidecar
 from sixnines.orchestrator.run.agents import Agents, RunFailure
-from sixnines.orchestrator.run.brokers import BrokerError, RunningBroker, provide_broker
+from sixnines.orchestrator.run.broker_nodes import BrokerError
+from sixnines.orchestrator.run.brokers import RunningBroker, provide_broker
 from sixnines.orchestrator.run.channel import SUPERVISE_TICK_S
 from sixnines.orchestrator.run.clocks import sync_clocks
 from sixnines.orchestrator.run.collection import collect
@@ -290,9 +291,9 @@ class Run:
         self.stopping.finish_monitor()
 
     def _check_broker(self) -> None:
-        if self.faults is not None and self.faults.broker_down:
-            return  # killed on purpose: it comes back, or its fault says it did not
-        code = self.broker.exited() if self.broker else None
+        # nodes killed on purpose come back, or their fault says they did not
+        down = self.faults.down if self.faults is not None else set()
+        code = self.broker.exited(skip=down) if self.broker else None
         if code is not None and not self.manifest.broker_exit:
             self.manifest.broker_exit = code
             self.problems.append(f"{self.point.system.name}: the broker exited (code {code}) "

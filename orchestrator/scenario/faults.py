@@ -1,6 +1,6 @@
 """Faults on purpose: the scenario's `faults:` list, each a fault at a time of the measured
-run on one target (the broker, its data disk, an agent, a host's link), and the checks
-that tie it to the run.
+run on one target (the broker, one node of a broker of several, the broker's data disk,
+an agent, a host's link), and the checks that tie it to the run.
 
 A fault is checked here on its own (its action, its fields); `fault_problems` checks the
 list against the scenario: the time inside every run's measured window, a target every run
@@ -35,6 +35,24 @@ from sixnines.orchestrator.scenario.systems import DATA_DISKS_ON
 BROKER = "broker"
 #: An agent as the plan names it (orchestrator.plan.agents): role and number.
 AGENT_ID = re.compile(r"(producer|consumer|requester|responder)-(\d{1,4})")
+#: One node of a broker of several (`broker: {recipe: NAME, nodes: N}`), from 0.
+NODE_ID = re.compile(rf"{BROKER}-(\d{{1,2}})")
+
+
+def node_name(index: int) -> str:
+    """A node of a broker of several, as a fault targets it and the run names it."""
+    return f"{BROKER}-{index}"
+
+
+def node_index(target: str) -> int | None:
+    """The node a target names (None: not a node)."""
+    found = NODE_ID.fullmatch(target)
+    return int(found[1]) if found else None
+
+
+def on_broker(target: str) -> bool:
+    """Whether a target is the broker or one of its nodes."""
+    return target == BROKER or node_index(target) is not None
 
 
 class FaultAction(StrEnum):
@@ -68,9 +86,10 @@ FaultTime = Annotated[int, BeforeValidator(_fault_time),
 
 
 def _target(value: object) -> object:
-    if isinstance(value, str) and value != BROKER and not AGENT_ID.fullmatch(value):
-        raise ValueError(f"{value!r} is no target: broker, an agent id (producer-0, "
-                         "consumer-1, requester-0, responder-0) or {host: NAME}")
+    if isinstance(value, str) and not on_broker(value) and not AGENT_ID.fullmatch(value):
+        raise ValueError(f"{value!r} is no target: broker, a node of a broker of several "
+                         "(broker-0, broker-1, ...), an agent id (producer-0, consumer-1, "
+                         "requester-0, responder-0) or {host: NAME}")
     return value
 
 
@@ -99,13 +118,15 @@ class Fault(BaseModel):
     to the broker's data disk blocks for `for`: fsfreeze), disk-full (that disk filled to
     its last block for `for`); the disk faults need the broker's `data_disk`."""
     target: Annotated[str | HostTarget, BeforeValidator(_target)]
-    """broker, an agent id (producer-0, consumer-1, ...) or {host: NAME}."""
+    """broker (every node of it), one node of a broker of several (broker-0, broker-1,
+    ...), an agent id (producer-0, consumer-1, ...) or {host: NAME}."""
     for_: FaultTime | None = Field(default=None, alias="for")
     """How long a pause, a partition, a slow link or a disk fault lasts (required for
     them)."""
     restart_after: FaultTime | None = None
-    """A killed broker is started again this long after the kill (required to kill the
-    broker), at the same address, through its recipe or as the builtin broker."""
+    """A killed broker (or node) is started again this long after the kill, at the same
+    address, through its recipe or as the builtin broker. Required to kill the broker; a
+    node killed without it stays down (the others go on)."""
     data: Literal["keep", "wipe"] = "keep"
     """What a restarted broker finds of its data: kept, or wiped before it starts."""
     rate: LinkRate | None = None
@@ -136,9 +157,9 @@ class Fault(BaseModel):
         if self.action == FaultAction.KILL and target == BROKER and self.restart_after is None:
             raise ValueError("killing the broker needs `restart_after`: without it the run "
                              "cannot go on")
-        if self.restart_after is not None and target != BROKER:
-            raise ValueError("only the broker is started again (`restart_after`); a killed "
-                             "agent stays dead")
+        if self.restart_after is not None and not on_broker(target):
+            raise ValueError("only the broker or one of its nodes is started again "
+                             "(`restart_after`); a killed agent stays dead")
         if self.data == "wipe" and self.restart_after is None:
             raise ValueError("`data: wipe` goes with a broker kill and `restart_after`")
         if isinstance(self.target, HostTarget):
@@ -168,7 +189,7 @@ class Fault(BaseModel):
     @property
     def end_ns(self) -> int | None:
         """When it is over (for the broker, back up), on the measured run's clock; None:
-        never (a killed agent)."""
+        never (a killed agent, or node not started again)."""
         length = self.for_ if self.for_ is not None else self.restart_after
         return None if length is None else self.at + length
 
@@ -188,6 +209,7 @@ class RunShape:
     system: str
     recipe: str | None = None
     data_disk: bool = False
+    broker_nodes: int = 1
 
 
 #: Host kinds the run can pause a process on (a container's own init is signalled,
@@ -239,10 +261,13 @@ def _against_run(fault: Fault, shape: RunShape, host_kinds: dict[str, str]
         return problems
     if fault.action in ON_DISK:
         return [*problems, *_disk_problems(fault.action, shape, host_kinds)]
-    if target == BROKER:
+    if on_broker(target):
         if shape.broker_kind == "external":
             return [*problems, ("target", f"system {shape.system!r} has an external broker: "
                                 "sixnines did not start it, so cannot pause or kill it")]
+        wrong_node = _node_problem(target, shape)
+        if wrong_node:
+            return [*problems, ("target", wrong_node)]
         host = shape.broker_host
     elif target in shape.agents:
         host = shape.agents[target]
@@ -281,6 +306,21 @@ def _disk_problems(action: FaultAction, shape: RunShape, host_kinds: dict[str, s
     return []
 
 
+def _node_problem(target: str, shape: RunShape) -> str | None:
+    """Why a node target does not fit the run's broker (None: it does, or is no node)."""
+    index = node_index(target)
+    if index is None:
+        return None
+    if shape.broker_nodes == 1:
+        return (f"system {shape.system!r} has a broker of one node: target it as broker "
+                f"({target} names a node of a broker of several, `nodes: N`)")
+    if index >= shape.broker_nodes:
+        return (f"no node {target!r} in the broker of system {shape.system!r}: its "
+                f"{shape.broker_nodes} nodes are {node_name(0)} to "
+                f"{node_name(shape.broker_nodes - 1)}")
+    return None
+
+
 def _link_problems(fault: Fault, host_kinds: dict[str, str], shaped_hosts: frozenset[str]
                    ) -> list[tuple[str, str]]:
     """A host's link is cut or slowed only on an SSH host: the controller's own machine
@@ -301,6 +341,11 @@ def _link_problems(fault: Fault, host_kinds: dict[str, str], shaped_hosts: froze
     return []
 
 
+def _one_target(a: str, b: str) -> bool:
+    """Whether two targets hold a process in common: the same, or the broker and a node."""
+    return a == b or (BROKER in (a, b) and on_broker(a) and on_broker(b))
+
+
 def _overlaps(faults: Sequence[Fault]) -> list[tuple[int, str]]:
     """Faults on a target another fault holds meanwhile (a killed agent, from then on)."""
     never = MAX_RUN_TIME_NS * 2
@@ -309,9 +354,10 @@ def _overlaps(faults: Sequence[Fault]) -> list[tuple[int, str]]:
         end = fault.end_ns if fault.end_ns is not None else never
         for earlier_index, earlier in enumerate(faults[:index]):
             earlier_end = earlier.end_ns if earlier.end_ns is not None else never
-            if earlier.target_name == fault.target_name and \
+            if _one_target(earlier.target_name, fault.target_name) and \
                     fault.at <= earlier_end and earlier.at <= end:
+                held = dict.fromkeys([earlier.target_name, fault.target_name])
                 problems.append((index, f"overlaps faults[{earlier_index}] on "
-                                 f"{fault.target_name} (one target, one fault at a time; "
-                                 "a killed agent stays dead)"))
+                                 f"{' and '.join(held)} (one target, one fault at a time; "
+                                 "a killed agent, or node not started again, stays dead)"))
     return problems

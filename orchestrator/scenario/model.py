@@ -269,6 +269,7 @@ def _validated_beside(text: str, file: str, overrides: Sequence[Override]
         problems += _host_problems(scenario, doc, len(inventory))
         problems += _open_broker_problems(scenario, doc)
         problems += _data_disk_problems(scenario, doc)
+        problems += _cluster_problems(scenario, doc)
     specs = _specs_in_file(doc.data)
     too_many = _run_count_problems(specs, doc)
     problems += too_many
@@ -459,6 +460,19 @@ def _data_disk_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem]:
             f"{scenario.placement.broker!r} is a {kind} host (a loop mount there needs a "
             "privileged container)")))
     return problems
+
+
+def _cluster_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem]:
+    """A broker of several nodes on a container host: its nodes reach each other on the
+    host's loopback, which containers do not share."""
+    host = scenario.host(scenario.placement.broker)
+    if host is None or host.kind != "container":
+        return []
+    return [Problem(format_path(path), doc.line_of(path),
+                    f"a broker of several nodes is started on local and SSH hosts, not on "
+                    f"container host {host.name!r}")
+            for index, system in enumerate(scenario.systems) if system.broker.nodes > 1
+            for path in [("systems", index, "broker", "nodes")]]
 
 
 def _case_problems(doc: YamlDocument) -> list[Problem]:
@@ -653,7 +667,8 @@ def _fault_problems(scenario: Scenario, specs: list[SpecAt], doc: YamlDocument
                         for agent in ids},
                 broker_host=scenario.placement.broker, broker_kind=system.broker.kind,
                 system=system.name, recipe=system.broker.recipe,
-                data_disk=system.broker.data_disk is not None))
+                data_disk=system.broker.data_disk is not None,
+                broker_nodes=system.broker.nodes))
     problems = []
     shaped = frozenset(host.name for host in scenario.hosts
                        if getattr(host, "link", None) is not None)

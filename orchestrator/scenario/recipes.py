@@ -9,6 +9,10 @@ and the container image form used by the container launcher. Placeholders in any
 `{host}`, `{port.NAME}`, `{data}` (a fresh directory for this broker), `{env.NAME}`; in
 `auth` also `{user}`, and `{secret}` in its standard-input texts alone.
 
+A recipe with a `cluster` section can start a broker of several nodes (`broker: {recipe:
+NAME, nodes: 3}`): each node is the native command with ports and a data directory of its
+own, plus the cluster's `args`, where `{node}` is its number and `{peers}` names the others.
+
 A recipe's command runs on the broker host, so a scenario names a recipe only by a plain
 name found in the recipe directories, never by a path (`check_name`).
 """
@@ -18,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import string
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -65,10 +70,12 @@ class Strict(BaseModel):
 
 
 class ReadyCheck(Strict):
-    """Ready when a TCP connect succeeds, or when a command exits 0 (retried)."""
+    """Ready when a TCP connect succeeds, when a command exits 0, or when an HTTP GET made
+    on the broker host answers 200 (retried)."""
 
     tcp: str | None = None
     command: Command | None = None
+    http: str | None = None  # a URL the broker host reaches (e.g. a health endpoint)
     timeout: Nanoseconds = Field(default=30_000_000_000)
 
 
@@ -104,6 +111,19 @@ class Native(Strict):
     auth: Auth | None = None  # None: the broker cannot require a credential
 
 
+class Cluster(Strict):
+    """How nodes of the recipe's broker make one cluster on the broker host. Each node runs
+    the native command with its own ports (the recipe's and `ports`) and data directory,
+    and `args` added; in `args`, `{node}` is its number (0, 1, ...) and `{peers}` the
+    others' `peer` texts joined by commas. `ready` is checked on each node once all are
+    started (and on a node started again), after the native form's own check."""
+
+    ports: list[str] = []  # more ports each node needs (e.g. where the others reach it)
+    args: list[str] = Field(min_length=1)
+    peer: str  # one node as the others reach it, e.g. "nats://127.0.0.1:{port.route}"
+    ready: ReadyCheck | None = None  # e.g. the node has joined and the cluster has a leader
+
+
 class Container(Strict):
     image: str
     command: Command = []
@@ -118,8 +138,14 @@ class Recipe(Strict):
     ports: list[str] = Field(min_length=1)
     address: str  # what drivers connect to, e.g. "{host}:{port.client}"
     native: Native
+    cluster: Cluster | None = None  # None: its broker is one node
     container: Container | None = None
     note: str | None = None  # shown wherever its figures appear (e.g. "not Apache Kafka")
+
+    @property
+    def all_ports(self) -> list[str]:
+        """The ports each node needs: the recipe's, then its cluster's."""
+        return [*self.ports, *(self.cluster.ports if self.cluster else [])]
 
     @model_validator(mode="after")
     def _secret_only_in_stdin(self) -> Recipe:
@@ -128,6 +154,12 @@ class Recipe(Strict):
         if _names_secret(self.model_dump(exclude=stdin_texts)):
             raise ValueError("{secret} may appear only in auth.stdin and auth.setup[].stdin "
                              "(anywhere else it would reach argv, the environment or a file)")
+        return self
+
+    @model_validator(mode="after")
+    def _cluster_ports_apart(self) -> Recipe:
+        if len(set(self.all_ports)) != len(self.all_ports):
+            raise ValueError("cluster.ports repeats a port name of ports")
         return self
 
 
@@ -243,10 +275,56 @@ _TRIAL = {"host": "127.0.0.1", "data": "/", "user": "", "secret": ""}
 
 
 def check_renders(recipe: Recipe) -> None:
-    """RecipeError naming the first placeholder of the recipe's native form that cannot be
-    filled here (an environment variable not set, a misspelt name), as starting it would."""
-    render([recipe.address, recipe.native.model_dump(exclude={"install"})],
-           ports=dict.fromkeys(recipe.ports, 1), **_TRIAL)
+    """RecipeError naming the first placeholder of the recipe's native form (and cluster
+    section) that cannot be filled here (an environment variable not set, a misspelt
+    name), as starting it would."""
+    ports = dict.fromkeys(recipe.all_ports, 1)
+    render([recipe.address, recipe.native.model_dump(exclude={"install"})], ports=ports,
+           **_TRIAL)
+    if recipe.cluster is not None:
+        render(recipe.cluster.model_dump(), ports=ports, node="0", peers="", **_TRIAL)
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node of a broker started from a recipe: what its placeholders are filled with.
+    A broker of one node has just one, without the cluster's `{node}` and `{peers}`."""
+
+    index: int
+    host: str
+    ports: dict[str, int]
+    data: str
+    peers: str | None = None  # the others' `peer` texts (None: not a cluster)
+
+    def fill(self, value, **extra: str):
+        """`value` with this node's placeholders (and `extra`: `user`, `secret`) filled."""
+        return render(value, host=self.host, ports=self.ports, data=self.data, **extra)
+
+    def cluster_args(self, recipe: Recipe) -> list[str]:
+        """The cluster's `args` for this node (none for a broker of one node)."""
+        if recipe.cluster is None or self.peers is None:
+            return []
+        return self.fill(recipe.cluster.args, node=str(self.index), peers=self.peers)
+
+
+def nodes_of(recipe: Recipe, count: int, host: str, data: str, ports: list[int]) -> list[Node]:
+    """`count` nodes of the recipe's broker on `host`, from `ports` (`recipe.all_ports` for
+    each node in turn) and under `data` (itself for one node, `data/<index>` for several);
+    RecipeError when the recipe cannot make a cluster of them."""
+    names = recipe.all_ports if count > 1 else recipe.ports
+    if count > 1 and recipe.cluster is None:
+        raise RecipeError(f"recipe {recipe.name!r} starts a broker of one node (it has no "
+                          "cluster section)")
+    per_node = [dict(zip(names, ports[k * len(names):(k + 1) * len(names)], strict=True))
+                for k in range(count)]
+    if count == 1:
+        return [Node(0, host, per_node[0], data)]
+    assert recipe.cluster is not None  # checked above
+    peer = recipe.cluster.peer
+    reached = [render(peer, host=host, ports=own, data=f"{data}/{k}")
+               for k, own in enumerate(per_node)]
+    return [Node(k, host, own, f"{data}/{k}", ",".join(reached[:k] + reached[k + 1:]))
+            for k, own in enumerate(per_node)]
 
 
 def programs(recipe: Recipe, **values) -> list[str]:
@@ -254,10 +332,12 @@ def programs(recipe: Recipe, **values) -> list[str]:
     data; stand-ins by default): each must be found on the broker host's PATH, or be a
     path to an executable there."""
     native = recipe.native
+    cluster_ready = recipe.cluster.ready if recipe.cluster else None
     commands = [*native.prepare, native.command, native.ready.command, native.version,
+                cluster_ready.command if cluster_ready else None,
                 *native.stop, *(step.command for step in (native.auth.setup if native.auth
                                                           else []))]
-    values = {**_TRIAL, "ports": dict.fromkeys(recipe.ports, 1), **values}
+    values = {**_TRIAL, "ports": dict.fromkeys(recipe.all_ports, 1), **values}
     return list(dict.fromkeys(render([command[0] for command in commands if command],
                                      **values)))
 

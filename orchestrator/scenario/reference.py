@@ -199,7 +199,8 @@ def _recipe_rows(recipes: list[Recipe]) -> list[str]:
         loopback = ("a per-run credential" if recipe.native.auth is not None else
                     "refused unless `allow_unauthenticated: true`")
         what = recipe.description + (f" (note on its figures: {recipe.note})"
-                                     if recipe.note else "")
+                                     if recipe.note else "") + (
+            "; or a cluster of several (`nodes: N`)" if recipe.cluster else "")
         cells = [_code(recipe.name), ", ".join(recipe.drivers), what, loopback,
                  _code(recipe.container.image) if recipe.container else "",
                  recipe.native.install or ""]

@@ -37,6 +37,8 @@ from sixnines.orchestrator.scenario.problems import problems_from
 from sixnines.orchestrator.scenario.recipes import RecipeError, load_recipe
 
 _BROKER_FORMS = "must be builtin, {external: HOST:PORT} or {recipe: NAME}"
+#: Most nodes of a broker started as a cluster (`BrokerSpec.nodes`).
+MAX_NODES = 9
 #: How long clients try to connect again by default (`System.reconnect`).
 DEFAULT_RECONNECT_NS = 30 * SECOND_NS
 #: Validation context key: keep invalid driver options as a dict (the loader reports them).
@@ -78,6 +80,10 @@ class BrokerSpec(BaseModel):
     recipe: str | None = None
     """A broker recipe sixnines starts and stops for each run (deploy/recipes, or the
     directories of --recipes and $SIXNINES_RECIPE_PATH)."""
+    nodes: Annotated[int, Field(strict=True, ge=1, le=MAX_NODES)] = 1
+    """How many nodes of the recipe's broker make one cluster on the broker host, each with
+    its own ports and data directory (recipes with a cluster section: nats); clients are
+    given every node's address. Faults target one of them as broker-0, broker-1, ..."""
     allow_unauthenticated: StrictBool = False
     """A recipe without an auth section starts a broker that takes anyone who reaches it:
     off loopback that is refused unless this accepts the risk (e.g. on an isolated
@@ -134,6 +140,16 @@ class BrokerSpec(BaseModel):
         if self.data_disk is not None and self.recipe is None:
             raise ValueError("data_disk goes with a recipe: a builtin broker keeps its "
                              "messages in memory, an external one is not sixnines' to touch")
+        if self.nodes > 1:
+            if self.recipe is None:
+                raise ValueError("nodes goes with a recipe: sixnines starts the cluster")
+            if load_recipe(self.recipe).cluster is None:
+                raise ValueError(f"recipe {self.recipe!r} starts a broker of one node (it has "
+                                 "no cluster section)")
+            if self.data_disk is not None:
+                raise ValueError("data_disk gives one broker's data a disk of its own; a "
+                                 "broker of several nodes has a data directory per node, "
+                                 "which sixnines does not give disks of their own")
         if self.allow_unauthenticated:
             if self.recipe is None:
                 raise ValueError("allow_unauthenticated goes with a recipe")
@@ -150,6 +166,8 @@ class BrokerSpec(BaseModel):
         if self.recipe is None:
             return "builtin"
         fields: dict[str, str | bool | int] = {"recipe": self.recipe}
+        if self.nodes > 1:
+            fields["nodes"] = self.nodes
         if self.allow_unauthenticated:
             fields["allow_unauthenticated"] = True
         if self.data_disk is not None:

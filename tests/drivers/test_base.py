@@ -11,7 +11,14 @@ import textwrap
 import pytest
 from pydantic import ValidationError
 
-from sixnines.drivers.base import DriverError, PollWaiter, Receiver, Sender, secret
+from sixnines.drivers.base import (
+    DriverError,
+    PollWaiter,
+    Receiver,
+    Sender,
+    secret,
+    split_addresses,
+)
 from sixnines.drivers.rabbitmq import RabbitmqOptions
 
 LABEL = "redis at h:1"
@@ -122,3 +129,11 @@ def test_a_waiter_reports_held_messages_at_once_and_polls_the_rest():
     assert waiter.wait(-1) == [0, 1]  # no sleep: receiver 0 holds messages
     for fd in (quiet, quiet_writer, ready, writer):
         os.close(fd)
+
+
+def test_a_clusters_address_names_each_of_its_servers():
+    assert split_addresses("10.0.0.1:4222", "nats") == [("10.0.0.1", 4222)]
+    assert split_addresses("127.0.0.1:1, [::1]:2,h:3", "nats") == [
+        ("127.0.0.1", 1), ("::1", 2), ("h", 3)]
+    with pytest.raises(DriverError, match="nats: address 'h' is not HOST:PORT"):
+        split_addresses("127.0.0.1:1,h", "nats")

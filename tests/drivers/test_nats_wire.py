@@ -8,7 +8,14 @@ from __future__ import annotations
 import pytest
 
 from sixnines.drivers.base import DriverError
-from sixnines.drivers.nats.wire import Parser, msg_line, pub_line, pull_request, sub_line
+from sixnines.drivers.nats.wire import (
+    Parser,
+    msg_line,
+    pub_line,
+    pull_request,
+    stream_seq,
+    sub_line,
+)
 
 SID = b"1"
 ACKS = b"2"
@@ -113,6 +120,39 @@ def test_an_expired_pull_request_is_renewed():
     assert p.parse(memoryview(bytearray(5)), 5, 1) == 0
     assert p.outgoing == b"PULL\r\n"  # 3 left outstanding: another batch asked for
     assert p.outstanding == 13
+
+
+def test_a_deliverys_place_in_the_stream_is_read_from_its_reply_subject():
+    # $JS.ACK.<stream>.<consumer>.<delivered>.<stream seq>.<consumer seq>.<time>.<pending>,
+    # or with <domain>.<account hash> after $JS.ACK and a random token at the end
+    assert stream_seq(b"$JS.ACK.S.c.1.7.2.1795830027852723059.1") == 7
+    assert stream_seq(b"$JS.ACK._.ACCHASH.S.c.1.42.2.1795830027852723059.1.tok") == 42
+    assert stream_seq(b"_INBOX.x") is None and stream_seq(b"") is None
+
+
+def test_the_last_delivery_is_remembered_and_a_status_after_deliveries_waits():
+    # two deliveries, then a consumer's failure: the deliveries are returned (and the
+    # last one's place kept) before the status raises on the next call
+    p = parser()
+    p.pull, p.batch, p.outstanding = b"PULL\r\n", 10, 10
+    status = b"NATS/1.0 409 Leadership Change\r\n\r\n"
+    feed(p, b"MSG S 1 $JS.ACK.S.c.1.7.1.1.0 5\r\nhello\r\n"
+            b"MSG S 1 $JS.ACK.S.c.1.8.2.1.0 5\r\nworld\r\n"
+            b"HMSG _INBOX.p 1 %d %d\r\n%s\r\n" % (len(status), len(status), status))
+    out = memoryview(bytearray(10))
+    assert p.parse(out, 5, 2) == 2 and bytes(out) == b"helloworld"
+    assert stream_seq(p.last_reply) == 8 and p.more
+    with pytest.raises(DriverError, match="409 Leadership Change"):
+        p.parse(out, 5, 2)
+
+
+def test_an_error_after_deliveries_waits_for_the_next_call():
+    p = parser()
+    feed(p, b"MSG bench 1 5\r\nhello\r\n-ERR 'Slow Consumer'\r\n")
+    out = memoryview(bytearray(5))
+    assert p.parse(out, 5, 1) == 1 and p.more
+    with pytest.raises(DriverError, match="Slow Consumer"):
+        p.parse(out, 5, 1)
 
 
 def test_a_responder_queues_each_request_to_its_producers_reply_subject():

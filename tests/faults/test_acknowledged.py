@@ -26,15 +26,17 @@ NO_RABBITMQ = pytest.mark.skipif(
 KILL = "  - {at: 1s, action: kill, target: broker, restart_after: 0.5s, data: keep}"
 
 
-def ran(tmp_path: Path, system: str, workload: str) -> tuple[int, str, dict, dict]:
-    """`sixnines run` of one system with the broker killed 1 s into the measured time and
-    started again: exit code, console, manifest, summary."""
+def ran(tmp_path: Path, system: str, workload: str, faults: str = KILL
+        ) -> tuple[int, str, dict, dict]:
+    """`sixnines run` of one system with `faults` (by default the broker killed 1 s into
+    the measured time and started again; none: ""): exit code, console, manifest,
+    summary."""
+    listed = f"faults:\n{faults}" if faults else ""
     (tmp_path / "s.yaml").write_text(f"""
 name: acknowledged
 systems: [{system}]
 workload: {workload}
-faults:
-{KILL}
+{listed}
 """)
     done = sixnines("run", "s.yaml", "--output", "out", cwd=tmp_path)
     assert "Traceback" not in done.stderr, done.stderr

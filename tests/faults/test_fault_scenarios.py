@@ -59,7 +59,10 @@ def test_faults_every_run_can_do_pass(tmp_path):
      "faults[0]: killing the broker needs `restart_after`"),
     ("{at: 1s, action: pause, target: broker}", "faults[0]: a pause needs `for`"),
     ("{at: 1s, action: kill, target: consumer-0, restart_after: 1s}",
-     "faults[0]: only the broker is started again"),
+     "faults[0]: only the broker or one of its nodes is started again"),
+    ("{at: 1s, action: kill, target: broker-1, restart_after: 1s}",
+     "faults[0].target: system 'relay' has a broker of one node: target it as broker "
+     "(broker-1 names a node of a broker of several, `nodes: N`)"),
     ("{at: 1s, action: partition, target: {host: h2}, for: 1s}",
      "faults[0].target: no host 'h2' in `hosts` (they are none)"),
     ("{at: 1s, action: partition, target: {host: local}, for: 1s}",
@@ -95,9 +98,66 @@ def test_two_faults_on_one_target_at_once_are_refused(tmp_path):
     assert code == 2
     assert lines == [
         f"{FAULTS_LINE + 1}: faults[1].at: overlaps faults[0] on broker (one target, one "
-        "fault at a time; a killed agent stays dead)",
+        "fault at a time; a killed agent, or node not started again, stays dead)",
         f"{FAULTS_LINE + 3}: faults[3].at: overlaps faults[2] on producer-0 (one target, one "
-        "fault at a time; a killed agent stays dead)"]
+        "fault at a time; a killed agent, or node not started again, stays dead)"]
+
+
+CLUSTER = HEAD.replace("  - {name: relay, driver: tcp}", """\
+  - name: js
+    driver: nats
+    broker: {recipe: nats, nodes: 3}
+    options: {mode: jetstream, storage: file, replicas: 3}""")
+CLUSTER_FAULTS_LINE = FAULTS_LINE + 3
+
+
+def test_one_node_of_a_cluster_can_be_paused_killed_and_started_again(tmp_path):
+    code, lines = validated(tmp_path, """\
+  - {at: 0s, action: pause, target: broker-0, for: 1s}
+  - {at: 1s, action: kill, target: broker-1, restart_after: 500ms}
+  - {at: 1s, action: pause, target: broker-2, for: 500ms}
+  - {at: 2s, action: kill, target: broker}
+""".replace("target: broker}", "target: broker, restart_after: 1s}"), CLUSTER)
+    assert code == 0, lines
+
+
+def test_a_node_the_cluster_does_not_have_is_refused_at_its_line(tmp_path):
+    code, lines = validated(tmp_path, """\
+  - {at: 3s, action: kill, target: broker-3, restart_after: 500ms}
+  - {at: 1s, action: kill, target: broker-2}
+  - {at: 1500ms, action: pause, target: broker, for: 1s}
+""", CLUSTER)
+    assert code == 2
+    assert lines == [
+        f"{CLUSTER_FAULTS_LINE}: faults[0].target: no node 'broker-3' in the broker of "
+        "system 'js': its 3 nodes are broker-0 to broker-2",
+        f"{CLUSTER_FAULTS_LINE + 2}: faults[2].at: overlaps faults[1] on broker-2 and broker "
+        "(one target, one fault at a time; a killed agent, or node not started again, "
+        "stays dead)"]
+
+
+def test_a_cluster_is_started_from_a_recipe_that_can_make_one(tmp_path):
+    head = CLUSTER.replace("recipe: nats, nodes: 3", "recipe: nats, nodes: 12")
+    code, lines = validated(tmp_path, "  - {at: 1s, action: kill, target: broker-0}\n", head)
+    assert code == 2 and lines[0].startswith("5: systems[0].broker.nodes: ")
+    head = HEAD.replace("  - {name: relay, driver: tcp}",
+                        "  - {name: r, driver: redis, broker: {recipe: redis, nodes: 3}}")
+    code, lines = validated(tmp_path, "  - {at: 1s, action: kill, target: broker-0}\n", head)
+    assert code == 2
+    assert lines[0] == ("3: systems[0].broker: recipe 'redis' starts a broker of one node "
+                        "(it has no cluster section)")
+
+
+def test_a_cluster_is_not_started_in_a_container(tmp_path):
+    head = CLUSTER.replace("faults:\n", """\
+hosts: [{name: box, docker: "unix:///var/run/docker.sock"}]
+placement: {broker: box}
+faults:
+""")
+    code, lines = validated(tmp_path, "  - {at: 1s, action: kill, target: broker-0}\n", head)
+    assert code == 2
+    assert "5: systems[0].broker.nodes: a broker of several nodes is started on local and SSH " \
+        "hosts, not on container host 'box'" in lines
 
 
 def test_the_broker_of_an_external_system_cannot_be_touched(tmp_path):
@@ -219,7 +279,8 @@ def test_a_disk_fault_overlapping_a_pause_of_the_broker_is_refused(tmp_path):
 """, DISK_HEAD)
     assert code == 2
     assert lines == [f"{FAULTS_LINE + 2}: faults[1].at: overlaps faults[0] on broker (one "
-                     "target, one fault at a time; a killed agent stays dead)"]
+                     "target, one fault at a time; a killed agent, or node not started "
+                     "again, stays dead)"]
 
 
 SSH_HOSTS = """\

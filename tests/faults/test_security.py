@@ -36,7 +36,7 @@ from sixnines.orchestrator.launchers.handoff import handoff_argv, handoff_line
 from sixnines.orchestrator.launchers.local import LocalLauncher
 from sixnines.orchestrator.launchers.ssh import SshLauncher
 from sixnines.orchestrator.run import brokers
-from sixnines.orchestrator.run.brokers import BrokerError
+from sixnines.orchestrator.run.broker_nodes import BrokerError
 from sixnines.orchestrator.scenario import recipes
 from sixnines.orchestrator.scenario.hosts import SshHost
 from sixnines.orchestrator.scenario.model import ScenarioError, load_scenario

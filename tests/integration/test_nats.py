@@ -210,7 +210,7 @@ def test_an_existing_stream_without_the_lanes_subjects_serves_one_connection_onl
     async def make(jsm) -> None:
         await jsm.add_stream(api.StreamConfig(name=stream, subjects=[subject],
                                               storage=api.StorageType.MEMORY))
-    manage(*split_address(server.address, "nats"), {}, "test", make)
+    manage([split_address(server.address, "nats")], {}, "test", make)
     driver = NatsDriver(server.address, NatsOptions(subject=subject, mode="jetstream",
                                                     stream=stream))
     closing(driver.sender(SIZE, 0))
