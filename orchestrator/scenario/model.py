@@ -268,8 +268,7 @@ def _validated_beside(text: str, file: str, overrides: Sequence[Override]
         scenario = scenario.model_copy(update={"hosts": (*scenario.hosts, *inventory)})
         problems += _host_problems(scenario, doc, len(inventory))
         problems += _open_broker_problems(scenario, doc)
-        problems += _data_disk_problems(scenario, doc)
-        problems += _cluster_problems(scenario, doc)
+        problems += _broker_host_problems(scenario, doc)
     specs = _specs_in_file(doc.data)
     too_many = _run_count_problems(specs, doc)
     problems += too_many
@@ -444,35 +443,27 @@ def _open_broker_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem
     return problems
 
 
-def _data_disk_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem]:
-    """A data disk asked of a broker placed where none can be made (a container host)."""
-    host = scenario.host(scenario.placement.broker)
+def _broker_host_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem]:
+    """What a system asks of its broker that the broker's host cannot give: a data disk (a
+    loop mount, which a container host would need privileged) or several nodes (they
+    reach each other on the host's loopback, which containers do not share)."""
+    name = scenario.placement.broker
+    host = scenario.host(name)
     kind = host.kind if host is not None else LOCAL
-    if kind in DATA_DISKS_ON:
-        return []
     problems = []
     for index, system in enumerate(scenario.systems):
-        if system.broker.data_disk is None:
-            continue
-        path = ("systems", index, "broker", "data_disk")
-        problems.append(Problem(format_path(path), doc.line_of(path), (
-            f"a data disk is made on local and SSH hosts; the broker's host "
-            f"{scenario.placement.broker!r} is a {kind} host (a loop mount there needs a "
-            "privileged container)")))
+        broker = system.broker
+        for field_name, refused, why in (
+                ("data_disk", broker.data_disk is not None and kind not in DATA_DISKS_ON,
+                 f"a data disk is made on local and SSH hosts; the broker's host {name!r} "
+                 f"is a {kind} host (a loop mount there needs a privileged container)"),
+                ("nodes", broker.nodes > 1 and kind == "container",
+                 f"a broker of several nodes is started on local and SSH hosts, not on "
+                 f"container host {name!r}")):
+            if refused:
+                path = ("systems", index, "broker", field_name)
+                problems.append(Problem(format_path(path), doc.line_of(path), why))
     return problems
-
-
-def _cluster_problems(scenario: Scenario, doc: YamlDocument) -> list[Problem]:
-    """A broker of several nodes on a container host: its nodes reach each other on the
-    host's loopback, which containers do not share."""
-    host = scenario.host(scenario.placement.broker)
-    if host is None or host.kind != "container":
-        return []
-    return [Problem(format_path(path), doc.line_of(path),
-                    f"a broker of several nodes is started on local and SSH hosts, not on "
-                    f"container host {host.name!r}")
-            for index, system in enumerate(scenario.systems) if system.broker.nodes > 1
-            for path in [("systems", index, "broker", "nodes")]]
 
 
 def _case_problems(doc: YamlDocument) -> list[Problem]:
