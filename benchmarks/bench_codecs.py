@@ -28,7 +28,7 @@ def redis_xread(n: int, size: int) -> Callable[[], int]:
         bytes(size)) for i in range(n))
     reply = b"*1\r\n*2\r\n" + bulk(b"s") + b"*%d\r\n" % n + entries
     out = memoryview(bytearray(n * size))
-    parser = StreamReplies(b"s", size, n, 128, "bench", b"0-0", False)
+    parser = StreamReplies([b"s"], size, n, 128, "bench", [b"0-0"], False)
     parser.room()[: len(reply)] = reply
 
     def run() -> int:
