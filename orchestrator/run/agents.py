@@ -37,12 +37,21 @@ from sixnines.orchestrator.scenario.sizes import SizeDistribution
 
 logger = logging.getLogger(__name__)
 
-READY_TIMEOUT_S = 60.0
+#: How long agents may take to connect and be ready: a base, and more per connection of
+#: the agent with the most. Clients are not alike: a Kafka producer and a consumer of 25
+#: connections each (librdkafka clients) took ~150 s on a 2-core machine (2026-11-28).
+READY_BASE_S = 60.0
+READY_PER_CONNECTION_S = 6.0
 #: Settings of the agents' recording read from the controller's environment and passed to
 #: every agent wherever it runs: an agent on an SSH host or in a container must record as
 #: one beside the controller does (agents.recording: SIXNINES_CHUNK_ROWS=0 turns streaming
 #: off).
 AGENT_ENVIRONMENT = ("SIXNINES_CHUNK_ROWS",)
+
+
+def ready_timeout_s(connections: int) -> float:
+    """How long agents whose largest has `connections` connections may take to be ready."""
+    return READY_BASE_S + READY_PER_CONNECTION_S * connections
 
 
 class RunFailure(SixninesError):
@@ -219,12 +228,13 @@ class Agents:
         return agent
 
     def _await_ready(self, group: list[AgentHandle]) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT_S
+        timeout_s = ready_timeout_s(max((a.plan.connections for a in group), default=1))
+        deadline = time.monotonic() + timeout_s
         while any(a.ready is None for a in group):
             message, agent = self.channel.next(deadline)
             if agent is None:
                 waiting = ", ".join(a.plan.agent_id for a in group if a.ready is None)
-                raise RunFailure(f"agents not ready within {READY_TIMEOUT_S:.0f} s: {waiting}")
+                raise RunFailure(f"agents not ready within {timeout_s:.0f} s: {waiting}")
             if isinstance(message, p.Ready):
                 if message.protocol != p.PROTOCOL_VERSION:
                     raise RunFailure(f"{agent.plan.agent_id} speaks control protocol "

@@ -20,10 +20,11 @@ import redis
 from sixnines.drivers.kafka import KafkaDriver, KafkaOptions
 from tests.integration.support import external, recipe_server
 
-#: The sweep's second value. 25 (the sweep this guards) does not fit this 2-core machine:
-#: 25 librdkafka consumers in one agent keep both cores busy polling, and its producer is
-#: not ready within the agents' 60 s. Four keeps what matters: the second run needs more
-#: partitions (lanes) than the first run's topic had.
+#: The sweep's second value. 25 (the sweep this guards) passes on Kafka too, but its 25
+#: librdkafka consumers and producers take ~150 s to be ready on this 2-core machine
+#: (2026-11-28; the agents' ready timeout grows with connections for it): too long for the
+#: suite. Four keeps what matters: the second run needs more partitions (lanes) than the
+#: first run's topic had.
 MANY = 4
 RATE = 400  # msg/s over 1 s: a short run, each lane some 100 messages
 SYSTEMS = {  # system -> (recipe, options)
