@@ -43,8 +43,8 @@ fi
 if [[ "$extras" == "test" ]]; then
   # apt starts no services here; the tests start their own servers on loopback, their own
   # sshd per test-bed host (deploy/testbed) and their own podman API service
-  apt_install redis-server rabbitmq-server openssh-server iproute2 nftables podman runc \
-    debootstrap chromium gnuplot-nox sockperf
+  apt_install redis-server rabbitmq-server openssh-server iproute2 nftables iptables e2fsprogs \
+    podman runc debootstrap chromium gnuplot-nox sockperf
 fi
 
 python=${PYTHON:-python3}
